@@ -1,0 +1,36 @@
+/* Small filesystem helpers shared by the C modules (no Lua). */
+#ifndef NV_FSUTIL_H
+#define NV_FSUTIL_H
+
+#include <stddef.h>
+
+#include "core/nv_err.h"
+
+/* mkdir -p with mode; existing folders are fine. */
+int nv_mkdir_p(const char *path, int mode, nv_err *err);
+
+/* Writes data to path atomically (temp file in the same folder, fsync,
+ * rename). mode applies to the new file. */
+int nv_write_file_atomic(const char *path, const void *data, size_t len,
+			 int mode, nv_err *err);
+
+/* Reads at most max bytes of path into a malloc'd NUL-terminated buffer
+ * (caller frees). A larger file is NV_ENOMEM. */
+int nv_read_file(char **out, size_t *len, const char *path, size_t max,
+		 nv_err *err);
+
+/* rm -rf that never follows symlinks. Missing path is fine. */
+int nv_remove_tree(const char *path, nv_err *err);
+
+/* n random bytes as 2n lowercase hex characters (+NUL) from the OS. */
+int nv_random_hex(char *out, size_t nbytes, nv_err *err);
+
+/* snprintf for paths: on truncation out becomes "" and -1 is returned, so
+ * a cut path is never used. */
+int nv_pathf(char *out, size_t cap, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 3, 4)))
+#endif
+	;
+
+#endif

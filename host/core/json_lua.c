@@ -1,0 +1,298 @@
+/* _navette.json: encode Lua values to JSON (keys sorted, so output is stable
+ * and diffable) and decode JSON into Lua values, over cJSON. Bounded in size
+ * and depth. json.null stands for JSON null; a table with the metatable
+ * json.array_mt encodes as an array even when empty. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "core/runtime.h"
+
+#define JSON_MAX_BYTES ((size_t)64 * 1024 * 1024)
+#define JSON_MAX_DEPTH 64
+#define ARRAY_MT "navette.json.array"
+
+/* Holds a cJSON tree during encoding so that an error raised by Lua in the
+ * middle frees it (STYLE rule 4). */
+typedef struct {
+	cJSON *root;
+} json_box;
+
+static int box_gc(lua_State *L)
+{
+	json_box *b = lua_touserdata(L, 1);
+	if (b->root) {
+		cJSON_Delete(b->root);
+		b->root = NULL;
+	}
+	return 0;
+}
+
+static json_box *push_box(lua_State *L)
+{
+	json_box *b = lua_newuserdatauv(L, sizeof(*b), 0);
+	b->root = NULL;
+	if (luaL_newmetatable(L, "navette.json.box")) {
+		lua_pushcfunction(L, box_gc);
+		lua_setfield(L, -2, "__gc");
+	}
+	lua_setmetatable(L, -2);
+	return b;
+}
+
+static int is_null(lua_State *L, int idx)
+{
+	lua_getfield(L, LUA_REGISTRYINDEX, "navette.json.null");
+	int eq = lua_rawequal(L, idx, -1);
+	lua_pop(L, 1);
+	return eq;
+}
+
+/* Array when keys are exactly 1..n (n>0), or marked with the array mt. */
+static int table_is_array(lua_State *L, int idx, size_t *n_out)
+{
+	size_t n = lua_rawlen(L, idx);
+	size_t count = 0;
+
+	lua_pushnil(L);
+	while (lua_next(L, idx)) {
+		lua_pop(L, 1);
+		if (lua_type(L, -1) != LUA_TNUMBER || !lua_isinteger(L, -1)) {
+			lua_pop(L, 1);
+			return 0;
+		}
+		count++;
+	}
+	*n_out = n;
+	if (count == n && n > 0)
+		return 1;
+	if (count == 0 && lua_getmetatable(L, idx)) {
+		luaL_getmetatable(L, ARRAY_MT);
+		int marked = lua_rawequal(L, -1, -2);
+		lua_pop(L, 2);
+		return marked;
+	}
+	return 0;
+}
+
+static int cmp_keys(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Creates the item for the value at idx and attaches it to parent (an
+ * array when key is NULL) before descending, so everything built so far is
+ * reachable from the boxed root if Lua raises midway. */
+static void encode_into(lua_State *L, int idx, int depth, cJSON *parent,
+			const char *key);
+
+static void attach(lua_State *L, cJSON *parent, const char *key, cJSON *item)
+{
+	if (!item)
+		luaL_error(L, "json: out of memory");
+	if (key)
+		cJSON_AddItemToObject(parent, key, item);
+	else
+		cJSON_AddItemToArray(parent, item);
+}
+
+static void encode_table(lua_State *L, int idx, int depth, cJSON *parent,
+			 const char *key)
+{
+	size_t n;
+
+	if (table_is_array(L, idx, &n)) {
+		cJSON *arr = cJSON_CreateArray();
+		attach(L, parent, key, arr);
+		for (size_t i = 1; i <= n; i++) {
+			lua_rawgeti(L, idx, (lua_Integer)i);
+			encode_into(L, lua_gettop(L), depth + 1, arr, NULL);
+			lua_pop(L, 1);
+		}
+		return;
+	}
+	/* Collect string keys, sorted, for a stable output. */
+	size_t count = 0;
+	lua_pushnil(L);
+	while (lua_next(L, idx)) {
+		lua_pop(L, 1);
+		if (lua_type(L, -1) != LUA_TSTRING)
+			luaL_error(L,
+				   "json: object keys must be strings (got "
+				   "a %s key)",
+				   luaL_typename(L, -1));
+		count++;
+	}
+	const char **keys = lua_newuserdatauv(L, (count + 1) * sizeof(char *),
+					      0); // [..., keys]
+	size_t i = 0;
+	lua_pushnil(L);
+	while (lua_next(L, idx)) {
+		lua_pop(L, 1);
+		keys[i++] = lua_tostring(L, -1); /* anchored by the table */
+	}
+	qsort(keys, count, sizeof(char *), cmp_keys);
+	cJSON *obj = cJSON_CreateObject();
+	attach(L, parent, key, obj);
+	for (i = 0; i < count; i++) {
+		lua_getfield(L, idx, keys[i]);
+		encode_into(L, lua_gettop(L), depth + 1, obj, keys[i]);
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1); /* keys */
+}
+
+static void encode_into(lua_State *L, int idx, int depth, cJSON *parent,
+			const char *key)
+{
+	if (depth > JSON_MAX_DEPTH)
+		luaL_error(L, "json: nesting deeper than %d (a cycle?)",
+			   JSON_MAX_DEPTH);
+	switch (lua_type(L, idx)) {
+	case LUA_TNIL: attach(L, parent, key, cJSON_CreateNull()); return;
+	case LUA_TBOOLEAN:
+		attach(L, parent, key, cJSON_CreateBool(lua_toboolean(L, idx)));
+		return;
+	case LUA_TNUMBER: {
+		double d = lua_tonumber(L, idx);
+		if (d != d || d > 1e308 || d < -1e308)
+			luaL_error(L, "json: cannot encode nan or inf");
+		attach(L, parent, key, cJSON_CreateNumber(d));
+		return;
+	}
+	case LUA_TSTRING:
+		attach(L, parent, key, cJSON_CreateString(lua_tostring(L, idx)));
+		return;
+	case LUA_TTABLE: encode_table(L, idx, depth, parent, key); return;
+	case LUA_TLIGHTUSERDATA:
+		if (is_null(L, idx)) {
+			attach(L, parent, key, cJSON_CreateNull());
+			return;
+		}
+		break;
+	default: break;
+	}
+	if (luaL_getmetafield(L, idx, "__name") != LUA_TNIL) {
+		const char *name = lua_tostring(L, -1);
+		luaL_error(L, "json: cannot encode a %s value",
+			   name ? name : "userdata");
+	}
+	luaL_error(L, "json: cannot encode a %s value", luaL_typename(L, idx));
+}
+
+/* json.encode(value [, pretty]) */
+static int l_json_encode(lua_State *L)
+{
+	int pretty = lua_toboolean(L, 2);
+	luaL_checkany(L, 1);
+	lua_settop(L, 1);
+	json_box *box = push_box(L); // [value, box]
+	box->root = cJSON_CreateArray();
+	if (!box->root)
+		return luaL_error(L, "json: out of memory");
+	encode_into(L, 1, 0, box->root, NULL);
+	cJSON *v = box->root->child;
+	char *s = pretty ? cJSON_Print(v) : cJSON_PrintUnformatted(v);
+	if (!s)
+		return luaL_error(L, "json: out of memory");
+	lua_pushstring(L, s);
+	free(s);
+	cJSON_Delete(box->root);
+	box->root = NULL;
+	return 1;
+}
+
+static void decode_value(lua_State *L, const cJSON *item, int depth)
+{
+	if (depth > JSON_MAX_DEPTH)
+		luaL_error(L, "json: nesting deeper than %d", JSON_MAX_DEPTH);
+	luaL_checkstack(L, 4, "json: too deep");
+	if (cJSON_IsNull(item)) {
+		lua_getfield(L, LUA_REGISTRYINDEX, "navette.json.null");
+	} else if (cJSON_IsBool(item)) {
+		lua_pushboolean(L, cJSON_IsTrue(item));
+	} else if (cJSON_IsNumber(item)) {
+		double d = item->valuedouble;
+		if (d == (double)(lua_Integer)d && d < 9.0e15 && d > -9.0e15)
+			lua_pushinteger(L, (lua_Integer)d);
+		else
+			lua_pushnumber(L, d);
+	} else if (cJSON_IsString(item)) {
+		lua_pushstring(L, item->valuestring);
+	} else if (cJSON_IsArray(item)) {
+		lua_createtable(L, cJSON_GetArraySize(item), 0);
+		int i = 1;
+		for (const cJSON *c = item->child; c; c = c->next) {
+			decode_value(L, c, depth + 1);
+			lua_rawseti(L, -2, i++);
+		}
+		luaL_setmetatable(L, ARRAY_MT);
+	} else if (cJSON_IsObject(item)) {
+		lua_newtable(L);
+		for (const cJSON *c = item->child; c; c = c->next) {
+			decode_value(L, c, depth + 1);
+			lua_setfield(L, -2, c->string ? c->string : "");
+		}
+	} else {
+		lua_pushnil(L);
+	}
+}
+
+/* json.decode(s) -> value | nil, message */
+static int l_json_decode(lua_State *L)
+{
+	size_t len;
+	const char *s = luaL_checklstring(L, 1, &len);
+
+	if (len > JSON_MAX_BYTES) {
+		lua_pushnil(L);
+		lua_pushfstring(L, "JSON document larger than %d MiB",
+				(int)(JSON_MAX_BYTES >> 20));
+		return 2;
+	}
+	json_box *box = push_box(L);
+	box->root = cJSON_ParseWithLength(s, len);
+	if (!box->root) {
+		const char *at = cJSON_GetErrorPtr();
+		lua_pushnil(L);
+		if (at && at >= s && at <= s + len)
+			lua_pushfstring(L, "malformed JSON at byte %d",
+					(int)(at - s));
+		else
+			lua_pushliteral(L, "malformed JSON");
+		return 2;
+	}
+	decode_value(L, box->root, 0);
+	cJSON_Delete(box->root);
+	box->root = NULL;
+	return 1;
+}
+
+static int l_json_array(lua_State *L)
+{
+	if (lua_isnoneornil(L, 1))
+		lua_newtable(L);
+	luaL_checktype(L, 1, LUA_TTABLE);
+	lua_settop(L, 1);
+	luaL_setmetatable(L, ARRAY_MT);
+	return 1;
+}
+
+int luaopen_navette_json(lua_State *L)
+{
+	static const luaL_Reg fns[] = {{"encode", l_json_encode},
+				       {"decode", l_json_decode},
+				       {"array", l_json_array},
+				       {NULL, NULL}};
+	luaL_newmetatable(L, ARRAY_MT);
+	lua_pop(L, 1);
+	luaL_newlib(L, fns); // [json]
+	lua_pushlightuserdata(L, (void *)&luaopen_navette_json);
+	lua_pushvalue(L, -1);
+	lua_setfield(L, LUA_REGISTRYINDEX, "navette.json.null");
+	lua_setfield(L, -2, "null");
+	return 1;
+}

@@ -1,0 +1,84 @@
+/* The error slot: bounded, allocation-free formatting of messages. */
+#include "nv_err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void nv_err_clear(nv_err *err)
+{
+	if (!err)
+		return;
+	err->code = 0;
+	err->message[0] = '\0';
+	err->hint[0] = '\0';
+}
+
+static void set_hint(nv_err *err, const char *hint)
+{
+	if (hint)
+		snprintf(err->hint, sizeof(err->hint), "%s", hint);
+	else
+		err->hint[0] = '\0';
+}
+
+int nv_err_set(nv_err *err, int code, const char *hint, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return code;
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+	set_hint(err, hint);
+	return code;
+}
+
+int nv_err_set_errno(nv_err *err, int code, int errnum, const char *hint,
+		     const char *fmt, ...)
+{
+	va_list ap;
+	size_t used;
+
+	if (!err)
+		return code;
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+	used = strlen(err->message);
+	snprintf(err->message + used, sizeof(err->message) - used, ": %s",
+		 strerror(errnum));
+	set_hint(err, hint);
+	return code;
+}
+
+const char *nv_err_code_name(int code)
+{
+	switch (code) {
+	case NV_OK: return "ok";
+	case NV_EINVAL: return "invalid";
+	case NV_ENOTFOUND: return "not_found";
+	case NV_EREFUSED: return "refused";
+	case NV_EIO: return "io";
+	case NV_EBACKEND: return "backend";
+	case NV_ENOMEM: return "no_memory";
+	case NV_EFAILED: return "failed";
+	default: return "error";
+	}
+}
+
+int nv_err_exit_status(int code)
+{
+	switch (code) {
+	case NV_OK: return 0;
+	case NV_EFAILED: return 1;
+	case NV_EINVAL: return 2;
+	case NV_ENOTFOUND: return 2;
+	case NV_EREFUSED: return 3;
+	case NV_EBACKEND: return 4;
+	default: return 4;
+	}
+}

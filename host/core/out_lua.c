@@ -1,0 +1,50 @@
+/* _navette.out: the Lua face of the output module. The CLI (Lua) prints
+ * only through these functions. */
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "core/output.h"
+#include "core/runtime.h"
+
+static int stream_arg(lua_State *L, int idx)
+{
+	static const char *const names[] = {"stdout", "stderr", NULL};
+	return luaL_checkoption(L, idx, "stdout", names) == 0 ? NV_OUT_STDOUT
+							       : NV_OUT_STDERR;
+}
+
+/* out.write(stream, s...) */
+static int l_out_write(lua_State *L)
+{
+	int stream = stream_arg(L, 1);
+	int n = lua_gettop(L);
+
+	for (int i = 2; i <= n; i++) {
+		size_t len;
+		const char *s = luaL_checklstring(L, i, &len);
+		nv_out_write(stream, s, len);
+	}
+	return 0;
+}
+
+static int l_out_color(lua_State *L)
+{
+	lua_pushboolean(L, nv_out_color(stream_arg(L, 1)));
+	return 1;
+}
+
+static int l_out_tty(lua_State *L)
+{
+	lua_pushboolean(L, nv_out_tty(stream_arg(L, 1)));
+	return 1;
+}
+
+int luaopen_navette_out(lua_State *L)
+{
+	static const luaL_Reg fns[] = {{"write", l_out_write},
+				       {"color", l_out_color},
+				       {"tty", l_out_tty},
+				       {NULL, NULL}};
+	luaL_newlib(L, fns);
+	return 1;
+}

@@ -1,0 +1,778 @@
+/* The Lua state of a recipe run: allocator with a memory cap, the count hook
+ * bounding run time, the protected-call helper, the loader of the embedded
+ * library, the sandbox given to recipes, and plan mode. The CLI logic itself
+ * is Lua (lua/navette/cli.lua) running on top of these primitives. */
+#include "core/runtime.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "core/lua_embed.h"
+#include "core/nv_lua.h"
+#include "core/output.h"
+
+#define RUNTIME_KEY "navette.runtime"
+#define SANDBOX_LOADED_KEY "navette.sandbox.loaded"
+#define DEFAULT_MEMORY_LIMIT ((size_t)512 * 1024 * 1024)
+#define DEFAULT_RECIPE_TIMEOUT_S 120.0
+#define HOOK_COUNT 100000
+#define MODULE_NAME_MAX 128
+
+const char *navette_version(void)
+{
+	return NAVETTE_VERSION;
+}
+
+navette_runtime *nv_runtime_of(lua_State *L)
+{
+	navette_runtime *rt;
+
+	lua_getfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY);
+	rt = lua_touserdata(L, -1);
+	lua_pop(L, 1);
+	return rt;
+}
+
+/* The allocator counts every byte; over the cap it fails like malloc, and
+ * Lua raises "not enough memory" in the recipe. */
+static void *runtime_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+	navette_runtime *rt = ud;
+
+	if (!ptr)
+		osize = 0;
+	if (nsize == 0) {
+		free(ptr);
+		rt->memory_used -= osize;
+		return NULL;
+	}
+	if (nsize > osize && rt->memory_used + (nsize - osize) >
+				     rt->memory_limit)
+		return NULL;
+	void *p = realloc(ptr, nsize);
+	if (p)
+		rt->memory_used = rt->memory_used - osize + nsize;
+	return p;
+}
+
+static void runtime_hook(lua_State *L, lua_Debug *ar)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+
+	(void)ar;
+	if (rt && rt->deadline > 0 && nv_now() > rt->deadline) {
+		rt->deadline = 0; /* let the error handler run */
+		luaL_error(L,
+			   "the recipe ran longer than %.0f s; check for an "
+			   "endless loop (NAVETTE_RECIPE_TIMEOUT raises the "
+			   "bound)",
+			   rt->recipe_timeout_s);
+	}
+}
+
+/* Message handler: every error becomes a table {code, message, hint,
+ * traceback}; error tables raised by the library keep their fields. */
+static int error_handler(lua_State *L)
+{
+	if (lua_type(L, 1) == LUA_TTABLE) {
+		luaL_traceback(L, L, NULL, 1);
+		lua_setfield(L, 1, "traceback");
+		lua_settop(L, 1);
+		return 1;
+	}
+	const char *msg = lua_tostring(L, 1);
+	if (!msg) {
+		if (luaL_callmeta(L, 1, "__tostring") &&
+		    lua_type(L, -1) == LUA_TSTRING)
+			msg = lua_tostring(L, -1);
+		else
+			msg = lua_pushfstring(L, "(error object is a %s value)",
+					      luaL_typename(L, 1));
+	}
+	lua_createtable(L, 0, 4); // [err, ..., t]
+	lua_pushstring(L, msg);
+	lua_setfield(L, -2, "message");
+	lua_pushliteral(L, "recipe");
+	lua_setfield(L, -2, "code");
+	luaL_traceback(L, L, NULL, 1);
+	lua_setfield(L, -2, "traceback");
+	return 1;
+}
+
+int nv_pcall(lua_State *L, int nargs, int nresults)
+{
+	int base = lua_gettop(L) - nargs; /* the function */
+	int status;
+
+	lua_pushcfunction(L, error_handler);
+	lua_insert(L, base); // [handler, fn, args...]
+	status = lua_pcall(L, nargs, nresults, base);
+	lua_remove(L, base);
+	return status;
+}
+
+/* ---- nv_lua.h ---------------------------------------------------------- */
+
+int nv_lua_push_error(lua_State *L, const nv_err *err)
+{
+	lua_pushnil(L);
+	lua_createtable(L, 0, 3);
+	lua_pushstring(L, nv_err_code_name(err->code));
+	lua_setfield(L, -2, "code");
+	lua_pushstring(L, err->message);
+	lua_setfield(L, -2, "message");
+	if (err->hint[0]) {
+		lua_pushstring(L, err->hint);
+		lua_setfield(L, -2, "hint");
+	}
+	return 2; // [nil, err]
+}
+
+bool nv_plan_mode(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+	return rt && rt->plan;
+}
+
+void nv_plan_record(lua_State *L, const char *primitive, const char *action,
+		    const char *detail)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+
+	lua_rawgeti(L, LUA_REGISTRYINDEX, rt->plan_ref); // [plan]
+	lua_createtable(L, 0, 3);                         // [plan, entry]
+	lua_pushstring(L, primitive);
+	lua_setfield(L, -2, "primitive");
+	lua_pushstring(L, action);
+	lua_setfield(L, -2, "action");
+	lua_pushstring(L, detail ? detail : "");
+	lua_setfield(L, -2, "detail");
+	lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+	lua_pop(L, 1);
+}
+
+const char *nv_lua_recipe_dir(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+	return rt ? rt->recipe_dir : "";
+}
+
+const char *nv_lua_home(lua_State *L)
+{
+	return nv_runtime_of(L)->home;
+}
+
+/* ---- the embedded library and its loader ------------------------------- */
+
+static const struct nv_lua_module *embedded_find(const char *name)
+{
+	for (const struct nv_lua_module *m = nv_lua_modules; m->name; m++)
+		if (strcmp(m->name, name) == 0)
+			return m;
+	return NULL;
+}
+
+/* Loads module `name` of the library as a chunk named "=navette/x.lua"
+ * (recipe frames are told apart from library frames by that prefix). */
+static int load_library_module(lua_State *L, navette_runtime *rt,
+			       const char *name)
+{
+	char chunkname[MODULE_NAME_MAX + 32];
+	char rel[MODULE_NAME_MAX + 16];
+	size_t i;
+
+	if (strlen(name) >= MODULE_NAME_MAX)
+		return luaL_error(L, "module name too long");
+	for (i = 0; name[i]; i++)
+		rel[i] = name[i] == '.' ? '/' : name[i];
+	rel[i] = '\0';
+	if (strcmp(rel, "navette") == 0)
+		snprintf(rel, sizeof(rel), "navette/init");
+	snprintf(chunkname, sizeof(chunkname), "=%s.lua", rel);
+
+	if (rt->lua_path[0]) {
+		char path[4096 + MODULE_NAME_MAX + 16];
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s.lua",
+				     rt->lua_path, rel) >= sizeof(path))
+			return LUA_ERRFILE;
+		FILE *f = fopen(path, "rb");
+		if (!f)
+			return LUA_ERRFILE;
+		luaL_Buffer b;
+		luaL_buffinit(L, &b);
+		size_t n;
+		char chunk[4096];
+		while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+			luaL_addlstring(&b, chunk, n);
+		fclose(f);
+		luaL_pushresult(&b); // [source]
+		size_t len;
+		const char *src = lua_tolstring(L, -1, &len);
+		int status = luaL_loadbufferx(L, src, len, chunkname, "t");
+		lua_remove(L, -2);
+		return status;
+	}
+	const struct nv_lua_module *m = embedded_find(name);
+	if (!m)
+		return LUA_ERRFILE;
+	return luaL_loadbufferx(L, m->source, m->length, chunkname, "t");
+}
+
+/* package.searchers entry of the trusted state: the library only. */
+static int library_searcher(lua_State *L)
+{
+	const char *name = luaL_checkstring(L, 1);
+	navette_runtime *rt = nv_runtime_of(L);
+
+	if (strcmp(name, "navette") != 0 && strncmp(name, "navette.", 8) != 0) {
+		lua_pushfstring(L, "\n\tno module '%s' in navette's library",
+				name);
+		return 1;
+	}
+	int status = load_library_module(L, rt, name);
+	if (status == LUA_ERRFILE) {
+		lua_pushfstring(L, "\n\tno module '%s' in navette's library",
+				name);
+		return 1;
+	}
+	if (status != LUA_OK)
+		return lua_error(L);
+	lua_pushstring(L, name);
+	return 2;
+}
+
+/* ---- the sandbox of recipes -------------------------------------------- */
+
+static int strict_index(lua_State *L)
+{
+	const char *name = lua_tostring(L, 2);
+	return luaL_error(L, "undeclared global '%s' (check the spelling, or "
+			     "require the module that defines it)",
+			  name ? name : "?");
+}
+
+static int strict_newindex(lua_State *L)
+{
+	const char *name = lua_tostring(L, 2);
+	return luaL_error(L, "assignment to undeclared global '%s' (recipes "
+			     "declare variables with 'local')",
+			  name ? name : "?");
+}
+
+static int module_name_ok(const char *name)
+{
+	if (!name[0] || name[0] == '.' || strlen(name) >= MODULE_NAME_MAX)
+		return 0;
+	for (const char *p = name; *p; p++) {
+		char c = *p;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+		      c == '.'))
+			return 0;
+		if (c == '.' && p[1] == '.')
+			return 0;
+	}
+	return 1;
+}
+
+/* require() as a recipe sees it: the library, or a module of the recipe's
+ * own folder loaded into the same sandbox. upvalue 1: the sandbox env. */
+static int sandbox_require(lua_State *L)
+{
+	const char *name = luaL_checkstring(L, 1);
+	navette_runtime *rt = nv_runtime_of(L);
+
+	if (strcmp(name, "navette") == 0 || strncmp(name, "navette.", 8) == 0) {
+		lua_getglobal(L, "require");
+		lua_pushstring(L, name);
+		lua_call(L, 1, 1);
+		return 1;
+	}
+	if (!module_name_ok(name))
+		return luaL_error(L, "require '%s': module names are letters, "
+				     "digits, '_', '-' and '.'",
+				  name);
+	lua_getfield(L, LUA_REGISTRYINDEX, SANDBOX_LOADED_KEY); // [loaded]
+	lua_getfield(L, -1, name);
+	if (!lua_isnil(L, -1))
+		return 1;
+	lua_pop(L, 1);
+
+	char rel[MODULE_NAME_MAX];
+	size_t i;
+	for (i = 0; name[i]; i++)
+		rel[i] = name[i] == '.' ? '/' : name[i];
+	rel[i] = '\0';
+	char path[4096 + MODULE_NAME_MAX + 8];
+	snprintf(path, sizeof(path), "%s/%s.lua", rt->recipe_dir, rel);
+	struct stat st;
+	if (!rt->recipe_dir[0] || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return luaL_error(L,
+				  "module '%s' not found: recipes may require "
+				  "the navette library or a file of their own "
+				  "folder (%s)",
+				  name, path);
+	if (luaL_loadfilex(L, path, "t") != LUA_OK)
+		return lua_error(L);
+	lua_pushvalue(L, lua_upvalueindex(1)); // [loaded, chunk, env]
+	lua_setupvalue(L, -2, 1);
+	lua_pushstring(L, name);
+	lua_call(L, 1, 1); // [loaded, result]
+	if (lua_isnil(L, -1)) {
+		lua_pop(L, 1);
+		lua_pushboolean(L, 1);
+	}
+	lua_pushvalue(L, -1);
+	lua_setfield(L, -3, name);
+	return 1;
+}
+
+static int sandbox_print(lua_State *L)
+{
+	int n = lua_gettop(L);
+	luaL_Buffer b;
+
+	luaL_buffinit(L, &b);
+	for (int i = 1; i <= n; i++) {
+		size_t len;
+		const char *s = luaL_tolstring(L, i, &len);
+		if (i > 1)
+			luaL_addchar(&b, '\t');
+		luaL_addvalue(&b);
+		(void)s;
+		(void)len;
+	}
+	luaL_addchar(&b, '\n');
+	luaL_pushresult(&b);
+	size_t len;
+	const char *s = lua_tolstring(L, -1, &len);
+	nv_out_write(NV_OUT_STDOUT, s, len);
+	return 0;
+}
+
+static void copy_fields(lua_State *L, int from, const char *const *names)
+{
+	for (; *names; names++) {
+		lua_getfield(L, from, *names);
+		lua_setfield(L, -2, *names);
+	}
+}
+
+static void copy_library(lua_State *L, const char *lib)
+{
+	lua_getglobal(L, lib); // [env, lib]
+	lua_newtable(L);       // [env, lib, copy]
+	lua_pushnil(L);
+	while (lua_next(L, -3)) {
+		lua_pushvalue(L, -2);
+		lua_insert(L, -2);
+		lua_rawset(L, -4);
+	}
+	lua_setfield(L, -3, lib);
+	lua_pop(L, 1);
+}
+
+/* _navette.core.sandbox(recipe_dir) -> env: an allow-listed global table
+ * (base, string, table, math, utf8, coroutine, os.time/clock/date), frozen
+ * against new globals, with require limited to the library and the
+ * recipe's own folder. */
+static int l_core_sandbox(lua_State *L)
+{
+	static const char *const base[] = {
+		"assert", "error", "ipairs", "next", "pairs", "pcall",
+		"rawequal", "rawget", "rawlen", "rawset", "select",
+		"setmetatable", "getmetatable", "tonumber", "tostring",
+		"type", "xpcall", "_VERSION", NULL};
+	static const char *const os_allowed[] = {"time", "clock", "date",
+						 "difftime", NULL};
+	navette_runtime *rt = nv_runtime_of(L);
+	size_t len;
+	const char *dir = luaL_checklstring(L, 1, &len);
+
+	if (len >= sizeof(rt->recipe_dir))
+		return luaL_argerror(L, 1, "path too long");
+	memcpy(rt->recipe_dir, dir, len + 1);
+
+	lua_newtable(L); // [dir, env]
+	lua_pushglobaltable(L);
+	lua_insert(L, -2); // [dir, G, env]
+	copy_fields(L, -2, base);
+	lua_pushcfunction(L, sandbox_print);
+	lua_setfield(L, -2, "print");
+	copy_library(L, "string");
+	copy_library(L, "table");
+	copy_library(L, "math");
+	copy_library(L, "utf8");
+	copy_library(L, "coroutine");
+	lua_getglobal(L, "os");
+	lua_newtable(L); // [dir, G, env, os, os']
+	copy_fields(L, -2, os_allowed);
+	lua_setfield(L, -3, "os");
+	lua_pop(L, 1);
+	lua_pushvalue(L, -1);
+	lua_pushcclosure(L, sandbox_require, 1);
+	lua_setfield(L, -2, "require");
+	lua_pushvalue(L, -1);
+	lua_setfield(L, -2, "_G");
+
+	lua_newtable(L);
+	lua_setfield(L, LUA_REGISTRYINDEX, SANDBOX_LOADED_KEY);
+
+	lua_createtable(L, 0, 3); // [dir, G, env, mt]
+	lua_pushcfunction(L, strict_index);
+	lua_setfield(L, -2, "__index");
+	lua_pushcfunction(L, strict_newindex);
+	lua_setfield(L, -2, "__newindex");
+	lua_pushliteral(L, "the globals of a recipe are frozen");
+	lua_setfield(L, -2, "__metatable");
+	lua_setmetatable(L, -2);
+	return 1;
+}
+
+/* _navette.core.load_recipe(path, env [, chunkname]) -> fn | nil, err */
+static int l_core_load_recipe(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	luaL_checktype(L, 2, LUA_TTABLE);
+	const char *shown = luaL_optstring(L, 3, path);
+	FILE *f = fopen(path, "rb");
+
+	if (!f) {
+		nv_err err;
+		nv_err_set_errno(&err, NV_EINVAL, errno,
+				 "check the recipe's path", "cannot open %s",
+				 path);
+		return nv_lua_push_error(L, &err);
+	}
+	luaL_Buffer b;
+	luaL_buffinit(L, &b);
+	char chunk[4096];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		luaL_addlstring(&b, chunk, n);
+	fclose(f);
+	luaL_pushresult(&b); // [path, env, (shown), src]
+	size_t len;
+	const char *src = lua_tolstring(L, -1, &len);
+	if (len >= 1 && src[0] == '#') { /* skip a shebang line */
+		const char *nl = memchr(src, '\n', len);
+		size_t skip = nl ? (size_t)(nl - src) : len;
+		lua_pushfstring(L, "--%s", "");
+		lua_pushlstring(L, src + skip, len - skip);
+		lua_concat(L, 2);
+		src = lua_tolstring(L, -1, &len);
+	}
+	lua_pushfstring(L, "@%s", shown);
+	int status = luaL_loadbufferx(L, src, len, lua_tostring(L, -1), "t");
+	if (status != LUA_OK) {
+		nv_err err;
+		nv_err_set(&err, NV_EINVAL,
+			   "check the syntax at the line shown (a missing "
+			   "'end', ',' or quote is often one line above)",
+			   "%s", lua_tostring(L, -1));
+		return nv_lua_push_error(L, &err);
+	}
+	lua_pushvalue(L, 2);
+	lua_setupvalue(L, -2, 1);
+	return 1;
+}
+
+/* _navette.core.call_bounded(fn, ...) -> true, results... | false, err.
+ * Runs fn under the count hook, with the recipe time bound. */
+static int l_core_call_bounded(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+	int nargs = lua_gettop(L) - 1;
+
+	luaL_checktype(L, 1, LUA_TFUNCTION);
+	rt->deadline = nv_now() + rt->recipe_timeout_s;
+	lua_sethook(L, runtime_hook, LUA_MASKCOUNT, HOOK_COUNT);
+	int status = nv_pcall(L, nargs, LUA_MULTRET);
+	lua_sethook(L, NULL, 0, 0);
+	rt->deadline = 0;
+	lua_pushboolean(L, status == LUA_OK);
+	lua_insert(L, 1);
+	return lua_gettop(L);
+}
+
+/* _navette.core.pcall(fn, ...): like pcall, with error tables. */
+static int l_core_pcall(lua_State *L)
+{
+	int nargs = lua_gettop(L) - 1;
+
+	luaL_checktype(L, 1, LUA_TFUNCTION);
+	int status = nv_pcall(L, nargs, LUA_MULTRET);
+	lua_pushboolean(L, status == LUA_OK);
+	lua_insert(L, 1);
+	return lua_gettop(L);
+}
+
+static int l_core_set_plan(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+
+	rt->plan = lua_toboolean(L, 1);
+	return 0;
+}
+
+static int l_core_plan_mode(lua_State *L)
+{
+	lua_pushboolean(L, nv_plan_mode(L));
+	return 1;
+}
+
+static int l_core_plan_record(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+
+	if (lua_gettop(L) >= 2) {
+		nv_plan_record(L, luaL_checkstring(L, 1),
+			       luaL_checkstring(L, 2),
+			       luaL_optstring(L, 3, ""));
+		return 0;
+	}
+	lua_rawgeti(L, LUA_REGISTRYINDEX, rt->plan_ref);
+	return 1;
+}
+
+static int l_core_home(lua_State *L)
+{
+	lua_pushstring(L, nv_lua_home(L));
+	return 1;
+}
+
+static int l_core_version(lua_State *L)
+{
+	lua_pushstring(L, navette_version());
+	lua_pushstring(L, LUA_RELEASE);
+	return 2;
+}
+
+static int l_core_memory(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+
+	lua_pushinteger(L, (lua_Integer)rt->memory_used);
+	lua_pushinteger(L, (lua_Integer)rt->memory_limit);
+	return 2;
+}
+
+static int l_core_set_limits(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+
+	if (!lua_isnoneornil(L, 1))
+		rt->recipe_timeout_s = luaL_checknumber(L, 1);
+	if (!lua_isnoneornil(L, 2)) {
+		lua_Integer m = luaL_checkinteger(L, 2);
+		luaL_argcheck(L, m > 0, 2, "memory limit must be positive");
+		rt->memory_limit = (size_t)m;
+	}
+	return 0;
+}
+
+int luaopen_navette_core(lua_State *L)
+{
+	static const luaL_Reg fns[] = {
+		{"sandbox", l_core_sandbox},
+		{"load_recipe", l_core_load_recipe},
+		{"call_bounded", l_core_call_bounded},
+		{"pcall", l_core_pcall},
+		{"set_plan", l_core_set_plan},
+		{"plan_mode", l_core_plan_mode},
+		{"plan", l_core_plan_record},
+		{"home", l_core_home},
+		{"version", l_core_version},
+		{"memory", l_core_memory},
+		{"set_limits", l_core_set_limits},
+		{NULL, NULL}};
+	luaL_newlib(L, fns);
+	return 1;
+}
+
+void nv_open_natives(lua_State *L)
+{
+	static const luaL_Reg natives[] = {
+		{"core", luaopen_navette_core},
+		{"sys", luaopen_navette_sys},
+		{"json", luaopen_navette_json},
+		{"out", luaopen_navette_out},
+		{"git", luaopen_navette_git},
+		{"storage", luaopen_navette_storage},
+		{"jobs", luaopen_navette_jobs},
+		{NULL, NULL}};
+
+	lua_newtable(L); // [_navette]
+	for (const luaL_Reg *r = natives; r->name; r++) {
+		lua_pushcfunction(L, r->func);
+		lua_call(L, 0, 1);
+		lua_setfield(L, -2, r->name);
+	}
+	lua_setglobal(L, "_navette");
+}
+
+/* ---- navette.h --------------------------------------------------------- */
+
+static void default_home(char *out, size_t cap)
+{
+	const char *env = getenv("NAVETTE_HOME");
+	const char *home = getenv("HOME");
+
+	if (env && *env) {
+		snprintf(out, cap, "%s", env);
+		return;
+	}
+#ifdef __APPLE__
+	snprintf(out, cap, "%s/Library/Application Support/navette",
+		 home ? home : ".");
+#else
+	const char *xdg = getenv("XDG_DATA_HOME");
+	if (xdg && *xdg)
+		snprintf(out, cap, "%s/navette", xdg);
+	else
+		snprintf(out, cap, "%s/.local/share/navette",
+			 home ? home : ".");
+#endif
+}
+
+navette_runtime *navette_open(const navette_options *options)
+{
+	navette_runtime *rt = calloc(1, sizeof(*rt));
+	const char *env;
+
+	if (!rt)
+		return NULL;
+	rt->memory_limit = DEFAULT_MEMORY_LIMIT;
+	rt->recipe_timeout_s = DEFAULT_RECIPE_TIMEOUT_S;
+	if ((env = getenv("NAVETTE_RECIPE_TIMEOUT")) && atof(env) > 0)
+		rt->recipe_timeout_s = atof(env);
+	if ((env = getenv("NAVETTE_MEMORY_LIMIT")) && atoll(env) > 0)
+		rt->memory_limit = (size_t)atoll(env);
+	if (options && options->memory_limit)
+		rt->memory_limit = options->memory_limit;
+	if (options && options->recipe_timeout_s > 0)
+		rt->recipe_timeout_s = options->recipe_timeout_s;
+	if (options && options->home)
+		snprintf(rt->home, sizeof(rt->home), "%s", options->home);
+	else
+		default_home(rt->home, sizeof(rt->home));
+	if (rt->home[0] != '/') {
+		char cwd[2048];
+		char rel[sizeof(rt->home)];
+		if (getcwd(cwd, sizeof(cwd))) {
+			memcpy(rel, rt->home, sizeof(rel));
+			if ((size_t)snprintf(rt->home, sizeof(rt->home),
+					     "%s/%s", cwd,
+					     rel) >= sizeof(rt->home))
+				memcpy(rt->home, rel, sizeof(rel));
+		}
+	}
+	env = options && options->lua_path ? options->lua_path
+					   : getenv("NAVETTE_LUA_PATH");
+	if (env && *env)
+		snprintf(rt->lua_path, sizeof(rt->lua_path), "%s", env);
+
+	rt->L = lua_newstate(runtime_alloc, rt);
+	if (!rt->L) {
+		free(rt);
+		return NULL;
+	}
+	lua_State *L = rt->L;
+	luaL_openlibs(L);
+	lua_pushlightuserdata(L, rt);
+	lua_setfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY);
+	lua_newtable(L);
+	rt->plan_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+
+	/* Trusted code loads modules from the library only: no path search
+	 * of the working folder, no C modules from disk. */
+	lua_getglobal(L, "package"); // [package]
+	lua_getfield(L, -1, "searchers");
+	lua_newtable(L);
+	lua_rawgeti(L, -2, 1); /* preload */
+	lua_rawseti(L, -2, 1);
+	lua_pushcfunction(L, library_searcher);
+	lua_rawseti(L, -2, 2);
+	lua_setfield(L, -3, "searchers");
+	lua_pop(L, 2);
+
+	nv_open_natives(L);
+	return rt;
+}
+
+const char *navette_home(const navette_runtime *rt)
+{
+	return rt->home;
+}
+
+void navette_close(navette_runtime *rt)
+{
+	if (!rt)
+		return;
+	if (rt->L)
+		lua_close(rt->L);
+	free(rt);
+}
+
+static int report_internal(lua_State *L)
+{
+	const char *msg = NULL;
+	const char *debug = getenv("NAVETTE_DEBUG");
+
+	if (lua_istable(L, -1)) {
+		lua_getfield(L, -1, "message");
+		msg = lua_tostring(L, -1);
+		lua_pop(L, 1);
+	}
+	nv_out_printf(NV_OUT_STDERR, "navette: internal error: %s\n",
+		      msg ? msg : "(no message)");
+	if (debug && *debug && lua_istable(L, -1)) {
+		lua_getfield(L, -1, "traceback");
+		nv_out_printf(NV_OUT_STDERR, "%s\n",
+			      lua_tostring(L, -1) ? lua_tostring(L, -1) : "");
+		lua_pop(L, 1);
+	} else {
+		nv_out_printf(NV_OUT_STDERR,
+			      "  run again with NAVETTE_DEBUG=1 for the "
+			      "traceback, and report it\n");
+	}
+	return NAVETTE_SERVICE;
+}
+
+int navette_main(navette_runtime *rt, int argc, char **argv)
+{
+	lua_State *L = rt->L;
+	int status;
+
+	lua_getglobal(L, "require");
+	lua_pushliteral(L, "navette.cli");
+	if (nv_pcall(L, 1, 1) != LUA_OK) {
+		status = report_internal(L);
+		lua_settop(L, 0);
+		return status;
+	}
+	lua_getfield(L, -1, "main"); // [cli, main]
+	lua_createtable(L, argc, 0);
+	for (int i = 0; i < argc; i++) {
+		lua_pushstring(L, argv[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
+	if (nv_pcall(L, 1, 1) != LUA_OK) {
+		status = report_internal(L);
+		lua_settop(L, 0);
+		return status;
+	}
+	status = (int)lua_tointeger(L, -1);
+	lua_settop(L, 0);
+	nv_out_flush();
+	return status;
+}

@@ -1,0 +1,49 @@
+/* The runtime behind navette.h: one Lua state per recipe run, with a memory
+ * cap (allocator), a run-time bound (count hook), the plan-mode flag and
+ * the one protected-call helper every call into Lua goes through. */
+#ifndef NV_RUNTIME_H
+#define NV_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <lua.h>
+
+#include "navette.h"
+
+struct navette_runtime {
+	lua_State *L;
+	size_t memory_used;
+	size_t memory_limit;
+	double recipe_timeout_s;
+	double deadline; /* 0: no bound in force */
+	bool plan;
+	int plan_ref; /* registry ref of the plan record (array) */
+	char home[4096];
+	char recipe_dir[4096];
+	char lua_path[4096]; /* "" : embedded library */
+};
+
+/* The runtime owning L (stored in the registry at open). */
+navette_runtime *nv_runtime_of(lua_State *L);
+
+/* Calls the function below nargs arguments in protected mode with a
+ * message handler that turns any error into an error table {code=,
+ * message=, hint=, traceback=}. Returns the lua_pcall status; on error the
+ * table is on the stack. */
+int nv_pcall(lua_State *L, int nargs, int nresults);
+
+/* Opens the native modules into the trusted global `_navette`. */
+void nv_open_natives(lua_State *L);
+
+int luaopen_navette_core(lua_State *L);
+int luaopen_navette_sys(lua_State *L);
+int luaopen_navette_json(lua_State *L);
+int luaopen_navette_out(lua_State *L);
+int luaopen_navette_git(lua_State *L);
+int luaopen_navette_storage(lua_State *L);
+int luaopen_navette_jobs(lua_State *L);
+
+#include "core/clock.h"
+
+#endif

@@ -1,0 +1,261 @@
+/* _navette.sys: what the trusted library (never a recipe) needs from the
+ * operating system: clock, sleep, paths, small files, identity. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "core/fsutil.h"
+#include "core/nv_lua.h"
+#include "core/runtime.h"
+
+#define SYS_READ_MAX ((size_t)16 * 1024 * 1024)
+
+static int l_sys_now(lua_State *L)
+{
+	lua_pushnumber(L, nv_now());
+	return 1;
+}
+
+static int l_sys_iso8601(lua_State *L)
+{
+	char buf[32];
+	nv_iso8601(luaL_optnumber(L, 1, nv_now()), buf);
+	lua_pushstring(L, buf);
+	return 1;
+}
+
+static int l_sys_sleep(lua_State *L)
+{
+	double s = luaL_checknumber(L, 1);
+	struct timespec ts;
+
+	if (s <= 0)
+		return 0;
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	return 0;
+}
+
+static int l_sys_getenv(lua_State *L)
+{
+	lua_pushstring(L, getenv(luaL_checkstring(L, 1)));
+	return 1;
+}
+
+static int l_sys_cwd(lua_State *L)
+{
+	char buf[PATH_MAX];
+	if (!getcwd(buf, sizeof(buf)))
+		return luaL_error(L, "cannot read the working folder");
+	lua_pushstring(L, buf);
+	return 1;
+}
+
+static int l_sys_realpath(lua_State *L)
+{
+	char buf[PATH_MAX];
+	const char *p = luaL_checkstring(L, 1);
+
+	if (!realpath(p, buf)) {
+		nv_err err;
+		nv_err_set_errno(&err, errno == ENOENT ? NV_ENOTFOUND : NV_EIO,
+				 errno, NULL, "%s", p);
+		return nv_lua_push_error(L, &err);
+	}
+	lua_pushstring(L, buf);
+	return 1;
+}
+
+/* sys.stat(path) -> {type=, size=, mode=, mtime=} | nil (no follow) */
+static int l_sys_stat(lua_State *L)
+{
+	struct stat st;
+	const char *type;
+
+	if (lstat(luaL_checkstring(L, 1), &st) != 0) {
+		lua_pushnil(L);
+		return 1;
+	}
+	if (S_ISREG(st.st_mode))
+		type = "file";
+	else if (S_ISDIR(st.st_mode))
+		type = "directory";
+	else if (S_ISLNK(st.st_mode))
+		type = "symlink";
+	else
+		type = "other";
+	lua_createtable(L, 0, 4);
+	lua_pushstring(L, type);
+	lua_setfield(L, -2, "type");
+	lua_pushinteger(L, (lua_Integer)st.st_size);
+	lua_setfield(L, -2, "size");
+	lua_pushinteger(L, (lua_Integer)(st.st_mode & 07777));
+	lua_setfield(L, -2, "mode");
+	lua_pushinteger(L, (lua_Integer)st.st_mtime);
+	lua_setfield(L, -2, "mtime");
+	lua_pushinteger(L, (lua_Integer)st.st_uid);
+	lua_setfield(L, -2, "uid");
+	return 1;
+}
+
+static int l_sys_mkdir_p(lua_State *L)
+{
+	nv_err err;
+	if (nv_mkdir_p(luaL_checkstring(L, 1), (int)luaL_optinteger(L, 2, 0755),
+		       &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int l_sys_write_file(lua_State *L)
+{
+	size_t len;
+	const char *path = luaL_checkstring(L, 1);
+	const char *data = luaL_checklstring(L, 2, &len);
+	nv_err err;
+
+	if (nv_write_file_atomic(path, data, len,
+				 (int)luaL_optinteger(L, 3, 0644), &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* sys.read_file(path [, max]) -> string | nil, err. The buffer is copied
+ * into Lua before anything can raise. */
+static int l_sys_read_file(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	lua_Integer max = luaL_optinteger(L, 2, (lua_Integer)SYS_READ_MAX);
+	char *buf;
+	size_t len;
+	nv_err err;
+
+	if (nv_read_file(&buf, &len, path, (size_t)max, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushlstring(L, buf, len); /* may raise: free on both paths */
+	free(buf);
+	return 1;
+}
+
+static int l_sys_listdir(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int i = 1;
+
+	if (!d) {
+		nv_err err;
+		nv_err_set_errno(&err, errno == ENOENT ? NV_ENOTFOUND : NV_EIO,
+				 errno, NULL, "cannot list %s", path);
+		return nv_lua_push_error(L, &err);
+	}
+	lua_newtable(L);
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (!lua_checkstack(L, 2))
+			break;
+		lua_pushstring(L, e->d_name); /* ENOMEM would leak d: rare */
+		lua_rawseti(L, -2, i++);
+	}
+	closedir(d);
+	return 1;
+}
+
+static int l_sys_remove_tree(lua_State *L)
+{
+	nv_err err;
+	if (nv_remove_tree(luaL_checkstring(L, 1), &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int l_sys_remove(lua_State *L)
+{
+	const char *p = luaL_checkstring(L, 1);
+	if (unlink(p) != 0 && errno != ENOENT) {
+		nv_err err;
+		nv_err_set_errno(&err, NV_EIO, errno, NULL, "cannot remove %s",
+				 p);
+		return nv_lua_push_error(L, &err);
+	}
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int l_sys_identity(lua_State *L)
+{
+	char host[256] = "localhost";
+	struct passwd *pw = getpwuid(getuid());
+	const char *user = pw ? pw->pw_name : getenv("USER");
+
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	lua_pushstring(L, user ? user : "unknown");
+	lua_pushstring(L, host);
+	return 2;
+}
+
+static int l_sys_pid(lua_State *L)
+{
+	lua_pushinteger(L, (lua_Integer)getpid());
+	return 1;
+}
+
+static int l_sys_random_hex(lua_State *L)
+{
+	char buf[129];
+	lua_Integer n = luaL_checkinteger(L, 1);
+	nv_err err;
+
+	luaL_argcheck(L, n > 0 && n <= 64, 1, "1..64 bytes");
+	if (nv_random_hex(buf, (size_t)n, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, buf);
+	return 1;
+}
+
+static int l_sys_isatty(lua_State *L)
+{
+	lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
+	return 1;
+}
+
+int luaopen_navette_sys(lua_State *L)
+{
+	static const luaL_Reg fns[] = {{"now", l_sys_now},
+				       {"iso8601", l_sys_iso8601},
+				       {"sleep", l_sys_sleep},
+				       {"getenv", l_sys_getenv},
+				       {"cwd", l_sys_cwd},
+				       {"realpath", l_sys_realpath},
+				       {"stat", l_sys_stat},
+				       {"mkdir_p", l_sys_mkdir_p},
+				       {"write_file", l_sys_write_file},
+				       {"read_file", l_sys_read_file},
+				       {"listdir", l_sys_listdir},
+				       {"remove_tree", l_sys_remove_tree},
+				       {"remove", l_sys_remove},
+				       {"identity", l_sys_identity},
+				       {"pid", l_sys_pid},
+				       {"random_hex", l_sys_random_hex},
+				       {"isatty", l_sys_isatty},
+				       {NULL, NULL}};
+	luaL_newlib(L, fns);
+	return 1;
+}

@@ -1,0 +1,332 @@
+/* The Lua binding of the git primitive: _navette.git, wrapped for recipes by
+ * lua/navette/git.lua. A repository is a full userdata ("navette.git.repo")
+ * created closed before libgit2 opens anything, so the GC always finds a
+ * consistent handle; close() is idempotent and a closed handle raises.
+ * Misuse (wrong argument types) raises; expected failures (unknown ref, not
+ * a repository, non-empty export folder...) return nil, err. All C-side
+ * buffers live on the C stack or inside git.c calls that return before any
+ * Lua call that could raise, so a longjmp never leaks memory. */
+#include <lua.h>
+#include <lauxlib.h>
+
+#include "core/nv_lua.h"
+#include "git/git.h"
+
+#define NV_GIT_REPO_MT "navette.git.repo"
+
+typedef struct l_git_repo {
+	nv_git_repo *repo; /* NULL once closed (or before it is opened) */
+} l_git_repo;
+
+static nv_git_repo *check_repo(lua_State *L, int idx)
+{
+	l_git_repo *box = luaL_checkudata(L, idx, NV_GIT_REPO_MT);
+
+	if (!box->repo)
+		luaL_error(L, "attempt to use a closed git repository");
+	return box->repo;
+}
+
+static int l_git_open(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	l_git_repo *box;
+	nv_err err;
+
+	box = lua_newuserdatauv(L, sizeof(*box), 0);
+	box->repo = NULL;
+	luaL_setmetatable(L, NV_GIT_REPO_MT); // [path, udata]
+	/* From here the handle belongs to the GC: __gc frees box->repo. */
+	nv_err_clear(&err);
+	if (nv_git_open(&box->repo, path, &err))
+		return nv_lua_push_error(L, &err);
+	return 1;
+}
+
+/* Frees the repository once; shared by close(), __close and __gc. */
+static int l_git_repo_release(lua_State *L)
+{
+	l_git_repo *box = luaL_checkudata(L, 1, NV_GIT_REPO_MT);
+
+	if (box->repo) {
+		nv_git_free(box->repo);
+		box->repo = NULL;
+	}
+	return 0;
+}
+
+static int l_git_close(lua_State *L)
+{
+	l_git_repo_release(L);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int l_git_tostring(lua_State *L)
+{
+	l_git_repo *box = luaL_checkudata(L, 1, NV_GIT_REPO_MT);
+
+	if (box->repo)
+		lua_pushfstring(L, "%s (%s)", NV_GIT_REPO_MT,
+				nv_git_workdir(box->repo));
+	else
+		lua_pushfstring(L, "%s (closed)", NV_GIT_REPO_MT);
+	return 1;
+}
+
+static int l_git_workdir(lua_State *L)
+{
+	lua_pushstring(L, nv_git_workdir(check_repo(L, 1)));
+	return 1;
+}
+
+static int l_git_head(lua_State *L)
+{
+	nv_git_repo *repo = check_repo(L, 1);
+	char oid[NV_GIT_OID_HEX_LEN + 1];
+	nv_err err;
+
+	nv_err_clear(&err);
+	if (nv_git_resolve(repo, "HEAD", oid, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, oid);
+	return 1;
+}
+
+static int l_git_resolve(lua_State *L)
+{
+	nv_git_repo *repo = check_repo(L, 1);
+	const char *ref = luaL_checkstring(L, 2);
+	char oid[NV_GIT_OID_HEX_LEN + 1];
+	nv_err err;
+
+	nv_err_clear(&err);
+	if (nv_git_resolve(repo, ref, oid, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, oid);
+	return 1;
+}
+
+static int l_git_commit(lua_State *L)
+{
+	nv_git_repo *repo = check_repo(L, 1);
+	const char *ref = luaL_optstring(L, 2, "HEAD");
+	char oid[NV_GIT_OID_HEX_LEN + 1];
+	nv_git_commit info;
+	nv_err err;
+
+	nv_err_clear(&err);
+	if (nv_git_resolve(repo, ref, oid, &err) ||
+	    nv_git_commit_info(repo, oid, &info, &err))
+		return nv_lua_push_error(L, &err);
+	lua_createtable(L, 0, 7); // [..., info]
+	lua_pushstring(L, info.id);
+	lua_setfield(L, -2, "id");
+	lua_pushstring(L, info.short_id);
+	lua_setfield(L, -2, "short");
+	lua_pushinteger(L, (lua_Integer)info.time);
+	lua_setfield(L, -2, "time");
+	lua_pushinteger(L, info.tz_offset_min);
+	lua_setfield(L, -2, "tz_offset");
+	lua_pushstring(L, info.summary);
+	lua_setfield(L, -2, "summary");
+	lua_pushstring(L, info.author_name);
+	lua_setfield(L, -2, "author");
+	lua_pushstring(L, info.author_email);
+	lua_setfield(L, -2, "email");
+	return 1;
+}
+
+/* nv_git_status holds libgit2's status list (malloc'd) while it calls us
+ * back, so each entry is added under lua_pcall: a memory error is caught,
+ * the walk stops and frees its list, and only then do we re-raise. */
+struct status_walk {
+	lua_State *L;
+	int table;
+	lua_Integer n;
+	int failed;
+};
+
+static int l_git_status_add(lua_State *L)
+{
+	// [entries, path (light), kind (light), n]
+	const char *path = lua_touserdata(L, 2);
+	const char *kind = lua_touserdata(L, 3);
+	lua_Integer n = lua_tointeger(L, 4);
+
+	lua_createtable(L, 0, 2); // [..., entry]
+	lua_pushstring(L, path);
+	lua_setfield(L, -2, "path");
+	lua_pushstring(L, kind);
+	lua_setfield(L, -2, "status");
+	lua_rawseti(L, 1, n);
+	return 0;
+}
+
+static int status_entry(const char *path, const char *kind, void *payload)
+{
+	struct status_walk *w = payload;
+	lua_State *L = w->L;
+
+	/* None of these pushes allocates: the slots were reserved. */
+	lua_pushcfunction(L, l_git_status_add);
+	lua_pushvalue(L, w->table);
+	lua_pushlightuserdata(L, (void *)path);
+	lua_pushlightuserdata(L, (void *)kind);
+	lua_pushinteger(L, ++w->n);
+	if (lua_pcall(L, 4, 0, 0) != LUA_OK) {
+		w->failed = 1; // [..., entries, error]
+		return 1;
+	}
+	return 0;
+}
+
+static int l_git_status(lua_State *L)
+{
+	nv_git_repo *repo = check_repo(L, 1);
+	struct status_walk w = {L, 0, 0, 0};
+	nv_err err;
+	int rc;
+
+	lua_settop(L, 1);
+	lua_newtable(L); // [repo, entries]
+	w.table = lua_gettop(L);
+	if (!lua_checkstack(L, 8))
+		return luaL_error(L, "git status: Lua stack exhausted");
+	nv_err_clear(&err);
+	rc = nv_git_status(repo, status_entry, &w, NULL, &err);
+	if (w.failed)
+		return lua_error(L); // re-raise the entry's error
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	return 1;
+}
+
+static int l_git_on_remote(lua_State *L)
+{
+	nv_git_repo *repo = check_repo(L, 1);
+	const char *ref = luaL_checkstring(L, 2);
+	const char *remote = luaL_optstring(L, 3, NULL);
+	char oid[NV_GIT_OID_HEX_LEN + 1];
+	int present = 0;
+	nv_err err;
+
+	nv_err_clear(&err);
+	if (nv_git_resolve(repo, ref, oid, &err) ||
+	    nv_git_on_remote(repo, remote, oid, &present, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, present);
+	return 1;
+}
+
+static int l_git_remote_url(lua_State *L)
+{
+	nv_git_repo *repo = check_repo(L, 1);
+	const char *name = luaL_optstring(L, 2, NULL);
+	char url[4096];
+	nv_err err;
+
+	nv_err_clear(&err);
+	if (nv_git_remote_url(repo, name, url, sizeof(url), &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, url);
+	return 1;
+}
+
+static int l_git_export(lua_State *L)
+{
+	nv_git_repo *repo = check_repo(L, 1);
+	const char *ref = luaL_checkstring(L, 2);
+	const char *dest = luaL_checkstring(L, 3);
+	char oid[NV_GIT_OID_HEX_LEN + 1];
+	nv_git_export_stats st;
+	nv_err err;
+
+	luaL_argcheck(L, dest[0] != '\0', 3, "empty export folder");
+	nv_err_clear(&err);
+	/* Resolving is a read, so plan mode records the real commit id. */
+	if (nv_git_resolve(repo, ref, oid, &err))
+		return nv_lua_push_error(L, &err);
+	if (nv_plan_mode(L)) {
+		lua_pushfstring(L, "%s -> %s", oid, dest); // [..., detail]
+		nv_plan_record(L, "git", "export", lua_tostring(L, -1));
+		lua_createtable(L, 0, 3); // [..., detail, result]
+		lua_pushboolean(L, 1);
+		lua_setfield(L, -2, "planned");
+		lua_pushstring(L, oid);
+		lua_setfield(L, -2, "id");
+		lua_pushstring(L, dest);
+		lua_setfield(L, -2, "dest");
+		return 1;
+	}
+	if (nv_git_export(repo, oid, dest, &st, &err))
+		return nv_lua_push_error(L, &err);
+	lua_createtable(L, 0, 6); // [..., stats]
+	lua_pushstring(L, oid);
+	lua_setfield(L, -2, "id");
+	lua_pushinteger(L, (lua_Integer)st.files);
+	lua_setfield(L, -2, "files");
+	lua_pushinteger(L, (lua_Integer)st.dirs);
+	lua_setfield(L, -2, "dirs");
+	lua_pushinteger(L, (lua_Integer)st.symlinks);
+	lua_setfield(L, -2, "symlinks");
+	lua_pushinteger(L, (lua_Integer)st.submodules);
+	lua_setfield(L, -2, "submodules");
+	lua_pushinteger(L, (lua_Integer)st.bytes);
+	lua_setfield(L, -2, "bytes");
+	return 1;
+}
+
+static int l_git_lockfile_hash(lua_State *L)
+{
+	nv_git_repo *repo = check_repo(L, 1);
+	const char *ref = luaL_optstring(L, 2, "HEAD");
+	char oid[NV_GIT_OID_HEX_LEN + 1], hex[NV_GIT_SHA256_HEX + 1];
+	nv_err err;
+
+	nv_err_clear(&err);
+	if (nv_git_resolve(repo, ref, oid, &err) ||
+	    nv_git_lockfile_hash(repo, oid, hex, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, hex);
+	return 1;
+}
+
+static const luaL_Reg repo_methods[] = {
+	{"workdir", l_git_workdir},
+	{"head", l_git_head},
+	{"resolve", l_git_resolve},
+	{"commit", l_git_commit},
+	{"status", l_git_status},
+	{"on_remote", l_git_on_remote},
+	{"remote_url", l_git_remote_url},
+	{"export", l_git_export},
+	{"lockfile_hash", l_git_lockfile_hash},
+	{"close", l_git_close},
+	{NULL, NULL},
+};
+
+static const luaL_Reg repo_meta[] = {
+	{"__gc", l_git_repo_release},
+	{"__close", l_git_repo_release},
+	{"__tostring", l_git_tostring},
+	{"__index", NULL}, /* set below to the methods table */
+	{NULL, NULL},
+};
+
+static const luaL_Reg git_functions[] = {
+	{"open", l_git_open},
+	{NULL, NULL},
+};
+
+int luaopen_navette_git(lua_State *L)
+{
+	luaL_newmetatable(L, NV_GIT_REPO_MT); // [meta]
+	luaL_setfuncs(L, repo_meta, 0);
+	luaL_newlibtable(L, repo_methods); // [meta, methods]
+	luaL_setfuncs(L, repo_methods, 0);
+	lua_setfield(L, -2, "__index"); // [meta]
+	lua_pop(L, 1);                  // []
+	luaL_newlib(L, git_functions);  // [module]
+	return 1;
+}

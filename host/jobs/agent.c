@@ -1,0 +1,1139 @@
+/* The local agent (see agent.h). One loop, polling every 100 ms: it claims
+ * queued jobs, runs each job's launcher in its own process group, follows
+ * the phases the launcher writes to its status file, enforces the time
+ * limit and cancels, and finalizes each job: success condition, atomic
+ * publication of outputs under the job's prefix, log, run record. The
+ * exit status is read from the status file, not from waitpid, so an agent
+ * restarted while jobs run can adopt them. */
+#include "jobs/agent.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef __APPLE__
+#include <mach-o/dyld.h>
+#endif
+
+#include <cjson/cJSON.h>
+
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/fsutil.h"
+#include "git/git.h"
+#include "jobs/launcher.h"
+#include "jobs/queue.h"
+#include "storage/filestore.h"
+
+#define AGENT_SLOTS_DEFAULT 4
+#define AGENT_IDLE_DEFAULT 30.0
+#define AGENT_POLL_NS 100000000L
+#define KILL_GRACE_S 5.0
+#define STATUS_MAX 65536
+#define RECORD_MAX ((size_t)4 * 1024 * 1024)
+#define LOG_MAX_DEFAULT ((long long)64 * 1024 * 1024)
+#define PATH_CAP 4200
+
+enum kill_reason { KILL_NONE, KILL_CANCEL, KILL_TIMEOUT };
+
+typedef struct job {
+	char id[65];
+	char dir[PATH_CAP];
+	cJSON *spec;
+	pid_t pid;
+	int own_child; /* started by this agent: reaped with waitpid */
+	int reaped;
+	double started;
+	double time_limit; /* 0: none */
+	enum kill_reason killed;
+	double kill_sent;
+	int term_sent, kill9_sent;
+	long status_read; /* bytes of the status file already handled */
+	int have_exit;
+	int exit_code;
+	struct job *next;
+} job;
+
+typedef struct agent {
+	char home[PATH_CAP];
+	nv_queue *queue;
+	job *jobs;
+	int running;
+	int slots;
+} agent;
+
+static void agent_log(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static void agent_log(const char *fmt, ...)
+{
+	char ts[32];
+	va_list ap;
+
+	nv_iso8601(nv_now(), ts);
+	fprintf(stderr, "%s agent[%ld] ", ts, (long)getpid());
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+}
+
+/* ---- the lock ---------------------------------------------------------- */
+
+static int lock_open(const char *home)
+{
+	char path[PATH_CAP];
+	nv_pathf(path, sizeof(path), "%s/agent.lock", home);
+	return open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+}
+
+int nv_agent_alive(const char *home)
+{
+	int fd = lock_open(home);
+	int alive;
+
+	if (fd < 0)
+		return 0;
+	alive = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	close(fd); /* releases the lock if we took it */
+	return alive;
+}
+
+static int executable_path(char *out, size_t cap)
+{
+	const char *env = getenv("NAVETTE_BIN");
+
+	if (env && *env) {
+		nv_pathf(out, cap, "%s", env);
+		return 0;
+	}
+#ifdef __APPLE__
+	uint32_t size = (uint32_t)cap;
+	char raw[PATH_CAP];
+	uint32_t rsize = sizeof(raw);
+	(void)size;
+	if (_NSGetExecutablePath(raw, &rsize) != 0 || !realpath(raw, out))
+		return -1;
+	return 0;
+#else
+	ssize_t n = readlink("/proc/self/exe", out, cap - 1);
+	if (n <= 0)
+		return -1;
+	out[n] = '\0';
+	return 0;
+#endif
+}
+
+int nv_agent_ensure(const char *home, int *started, nv_err *err)
+{
+	char exe[PATH_CAP];
+	char logpath[PATH_CAP];
+	pid_t pid;
+	int status;
+
+	*started = 0;
+	if (nv_mkdir_p(home, 0700, err) != 0)
+		return err->code;
+	if (nv_agent_alive(home))
+		return 0;
+	if (executable_path(exe, sizeof(exe)) != 0)
+		return nv_err_set(err, NV_EBACKEND,
+				  "set NAVETTE_BIN to the navette binary",
+				  "cannot find the navette executable to start "
+				  "the agent");
+	nv_pathf(logpath, sizeof(logpath), "%s/agent.log", home);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return nv_err_set_errno(err, NV_EBACKEND, errno, NULL,
+					"cannot start the agent");
+	if (pid == 0) {
+		/* First child: a new session, then a grandchild so the agent
+		 * is reparented to init and never a zombie of the CLI. */
+		setsid();
+		if (fork() != 0)
+			_exit(0);
+		int devnull = open("/dev/null", O_RDONLY);
+		int logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (devnull >= 0)
+			dup2(devnull, STDIN_FILENO);
+		if (logfd >= 0) {
+			dup2(logfd, STDOUT_FILENO);
+			dup2(logfd, STDERR_FILENO);
+		}
+		setenv("NAVETTE_HOME", home, 1);
+		execl(exe, exe, "agent", "--quiet-if-running", (char *)NULL);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	*started = 1;
+	return 0;
+}
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static const char *sfield(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const cJSON *ofield(const cJSON *o, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+static void phase(agent *a, job *j, const char *name)
+{
+	nv_err err;
+	if (nv_queue_phase(a->queue, j->id, name, nv_now(), &err) != 0)
+		agent_log("job %s: cannot record phase %s: %s", j->id, name,
+			  err.message);
+}
+
+static job *job_new(const char *home, const char *id, const char *spec_json)
+{
+	job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	nv_pathf(j->id, sizeof(j->id), "%s", id);
+	nv_pathf(j->dir, sizeof(j->dir), "%s/jobs/%s", home, id);
+	j->spec = cJSON_Parse(spec_json ? spec_json : "");
+	j->exit_code = -1;
+	return j;
+}
+
+static void job_free(job *j)
+{
+	if (!j)
+		return;
+	cJSON_Delete(j->spec);
+	free(j);
+}
+
+static void job_path(const job *j, const char *name, char *out, size_t cap)
+{
+	nv_pathf(out, cap, "%s/%s", j->dir, name);
+}
+
+/* ---- finalizing: success condition, publication, run record ----------- */
+
+typedef struct outcome {
+	const char *state; /* succeeded / failed / cancelled */
+	const char *phase; /* where it failed */
+	char reason[1024];
+	char hint[512];
+} outcome;
+
+static void fail(outcome *o, const char *state, const char *ph,
+		 const char *hint, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static void fail(outcome *o, const char *state, const char *ph,
+		 const char *hint, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (strcmp(o->state, "succeeded") != 0)
+		return; /* keep the first failure */
+	o->state = state;
+	o->phase = ph;
+	va_start(ap, fmt);
+	vsnprintf(o->reason, sizeof(o->reason), fmt, ap);
+	va_end(ap);
+	snprintf(o->hint, sizeof(o->hint), "%s", hint ? hint : "");
+}
+
+static int exit_code_ok(const cJSON *spec, int code)
+{
+	const cJSON *success = ofield(spec, "success");
+	const cJSON *codes = success ? ofield(success, "exit_codes") : NULL;
+	const cJSON *c;
+
+	if (!cJSON_IsArray(codes) || cJSON_GetArraySize(codes) == 0)
+		return code == 0;
+	cJSON_ArrayForEach(c, codes) if (cJSON_IsNumber(c) &&
+					 (int)c->valuedouble == code) return 1;
+	return 0;
+}
+
+/* Collects the regular files under dir (relative paths, sorted by the
+ * walk). A symlink or special file among outputs is refused: what is
+ * published must be what the job wrote. */
+typedef struct file_list {
+	char **paths;
+	size_t count, cap;
+	char bad[1024];
+} file_list;
+
+static int list_add(file_list *l, const char *rel)
+{
+	if (l->count == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		char **p = realloc(l->paths, cap * sizeof(char *));
+		if (!p)
+			return -1;
+		l->paths = p;
+		l->cap = cap;
+	}
+	l->paths[l->count] = strdup(rel);
+	if (!l->paths[l->count])
+		return -1;
+	l->count++;
+	return 0;
+}
+
+static void list_free(file_list *l)
+{
+	for (size_t i = 0; i < l->count; i++)
+		free(l->paths[i]);
+	free(l->paths);
+	memset(l, 0, sizeof(*l));
+}
+
+static int walk_outputs(const char *root, const char *rel, file_list *l,
+			int depth)
+{
+	char path[PATH_CAP];
+	DIR *d;
+	struct dirent *e;
+
+	if (depth > 64) {
+		snprintf(l->bad, sizeof(l->bad), "%s: folders nested too deep",
+			 rel);
+		return -1;
+	}
+	nv_pathf(path, sizeof(path), "%s%s%s", root, rel[0] ? "/" : "", rel);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		char child[PATH_CAP], full[PATH_CAP];
+		struct stat st;
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		nv_pathf(child, sizeof(child), "%s%s%s", rel, rel[0] ? "/" : "",
+			 e->d_name);
+		nv_pathf(full, sizeof(full), "%s/%s", root, child);
+		if (lstat(full, &st) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (walk_outputs(root, child, l, depth + 1) != 0) {
+				closedir(d);
+				return -1;
+			}
+		} else if (S_ISREG(st.st_mode)) {
+			if (list_add(l, child) != 0) {
+				closedir(d);
+				return -1;
+			}
+		} else {
+			snprintf(l->bad, sizeof(l->bad),
+				 "%.900s is not a regular file (symlinks and "
+				 "special files are not published)",
+				 child);
+			closedir(d);
+			return -1;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int log_has(const char *logpath, const char *needle)
+{
+	char *data;
+	size_t len;
+	nv_err err;
+	int found;
+
+	if (!needle[0])
+		return 0;
+	if (nv_read_file(&data, &len, logpath, (size_t)LOG_MAX_DEFAULT * 4,
+			 &err) != 0)
+		return 0;
+	found = strstr(data, needle) != NULL;
+	free(data);
+	return found;
+}
+
+static nv_filestore *open_output_store(const cJSON *spec, nv_err *err)
+{
+	const cJSON *outputs = ofield(spec, "outputs");
+	const char *root = outputs ? sfield(outputs, "store") : NULL;
+	nv_filestore *store = NULL;
+	char path[PATH_CAP];
+
+	if (!root) {
+		nv_err_set(err, NV_EINVAL, NULL, "job spec has no output store");
+		return NULL;
+	}
+	if (nv_filestore_path_from_url(path, sizeof(path), root, err) != 0)
+		return NULL;
+	if (nv_filestore_open(&store, path, 1, err) != 0)
+		return NULL;
+	return store;
+}
+
+/* Publishes the (capped) log and returns its size. */
+static int publish_log(nv_filestore *store, const char *prefix,
+		       const char *logpath, long long max_bytes,
+		       cJSON *record_log, nv_err *err)
+{
+	char key[NV_FILESTORE_KEY_MAX + 64];
+	char *data = NULL;
+	size_t len = 0;
+	struct stat st;
+	int truncated = 0;
+	int rc;
+
+	nv_pathf(key, sizeof(key), "%snavette.log", prefix);
+	if (stat(logpath, &st) == 0 && st.st_size > max_bytes) {
+		/* Keep the end of the log: that is where failures are. */
+		FILE *f = fopen(logpath, "rb");
+		data = malloc((size_t)max_bytes + 128);
+		if (!f || !data) {
+			if (f)
+				fclose(f);
+			free(data);
+			return nv_err_set(err, NV_ENOMEM, NULL,
+					  "cannot read the log");
+		}
+		len = (size_t)snprintf(data, 128,
+				       "[navette: log truncated to its last "
+				       "%lld bytes]\n",
+				       max_bytes);
+		fseeko(f, st.st_size - max_bytes, SEEK_SET);
+		len += fread(data + len, 1, (size_t)max_bytes, f);
+		fclose(f);
+		truncated = 1;
+		rc = nv_filestore_put_bytes(store, key, data, len, NULL, err);
+		free(data);
+	} else if (stat(logpath, &st) == 0) {
+		rc = nv_filestore_put_file(store, key, logpath, NULL, err);
+		len = (size_t)st.st_size;
+	} else {
+		rc = nv_filestore_put_bytes(store, key, "", 0, NULL, err);
+	}
+	if (rc == 0) {
+		char url[NV_FILESTORE_PATH_MAX + 64];
+		if (nv_filestore_url(url, sizeof(url), store, key, err) == 0)
+			cJSON_AddStringToObject(record_log, "url", url);
+		cJSON_AddStringToObject(record_log, "key", key);
+		cJSON_AddNumberToObject(record_log, "bytes", (double)len);
+		cJSON_AddBoolToObject(record_log, "truncated", truncated);
+	}
+	return rc;
+}
+
+static void finalize(agent *a, job *j, outcome *o)
+{
+	const cJSON *spec = j->spec;
+	const cJSON *outputs = spec ? ofield(spec, "outputs") : NULL;
+	const char *prefix = outputs ? sfield(outputs, "prefix") : NULL;
+	char outdir[PATH_CAP], logpath[PATH_CAP];
+	nv_filestore *store = NULL;
+	file_list files = {0};
+	cJSON *record = cJSON_CreateObject();
+	cJSON *published = cJSON_AddArrayToObject(record, "outputs");
+	cJSON *record_log = cJSON_CreateObject();
+	char record_url[NV_FILESTORE_PATH_MAX + 64] = "";
+	nv_err err;
+	size_t npublished = 0;
+
+	job_path(j, "outputs", outdir, sizeof(outdir));
+	job_path(j, "log", logpath, sizeof(logpath));
+	if (!prefix)
+		prefix = "";
+
+	/* The success condition, when the command ran. */
+	if (strcmp(o->state, "succeeded") == 0) {
+		const cJSON *success = ofield(spec, "success");
+		const cJSON *failure = ofield(spec, "failure");
+		const cJSON *req = success ? ofield(success, "outputs") : NULL;
+		const cJSON *pats = failure ? ofield(failure, "log_patterns")
+					    : NULL;
+		const char *fhint = failure ? sfield(failure, "hint") : NULL;
+		const cJSON *it;
+
+		if (!exit_code_ok(spec, j->exit_code))
+			fail(o, "failed", "running",
+			     fhint ? fhint
+				   : "read the log (navette logs ID): check "
+				     "the parameters, the data and the "
+				     "dependencies",
+			     "the command exited with status %d", j->exit_code);
+		cJSON_ArrayForEach(it, pats)
+		{
+			if (cJSON_IsString(it) &&
+			    log_has(logpath, it->valuestring))
+				fail(o, "failed", "running",
+				     fhint ? fhint
+					   : "read the log (navette logs ID)",
+				     "the log matched the failure pattern "
+				     "'%s'",
+				     it->valuestring);
+		}
+		cJSON_ArrayForEach(it, req)
+		{
+			char p[PATH_CAP];
+			struct stat st;
+			if (!cJSON_IsString(it))
+				continue;
+			nv_pathf(p, sizeof(p), "%s/%s", outdir,
+				 it->valuestring);
+			if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode))
+				fail(o, "failed", "outputs_published",
+				     "the command must write it into "
+				     "$NAVETTE_OUTPUTS; check the publication "
+				     "path",
+				     "required output '%s' is missing",
+				     it->valuestring);
+		}
+	}
+
+	store = spec ? open_output_store(spec, &err) : NULL;
+	if (!store) {
+		fail(o, "failed", "outputs_published",
+		     "check the profile's storage and its rights",
+		     "cannot open the output store: %s",
+		     spec ? err.message : "unreadable job spec");
+	}
+
+	/* Outputs are published only for a job that met its condition; a
+	 * partial publication is rolled back. */
+	if (store && strcmp(o->state, "succeeded") == 0) {
+		if (walk_outputs(outdir, "", &files, 0) != 0) {
+			fail(o, "failed", "outputs_published",
+			     "write plain files into $NAVETTE_OUTPUTS", "%s",
+			     files.bad[0] ? files.bad : "out of memory");
+		} else {
+			qsort(files.paths, files.count, sizeof(char *),
+			      cmp_str);
+		}
+		for (size_t i = 0; strcmp(o->state, "succeeded") == 0 &&
+				   i < files.count;
+		     i++) {
+			char key[NV_FILESTORE_KEY_MAX + 64];
+			char src[PATH_CAP];
+			nv_object_info info;
+			nv_pathf(key, sizeof(key), "%s%s", prefix,
+				 files.paths[i]);
+			nv_pathf(src, sizeof(src), "%s/%s", outdir,
+				 files.paths[i]);
+			if (strcmp(files.paths[i], "navette.log") == 0 ||
+			    strcmp(files.paths[i], "navette-run.json") == 0) {
+				fail(o, "failed", "outputs_published",
+				     "rename the output: navette.log and "
+				     "navette-run.json are navette's",
+				     "output '%s' has a reserved name",
+				     files.paths[i]);
+				break;
+			}
+			if (nv_filestore_put_file(store, key, src, &info,
+						  &err) != 0) {
+				fail(o, "failed", "outputs_published",
+				     err.hint[0] ? err.hint
+						 : "check the store's rights "
+						   "and free space",
+				     "cannot publish '%s': %s", files.paths[i],
+				     err.message);
+				break;
+			}
+			npublished++;
+			cJSON *entry = cJSON_CreateObject();
+			char url[NV_FILESTORE_PATH_MAX + 64];
+			cJSON_AddStringToObject(entry, "name", files.paths[i]);
+			cJSON_AddStringToObject(entry, "key", key);
+			if (nv_filestore_url(url, sizeof(url), store, key,
+					     &err) == 0)
+				cJSON_AddStringToObject(entry, "url", url);
+			cJSON_AddNumberToObject(entry, "size",
+						(double)info.size);
+			cJSON_AddStringToObject(entry, "sha256", info.sha256);
+			cJSON_AddItemToArray(published, entry);
+		}
+		if (strcmp(o->state, "succeeded") != 0) {
+			for (size_t i = 0; i < npublished; i++) {
+				char key[NV_FILESTORE_KEY_MAX + 64];
+				nv_pathf(key, sizeof(key), "%s%s", prefix,
+					 files.paths[i]);
+				nv_filestore_delete(store, key, &err);
+			}
+			cJSON_Delete(cJSON_DetachItemFromObject(record,
+								"outputs"));
+			cJSON_AddArrayToObject(record, "outputs");
+		} else {
+			phase(a, j, "outputs_published");
+		}
+	}
+	list_free(&files);
+
+	/* The log and the run record, whatever the outcome. */
+	if (store) {
+		const cJSON *logs = ofield(spec, "logs");
+		const cJSON *maxb = logs ? ofield(logs, "max_bytes") : NULL;
+		long long max_bytes = cJSON_IsNumber(maxb) && maxb->valuedouble > 0
+					      ? (long long)maxb->valuedouble
+					      : LOG_MAX_DEFAULT;
+		if (publish_log(store, prefix, logpath, max_bytes, record_log,
+				&err) != 0)
+			fail(o, "failed", "outputs_published",
+			     "check the store's rights and free space",
+			     "cannot publish the log: %s", err.message);
+	}
+	phase(a, j, strcmp(o->state, "succeeded") == 0 ? "succeeded"
+						      : "failed");
+
+	/* Build the record from the spec and the queue's phase timeline. */
+	{
+		static const char *const copied[] = {
+			"id", "name", "project", "profile", "commit",
+			"commit_time", "dirty", "repository", "image",
+			"inputs", "command", "env", "resources", "success",
+			"failure_condition", "submitted_by", "submitted_at",
+			"backend", NULL};
+		char *json = NULL;
+		cJSON *row = NULL;
+		cJSON_AddNumberToObject(record, "navette_run_record", 1);
+		for (const char *const *k = copied; spec && *k; k++) {
+			const cJSON *v = ofield(spec, *k);
+			if (v)
+				cJSON_AddItemToObject(record, *k,
+						      cJSON_Duplicate(v, 1));
+		}
+		if (nv_queue_get_json(a->queue, j->id, &json, &err) == 0 &&
+		    (row = cJSON_Parse(json)) != NULL) {
+			cJSON *ph = cJSON_DetachItemFromObject(row, "phases");
+			if (ph)
+				cJSON_AddItemToObject(record, "phases", ph);
+		}
+		free(json);
+		cJSON_Delete(row);
+		cJSON_AddStringToObject(record, "state", o->state);
+		if (j->have_exit)
+			cJSON_AddNumberToObject(record, "exit_code",
+						j->exit_code);
+		else
+			cJSON_AddNullToObject(record, "exit_code");
+		if (strcmp(o->state, "succeeded") != 0) {
+			cJSON *f = cJSON_AddObjectToObject(record, "failure");
+			cJSON_AddStringToObject(f, "phase", o->phase);
+			cJSON_AddStringToObject(f, "reason", o->reason);
+			cJSON_AddStringToObject(f, "hint", o->hint);
+		} else {
+			cJSON_AddNullToObject(record, "failure");
+		}
+		cJSON_AddItemToObject(record, "log", record_log);
+		record_log = NULL;
+		if (store) {
+			char key[NV_FILESTORE_KEY_MAX + 64];
+			char *text = cJSON_Print(record);
+			nv_pathf(key, sizeof(key), "%snavette-run.json",
+				 prefix);
+			if (text && strlen(text) < RECORD_MAX &&
+			    nv_filestore_put_bytes(store, key, text,
+						   strlen(text), NULL,
+						   &err) == 0)
+				nv_filestore_url(record_url, sizeof(record_url),
+						 store, key, &err);
+			else
+				agent_log("job %s: cannot publish the run "
+					  "record: %s",
+					  j->id, err.message);
+			free(text);
+		}
+	}
+	cJSON_Delete(record_log);
+	cJSON_Delete(record);
+	nv_filestore_free(store);
+
+	if (nv_queue_finish(a->queue, j->id, o->state,
+			    j->have_exit ? j->exit_code : -1001,
+			    strcmp(o->state, "succeeded") ? o->phase : NULL,
+			    strcmp(o->state, "succeeded") ? o->reason : NULL,
+			    strcmp(o->state, "succeeded") ? o->hint : NULL,
+			    record_url[0] ? record_url : NULL, &err) != 0)
+		agent_log("job %s: cannot record the final state: %s", j->id,
+			  err.message);
+	agent_log("job %s: %s%s%s", j->id, o->state,
+		  strcmp(o->state, "succeeded") ? " at " : "",
+		  strcmp(o->state, "succeeded") ? o->phase : "");
+}
+
+/* ---- preparing and starting a job -------------------------------------- */
+
+static int stage_inputs(const job *j, nv_err *err)
+{
+	const cJSON *inputs = ofield(j->spec, "inputs");
+	const cJSON *in;
+	char dir[PATH_CAP];
+
+	job_path(j, "inputs", dir, sizeof(dir));
+	if (nv_mkdir_p(dir, 0755, err) != 0)
+		return err->code;
+	cJSON_ArrayForEach(in, inputs)
+	{
+		const char *name = sfield(in, "name");
+		const char *url = sfield(in, "url");
+		const char *want = sfield(in, "sha256");
+		char root[NV_FILESTORE_PATH_MAX], key[NV_FILESTORE_KEY_MAX + 1];
+		char dest[PATH_CAP];
+		nv_filestore *store = NULL;
+		nv_object_info info;
+		int rc;
+
+		if (!name || !url || strchr(name, '/') || name[0] == '.')
+			return nv_err_set(err, NV_EINVAL, NULL,
+					  "bad input entry in the job spec");
+		if (strncmp(url, "file://", 7) != 0)
+			return nv_err_set(err, NV_EREFUSED,
+					  "the local backend reads file:// "
+					  "inputs; use a profile with S3 "
+					  "storage for s3:// inputs",
+					  "input '%s': unsupported URL %s",
+					  name, url);
+		if ((rc = nv_filestore_find(root, sizeof(root), key,
+					    sizeof(key), url, err)) != 0)
+			return rc;
+		if ((rc = nv_filestore_open(&store, root, 0, err)) != 0)
+			return rc;
+		nv_pathf(dest, sizeof(dest), "%s/%s", dir, name);
+		rc = nv_filestore_get_file(store, key, dest, &info, err);
+		nv_filestore_free(store);
+		if (rc)
+			return rc;
+		if (want && strcmp(want, info.sha256) != 0)
+			return nv_err_set(
+				err, NV_EREFUSED,
+				"the object changed after submission; "
+				"submit the job again",
+				"input '%s' has sha256 %s, the job was "
+				"submitted with %s",
+				name, info.sha256, want);
+		chmod(dest, 0444);
+	}
+	chmod(dir, 0555);
+	return 0;
+}
+
+static int prepare(agent *a, job *j, outcome *o)
+{
+	const char *image, *repo, *commit;
+	char path[PATH_CAP];
+	nv_git_repo *r = NULL;
+	nv_err err;
+
+	if (!j->spec || !(commit = sfield(j->spec, "commit")) ||
+	    !(repo = sfield(j->spec, "repository_path"))) {
+		fail(o, "failed", "accepted",
+		     "submit again with this version of navette",
+		     "the job spec is unreadable or incomplete");
+		return -1;
+	}
+	if (nv_remove_tree(j->dir, &err) != 0 ||
+	    nv_mkdir_p(j->dir, 0700, &err) != 0) {
+		fail(o, "failed", "accepted", "check NAVETTE_HOME",
+		     "cannot create the job folder: %s", err.message);
+		return -1;
+	}
+	phase(a, j, "accepted");
+
+	image = sfield(j->spec, "image");
+	if (image && strcmp(image, "host") != 0) {
+		fail(o, "failed", "image_ready",
+		     "the local backend runs jobs on the host environment "
+		     "for now; remove `image` or use a container profile",
+		     "this backend cannot run the image %s", image);
+		return -1;
+	}
+	phase(a, j, "image_ready");
+
+	job_path(j, "workspace", path, sizeof(path));
+	if (nv_git_open(&r, repo, &err) != 0 ||
+	    nv_git_export(r, commit, path, NULL, &err) != 0) {
+		nv_git_free(r);
+		fail(o, "failed", "data_ready",
+		     err.hint[0] ? err.hint
+				 : "check that the commit is still in the "
+				   "repository",
+		     "cannot export commit %.12s: %s", commit, err.message);
+		return -1;
+	}
+	nv_git_free(r);
+	if (stage_inputs(j, &err) != 0) {
+		fail(o, "failed", "data_ready",
+		     err.hint[0] ? err.hint : "check the input's URL",
+		     "cannot stage inputs: %s", err.message);
+		return -1;
+	}
+	job_path(j, "outputs", path, sizeof(path));
+	if (nv_mkdir_p(path, 0755, &err) != 0) {
+		fail(o, "failed", "data_ready", "check NAVETTE_HOME", "%s",
+		     err.message);
+		return -1;
+	}
+	phase(a, j, "data_ready");
+	return 0;
+}
+
+static int start(agent *a, job *j, outcome *o)
+{
+	nv_buf script;
+	char path[PATH_CAP];
+	nv_err err;
+	const cJSON *res = ofield(j->spec, "resources");
+	const cJSON *tl = res ? ofield(res, "time_limit") : NULL;
+
+	nv_buf_init(&script, NV_LAUNCHER_MAX);
+	if (nv_launcher_script(j->spec, &script, &err) != 0) {
+		nv_buf_free(&script);
+		fail(o, "failed", "accepted", err.hint, "%s", err.message);
+		return -1;
+	}
+	job_path(j, "launcher.sh", path, sizeof(path));
+	int rc = nv_write_file_atomic(path, script.data, script.len, 0700,
+				      &err);
+	nv_buf_free(&script);
+	if (rc) {
+		fail(o, "failed", "data_ready", "check NAVETTE_HOME", "%s",
+		     err.message);
+		return -1;
+	}
+	j->time_limit = cJSON_IsNumber(tl) ? tl->valuedouble : 0;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		fail(o, "failed", "running", "the machine is out of processes",
+		     "cannot start the launcher: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		/* The launcher gets its own process group (cancel kills the
+		 * whole group) and a small, known environment: nothing of
+		 * the shell that started the agent leaks into the job. */
+		const char *keep[] = {"PATH", "HOME", "USER", "LOGNAME",
+				      "TMPDIR", "LANG", "TZ", NULL};
+		char *envp[16];
+		int n = 0;
+		static char store[8][PATH_CAP];
+		setpgid(0, 0);
+		for (int i = 0; keep[i] && n < 8; i++) {
+			const char *v = getenv(keep[i]);
+			if (!v && strcmp(keep[i], "PATH") == 0)
+				v = "/usr/local/bin:/usr/bin:/bin";
+			if (!v)
+				continue;
+			nv_pathf(store[n], PATH_CAP, "%s=%s", keep[i], v);
+			envp[n] = store[n];
+			n++;
+		}
+		static char jobdir[PATH_CAP + 32];
+		nv_pathf(jobdir, sizeof(jobdir), "NAVETTE_JOB_DIR=%s", j->dir);
+		envp[n++] = jobdir;
+		envp[n] = NULL;
+		int devnull = open("/dev/null", O_RDWR);
+		if (devnull >= 0) {
+			dup2(devnull, 0);
+			dup2(devnull, 1);
+			dup2(devnull, 2);
+		}
+		execle("/bin/sh", "sh", path, (char *)NULL, envp);
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	j->pid = pid;
+	j->own_child = 1;
+	j->started = nv_now();
+	if (nv_queue_set_pid(a->queue, j->id, (long)pid, &err) != 0)
+		agent_log("job %s: %s", j->id, err.message);
+	agent_log("job %s: launcher started, pid %ld", j->id, (long)pid);
+	return 0;
+}
+
+/* ---- following running jobs -------------------------------------------- */
+
+/* Reads new lines of the status file: phases, then "exit N". */
+static void read_status(agent *a, job *j)
+{
+	char path[PATH_CAP];
+	char buf[4096];
+	FILE *f;
+
+	job_path(j, "status", path, sizeof(path));
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fseek(f, j->status_read, SEEK_SET) != 0) {
+		fclose(f);
+		return;
+	}
+	while (j->status_read < STATUS_MAX && fgets(buf, sizeof(buf), f)) {
+		size_t len = strlen(buf);
+		if (len == 0 || buf[len - 1] != '\n')
+			break; /* a line still being written */
+		j->status_read += (long)len;
+		buf[len - 1] = '\0';
+		if (strncmp(buf, "exit ", 5) == 0) {
+			j->have_exit = 1;
+			j->exit_code = atoi(buf + 5);
+		} else if (strcmp(buf, "running") == 0 ||
+			   strcmp(buf, "logs_visible") == 0) {
+			phase(a, j, buf);
+		}
+	}
+	fclose(f);
+}
+
+static int process_gone(job *j)
+{
+	if (j->own_child) {
+		int status;
+		if (!j->reaped) {
+			pid_t r = waitpid(j->pid, &status, WNOHANG);
+			if (r == j->pid || (r < 0 && errno == ECHILD))
+				j->reaped = 1;
+		}
+		/* The group may outlive the launcher: wait for it too. */
+		return j->reaped && (kill(-j->pid, 0) != 0 && errno == ESRCH);
+	}
+	return kill(j->pid, 0) != 0 && errno == ESRCH;
+}
+
+static void signal_group(job *j, int sig)
+{
+	if (j->pid > 0 && kill(-j->pid, sig) != 0)
+		kill(j->pid, sig);
+}
+
+static void follow(agent *a, job *j, int *done)
+{
+	int requested = 0;
+	nv_err err;
+
+	*done = 0;
+	read_status(a, j);
+	if (!j->killed &&
+	    nv_queue_cancel_requested(a->queue, j->id, &requested, &err) == 0 &&
+	    requested) {
+		j->killed = KILL_CANCEL;
+		j->kill_sent = nv_now();
+		signal_group(j, SIGTERM);
+		agent_log("job %s: cancel requested, SIGTERM sent", j->id);
+	}
+	if (!j->killed && j->time_limit > 0 &&
+	    nv_now() - j->started > j->time_limit) {
+		j->killed = KILL_TIMEOUT;
+		j->kill_sent = nv_now();
+		signal_group(j, SIGTERM);
+		agent_log("job %s: time limit reached, SIGTERM sent", j->id);
+	}
+	if (j->killed && !j->kill9_sent &&
+	    nv_now() - j->kill_sent > KILL_GRACE_S) {
+		j->kill9_sent = 1;
+		signal_group(j, SIGKILL);
+	}
+	if (!process_gone(j))
+		return;
+	read_status(a, j);
+
+	outcome o = {.state = "succeeded", .phase = ""};
+	if (j->killed == KILL_CANCEL) {
+		fail(&o, "cancelled", "running",
+		     "submit it again with navette run",
+		     "cancelled while running");
+	} else if (j->killed == KILL_TIMEOUT) {
+		fail(&o, "failed", "running",
+		     "raise resources.time_limit, or make the command faster",
+		     "the time limit of %.0f s was reached", j->time_limit);
+	} else if (!j->have_exit) {
+		fail(&o, "failed", "running",
+		     "the process was killed from outside navette; check the "
+		     "machine's memory (OOM killer) and the log",
+		     "the launcher stopped without reporting an exit status");
+	}
+	finalize(a, j, &o);
+	*done = 1;
+}
+
+/* ---- the loop ---------------------------------------------------------- */
+
+static void adopt(const char *id, const char *spec, long pid, void *payload)
+{
+	agent *a = payload;
+	job *j = job_new(a->home, id, spec);
+
+	if (!j)
+		return;
+	j->pid = (pid_t)pid;
+	j->own_child = 0;
+	j->started = nv_now();
+	if (pid <= 0) {
+		/* Claimed but never started: the agent died while preparing.*/
+		outcome o = {.state = "succeeded", .phase = ""};
+		fail(&o, "failed", "accepted", "submit the job again",
+		     "the agent stopped before the job started");
+		finalize(a, j, &o);
+		job_free(j);
+		return;
+	}
+	j->next = a->jobs;
+	a->jobs = j;
+	a->running++;
+	agent_log("job %s: adopted (pid %ld)", id, pid);
+}
+
+static void take_jobs(agent *a)
+{
+	while (a->running < a->slots) {
+		char *id = NULL, *spec = NULL;
+		nv_err err;
+		if (nv_queue_claim(a->queue, &id, &spec, &err) != 0) {
+			agent_log("cannot read the queue: %s", err.message);
+			return;
+		}
+		if (!id)
+			return;
+		job *j = job_new(a->home, id, spec);
+		free(id);
+		free(spec);
+		if (!j)
+			return;
+		outcome o = {.state = "succeeded", .phase = ""};
+		agent_log("job %s: accepted", j->id);
+		if (prepare(a, j, &o) != 0 || start(a, j, &o) != 0) {
+			finalize(a, j, &o);
+			job_free(j);
+			continue;
+		}
+		j->next = a->jobs;
+		a->jobs = j;
+		a->running++;
+	}
+}
+
+static void follow_all(agent *a)
+{
+	job **pp = &a->jobs;
+
+	while (*pp) {
+		job *j = *pp;
+		int done;
+		follow(a, j, &done);
+		if (done) {
+			*pp = j->next;
+			job_free(j);
+			a->running--;
+		} else {
+			pp = &j->next;
+		}
+	}
+}
+
+static int work_waiting(agent *a)
+{
+	int queued = 0, running = 0;
+	nv_err err;
+	if (nv_queue_active(a->queue, &queued, &running, &err) != 0)
+		return 1;
+	return queued > 0;
+}
+
+int nv_agent_run(const char *home, nv_err *err)
+{
+	agent a;
+	int lockfd;
+	double idle_limit = AGENT_IDLE_DEFAULT, idle_since;
+	const char *env;
+	struct timespec tick = {0, AGENT_POLL_NS};
+
+	memset(&a, 0, sizeof(a));
+	nv_pathf(a.home, sizeof(a.home), "%s", home);
+	a.slots = AGENT_SLOTS_DEFAULT;
+	if ((env = getenv("NAVETTE_AGENT_IDLE")) && atof(env) > 0)
+		idle_limit = atof(env);
+	if ((env = getenv("NAVETTE_AGENT_SLOTS")) && atoi(env) > 0)
+		a.slots = atoi(env);
+	if (nv_mkdir_p(home, 0700, err) != 0)
+		return err->code;
+	lockfd = lock_open(home);
+	if (lockfd < 0)
+		return nv_err_set_errno(err, NV_EIO, errno, "check NAVETTE_HOME",
+					"cannot open the agent lock");
+	if (flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
+		close(lockfd);
+		return nv_err_set(err, NV_EREFUSED, NULL,
+				  "another agent is running for %s", home);
+	}
+	if (nv_queue_open(&a.queue, home, err) != 0) {
+		close(lockfd);
+		return err->code;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	agent_log("agent started for %s", home);
+	nv_queue_each_running(a.queue, adopt, &a, err);
+
+	idle_since = nv_now();
+	for (;;) {
+		follow_all(&a);
+		take_jobs(&a);
+		if (a.running > 0) {
+			idle_since = nv_now();
+		} else if (nv_now() - idle_since > idle_limit) {
+			/* Release, then look once more: a submitter that saw
+			 * the lock held did not start another agent. */
+			flock(lockfd, LOCK_UN);
+			if (!work_waiting(&a) ||
+			    flock(lockfd, LOCK_EX | LOCK_NB) != 0)
+				break;
+			idle_since = nv_now();
+		}
+		nanosleep(&tick, NULL);
+	}
+	agent_log("agent idle, stopping");
+	nv_queue_close(a.queue);
+	close(lockfd);
+	return 0;
+}
+
+/* navette.h: the `navette agent` command. */
+#include "core/output.h"
+#include "navette.h"
+
+int navette_agent(const char *home, int quiet_if_running)
+{
+	nv_err err;
+	int rc = nv_agent_run(home, &err);
+
+	if (rc == NV_EREFUSED) {
+		if (!quiet_if_running)
+			nv_out_printf(NV_OUT_STDERR, "navette agent: %s\n",
+				      err.message);
+		return quiet_if_running ? NAVETTE_OK : NAVETTE_REFUSED;
+	}
+	if (rc) {
+		nv_out_printf(NV_OUT_STDERR, "navette agent: %s\n",
+			      err.message);
+		return nv_err_exit_status(rc);
+	}
+	return NAVETTE_OK;
+}

@@ -1,0 +1,174 @@
+/* _navette.jobs: the local backend as the library sees it: submit into the
+ * durable queue (starting the agent), read a job or the list (as JSON text,
+ * decoded by lua/navette/jobs.lua), cancel, and render a launcher. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/nv_lua.h"
+#include "jobs/agent.h"
+#include "jobs/launcher.h"
+#include "jobs/queue.h"
+
+/* Pushes a malloc'd string into Lua, freeing it on every path. */
+static int push_owned(lua_State *L, char *s)
+{
+	lua_pushstring(L, "");
+	lua_pop(L, 1); /* make sure the stack has room before we own s */
+	if (!lua_checkstack(L, 1)) {
+		free(s);
+		return luaL_error(L, "stack overflow");
+	}
+	/* lua_pushstring may raise on memory: copy through a buffer that Lua
+	 * owns first. */
+	size_t len = strlen(s);
+	char *copy = lua_newuserdatauv(L, len + 1, 0);
+	memcpy(copy, s, len + 1);
+	free(s);
+	lua_pushlstring(L, copy, len);
+	lua_remove(L, -2);
+	return 1;
+}
+
+/* jobs.submit(home, id, project, profile, name, spec_json)
+ *   -> agent_started | nil, err */
+static int l_jobs_submit(lua_State *L)
+{
+	const char *home = luaL_checkstring(L, 1);
+	const char *id = luaL_checkstring(L, 2);
+	const char *project = luaL_checkstring(L, 3);
+	const char *profile = luaL_checkstring(L, 4);
+	const char *name = luaL_checkstring(L, 5);
+	const char *spec = luaL_checkstring(L, 6);
+	nv_queue *q = NULL;
+	nv_err err;
+	int started = 0;
+
+	if (nv_plan_mode(L)) {
+		nv_plan_record(L, "jobs", "submit", id);
+		lua_pushboolean(L, 0);
+		return 1;
+	}
+	if (nv_queue_open(&q, home, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	int rc = nv_queue_insert(q, id, project, profile, name, spec, nv_now(),
+				 &err);
+	nv_queue_close(q);
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	if (nv_agent_ensure(home, &started, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, started);
+	return 1;
+}
+
+/* jobs.get(home, id) -> json | nil, err */
+static int l_jobs_get(lua_State *L)
+{
+	nv_queue *q = NULL;
+	nv_err err;
+	char *json = NULL;
+
+	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
+		return nv_lua_push_error(L, &err);
+	int rc = nv_queue_get_json(q, luaL_checkstring(L, 2), &json, &err);
+	nv_queue_close(q);
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	return push_owned(L, json);
+}
+
+/* jobs.list(home [, limit]) -> json array | nil, err */
+static int l_jobs_list(lua_State *L)
+{
+	nv_queue *q = NULL;
+	nv_err err;
+	char *json = NULL;
+
+	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
+		return nv_lua_push_error(L, &err);
+	int rc = nv_queue_list_json(q, (int)luaL_optinteger(L, 2, 50), &json,
+				    &err);
+	nv_queue_close(q);
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	return push_owned(L, json);
+}
+
+/* jobs.cancel(home, id) -> state | nil, err */
+static int l_jobs_cancel(lua_State *L)
+{
+	nv_queue *q = NULL;
+	nv_err err;
+	char state[16] = "";
+
+	if (nv_plan_mode(L)) {
+		nv_plan_record(L, "jobs", "cancel", luaL_checkstring(L, 2));
+		lua_pushliteral(L, "planned");
+		return 1;
+	}
+	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
+		return nv_lua_push_error(L, &err);
+	int rc = nv_queue_cancel(q, luaL_checkstring(L, 2), state, &err);
+	nv_queue_close(q);
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, state);
+	return 1;
+}
+
+/* jobs.launcher(spec_json) -> script | nil, err */
+static int l_jobs_launcher(lua_State *L)
+{
+	const char *json = luaL_checkstring(L, 1);
+	cJSON *spec = cJSON_Parse(json);
+	nv_buf b;
+	nv_err err;
+
+	if (!spec)
+		return luaL_argerror(L, 1, "malformed job spec JSON");
+	nv_buf_init(&b, NV_LAUNCHER_MAX);
+	int rc = nv_launcher_script(spec, &b, &err);
+	cJSON_Delete(spec);
+	if (rc) {
+		nv_buf_free(&b);
+		return nv_lua_push_error(L, &err);
+	}
+	char *s = b.data;
+	if (!s) {
+		lua_pushliteral(L, "");
+		return 1;
+	}
+	return push_owned(L, s);
+}
+
+static int l_jobs_env_name_ok(lua_State *L)
+{
+	lua_pushboolean(L, nv_launcher_env_name_ok(luaL_checkstring(L, 1)));
+	return 1;
+}
+
+static int l_jobs_agent_alive(lua_State *L)
+{
+	lua_pushboolean(L, nv_agent_alive(luaL_checkstring(L, 1)));
+	return 1;
+}
+
+int luaopen_navette_jobs(lua_State *L)
+{
+	static const luaL_Reg fns[] = {{"submit", l_jobs_submit},
+				       {"get", l_jobs_get},
+				       {"list", l_jobs_list},
+				       {"cancel", l_jobs_cancel},
+				       {"launcher", l_jobs_launcher},
+				       {"env_name_ok", l_jobs_env_name_ok},
+				       {"agent_alive", l_jobs_agent_alive},
+				       {NULL, NULL}};
+	luaL_newlib(L, fns);
+	return 1;
+}

@@ -1,0 +1,22 @@
+/* The launcher: the small POSIX sh program generated for each job. It runs
+ * on the node with only sh: reports phases to a status file, runs the
+ * command in the workspace with its log captured, and records the exit
+ * status. `navette plan` shows it. Pure C. */
+#ifndef NV_LAUNCHER_H
+#define NV_LAUNCHER_H
+
+#include <cjson/cJSON.h>
+
+#include "core/buf.h"
+#include "core/nv_err.h"
+
+#define NV_LAUNCHER_MAX ((size_t)1024 * 1024)
+
+/* Appends the script for spec (a job spec object) to out. */
+int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err);
+
+/* Whether name is usable as a job environment variable: a shell name, not
+ * reserved (NAVETTE_*, PATH, HOME...). */
+int nv_launcher_env_name_ok(const char *name);
+
+#endif

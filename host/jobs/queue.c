@@ -1,0 +1,512 @@
+/* The durable job queue over SQLite (see queue.h). Every statement is
+ * prepared, bound and finalized in one function; busy waits are bounded by
+ * the busy timeout so two CLIs and the agent can share the file. */
+#include "jobs/queue.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <sqlite3.h>
+
+#include "core/clock.h"
+#include "core/fsutil.h"
+
+struct nv_queue {
+	sqlite3 *db;
+};
+
+static const char schema[] =
+	"CREATE TABLE IF NOT EXISTS jobs("
+	" id TEXT PRIMARY KEY, project TEXT NOT NULL, profile TEXT NOT NULL,"
+	" name TEXT NOT NULL, spec TEXT NOT NULL, state TEXT NOT NULL,"
+	" phase TEXT NOT NULL, created REAL NOT NULL, updated REAL NOT NULL,"
+	" pid INTEGER, exit_code INTEGER, cancel_requested INTEGER DEFAULT 0,"
+	" failure_phase TEXT, failure_reason TEXT, failure_hint TEXT,"
+	" record_url TEXT);"
+	"CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, created);"
+	"CREATE TABLE IF NOT EXISTS phases("
+	" job_id TEXT NOT NULL, phase TEXT NOT NULL, at REAL NOT NULL,"
+	" PRIMARY KEY(job_id, phase));";
+
+static int db_error(nv_queue *q, nv_err *err, const char *what)
+{
+	return nv_err_set(err, NV_EIO,
+			  "check that NAVETTE_HOME is writable and not full",
+			  "job database: %s: %s", what, sqlite3_errmsg(q->db));
+}
+
+int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
+{
+	char path[4200];
+	nv_queue *q;
+
+	*out = NULL;
+	if (nv_mkdir_p(home, 0700, err) != 0)
+		return err->code;
+	snprintf(path, sizeof(path), "%s/jobs.db", home);
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	if (sqlite3_open_v2(path, &q->db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+				    SQLITE_OPEN_FULLMUTEX,
+			    NULL) != SQLITE_OK) {
+		int rc = nv_err_set(err, NV_EIO, "check NAVETTE_HOME",
+				    "cannot open %s: %s", path,
+				    q->db ? sqlite3_errmsg(q->db) : "?");
+		sqlite3_close(q->db);
+		free(q);
+		return rc;
+	}
+	sqlite3_busy_timeout(q->db, 10000);
+	if (sqlite3_exec(q->db, "PRAGMA journal_mode=WAL;", NULL, NULL,
+			 NULL) != SQLITE_OK ||
+	    sqlite3_exec(q->db, "PRAGMA synchronous=NORMAL;", NULL, NULL,
+			 NULL) != SQLITE_OK ||
+	    sqlite3_exec(q->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
+		int rc = db_error(q, err, "schema");
+		nv_queue_close(q);
+		return rc;
+	}
+	*out = q;
+	return 0;
+}
+
+void nv_queue_close(nv_queue *q)
+{
+	if (!q)
+		return;
+	sqlite3_close(q->db);
+	free(q);
+}
+
+/* Runs one statement with parameters described by fmt: 's' text (may be
+ * NULL), 'd' double, 'i' int, 'l' long. */
+static int exec_bound(nv_queue *q, nv_err *err, const char *sql,
+		      const char *fmt, ...)
+{
+	sqlite3_stmt *st = NULL;
+	va_list ap;
+	int rc;
+
+	if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return db_error(q, err, "prepare");
+	va_start(ap, fmt);
+	for (int i = 0; fmt[i]; i++) {
+		switch (fmt[i]) {
+		case 's': {
+			const char *s = va_arg(ap, const char *);
+			if (s)
+				sqlite3_bind_text(st, i + 1, s, -1,
+						  SQLITE_TRANSIENT);
+			else
+				sqlite3_bind_null(st, i + 1);
+			break;
+		}
+		case 'd': sqlite3_bind_double(st, i + 1, va_arg(ap, double)); break;
+		case 'i': sqlite3_bind_int(st, i + 1, va_arg(ap, int)); break;
+		case 'l':
+			sqlite3_bind_int64(st, i + 1,
+					   (sqlite3_int64)va_arg(ap, long));
+			break;
+		}
+	}
+	va_end(ap);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_CONSTRAINT)
+		return nv_err_set(err, NV_EREFUSED, NULL,
+				  "job database: duplicate entry");
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		return db_error(q, err, "write");
+	return 0;
+}
+
+int nv_queue_insert(nv_queue *q, const char *id, const char *project,
+		    const char *profile, const char *name, const char *spec_json,
+		    double at, nv_err *err)
+{
+	int rc = exec_bound(q, err,
+			    "INSERT INTO jobs(id, project, profile, name, spec,"
+			    " state, phase, created, updated)"
+			    " VALUES(?,?,?,?,?,'queued','submitted',?,?)",
+			    "sssssdd", id, project, profile, name, spec_json, at,
+			    at);
+	if (rc)
+		return rc;
+	return exec_bound(q, err,
+			  "INSERT OR IGNORE INTO phases VALUES(?,'submitted',?)",
+			  "sd", id, at);
+}
+
+int nv_queue_phase(nv_queue *q, const char *id, const char *phase, double at,
+		   nv_err *err)
+{
+	int rc = exec_bound(q, err,
+			    "INSERT OR IGNORE INTO phases VALUES(?,?,?)", "ssd",
+			    id, phase, at);
+	if (rc)
+		return rc;
+	return exec_bound(q, err,
+			  "UPDATE jobs SET phase=?, updated=? WHERE id=?",
+			  "sds", phase, at, id);
+}
+
+static char *dup_column(sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	return t ? strdup((const char *)t) : NULL;
+}
+
+int nv_queue_claim(nv_queue *q, char **id_out, char **spec_out, nv_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	*id_out = *spec_out = NULL;
+	if (sqlite3_exec(q->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
+	    SQLITE_OK)
+		return db_error(q, err, "begin");
+	if (sqlite3_prepare_v2(q->db,
+			       "SELECT id, spec FROM jobs WHERE state='queued'"
+			       " ORDER BY created LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK) {
+		rc = db_error(q, err, "prepare");
+		goto rollback;
+	}
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*id_out = dup_column(st, 0);
+		*spec_out = dup_column(st, 1);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		rc = db_error(q, err, "read");
+		goto rollback;
+	}
+	if (*id_out) {
+		rc = exec_bound(q, err,
+				"UPDATE jobs SET state='running' WHERE id=?",
+				"s", *id_out);
+		if (rc)
+			goto rollback;
+	}
+	if (sqlite3_exec(q->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = db_error(q, err, "commit");
+		goto rollback;
+	}
+	return 0;
+rollback:
+	sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+	free(*id_out);
+	free(*spec_out);
+	*id_out = *spec_out = NULL;
+	return rc;
+}
+
+int nv_queue_set_pid(nv_queue *q, const char *id, long pid, nv_err *err)
+{
+	return exec_bound(q, err, "UPDATE jobs SET pid=? WHERE id=?", "ls",
+			  pid, id);
+}
+
+int nv_queue_finish(nv_queue *q, const char *id, const char *state,
+		    int exit_code, const char *failure_phase,
+		    const char *failure_reason, const char *failure_hint,
+		    const char *record_url, nv_err *err)
+{
+	double now = nv_now();
+	int rc;
+
+	rc = exec_bound(q, err,
+			"UPDATE jobs SET state=?, failure_phase=?,"
+			" failure_reason=?, failure_hint=?, record_url=?,"
+			" updated=? WHERE id=?",
+			"ssssdss", state, failure_phase, failure_reason,
+			failure_hint, record_url, now, id);
+	if (rc)
+		return rc;
+	if (exit_code > -1000)
+		rc = exec_bound(q, err,
+				"UPDATE jobs SET exit_code=? WHERE id=?", "is",
+				exit_code, id);
+	return rc;
+}
+
+/* Resolves a full id or a unique prefix into out (64+1 bytes). */
+static int resolve_id(nv_queue *q, const char *id, char *out, nv_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	char pattern[80];
+	int found = 0;
+
+	if (strlen(id) == 0 || strlen(id) > 63 || strpbrk(id, "%_"))
+		return nv_err_set(err, NV_ENOTFOUND,
+				  "list jobs with `navette jobs`",
+				  "no job '%s'", id);
+	snprintf(pattern, sizeof(pattern), "%s%%", id);
+	if (sqlite3_prepare_v2(q->db,
+			       "SELECT id FROM jobs WHERE id=?1 OR id LIKE ?2"
+			       " ORDER BY (id=?1) DESC LIMIT 2",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_error(q, err, "prepare");
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, pattern, -1, SQLITE_TRANSIENT);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *got = (const char *)sqlite3_column_text(st, 0);
+		if (found == 0) {
+			snprintf(out, 65, "%s", got ? got : "");
+			if (got && strcmp(got, id) == 0) {
+				found = 1;
+				break;
+			}
+		}
+		found++;
+	}
+	sqlite3_finalize(st);
+	if (found == 0)
+		return nv_err_set(err, NV_ENOTFOUND,
+				  "list jobs with `navette jobs`",
+				  "no job '%s'", id);
+	if (found > 1)
+		return nv_err_set(err, NV_EINVAL,
+				  "give more characters of the id",
+				  "'%s' matches several jobs", id);
+	return 0;
+}
+
+int nv_queue_cancel(nv_queue *q, const char *id, char *state_out,
+		    nv_err *err)
+{
+	char full[65];
+	int rc = resolve_id(q, id, full, err);
+
+	if (rc)
+		return rc;
+	if (sqlite3_exec(q->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
+	    SQLITE_OK)
+		return db_error(q, err, "begin");
+	rc = exec_bound(q, err,
+			"UPDATE jobs SET state='cancelled',"
+			" failure_phase=phase,"
+			" failure_reason='cancelled before it started',"
+			" failure_hint='submit it again with navette run'"
+			" WHERE id=? AND state='queued'",
+			"s", full);
+	if (!rc)
+		rc = exec_bound(q, err,
+				"UPDATE jobs SET cancel_requested=1"
+				" WHERE id=? AND state='running'",
+				"s", full);
+	if (rc) {
+		sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+		return rc;
+	}
+	sqlite3_exec(q->db, "COMMIT", NULL, NULL, NULL);
+
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(q->db, "SELECT state FROM jobs WHERE id=?", -1,
+			       &st, NULL) != SQLITE_OK)
+		return db_error(q, err, "prepare");
+	sqlite3_bind_text(st, 1, full, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const char *s = (const char *)sqlite3_column_text(st, 0);
+		snprintf(state_out, 16, "%s",
+			 s && strcmp(s, "running") == 0 ? "cancelling"
+							 : (s ? s : "?"));
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+int nv_queue_cancel_requested(nv_queue *q, const char *id, int *requested,
+			      nv_err *err)
+{
+	sqlite3_stmt *st = NULL;
+
+	*requested = 0;
+	if (sqlite3_prepare_v2(q->db,
+			       "SELECT cancel_requested FROM jobs WHERE id=?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_error(q, err, "prepare");
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*requested = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return 0;
+}
+
+static void add_text(cJSON *obj, const char *key, sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	if (t)
+		cJSON_AddStringToObject(obj, key, (const char *)t);
+	else
+		cJSON_AddNullToObject(obj, key);
+}
+
+static const char job_columns[] =
+	"id, name, project, profile, state, phase, created, updated, pid,"
+	" exit_code, failure_phase, failure_reason, failure_hint, record_url,"
+	" spec";
+
+static cJSON *row_to_json(nv_queue *q, sqlite3_stmt *st, int with_spec)
+{
+	cJSON *o = cJSON_CreateObject();
+	char ts[32];
+
+	add_text(o, "id", st, 0);
+	add_text(o, "name", st, 1);
+	add_text(o, "project", st, 2);
+	add_text(o, "profile", st, 3);
+	add_text(o, "state", st, 4);
+	add_text(o, "phase", st, 5);
+	nv_iso8601(sqlite3_column_double(st, 6), ts);
+	cJSON_AddStringToObject(o, "created", ts);
+	nv_iso8601(sqlite3_column_double(st, 7), ts);
+	cJSON_AddStringToObject(o, "updated", ts);
+	if (sqlite3_column_type(st, 8) != SQLITE_NULL)
+		cJSON_AddNumberToObject(o, "pid", sqlite3_column_int64(st, 8));
+	if (sqlite3_column_type(st, 9) != SQLITE_NULL)
+		cJSON_AddNumberToObject(o, "exit_code",
+					sqlite3_column_int(st, 9));
+	else
+		cJSON_AddNullToObject(o, "exit_code");
+	if (sqlite3_column_type(st, 10) != SQLITE_NULL) {
+		cJSON *f = cJSON_AddObjectToObject(o, "failure");
+		add_text(f, "phase", st, 10);
+		add_text(f, "reason", st, 11);
+		add_text(f, "hint", st, 12);
+	} else {
+		cJSON_AddNullToObject(o, "failure");
+	}
+	add_text(o, "record_url", st, 13);
+	if (with_spec) {
+		const char *spec = (const char *)sqlite3_column_text(st, 14);
+		cJSON *parsed = spec ? cJSON_Parse(spec) : NULL;
+		if (parsed)
+			cJSON_AddItemToObject(o, "spec", parsed);
+	}
+
+	/* phases with timestamps, in the order they happened */
+	sqlite3_stmt *ph = NULL;
+	cJSON *arr = cJSON_AddArrayToObject(o, "phases");
+	if (sqlite3_prepare_v2(q->db,
+			       "SELECT phase, at FROM phases WHERE job_id=?"
+			       " ORDER BY at, rowid",
+			       -1, &ph, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(ph, 1, (const char *)sqlite3_column_text(st, 0),
+				  -1, SQLITE_TRANSIENT);
+		while (sqlite3_step(ph) == SQLITE_ROW) {
+			cJSON *p = cJSON_CreateObject();
+			add_text(p, "phase", ph, 0);
+			nv_iso8601(sqlite3_column_double(ph, 1), ts);
+			cJSON_AddStringToObject(p, "at", ts);
+			cJSON_AddItemToArray(arr, p);
+		}
+	}
+	sqlite3_finalize(ph);
+	return o;
+}
+
+int nv_queue_get_json(nv_queue *q, const char *id, char **json_out,
+		      nv_err *err)
+{
+	char full[65];
+	char sql[512];
+	sqlite3_stmt *st = NULL;
+	int rc = resolve_id(q, id, full, err);
+
+	*json_out = NULL;
+	if (rc)
+		return rc;
+	snprintf(sql, sizeof(sql), "SELECT %s FROM jobs WHERE id=?",
+		 job_columns);
+	if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return db_error(q, err, "prepare");
+	sqlite3_bind_text(st, 1, full, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		return nv_err_set(err, NV_ENOTFOUND, NULL, "no job '%s'", id);
+	}
+	cJSON *o = row_to_json(q, st, 1);
+	sqlite3_finalize(st);
+	*json_out = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!*json_out)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	return 0;
+}
+
+int nv_queue_list_json(nv_queue *q, int limit, char **json_out, nv_err *err)
+{
+	char sql[512];
+	sqlite3_stmt *st = NULL;
+	cJSON *arr = cJSON_CreateArray();
+
+	*json_out = NULL;
+	snprintf(sql, sizeof(sql),
+		 "SELECT %s FROM jobs ORDER BY created DESC, id LIMIT ?",
+		 job_columns);
+	if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		cJSON_Delete(arr);
+		return db_error(q, err, "prepare");
+	}
+	sqlite3_bind_int(st, 1, limit > 0 ? limit : 50);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		cJSON_AddItemToArray(arr, row_to_json(q, st, 0));
+	sqlite3_finalize(st);
+	*json_out = cJSON_PrintUnformatted(arr);
+	cJSON_Delete(arr);
+	if (!*json_out)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	return 0;
+}
+
+int nv_queue_active(nv_queue *q, int *queued, int *running, nv_err *err)
+{
+	sqlite3_stmt *st = NULL;
+
+	*queued = *running = 0;
+	if (sqlite3_prepare_v2(q->db,
+			       "SELECT state, count(*) FROM jobs WHERE state IN"
+			       " ('queued','running') GROUP BY state",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_error(q, err, "prepare");
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *s = (const char *)sqlite3_column_text(st, 0);
+		if (s && strcmp(s, "queued") == 0)
+			*queued = sqlite3_column_int(st, 1);
+		else
+			*running = sqlite3_column_int(st, 1);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+int nv_queue_each_running(nv_queue *q,
+			  void (*fn)(const char *id, const char *spec,
+				     long pid, void *payload),
+			  void *payload, nv_err *err)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(q->db,
+			       "SELECT id, spec, pid FROM jobs"
+			       " WHERE state='running'",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_error(q, err, "prepare");
+	while (sqlite3_step(st) == SQLITE_ROW)
+		fn((const char *)sqlite3_column_text(st, 0),
+		   (const char *)sqlite3_column_text(st, 1),
+		   sqlite3_column_type(st, 2) == SQLITE_NULL
+			   ? 0
+			   : (long)sqlite3_column_int64(st, 2),
+		   payload);
+	sqlite3_finalize(st);
+	return 0;
+}

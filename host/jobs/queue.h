@@ -1,0 +1,67 @@
+/* The local backend's durable queue: one SQLite database (WAL) under
+ * NAVETTE_HOME holding every job, its phases with timestamps, and its final
+ * state. Shared by the CLI (submit, status, cancel) and the agent. Pure C. */
+#ifndef NV_QUEUE_H
+#define NV_QUEUE_H
+
+#include "core/nv_err.h"
+
+typedef struct nv_queue nv_queue;
+
+/* Opens (creating) HOME/jobs.db. Free with nv_queue_close(). */
+int nv_queue_open(nv_queue **out, const char *home, nv_err *err);
+void nv_queue_close(nv_queue *q);
+
+/* Inserts a new job in state "queued", phase "submitted". A duplicate id
+ * is NV_EREFUSED (the caller draws a new id). */
+int nv_queue_insert(nv_queue *q, const char *id, const char *project,
+		    const char *profile, const char *name, const char *spec_json,
+		    double at, nv_err *err);
+
+/* Records a phase (idempotent) and makes it the job's current phase. */
+int nv_queue_phase(nv_queue *q, const char *id, const char *phase, double at,
+		   nv_err *err);
+
+/* Takes the oldest queued job: state becomes "running". *id_out and
+ * *spec_out are malloc'd (caller frees); both NULL when none waits. */
+int nv_queue_claim(nv_queue *q, char **id_out, char **spec_out, nv_err *err);
+
+int nv_queue_set_pid(nv_queue *q, const char *id, long pid, nv_err *err);
+
+/* Final state: "succeeded", "failed" or "cancelled". failure_* may be
+ * NULL. exit_code < -1000 means none. */
+int nv_queue_finish(nv_queue *q, const char *id, const char *state,
+		    int exit_code, const char *failure_phase,
+		    const char *failure_reason, const char *failure_hint,
+		    const char *record_url, nv_err *err);
+
+/* Asks for a cancel. A queued job is cancelled at once (*state_out gets
+ * "cancelled"); a running one is flagged for the agent ("cancelling"); a
+ * finished one is left alone (its state is returned). state_out: 16 bytes.*/
+int nv_queue_cancel(nv_queue *q, const char *id, char *state_out,
+		    nv_err *err);
+
+/* Whether a cancel was asked for a running job. */
+int nv_queue_cancel_requested(nv_queue *q, const char *id, int *requested,
+			      nv_err *err);
+
+/* The job as a JSON object (malloc'd, caller frees): id, name, project,
+ * profile, state, phase, phases[{phase,at}], exit_code, failure, pid,
+ * record_url, created, updated, spec. NV_ENOTFOUND when unknown. A unique
+ * prefix of an id is accepted. */
+int nv_queue_get_json(nv_queue *q, const char *id, char **json_out,
+		      nv_err *err);
+
+/* The most recent jobs (newest first) as a JSON array (caller frees). */
+int nv_queue_list_json(nv_queue *q, int limit, char **json_out, nv_err *err);
+
+/* Counts jobs waiting or running (the agent's idle test). */
+int nv_queue_active(nv_queue *q, int *queued, int *running, nv_err *err);
+
+/* Calls fn for each job in state "running" (agent restart: adoption). */
+int nv_queue_each_running(nv_queue *q,
+			  void (*fn)(const char *id, const char *spec,
+				     long pid, void *payload),
+			  void *payload, nv_err *err);
+
+#endif

@@ -1,0 +1,1610 @@
+/* The file:// object store (see filestore.h for the contract).
+ *
+ * Layout: objects at <root>/<key>; the marker <root>/.navette-store/ holds
+ * tmp/ (temp files, so a rename into place never crosses a filesystem) and
+ * meta/<h2>/<h> where h = sha256(key): one small text record per object
+ * with its size, sha256, mtime and inode. The record is trusted only while
+ * size, mtime and inode still match the file; otherwise the object was
+ * replaced behind the store's back and its sha256 is recomputed. The inode
+ * also makes a concurrent put harmless: a reader holding the old file sees
+ * a record for another inode and does not report a false corruption.
+ *
+ * Every path inside the store is opened one segment at a time with
+ * O_NOFOLLOW from the root's descriptor, so a symlink planted in the store
+ * can neither redirect a write nor expose a file outside the root. */
+#include "storage/filestore.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "storage/sha256.h"
+
+#ifdef __APPLE__
+#define NV_MTIM(st) ((st)->st_mtimespec)
+#else
+#define NV_MTIM(st) ((st)->st_mtim)
+#endif
+
+#define SEGMENT_MAX   255 /* NAME_MAX on the filesystems we target */
+#define COPY_CHUNK    65536
+#define META_MAX      (NV_FILESTORE_KEY_MAX + 512)
+#define DIR_ENTRY_MAX 1000000 /* entries read from one folder by list() */
+#define UNIQUE_TRIES  100
+#define KEY_HINT                                                               \
+	"a key is a relative path like 'project/job-id/result.txt': "          \
+	"1..1024 bytes, '/'-separated, no empty, '.' or '..' segment, "        \
+	"no backslash or control character"
+
+struct nv_filestore {
+	int root_fd;
+	int meta_fd; /* -1 when the marker has no meta/ and we cannot make it */
+	int tmp_fd;  /* -1 likewise: the store is then read-only */
+	char root[NV_FILESTORE_PATH_MAX];
+};
+
+/* The record kept for each object in meta/. */
+struct meta {
+	uint64_t size;
+	int64_t mtime_sec;
+	long mtime_nsec;
+	uint64_t ino;
+	char sha256[65];
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static int open_dir_at(int dir_fd, const char *name)
+{
+	return openat(dir_fd, name,
+		      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static ssize_t read_some(int fd, void *buf, size_t cap)
+{
+	ssize_t n;
+
+	do {
+		n = read(fd, buf, cap);
+	} while (n < 0 && errno == EINTR);
+	return n;
+}
+
+/* Creates name in dir_fd exclusively with a fresh name "<tag>.<...>";
+ * O_EXCL makes collisions (other processes, other threads) harmless. */
+static int create_unique(int dir_fd, const char *tag, char *name,
+			 size_t name_cap)
+{
+	static unsigned long counter;
+	struct timespec ts;
+	int i, fd;
+
+	for (i = 0; i < UNIQUE_TRIES; i++) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		snprintf(name, name_cap, "%s.%ld.%lu.%ld", tag, (long)getpid(),
+			 ++counter, (long)ts.tv_nsec);
+		fd = openat(dir_fd, name,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+				    O_CLOEXEC,
+			    0666);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+static void fill_info(nv_object_info *info, const char *key,
+		      const struct stat *st, const char *sha256)
+{
+	/* callers checked the key; the bound only keeps the copy safe */
+	size_t key_len = strnlen(key, NV_FILESTORE_KEY_MAX);
+	size_t sha_len = strnlen(sha256, NV_SHA256_HEX_LEN);
+
+	if (!info)
+		return;
+	memcpy(info->key, key, key_len);
+	info->key[key_len] = '\0';
+	info->size = (uint64_t)st->st_size;
+	memcpy(info->sha256, sha256, sha_len);
+	info->sha256[sha_len] = '\0';
+	info->mtime = (int64_t)st->st_mtime;
+}
+
+/* ---- keys and URLs ---------------------------------------------------- */
+
+int nv_filestore_key_check_len(const char *key, size_t len, nv_err *err)
+{
+	size_t i, seg_start = 0;
+
+	if (!key || len == 0)
+		return nv_err_set(err, NV_EINVAL, KEY_HINT,
+				  "invalid key '': a key cannot be empty");
+	if (len > NV_FILESTORE_KEY_MAX)
+		return nv_err_set(err, NV_EINVAL, KEY_HINT,
+				  "invalid key '%.40s...': %zu bytes, the "
+				  "limit is %d",
+				  key, len, NV_FILESTORE_KEY_MAX);
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)key[i];
+		if (c == 0)
+			return nv_err_set(err, NV_EINVAL, KEY_HINT,
+					  "invalid key '%s': NUL byte at "
+					  "offset %zu",
+					  key, i);
+		if (c < 0x20 || c == 0x7f)
+			return nv_err_set(err, NV_EINVAL, KEY_HINT,
+					  "invalid key '%.*s': control "
+					  "character 0x%02x at offset %zu",
+					  (int)i, key, c, i);
+		if (c == '\\')
+			return nv_err_set(err, NV_EINVAL, KEY_HINT,
+					  "invalid key '%s': backslash at "
+					  "offset %zu (use '/' between "
+					  "segments)",
+					  key, i);
+	}
+	if (key[0] == '/')
+		return nv_err_set(err, NV_EINVAL, KEY_HINT,
+				  "invalid key '%s': a key is relative to the "
+				  "store and cannot start with '/'",
+				  key);
+	if (key[len - 1] == '/')
+		return nv_err_set(err, NV_EINVAL, KEY_HINT,
+				  "invalid key '%s': a key names an object and "
+				  "cannot end with '/'",
+				  key);
+	for (i = 0; i <= len; i++) {
+		size_t seg_len;
+		if (i < len && key[i] != '/')
+			continue;
+		seg_len = i - seg_start;
+		if (seg_len == 0)
+			return nv_err_set(err, NV_EINVAL, KEY_HINT,
+					  "invalid key '%s': empty segment "
+					  "('//') at offset %zu",
+					  key, seg_start);
+		if ((seg_len == 1 && key[seg_start] == '.') ||
+		    (seg_len == 2 && key[seg_start] == '.' &&
+		     key[seg_start + 1] == '.'))
+			return nv_err_set(err, NV_EINVAL, KEY_HINT,
+					  "invalid key '%s': '%.*s' segment "
+					  "at offset %zu",
+					  key, (int)seg_len, key + seg_start,
+					  seg_start);
+		if (seg_len > SEGMENT_MAX)
+			return nv_err_set(err, NV_EINVAL, KEY_HINT,
+					  "invalid key '%.60s...': a segment "
+					  "is %zu bytes, a file name holds at "
+					  "most %d",
+					  key, seg_len, SEGMENT_MAX);
+		if (seg_start == 0 &&
+		    seg_len == sizeof(NV_FILESTORE_MARKER) - 1 &&
+		    memcmp(key, NV_FILESTORE_MARKER, seg_len) == 0)
+			return nv_err_set(err, NV_EINVAL, KEY_HINT,
+					  "invalid key '%s': '%s' is reserved "
+					  "for the store's own records",
+					  key, NV_FILESTORE_MARKER);
+		seg_start = i + 1;
+	}
+	return 0;
+}
+
+int nv_filestore_key_check(const char *key, nv_err *err)
+{
+	return nv_filestore_key_check_len(key, key ? strlen(key) : 0, err);
+}
+
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static int starts_with_scheme(const char *s)
+{
+	const char *p = s;
+
+	if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+		return 0;
+	while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+	       (*p >= '0' && *p <= '9') || *p == '+' || *p == '-' || *p == '.')
+		p++;
+	return *p == ':';
+}
+
+#define URL_HINT                                                               \
+	"use an absolute path or a URL like 'file:///abs/path' with "          \
+	"reserved characters percent-encoded"
+
+int nv_filestore_path_from_url(char *path_out, size_t path_cap,
+			       const char *url_or_path, nv_err *err)
+{
+	const char *p = url_or_path;
+	size_t n = 0, seg_start;
+	int is_url = 0;
+
+	if (!p || !path_out || path_cap < 2)
+		return nv_err_set(err, NV_EINVAL, URL_HINT, "no path given");
+	if (strncmp(p, "file:", 5) == 0) {
+		is_url = 1;
+		if (strncmp(p, "file://", 7) != 0)
+			return nv_err_set(err, NV_EINVAL, URL_HINT,
+					  "'%s' is not a file:// URL "
+					  "(expected 'file:///abs/path')",
+					  url_or_path);
+		p += 7;
+		if (strncmp(p, "localhost/", 10) == 0)
+			p += 9;
+		else if (*p != '/')
+			return nv_err_set(err, NV_EINVAL,
+					  "a file:// URL names the local "
+					  "machine: 'file:///abs/path'",
+					  "'%s' names another host; only local "
+					  "files are served",
+					  url_or_path);
+	} else if (starts_with_scheme(p)) {
+		return nv_err_set(err, NV_EINVAL,
+				  "this store serves file:// URLs; s3:// URLs "
+				  "go to the S3 backend",
+				  "'%s' is not a file:// URL", url_or_path);
+	} else if (*p != '/') {
+		return nv_err_set(err, NV_EINVAL, URL_HINT,
+				  "'%s' is not an absolute path", url_or_path);
+	}
+	for (; *p; p++) {
+		char c = *p;
+		if (is_url && (c == '?' || c == '#'))
+			return nv_err_set(err, NV_EINVAL, URL_HINT,
+					  "'%s' has a query or fragment; "
+					  "encode '?' as %%3F and '#' as %%23",
+					  url_or_path);
+		if (is_url && c == '%') {
+			int hi = hex_value(p[1]);
+			int lo = hi < 0 ? -1 : hex_value(p[2]);
+			if (lo < 0)
+				return nv_err_set(err, NV_EINVAL, URL_HINT,
+						  "'%s': bad percent escape "
+						  "'%.3s'",
+						  url_or_path, p);
+			c = (char)(hi * 16 + lo);
+			if (c == '\0' || c == '/')
+				return nv_err_set(err, NV_EINVAL, URL_HINT,
+						  "'%s': '%.3s' would put a "
+						  "%s inside a path segment",
+						  url_or_path, p,
+						  c ? "'/'" : "NUL");
+			p += 2;
+		}
+		if (n + 1 >= path_cap)
+			return nv_err_set(err, NV_EINVAL, URL_HINT,
+					  "'%.80s...' is longer than %zu "
+					  "bytes",
+					  url_or_path, path_cap - 1);
+		path_out[n++] = c;
+	}
+	path_out[n] = '\0';
+	if (n > 1 && path_out[n - 1] == '/')
+		path_out[--n] = '\0';
+	/* Segments are checked after decoding: "%2E%2E" is still "..". */
+	seg_start = 1;
+	for (size_t i = 1; i <= n; i++) {
+		size_t len;
+		if (i < n && path_out[i] != '/')
+			continue;
+		len = i - seg_start;
+		if (n > 1 &&
+		    (len == 0 || (len == 1 && path_out[seg_start] == '.') ||
+		     (len == 2 && path_out[seg_start] == '.' &&
+		      path_out[seg_start + 1] == '.')))
+			return nv_err_set(err, NV_EINVAL, URL_HINT,
+					  "'%s': empty, '.' or '..' segment in "
+					  "the path",
+					  url_or_path);
+		seg_start = i + 1;
+	}
+	return 0;
+}
+
+static int is_store_root(const char *path)
+{
+	char marker[NV_FILESTORE_PATH_MAX];
+	struct stat st;
+	int len;
+
+	len = snprintf(marker, sizeof(marker), "%s/%s",
+		       strcmp(path, "/") == 0 ? "" : path, NV_FILESTORE_MARKER);
+	if (len < 0 || (size_t)len >= sizeof(marker))
+		return 0;
+	return lstat(marker, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int nv_filestore_find(char *root_out, size_t root_cap, char *key_out,
+		      size_t key_cap, const char *url_or_path, nv_err *err)
+{
+	char path[NV_FILESTORE_PATH_MAX];
+	size_t cut;
+	int rc;
+
+	rc = nv_filestore_path_from_url(path, sizeof(path), url_or_path, err);
+	if (rc)
+		return rc;
+	cut = strlen(path);
+	for (;;) {
+		char saved = path[cut];
+		int found;
+		const char *key;
+
+		path[cut] = '\0';
+		found = is_store_root(cut ? path : "/");
+		path[cut] = saved;
+		if (found) {
+			key = path[cut] ? path + cut + 1 : "";
+			if (*key) {
+				rc = nv_filestore_key_check(key, err);
+				if (rc)
+					return rc;
+			}
+			if (cut + 1 > root_cap || strlen(key) + 1 > key_cap)
+				return nv_err_set(err, NV_EINVAL, NULL,
+						  "'%.80s': root or key longer "
+						  "than the caller's buffer",
+						  url_or_path);
+			memcpy(root_out, cut ? path : "/", cut ? cut : 1);
+			root_out[cut ? cut : 1] = '\0';
+			memcpy(key_out, key, strlen(key) + 1);
+			return 0;
+		}
+		if (cut == 0)
+			break;
+		while (cut > 0 && path[cut - 1] != '/')
+			cut--;
+		if (cut > 0)
+			cut--; /* drop the slash too */
+	}
+	return nv_err_set(err, NV_ENOTFOUND,
+			  "a store is a folder holding '" NV_FILESTORE_MARKER
+			  "/'; create one with open(path, create=true)",
+			  "no navette store at or above '%s'", path);
+}
+
+static int url_unreserved(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+	       c == '~' || c == '/';
+}
+
+int nv_filestore_url(char *url_out, size_t url_cap, const nv_filestore *store,
+		     const char *key, nv_err *err)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char path[NV_FILESTORE_PATH_MAX];
+	size_t n, i;
+	int rc, len;
+
+	rc = nv_filestore_key_check(key, err);
+	if (rc)
+		return rc;
+	len = snprintf(path, sizeof(path), "%s/%s",
+		       strcmp(store->root, "/") == 0 ? "" : store->root, key);
+	if (len < 0 || (size_t)len >= sizeof(path))
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "path of key '%s' is too long", key);
+	if (url_cap < 8)
+		return nv_err_set(err, NV_EINVAL, NULL, "URL buffer too small");
+	memcpy(url_out, "file://", 7);
+	n = 7;
+	for (i = 0; path[i]; i++) {
+		unsigned char c = (unsigned char)path[i];
+		if (n + 4 > url_cap)
+			return nv_err_set(err, NV_EINVAL, NULL,
+					  "URL of key '%s' is longer than %zu "
+					  "bytes",
+					  key, url_cap - 1);
+		if (url_unreserved(c)) {
+			url_out[n++] = (char)c;
+		} else {
+			url_out[n++] = '%';
+			url_out[n++] = hex[c >> 4];
+			url_out[n++] = hex[c & 0xf];
+		}
+	}
+	url_out[n] = '\0';
+	return 0;
+}
+
+/* ---- open / free ------------------------------------------------------ */
+
+static int mkdir_p(const char *path, nv_err *err)
+{
+	char buf[NV_FILESTORE_PATH_MAX];
+	size_t len = strlen(path), i;
+
+	if (len >= sizeof(buf))
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "path too long: '%.80s'", path);
+	memcpy(buf, path, len + 1);
+	for (i = 1; i <= len; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+			return nv_err_set_errno(err, NV_EIO, errno,
+						"check permissions on the "
+						"parent folder",
+						"cannot create '%s'", buf);
+		buf[i] = path[i];
+	}
+	return 0;
+}
+
+/* Opens (making it when possible) a sub-folder of the marker. */
+static int open_marker_sub(int marker_fd, const char *name)
+{
+	if (mkdirat(marker_fd, name, 0777) != 0 && errno != EEXIST)
+		return -1;
+	return open_dir_at(marker_fd, name);
+}
+
+int nv_filestore_open(nv_filestore **out, const char *root, int create,
+		      nv_err *err)
+{
+	nv_filestore *s;
+	int marker_fd = -1, rc = 0;
+
+	*out = NULL;
+	if (!root || !*root)
+		return nv_err_set(err, NV_EINVAL, NULL, "no store root given");
+	if (create) {
+		rc = mkdir_p(root, err);
+		if (rc)
+			return rc;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	s->root_fd = s->meta_fd = s->tmp_fd = -1;
+	if (strlen(root) >= sizeof(s->root) || !realpath(root, s->root)) {
+		rc = nv_err_set_errno(
+			err, errno == ENOENT ? NV_ENOTFOUND : NV_EIO, errno,
+			"check the path, or open with create=true",
+			"cannot open store '%s'", root);
+		goto fail;
+	}
+	s->root_fd = open(s->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->root_fd < 0) {
+		rc = nv_err_set_errno(err, NV_EIO, errno,
+				      "check that it is a readable folder",
+				      "cannot open store '%s'", s->root);
+		goto fail;
+	}
+	if (create && mkdirat(s->root_fd, NV_FILESTORE_MARKER, 0777) != 0 &&
+	    errno != EEXIST) {
+		rc = nv_err_set_errno(
+			err, NV_EIO, errno, "check permissions on the folder",
+			"cannot create '%s/%s'", s->root, NV_FILESTORE_MARKER);
+		goto fail;
+	}
+	marker_fd = open_dir_at(s->root_fd, NV_FILESTORE_MARKER);
+	if (marker_fd < 0) {
+		if (errno == ENOENT)
+			rc = nv_err_set(err, NV_ENOTFOUND,
+					"open it with create=true to make it a "
+					"store, or check the path",
+					"'%s' is not a navette store (it has "
+					"no " NV_FILESTORE_MARKER "/ folder)",
+					s->root);
+		else
+			rc = nv_err_set_errno(
+				err, errno == ELOOP ? NV_EREFUSED : NV_EIO,
+				errno,
+				"the marker must be a real folder, not a link",
+				"cannot open '%s/%s'", s->root,
+				NV_FILESTORE_MARKER);
+		goto fail;
+	}
+	/* A store we may not write to is still readable: tmp/ and meta/ are
+	 * optional here and their absence is reported by the writers. */
+	s->meta_fd = open_marker_sub(marker_fd, "meta");
+	s->tmp_fd = open_marker_sub(marker_fd, "tmp");
+	close(marker_fd);
+	*out = s;
+	return 0;
+fail:
+	nv_filestore_free(s);
+	return rc;
+}
+
+void nv_filestore_free(nv_filestore *store)
+{
+	if (!store)
+		return;
+	close_fd(&store->root_fd);
+	close_fd(&store->meta_fd);
+	close_fd(&store->tmp_fd);
+	free(store);
+}
+
+const char *nv_filestore_root(const nv_filestore *store)
+{
+	return store->root;
+}
+
+/* ---- walking inside the store ----------------------------------------- */
+
+/* Explains why `name` (the segment of key ending at seg_end) could not be
+ * opened as a folder. */
+static int walk_error(int dir_fd, const char *name, const char *key,
+		      size_t seg_end, int errnum, nv_err *err)
+{
+	struct stat st;
+
+	if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISLNK(st.st_mode))
+			return nv_err_set(err, NV_EREFUSED,
+					  "remove the link from the store or "
+					  "use another key",
+					  "key '%s': '%.*s' is a symbolic link "
+					  "inside the store; navette never "
+					  "follows links there",
+					  key, (int)seg_end, key);
+		if (!S_ISDIR(st.st_mode))
+			return nv_err_set(err, NV_EREFUSED,
+					  "delete that object first, or use "
+					  "another key",
+					  "key '%s': '%.*s' is an object, so "
+					  "it cannot also be a folder",
+					  key, (int)seg_end, key);
+	}
+	if (errnum == ENOENT)
+		return nv_err_set(err, NV_ENOTFOUND,
+				  "list the prefix to see which keys exist",
+				  "no object '%s' in the store", key);
+	return nv_err_set_errno(
+		err, NV_EIO, errnum, "check permissions inside the store",
+		"key '%s': cannot open folder '%.*s'", key, (int)seg_end, key);
+}
+
+/* Opens the folder key[0..len) below the root (len 0: the root itself),
+ * one segment at a time without following links; with create, makes
+ * missing folders. *fd_out is the caller's to close. */
+static int walk_dirs(nv_filestore *s, const char *key, size_t len, int create,
+		     int *fd_out, nv_err *err)
+{
+	char seg[SEGMENT_MAX + 1];
+	size_t start = 0, i;
+	int cur, next;
+
+	*fd_out = -1;
+	cur = open_dir_at(s->root_fd, ".");
+	if (cur < 0)
+		return nv_err_set_errno(err, NV_EIO, errno, NULL,
+					"cannot open store root '%s'", s->root);
+	for (i = 0; i <= len; i++) {
+		size_t seg_len;
+		if (i < len && key[i] != '/')
+			continue;
+		seg_len = i - start;
+		if (seg_len == 0 || seg_len > SEGMENT_MAX) {
+			start = i + 1;
+			continue; /* key_check ran before; len 0 lands here */
+		}
+		memcpy(seg, key + start, seg_len);
+		seg[seg_len] = '\0';
+		next = open_dir_at(cur, seg);
+		if (next < 0 && errno == ENOENT && create) {
+			if (mkdirat(cur, seg, 0777) != 0 && errno != EEXIST) {
+				int e = errno;
+				close(cur);
+				return nv_err_set_errno(
+					err, NV_EIO, e,
+					"check permissions inside the store",
+					"key '%s': cannot create folder "
+					"'%.*s'",
+					key, (int)i, key);
+			}
+			next = open_dir_at(cur, seg);
+		}
+		if (next < 0) {
+			int e = errno,
+			    rc = walk_error(cur, seg, key, i, e, err);
+			close(cur);
+			return rc;
+		}
+		close(cur);
+		cur = next;
+		start = i + 1;
+	}
+	*fd_out = cur;
+	return 0;
+}
+
+static size_t parent_len(const char *key)
+{
+	const char *slash = strrchr(key, '/');
+	return slash ? (size_t)(slash - key) : 0;
+}
+
+static const char *leaf_of(const char *key)
+{
+	const char *slash = strrchr(key, '/');
+	return slash ? slash + 1 : key;
+}
+
+/* Removes folders left empty along key's path, deepest first, stopping at
+ * the first one that still holds something. Best effort. */
+static void prune_parents(nv_filestore *s, const char *key)
+{
+	size_t len = parent_len(key);
+
+	while (len > 0) {
+		char seg[SEGMENT_MAX + 1];
+		size_t up = len;
+		int fd, rc;
+
+		while (up > 0 && key[up - 1] != '/')
+			up--;
+		if (len - up > SEGMENT_MAX)
+			return;
+		memcpy(seg, key + up, len - up);
+		seg[len - up] = '\0';
+		if (walk_dirs(s, key, up ? up - 1 : 0, 0, &fd, NULL))
+			return;
+		rc = unlinkat(fd, seg, AT_REMOVEDIR);
+		close(fd);
+		if (rc != 0)
+			return;
+		len = up ? up - 1 : 0;
+	}
+}
+
+/* Opens the object key for reading; a link, folder or special file there is
+ * not an object. */
+static int open_object(nv_filestore *s, const char *key, int *fd_out,
+		       struct stat *st, nv_err *err)
+{
+	int dir_fd, fd, rc;
+
+	*fd_out = -1;
+	rc = nv_filestore_key_check(key, err);
+	if (rc)
+		return rc;
+	rc = walk_dirs(s, key, parent_len(key), 0, &dir_fd, err);
+	if (rc)
+		return rc;
+	/* O_NONBLOCK so a FIFO planted in the store cannot hang us. */
+	fd = openat(dir_fd, leaf_of(key),
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		if (e == ELOOP || e == EMLINK)
+			rc = nv_err_set(err, NV_EREFUSED,
+					"remove the link from the store",
+					"key '%s' is a symbolic link inside "
+					"the store; navette never follows "
+					"links there",
+					key);
+		else if (e == ENOENT)
+			rc = nv_err_set(err, NV_ENOTFOUND,
+					"list the prefix to see which keys "
+					"exist",
+					"no object '%s' in the store", key);
+		else
+			rc = nv_err_set_errno(err, NV_EIO, e,
+					      "check permissions inside the "
+					      "store",
+					      "cannot open object '%s'", key);
+		close(dir_fd);
+		return rc;
+	}
+	close(dir_fd);
+	if (fstat(fd, st) != 0) {
+		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+				      "cannot stat object '%s'", key);
+		close(fd);
+		return rc;
+	}
+	if (S_ISDIR(st->st_mode)) {
+		close(fd);
+		return nv_err_set(err, NV_ENOTFOUND,
+				  "list it as a prefix: list('<key>/')",
+				  "no object '%s' in the store ('%s/' is a "
+				  "folder of objects)",
+				  key, key);
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return nv_err_set(err, NV_EREFUSED, "remove it from the store",
+				  "key '%s' is not a regular file", key);
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+/* ---- records ---------------------------------------------------------- */
+
+static int meta_name(const char *key, char hex[65], nv_err *err)
+{
+	return nv_sha256_bytes(key, strlen(key), hex, err);
+}
+
+/* Reads key's record; returns 1 when present and well formed, else 0. */
+static int meta_read(nv_filestore *s, const char *key, struct meta *m)
+{
+	char hex[65], sub[3], buf[META_MAX + 1];
+	const char *key_line;
+	int dir_fd, fd;
+	ssize_t n;
+	size_t used = 0;
+
+	if (s->meta_fd < 0 || meta_name(key, hex, NULL))
+		return 0;
+	memcpy(sub, hex, 2);
+	sub[2] = '\0';
+	dir_fd = open_dir_at(s->meta_fd, sub);
+	if (dir_fd < 0)
+		return 0;
+	fd = openat(dir_fd, hex, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(dir_fd);
+	if (fd < 0)
+		return 0;
+	while (used < META_MAX &&
+	       (n = read_some(fd, buf + used, META_MAX - used)) > 0)
+		used += (size_t)n;
+	close(fd);
+	buf[used] = '\0';
+	if (sscanf(buf,
+		   "navette-object 1\nsize %" SCNu64 "\nmtime %" SCNd64
+		   ".%ld\nino %" SCNu64 "\nsha256 %64[0-9a-f]\n",
+		   &m->size, &m->mtime_sec, &m->mtime_nsec, &m->ino,
+		   m->sha256) != 5 ||
+	    strlen(m->sha256) != 64)
+		return 0;
+	/* The record names its key, for people reading meta/ and so that a
+	 * damaged or misplaced record is never trusted. */
+	key_line = strstr(buf, "\nkey ");
+	if (!key_line)
+		return 0;
+	key_line += 5;
+	return strncmp(key_line, key, strlen(key)) == 0 &&
+	       key_line[strlen(key)] == '\n';
+}
+
+static int meta_fresh(const struct meta *m, const struct stat *st)
+{
+	return m->size == (uint64_t)st->st_size &&
+	       m->mtime_sec == (int64_t)NV_MTIM(st).tv_sec &&
+	       m->mtime_nsec == (long)NV_MTIM(st).tv_nsec &&
+	       m->ino == (uint64_t)st->st_ino;
+}
+
+static int meta_write(nv_filestore *s, const char *key, const struct stat *st,
+		      const char *sha256, nv_err *err)
+{
+	char hex[65], sub[3], tmp[96], buf[META_MAX + 1];
+	int fd, dir_fd, len, rc;
+
+	rc = meta_name(key, hex, err);
+	if (rc)
+		return rc;
+	if (s->meta_fd < 0)
+		return nv_err_set(
+			err, NV_EIO,
+			"check permissions on the store's "
+			"marker folder",
+			"store '%s' has no writable " NV_FILESTORE_MARKER
+			"/meta folder",
+			s->root);
+	len = snprintf(buf, sizeof(buf),
+		       "navette-object 1\nsize %" PRIu64 "\nmtime %" PRId64
+		       ".%09ld\nino %" PRIu64 "\nsha256 %s\nkey %s\n",
+		       (uint64_t)st->st_size, (int64_t)NV_MTIM(st).tv_sec,
+		       (long)NV_MTIM(st).tv_nsec, (uint64_t)st->st_ino, sha256,
+		       key);
+	if (len < 0 || (size_t)len >= sizeof(buf))
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "record of '%s' too long", key);
+	memcpy(sub, hex, 2);
+	sub[2] = '\0';
+	if (mkdirat(s->meta_fd, sub, 0777) != 0 && errno != EEXIST)
+		return nv_err_set_errno(err, NV_EIO, errno, NULL,
+					"cannot create record folder for '%s'",
+					key);
+	dir_fd = open_dir_at(s->meta_fd, sub);
+	if (dir_fd < 0)
+		return nv_err_set_errno(err, NV_EIO, errno, NULL,
+					"cannot open record folder for '%s'",
+					key);
+	fd = create_unique(s->tmp_fd, "meta", tmp, sizeof(tmp));
+	if (fd < 0) {
+		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+				      "cannot create record of '%s'", key);
+		goto out;
+	}
+	if (write_all(fd, buf, (size_t)len) != 0 || fsync(fd) != 0) {
+		rc = nv_err_set_errno(err, NV_EIO, errno,
+				      "check free space on the store's disk",
+				      "cannot write record of '%s'", key);
+		close(fd);
+		unlinkat(s->tmp_fd, tmp, 0);
+		goto out;
+	}
+	close(fd);
+	if (renameat(s->tmp_fd, tmp, dir_fd, hex) != 0) {
+		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+				      "cannot publish record of '%s'", key);
+		unlinkat(s->tmp_fd, tmp, 0);
+	}
+out:
+	close(dir_fd);
+	return rc;
+}
+
+static void meta_remove(nv_filestore *s, const char *key)
+{
+	char hex[65], sub[3];
+	int dir_fd;
+
+	if (s->meta_fd < 0 || meta_name(key, hex, NULL))
+		return;
+	memcpy(sub, hex, 2);
+	sub[2] = '\0';
+	dir_fd = open_dir_at(s->meta_fd, sub);
+	if (dir_fd < 0)
+		return;
+	unlinkat(dir_fd, hex, 0);
+	close(dir_fd);
+}
+
+/* ---- writing: temp file, then publish --------------------------------- */
+
+struct writer {
+	int fd;
+	char name[96];
+	nv_sha256 hash;
+	uint64_t size;
+};
+
+static int writer_start(nv_filestore *s, struct writer *w, nv_err *err)
+{
+	w->fd = -1;
+	w->size = 0;
+	w->hash.ctx = NULL;
+	if (s->tmp_fd < 0)
+		return nv_err_set(
+			err, NV_EIO,
+			"check permissions on the store's marker "
+			"folder",
+			"store '%s' has no writable " NV_FILESTORE_MARKER
+			"/tmp folder",
+			s->root);
+	w->fd = create_unique(s->tmp_fd, "put", w->name, sizeof(w->name));
+	if (w->fd < 0)
+		return nv_err_set_errno(err, NV_EIO, errno,
+					"check permissions on the store",
+					"cannot create a temp file in '%s/%s'",
+					s->root, NV_FILESTORE_MARKER "/tmp");
+	return nv_sha256_init(&w->hash, err);
+}
+
+static int writer_add(const void *data, size_t len, void *payload, nv_err *err)
+{
+	struct writer *w = payload;
+	int rc = nv_sha256_update(&w->hash, data, len, err);
+
+	if (rc)
+		return rc;
+	if (write_all(w->fd, data, len) != 0)
+		return nv_err_set_errno(err, NV_EIO, errno,
+					"check free space on the store's disk",
+					"cannot write temp file");
+	w->size += len;
+	return 0;
+}
+
+/* Drops the temp file; harmless after a successful publish. */
+static void writer_abort(nv_filestore *s, struct writer *w)
+{
+	nv_sha256_dispose(&w->hash);
+	if (w->fd >= 0) {
+		close(w->fd);
+		unlinkat(s->tmp_fd, w->name, 0);
+	}
+	w->fd = -1;
+}
+
+/* Checks that key can be published and opens its folder (made if needed).
+ * Done before any byte is copied, so a bad destination fails fast. */
+static int prepare_destination(nv_filestore *s, const char *key, int *dir_fd,
+			       nv_err *err)
+{
+	struct stat st;
+	int rc;
+
+	rc = nv_filestore_key_check(key, err);
+	if (rc)
+		return rc;
+	rc = walk_dirs(s, key, parent_len(key), 1, dir_fd, err);
+	if (rc)
+		return rc;
+	if (fstatat(*dir_fd, leaf_of(key), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISLNK(st.st_mode))
+			rc = nv_err_set(err, NV_EREFUSED,
+					"remove the link from the store or "
+					"use another key",
+					"key '%s' is a symbolic link inside "
+					"the store; navette never writes "
+					"through links",
+					key);
+		else if (S_ISDIR(st.st_mode))
+			rc = nv_err_set(err, NV_EREFUSED,
+					"delete the objects below it, or use "
+					"another key",
+					"key '%s' is a folder holding other "
+					"objects",
+					key);
+		else if (!S_ISREG(st.st_mode))
+			rc = nv_err_set(err, NV_EREFUSED,
+					"remove it from the store",
+					"key '%s' is not a regular file", key);
+	}
+	if (rc) {
+		close(*dir_fd);
+		*dir_fd = -1;
+	}
+	return rc;
+}
+
+static int publish(nv_filestore *s, const char *key, int dir_fd,
+		   struct writer *w, nv_object_info *info, nv_err *err)
+{
+	char sha[65];
+	struct stat st;
+	int rc;
+
+	rc = nv_sha256_final(&w->hash, sha, err);
+	if (rc)
+		return rc;
+	if (fsync(w->fd) != 0 || fstat(w->fd, &st) != 0)
+		return nv_err_set_errno(err, NV_EIO, errno,
+					"check free space on the store's disk",
+					"cannot flush object '%s'", key);
+	rc = meta_write(s, key, &st, sha, err);
+	if (rc)
+		return rc;
+	if (renameat(s->tmp_fd, w->name, dir_fd, leaf_of(key)) != 0)
+		return nv_err_set_errno(err, NV_EIO, errno,
+					"a concurrent delete may have removed "
+					"the folder; retry",
+					"cannot publish object '%s'", key);
+	close(w->fd);
+	w->fd = -1;
+	/* The rename is durable only once its folder is flushed. */
+	fsync(dir_fd);
+	fill_info(info, key, &st, sha);
+	return 0;
+}
+
+typedef int (*sink_fn)(const void *data, size_t len, void *payload,
+		       nv_err *err);
+
+/* Streams the object key to sink, hashing as it goes. When the record is
+ * current the bytes must match it, else the object rotted or was changed
+ * in place with its mtime restored: NV_EIO. max_bytes 0: no cap. */
+static int read_object(nv_filestore *s, const char *key, uint64_t max_bytes,
+		       sink_fn sink, void *payload, nv_object_info *info,
+		       nv_err *err)
+{
+	unsigned char buf[COPY_CHUNK];
+	struct stat st;
+	struct meta m;
+	nv_sha256 hash = {NULL};
+	char sha[65];
+	uint64_t total = 0;
+	int fd, rc, fresh;
+	ssize_t n;
+
+	rc = open_object(s, key, &fd, &st, err);
+	if (rc)
+		return rc;
+	if (max_bytes && (uint64_t)st.st_size > max_bytes) {
+		rc = nv_err_set(err, NV_ENOMEM,
+				"use get() to copy it to a file, or raise "
+				"max_bytes",
+				"object '%s' is %" PRIu64 " bytes, over the "
+				"cap of %" PRIu64 " bytes",
+				key, (uint64_t)st.st_size, max_bytes);
+		goto out;
+	}
+	fresh = meta_read(s, key, &m) && meta_fresh(&m, &st);
+	rc = nv_sha256_init(&hash, err);
+	if (rc)
+		goto out;
+	while ((n = read_some(fd, buf, sizeof(buf))) > 0) {
+		total += (uint64_t)n;
+		if (max_bytes && total > max_bytes) {
+			rc = nv_err_set(err, NV_ENOMEM,
+					"the object is growing; retry",
+					"object '%s' grew over the cap of "
+					"%" PRIu64 " bytes while being read",
+					key, max_bytes);
+			goto out;
+		}
+		rc = nv_sha256_update(&hash, buf, (size_t)n, err);
+		if (!rc)
+			rc = sink(buf, (size_t)n, payload, err);
+		if (rc)
+			goto out;
+	}
+	if (n < 0) {
+		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+				      "cannot read object '%s'", key);
+		goto out;
+	}
+	rc = nv_sha256_final(&hash, sha, err);
+	if (rc)
+		goto out;
+	if (fresh && (total != m.size || strcmp(sha, m.sha256) != 0)) {
+		rc = nv_err_set(err, NV_EIO,
+				"the file under the store was modified or "
+				"damaged; put it again or delete it",
+				"object '%s' changed or corrupt: sha256 %s, "
+				"recorded %s at put",
+				key, sha, m.sha256);
+		goto out;
+	}
+	st.st_size = (off_t)total;
+	fill_info(info, key, &st, sha);
+out:
+	nv_sha256_dispose(&hash);
+	close(fd);
+	return rc;
+}
+
+/* ---- public operations ------------------------------------------------ */
+
+int nv_filestore_put_bytes(nv_filestore *s, const char *key, const void *data,
+			   size_t len, nv_object_info *info, nv_err *err)
+{
+	struct writer w = {.fd = -1};
+	int dir_fd, rc;
+
+	rc = prepare_destination(s, key, &dir_fd, err);
+	if (rc)
+		return rc;
+	rc = writer_start(s, &w, err);
+	if (!rc)
+		rc = writer_add(data, len, &w, err);
+	if (!rc)
+		rc = publish(s, key, dir_fd, &w, info, err);
+	writer_abort(s, &w);
+	close(dir_fd);
+	if (rc)
+		prune_parents(s, key);
+	return rc;
+}
+
+int nv_filestore_put_file(nv_filestore *s, const char *key,
+			  const char *src_path, nv_object_info *info,
+			  nv_err *err)
+{
+	unsigned char buf[COPY_CHUNK];
+	struct writer w = {.fd = -1};
+	int dir_fd, src, rc;
+	ssize_t n;
+
+	rc = nv_filestore_key_check(key, err);
+	if (rc)
+		return rc;
+	src = open(src_path, O_RDONLY | O_CLOEXEC);
+	if (src < 0)
+		return nv_err_set_errno(
+			err, errno == ENOENT ? NV_ENOTFOUND : NV_EIO, errno,
+			"check the source path and its permissions",
+			"cannot read '%s' to put it as '%s'", src_path, key);
+	rc = prepare_destination(s, key, &dir_fd, err);
+	if (rc) {
+		close(src);
+		return rc;
+	}
+	rc = writer_start(s, &w, err);
+	while (!rc && (n = read_some(src, buf, sizeof(buf))) != 0) {
+		if (n < 0)
+			rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+					      "cannot read '%s'", src_path);
+		else
+			rc = writer_add(buf, (size_t)n, &w, err);
+	}
+	if (!rc)
+		rc = publish(s, key, dir_fd, &w, info, err);
+	writer_abort(s, &w);
+	close(dir_fd);
+	close(src);
+	if (rc)
+		prune_parents(s, key);
+	return rc;
+}
+
+int nv_filestore_copy(nv_filestore *s, const char *src_key, const char *dst_key,
+		      nv_object_info *info, nv_err *err)
+{
+	struct writer w = {.fd = -1};
+	int dir_fd, rc;
+
+	rc = nv_filestore_key_check(src_key, err);
+	if (rc)
+		return rc;
+	rc = prepare_destination(s, dst_key, &dir_fd, err);
+	if (rc)
+		return rc;
+	rc = writer_start(s, &w, err);
+	if (!rc)
+		rc = read_object(s, src_key, 0, writer_add, &w, NULL, err);
+	if (!rc)
+		rc = publish(s, dst_key, dir_fd, &w, info, err);
+	writer_abort(s, &w);
+	close(dir_fd);
+	if (rc)
+		prune_parents(s, dst_key);
+	return rc;
+}
+
+static int fd_sink(const void *data, size_t len, void *payload, nv_err *err)
+{
+	if (write_all(*(int *)payload, data, len) != 0)
+		return nv_err_set_errno(err, NV_EIO, errno,
+					"check free space at the destination",
+					"cannot write destination file");
+	return 0;
+}
+
+int nv_filestore_get_file(nv_filestore *s, const char *key,
+			  const char *dest_path, nv_object_info *info,
+			  nv_err *err)
+{
+	char dir[NV_FILESTORE_PATH_MAX], tmp[96];
+	const char *slash = strrchr(dest_path, '/');
+	const char *base = slash ? slash + 1 : dest_path;
+	int dir_fd, fd, rc;
+
+	if (!*base)
+		return nv_err_set(err, NV_EINVAL,
+				  "give a file path, not a folder",
+				  "destination '%s' names a folder", dest_path);
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dest_path)
+		snprintf(dir, sizeof(dir), "/");
+	else if ((size_t)(slash - dest_path) < sizeof(dir))
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - dest_path),
+			 dest_path);
+	else
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "destination path too long");
+	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir_fd < 0)
+		return nv_err_set_errno(err, NV_EIO, errno,
+					"create the destination folder first",
+					"cannot open folder '%s'", dir);
+	fd = create_unique(dir_fd, ".navette-get", tmp, sizeof(tmp));
+	if (fd < 0) {
+		rc = nv_err_set_errno(err, NV_EIO, errno,
+				      "check permissions on the destination "
+				      "folder",
+				      "cannot create a temp file in '%s'", dir);
+		close(dir_fd);
+		return rc;
+	}
+	rc = read_object(s, key, 0, fd_sink, &fd, info, err);
+	if (!rc && fsync(fd) != 0)
+		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+				      "cannot flush '%s'", dest_path);
+	close(fd);
+	if (!rc && renameat(dir_fd, tmp, dir_fd, base) != 0)
+		rc = nv_err_set_errno(
+			err, NV_EIO, errno, "check the destination path",
+			"cannot move the object to '%s'", dest_path);
+	if (rc)
+		unlinkat(dir_fd, tmp, 0);
+	close(dir_fd);
+	return rc;
+}
+
+struct mem_sink {
+	char *data;
+	size_t len, cap;
+};
+
+static int mem_add(const void *data, size_t len, void *payload, nv_err *err)
+{
+	struct mem_sink *m = payload;
+
+	if (len > m->cap - m->len)
+		return nv_err_set(err, NV_ENOMEM, NULL,
+				  "object grew while being read");
+	memcpy(m->data + m->len, data, len);
+	m->len += len;
+	return 0;
+}
+
+int nv_filestore_read(nv_filestore *s, const char *key, size_t max_bytes,
+		      char **out, size_t *len, nv_object_info *info,
+		      nv_err *err)
+{
+	struct mem_sink m = {NULL, 0, 0};
+	struct stat st;
+	int fd, rc;
+
+	*out = NULL;
+	*len = 0;
+	/* Size the buffer from the file, capped; read_object re-checks the cap
+	 * and the buffer bound if the file grows meanwhile. */
+	rc = open_object(s, key, &fd, &st, err);
+	if (rc)
+		return rc;
+	close(fd);
+	if ((uint64_t)st.st_size > (uint64_t)max_bytes)
+		return nv_err_set(err, NV_ENOMEM,
+				  "use get() to copy it to a file, or raise "
+				  "max_bytes",
+				  "object '%s' is %" PRIu64 " bytes, over the "
+				  "cap of %zu bytes",
+				  key, (uint64_t)st.st_size, max_bytes);
+	m.cap = (size_t)st.st_size;
+	m.data = malloc(m.cap + 1);
+	if (!m.data)
+		return nv_err_set(err, NV_ENOMEM, NULL,
+				  "cannot allocate %zu bytes for '%s'", m.cap,
+				  key);
+	rc = read_object(s, key, max_bytes, mem_add, &m, info, err);
+	if (rc) {
+		free(m.data);
+		return rc;
+	}
+	m.data[m.len] = '\0';
+	*out = m.data;
+	*len = m.len;
+	return 0;
+}
+
+int nv_filestore_head(nv_filestore *s, const char *key, nv_object_info *info,
+		      nv_err *err)
+{
+	struct stat st;
+	struct meta m;
+	char sha[65];
+	int fd, rc;
+
+	rc = open_object(s, key, &fd, &st, err);
+	if (rc)
+		return rc;
+	if (meta_read(s, key, &m) && meta_fresh(&m, &st)) {
+		fill_info(info, key, &st, m.sha256);
+	} else {
+		uint64_t size;
+		rc = nv_sha256_fd(fd, sha, &size, err);
+		if (!rc) {
+			st.st_size = (off_t)size;
+			fill_info(info, key, &st, sha);
+		}
+	}
+	close(fd);
+	return rc;
+}
+
+int nv_filestore_delete(nv_filestore *s, const char *key, nv_err *err)
+{
+	struct stat st;
+	int dir_fd, rc;
+
+	rc = nv_filestore_key_check(key, err);
+	if (rc)
+		return rc;
+	rc = walk_dirs(s, key, parent_len(key), 0, &dir_fd, err);
+	if (rc)
+		return rc;
+	if (fstatat(dir_fd, leaf_of(key), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		rc = errno == ENOENT
+			     ? nv_err_set(err, NV_ENOTFOUND,
+					  "list the prefix to see which keys "
+					  "exist",
+					  "no object '%s' in the store", key)
+			     : nv_err_set_errno(err, NV_EIO, errno, NULL,
+						"cannot stat '%s'", key);
+	} else if (S_ISDIR(st.st_mode)) {
+		rc = nv_err_set(err, NV_ENOTFOUND,
+				"delete the objects below it one by one",
+				"no object '%s' in the store ('%s/' is a "
+				"folder of objects)",
+				key, key);
+	} else if (!S_ISREG(st.st_mode)) {
+		rc = nv_err_set(err, NV_EREFUSED, "remove it by hand",
+				"key '%s' is not a regular file (a link or "
+				"special file inside the store)",
+				key);
+	} else if (unlinkat(dir_fd, leaf_of(key), 0) != 0) {
+		rc = nv_err_set_errno(err, NV_EIO, errno,
+				      "check permissions inside the store",
+				      "cannot delete '%s'", key);
+	}
+	close(dir_fd);
+	if (rc)
+		return rc;
+	meta_remove(s, key);
+	prune_parents(s, key);
+	return 0;
+}
+
+/* ---- list ------------------------------------------------------------- */
+
+struct lister {
+	nv_filestore *s;
+	const char *prefix;
+	size_t prefix_len;
+	const char *start_after;
+	unsigned max_keys, count;
+	int truncated;
+	nv_filestore_list_cb callback;
+	void *payload;
+	nv_err *err;
+	nv_object_info info;
+	/* the key being built: room for a full key plus one segment */
+	char key[NV_FILESTORE_KEY_MAX + SEGMENT_MAX + 3];
+};
+
+struct entry {
+	char *sort_name; /* name, with '/' appended for a folder */
+	int is_dir;
+};
+
+/* internal: max_keys reached; far from any value a callback returns */
+#define LIST_STOP INT_MIN
+
+static int entry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct entry *)a)->sort_name,
+		      ((const struct entry *)b)->sort_name);
+}
+
+static int name_is_key_safe(const char *name)
+{
+	for (; *name; name++)
+		if ((unsigned char)*name < 0x20 || *name == 0x7f ||
+		    *name == '\\')
+			return 0;
+	return 1;
+}
+
+/* Can a key starting with candidate (key + "/" for a folder) be listed? */
+static int may_match(const struct lister *l, const char *candidate, size_t len,
+		     int is_dir)
+{
+	size_t n = len < l->prefix_len ? len : l->prefix_len;
+
+	if (strncmp(candidate, l->prefix, n) != 0)
+		return 0;
+	if (!is_dir && len < l->prefix_len)
+		return 0;
+	if (l->start_after) {
+		int c = strcmp(candidate, l->start_after);
+		if (!is_dir)
+			return c > 0;
+		/* every key below sorts before start_after */
+		if (c < 0 && strncmp(l->start_after, candidate, len) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+static void free_entries(struct entry *e, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(e[i].sort_name);
+	free(e);
+}
+
+static int list_dir(struct lister *l, int dir_fd, size_t key_len);
+
+static int list_entry(struct lister *l, int dir_fd, size_t key_len,
+		      const struct entry *e)
+{
+	size_t name_len = strlen(e->sort_name) - (size_t)e->is_dir;
+	char name[SEGMENT_MAX + 2];
+	struct stat st;
+	struct meta m;
+	int fd;
+
+	memcpy(name, e->sort_name, name_len);
+	name[name_len] = '\0';
+	memcpy(l->key + key_len, e->sort_name, name_len + (size_t)e->is_dir);
+	l->key[key_len + name_len + (size_t)e->is_dir] = '\0';
+	if (e->is_dir) {
+		fd = open_dir_at(dir_fd, name);
+		if (fd < 0)
+			return 0; /* gone, or swapped for a link: skip */
+		return list_dir(l, fd, key_len + name_len + 1);
+	}
+	if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	if (l->count == l->max_keys) {
+		l->truncated = 1;
+		return LIST_STOP;
+	}
+	fill_info(&l->info, l->key, &st,
+		  meta_read(l->s, l->key, &m) && meta_fresh(&m, &st) ? m.sha256
+								     : "");
+	l->count++;
+	return l->callback(&l->info, l->payload);
+}
+
+/* Lists the folder dir_fd (whose keys start with l->key[0..key_len)) in key
+ * order. Takes ownership of dir_fd. */
+static int list_dir(struct lister *l, int dir_fd, size_t key_len)
+{
+	struct entry *entries = NULL, *grown;
+	size_t n = 0, cap = 0, i, name_len;
+	struct dirent *d;
+	struct stat st;
+	DIR *dir;
+	int rc = 0, is_dir;
+
+	dir = fdopendir(dir_fd);
+	if (!dir) {
+		close(dir_fd);
+		return nv_err_set_errno(l->err, NV_EIO, errno, NULL,
+					"cannot list folder '%.*s'",
+					(int)key_len, l->key);
+	}
+	while ((d = readdir(dir)) != NULL) {
+		if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+			continue;
+		if (key_len == 0 && strcmp(d->d_name, NV_FILESTORE_MARKER) == 0)
+			continue;
+		name_len = strlen(d->d_name);
+		/* names no key can address are not objects */
+		if (name_len > SEGMENT_MAX ||
+		    key_len + name_len > NV_FILESTORE_KEY_MAX ||
+		    !name_is_key_safe(d->d_name))
+			continue;
+		if (d->d_type == DT_DIR || d->d_type == DT_REG) {
+			is_dir = d->d_type == DT_DIR;
+		} else if (d->d_type == DT_UNKNOWN &&
+			   fstatat(dir_fd, d->d_name, &st,
+				   AT_SYMLINK_NOFOLLOW) == 0 &&
+			   (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+			is_dir = S_ISDIR(st.st_mode);
+		} else {
+			continue; /* links and special files are skipped */
+		}
+		memcpy(l->key + key_len, d->d_name, name_len);
+		if (is_dir)
+			l->key[key_len + name_len] = '/';
+		l->key[key_len + name_len + (size_t)is_dir] = '\0';
+		if (!may_match(l, l->key, key_len + name_len + (size_t)is_dir,
+			       is_dir))
+			continue;
+		if (n == cap) {
+			if (cap >= DIR_ENTRY_MAX) {
+				rc = nv_err_set(l->err, NV_ENOMEM,
+						"split the folder into "
+						"sub-prefixes",
+						"folder '%.*s' holds more than "
+						"%d entries",
+						(int)key_len, l->key,
+						DIR_ENTRY_MAX);
+				goto out;
+			}
+			cap = cap ? cap * 2 : 32;
+			grown = realloc(entries, cap * sizeof(*entries));
+			if (!grown) {
+				rc = nv_err_set(l->err, NV_ENOMEM, NULL,
+						"out of memory listing");
+				goto out;
+			}
+			entries = grown;
+		}
+		entries[n].sort_name = malloc(name_len + 2);
+		if (!entries[n].sort_name) {
+			rc = nv_err_set(l->err, NV_ENOMEM, NULL,
+					"out of memory listing");
+			goto out;
+		}
+		memcpy(entries[n].sort_name, l->key + key_len,
+		       name_len + (size_t)is_dir + 1);
+		entries[n].is_dir = is_dir;
+		n++;
+	}
+	if (n)
+		qsort(entries, n, sizeof(*entries), entry_cmp);
+	for (i = 0; i < n && !rc; i++)
+		rc = list_entry(l, dirfd(dir), key_len, &entries[i]);
+out:
+	free_entries(entries, n);
+	closedir(dir);
+	return rc;
+}
+
+int nv_filestore_list(nv_filestore *s, const char *prefix,
+		      const char *start_after, unsigned max_keys,
+		      nv_filestore_list_cb callback, void *payload,
+		      int *truncated, nv_err *err)
+{
+	struct lister *l;
+	int fd, rc;
+
+	if (truncated)
+		*truncated = 0;
+	if (!callback)
+		return nv_err_set(err, NV_EINVAL, NULL, "list: no callback");
+	if (prefix && strlen(prefix) > NV_FILESTORE_KEY_MAX)
+		return nv_err_set(err, NV_EINVAL, KEY_HINT,
+				  "list: prefix longer than %d bytes",
+				  NV_FILESTORE_KEY_MAX);
+	/* Big: keep it off the stack. */
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	l->s = s;
+	l->prefix = prefix ? prefix : "";
+	l->prefix_len = strlen(l->prefix);
+	l->start_after = start_after && *start_after ? start_after : NULL;
+	l->max_keys = max_keys == 0 || max_keys > NV_FILESTORE_LIST_MAX
+			      ? NV_FILESTORE_LIST_MAX
+			      : max_keys;
+	l->callback = callback;
+	l->payload = payload;
+	l->err = err;
+	fd = open_dir_at(s->root_fd, ".");
+	if (fd < 0) {
+		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+				      "cannot open store root '%s'", s->root);
+	} else {
+		rc = list_dir(l, fd, 0);
+	}
+	if (rc == LIST_STOP)
+		rc = 0;
+	if (truncated)
+		*truncated = l->truncated;
+	free(l);
+	return rc;
+}

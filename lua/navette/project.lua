@@ -1,0 +1,170 @@
+-- The project file (navette.lua at the root of the user's repository),
+-- found by walking up from the recipe like .git, and the profiles it
+-- declares. Without a project file the project is named after the
+-- repository's folder and the only profile is the built-in `local`.
+local errors = require "navette.errors"
+local util = require "navette.util"
+local sys, core = _navette.sys, _navette.core
+
+local project = {}
+
+project.FILE = "navette.lua"
+
+local PROJECT_KEYS = { "name", "profiles", "default_profile" }
+local PROFILE_KEYS = { "backend", "storage", "require_pushed", "remote",
+                       "description" }
+local BACKENDS = { ["local"] = true }
+local LATER_BACKENDS = { slurm = true, kubernetes = true }
+
+local function builtin_local(home)
+  return {
+    name = "local", backend = "local",
+    storage = "file://" .. home .. "/store",
+    require_pushed = false,
+  }
+end
+
+-- Finds navette.lua in dir or a parent; returns its path or nil.
+function project.find(dir)
+  local d = dir
+  for _ = 1, 128 do
+    local candidate = util.join(d, project.FILE)
+    local st = sys.stat(candidate)
+    if st and st.type == "file" then return candidate end
+    if d == "/" or d == "" then break end
+    d = util.dirname(d)
+  end
+  return nil
+end
+
+local function fail(path, message, hint)
+  error(errors.new("recipe", path .. ": " .. message, hint), 0)
+end
+
+local function slug(name)
+  local s = name:lower():gsub("[^a-z0-9]+", "-"):gsub("^-+", "")
+             :gsub("-+$", "")
+  if #s > 32 then s = s:sub(1, 32):gsub("-+$", "") end
+  return s ~= "" and s or "project"
+end
+project.slug = slug
+
+local function validate_profile(path, name, p, home)
+  if type(p) ~= "table" then
+    fail(path, "profile '" .. name .. "' must be a table")
+  end
+  for k in pairs(p) do
+    if type(k) ~= "string" or not util.suggest and false then end
+    local known = false
+    for _, key in ipairs(PROFILE_KEYS) do if k == key then known = true end end
+    if not known then
+      fail(path, "profile '" .. name .. "': unknown key '" .. tostring(k)
+           .. "'" .. util.suggest(tostring(k), PROFILE_KEYS),
+           "profile keys are: " .. table.concat(PROFILE_KEYS, ", "))
+    end
+  end
+  local backend = p.backend or "local"
+  if type(backend) ~= "string" then
+    fail(path, "profile '" .. name .. "': backend must be a string")
+  end
+  if LATER_BACKENDS[backend] then
+    fail(path, "profile '" .. name .. "': the " .. backend
+         .. " backend is not available in this version of navette",
+         "use backend = \"local\" for now")
+  elseif not BACKENDS[backend] then
+    fail(path, "profile '" .. name .. "': unknown backend '" .. backend
+         .. "'", "backends: local")
+  end
+  local storage = p.storage or ("file://" .. home .. "/store")
+  if type(storage) ~= "string" or not storage:match("^file:///") then
+    fail(path, "profile '" .. name .. "': storage must be a file:/// URL "
+         .. "in this version", "for example storage = \"file:///srv/store\"")
+  end
+  if p.require_pushed ~= nil and type(p.require_pushed) ~= "boolean" then
+    fail(path, "profile '" .. name .. "': require_pushed must be a boolean")
+  end
+  if p.remote ~= nil and type(p.remote) ~= "string" then
+    fail(path, "profile '" .. name .. "': remote must be a string")
+  end
+  return {
+    name = name, backend = backend, storage = storage,
+    -- remote profiles require the commit on a remote by default
+    require_pushed = p.require_pushed == nil and name ~= "local"
+                     or p.require_pushed == true,
+    remote = p.remote,
+  }
+end
+
+-- Loads the project that holds recipe_dir. repo_root: the git work tree
+-- (the project name defaults to its folder name).
+function project.load(recipe_dir, repo_root)
+  local home = core.home()
+  local path = project.find(recipe_dir)
+  local proj = {
+    name = slug(util.basename(repo_root or recipe_dir)),
+    root = repo_root or recipe_dir,
+    file = path,
+    profiles = { ["local"] = builtin_local(home) },
+    default_profile = "local",
+  }
+  if not path then return proj end
+  proj.root = util.dirname(path)
+
+  local env = core.sandbox(util.dirname(path))
+  local chunk = errors.check(core.load_recipe(path, env, path))
+  local ok, value = core.call_bounded(chunk)
+  if not ok then error(errors.from(value), 0) end
+  if type(value) ~= "table" then
+    fail(path, "the project file must return a table",
+         "write: return { name = \"my-project\", profiles = { ... } }")
+  end
+  for k in pairs(value) do
+    local known = false
+    for _, key in ipairs(PROJECT_KEYS) do if k == key then known = true end end
+    if not known then
+      fail(path, "unknown key '" .. tostring(k) .. "'"
+           .. util.suggest(tostring(k), PROJECT_KEYS),
+           "project keys are: " .. table.concat(PROJECT_KEYS, ", "))
+    end
+  end
+  if value.name ~= nil then
+    if type(value.name) ~= "string" or value.name == "" then
+      fail(path, "name must be a non-empty string")
+    end
+    proj.name = slug(value.name)
+  end
+  if value.profiles ~= nil then
+    if type(value.profiles) ~= "table" then
+      fail(path, "profiles must be a table of name = { ... }")
+    end
+    for name, p in pairs(value.profiles) do
+      if type(name) ~= "string" or not name:match("^[%w_-]+$") then
+        fail(path, "profile names are letters, digits, '_' and '-'")
+      end
+      proj.profiles[name] = validate_profile(path, name, p, home)
+    end
+  end
+  if value.default_profile ~= nil then
+    if not proj.profiles[value.default_profile] then
+      fail(path, "default_profile '" .. tostring(value.default_profile)
+           .. "' is not a declared profile")
+    end
+    proj.default_profile = value.default_profile
+  end
+  return proj
+end
+
+function project.profile(proj, name)
+  name = name or proj.default_profile
+  local p = proj.profiles[name]
+  if not p then
+    local names = util.sorted_keys(proj.profiles)
+    error(errors.new("usage", "unknown profile '" .. name .. "'"
+      .. util.suggest(name, names),
+      "profiles of project " .. proj.name .. ": "
+      .. table.concat(names, ", ")), 0)
+  end
+  return p
+end
+
+return project

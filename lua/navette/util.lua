@@ -1,0 +1,88 @@
+-- Small helpers shared by the library: edit distance for suggestions,
+-- sorted keys, path joins, durations and sizes.
+local util = {}
+
+function util.sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  return keys
+end
+
+local function distance(a, b)
+  local prev, cur = {}, {}
+  for j = 0, #b do prev[j] = j end
+  for i = 1, #a do
+    cur[0] = i
+    for j = 1, #b do
+      local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
+      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+    end
+    prev, cur = cur, prev
+  end
+  return prev[#b]
+end
+
+-- " (did you mean 'name'?)" when a known word is close to word.
+function util.suggest(word, known)
+  local best, best_d
+  for _, k in ipairs(known) do
+    local d = distance(word, k)
+    if d <= 2 and (not best_d or d < best_d) then best, best_d = k, d end
+  end
+  return best and (" (did you mean '" .. best .. "'?)") or ""
+end
+
+function util.dirname(path)
+  local dir = path:match("^(.*)/[^/]*$")
+  if dir == nil then return "." end
+  if dir == "" then return "/" end
+  return dir
+end
+
+function util.basename(path)
+  return path:match("([^/]*)/*$")
+end
+
+function util.join(a, b)
+  if b:sub(1, 1) == "/" then return b end
+  if a:sub(-1) == "/" then return a .. b end
+  return a .. "/" .. b
+end
+
+-- "90", "90s", "30m", "2h", "1d" -> seconds
+function util.parse_duration(v)
+  if type(v) == "number" then return v > 0 and v or nil end
+  if type(v) ~= "string" then return nil end
+  local n, unit = v:match("^(%d+%.?%d*)%s*([smhd]?)$")
+  if not n then return nil end
+  local mult = ({ [""] = 1, s = 1, m = 60, h = 3600, d = 86400 })[unit]
+  local secs = tonumber(n) * mult
+  return secs > 0 and secs or nil
+end
+
+-- 1024, "512MiB", "4GiB", "2G", "100MB" -> bytes
+function util.parse_size(v)
+  if type(v) == "number" then return v > 0 and math.floor(v) or nil end
+  if type(v) ~= "string" then return nil end
+  local n, unit = v:match("^(%d+%.?%d*)%s*(%a*)$")
+  if not n then return nil end
+  local units = {
+    [""] = 1, B = 1, K = 1024, KB = 1000, KiB = 1024, M = 1024 ^ 2,
+    MB = 1000 ^ 2, MiB = 1024 ^ 2, G = 1024 ^ 3, GB = 1000 ^ 3,
+    GiB = 1024 ^ 3, T = 1024 ^ 4, TB = 1000 ^ 4, TiB = 1024 ^ 4,
+  }
+  local mult = units[unit]
+  if not mult then return nil end
+  return math.floor(tonumber(n) * mult)
+end
+
+function util.human_size(n)
+  if n < 1024 then return string.format("%d B", n) end
+  local units = { "KiB", "MiB", "GiB", "TiB" }
+  local i = 0
+  repeat n = n / 1024; i = i + 1 until n < 1024 or i == #units
+  return string.format("%.1f %s", n, units[i])
+end
+
+return util
