@@ -580,6 +580,8 @@ static int l_core_set_limits(lua_State *L)
 	return 0;
 }
 
+int nv_core_versions(lua_State *L);
+
 int luaopen_navette_core(lua_State *L)
 {
 	static const luaL_Reg fns[] = {
@@ -592,6 +594,7 @@ int luaopen_navette_core(lua_State *L)
 		{"plan", l_core_plan_record},
 		{"home", l_core_home},
 		{"version", l_core_version},
+		{"versions", nv_core_versions},
 		{"memory", l_core_memory},
 		{"set_limits", l_core_set_limits},
 		{NULL, NULL}};

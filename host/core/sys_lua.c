@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -150,6 +151,35 @@ static int l_sys_read_file(lua_State *L)
 	return 1;
 }
 
+/* sys.read_from(path, offset [, max]) -> bytes (maybe "") | nil, err:
+ * the tail of a growing file, for `logs --follow`. */
+static int l_sys_read_from(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	lua_Integer offset = luaL_checkinteger(L, 2);
+	lua_Integer max = luaL_optinteger(L, 3, 65536);
+	FILE *f;
+	luaL_Buffer b;
+
+	luaL_argcheck(L, offset >= 0, 2, "offset must be >= 0");
+	luaL_argcheck(L, max > 0 && max <= (1 << 24), 3, "1..16 MiB");
+	/* The buffer first: it may raise, the open file must not leak. */
+	char *p = luaL_buffinitsize(L, &b, (size_t)max);
+	f = fopen(path, "rb");
+	if (!f) {
+		nv_err err;
+		nv_err_set_errno(&err, errno == ENOENT ? NV_ENOTFOUND : NV_EIO,
+				 errno, NULL, "cannot open %s", path);
+		return nv_lua_push_error(L, &err);
+	}
+	size_t n = 0;
+	if (fseeko(f, (off_t)offset, SEEK_SET) == 0)
+		n = fread(p, 1, (size_t)max, f);
+	fclose(f); /* nothing below raises before the file is closed */
+	luaL_pushresultsize(&b, n);
+	return 1;
+}
+
 static int l_sys_listdir(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1);
@@ -249,6 +279,7 @@ int luaopen_navette_sys(lua_State *L)
 				       {"write_file", l_sys_write_file},
 				       {"read_file", l_sys_read_file},
 				       {"listdir", l_sys_listdir},
+				       {"read_from", l_sys_read_from},
 				       {"remove_tree", l_sys_remove_tree},
 				       {"remove", l_sys_remove},
 				       {"identity", l_sys_identity},

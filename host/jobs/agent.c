@@ -468,7 +468,7 @@ static void finalize(agent *a, job *j, outcome *o)
 	/* The success condition, when the command ran. */
 	if (strcmp(o->state, "succeeded") == 0) {
 		const cJSON *success = ofield(spec, "success");
-		const cJSON *failure = ofield(spec, "failure");
+		const cJSON *failure = ofield(spec, "failure_condition");
 		const cJSON *req = success ? ofield(success, "outputs") : NULL;
 		const cJSON *pats = failure ? ofield(failure, "log_patterns")
 					    : NULL;
@@ -675,6 +675,16 @@ static void finalize(agent *a, job *j, outcome *o)
 			    record_url[0] ? record_url : NULL, &err) != 0)
 		agent_log("job %s: cannot record the final state: %s", j->id,
 			  err.message);
+	/* Workspace, inputs and outputs are copies: free the disk; the log
+	 * and status stay for `navette logs`. */
+	static const char *const scratch[] = {"workspace", "inputs", "outputs",
+					      NULL};
+	for (const char *const *s = scratch; *s; s++) {
+		char p[PATH_CAP];
+		job_path(j, *s, p, sizeof(p));
+		if (getenv("NAVETTE_KEEP_WORKSPACE") == NULL)
+			nv_remove_tree(p, &err);
+	}
 	agent_log("job %s: %s%s%s", j->id, o->state,
 		  strcmp(o->state, "succeeded") ? " at " : "",
 		  strcmp(o->state, "succeeded") ? o->phase : "");

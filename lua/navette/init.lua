@@ -1,1 +1,29 @@
-return {}
+-- The navette library as recipes see it: `local navette = require
+-- "navette"`. navette.job{...} declares a job of the run; navette.storage
+-- moves data in object storage; navette.project tells where the recipe
+-- runs.
+local runner = require "navette.runner"
+
+local navette = {}
+
+navette.version = (_navette.core.version())
+
+function navette.job(spec)
+  return runner.declare(spec)
+end
+
+navette.storage = require "navette.storage"
+
+-- Read-only facts about the run in progress.
+function navette.context()
+  local run = runner.current
+  if not run then return nil end
+  return {
+    project = run.project.name,
+    profile = run.profile.name,
+    plan = run.plan,
+    recipe = run.recipe,
+  }
+end
+
+return navette

@@ -54,7 +54,6 @@ local function validate_profile(path, name, p, home)
     fail(path, "profile '" .. name .. "' must be a table")
   end
   for k in pairs(p) do
-    if type(k) ~= "string" or not util.suggest and false then end
     local known = false
     for _, key in ipairs(PROFILE_KEYS) do if k == key then known = true end end
     if not known then

@@ -1,0 +1,433 @@
+-- The navette command line. Parses arguments, runs the command, prints
+-- through navette.term, and maps every error to the README's exit codes:
+-- 0 success; 1 the job failed or a check said no; 2 usage or recipe error;
+-- 3 refused by a precondition or policy; 4 a service or backend
+-- unreachable or refusing.
+local errors = require "navette.errors"
+local term = require "navette.term"
+local jobs = require "navette.jobs"
+local core, sys, json = _navette.core, _navette.sys, _navette.json
+
+local cli = {}
+
+local HELP = {
+  run = [[
+usage: navette run RECIPE [--profile P] [--wait] [--json]
+  Evaluates RECIPE and submits every job it declares to the profile's
+  backend (default profile: the project's default, else `local`).
+  --wait     follow the jobs until they end; exit 1 if one failed
+  --json     print the jobs as JSON (see README, "--json fields")]],
+  plan = [[
+usage: navette plan RECIPE [--profile P] [--json]
+  Runs RECIPE in plan mode: nothing is uploaded, exported or submitted;
+  prints what would be done, with each job's spec and launcher.]],
+  status = [[
+usage: navette status JOB [--json]
+  Shows a job's state, phases with timestamps, commit, image, outputs and
+  failure. JOB may be a unique prefix of the id. Exit 1 if it failed.]],
+  logs = [[
+usage: navette logs JOB [--follow]
+  Prints the job's log; --follow keeps printing until the job ends.]],
+  watch = [[
+usage: navette watch JOB
+  Prints the phase timeline as it passes, until the job ends.
+  Exit 0 when it succeeded, 1 otherwise.]],
+  cancel = [[
+usage: navette cancel JOB
+  Cancels a queued or running job (its whole process group).]],
+  jobs = [[
+usage: navette jobs [--json] [--limit N]
+  Lists recent jobs, newest first.]],
+  agent = [[
+usage: navette agent
+  Runs the local backend's agent in the foreground (for debugging).
+  `navette run` starts one on demand, detached from the terminal.]],
+  test = [[
+usage: navette test FILE...
+  Runs Lua test files with the host (see tests/lua/).]],
+  version = [[
+usage: navette version
+  Prints the versions of navette and of the libraries it runs on.]],
+}
+
+local ORDER = { "run", "plan", "status", "logs", "watch", "cancel", "jobs",
+                "agent", "test", "version" }
+
+local function usage_text()
+  local lines = { "usage: navette COMMAND [ARGS]", "", "commands:" }
+  for _, c in ipairs(ORDER) do
+    local first = HELP[c]:match("^usage: ([^\n]*)")
+    lines[#lines + 1] = "  " .. first
+  end
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = "navette help COMMAND (or COMMAND --help) for more."
+  return table.concat(lines, "\n")
+end
+
+local function usage_error(message, command)
+  error(errors.new("usage", message, command and
+                   ("see `navette " .. command .. " --help`")
+                   or "see `navette help`"), 0)
+end
+
+-- Parses argv against flags {name = "bool"|"value"}; returns opts, args.
+local function parse(command, argv, flags)
+  local opts, args = {}, {}
+  local i = 1
+  while i <= #argv do
+    local a = argv[i]
+    if a == "-h" or a == "--help" then
+      opts.help = true
+    elseif a == "--" then
+      for j = i + 1, #argv do args[#args + 1] = argv[j] end
+      break
+    elseif a:sub(1, 2) == "--" then
+      local name, value = a:match("^%-%-([%w-]+)=(.*)$")
+      name = name or a:sub(3)
+      local kind = flags[name]
+      if not kind then usage_error("unknown option " .. a, command) end
+      if kind == "value" then
+        if not value then
+          i = i + 1
+          value = argv[i]
+          if not value then
+            usage_error("option --" .. name .. " needs a value", command)
+          end
+        end
+        opts[name] = value
+      else
+        if value then usage_error("--" .. name .. " takes no value",
+                                  command) end
+        opts[name] = true
+      end
+    else
+      args[#args + 1] = a
+    end
+    i = i + 1
+  end
+  return opts, args
+end
+
+local function short_time(iso)
+  return iso and iso:match("T([%d:%.]+)Z$") or "?"
+end
+
+-- ---- run / plan -----------------------------------------------------------
+
+local function print_phase(label, phase, at)
+  term.printf("  %-28s %-18s %s\n", label, phase, short_time(at))
+end
+
+-- Follows jobs (ids) until all end; prints phases as they pass unless
+-- quiet. Returns the final views.
+local function follow(ids, quiet)
+  local seen, views, done = {}, {}, {}
+  local remaining = #ids
+  while remaining > 0 do
+    for _, id in ipairs(ids) do
+      if not done[id] then
+        local v = jobs.get(id)
+        views[id] = v
+        seen[id] = seen[id] or {}
+        for _, p in ipairs(v.phases) do
+          if not seen[id][p.phase] then
+            seen[id][p.phase] = true
+            if not quiet then
+              local label = #ids > 1 and (v.name or id) or ""
+              if p.phase == "succeeded" or p.phase == "failed" then
+                term.printf("  %-28s %-18s %s\n", label,
+                            term.state_style("stdout", p.phase),
+                            short_time(p.at))
+              else
+                print_phase(label, p.phase, p.at)
+              end
+            end
+          end
+        end
+        if jobs.FINAL[v.state] then
+          done[id] = true
+          remaining = remaining - 1
+          if v.state == "cancelled" and not quiet then
+            term.printf("  %-28s %s\n", "", term.state_style("stdout",
+                                                             "cancelled"))
+          end
+        end
+      end
+    end
+    if remaining > 0 then sys.sleep(0.1) end
+  end
+  return views
+end
+
+local function print_outcome(v)
+  if v.state == "succeeded" then
+    term.print("outputs under " .. (v.output_prefix or "?") .. ":")
+    for _, o in ipairs(v.outputs) do
+      term.printf("  %-32s %10d B  sha256 %s\n", o.name, o.size,
+                  o.sha256:sub(1, 16) .. "…")
+    end
+    if #v.outputs == 0 then term.print("  (no output files)") end
+  elseif v.failure then
+    term.print(term.style("stdout", "red", v.state) .. " at "
+               .. tostring(v.failure.phase) .. ": "
+               .. tostring(v.failure.reason))
+    if v.failure.hint then
+      term.print("  check: " .. (v.failure.hint:gsub("ID", v.id)))
+    end
+  end
+  if v.record_url then term.print("run record: " .. v.record_url) end
+end
+
+local function cmd_run(argv, plan)
+  local command = plan and "plan" or "run"
+  local opts, args = parse(command, argv, { profile = "value",
+                           wait = plan and nil or "bool", json = "bool" })
+  if opts.help then term.print(HELP[command]); return 0 end
+  if #args ~= 1 then usage_error("expected one RECIPE", command) end
+  local runner = require "navette.runner"
+  local run = runner.load(args[1], { profile = opts.profile, plan = plan })
+  if #run.jobs == 0 and not plan then
+    if not opts.json then
+      term.print("recipe " .. args[1] .. " declared no job")
+    else
+      term.print("[]")
+    end
+    return 0
+  end
+  local specs = runner.submit(run)
+
+  if plan then
+    if opts.json then
+      term.print(json.encode({ project = run.project.name,
+                               profile = run.profile.name,
+                               actions = core.plan(),
+                               jobs = json.array(specs) }, true))
+      return 0
+    end
+    term.print(term.style("stdout", "bold", "plan") .. " of " .. args[1]
+               .. " · project " .. run.project.name .. " · profile "
+               .. run.profile.name .. " (nothing was done)")
+    for i, a in ipairs(core.plan()) do
+      term.printf("%3d. %s %s: %s\n", i, a.primitive, a.action, a.detail)
+    end
+    for _, s in ipairs(specs) do
+      term.print("")
+      term.print(term.style("stdout", "bold", "job " .. s.name) .. " (id "
+                 .. s.id .. ")")
+      term.print("  commit   " .. s.commit)
+      term.print("  image    " .. s.image)
+      for _, input in ipairs(s.inputs) do
+        term.print("  input    " .. input.name .. " <- " .. input.url)
+      end
+      term.print("  outputs  " .. s.outputs.url)
+      term.print("  command  " .. table.concat(s.command, " "))
+      term.print("  launcher:")
+      term.write((s.launcher:gsub("([^\n]*)\n", "    | %1\n")))
+    end
+    return 0
+  end
+
+  local ids = {}
+  for _, s in ipairs(specs) do ids[#ids + 1] = s.id end
+  if not opts.json then
+    term.print("recipe " .. args[1] .. " · project " .. run.project.name
+               .. " · profile " .. run.profile.name)
+    for _, s in ipairs(specs) do
+      term.print("job " .. term.style("stdout", "bold", s.name)
+                 .. " submitted: " .. s.id)
+      term.print("  commit " .. s.commit:sub(1, 12) .. " · image "
+                 .. s.image .. " · outputs " .. s.outputs.url)
+    end
+  end
+  if not opts.wait then
+    if opts.json then
+      local views = {}
+      for i, id in ipairs(ids) do views[i] = jobs.get(id) end
+      term.print(json.encode(json.array(views), true))
+    else
+      term.print("follow with: navette watch " .. ids[1])
+    end
+    return 0
+  end
+  local views = follow(ids, opts.json)
+  local status = 0
+  local list = {}
+  for i, id in ipairs(ids) do
+    local v = views[id]
+    list[i] = v
+    if v.state ~= "succeeded" then status = 1 end
+    if not opts.json then print_outcome(v) end
+  end
+  if opts.json then term.print(json.encode(json.array(list), true)) end
+  return status
+end
+
+-- ---- status / watch / logs / cancel / jobs ------------------------------
+
+local function cmd_status(argv)
+  local opts, args = parse("status", argv, { json = "bool" })
+  if opts.help then term.print(HELP.status); return 0 end
+  if #args ~= 1 then usage_error("expected one JOB id", "status") end
+  local v = jobs.get(args[1])
+  if opts.json then
+    term.print(json.encode(v, true))
+  else
+    term.print("job     " .. v.id .. " (" .. tostring(v.name) .. ")")
+    term.print("state   " .. term.state_style("stdout", v.state)
+               .. " · phase " .. v.phase)
+    term.print("project " .. tostring(v.project) .. " · profile "
+               .. tostring(v.profile))
+    term.print("commit  " .. tostring(v.commit))
+    term.print("image   " .. tostring(v.image))
+    term.print("phases:")
+    for _, p in ipairs(v.phases) do
+      term.printf("  %-18s %s\n", p.phase, p.at)
+    end
+    if v.exit_code ~= nil and v.exit_code ~= json.null then
+      term.print("exit    " .. tostring(v.exit_code))
+    end
+    if jobs.FINAL[v.state] then print_outcome(v) end
+  end
+  if v.state == "failed" or v.state == "cancelled" then return 1 end
+  return 0
+end
+
+local function cmd_watch(argv)
+  local opts, args = parse("watch", argv, {})
+  if opts.help then term.print(HELP.watch); return 0 end
+  if #args ~= 1 then usage_error("expected one JOB id", "watch") end
+  local v = jobs.get(args[1])
+  term.print("job " .. v.id .. " (" .. tostring(v.name) .. ")")
+  local views = follow({ v.id }, false)
+  v = views[v.id]
+  print_outcome(v)
+  return v.state == "succeeded" and 0 or 1
+end
+
+local function cmd_logs(argv)
+  local opts, args = parse("logs", argv, { follow = "bool" })
+  if opts.help then term.print(HELP.logs); return 0 end
+  if #args ~= 1 then usage_error("expected one JOB id", "logs") end
+  local v = jobs.get(args[1])
+  local offset = 0
+  while true do
+    local chunk = jobs.log_chunk(v, offset)
+    if #chunk > 0 then
+      term.write(chunk)
+      offset = offset + #chunk
+    elseif not opts.follow or jobs.FINAL[v.state] then
+      -- one last read after the end, then stop
+      if opts.follow then
+        chunk = jobs.log_chunk(v, offset)
+        term.write(chunk)
+      end
+      break
+    else
+      sys.sleep(0.2)
+      v = jobs.get(v.id)
+    end
+  end
+  return 0
+end
+
+local function cmd_cancel(argv)
+  local opts, args = parse("cancel", argv, {})
+  if opts.help then term.print(HELP.cancel); return 0 end
+  if #args ~= 1 then usage_error("expected one JOB id", "cancel") end
+  local state = jobs.cancel(args[1])
+  term.print(args[1] .. ": " .. state)
+  return 0
+end
+
+local function cmd_jobs(argv)
+  local opts, args = parse("jobs", argv, { json = "bool", limit = "value" })
+  if opts.help then term.print(HELP.jobs); return 0 end
+  if #args > 0 then usage_error("jobs takes no argument", "jobs") end
+  local limit = opts.limit and math.tointeger(tonumber(opts.limit))
+  if opts.limit and (not limit or limit < 1) then
+    usage_error("--limit must be a positive whole number", "jobs")
+  end
+  local rows = jobs.list(limit or 50)
+  if opts.json then
+    local list = {}
+    for i, r in ipairs(rows) do
+      list[i] = { id = r.id, name = r.name, project = r.project,
+                  profile = r.profile, state = r.state, phase = r.phase,
+                  created = r.created, updated = r.updated,
+                  failure = r.failure }
+    end
+    term.print(json.encode(json.array(list), true))
+    return 0
+  end
+  if #rows == 0 then term.print("no jobs yet"); return 0 end
+  term.printf("%-52s %-10s %-18s %s\n", "ID", "STATE", "PHASE", "NAME")
+  for _, r in ipairs(rows) do
+    term.printf("%-52s %-10s %-18s %s\n", r.id, r.state, r.phase,
+                tostring(r.name))
+  end
+  return 0
+end
+
+local function cmd_version(argv)
+  local opts = parse("version", argv, { json = "bool" })
+  if opts.help then term.print(HELP.version); return 0 end
+  local v = _navette.core.versions()
+  if opts.json then term.print(json.encode(v, true)); return 0 end
+  term.print("navette " .. v.navette)
+  for _, k in ipairs({ "lua", "libgit2", "libcurl", "sqlite", "openssl",
+                       "cjson", "zlib", "expat" }) do
+    if v[k] then term.printf("  %-8s %s\n", k, v[k]) end
+  end
+  return 0
+end
+
+local function cmd_test(argv)
+  local opts, args = parse("test", argv, {})
+  if opts.help then term.print(HELP.test); return 0 end
+  if #args == 0 then usage_error("expected test files", "test") end
+  return require("navette.testing").run_files(args)
+end
+
+local COMMANDS = {
+  run = function(a) return cmd_run(a, false) end,
+  plan = function(a) return cmd_run(a, true) end,
+  status = cmd_status, watch = cmd_watch, logs = cmd_logs,
+  cancel = cmd_cancel, jobs = cmd_jobs, version = cmd_version,
+  test = cmd_test,
+}
+
+function cli.main(argv)
+  local command = argv[1]
+  local rest = table.move(argv, 2, #argv, 1, {})
+  if command == nil or command == "help" or command == "--help"
+     or command == "-h" then
+    local topic = rest[1]
+    if topic and HELP[topic] then
+      term.print(HELP[topic])
+    elseif topic then
+      term.error(errors.new("usage", "no command '" .. topic .. "'"))
+      return 2
+    else
+      term.print(usage_text())
+    end
+    return command == nil and 2 or 0
+  end
+  if command == "--version" then command = "version" end
+  local fn = COMMANDS[command]
+  if not fn then
+    local util = require "navette.util"
+    term.error(errors.new("usage", "unknown command '" .. command .. "'"
+               .. util.suggest(command, ORDER), "see `navette help`"))
+    return 2
+  end
+  local ok, result = core.pcall(fn, rest)
+  if ok then return result or 0 end
+  local e = result
+  term.error(e)
+  if sys.getenv("NAVETTE_DEBUG") and e.traceback then
+    term.eprint(e.traceback)
+  end
+  return errors.exit_status[e.code] or 4
+end
+
+return cli

@@ -1,0 +1,100 @@
+-- The jobs of the local backend as the CLI shows them: one stable view
+-- (the `--json` fields of the README) built from the queue's row and, once
+-- the job is over, its run record in storage.
+local errors = require "navette.errors"
+local core, json, native, sys = _navette.core, _navette.json,
+                                _navette.jobs, _navette.sys
+
+local jobs = {}
+
+jobs.PHASES = { "submitted", "accepted", "image_ready", "data_ready",
+                "running", "logs_visible", "outputs_published" }
+jobs.FINAL = { succeeded = true, failed = true, cancelled = true }
+
+function jobs.row(id)
+  local text, err = native.get(core.home(), id)
+  if not text then return nil, err end
+  return json.decode(text)
+end
+
+local function read_record(url)
+  if type(url) ~= "string" then return nil end
+  local storage = _navette.storage
+  local root, key = storage.find(url)
+  if not root then return nil end
+  local store = storage.open(root)
+  if not store then return nil end
+  local text = store:read(key, 4 * 1024 * 1024)
+  store:close()
+  return text and json.decode(text) or nil
+end
+
+-- The stable view of a job (README: "--json fields").
+function jobs.view(row)
+  local spec = row.spec or {}
+  local v = {
+    id = row.id, name = row.name, project = row.project,
+    profile = row.profile, state = row.state, phase = row.phase,
+    phases = row.phases or json.array(),
+    commit = spec.commit, image = spec.image,
+    outputs = json.array(),
+    output_prefix = spec.outputs and spec.outputs.url or nil,
+    failure = row.failure,
+    exit_code = row.exit_code,
+    created = row.created, updated = row.updated,
+    record_url = row.record_url,
+    log_path = core.home() .. "/jobs/" .. row.id .. "/log",
+  }
+  local record = read_record(row.record_url)
+  if record then
+    for i, o in ipairs(record.outputs or {}) do
+      v.outputs[i] = { name = o.name, key = o.key, url = o.url,
+                       size = o.size, sha256 = o.sha256 }
+    end
+    v.log_url = record.log and record.log.url or nil
+  end
+  return v
+end
+
+function jobs.get(id)
+  local row, err = jobs.row(id)
+  if not row then
+    error(errors.new(err.code == "invalid" and "usage" or err.code,
+                     err.message, err.hint), 0)
+  end
+  return jobs.view(row)
+end
+
+function jobs.list(limit)
+  local text, err = native.list(core.home(), limit)
+  if not text then error(errors.new("io", err.message, err.hint), 0) end
+  return json.decode(text)
+end
+
+function jobs.cancel(id)
+  local state, err = native.cancel(core.home(), id)
+  if not state then
+    error(errors.new(err.code == "invalid" and "usage" or err.code,
+                     err.message, err.hint), 0)
+  end
+  return state
+end
+
+-- Bytes of the job's log from offset (local file, else the published one).
+function jobs.log_chunk(view, offset)
+  local data = sys.read_from(view.log_path, offset, 1024 * 1024)
+  if data then return data end
+  if offset == 0 and view.log_url then
+    local storage = _navette.storage
+    local root, key = storage.find(view.log_url)
+    local store = root and storage.open(root)
+    if store then
+      local text = store:read(key)
+      store:close()
+      return text or ""
+    end
+  end
+  return ""
+end
+
+return jobs

@@ -1,0 +1,156 @@
+-- navette.storage: the recipe's view of object storage. Keys are relative
+-- to the profile's store; URLs (file:///...) name objects anywhere. A path
+-- given to put() is read from the recipe's repository, never from outside
+-- it. Every side effect honours plan mode.
+local errors = require "navette.errors"
+local util = require "navette.util"
+local native, sys, core = _navette.storage, _navette.sys, _navette.core
+
+local storage = {}
+
+-- The run context (set by the runner): profile and repository root.
+local context = { profile = nil, repo_root = nil, recipe_dir = nil,
+                  planned = {} }
+function storage._set_context(ctx) context = ctx end
+
+local function store_root()
+  local profile = context.profile
+  if not profile then
+    errors.raise("usage", "navette.storage needs a profile: run the recipe "
+                 .. "with `navette run` or `navette plan`")
+  end
+  return profile.storage
+end
+
+local function percent_encode_path(path)
+  return (path:gsub("[^%w%-%._~/]", function(c)
+    return string.format("%%%02X", c:byte())
+  end))
+end
+
+local function open_store(create)
+  local root = store_root()
+  if create and core.plan_mode() then create = false end
+  local store, err = native.open(root, create)
+  if not store and not core.plan_mode() then
+    errors.check(nil, err, "cannot open the store " .. root)
+  end
+  return store
+end
+
+-- URL of key in the profile's store.
+function storage.url(key)
+  if type(key) ~= "string" then
+    errors.raise("recipe", "navette.storage.url: key must be a string")
+  end
+  local store = open_store(false)
+  if store then return errors.check(store:url(key)) end
+  return store_root():gsub("/$", "") .. "/" .. percent_encode_path(key)
+end
+
+-- A path of the recipe's repository, resolved and checked to stay inside.
+local function repository_file(path)
+  if type(path) ~= "string" or path == "" then
+    errors.raise("recipe", "navette.storage.put: the source must be a path "
+                 .. "relative to the recipe")
+  end
+  local full = util.join(context.recipe_dir or sys.cwd(), path)
+  local real, err = sys.realpath(full)
+  if not real then
+    errors.raise("recipe", "navette.storage.put: cannot read '" .. path
+                 .. "' (" .. (err and err.message or "?") .. ")",
+                 "the path is relative to the recipe's folder")
+  end
+  local root = context.repo_root
+  if root and real ~= root and real:sub(1, #root + 1) ~= root .. "/" then
+    errors.raise("refused", "navette.storage.put: '" .. path
+                 .. "' is outside the repository",
+                 "recipes upload files that are part of their repository")
+  end
+  local st = sys.stat(real)
+  if not st or st.type ~= "file" then
+    errors.raise("recipe", "navette.storage.put: '" .. path
+                 .. "' is not a file")
+  end
+  return real
+end
+
+-- storage.put(key, path) -> {url, key, sha256, size}
+function storage.put(key, path)
+  if type(key) ~= "string" then
+    errors.raise("recipe", "navette.storage.put: key must be a string")
+  end
+  local src = repository_file(path)
+  local store = open_store(true)
+  if not store then -- plan mode with a store that does not exist yet
+    core.plan("storage", "put", storage.url(key) .. " <- " .. src)
+    local info = { key = key, url = storage.url(key), planned = true }
+    context.planned[info.url] = info
+    return info
+  end
+  local info = errors.check(store:put(key, src), nil, nil)
+  store:close()
+  if info.planned then context.planned[info.url] = info end
+  return info
+end
+
+function storage.put_string(key, s)
+  if type(key) ~= "string" or type(s) ~= "string" then
+    errors.raise("recipe", "navette.storage.put_string(key, string)")
+  end
+  local store = open_store(true)
+  if not store then
+    core.plan("storage", "put", storage.url(key) .. " <- (" .. #s
+              .. " bytes)")
+    return { key = key, url = storage.url(key), planned = true }
+  end
+  local info, err = store:put_string(key, s)
+  store:close()
+  return errors.check(info, err)
+end
+
+-- head(key_or_url) -> info | nil, err (a missing object is not an error)
+function storage.head(target)
+  local store, key
+  if type(target) == "string" and target:match("^file://") then
+    local root, k = native.find(target)
+    if not root then return nil, k end
+    store, key = native.open(root), k
+  else
+    store, key = open_store(false), target
+  end
+  if not store then
+    return nil, { code = "not_found", message = "no store yet" }
+  end
+  local info, err = store:head(key)
+  store:close()
+  return info, err
+end
+
+function storage.list(prefix, opts)
+  local store = open_store(false)
+  if not store then return { objects = {}, truncated = false } end
+  local result, err = store:list(prefix or "", opts)
+  store:close()
+  return errors.check(result, err)
+end
+
+function storage.read(target, max_bytes)
+  local store, key
+  if type(target) == "string" and target:match("^file://") then
+    local root, k = native.find(target)
+    errors.check(root, k)
+    store, key = native.open(root), k
+  else
+    store, key = open_store(false), target
+  end
+  if not store then errors.raise("not_found", "no object " .. target) end
+  local data, err = store:read(key, max_bytes)
+  store:close()
+  return errors.check(data, err)
+end
+
+-- What a plan has recorded as put in this run (url -> info).
+function storage._planned() return context.planned end
+
+return storage

@@ -1,0 +1,99 @@
+-- The test runner behind `navette test FILE...`: a test file registers
+-- cases with test(name, fn) and checks with the assertions below; the
+-- runner prints one line per case and "N passed, N failed".
+local term = require "navette.term"
+local errors = require "navette.errors"
+local core, sys, json = _navette.core, _navette.sys, _navette.json
+
+local testing = {}
+local cases = {}
+
+function testing.test(name, fn)
+  cases[#cases + 1] = { name = name, fn = fn }
+end
+
+local function fail(message, level)
+  error({ code = "assertion", message = message }, level or 3)
+end
+
+local function show(v)
+  if type(v) == "string" then return string.format("%q", v) end
+  if type(v) == "table" then
+    local ok, s = pcall(json.encode, v)
+    if ok then return s end
+  end
+  return tostring(v)
+end
+
+function testing.eq(actual, expected, what)
+  if actual ~= expected then
+    fail((what and (what .. ": ") or "") .. "expected " .. show(expected)
+         .. ", got " .. show(actual))
+  end
+end
+
+function testing.ok(value, what)
+  if not value then fail((what or "expected a true value") .. ", got "
+                         .. show(value)) end
+  return value
+end
+
+function testing.match(s, pattern, what)
+  if type(s) ~= "string" or not s:find(pattern) then
+    fail((what and (what .. ": ") or "") .. show(s) .. " does not match "
+         .. show(pattern))
+  end
+end
+
+-- Calls fn, which must raise; returns the error object.
+function testing.raises(fn, pattern)
+  local ok, e = core.pcall(fn)
+  if ok then fail("expected an error, none was raised") end
+  if pattern then
+    local message = type(e) == "table" and tostring(e.message) or tostring(e)
+    if not message:find(pattern) then
+      fail("error " .. show(message) .. " does not match " .. show(pattern))
+    end
+  end
+  return e
+end
+
+-- A fresh temporary folder, removed when the run ends.
+local temps = {}
+function testing.tmpdir()
+  local base = sys.getenv("TMPDIR") or "/tmp"
+  local dir = base .. "/navette-test-" .. sys.random_hex(8)
+  assert(sys.mkdir_p(dir, 448))
+  temps[#temps + 1] = dir
+  return dir
+end
+
+function testing.run_files(files)
+  local passed, failed = 0, 0
+  for _, file in ipairs(files) do
+    cases = {}
+    local env = setmetatable({ test = testing }, { __index = _G })
+    local chunk = errors.check(core.load_recipe(file, env, file))
+    local ok, e = core.pcall(chunk)
+    if not ok then
+      term.print("FAIL " .. file .. ": " .. tostring(e.message))
+      failed = failed + 1
+    end
+    for _, c in ipairs(cases) do
+      local cok, ce = core.pcall(c.fn)
+      if cok then
+        passed = passed + 1
+        term.print("ok   " .. c.name)
+      else
+        failed = failed + 1
+        term.print("FAIL " .. c.name .. ": " .. tostring(ce.message))
+      end
+    end
+  end
+  for _, d in ipairs(temps) do sys.remove_tree(d) end
+  temps = {}
+  term.print(passed .. " passed, " .. failed .. " failed")
+  return failed == 0 and 0 or 1
+end
+
+return testing
