@@ -226,7 +226,7 @@ int nv_queue_finish(nv_queue *q, const char *id, const char *state,
 			"UPDATE jobs SET state=?, failure_phase=?,"
 			" failure_reason=?, failure_hint=?, record_url=?,"
 			" updated=? WHERE id=?",
-			"ssssdss", state, failure_phase, failure_reason,
+			"sssssds", state, failure_phase, failure_reason,
 			failure_hint, record_url, now, id);
 	if (rc)
 		return rc;

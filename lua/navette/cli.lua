@@ -115,7 +115,7 @@ end
 -- ---- run / plan -----------------------------------------------------------
 
 local function print_phase(label, phase, at)
-  term.printf("  %-28s %-18s %s\n", label, phase, short_time(at))
+  term.printf("  %s%-18s %s\n", label, phase, short_time(at))
 end
 
 -- Follows jobs (ids) until all end; prints phases as they pass unless
@@ -133,10 +133,13 @@ local function follow(ids, quiet)
           if not seen[id][p.phase] then
             seen[id][p.phase] = true
             if not quiet then
-              local label = #ids > 1 and (v.name or id) or ""
+              local label = #ids > 1
+                            and string.format("%-24s ", v.name or id) or ""
               if p.phase == "succeeded" or p.phase == "failed" then
-                term.printf("  %-28s %-18s %s\n", label,
-                            term.state_style("stdout", p.phase),
+                -- pad before styling: escapes have no width
+                term.printf("  %s%s %s\n", label,
+                            term.state_style("stdout",
+                                             string.format("%-18s", p.phase)),
                             short_time(p.at))
               else
                 print_phase(label, p.phase, p.at)
@@ -148,8 +151,7 @@ local function follow(ids, quiet)
           done[id] = true
           remaining = remaining - 1
           if v.state == "cancelled" and not quiet then
-            term.printf("  %-28s %s\n", "", term.state_style("stdout",
-                                                             "cancelled"))
+            term.printf("  %s\n", term.state_style("stdout", "cancelled"))
           end
         end
       end
