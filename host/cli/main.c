@@ -13,8 +13,8 @@ int main(int argc, char **argv)
 	int status;
 
 	if (argc >= 2 && strcmp(argv[1], "agent") == 0) {
-		int quiet = argc >= 3 &&
-			    strcmp(argv[2], "--quiet-if-running") == 0;
+		int quiet =
+			argc >= 3 && strcmp(argv[2], "--quiet-if-running") == 0;
 		if (!(argc == 2 || (argc == 3 && quiet))) {
 			fprintf(stderr, "usage: navette agent\n");
 			return NAVETTE_USAGE;

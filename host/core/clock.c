@@ -28,4 +28,3 @@ void nv_iso8601(double t, char out[32])
 	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(out, 32, "%.19s.%03dZ", date, millis);
 }
-

@@ -27,9 +27,10 @@ int nv_mkdir_p(const char *path, int mode, nv_err *err)
 			continue;
 		*p = '\0';
 		if (mkdir(buf, (mode_t)mode) != 0 && errno != EEXIST)
-			return nv_err_set_errno(err, NV_EIO, errno,
-						"check the folder's permissions",
-						"cannot create %s", buf);
+			return nv_err_set_errno(
+				err, NV_EIO, errno,
+				"check the folder's permissions",
+				"cannot create %s", buf);
 		*p = '/';
 	}
 	if (mkdir(buf, (mode_t)mode) != 0 && errno != EEXIST)
@@ -142,10 +143,10 @@ static int remove_at(int parent, const char *name, nv_err *err, int depth)
 	if (depth > 256)
 		return nv_err_set(err, NV_EIO, NULL, "folder tree too deep");
 	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-		return errno == ENOENT ? 0
-				       : nv_err_set_errno(err, NV_EIO, errno,
-							  NULL, "cannot stat %s",
-							  name);
+		return errno == ENOENT
+			       ? 0
+			       : nv_err_set_errno(err, NV_EIO, errno, NULL,
+						  "cannot stat %s", name);
 	if (!S_ISDIR(st.st_mode)) {
 		if (unlinkat(parent, name, 0) != 0 && errno != ENOENT)
 			return nv_err_set_errno(err, NV_EIO, errno, NULL,

@@ -13,7 +13,7 @@
 
 #define JSON_MAX_BYTES ((size_t)64 * 1024 * 1024)
 #define JSON_MAX_DEPTH 64
-#define ARRAY_MT "navette.json.array"
+#define ARRAY_MT       "navette.json.array"
 
 /* Holds a cJSON tree during encoding so that an error raised by Lua in the
  * middle frees it (STYLE rule 4). */
@@ -151,6 +151,7 @@ static void encode_into(lua_State *L, int idx, int depth, cJSON *parent,
 	if (depth > JSON_MAX_DEPTH)
 		luaL_error(L, "json: nesting deeper than %d (a cycle?)",
 			   JSON_MAX_DEPTH);
+	luaL_checkstack(L, 8, "json: nesting too deep");
 	switch (lua_type(L, idx)) {
 	case LUA_TNIL: attach(L, parent, key, cJSON_CreateNull()); return;
 	case LUA_TBOOLEAN:
@@ -164,7 +165,8 @@ static void encode_into(lua_State *L, int idx, int depth, cJSON *parent,
 		return;
 	}
 	case LUA_TSTRING:
-		attach(L, parent, key, cJSON_CreateString(lua_tostring(L, idx)));
+		attach(L, parent, key,
+		       cJSON_CreateString(lua_tostring(L, idx)));
 		return;
 	case LUA_TTABLE: encode_table(L, idx, depth, parent, key); return;
 	case LUA_TLIGHTUSERDATA:

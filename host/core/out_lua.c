@@ -10,7 +10,7 @@ static int stream_arg(lua_State *L, int idx)
 {
 	static const char *const names[] = {"stdout", "stderr", NULL};
 	return luaL_checkoption(L, idx, "stdout", names) == 0 ? NV_OUT_STDOUT
-							       : NV_OUT_STDERR;
+							      : NV_OUT_STDERR;
 }
 
 /* out.write(stream, s...) */

@@ -20,12 +20,12 @@
 #include "core/nv_lua.h"
 #include "core/output.h"
 
-#define RUNTIME_KEY "navette.runtime"
-#define SANDBOX_LOADED_KEY "navette.sandbox.loaded"
-#define DEFAULT_MEMORY_LIMIT ((size_t)512 * 1024 * 1024)
+#define RUNTIME_KEY              "navette.runtime"
+#define SANDBOX_LOADED_KEY       "navette.sandbox.loaded"
+#define DEFAULT_MEMORY_LIMIT     ((size_t)512 * 1024 * 1024)
 #define DEFAULT_RECIPE_TIMEOUT_S 120.0
-#define HOOK_COUNT 100000
-#define MODULE_NAME_MAX 128
+#define HOOK_COUNT               100000
+#define MODULE_NAME_MAX          128
 
 const char *navette_version(void)
 {
@@ -55,8 +55,8 @@ static void *runtime_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 		rt->memory_used -= osize;
 		return NULL;
 	}
-	if (nsize > osize && rt->memory_used + (nsize - osize) >
-				     rt->memory_limit)
+	if (nsize > osize &&
+	    rt->memory_used + (nsize - osize) > rt->memory_limit)
 		return NULL;
 	void *p = realloc(ptr, nsize);
 	if (p)
@@ -72,10 +72,10 @@ static void runtime_hook(lua_State *L, lua_Debug *ar)
 	if (rt && rt->deadline > 0 && nv_now() > rt->deadline) {
 		rt->deadline = 0; /* let the error handler run */
 		luaL_error(L,
-			   "the recipe ran longer than %.0f s; check for an "
+			   "the recipe ran longer than %d s; check for an "
 			   "endless loop (NAVETTE_RECIPE_TIMEOUT raises the "
 			   "bound)",
-			   rt->recipe_timeout_s);
+			   (int)(rt->recipe_timeout_s + 0.5));
 	}
 }
 
@@ -149,7 +149,7 @@ void nv_plan_record(lua_State *L, const char *primitive, const char *action,
 	navette_runtime *rt = nv_runtime_of(L);
 
 	lua_rawgeti(L, LUA_REGISTRYINDEX, rt->plan_ref); // [plan]
-	lua_createtable(L, 0, 3);                         // [plan, entry]
+	lua_createtable(L, 0, 3);                        // [plan, entry]
 	lua_pushstring(L, primitive);
 	lua_setfield(L, -2, "primitive");
 	lua_pushstring(L, action);
@@ -255,16 +255,18 @@ static int library_searcher(lua_State *L)
 static int strict_index(lua_State *L)
 {
 	const char *name = lua_tostring(L, 2);
-	return luaL_error(L, "undeclared global '%s' (check the spelling, or "
-			     "require the module that defines it)",
+	return luaL_error(L,
+			  "undeclared global '%s' (check the spelling, or "
+			  "require the module that defines it)",
 			  name ? name : "?");
 }
 
 static int strict_newindex(lua_State *L)
 {
 	const char *name = lua_tostring(L, 2);
-	return luaL_error(L, "assignment to undeclared global '%s' (recipes "
-			     "declare variables with 'local')",
+	return luaL_error(L,
+			  "assignment to undeclared global '%s' (recipes "
+			  "declare variables with 'local')",
 			  name ? name : "?");
 }
 
@@ -298,8 +300,9 @@ static int sandbox_require(lua_State *L)
 		return 1;
 	}
 	if (!module_name_ok(name))
-		return luaL_error(L, "require '%s': module names are letters, "
-				     "digits, '_', '-' and '.'",
+		return luaL_error(L,
+				  "require '%s': module names are letters, "
+				  "digits, '_', '-' and '.'",
 				  name);
 	lua_getfield(L, LUA_REGISTRYINDEX, SANDBOX_LOADED_KEY); // [loaded]
 	lua_getfield(L, -1, name);
@@ -388,10 +391,11 @@ static void copy_library(lua_State *L, const char *lib)
 static int l_core_sandbox(lua_State *L)
 {
 	static const char *const base[] = {
-		"assert", "error", "ipairs", "next", "pairs", "pcall",
-		"rawequal", "rawget", "rawlen", "rawset", "select",
-		"setmetatable", "getmetatable", "tonumber", "tostring",
-		"type", "xpcall", "_VERSION", NULL};
+		"assert",       "error",    "ipairs",   "next",
+		"pairs",        "pcall",    "rawequal", "rawget",
+		"rawlen",       "rawset",   "select",   "setmetatable",
+		"getmetatable", "tonumber", "tostring", "type",
+		"xpcall",       "_VERSION", NULL};
 	static const char *const os_allowed[] = {"time", "clock", "date",
 						 "difftime", NULL};
 	navette_runtime *rt = nv_runtime_of(L);
@@ -584,35 +588,33 @@ int nv_core_versions(lua_State *L);
 
 int luaopen_navette_core(lua_State *L)
 {
-	static const luaL_Reg fns[] = {
-		{"sandbox", l_core_sandbox},
-		{"load_recipe", l_core_load_recipe},
-		{"call_bounded", l_core_call_bounded},
-		{"pcall", l_core_pcall},
-		{"set_plan", l_core_set_plan},
-		{"plan_mode", l_core_plan_mode},
-		{"plan", l_core_plan_record},
-		{"home", l_core_home},
-		{"version", l_core_version},
-		{"versions", nv_core_versions},
-		{"memory", l_core_memory},
-		{"set_limits", l_core_set_limits},
-		{NULL, NULL}};
+	static const luaL_Reg fns[] = {{"sandbox", l_core_sandbox},
+				       {"load_recipe", l_core_load_recipe},
+				       {"call_bounded", l_core_call_bounded},
+				       {"pcall", l_core_pcall},
+				       {"set_plan", l_core_set_plan},
+				       {"plan_mode", l_core_plan_mode},
+				       {"plan", l_core_plan_record},
+				       {"home", l_core_home},
+				       {"version", l_core_version},
+				       {"versions", nv_core_versions},
+				       {"memory", l_core_memory},
+				       {"set_limits", l_core_set_limits},
+				       {NULL, NULL}};
 	luaL_newlib(L, fns);
 	return 1;
 }
 
 void nv_open_natives(lua_State *L)
 {
-	static const luaL_Reg natives[] = {
-		{"core", luaopen_navette_core},
-		{"sys", luaopen_navette_sys},
-		{"json", luaopen_navette_json},
-		{"out", luaopen_navette_out},
-		{"git", luaopen_navette_git},
-		{"storage", luaopen_navette_storage},
-		{"jobs", luaopen_navette_jobs},
-		{NULL, NULL}};
+	static const luaL_Reg natives[] = {{"core", luaopen_navette_core},
+					   {"sys", luaopen_navette_sys},
+					   {"json", luaopen_navette_json},
+					   {"out", luaopen_navette_out},
+					   {"git", luaopen_navette_git},
+					   {"storage", luaopen_navette_storage},
+					   {"jobs", luaopen_navette_jobs},
+					   {NULL, NULL}};
 
 	lua_newtable(L); // [_navette]
 	for (const luaL_Reg *r = natives; r->name; r++) {

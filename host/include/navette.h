@@ -16,19 +16,19 @@ extern "C" {
 typedef struct navette_runtime navette_runtime;
 
 typedef struct navette_options {
-	const char *home;        /* NAVETTE_HOME; NULL: from env / default */
-	const char *lua_path;    /* load lua/ from this folder; NULL: embedded */
-	size_t memory_limit;     /* bytes for the Lua state; 0: default */
+	const char *home;     /* NAVETTE_HOME; NULL: from env / default */
+	const char *lua_path; /* load lua/ from this folder; NULL: embedded */
+	size_t memory_limit;  /* bytes for the Lua state; 0: default */
 	double recipe_timeout_s; /* run-time bound of a recipe; 0: default */
 } navette_options;
 
 /* Exit statuses of the CLI (README "Exit codes"). */
 enum navette_status {
 	NAVETTE_OK = 0,
-	NAVETTE_FAILED = 1,   /* the job failed or a check said no */
-	NAVETTE_USAGE = 2,    /* usage or recipe error */
-	NAVETTE_REFUSED = 3,  /* refused by a precondition or policy */
-	NAVETTE_SERVICE = 4   /* a service or backend unreachable or refusing */
+	NAVETTE_FAILED = 1,  /* the job failed or a check said no */
+	NAVETTE_USAGE = 2,   /* usage or recipe error */
+	NAVETTE_REFUSED = 3, /* refused by a precondition or policy */
+	NAVETTE_SERVICE = 4  /* a service or backend unreachable or refusing */
 };
 
 const char *navette_version(void);

@@ -37,13 +37,13 @@
 #include "storage/filestore.h"
 
 #define AGENT_SLOTS_DEFAULT 4
-#define AGENT_IDLE_DEFAULT 30.0
-#define AGENT_POLL_NS 100000000L
-#define KILL_GRACE_S 5.0
-#define STATUS_MAX 65536
-#define RECORD_MAX ((size_t)4 * 1024 * 1024)
-#define LOG_MAX_DEFAULT ((long long)64 * 1024 * 1024)
-#define PATH_CAP 4200
+#define AGENT_IDLE_DEFAULT  30.0
+#define AGENT_POLL_NS       100000000L
+#define KILL_GRACE_S        5.0
+#define STATUS_MAX          65536
+#define RECORD_MAX          ((size_t)4 * 1024 * 1024)
+#define LOG_MAX_DEFAULT     ((long long)64 * 1024 * 1024)
+#define PATH_CAP            4200
 
 enum kill_reason { KILL_NONE, KILL_CANCEL, KILL_TIMEOUT };
 
@@ -384,7 +384,8 @@ static nv_filestore *open_output_store(const cJSON *spec, nv_err *err)
 	char path[PATH_CAP];
 
 	if (!root) {
-		nv_err_set(err, NV_EINVAL, NULL, "job spec has no output store");
+		nv_err_set(err, NV_EINVAL, NULL,
+			   "job spec has no output store");
 		return NULL;
 	}
 	if (nv_filestore_path_from_url(path, sizeof(path), root, err) != 0)
@@ -470,8 +471,8 @@ static void finalize(agent *a, job *j, outcome *o)
 		const cJSON *success = ofield(spec, "success");
 		const cJSON *failure = ofield(spec, "failure_condition");
 		const cJSON *req = success ? ofield(success, "outputs") : NULL;
-		const cJSON *pats = failure ? ofield(failure, "log_patterns")
-					    : NULL;
+		const cJSON *pats =
+			failure ? ofield(failure, "log_patterns") : NULL;
 		const char *fhint = failure ? sfield(failure, "hint") : NULL;
 		const cJSON *it;
 
@@ -530,8 +531,8 @@ static void finalize(agent *a, job *j, outcome *o)
 			qsort(files.paths, files.count, sizeof(char *),
 			      cmp_str);
 		}
-		for (size_t i = 0; strcmp(o->state, "succeeded") == 0 &&
-				   i < files.count;
+		for (size_t i = 0;
+		     strcmp(o->state, "succeeded") == 0 && i < files.count;
 		     i++) {
 			char key[NV_FILESTORE_KEY_MAX + 64];
 			char src[PATH_CAP];
@@ -579,8 +580,8 @@ static void finalize(agent *a, job *j, outcome *o)
 					 files.paths[i]);
 				nv_filestore_delete(store, key, &err);
 			}
-			cJSON_Delete(cJSON_DetachItemFromObject(record,
-								"outputs"));
+			cJSON_Delete(
+				cJSON_DetachItemFromObject(record, "outputs"));
 			cJSON_AddArrayToObject(record, "outputs");
 		} else {
 			phase(a, j, "outputs_published");
@@ -592,26 +593,40 @@ static void finalize(agent *a, job *j, outcome *o)
 	if (store) {
 		const cJSON *logs = ofield(spec, "logs");
 		const cJSON *maxb = logs ? ofield(logs, "max_bytes") : NULL;
-		long long max_bytes = cJSON_IsNumber(maxb) && maxb->valuedouble > 0
-					      ? (long long)maxb->valuedouble
-					      : LOG_MAX_DEFAULT;
+		long long max_bytes =
+			cJSON_IsNumber(maxb) && maxb->valuedouble > 0
+				? (long long)maxb->valuedouble
+				: LOG_MAX_DEFAULT;
 		if (publish_log(store, prefix, logpath, max_bytes, record_log,
 				&err) != 0)
 			fail(o, "failed", "outputs_published",
 			     "check the store's rights and free space",
 			     "cannot publish the log: %s", err.message);
 	}
-	phase(a, j, strcmp(o->state, "succeeded") == 0 ? "succeeded"
-						      : "failed");
+	phase(a, j,
+	      strcmp(o->state, "succeeded") == 0 ? "succeeded" : "failed");
 
 	/* Build the record from the spec and the queue's phase timeline. */
 	{
-		static const char *const copied[] = {
-			"id", "name", "project", "profile", "commit",
-			"commit_time", "dirty", "repository", "image",
-			"inputs", "command", "env", "resources", "success",
-			"failure_condition", "submitted_by", "submitted_at",
-			"backend", NULL};
+		static const char *const copied[] = {"id",
+						     "name",
+						     "project",
+						     "profile",
+						     "commit",
+						     "commit_time",
+						     "dirty",
+						     "repository",
+						     "image",
+						     "inputs",
+						     "command",
+						     "env",
+						     "resources",
+						     "success",
+						     "failure_condition",
+						     "submitted_by",
+						     "submitted_at",
+						     "backend",
+						     NULL};
 		char *json = NULL;
 		cJSON *row = NULL;
 		cJSON_AddNumberToObject(record, "navette_run_record", 1);
@@ -821,8 +836,8 @@ static int start(agent *a, job *j, outcome *o)
 		return -1;
 	}
 	job_path(j, "launcher.sh", path, sizeof(path));
-	int rc = nv_write_file_atomic(path, script.data, script.len, 0700,
-				      &err);
+	int rc =
+		nv_write_file_atomic(path, script.data, script.len, 0700, &err);
 	nv_buf_free(&script);
 	if (rc) {
 		fail(o, "failed", "data_ready", "check NAVETTE_HOME", "%s",
@@ -841,8 +856,8 @@ static int start(agent *a, job *j, outcome *o)
 		/* The launcher gets its own process group (cancel kills the
 		 * whole group) and a small, known environment: nothing of
 		 * the shell that started the agent leaks into the job. */
-		const char *keep[] = {"PATH", "HOME", "USER", "LOGNAME",
-				      "TMPDIR", "LANG", "TZ", NULL};
+		const char *keep[] = {"PATH",   "HOME", "USER", "LOGNAME",
+				      "TMPDIR", "LANG", "TZ",   NULL};
 		char *envp[16];
 		int n = 0;
 		static char store[8][PATH_CAP];
@@ -1087,7 +1102,8 @@ int nv_agent_run(const char *home, nv_err *err)
 		return err->code;
 	lockfd = lock_open(home);
 	if (lockfd < 0)
-		return nv_err_set_errno(err, NV_EIO, errno, "check NAVETTE_HOME",
+		return nv_err_set_errno(err, NV_EIO, errno,
+					"check NAVETTE_HOME",
 					"cannot open the agent lock");
 	if (flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
 		close(lockfd);

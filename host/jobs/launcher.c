@@ -4,8 +4,8 @@
 
 #include <string.h>
 
-static const char *const reserved_env[] = {"PATH", "HOME", "IFS", "PS4",
-					    "ENV", "SHELL", "USER", NULL};
+static const char *const reserved_env[] = {"PATH", "HOME",  "IFS",  "PS4",
+					   "ENV",  "SHELL", "USER", NULL};
 
 int nv_launcher_env_name_ok(const char *name)
 {
@@ -39,7 +39,8 @@ int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err)
 	const char *id = string_field(spec, "id");
 	const char *commit = string_field(spec, "commit");
 	const char *project = string_field(spec, "project");
-	const cJSON *command = cJSON_GetObjectItemCaseSensitive(spec, "command");
+	const cJSON *command =
+		cJSON_GetObjectItemCaseSensitive(spec, "command");
 	const cJSON *env = cJSON_GetObjectItemCaseSensitive(spec, "env");
 	const cJSON *item;
 
@@ -52,32 +53,32 @@ int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err)
 				  "\"run.sh\" }",
 				  "job %s has no command", id);
 
-	nv_buf_printf(out,
-		      "#!/bin/sh\n"
-		      "# navette launcher for job %s (generated; `navette plan` "
-		      "shows it).\n"
-		      "# Needs only sh: reports phases, runs the command in the "
-		      "workspace,\n"
-		      "# keeps its log, records the exit status.\n"
-		      "set -u\n"
-		      ": \"${NAVETTE_JOB_DIR:?the backend sets "
-		      "NAVETTE_JOB_DIR}\"\n",
-		      id);
+	nv_buf_printf(
+		out,
+		"#!/bin/sh\n"
+		"# navette launcher for job %s (generated; `navette plan` "
+		"shows it).\n"
+		"# Needs only sh: reports phases, runs the command in the "
+		"workspace,\n"
+		"# keeps its log, records the exit status.\n"
+		"set -u\n"
+		": \"${NAVETTE_JOB_DIR:?the backend sets "
+		"NAVETTE_JOB_DIR}\"\n",
+		id);
 	nv_buf_puts(out, "NAVETTE_JOB_ID=");
 	nv_buf_sh_quote(out, id);
 	nv_buf_puts(out, "\nNAVETTE_COMMIT=");
 	nv_buf_sh_quote(out, commit);
 	nv_buf_puts(out, "\nNAVETTE_PROJECT=");
 	nv_buf_sh_quote(out, project);
-	nv_buf_puts(out,
-		    "\n"
-		    "NAVETTE_WORKSPACE=\"$NAVETTE_JOB_DIR/workspace\"\n"
-		    "NAVETTE_INPUTS=\"$NAVETTE_JOB_DIR/inputs\"\n"
-		    "NAVETTE_OUTPUTS=\"$NAVETTE_JOB_DIR/outputs\"\n"
-		    "NAVETTE_LOG=\"$NAVETTE_JOB_DIR/log\"\n"
-		    "NAVETTE_STATUS=\"$NAVETTE_JOB_DIR/status\"\n"
-		    "export NAVETTE_JOB_ID NAVETTE_COMMIT NAVETTE_PROJECT "
-		    "NAVETTE_WORKSPACE NAVETTE_INPUTS NAVETTE_OUTPUTS\n");
+	nv_buf_puts(out, "\n"
+			 "NAVETTE_WORKSPACE=\"$NAVETTE_JOB_DIR/workspace\"\n"
+			 "NAVETTE_INPUTS=\"$NAVETTE_JOB_DIR/inputs\"\n"
+			 "NAVETTE_OUTPUTS=\"$NAVETTE_JOB_DIR/outputs\"\n"
+			 "NAVETTE_LOG=\"$NAVETTE_JOB_DIR/log\"\n"
+			 "NAVETTE_STATUS=\"$NAVETTE_JOB_DIR/status\"\n"
+			 "export NAVETTE_JOB_ID NAVETTE_COMMIT NAVETTE_PROJECT "
+			 "NAVETTE_WORKSPACE NAVETTE_INPUTS NAVETTE_OUTPUTS\n");
 	if (cJSON_IsObject(env) && env->child) {
 		nv_buf_puts(out, "# the job's environment, as declared "
 				 "(never a secret)\n");
@@ -101,13 +102,14 @@ int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err)
 			nv_buf_printf(out, "; export %s\n", item->string);
 		}
 	}
-	nv_buf_puts(out,
-		    "report() { printf '%s\\n' \"$1\" >> \"$NAVETTE_STATUS\"; }\n"
-		    "cd \"$NAVETTE_WORKSPACE\" || { report 'exit 127'; exit "
-		    "127; }\n"
-		    "report running\n"
-		    ": >> \"$NAVETTE_LOG\"\n"
-		    "report logs_visible\n");
+	nv_buf_puts(
+		out,
+		"report() { printf '%s\\n' \"$1\" >> \"$NAVETTE_STATUS\"; }\n"
+		"cd \"$NAVETTE_WORKSPACE\" || { report 'exit 127'; exit "
+		"127; }\n"
+		"report running\n"
+		": >> \"$NAVETTE_LOG\"\n"
+		"report logs_visible\n");
 	cJSON_ArrayForEach(item, command)
 	{
 		if (!cJSON_IsString(item))

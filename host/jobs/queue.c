@@ -62,8 +62,8 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 		return rc;
 	}
 	sqlite3_busy_timeout(q->db, 10000);
-	if (sqlite3_exec(q->db, "PRAGMA journal_mode=WAL;", NULL, NULL,
-			 NULL) != SQLITE_OK ||
+	if (sqlite3_exec(q->db, "PRAGMA journal_mode=WAL;", NULL, NULL, NULL) !=
+		    SQLITE_OK ||
 	    sqlite3_exec(q->db, "PRAGMA synchronous=NORMAL;", NULL, NULL,
 			 NULL) != SQLITE_OK ||
 	    sqlite3_exec(q->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
@@ -106,7 +106,9 @@ static int exec_bound(nv_queue *q, nv_err *err, const char *sql,
 				sqlite3_bind_null(st, i + 1);
 			break;
 		}
-		case 'd': sqlite3_bind_double(st, i + 1, va_arg(ap, double)); break;
+		case 'd':
+			sqlite3_bind_double(st, i + 1, va_arg(ap, double));
+			break;
 		case 'i': sqlite3_bind_int(st, i + 1, va_arg(ap, int)); break;
 		case 'l':
 			sqlite3_bind_int64(st, i + 1,
@@ -126,28 +128,28 @@ static int exec_bound(nv_queue *q, nv_err *err, const char *sql,
 }
 
 int nv_queue_insert(nv_queue *q, const char *id, const char *project,
-		    const char *profile, const char *name, const char *spec_json,
-		    double at, nv_err *err)
+		    const char *profile, const char *name,
+		    const char *spec_json, double at, nv_err *err)
 {
 	int rc = exec_bound(q, err,
 			    "INSERT INTO jobs(id, project, profile, name, spec,"
 			    " state, phase, created, updated)"
 			    " VALUES(?,?,?,?,?,'queued','submitted',?,?)",
-			    "sssssdd", id, project, profile, name, spec_json, at,
-			    at);
+			    "sssssdd", id, project, profile, name, spec_json,
+			    at, at);
 	if (rc)
 		return rc;
-	return exec_bound(q, err,
-			  "INSERT OR IGNORE INTO phases VALUES(?,'submitted',?)",
-			  "sd", id, at);
+	return exec_bound(
+		q, err, "INSERT OR IGNORE INTO phases VALUES(?,'submitted',?)",
+		"sd", id, at);
 }
 
 int nv_queue_phase(nv_queue *q, const char *id, const char *phase, double at,
 		   nv_err *err)
 {
-	int rc = exec_bound(q, err,
-			    "INSERT OR IGNORE INTO phases VALUES(?,?,?)", "ssd",
-			    id, phase, at);
+	int rc =
+		exec_bound(q, err, "INSERT OR IGNORE INTO phases VALUES(?,?,?)",
+			   "ssd", id, phase, at);
 	if (rc)
 		return rc;
 	return exec_bound(q, err,
@@ -210,8 +212,8 @@ rollback:
 
 int nv_queue_set_pid(nv_queue *q, const char *id, long pid, nv_err *err)
 {
-	return exec_bound(q, err, "UPDATE jobs SET pid=? WHERE id=?", "ls",
-			  pid, id);
+	return exec_bound(q, err, "UPDATE jobs SET pid=? WHERE id=?", "ls", pid,
+			  id);
 }
 
 int nv_queue_finish(nv_queue *q, const char *id, const char *state,
@@ -279,8 +281,7 @@ static int resolve_id(nv_queue *q, const char *id, char *out, nv_err *err)
 	return 0;
 }
 
-int nv_queue_cancel(nv_queue *q, const char *id, char *state_out,
-		    nv_err *err)
+int nv_queue_cancel(nv_queue *q, const char *id, char *state_out, nv_err *err)
 {
 	char full[65];
 	int rc = resolve_id(q, id, full, err);
@@ -317,7 +318,7 @@ int nv_queue_cancel(nv_queue *q, const char *id, char *state_out,
 		const char *s = (const char *)sqlite3_column_text(st, 0);
 		snprintf(state_out, 16, "%s",
 			 s && strcmp(s, "running") == 0 ? "cancelling"
-							 : (s ? s : "?"));
+							: (s ? s : "?"));
 	}
 	sqlite3_finalize(st);
 	return 0;
@@ -399,8 +400,9 @@ static cJSON *row_to_json(nv_queue *q, sqlite3_stmt *st, int with_spec)
 			       "SELECT phase, at FROM phases WHERE job_id=?"
 			       " ORDER BY at, rowid",
 			       -1, &ph, NULL) == SQLITE_OK) {
-		sqlite3_bind_text(ph, 1, (const char *)sqlite3_column_text(st, 0),
-				  -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(ph, 1,
+				  (const char *)sqlite3_column_text(st, 0), -1,
+				  SQLITE_TRANSIENT);
 		while (sqlite3_step(ph) == SQLITE_ROW) {
 			cJSON *p = cJSON_CreateObject();
 			add_text(p, "phase", ph, 0);
@@ -413,8 +415,7 @@ static cJSON *row_to_json(nv_queue *q, sqlite3_stmt *st, int with_spec)
 	return o;
 }
 
-int nv_queue_get_json(nv_queue *q, const char *id, char **json_out,
-		      nv_err *err)
+int nv_queue_get_json(nv_queue *q, const char *id, char **json_out, nv_err *err)
 {
 	char full[65];
 	char sql[512];
@@ -489,8 +490,8 @@ int nv_queue_active(nv_queue *q, int *queued, int *running, nv_err *err)
 }
 
 int nv_queue_each_running(nv_queue *q,
-			  void (*fn)(const char *id, const char *spec,
-				     long pid, void *payload),
+			  void (*fn)(const char *id, const char *spec, long pid,
+				     void *payload),
 			  void *payload, nv_err *err)
 {
 	sqlite3_stmt *st = NULL;

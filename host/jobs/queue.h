@@ -15,8 +15,8 @@ void nv_queue_close(nv_queue *q);
 /* Inserts a new job in state "queued", phase "submitted". A duplicate id
  * is NV_EREFUSED (the caller draws a new id). */
 int nv_queue_insert(nv_queue *q, const char *id, const char *project,
-		    const char *profile, const char *name, const char *spec_json,
-		    double at, nv_err *err);
+		    const char *profile, const char *name,
+		    const char *spec_json, double at, nv_err *err);
 
 /* Records a phase (idempotent) and makes it the job's current phase. */
 int nv_queue_phase(nv_queue *q, const char *id, const char *phase, double at,
@@ -38,8 +38,7 @@ int nv_queue_finish(nv_queue *q, const char *id, const char *state,
 /* Asks for a cancel. A queued job is cancelled at once (*state_out gets
  * "cancelled"); a running one is flagged for the agent ("cancelling"); a
  * finished one is left alone (its state is returned). state_out: 16 bytes.*/
-int nv_queue_cancel(nv_queue *q, const char *id, char *state_out,
-		    nv_err *err);
+int nv_queue_cancel(nv_queue *q, const char *id, char *state_out, nv_err *err);
 
 /* Whether a cancel was asked for a running job. */
 int nv_queue_cancel_requested(nv_queue *q, const char *id, int *requested,
@@ -60,8 +59,8 @@ int nv_queue_active(nv_queue *q, int *queued, int *running, nv_err *err);
 
 /* Calls fn for each job in state "running" (agent restart: adoption). */
 int nv_queue_each_running(nv_queue *q,
-			  void (*fn)(const char *id, const char *spec,
-				     long pid, void *payload),
+			  void (*fn)(const char *id, const char *spec, long pid,
+				     void *payload),
 			  void *payload, nv_err *err);
 
 #endif

@@ -60,7 +60,13 @@ function errors.from(caught)
     return errors.new(caught.code or "recipe", tostring(caught.message),
                       caught.hint)
   end
-  return errors.new("recipe", tostring(caught), nil)
+  local message = tostring(caught)
+  if message:find("not enough memory", 1, true) then
+    return errors.new("recipe", "the recipe ran out of memory",
+                      "it used more than the memory limit; "
+                      .. "NAVETTE_MEMORY_LIMIT (bytes) raises it")
+  end
+  return errors.new("recipe", message, nil)
 end
 
 return errors

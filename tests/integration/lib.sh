@@ -1,0 +1,336 @@
+# Shared helpers of navette's integration tests. Source it first:
+#
+#   . "$(dirname "$0")/lib.sh"
+#
+# Needs NAVETTE (the navette binary) and NAVETTE_SOURCE (the repository
+# root); ctest sets both. Every test file gets a fresh NAVETTE_HOME, an
+# isolated git configuration and HOME, and a cleanup that waits for the
+# agent to let go of the home before removing it.
+set -u
+
+: "${NAVETTE:?set NAVETTE to the navette binary}"
+: "${NAVETTE_SOURCE:?set NAVETTE_SOURCE to the repository root}"
+case $NAVETTE in /*) ;; *) NAVETTE=$PWD/$NAVETTE ;; esac
+export NAVETTE NAVETTE_SOURCE
+
+if [ ! -x "$NAVETTE" ]; then
+	echo "FAIL: NAVETTE=$NAVETTE is not an executable" >&2
+	exit 1
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/navette-it.XXXXXX")
+T=$(cd "$T" && pwd -P)
+NAVETTE_HOME=$T/navette-home
+mkdir -p "$NAVETTE_HOME" "$T/home"
+export NAVETTE_HOME
+export NAVETTE_AGENT_IDLE=2
+export NO_COLOR=1
+unset NAVETTE_DEBUG NAVETTE_BIN NAVETTE_LUA_PATH CLICOLOR_FORCE FORCE_COLOR
+
+# git (and libgit2) see only our configuration, whoever runs the test.
+export HOME=$T/home
+export GIT_CONFIG_NOSYSTEM=1
+export GIT_CONFIG_GLOBAL=$T/home/.gitconfig
+export XDG_CONFIG_HOME=$T/home/.config
+unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_CEILING_DIRECTORIES
+cat >"$GIT_CONFIG_GLOBAL" <<'EOF'
+[user]
+	name = t
+	email = t@t
+[init]
+	defaultBranch = main
+[safe]
+	directory = *
+[commit]
+	gpgsign = false
+EOF
+
+PASSED=0
+FAILED=0
+TEST_NAME=$(basename "$0" .sh)
+# What the last nv call printed and returned.
+OUT=
+ERR=
+RC=
+
+_cleanup() {
+	local status=$? i=0
+	# Let the agent finish and release the home (bounded).
+	if [ -e "$NAVETTE_HOME/agent.lock" ]; then
+		while ! flock -n "$NAVETTE_HOME/agent.lock" true 2>/dev/null; do
+			i=$((i + 1))
+			if [ "$i" -gt 200 ]; then
+				echo "warning: the agent still holds" \
+				     "$NAVETTE_HOME/agent.lock after 20 s" >&2
+				break
+			fi
+			sleep 0.1
+		done
+	fi
+	if [ -n "${NAVETTE_KEEP_TEST_DIR:-}" ]; then
+		echo "kept $T" >&2
+	else
+		rm -rf "$T"
+	fi
+	exit "$status"
+}
+trap _cleanup EXIT
+
+# ---- running navette ------------------------------------------------------
+
+# nv ARGS...: runs navette, keeps stdout in OUT, stderr in ERR, status in RC.
+nv() {
+	local o=$T/.out e=$T/.err
+	"$NAVETTE" "$@" >"$o" 2>"$e"
+	RC=$?
+	OUT=$(cat "$o")
+	ERR=$(cat "$e")
+	LAST_CMD="navette $*"
+	return 0
+}
+
+# nv_in DIR ARGS...: nv from DIR.
+nv_in() {
+	local dir=$1
+	shift
+	local o=$T/.out e=$T/.err
+	(cd "$dir" && "$NAVETTE" "$@") >"$o" 2>"$e"
+	RC=$?
+	OUT=$(cat "$o")
+	ERR=$(cat "$e")
+	LAST_CMD="(in $dir) navette $*"
+	return 0
+}
+LAST_CMD=
+
+# ---- assertions -------------------------------------------------------------
+
+_show_last() {
+	[ -n "$LAST_CMD" ] || return 0
+	{
+		echo "  last command: $LAST_CMD (exit $RC)"
+		echo "  --- stdout"
+		printf '%s\n' "$OUT" | sed 's/^/  | /'
+		echo "  --- stderr"
+		printf '%s\n' "$ERR" | sed 's/^/  | /'
+	} >&2
+}
+
+pass() {
+	PASSED=$((PASSED + 1))
+	echo "ok: $1"
+}
+
+fail() {
+	FAILED=$((FAILED + 1))
+	echo "FAIL: $1" >&2
+	_show_last
+}
+
+# check_eq WHAT GOT EXPECTED
+check_eq() {
+	if [ "$2" = "$3" ]; then
+		pass "$1"
+	else
+		fail "$1 (got '$2', expected '$3')"
+	fi
+}
+
+# check_ne WHAT GOT UNEXPECTED
+check_ne() {
+	if [ "$2" != "$3" ]; then
+		pass "$1"
+	else
+		fail "$1 (got '$2', expected anything else)"
+	fi
+}
+
+# check_rc WHAT EXPECTED: the status of the last nv call.
+check_rc() {
+	if [ "$RC" = "$2" ]; then
+		pass "$1"
+	else
+		fail "$1 (got exit status $RC, expected $2)"
+	fi
+}
+
+# check_match WHAT TEXT ERE: TEXT holds a line matching the extended regex.
+check_match() {
+	if printf '%s\n' "$2" | grep -Eq -- "$3"; then
+		pass "$1"
+	else
+		fail "$1 (got no line matching /$3/ in: $(printf '%s' "$2" |
+			head -c 600))"
+	fi
+}
+
+# check_no_match WHAT TEXT ERE
+check_no_match() {
+	if printf '%s\n' "$2" | grep -Eq -- "$3"; then
+		fail "$1 (got a line matching /$3/, expected none: $(
+			printf '%s\n' "$2" | grep -E -- "$3" | head -3))"
+	else
+		pass "$1"
+	fi
+}
+
+# check_contains WHAT TEXT FIXED_STRING
+check_contains() {
+	case $2 in
+	*"$3"*) pass "$1" ;;
+	*) fail "$1 (got '$(printf '%s' "$2" | head -c 600)', expected it to \
+contain '$3')" ;;
+	esac
+}
+
+# check_file WHAT PATH: PATH is a regular file.
+check_file() {
+	if [ -f "$2" ]; then
+		pass "$1"
+	else
+		fail "$1 (got no file at $2, expected one)"
+	fi
+}
+
+# check_absent WHAT PATH: nothing at PATH.
+check_absent() {
+	if [ -e "$2" ] || [ -L "$2" ]; then
+		fail "$1 (got something at $2, expected nothing: $(ls -la "$2" 2>&1 |
+			head -5))"
+	else
+		pass "$1"
+	fi
+}
+
+# check_true WHAT COMMAND...: COMMAND succeeds.
+check_true() {
+	local what=$1
+	shift
+	if "$@"; then
+		pass "$what"
+	else
+		fail "$what (got a failing '$*', expected success)"
+	fi
+}
+
+# finish: prints the counts; the script's status says whether all passed.
+finish() {
+	echo "$TEST_NAME: $PASSED passed, $FAILED failed"
+	if [ "$FAILED" -gt 0 ] || [ "$PASSED" -eq 0 ]; then
+		exit 1
+	fi
+	exit 0
+}
+
+# ---- JSON -----------------------------------------------------------------
+
+# json EXPR: evaluates the Python expression EXPR with `d` bound to the JSON
+# document read from stdin; prints str() of the result ("null" for None,
+# "true"/"false" for booleans, JSON for lists and objects). Fails on
+# malformed JSON or a failing expression.
+json() {
+	python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+v = eval(sys.argv[1], {"d": d, "json": json, "re": __import__("re")})
+if v is None: print("null")
+elif isinstance(v, bool): print("true" if v else "false")
+elif isinstance(v, (list, dict)): print(json.dumps(v, sort_keys=True))
+else: print(v)
+' "$1"
+}
+
+# ---- repositories -----------------------------------------------------------
+
+# new_repo NAME: creates an empty git repository $T/NAME (with a navette.lua
+# naming the project NAME-proj unless NO_PROJECT_FILE=1) and prints its path.
+new_repo() {
+	local dir=$T/$1
+	mkdir -p "$dir"
+	git -C "$dir" init -q || return 1
+	if [ -z "${NO_PROJECT_FILE:-}" ]; then
+		printf 'return { name = "%s" }\n' "$1" >"$dir/navette.lua"
+	fi
+	printf '%s\n' "$dir"
+}
+
+# commit_all REPO [MESSAGE]: commits everything in REPO; prints HEAD.
+commit_all() {
+	git -C "$1" add -A &&
+		git -C "$1" -c user.name=t -c user.email=t@t commit -q \
+			--no-verify -m "${2:-test}" >/dev/null &&
+		git -C "$1" rev-parse HEAD
+}
+
+# put_file REPO PATH: writes stdin into REPO/PATH.
+put_file() {
+	mkdir -p "$(dirname "$1/$2")"
+	cat >"$1/$2"
+}
+
+# sha256 FILE
+sha256() {
+	if command -v sha256sum >/dev/null 2>&1; then
+		sha256sum "$1" | cut -d' ' -f1
+	else
+		shasum -a 256 "$1" | cut -d' ' -f1
+	fi
+}
+
+# ---- jobs -------------------------------------------------------------------
+
+# submitted_id: the job id printed by the last `navette run` (OUT).
+submitted_id() {
+	printf '%s\n' "$OUT" | sed -n 's/^job .* submitted: \([^ ]*\)$/\1/p' |
+		head -1
+}
+
+# job_state ID: prints the state from `navette status ID --json` (or "?").
+job_state() {
+	"$NAVETTE" status "$1" --json 2>/dev/null | json 'd["state"]' \
+		2>/dev/null || echo "?"
+}
+
+# wait_state JOB STATE_REGEX TIMEOUT: polls `navette status JOB --json`
+# until the state matches ^(STATE_REGEX)$; returns 1 after TIMEOUT seconds.
+# Leaves the last state seen in STATE.
+STATE=
+wait_state() {
+	local id=$1 want=$2 deadline=$(($(date +%s) + $3))
+	while :; do
+		STATE=$(job_state "$id")
+		if printf '%s\n' "$STATE" | grep -Eqx -- "$want"; then
+			return 0
+		fi
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# check_state WHAT JOB STATE_REGEX TIMEOUT
+check_state() {
+	if wait_state "$2" "$3" "$4"; then
+		pass "$1"
+	else
+		LAST_CMD=
+		fail "$1 (got state '$STATE' after $4 s, expected /$3/)"
+		"$NAVETTE" status "$2" 2>&1 | sed 's/^/  | /' >&2
+	fi
+}
+
+# wait_for TIMEOUT COMMAND...: polls COMMAND until it succeeds.
+wait_for() {
+	local deadline=$(($(date +%s) + $1))
+	shift
+	while ! "$@"; do
+		[ "$(date +%s)" -lt "$deadline" ] || return 1
+		sleep 0.2
+	done
+}
+
+# store_dir PROJECT ID: the folder of a job's outputs in the default store.
+store_dir() {
+	printf '%s/store/%s/%s\n' "$NAVETTE_HOME" "$1" "$2"
+}

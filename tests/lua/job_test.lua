@@ -1,0 +1,103 @@
+-- navette.job validation and job ids.
+local t = test
+local job = require "navette.job"
+
+local function valid(extra)
+  local spec = { name = "train", command = { "python", "train.py" } }
+  for k, v in pairs(extra or {}) do spec[k] = v end
+  return spec
+end
+
+t.test("a minimal job gets its defaults", function()
+  local j = job.validate(valid())
+  t.eq(j.code, "HEAD", "code")
+  t.eq(j.outputs, "{project}/{id}/", "outputs")
+  t.eq(j.success.exit_codes[1], 0, "exit code")
+  t.eq(#j.success.outputs, 0, "required outputs")
+  t.eq(j.image, nil, "image")
+end)
+
+t.test("an unknown key is named, with a suggestion", function()
+  t.raises(function() job.validate(valid({ comand = { "x" } })) end,
+           "unknown key 'comand' in navette.job %(did you mean 'command'%?%)")
+end)
+
+t.test("missing required fields are named", function()
+  t.raises(function() job.validate({ command = { "x" } }) end,
+           "'name' is required")
+  t.raises(function() job.validate({ name = "a" }) end,
+           "'command' is required")
+end)
+
+t.test("wrong types are named", function()
+  t.raises(function() job.validate(valid({ command = "echo hi" })) end,
+           "'command' must be a table, got a string")
+  t.raises(function() job.validate(valid({ name = 3 })) end,
+           "'name' must be a string, got a number")
+  t.raises(function() job.validate(valid({ command = { "a", 2 } })) end,
+           "'command%[2%]' must be a string")
+  t.raises(function() job.validate(valid({ resources = { cpus = "two" } }))
+           end, "resources.cpus")
+  t.raises(function() job.validate(valid({ resources = { gpu = 1 } })) end,
+           "unknown key 'gpu' in resources %(did you mean 'gpus'%?%)")
+end)
+
+t.test("output prefixes cannot escape", function()
+  for _, bad in ipairs({ "../escape/", "a/../../b/", "/abs/", "a//b/",
+                         "./x/", "a\\b/" }) do
+    t.raises(function() job.validate(valid({ outputs = bad })) end,
+             "outputs")
+  end
+  t.raises(function()
+    job.validate(valid({ success = { outputs = { "../x.txt" } } }))
+  end, "success.outputs")
+  t.eq(job.validate(valid({ outputs = "results/{id}" })).outputs,
+       "results/{id}/")
+end)
+
+t.test("env names reserved by navette are refused", function()
+  for _, name in ipairs({ "NAVETTE_JOB_ID", "PATH", "HOME", "1X", "A-B" }) do
+    t.raises(function() job.validate(valid({ env = { [name] = "v" } })) end,
+             "env name")
+  end
+  local j = job.validate(valid({ env = { EPOCHS = 3, DEBUG = true } }))
+  t.eq(j.env.EPOCHS, "3")
+  t.eq(j.env.DEBUG, "true")
+end)
+
+t.test("durations and sizes are parsed", function()
+  local j = job.validate(valid({ resources = { time_limit = "30m",
+                                               memory = "2GiB" } }))
+  t.eq(j.resources.time_limit, 1800)
+  t.eq(j.resources.memory, 2 * 1024 * 1024 * 1024)
+  t.raises(function()
+    job.validate(valid({ resources = { time_limit = "soon" } }))
+  end, "time_limit")
+  t.raises(function()
+    job.validate(valid({ resources = { memory = "lots" } }))
+  end, "memory")
+end)
+
+t.test("inputs must be storage URLs", function()
+  t.raises(function()
+    job.validate(valid({ inputs = { data = "/etc/passwd" } }))
+  end, "not a storage URL")
+  t.raises(function() job.validate(valid({ inputs = { [".x"] = "s3://b/k" } }))
+  end, "input names")
+  local j = job.validate(valid({ inputs = { d = { url = "file:///s/k" } } }))
+  t.eq(j.inputs.d, "file:///s/k")
+end)
+
+t.test("job ids are DNS-1123 labels, unique within one second", function()
+  local seen = {}
+  local long = string.rep("very-long-project-name-", 5)
+  for i = 1, 300 do
+    local project = i % 2 == 0 and "navette" or long
+    local id = job.new_id(project, "0123456789abcdef0123456789abcdef01234567")
+    t.ok(#id <= 63, "at most 63 characters: " .. id)
+    t.ok(job.is_valid_id(id), "DNS-1123: " .. id)
+    t.ok(id:find("0123456", 1, true), "carries the short commit: " .. id)
+    t.ok(not seen[id], "unique: " .. id)
+    seen[id] = true
+  end
+end)
