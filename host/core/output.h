@@ -24,7 +24,11 @@ void nv_out_printf(int stream, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)))
 #endif
 	;
-void nv_out_vprintf(int stream, const char *fmt, va_list ap);
+void nv_out_vprintf(int stream, const char *fmt, va_list ap)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 0)))
+#endif
+	;
 
 /* Whether styles (ANSI colour) may be used on this stream. */
 bool nv_out_color(int stream);

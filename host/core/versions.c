@@ -24,7 +24,7 @@ int nv_core_versions(lua_State *L)
 	lua_createtable(L, 0, 9);
 	lua_pushstring(L, navette_version());
 	lua_setfield(L, -2, "navette");
-	lua_pushstring(L, LUA_RELEASE + 4); /* "Lua 5.4.4" -> "5.4.4" */
+	lua_pushstring(L, &LUA_RELEASE[4]); /* "Lua 5.4.4" -> "5.4.4" */
 	lua_setfield(L, -2, "lua");
 	git_libgit2_version(&major, &minor, &rev);
 	snprintf(buf, sizeof(buf), "%d.%d.%d", major, minor, rev);

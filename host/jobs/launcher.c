@@ -53,6 +53,11 @@ int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err)
 				  "\"run.sh\" }",
 				  "job %s has no command", id);
 
+	if (env && !cJSON_IsObject(env) && !cJSON_IsNull(env))
+		return nv_err_set(err, NV_EINVAL,
+				  "env is a table of NAME = \"value\"",
+				  "job %s: env is not an object", id);
+
 	nv_buf_printf(
 		out,
 		"#!/bin/sh\n"
