@@ -362,6 +362,21 @@ static int sandbox_print(lua_State *L)
 	return 0;
 }
 
+/* rawset as a recipe sees it: the frozen globals cannot be bypassed.
+ * upvalue 1: the sandbox env. */
+static int sandbox_rawset(lua_State *L)
+{
+	luaL_checktype(L, 1, LUA_TTABLE);
+	if (lua_rawequal(L, 1, lua_upvalueindex(1)))
+		return luaL_error(L, "the globals of a recipe are frozen "
+				     "(declare variables with 'local')");
+	luaL_checkany(L, 2);
+	luaL_checkany(L, 3);
+	lua_settop(L, 3);
+	lua_rawset(L, 1);
+	return 1;
+}
+
 static void copy_fields(lua_State *L, int from, const char *const *names)
 {
 	for (; *names; names++) {
@@ -425,6 +440,9 @@ static int l_core_sandbox(lua_State *L)
 	lua_pushvalue(L, -1);
 	lua_pushcclosure(L, sandbox_require, 1);
 	lua_setfield(L, -2, "require");
+	lua_pushvalue(L, -1);
+	lua_pushcclosure(L, sandbox_rawset, 1);
+	lua_setfield(L, -2, "rawset");
 	lua_pushvalue(L, -1);
 	lua_setfield(L, -2, "_G");
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 #include <sqlite3.h>
@@ -62,14 +63,27 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 		return rc;
 	}
 	sqlite3_busy_timeout(q->db, 10000);
-	if (sqlite3_exec(q->db, "PRAGMA journal_mode=WAL;", NULL, NULL, NULL) !=
-		    SQLITE_OK ||
-	    sqlite3_exec(q->db, "PRAGMA synchronous=NORMAL;", NULL, NULL,
-			 NULL) != SQLITE_OK ||
-	    sqlite3_exec(q->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
-		int rc = db_error(q, err, "schema");
+	/* Switching to WAL and creating the schema take locks for which
+	 * SQLite does not always call the busy handler (two processes opening
+	 * a new database at once): retry those steps, bounded. */
+	int rc = SQLITE_BUSY;
+	for (int attempt = 0; attempt < 100; attempt++) {
+		rc = sqlite3_exec(q->db, "PRAGMA journal_mode=WAL;", NULL, NULL,
+				  NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(q->db, "PRAGMA synchronous=NORMAL;",
+					  NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(q->db, schema, NULL, NULL, NULL);
+		if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED)
+			break;
+		struct timespec pause = {0, 50 * 1000 * 1000};
+		nanosleep(&pause, NULL);
+	}
+	if (rc != SQLITE_OK) {
+		int code = db_error(q, err, "schema");
 		nv_queue_close(q);
-		return rc;
+		return code;
 	}
 	*out = q;
 	return 0;

@@ -88,8 +88,9 @@ function storage.put(key, path)
     context.planned[info.url] = info
     return info
   end
-  local info = errors.check(store:put(key, src), nil, nil)
+  local info, err = store:put(key, src)
   store:close()
+  info = errors.check(info, err, "navette.storage.put '" .. key .. "'")
   if info.planned then context.planned[info.url] = info end
   return info
 end

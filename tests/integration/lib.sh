@@ -231,8 +231,12 @@ finish() {
 json() {
 	python3 -c '
 import json, sys
-d = json.load(sys.stdin)
-v = eval(sys.argv[1], {"d": d, "json": json, "re": __import__("re")})
+try:
+    d = json.load(sys.stdin)
+    v = eval(sys.argv[1], {"d": d, "json": json, "re": __import__("re")})
+except Exception as e:
+    print("<json: %s: %s>" % (type(e).__name__, e))
+    sys.exit(1)
 if v is None: print("null")
 elif isinstance(v, bool): print("true" if v else "false")
 elif isinstance(v, (list, dict)): print(json.dumps(v, sort_keys=True))
@@ -297,6 +301,10 @@ job_state() {
 STATE=
 wait_state() {
 	local id=$1 want=$2 deadline=$(($(date +%s) + $3))
+	if [ -z "$id" ]; then
+		STATE="(no job id)"
+		return 1
+	fi
 	while :; do
 		STATE=$(job_state "$id")
 		if printf '%s\n' "$STATE" | grep -Eqx -- "$want"; then

@@ -5,12 +5,14 @@
 
 R=$(new_repo fails)
 put_file "$R" exit3.lua <<'EOF'
+local navette = require "navette"
 navette.job {
   name = "exit3",
   command = { "sh", "-c", "echo partial >\"$NAVETTE_OUTPUTS/partial.txt\"; echo about to fail; exit 3" },
 }
 EOF
 put_file "$R" missing.lua <<'EOF'
+local navette = require "navette"
 navette.job {
   name = "missing",
   command = { "sh", "-c", "echo other >\"$NAVETTE_OUTPUTS/other.txt\"" },
@@ -18,6 +20,7 @@ navette.job {
 }
 EOF
 put_file "$R" pattern.lua <<'EOF'
+local navette = require "navette"
 navette.job {
   name = "pattern",
   command = { "sh", "-c", "echo \"step 1 ok\"; echo \"FATAL: disk on fire\"; echo done >\"$NAVETTE_OUTPUTS/done.txt\"; exit 0" },
@@ -25,6 +28,7 @@ navette.job {
 }
 EOF
 put_file "$R" timeout.lua <<'EOF'
+local navette = require "navette"
 navette.job {
   name = "timeout",
   command = { "sleep", "60" },

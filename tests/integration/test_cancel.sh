@@ -1,0 +1,64 @@
+# `navette cancel` of a running job: the state becomes cancelled, and the
+# command and what it started (its whole process group) are gone.
+. "$(dirname "$0")/lib.sh"
+
+PIDS=$T/pids
+mkdir -p "$PIDS"
+R=$(new_repo cancel)
+# The command starts a background sleep (same process group), records
+# both pids outside the job's folders, then waits.
+put_file "$R" long.lua <<EOF
+local navette = require "navette"
+navette.job {
+  name = "long",
+  command = { "sh", "-c", "sleep 60 & echo \$! >\"\$PID_DIR/child.tmp\"; mv \"\$PID_DIR/child.tmp\" \"\$PID_DIR/child\"; echo \$\$ >\"\$PID_DIR/sh.tmp\"; mv \"\$PID_DIR/sh.tmp\" \"\$PID_DIR/sh\"; echo waiting; wait" },
+  env = { PID_DIR = "$PIDS" },
+}
+EOF
+commit_all "$R" >/dev/null
+
+# alive PID: the process exists and is not a zombie.
+alive() {
+	local st
+	[ -r "/proc/$1/stat" ] || { kill -0 "$1" 2>/dev/null; return; }
+	st=$(sed 's/^.*) \(.\).*$/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+pids_written() { [ -s "$PIDS/sh" ] && [ -s "$PIDS/child" ]; }
+
+nv_in "$R" run long.lua
+check_rc "run exits 0" 0
+ID=$(submitted_id)
+check_state "the job reaches running" "$ID" running 30
+check_true "the command recorded its pids" wait_for 30 pids_written
+SH_PID=$(cat "$PIDS/sh" 2>/dev/null)
+CHILD_PID=$(cat "$PIDS/child" 2>/dev/null)
+check_true "the command's shell ($SH_PID) runs before cancel" alive "$SH_PID"
+check_true "its sleep ($CHILD_PID) runs before cancel" alive "$CHILD_PID"
+
+START=$(date +%s)
+nv cancel "$ID"
+check_rc "cancel exits 0" 0
+check_contains "cancel names the job" "$OUT" "$ID"
+check_state "the job is cancelled within 15 s" "$ID" 'cancelled|failed|succeeded' 15
+check_eq "final state" "$STATE" cancelled
+shell_gone() { ! alive "$SH_PID"; }
+child_gone() { ! alive "$CHILD_PID"; }
+check_true "the command's shell is gone" wait_for 15 shell_gone
+check_true "the background sleep of the command is gone" wait_for 15 child_gone
+ELAPSED=$(($(date +%s) - START))
+check_true "cancel took effect well before the sleep's end (${ELAPSED} s)" \
+	test "$ELAPSED" -le 20
+
+nv status "$ID" --json
+check_eq "status: state cancelled" \
+	"$(printf '%s' "$OUT" | json 'd["state"]' 2>&1)" cancelled
+check_eq "status: no outputs" \
+	"$(printf '%s' "$OUT" | json 'd["outputs"]' 2>&1)" "[]"
+nv status "$ID"
+check_rc "status of a cancelled job exits 1" 1
+
+nv cancel no-such-job
+check_rc "cancel of an unknown job exits 2" 2
+
+finish
