@@ -632,6 +632,7 @@ void nv_open_natives(lua_State *L)
 					   {"git", luaopen_navette_git},
 					   {"storage", luaopen_navette_storage},
 					   {"jobs", luaopen_navette_jobs},
+					   {"creds", luaopen_navette_creds},
 					   {NULL, NULL}};
 
 	lua_newtable(L); // [_navette]

@@ -45,13 +45,20 @@ usage: navette agent
   test = [[
 usage: navette test FILE...
   Runs Lua test files with the host (see tests/lua/).]],
+  creds = [[
+usage: navette creds list [--profile P] [--json]
+       navette creds check NAME [--profile P] [--json]
+  Shows the credentials the project declares: names, kinds, sources, ages
+  and expiries, never values. `check` loads one and exits 1 when it is
+  expired or older than the profile's max_credential_age, 3 when its
+  source refuses (a file readable by others, a missing variable).]],
   version = [[
 usage: navette version
   Prints the versions of navette and of the libraries it runs on.]],
 }
 
 local ORDER = { "run", "plan", "status", "logs", "watch", "cancel", "jobs",
-                "agent", "test", "version" }
+                "creds", "audit", "agent", "test", "version" }
 
 local function usage_text()
   local lines = { "usage: navette COMMAND [ARGS]", "", "commands:" }
@@ -370,6 +377,75 @@ local function cmd_jobs(argv)
   return 0
 end
 
+-- The project of the working folder (for commands without a recipe).
+local function here_project(profile_name)
+  local project = require "navette.project"
+  local cwd = sys.cwd()
+  local repo = _navette.git.open(cwd)
+  local root = repo and repo:workdir() or nil
+  if repo then repo:close() end
+  local proj = project.load(cwd, root)
+  return proj, project.profile(proj, profile_name)
+end
+
+local function age_text(s)
+  if not s then return "-" end
+  local neg = s < 0
+  s = math.abs(s)
+  local text
+  if s < 120 then text = s .. "s"
+  elseif s < 7200 then text = math.floor(s / 60) .. "m"
+  elseif s < 172800 then text = math.floor(s / 3600) .. "h"
+  else text = math.floor(s / 86400) .. "d" end
+  return neg and ("-" .. text) or text
+end
+
+local function cmd_creds(argv)
+  local opts, args = parse("creds", argv, { profile = "value",
+                                            json = "bool" })
+  if opts.help or #args == 0 then
+    term.print(HELP.creds)
+    return opts.help and 0 or 2
+  end
+  local verb = table.remove(args, 1)
+  local proj, profile = here_project(opts.profile)
+  local creds = require "navette.creds"
+  local declared = profile.credentials
+  if verb == "check" then
+    if #args ~= 1 then usage_error("expected one credential NAME", "creds") end
+    if not declared[args[1]] then
+      local util = require "navette.util"
+      usage_error("no credential named '" .. args[1] .. "' in profile "
+                  .. profile.name .. util.suggest(args[1],
+                  util.sorted_keys(declared)), "creds")
+    end
+    declared = { [args[1]] = declared[args[1]] }
+  elseif verb ~= "list" or #args > 0 then
+    usage_error("expected `creds list` or `creds check NAME`", "creds")
+  end
+  local rows = creds.inspect(declared, profile.max_credential_age)
+  if opts.json then
+    term.print(json.encode(json.array(rows), true))
+  elseif #rows == 0 then
+    term.print("project " .. proj.name .. " declares no credentials "
+               .. "(credentials = { ... } in navette.lua)")
+  else
+    term.printf("%-20s %-7s %-9s %-6s %-8s %s\n", "NAME", "KIND", "SOURCE",
+                "AGE", "EXPIRES", "STATUS")
+    for _, r in ipairs(rows) do
+      local status = r.ok and "ok" or (r.warning or r.error)
+      term.printf("%-20s %-7s %-9s %-6s %-8s %s\n", r.name, r.kind,
+                  r.source, age_text(r.age_s), age_text(r.expires_in_s),
+                  status)
+      if r.hint and not r.ok then term.print("  check: " .. r.hint) end
+    end
+  end
+  for _, r in ipairs(rows) do
+    if not r.ok then return r.error and 3 or 1 end
+  end
+  return 0
+end
+
 local function cmd_version(argv)
   local opts = parse("version", argv, { json = "bool" })
   if opts.help then term.print(HELP.version); return 0 end
@@ -395,6 +471,7 @@ local COMMANDS = {
   plan = function(a) return cmd_run(a, true) end,
   status = cmd_status, watch = cmd_watch, logs = cmd_logs,
   cancel = cmd_cancel, jobs = cmd_jobs, version = cmd_version,
+  creds = cmd_creds,
   test = cmd_test,
 }
 

@@ -14,6 +14,12 @@ end
 
 navette.storage = require "navette.storage"
 
+-- navette.creds.get(name) -> an opaque handle; navette.creds.jwt(key, ...)
+navette.creds = {
+  get = function(name) return require("navette.creds").get(name) end,
+  jwt = function(key, opts) return require("navette.creds").jwt(key, opts) end,
+}
+
 -- Read-only facts about the run in progress.
 function navette.context()
   local run = runner.current

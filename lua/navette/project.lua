@@ -10,9 +10,10 @@ local project = {}
 
 project.FILE = "navette.lua"
 
-local PROJECT_KEYS = { "name", "profiles", "default_profile" }
+local PROJECT_KEYS = { "name", "profiles", "default_profile", "credentials" }
 local PROFILE_KEYS = { "backend", "storage", "require_pushed", "remote",
-                       "description" }
+                       "description", "credentials", "max_credential_age",
+                       "max_token_lifespan" }
 local BACKENDS = { ["local"] = true }
 local LATER_BACKENDS = { slurm = true, kubernetes = true }
 
@@ -21,7 +22,19 @@ local function builtin_local(home)
     name = "local", backend = "local",
     storage = "file://" .. home .. "/store",
     require_pushed = false,
+    credentials = {},
+    max_token_lifespan = 3600,
   }
+end
+
+local function validate_credentials(path, t, where)
+  local creds = require "navette.creds"
+  if type(t) ~= "table" then
+    fail(path, where .. "credentials must be a table of name = { ... }")
+  end
+  local out = {}
+  for name, d in pairs(t) do out[name] = creds.validate(name, d, path) end
+  return out
 end
 
 -- Finds navette.lua in dir or a parent; returns its path or nil.
@@ -49,7 +62,7 @@ local function slug(name)
 end
 project.slug = slug
 
-local function validate_profile(path, name, p, home)
+local function validate_profile(path, name, p, home, shared_credentials)
   if type(p) ~= "table" then
     fail(path, "profile '" .. name .. "' must be a table")
   end
@@ -85,8 +98,28 @@ local function validate_profile(path, name, p, home)
   if p.remote ~= nil and type(p.remote) ~= "string" then
     fail(path, "profile '" .. name .. "': remote must be a string")
   end
+  local credentials = {}
+  for k, v in pairs(shared_credentials or {}) do credentials[k] = v end
+  if p.credentials ~= nil then
+    for k, v in pairs(validate_credentials(path, p.credentials,
+                                           "profile '" .. name .. "': ")) do
+      credentials[k] = v
+    end
+  end
+  local function duration(key)
+    if p[key] == nil then return nil end
+    local v = util.parse_duration(p[key])
+    if not v then
+      fail(path, "profile '" .. name .. "': " .. key .. " must be a "
+           .. "duration", "for example \"90d\" or \"1h\"")
+    end
+    return v
+  end
   return {
     name = name, backend = backend, storage = storage,
+    credentials = credentials,
+    max_credential_age = duration("max_credential_age"),
+    max_token_lifespan = duration("max_token_lifespan") or 3600,
     -- remote profiles require the commit on a remote by default
     require_pushed = p.require_pushed == nil and name ~= "local"
                      or p.require_pushed == true,
@@ -132,6 +165,11 @@ function project.load(recipe_dir, repo_root)
     end
     proj.name = slug(value.name)
   end
+  local shared = {}
+  if value.credentials ~= nil then
+    shared = validate_credentials(path, value.credentials, "")
+    for k, v in pairs(shared) do proj.profiles["local"].credentials[k] = v end
+  end
   if value.profiles ~= nil then
     if type(value.profiles) ~= "table" then
       fail(path, "profiles must be a table of name = { ... }")
@@ -140,7 +178,7 @@ function project.load(recipe_dir, repo_root)
       if type(name) ~= "string" or not name:match("^[%w_-]+$") then
         fail(path, "profile names are letters, digits, '_' and '-'")
       end
-      proj.profiles[name] = validate_profile(path, name, p, home)
+      proj.profiles[name] = validate_profile(path, name, p, home, shared)
     end
   end
   if value.default_profile ~= nil then

@@ -1,0 +1,242 @@
+/* _navette.creds: credentials as opaque handles. A handle is a full
+ * userdata that prints as <secret:NAME>, refuses concatenation, length and
+ * JSON encoding, exposes only metadata to Lua, and wipes its values when
+ * collected or closed (liolib-style: closing twice is harmless, use after
+ * close raises). Values are read only by C modules (nv_creds_check). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "core/nv_lua.h"
+#include "creds/creds_lua.h"
+#include "creds/jwt.h"
+#include "creds/source.h"
+
+typedef struct handle {
+	nv_secret *secret; /* NULL once closed */
+} handle;
+
+static handle *to_handle(lua_State *L, int idx)
+{
+	return luaL_checkudata(L, idx, NV_SECRET_MT);
+}
+
+const nv_secret *nv_creds_check(lua_State *L, int idx)
+{
+	handle *h = to_handle(L, idx);
+	if (!h->secret)
+		luaL_error(L, "attempt to use a closed credential");
+	return h->secret;
+}
+
+/* Takes ownership of s: it is in the userdata before anything can raise
+ * again. */
+static void push_handle(lua_State *L, nv_secret *s)
+{
+	handle *h = lua_newuserdatauv(L, sizeof(*h), 0);
+	h->secret = NULL;
+	luaL_setmetatable(L, NV_SECRET_MT);
+	h->secret = s;
+}
+
+static int l_secret_close(lua_State *L)
+{
+	handle *h = to_handle(L, 1);
+	nv_secret_free(h->secret);
+	h->secret = NULL;
+	return 0;
+}
+
+static int l_secret_tostring(lua_State *L)
+{
+	handle *h = to_handle(L, 1);
+	if (h->secret)
+		lua_pushfstring(L, "<secret:%s>", h->secret->name);
+	else
+		lua_pushliteral(L, "<secret:closed>");
+	return 1;
+}
+
+static int l_secret_refuse(lua_State *L)
+{
+	return luaL_error(L, "a credential cannot be turned into text: pass "
+			     "the handle itself to the primitive that needs "
+			     "it");
+}
+
+static void push_time(lua_State *L, double t, const char *key)
+{
+	if (t > 0) {
+		lua_pushnumber(L, t);
+		lua_setfield(L, -2, key);
+	}
+}
+
+/* handle:info() -> {name, kind, source, origin, loaded_at, created_at,
+ * expires_at, fields = {...}} (never a value) */
+static int l_secret_info(lua_State *L)
+{
+	const nv_secret *s = nv_creds_check(L, 1);
+
+	lua_createtable(L, 0, 8);
+	lua_pushstring(L, s->name);
+	lua_setfield(L, -2, "name");
+	lua_pushstring(L, nv_secret_kind_name(s->kind));
+	lua_setfield(L, -2, "kind");
+	lua_pushstring(L, s->source);
+	lua_setfield(L, -2, "source");
+	lua_pushstring(L, s->origin);
+	lua_setfield(L, -2, "origin");
+	push_time(L, s->loaded_at, "loaded_at");
+	push_time(L, s->created_at, "created_at");
+	push_time(L, s->expires_at, "expires_at");
+	lua_newtable(L);
+	for (int i = 0; i < s->nfields; i++) {
+		if (!s->fields[i].value)
+			continue;
+		lua_pushstring(L, s->fields[i].name);
+		lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+	}
+	lua_setfield(L, -2, "fields");
+	return 1;
+}
+
+/* handle:equals(other) in constant time over every field. */
+static int l_secret_equals(lua_State *L)
+{
+	const nv_secret *a = nv_creds_check(L, 1);
+	const nv_secret *b = nv_creds_check(L, 2);
+	int same = a->kind == b->kind && a->nfields == b->nfields;
+
+	for (int i = 0; i < a->nfields && i < b->nfields; i++)
+		same &= nv_secret_equal(a->fields[i].value, a->fields[i].len,
+					b->fields[i].value, b->fields[i].len);
+	lua_pushboolean(L, same);
+	return 1;
+}
+
+static int l_secret_name(lua_State *L)
+{
+	lua_pushstring(L, nv_creds_check(L, 1)->name);
+	return 1;
+}
+
+/* String fields of a declaration table, copied into stable Lua strings
+ * that stay on the stack while the C struct points at them. */
+static const char *opt_field(lua_State *L, int t, const char *key)
+{
+	lua_getfield(L, t, key);
+	const char *s = lua_isnil(L, -1) ? NULL : luaL_checkstring(L, -1);
+	/* left on the stack on purpose: anchors the string */
+	return s;
+}
+
+/* creds.load{name=, kind=, source=, env={...}, path=, service=, account=,
+ * command={...}} -> handle | nil, err */
+static int l_creds_load(lua_State *L)
+{
+	nv_creds_decl d;
+	nv_secret *s = NULL;
+	nv_err err;
+	int required;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	luaL_checkstack(L, NV_CREDS_ARGV_MAX + 16, "credential declaration");
+	memset(&d, 0, sizeof(d));
+	d.name = opt_field(L, 1, "name");
+	const char *kind = opt_field(L, 1, "kind");
+	d.source = opt_field(L, 1, "source");
+	d.path = opt_field(L, 1, "path");
+	d.service = opt_field(L, 1, "service");
+	d.account = opt_field(L, 1, "account");
+	luaL_argcheck(L, d.name && kind && d.source, 1,
+		      "name, kind and source are required");
+	d.kind = nv_secret_kind_parse(kind);
+	const char *const *fields = nv_secret_kind_fields(d.kind, &required);
+	luaL_argcheck(L, fields != NULL, 1, "unknown kind");
+	lua_getfield(L, 1, "env"); // [.., env]
+	if (lua_istable(L, -1)) {
+		int env = lua_gettop(L);
+		for (int i = 0; fields[i] && i < NV_SECRET_FIELDS_MAX; i++)
+			d.env[i] = opt_field(L, env, fields[i]);
+	}
+	lua_getfield(L, 1, "command");
+	if (lua_istable(L, -1)) {
+		int cmd = lua_gettop(L);
+		lua_Integer n = (lua_Integer)lua_rawlen(L, cmd);
+		luaL_argcheck(L, n <= NV_CREDS_ARGV_MAX, 1, "command too long");
+		for (lua_Integer i = 1; i <= n; i++) {
+			lua_rawgeti(L, cmd, i);
+			d.argv[i - 1] = luaL_checkstring(L, -1);
+		}
+	}
+	luaL_checkstack(L, 2, NULL);
+	if (nv_creds_load(&d, &s, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	push_handle(L, s);
+	return 1;
+}
+
+/* creds.mint_jwt(key_handle, name, claims_json, lifespan_s) -> handle */
+static int l_creds_mint_jwt(lua_State *L)
+{
+	const nv_secret *key = nv_creds_check(L, 1);
+	const char *name = luaL_checkstring(L, 2);
+	const char *claims = luaL_checkstring(L, 3);
+	double lifespan = luaL_checknumber(L, 4);
+	nv_secret *token = NULL;
+	nv_err err;
+
+	if (nv_plan_mode(L)) {
+		nv_plan_record(L, "creds", "mint", name);
+		lua_pushnil(L);
+		lua_pushliteral(L, "planned");
+		return 2;
+	}
+	luaL_checkstack(L, 2, NULL);
+	lua_newtable(L); /* room for the handle before ownership moves */
+	lua_pop(L, 1);
+	if (nv_jwt_mint_hs256(key, name, claims, lifespan, &token, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	push_handle(L, token);
+	return 1;
+}
+
+static int l_creds_cache_clear(lua_State *L)
+{
+	(void)L;
+	nv_creds_cache_clear();
+	return 0;
+}
+
+int luaopen_navette_creds(lua_State *L)
+{
+	static const luaL_Reg methods[] = {{"info", l_secret_info},
+					   {"equals", l_secret_equals},
+					   {"name", l_secret_name},
+					   {"close", l_secret_close},
+					   {NULL, NULL}};
+	static const luaL_Reg meta[] = {{"__gc", l_secret_close},
+					{"__close", l_secret_close},
+					{"__tostring", l_secret_tostring},
+					{"__concat", l_secret_refuse},
+					{"__len", l_secret_refuse},
+					{"__call", l_secret_refuse},
+					{NULL, NULL}};
+	static const luaL_Reg fns[] = {{"load", l_creds_load},
+				       {"mint_jwt", l_creds_mint_jwt},
+				       {"cache_clear", l_creds_cache_clear},
+				       {NULL, NULL}};
+
+	luaL_newmetatable(L, NV_SECRET_MT); // [mt]
+	luaL_setfuncs(L, meta, 0);
+	luaL_newlib(L, methods);
+	lua_setfield(L, -2, "__index");
+	lua_pushboolean(L, 0);
+	lua_setfield(L, -2, "__metatable"); /* getmetatable hides it */
+	lua_pop(L, 1);
+	luaL_newlib(L, fns);
+	return 1;
+}

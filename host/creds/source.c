@@ -1,0 +1,559 @@
+/* Credential sources (see source.h). Child processes (the Keychain's
+ * `security`, credential commands) run without a shell, with stdout read
+ * through a bounded pipe and a time limit; their output is wiped after
+ * parsing. */
+#include "creds/source.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <openssl/crypto.h>
+
+#include "core/clock.h"
+
+extern char **environ;
+
+/* ---- the in-process cache of command results --------------------------- */
+
+typedef struct cached {
+	char key[512];
+	nv_secret *secret;
+	struct cached *next;
+} cached;
+
+static cached *cache_head;
+
+static nv_secret *secret_copy(const nv_secret *s, nv_err *err)
+{
+	nv_secret *c = nv_secret_new(s->name, s->kind, s->source, err);
+	if (!c)
+		return NULL;
+	memcpy(c->origin, s->origin, sizeof(c->origin));
+	c->loaded_at = s->loaded_at;
+	c->created_at = s->created_at;
+	c->expires_at = s->expires_at;
+	for (int i = 0; i < s->nfields; i++) {
+		if (s->fields[i].value &&
+		    nv_secret_set(c, s->fields[i].name, s->fields[i].value,
+				  s->fields[i].len, err) != 0) {
+			nv_secret_free(c);
+			return NULL;
+		}
+	}
+	return c;
+}
+
+void nv_creds_cache_clear(void)
+{
+	while (cache_head) {
+		cached *next = cache_head->next;
+		nv_secret_free(cache_head->secret);
+		free(cache_head);
+		cache_head = next;
+	}
+}
+
+static void cache_key(const nv_creds_decl *d, char *out, size_t cap)
+{
+	size_t used = (size_t)snprintf(out, cap, "%s|%d", d->name, d->kind);
+	for (int i = 0; d->argv[i] && used < cap; i++)
+		used += (size_t)snprintf(out + used, cap - used, "|%s",
+					 d->argv[i]);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+double nv_creds_parse_time(const char *iso)
+{
+	struct tm tm;
+	int y, mo, d, h, mi;
+	double sec;
+	char rest[16] = "";
+
+	memset(&tm, 0, sizeof(tm));
+	if (!iso || sscanf(iso, "%4d-%2d-%2dT%2d:%2d:%lf%15s", &y, &mo, &d, &h,
+			   &mi, &sec, rest) < 6)
+		return -1;
+	if (rest[0] && strcmp(rest, "Z") != 0 && strcmp(rest, "+00:00") != 0)
+		return -1; /* only UTC is accepted: no guessing of offsets */
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = (int)sec;
+	return (double)timegm(&tm) + (sec - (int)sec);
+}
+
+static size_t trim_end(const unsigned char *p, size_t len)
+{
+	while (len && (p[len - 1] == '\n' || p[len - 1] == '\r' ||
+		       p[len - 1] == ' ' || p[len - 1] == '\t'))
+		len--;
+	return len;
+}
+
+/* Runs argv without a shell; stdout (bounded) into a malloc'd buffer the
+ * caller wipes and frees. */
+static int run_capture(const char *const *argv, unsigned char **out,
+		       size_t *len, nv_err *err)
+{
+	int pipefd[2];
+	posix_spawn_file_actions_t actions;
+	pid_t pid;
+	size_t cap = 4096, used = 0;
+	unsigned char *buf;
+	int status, rc;
+	double deadline = nv_now() + NV_CREDS_COMMAND_TIMEOUT_S;
+
+	*out = NULL;
+	*len = 0;
+	if (pipe(pipefd) != 0)
+		return nv_err_set_errno(err, NV_EIO, errno, NULL, "pipe");
+	posix_spawn_file_actions_init(&actions);
+	posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
+	posix_spawn_file_actions_addclose(&actions, pipefd[0]);
+	posix_spawn_file_actions_addclose(&actions, pipefd[1]);
+	posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null",
+					 O_RDONLY, 0);
+	rc = posix_spawnp(&pid, argv[0], &actions, NULL, (char *const *)argv,
+			  environ);
+	posix_spawn_file_actions_destroy(&actions);
+	close(pipefd[1]);
+	if (rc != 0) {
+		close(pipefd[0]);
+		return nv_err_set(err, NV_EREFUSED,
+				  "check that the command is installed and on "
+				  "PATH",
+				  "cannot run %s: %s", argv[0], strerror(rc));
+	}
+	buf = malloc(cap);
+	if (!buf) {
+		close(pipefd[0]);
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	}
+	for (;;) {
+		struct pollfd pfd = {pipefd[0], POLLIN, 0};
+		int left = (int)((deadline - nv_now()) * 1000);
+		if (left <= 0 || poll(&pfd, 1, left) == 0) {
+			kill(pid, SIGKILL);
+			rc = nv_err_set(err, NV_EREFUSED,
+					"the command must print its JSON and "
+					"exit",
+					"%s did not finish within %d s",
+					argv[0], NV_CREDS_COMMAND_TIMEOUT_S);
+			goto fail;
+		}
+		if (used == cap) {
+			if (cap >= NV_CREDS_OUTPUT_MAX) {
+				kill(pid, SIGKILL);
+				rc = nv_err_set(
+					err, NV_EREFUSED, NULL,
+					"%s printed more than %zu bytes",
+					argv[0], NV_CREDS_OUTPUT_MAX);
+				goto fail;
+			}
+			unsigned char *bigger = malloc(cap * 2);
+			if (!bigger) {
+				kill(pid, SIGKILL);
+				rc = nv_err_set(err, NV_ENOMEM, NULL,
+						"out of memory");
+				goto fail;
+			}
+			memcpy(bigger, buf, used);
+			OPENSSL_cleanse(buf, cap);
+			free(buf);
+			buf = bigger;
+			cap *= 2;
+		}
+		ssize_t n = read(pipefd[0], buf + used, cap - used);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		used += (size_t)n;
+	}
+	close(pipefd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		OPENSSL_cleanse(buf, cap);
+		free(buf);
+		return nv_err_set(err, NV_EREFUSED,
+				  "run the command by hand to see why",
+				  "%s failed (exit status %d)", argv[0],
+				  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	}
+	*out = buf;
+	*len = used;
+	return 0;
+fail:
+	close(pipefd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	OPENSSL_cleanse(buf, cap);
+	free(buf);
+	return rc;
+}
+
+static int set_json_string(nv_secret *s, const cJSON *o, const char *key,
+			   const char *field, nv_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!v)
+		return 0;
+	if (!cJSON_IsString(v))
+		return nv_err_set(err, NV_EREFUSED, NULL,
+				  "credential %s: %s is not a string", s->name,
+				  key);
+	return nv_secret_set(s, field, v->valuestring, strlen(v->valuestring),
+			     err);
+}
+
+/* The credential_process JSON (and its analogues for other kinds). */
+static int parse_json(nv_secret *s, const unsigned char *text, size_t len,
+		      nv_err *err)
+{
+	cJSON *o = cJSON_ParseWithLength((const char *)text, len);
+	const cJSON *version, *expiration;
+	int rc = 0;
+
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return nv_err_set(err, NV_EREFUSED,
+				  "it must print {\"Version\": 1, ...}",
+				  "credential %s: the %s output is not a JSON "
+				  "object",
+				  s->name, s->source);
+	}
+	version = cJSON_GetObjectItemCaseSensitive(o, "Version");
+	if (version && (!cJSON_IsNumber(version) || version->valueint != 1))
+		rc = nv_err_set(err, NV_EREFUSED, NULL,
+				"credential %s: unsupported Version", s->name);
+	if (!rc && s->kind == NV_SECRET_S3) {
+		rc = set_json_string(s, o, "AccessKeyId", "access_key_id", err);
+		if (!rc)
+			rc = set_json_string(s, o, "SecretAccessKey",
+					     "secret_access_key", err);
+		if (!rc)
+			rc = set_json_string(s, o, "SessionToken",
+					     "session_token", err);
+	} else if (!rc) {
+		static const char *const map[][2] = {{"Token", "token"},
+						     {"User", "user"},
+						     {"Password", "password"},
+						     {"Key", "key"}};
+		for (size_t i = 0; !rc && i < 4; i++) {
+			int required;
+			const char *const *names =
+				nv_secret_kind_fields(s->kind, &required);
+			for (int j = 0; names && names[j]; j++)
+				if (strcmp(names[j], map[i][1]) == 0)
+					rc = set_json_string(s, o, map[i][0],
+							     map[i][1], err);
+		}
+	}
+	expiration = cJSON_GetObjectItemCaseSensitive(o, "Expiration");
+	if (!rc && cJSON_IsString(expiration)) {
+		double t = nv_creds_parse_time(expiration->valuestring);
+		if (t < 0)
+			rc = nv_err_set(err, NV_EREFUSED,
+					"Expiration is ISO-8601 in UTC",
+					"credential %s: bad Expiration '%s'",
+					s->name, expiration->valuestring);
+		else
+			s->expires_at = t;
+	}
+	/* cJSON's copies of the values: wipe before freeing */
+	for (cJSON *c = o->child; c; c = c->next)
+		if (cJSON_IsString(c) && c->valuestring)
+			OPENSSL_cleanse(c->valuestring, strlen(c->valuestring));
+	cJSON_Delete(o);
+	return rc;
+}
+
+/* ---- the sources -------------------------------------------------------- */
+
+static int load_env(const nv_creds_decl *d, nv_secret *s, nv_err *err)
+{
+	static const char *const s3_defaults[] = {"AWS_ACCESS_KEY_ID",
+						  "AWS_SECRET_ACCESS_KEY",
+						  "AWS_SESSION_TOKEN", NULL};
+	int required;
+	const char *const *fields = nv_secret_kind_fields(d->kind, &required);
+	size_t used = 0;
+
+	for (int i = 0; fields[i]; i++) {
+		const char *var = d->env[i];
+		if (!var && d->kind == NV_SECRET_S3)
+			var = s3_defaults[i];
+		if (!var)
+			continue;
+		used += (size_t)snprintf(
+			s->origin + used,
+			used < sizeof(s->origin) ? sizeof(s->origin) - used : 0,
+			"%s$%s", used ? " " : "", var);
+		if (used >= sizeof(s->origin))
+			used = sizeof(s->origin) - 1;
+		const char *value = getenv(var);
+		if (!value || !*value) {
+			if (i < required)
+				return nv_err_set(
+					err, NV_EREFUSED,
+					"export the variable, or change the "
+					"credential's source",
+					"credential %s: environment variable "
+					"%s is not set",
+					d->name, var);
+			continue;
+		}
+		if (nv_secret_set(s, fields[i], value, strlen(value), err))
+			return err->code;
+	}
+	return 0;
+}
+
+static int load_file(const nv_creds_decl *d, nv_secret *s, nv_err *err)
+{
+	struct stat st;
+	int fd, rc = 0;
+	unsigned char *buf;
+	size_t got = 0;
+
+	if (!d->path)
+		return nv_err_set(err, NV_EINVAL, "give path = \"...\"",
+				  "credential %s: a file source needs a path",
+				  d->name);
+	snprintf(s->origin, sizeof(s->origin), "%s", d->path);
+	fd = open(d->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return nv_err_set_errno(err, NV_EREFUSED, errno,
+					"check the path (symlinks are refused)",
+					"credential %s: cannot open %s",
+					d->name, d->path);
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return nv_err_set(err, NV_EREFUSED, NULL,
+				  "credential %s: %s is not a regular file",
+				  d->name, d->path);
+	}
+	if (st.st_uid != getuid()) {
+		close(fd);
+		return nv_err_set(
+			err, NV_EREFUSED, "the file must belong to you (chown)",
+			"credential %s: %s is owned by uid %ld, not "
+			"by you (uid %ld)",
+			d->name, d->path, (long)st.st_uid, (long)getuid());
+	}
+	if (st.st_mode & 077) {
+		close(fd);
+		return nv_err_set(err, NV_EREFUSED,
+				  "chmod 600 the file: others must not read a "
+				  "secret",
+				  "credential %s: %s has mode %03o, readable "
+				  "by group or others",
+				  d->name, d->path,
+				  (unsigned)(st.st_mode & 0777));
+	}
+	if ((size_t)st.st_size > NV_SECRET_VALUE_MAX) {
+		close(fd);
+		return nv_err_set(err, NV_EREFUSED, NULL,
+				  "credential %s: %s is too large", d->name,
+				  d->path);
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	s->created_at = (double)st.st_mtime;
+
+	switch (d->kind) {
+	case NV_SECRET_S3: rc = parse_json(s, buf, got, err); break;
+	case NV_SECRET_HS256:
+		rc = nv_secret_set(s, "key", buf, got, err);
+		break;
+	case NV_SECRET_PEM:
+	case NV_SECRET_BEARER:
+		rc = nv_secret_set(s,
+				   d->kind == NV_SECRET_PEM ? "key" : "token",
+				   buf, trim_end(buf, got), err);
+		break;
+	case NV_SECRET_BASIC: {
+		/* "user:password" on the first line */
+		size_t n = trim_end(buf, got);
+		unsigned char *colon = memchr(buf, ':', n);
+		if (!colon) {
+			rc = nv_err_set(err, NV_EREFUSED,
+					"write user:password in the file",
+					"credential %s: %s holds no "
+					"user:password",
+					d->name, d->path);
+			break;
+		}
+		rc = nv_secret_set(s, "user", buf, (size_t)(colon - buf), err);
+		if (!rc)
+			rc = nv_secret_set(s, "password", colon + 1,
+					   n - (size_t)(colon - buf) - 1, err);
+		break;
+	}
+	}
+	OPENSSL_cleanse(buf, (size_t)st.st_size + 1);
+	free(buf);
+	return rc;
+}
+
+static int load_keychain(const nv_creds_decl *d, nv_secret *s, nv_err *err)
+{
+	const char *argv[] = {"security", "find-generic-password",
+			      "-s",       d->service,
+			      "-a",       d->account,
+			      "-w",       NULL};
+	unsigned char *out;
+	size_t len;
+	int rc;
+
+	if (!d->service || !d->account)
+		return nv_err_set(
+			err, NV_EINVAL,
+			"give service = \"...\" and account = \"...\"",
+			"credential %s: a keychain source needs a "
+			"service and an account",
+			d->name);
+	snprintf(s->origin, sizeof(s->origin), "service %s, account %s",
+		 d->service, d->account);
+	rc = run_capture(argv, &out, &len, err);
+	if (rc)
+		return nv_err_set(err, NV_EREFUSED,
+				  "add it: security add-generic-password -s "
+				  "SERVICE -a ACCOUNT -w",
+				  "credential %s: not in the Keychain (%s)",
+				  d->name, err->message);
+	len = trim_end(out, len);
+	switch (d->kind) {
+	case NV_SECRET_S3: rc = parse_json(s, out, len, err); break;
+	case NV_SECRET_BASIC:
+		rc = nv_secret_set(s, "user", d->account, strlen(d->account),
+				   err);
+		if (!rc)
+			rc = nv_secret_set(s, "password", out, len, err);
+		break;
+	case NV_SECRET_BEARER:
+		rc = nv_secret_set(s, "token", out, len, err);
+		break;
+	default: rc = nv_secret_set(s, "key", out, len, err); break;
+	}
+	OPENSSL_cleanse(out, len);
+	free(out);
+	return rc;
+}
+
+static int load_command(const nv_creds_decl *d, nv_secret *s, nv_err *err)
+{
+	unsigned char *out;
+	size_t len, used = 0;
+	int rc;
+
+	if (!d->argv[0])
+		return nv_err_set(err, NV_EINVAL,
+				  "command = { \"program\", \"arg\" }",
+				  "credential %s: a command source needs a "
+				  "command",
+				  d->name);
+	for (int i = 0; d->argv[i] && used < sizeof(s->origin); i++)
+		used += (size_t)snprintf(s->origin + used,
+					 sizeof(s->origin) - used, "%s%s",
+					 i ? " " : "", d->argv[i]);
+	rc = run_capture(d->argv, &out, &len, err);
+	if (rc)
+		return rc;
+	rc = parse_json(s, out, len, err);
+	OPENSSL_cleanse(out, len);
+	free(out);
+	return rc;
+}
+
+int nv_creds_load(const nv_creds_decl *d, nv_secret **out, nv_err *err)
+{
+	nv_secret *s;
+	char key[512];
+	int rc;
+
+	*out = NULL;
+	if (strcmp(d->source, "command") == 0) {
+		cache_key(d, key, sizeof(key));
+		for (cached *c = cache_head; c; c = c->next) {
+			if (strcmp(c->key, key) != 0)
+				continue;
+			if (c->secret->expires_at == 0 ||
+			    c->secret->expires_at - nv_now() >
+				    NV_CREDS_REFRESH_MARGIN_S) {
+				*out = secret_copy(c->secret, err);
+				return *out ? 0 : err->code;
+			}
+		}
+	}
+	s = nv_secret_new(d->name, d->kind, d->source, err);
+	if (!s)
+		return err->code;
+	s->loaded_at = nv_now();
+	if (strcmp(d->source, "env") == 0)
+		rc = load_env(d, s, err);
+	else if (strcmp(d->source, "file") == 0)
+		rc = load_file(d, s, err);
+	else if (strcmp(d->source, "keychain") == 0)
+		rc = load_keychain(d, s, err);
+	else if (strcmp(d->source, "command") == 0)
+		rc = load_command(d, s, err);
+	else
+		rc = nv_err_set(err, NV_EINVAL,
+				"sources: env, file, keychain, command",
+				"credential %s: unknown source '%s'", d->name,
+				d->source);
+	if (!rc)
+		rc = nv_secret_complete(s, err);
+	if (!rc && s->expires_at > 0 && s->expires_at <= nv_now())
+		rc = nv_err_set(err, NV_EREFUSED,
+				"renew the credential at its source",
+				"credential %s expired", d->name);
+	if (rc) {
+		nv_secret_free(s);
+		return rc;
+	}
+	nv_secret_announce(s);
+	if (strcmp(d->source, "command") == 0) {
+		cached *c = calloc(1, sizeof(*c));
+		nv_err ignored;
+		if (c && (c->secret = secret_copy(s, &ignored)) != NULL) {
+			snprintf(c->key, sizeof(c->key), "%s", key);
+			c->next = cache_head;
+			cache_head = c;
+		} else {
+			free(c);
+		}
+	}
+	*out = s;
+	return 0;
+}

@@ -1,0 +1,212 @@
+-- navette.creds: named credentials, declared in the project file or a
+-- profile with their source (never their value), loaded as opaque handles.
+--
+--   credentials = {
+--     storage = { kind = "s3", source = "env" },   -- AWS_* variables
+--     slurm   = { kind = "hs256", source = "file", path = "~/.navette/jwt.key" },
+--     registry = { kind = "basic", source = "keychain",
+--                  service = "navette-registry", account = "ci" },
+--     sts     = { kind = "s3", source = "command",
+--                 command = { "aws", "configure", "export-credentials" } },
+--   }
+local errors = require "navette.errors"
+local util = require "navette.util"
+local native, sys, json = _navette.creds, _navette.sys, _navette.json
+
+local creds = {}
+
+creds.KINDS = { "s3", "bearer", "basic", "hs256", "pem" }
+creds.SOURCES = { "env", "file", "keychain", "command" }
+local DECL_KEYS = { "kind", "source", "env", "path", "service", "account",
+                    "command", "host", "description" }
+local KIND_FIELDS = {
+  s3 = { "access_key_id", "secret_access_key", "session_token" },
+  bearer = { "token" }, basic = { "user", "password" },
+  hs256 = { "key" }, pem = { "key" },
+}
+
+local function listed(v, list)
+  for _, x in ipairs(list) do if x == v then return true end end
+  return false
+end
+
+-- Validates one declaration (from the project file); `where` names it.
+function creds.validate(name, d, where)
+  local function bad(msg, hint)
+    error(errors.new("recipe", where .. ": credential '" .. name .. "': "
+                     .. msg, hint), 0)
+  end
+  if type(name) ~= "string" or not name:match("^[%w][%w._-]*$")
+     or #name > 64 then
+    bad("names are letters, digits, '.', '_' and '-'")
+  end
+  if type(d) ~= "table" then bad("must be a table { kind = ..., source = ... }") end
+  for k in pairs(d) do
+    if not listed(k, DECL_KEYS) then
+      bad("unknown key '" .. tostring(k) .. "'" .. util.suggest(tostring(k),
+          DECL_KEYS), "keys: " .. table.concat(DECL_KEYS, ", "))
+    end
+  end
+  for _, k in ipairs({ "value", "secret", "password", "token" }) do
+    if d[k] ~= nil then
+      bad("a value must never be written in the project file",
+          "declare where it comes from: source = env, file, keychain or "
+          .. "command")
+    end
+  end
+  if not listed(d.kind, creds.KINDS) then
+    bad("kind must be one of " .. table.concat(creds.KINDS, ", "))
+  end
+  if not listed(d.source, creds.SOURCES) then
+    bad("source must be one of " .. table.concat(creds.SOURCES, ", "))
+  end
+  local out = { name = name, kind = d.kind, source = d.source,
+                host = d.host, description = d.description }
+  if d.source == "env" then
+    if d.env ~= nil and type(d.env) ~= "table" then
+      bad("env maps fields to variable names: env = { token = \"MY_TOKEN\" }")
+    end
+    out.env = {}
+    for field, var in pairs(d.env or {}) do
+      if not listed(field, KIND_FIELDS[d.kind]) then
+        bad("env: a " .. d.kind .. " credential has no field '"
+            .. tostring(field) .. "'", "fields: "
+            .. table.concat(KIND_FIELDS[d.kind], ", "))
+      end
+      if type(var) ~= "string" or not var:match("^[%a_][%w_]*$") then
+        bad("env." .. field .. " must be a variable name")
+      end
+      out.env[field] = var
+    end
+    if d.kind ~= "s3" and not next(out.env) then
+      bad("an env source names its variables: env = { "
+          .. KIND_FIELDS[d.kind][1] .. " = \"VARIABLE\" }")
+    end
+  elseif d.source == "file" then
+    if type(d.path) ~= "string" then bad("a file source needs path") end
+    local home = sys.getenv("HOME") or ""
+    out.path = d.path:gsub("^~/", home .. "/")
+  elseif d.source == "keychain" then
+    if type(d.service) ~= "string" or type(d.account) ~= "string" then
+      bad("a keychain source needs service and account")
+    end
+    out.service, out.account = d.service, d.account
+  elseif d.source == "command" then
+    if type(d.command) ~= "table" or #d.command == 0 then
+      bad("a command source needs command = { \"program\", ... }")
+    end
+    out.command = {}
+    for i, a in ipairs(d.command) do
+      if type(a) ~= "string" then bad("command items must be strings") end
+      out.command[i] = a
+    end
+  end
+  if d.account ~= nil and type(d.account) ~= "string" then
+    bad("account must be a string")
+  end
+  return out
+end
+
+-- The run's declarations and handles (set by the runner).
+local context = { declared = {}, loaded = {}, profile = nil }
+function creds._set_context(declared, profile)
+  context = { declared = declared or {}, loaded = {}, profile = profile }
+end
+
+-- creds.get(name) -> handle (raises when it cannot be loaded)
+function creds.get(name)
+  if type(name) ~= "string" then
+    errors.raise("recipe", "navette.creds.get: expects a credential name")
+  end
+  if context.loaded[name] then return context.loaded[name] end
+  local d = context.declared[name]
+  if not d then
+    local names = util.sorted_keys(context.declared)
+    errors.raise("recipe", "no credential named '" .. name .. "'"
+                 .. util.suggest(name, names), #names > 0
+                 and ("declared: " .. table.concat(names, ", "))
+                 or "declare it under credentials = { ... } in navette.lua")
+  end
+  local handle, err = native.load(d)
+  if not handle then
+    errors.raise(err.code == "invalid" and "recipe" or "refused",
+                 err.message, err.hint)
+  end
+  context.loaded[name] = handle
+  return handle
+end
+
+-- creds.jwt(key, {claims = {...}, lifespan = seconds, name = ...})
+-- -> token handle. The lifespan is bounded by the profile's
+-- max_token_lifespan (default 1 h).
+function creds.jwt(key, opts)
+  opts = opts or {}
+  if type(opts.claims) ~= "table" then
+    errors.raise("recipe", "navette.creds.jwt: claims must be a table")
+  end
+  local max = context.profile and context.profile.max_token_lifespan or 3600
+  local lifespan = util.parse_duration(opts.lifespan or 600)
+  if not lifespan then
+    errors.raise("recipe", "navette.creds.jwt: lifespan must be a duration")
+  end
+  if lifespan > max then
+    errors.raise("refused", "navette.creds.jwt: a lifespan of " .. lifespan
+                 .. " s exceeds the profile's maximum of " .. max .. " s",
+                 "ask for less, or raise max_token_lifespan in the profile")
+  end
+  local name = opts.name or (key:name() .. ".jwt")
+  local token, err = native.mint_jwt(key, name, json.encode(opts.claims),
+                                     lifespan)
+  if not token then
+    if err == "planned" then return nil end
+    errors.raise(err.code == "invalid" and "recipe" or "refused",
+                 err.message, err.hint)
+  end
+  local audit = _navette.audit
+  if audit then
+    audit.append({ action = "credential.mint", target = name,
+                   credential = key:name(), result = "ok",
+                   profile = context.profile and context.profile.name,
+                   detail = "lifespan " .. lifespan .. " s" })
+  end
+  return token
+end
+
+-- Loads every declared credential for `creds list/check`: returns rows of
+-- metadata (never values) with `error` when it could not be loaded.
+function creds.inspect(declared, max_age)
+  local rows, now = {}, sys.now()
+  for _, name in ipairs(util.sorted_keys(declared)) do
+    local d = declared[name]
+    local row = { name = name, kind = d.kind, source = d.source }
+    local handle, err = native.load(d)
+    if handle then
+      local info = handle:info()
+      handle:close()
+      row.origin = info.origin
+      row.loaded_at = sys.iso8601(info.loaded_at)
+      if info.created_at then
+        row.created_at = sys.iso8601(info.created_at)
+        row.age_s = math.floor(now - info.created_at)
+      end
+      if info.expires_at then
+        row.expires_at = sys.iso8601(info.expires_at)
+        row.expires_in_s = math.floor(info.expires_at - now)
+      end
+      row.ok = true
+      if max_age and row.age_s and row.age_s > max_age then
+        row.ok = false
+        row.warning = "older than the profile's maximum age of "
+                      .. max_age .. " s: rotate it"
+      end
+    else
+      row.ok = false
+      row.error = err.message
+      row.hint = err.hint
+    end
+    rows[#rows + 1] = row
+  end
+  return rows
+end
+
+return creds
