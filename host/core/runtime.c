@@ -633,6 +633,7 @@ void nv_open_natives(lua_State *L)
 					   {"storage", luaopen_navette_storage},
 					   {"jobs", luaopen_navette_jobs},
 					   {"creds", luaopen_navette_creds},
+					   {"audit", luaopen_navette_audit},
 					   {NULL, NULL}};
 
 	lua_newtable(L); // [_navette]

@@ -52,6 +52,12 @@ usage: navette creds list [--profile P] [--json]
   and expiries, never values. `check` loads one and exits 1 when it is
   expired or older than the profile's max_credential_age, 3 when its
   source refuses (a file readable by others, a missing variable).]],
+  audit = [[
+usage: navette audit verify [--json]
+       navette audit show [--job ID] [--json]
+  The audit log: one hash-chained line per side effect (submit, cancel,
+  upload, refusal, credential minted). `verify` checks the chain and names
+  the first edited, removed, reordered or truncated line (exit 1).]],
   version = [[
 usage: navette version
   Prints the versions of navette and of the libraries it runs on.]],
@@ -344,6 +350,8 @@ local function cmd_cancel(argv)
   if opts.help then term.print(HELP.cancel); return 0 end
   if #args ~= 1 then usage_error("expected one JOB id", "cancel") end
   local state = jobs.cancel(args[1])
+  require("navette.audit").record({ action = "job.cancel", target = args[1],
+                                    job = args[1], detail = state })
   term.print(args[1] .. ": " .. state)
   return 0
 end
@@ -446,6 +454,51 @@ local function cmd_creds(argv)
   return 0
 end
 
+local function cmd_audit(argv)
+  local opts, args = parse("audit", argv, { json = "bool", job = "value" })
+  if opts.help or #args == 0 then
+    term.print(HELP.audit)
+    return opts.help and 0 or 2
+  end
+  local audit = require "navette.audit"
+  local verb = args[1]
+  if #args > 1 then usage_error("too many arguments", "audit") end
+  if verb == "verify" then
+    local report, err = audit.verify()
+    if not report then error(errors.new(err.code, err.message, err.hint), 0) end
+    if opts.json then
+      term.print(json.encode(report, true))
+    elseif report.ok then
+      term.print("audit log intact: " .. tostring(report.lines) .. " line(s)")
+    else
+      term.print(term.style("stdout", "red", "audit log damaged") .. ": "
+                 .. tostring(report.kind) .. " at line "
+                 .. tostring(report.line) .. ": "
+                 .. tostring(report.message))
+    end
+    return report.ok and 0 or 1
+  elseif verb == "show" then
+    local lines, err = audit.lines(opts.job)
+    if not lines then error(errors.new(err.code, err.message, err.hint), 0) end
+    if opts.json then
+      local list = {}
+      for i, l in ipairs(lines) do list[i] = json.decode(l) end
+      term.print(json.encode(json.array(list), true))
+    else
+      for _, l in ipairs(lines) do
+        local e = json.decode(l) or {}
+        term.printf("%5s %s %-16s %-8s %s%s\n", tostring(e.seq),
+                    tostring(e.time), tostring(e.action),
+                    tostring(e.result), tostring(e.target),
+                    e.job ~= nil and e.job ~= json.null
+                      and ("  job " .. tostring(e.job)) or "")
+      end
+    end
+    return 0
+  end
+  usage_error("expected `audit verify` or `audit show`", "audit")
+end
+
 local function cmd_version(argv)
   local opts = parse("version", argv, { json = "bool" })
   if opts.help then term.print(HELP.version); return 0 end
@@ -471,7 +524,7 @@ local COMMANDS = {
   plan = function(a) return cmd_run(a, true) end,
   status = cmd_status, watch = cmd_watch, logs = cmd_logs,
   cancel = cmd_cancel, jobs = cmd_jobs, version = cmd_version,
-  creds = cmd_creds,
+  creds = cmd_creds, audit = cmd_audit,
   test = cmd_test,
 }
 

@@ -33,7 +33,12 @@ function runner.declare(decl)
   return j
 end
 
-local function refuse(message, hint)
+local function refuse(message, hint, run, target)
+  if run then
+    require("navette.audit").record({ action = "policy.refuse",
+      target = target or run.recipe, result = "refused",
+      detail = message:match("^[^\n]*") }, run.profile)
+  end
   error(errors.new("refused", message, hint), 0)
 end
 
@@ -91,7 +96,7 @@ local function pin_commit(run, j)
     refuse("the working tree of " .. repo:workdir() .. " is not clean:\n"
            .. table.concat(lines, "\n"),
            "commit (or stash) these changes: a job runs a commit, never "
-           .. "the working folder")
+           .. "the working folder", run, j.name)
   end
   local commit, err = repo:resolve(j.code)
   if not commit then
@@ -106,7 +111,8 @@ local function pin_commit(run, j)
       refuse("job '" .. j.name .. "': commit " .. commit:sub(1, 12)
              .. " is not on the remote (as of the last fetch)",
              "push it (git push), then run again: profile '"
-             .. run.profile.name .. "' runs only pushed commits")
+             .. run.profile.name .. "' runs only pushed commits", run,
+             j.name)
     end
   end
   return commit, repo:commit(commit)
@@ -207,6 +213,9 @@ function runner.submit(run)
         error(errors.new("backend", "cannot submit job '" .. spec.name
                          .. "': " .. err.message, err.hint), 0)
       end
+      require("navette.audit").record({ action = "job.submit",
+        target = spec.name, job = spec.id, commit = spec.commit },
+        run.profile)
     end
     specs[#specs + 1] = spec
   end

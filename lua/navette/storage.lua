@@ -91,7 +91,13 @@ function storage.put(key, path)
   local info, err = store:put(key, src)
   store:close()
   info = errors.check(info, err, "navette.storage.put '" .. key .. "'")
-  if info.planned then context.planned[info.url] = info end
+  if info.planned then
+    context.planned[info.url] = info
+  else
+    require("navette.audit").record({ action = "storage.put",
+      target = info.url, detail = "sha256 " .. info.sha256 },
+      context.profile)
+  end
   return info
 end
 
@@ -107,7 +113,13 @@ function storage.put_string(key, s)
   end
   local info, err = store:put_string(key, s)
   store:close()
-  return errors.check(info, err)
+  info = errors.check(info, err)
+  if not info.planned then
+    require("navette.audit").record({ action = "storage.put",
+      target = info.url, detail = "sha256 " .. info.sha256 },
+      context.profile)
+  end
+  return info
 end
 
 -- head(key_or_url) -> info | nil, err (a missing object is not an error)

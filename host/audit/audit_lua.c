@@ -1,0 +1,196 @@
+/* _navette.audit: the Lua binding of the audit log (audit.c) in
+ * $NAVETTE_HOME/audit. Misuse (a missing action, a non-string field, a
+ * secret handle passed as the credential) raises; expected failures (I/O,
+ * a log that refuses appends until verified) return nil, {code, message,
+ * hint}. In plan mode append and mirror record what they would do and
+ * write nothing. No malloc'd memory is held across a Lua call that can
+ * raise: lines() collects into a userdata freed by the GC. */
+#include <stdint.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "audit/audit.h"
+#include "core/buf.h"
+#include "core/nv_err.h"
+#include "core/nv_lua.h"
+
+#define AUDIT_LINES_MT  "navette.audit.lines"
+#define LINES_TOTAL_MAX ((size_t)64 * 1024 * 1024)
+
+/* Holds the lines read by nv_audit_each() while Lua copies them. */
+typedef struct l_lines {
+	nv_buf buf;
+} l_lines;
+
+/* Field name of entry, or NULL when nil; leaves the value on the stack
+ * (so the string stays alive). Only strings and numbers are accepted: a
+ * credential must be a name, never a secret handle. */
+static const char *opt_field(lua_State *L, const char *name)
+{
+	int type = lua_getfield(L, 1, name); /* [..., value] */
+
+	if (type == LUA_TNIL)
+		return NULL;
+	if (type != LUA_TSTRING && type != LUA_TNUMBER)
+		luaL_error(L, "audit field '%s' must be a string, not %s", name,
+			   luaL_typename(L, -1));
+	return lua_tostring(L, -1);
+}
+
+static int l_audit_append(lua_State *L)
+{
+	nv_audit_entry entry;
+	uint64_t seq = 0;
+	nv_err err;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	lua_settop(L, 1);
+	memset(&entry, 0, sizeof(entry));
+	entry.action = opt_field(L, "action");
+	entry.target = opt_field(L, "target");
+	entry.profile = opt_field(L, "profile");
+	entry.credential = opt_field(L, "credential");
+	entry.job = opt_field(L, "job");
+	entry.commit = opt_field(L, "commit");
+	entry.result = opt_field(L, "result");
+	entry.detail = opt_field(L, "detail"); /* [entry, values...] */
+	luaL_argcheck(L, entry.action && *entry.action, 1,
+		      "audit entry needs an action");
+	if (!entry.result)
+		entry.result = "ok";
+	luaL_argcheck(L,
+		      !strcmp(entry.result, "ok") ||
+			      !strcmp(entry.result, "refused") ||
+			      !strcmp(entry.result, "failed"),
+		      1, "audit result must be ok, refused or failed");
+
+	if (nv_plan_mode(L)) {
+		nv_plan_record(L, "audit", entry.action,
+			       entry.target ? entry.target : "");
+		lua_pushinteger(L, 0);
+		return 1;
+	}
+	if (nv_audit_append(nv_lua_home(L), &entry, &seq, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushinteger(L, (lua_Integer)seq);
+	return 1;
+}
+
+static int l_audit_verify(lua_State *L)
+{
+	nv_audit_report report;
+	nv_err err;
+
+	if (nv_audit_verify(nv_lua_home(L), &report, &err))
+		return nv_lua_push_error(L, &err);
+	lua_createtable(L, 0, 6); /* [report] */
+	lua_pushboolean(L, report.ok);
+	lua_setfield(L, -2, "ok");
+	lua_pushinteger(L, (lua_Integer)report.lines);
+	lua_setfield(L, -2, "lines");
+	lua_pushinteger(L, (lua_Integer)report.last_seq);
+	lua_setfield(L, -2, "last_seq");
+	if (!report.ok) {
+		lua_pushinteger(L, (lua_Integer)report.line);
+		lua_setfield(L, -2, "line");
+		lua_pushstring(L, report.kind);
+		lua_setfield(L, -2, "kind");
+		lua_pushstring(L, report.message);
+		lua_setfield(L, -2, "message");
+	}
+	return 1;
+}
+
+static int l_audit_lines_gc(lua_State *L)
+{
+	l_lines *box = luaL_checkudata(L, 1, AUDIT_LINES_MT);
+
+	nv_buf_free(&box->buf);
+	return 0;
+}
+
+/* Collects line + '\n' (a line never holds a newline). */
+static int collect_line(const char *line, size_t len, uint64_t line_no,
+			void *payload)
+{
+	l_lines *box = payload;
+
+	(void)line_no;
+	if (nv_buf_append(&box->buf, line, len) ||
+	    nv_buf_append(&box->buf, "\n", 1))
+		return NV_ENOMEM;
+	return 0;
+}
+
+static int l_audit_lines(lua_State *L)
+{
+	const char *job = luaL_optstring(L, 1, NULL);
+	nv_err err;
+	int rc;
+
+	l_lines *box = lua_newuserdatauv(L, sizeof(*box), 0); /* [box] */
+	nv_buf_init(&box->buf, LINES_TOTAL_MAX);
+	luaL_setmetatable(L, AUDIT_LINES_MT);
+	/* from here the GC owns box->buf */
+	rc = nv_audit_each(nv_lua_home(L), job, collect_line, box, &err);
+	if (rc == NV_ENOMEM && box->buf.failed)
+		nv_err_set(&err, NV_ENOMEM, "filter by job, or read the file",
+			   "the audit log is larger than lines() returns");
+	if (rc)
+		return nv_lua_push_error(L, &err);
+
+	lua_newtable(L); /* [box, lines] */
+	const char *p = box->buf.data, *end = p + box->buf.len;
+	lua_Integer n = 0;
+	while (p && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		lua_pushlstring(L, p, (size_t)(nl - p)); /* [box, lines, s] */
+		lua_rawseti(L, -2, ++n);
+		p = nl + 1;
+	}
+	return 1;
+}
+
+static int l_audit_mirror(lua_State *L)
+{
+	const char *root = luaL_checkstring(L, 1);
+	nv_err err;
+
+	if (nv_plan_mode(L)) {
+		nv_plan_record(L, "audit", "mirror", root);
+		lua_pushboolean(L, 1);
+		return 1;
+	}
+	if (nv_audit_mirror(nv_lua_home(L), root, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int l_audit_identity(lua_State *L)
+{
+	char identity[NV_AUDIT_IDENTITY_MAX];
+
+	nv_audit_identity(identity);
+	lua_pushstring(L, identity);
+	return 1;
+}
+
+static const luaL_Reg audit_functions[] = {
+	{"append", l_audit_append},     {"verify", l_audit_verify},
+	{"lines", l_audit_lines},       {"mirror", l_audit_mirror},
+	{"identity", l_audit_identity}, {NULL, NULL},
+};
+
+int luaopen_navette_audit(lua_State *L)
+{
+	luaL_newmetatable(L, AUDIT_LINES_MT); /* [mt] */
+	lua_pushcfunction(L, l_audit_lines_gc);
+	lua_setfield(L, -2, "__gc");
+	lua_pop(L, 1);
+
+	luaL_newlib(L, audit_functions); /* [audit] */
+	return 1;
+}
