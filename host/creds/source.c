@@ -82,11 +82,15 @@ double nv_creds_parse_time(const char *iso)
 	char rest[16] = "";
 
 	memset(&tm, 0, sizeof(tm));
-	if (!iso || sscanf(iso, "%4d-%2d-%2dT%2d:%2d:%lf%15s", &y, &mo, &d, &h,
-			   &mi, &sec, rest) < 6)
+	int consumed = 0;
+	if (!iso ||
+	    sscanf(iso, "%4d-%2d-%2dT%2d:%2d:%lf%15[^ ]%n", &y, &mo, &d, &h,
+		   &mi, &sec, rest, &consumed) < 7 ||
+	    iso[consumed] != '\0')
 		return -1;
-	if (rest[0] && strcmp(rest, "Z") != 0 && strcmp(rest, "+00:00") != 0)
-		return -1; /* only UTC is accepted: no guessing of offsets */
+	/* only UTC is accepted, explicitly: no guessing of offsets */
+	if (strcmp(rest, "Z") != 0 && strcmp(rest, "+00:00") != 0)
+		return -1;
 	tm.tm_year = y - 1900;
 	tm.tm_mon = mo - 1;
 	tm.tm_mday = d;
@@ -187,8 +191,21 @@ static int run_capture(const char *const *argv, unsigned char **out,
 		used += (size_t)n;
 	}
 	close(pipefd[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+	/* The output is closed; the process gets until the deadline to
+	 * exit. */
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		if (r == pid || (r < 0 && errno != EINTR))
+			break;
+		if (nv_now() > deadline) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+				;
+			break;
+		}
+		struct timespec pause = {0, 10 * 1000 * 1000};
+		nanosleep(&pause, NULL);
+	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		OPENSSL_cleanse(buf, cap);
 		free(buf);
@@ -338,7 +355,9 @@ static int load_file(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 				  "credential %s: a file source needs a path",
 				  d->name);
 	snprintf(s->origin, sizeof(s->origin), "%s", d->path);
-	fd = open(d->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO planted at the path must not hang us before
+	 * the regular-file check below. */
+	fd = open(d->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return nv_err_set_errno(err, NV_EREFUSED, errno,
 					"check the path (symlinks are refused)",
@@ -445,12 +464,17 @@ static int load_keychain(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 	snprintf(s->origin, sizeof(s->origin), "service %s, account %s",
 		 d->service, d->account);
 	rc = run_capture(argv, &out, &len, err);
-	if (rc)
+	if (rc) {
+		char cause[NV_ERR_MESSAGE_MAX];
+		memcpy(cause, err->message, sizeof(cause));
 		return nv_err_set(err, NV_EREFUSED,
-				  "add it: security add-generic-password -s "
+				  "is it there, and the keychain unlocked? add "
+				  "it: security add-generic-password -s "
 				  "SERVICE -a ACCOUNT -w",
-				  "credential %s: not in the Keychain (%s)",
-				  d->name, err->message);
+				  "credential %s: cannot read it from the "
+				  "Keychain (%.600s)",
+				  d->name, cause);
+	}
 	len = trim_end(out, len);
 	switch (d->kind) {
 	case NV_SECRET_S3: rc = parse_json(s, out, len, err); break;
@@ -546,6 +570,16 @@ int nv_creds_load(const nv_creds_decl *d, nv_secret **out, nv_err *err)
 	if (strcmp(d->source, "command") == 0) {
 		cached *c = calloc(1, sizeof(*c));
 		nv_err ignored;
+		for (cached **pp = &cache_head; *pp;) {
+			if (strcmp((*pp)->key, key) == 0) {
+				cached *old = *pp;
+				*pp = old->next;
+				nv_secret_free(old->secret);
+				free(old);
+			} else {
+				pp = &(*pp)->next;
+			}
+		}
 		if (c && (c->secret = secret_copy(s, &ignored)) != NULL) {
 			snprintf(c->key, sizeof(c->key), "%s", key);
 			c->next = cache_head;

@@ -41,17 +41,17 @@ function creds.validate(name, d, where)
     bad("names are letters, digits, '.', '_' and '-'")
   end
   if type(d) ~= "table" then bad("must be a table { kind = ..., source = ... }") end
-  for k in pairs(d) do
-    if not listed(k, DECL_KEYS) then
-      bad("unknown key '" .. tostring(k) .. "'" .. util.suggest(tostring(k),
-          DECL_KEYS), "keys: " .. table.concat(DECL_KEYS, ", "))
-    end
-  end
   for _, k in ipairs({ "value", "secret", "password", "token" }) do
     if d[k] ~= nil then
       bad("a value must never be written in the project file",
           "declare where it comes from: source = env, file, keychain or "
           .. "command")
+    end
+  end
+  for k in pairs(d) do
+    if not listed(k, DECL_KEYS) then
+      bad("unknown key '" .. tostring(k) .. "'" .. util.suggest(tostring(k),
+          DECL_KEYS), "keys: " .. table.concat(DECL_KEYS, ", "))
     end
   end
   if not listed(d.kind, creds.KINDS) then

@@ -1,0 +1,363 @@
+-- Credentials as opaque handles (_navette.creds): a handle shows only its
+-- name, refuses every way of being turned into text, exposes metadata but
+-- never the value, and can be closed. Also the declaration checks of
+-- navette.creds.validate.
+local t = test
+local sys, json, core, native = _navette.sys, _navette.json, _navette.core,
+                                _navette.creds
+
+local SECRET = "s3cr3t-Zq9-hunter2-value"
+local OTHER = "another-Xw7-secret-value"
+
+local function secret_file(dir, name, text, mode)
+  local path = dir .. "/" .. name
+  assert(sys.write_file(path, text, mode or 384)) -- 0600
+  return path
+end
+
+local function load_token(path, name)
+  local h, err = native.load({ name = name or "api", kind = "bearer",
+                               source = "file", path = path })
+  t.ok(h, err and err.message or "loaded")
+  return h
+end
+
+local function hides(v, what)
+  local s = type(v) == "table" and tostring(v.message) or tostring(v)
+  t.ok(not s:find(SECRET, 1, true), (what or "value")
+       .. " must not show the secret: " .. s)
+end
+
+-- every string reachable from v (tables walked)
+local function strings_in(v, out, seen)
+  out, seen = out or {}, seen or {}
+  if type(v) == "string" then
+    out[#out + 1] = v
+  elseif type(v) == "table" and not seen[v] then
+    seen[v] = true
+    for k, x in pairs(v) do
+      strings_in(k, out, seen)
+      strings_in(x, out, seen)
+    end
+  end
+  return out
+end
+
+t.test("tostring and string.format show only the name", function()
+  local path = secret_file(t.tmpdir(), "token", SECRET .. "\n")
+  local h = load_token(path)
+  t.eq(tostring(h), "<secret:api>")
+  t.eq(string.format("%s", h), "<secret:api>")
+  t.eq(string.format("[%10s]", h), "[" .. string.format("%10s", "<secret:api>") .. "]")
+  t.eq(tonumber(h), nil)
+  t.eq(type(h), "userdata")
+  h:close()
+end)
+
+t.test("concatenation refuses", function()
+  local h = load_token(secret_file(t.tmpdir(), "token", SECRET .. "\n"))
+  for what, fn in pairs({
+    ["'x' .. h"] = function() return "x" .. h end,
+    ["h .. 'x'"] = function() return h .. "x" end,
+    ["h .. h"] = function() return h .. h end,
+    ["1 .. h"] = function() return 1 .. h end,
+    ["table.concat"] = function() return table.concat({ h }) end,
+    ["table.concat sep"] = function() return table.concat({ "a", h }, ",") end,
+  }) do
+    local e = t.raises(fn)
+    hides(e, what)
+  end
+  t.raises(function() return "x" .. h end, "cannot be turned into text")
+  t.raises(function() return h .. "x" end, "cannot be turned into text")
+  h:close()
+end)
+
+t.test("string functions, length and calls refuse", function()
+  local h = load_token(secret_file(t.tmpdir(), "token", SECRET .. "\n"))
+  for what, fn in pairs({
+    ["string.rep"] = function() return string.rep(h, 2) end,
+    ["string.sub"] = function() return string.sub(h, 1) end,
+    ["string.byte"] = function() return string.byte(h) end,
+    ["string.len"] = function() return string.len(h) end,
+    ["string.upper"] = function() return string.upper(h) end,
+    ["string.find"] = function() return string.find(h, "s") end,
+    ["string.gsub"] = function() return string.gsub(h, ".", "%0") end,
+    ["string.format %q"] = function() return string.format("%q", h) end,
+    ["string.format %d"] = function() return string.format("%d", h) end,
+    ["#h"] = function() return #h end,
+    ["h:sub"] = function() return h:sub(1) end,
+    ["h()"] = function() return h() end,
+    ["utf8.len"] = function() return utf8.len(h) end,
+  }) do
+    local e = t.raises(fn)
+    hides(e, what)
+  end
+  t.raises(function() return #h end, "cannot be turned into text")
+  t.raises(function() return h() end, "cannot be turned into text")
+  h:close()
+end)
+
+t.test("json.encode refuses a handle", function()
+  local h = load_token(secret_file(t.tmpdir(), "token", SECRET .. "\n"))
+  hides(t.raises(function() return json.encode({ h }) end, "cannot encode"))
+  hides(t.raises(function() return json.encode(h) end, "cannot encode"))
+  hides(t.raises(function() return json.encode({ auth = { h } }) end,
+                 "cannot encode"))
+  h:close()
+end)
+
+t.test("a handle raised as an error does not become its value", function()
+  local h = load_token(secret_file(t.tmpdir(), "token", SECRET .. "\n"))
+  local ok, e = pcall(error, h)
+  t.eq(ok, false)
+  t.eq(tostring(e), "<secret:api>")
+  hides(e, "pcall(error, h)")
+  ok, e = pcall(function() error(h) end)
+  t.eq(ok, false)
+  hides(e, "error(h)")
+  ok, e = core.pcall(function() error(h) end)
+  t.eq(ok, false)
+  for _, s in ipairs(strings_in(e)) do
+    t.ok(not s:find(SECRET, 1, true), "core.pcall error: " .. s)
+  end
+  hides(e, "core.pcall(error(h))")
+  h:close()
+end)
+
+t.test("the metatable is hidden", function()
+  local h = load_token(secret_file(t.tmpdir(), "token", SECRET .. "\n"))
+  t.eq(getmetatable(h), false)
+  t.raises(function() setmetatable(h, {}) end)
+  t.eq(h.value, nil)
+  t.eq(h.token, nil)
+  t.eq(h.__tostring, nil)
+  h:close()
+end)
+
+t.test("info has metadata and never the value", function()
+  local dir = t.tmpdir()
+  local path = secret_file(dir, "token", SECRET .. "\n")
+  local h = load_token(path)
+  local before = sys.now()
+  local info = h:info()
+  t.eq(info.name, "api")
+  t.eq(info.kind, "bearer")
+  t.eq(info.source, "file")
+  t.eq(info.origin, path)
+  t.eq(type(info.loaded_at), "number")
+  t.ok(math.abs(info.loaded_at - before) < 60, "loaded_at is now")
+  t.eq(type(info.created_at), "number")
+  t.eq(info.expires_at, nil)
+  t.eq(type(info.fields), "table")
+  t.eq(#info.fields, 1)
+  t.eq(info.fields[1], "token")
+  t.eq(h:name(), "api")
+  for _, s in ipairs(strings_in(info)) do
+    t.ok(not s:find(SECRET, 1, true), "info holds the secret in " .. s)
+    t.ok(not s:find("hunter2", 1, true), "info holds part of the secret")
+  end
+  h:close()
+
+  -- an s3 credential: field names, no values
+  local s3 = secret_file(dir, "s3.json", json.encode({
+    Version = 1, AccessKeyId = "AKIDLUA", SecretAccessKey = SECRET,
+    SessionToken = OTHER }))
+  local hs, err = native.load({ name = "storage", kind = "s3",
+                                source = "file", path = s3 })
+  t.ok(hs, err and err.message)
+  local i2 = hs:info()
+  t.eq(#i2.fields, 3)
+  for _, s in ipairs(strings_in(i2)) do
+    t.ok(not s:find(SECRET, 1, true), "s3 info holds the secret")
+    t.ok(not s:find(OTHER, 1, true), "s3 info holds the token")
+    t.ok(not s:find("AKIDLUA", 1, true), "s3 info holds the key id")
+  end
+  hs:close()
+end)
+
+t.test("an env credential names its variable, not its value", function()
+  local h, err = native.load({ name = "path", kind = "bearer", source = "env",
+                               env = { token = "PATH" } })
+  t.ok(h, err and err.message)
+  t.eq(tostring(h), "<secret:path>")
+  local info = h:info()
+  t.eq(info.source, "env")
+  t.eq(info.origin, "$PATH")
+  local value = sys.getenv("PATH")
+  for _, s in ipairs(strings_in(info)) do
+    t.ok(not s:find(value, 1, true), "info holds the variable's value")
+  end
+  h:close()
+  local none, e = native.load({ name = "nope", kind = "bearer", source = "env",
+                                env = { token = "NAVETTE_TEST_UNSET_VAR_X" } })
+  t.eq(none, nil)
+  t.eq(e.code, "refused")
+  t.match(e.message, "NAVETTE_TEST_UNSET_VAR_X")
+end)
+
+t.test("equals compares values without showing them", function()
+  local dir = t.tmpdir()
+  local a = secret_file(dir, "a", SECRET .. "\n")
+  local b = secret_file(dir, "b", OTHER .. "\n")
+  local c = secret_file(dir, "c", SECRET) -- same after trimming
+  local h1, h2, h3, h4 = load_token(a, "one"), load_token(a, "two"),
+                         load_token(b, "three"), load_token(c, "four")
+  t.eq(h1:equals(h2), true)
+  t.eq(h2:equals(h1), true)
+  t.eq(h1:equals(h1), true)
+  t.eq(h1:equals(h3), false)
+  t.eq(h3:equals(h1), false)
+  t.eq(h1:equals(h4), true)
+  t.eq(h1 == h2, false) -- distinct handles; no __eq leaking a comparison
+  t.raises(function() return h1:equals("x") end)
+  t.raises(function() return h1:equals(SECRET) end)
+  for _, h in ipairs({ h1, h2, h3, h4 }) do h:close() end
+end)
+
+t.test("a closed handle raises on use; closing twice is fine", function()
+  local h = load_token(secret_file(t.tmpdir(), "token", SECRET .. "\n"))
+  local h2 = load_token(secret_file(t.tmpdir(), "token", SECRET .. "\n"))
+  h:close()
+  t.raises(function() return h:info() end, "closed")
+  t.raises(function() return h:name() end, "closed")
+  t.raises(function() return h:equals(h2) end, "closed")
+  t.raises(function() return h2:equals(h) end, "closed")
+  h:close()
+  t.eq(tostring(h), "<secret:closed>")
+  t.raises(function() return "x" .. h end, "cannot be turned into text")
+  h2:close()
+
+  local outer
+  do
+    local h3 <close> = load_token(secret_file(t.tmpdir(), "t", SECRET))
+    outer = h3
+    t.eq(outer:name(), "api")
+  end
+  t.raises(function() return outer:info() end, "closed")
+end)
+
+t.test("refusals carry no value", function()
+  local dir = t.tmpdir()
+  local path = secret_file(dir, "open-token", SECRET .. "\n", 420) -- 0644
+  local h, err = native.load({ name = "api", kind = "bearer",
+                               source = "file", path = path })
+  t.eq(h, nil)
+  t.eq(err.code, "refused")
+  t.match(err.message, "644")
+  t.match(err.hint, "chmod 600")
+  hides(err.message, "message")
+  hides(err.hint, "hint")
+  local basic = secret_file(dir, "basic", SECRET .. "\n")
+  h, err = native.load({ name = "reg", kind = "basic", source = "file",
+                         path = basic })
+  t.eq(h, nil)
+  t.match(err.message, "user:password")
+  hides(err.message, "basic message")
+  t.raises(function() return native.load({ name = "x" }) end,
+           "name, kind and source are required")
+  t.raises(function()
+    return native.load({ name = "x", kind = "oauth", source = "env" })
+  end, "unknown kind")
+  h, err = native.load({ name = "x", kind = "bearer", source = "vault" })
+  t.eq(h, nil)
+  t.match(err.message, "vault")
+end)
+
+t.test("a minted JWT is a handle too", function()
+  local key = secret_file(t.tmpdir(), "jwt.key", SECRET)
+  local k, err = native.load({ name = "slurm", kind = "hs256",
+                               source = "file", path = key })
+  t.ok(k, err and err.message)
+  local tok, terr = native.mint_jwt(k, "slurm.jwt", '{"sun":"root"}', 300)
+  t.ok(tok, terr and terr.message)
+  t.eq(tostring(tok), "<secret:slurm.jwt>")
+  t.raises(function() return "Bearer " .. tok end, "cannot be turned into text")
+  local info = tok:info()
+  t.eq(info.kind, "bearer")
+  t.eq(info.source, "minted")
+  t.eq(info.expires_at - info.loaded_at, 300)
+  for _, s in ipairs(strings_in(info)) do
+    t.ok(not s:find("eyJ", 1, true), "info holds the token")
+    t.ok(not s:find(SECRET, 1, true), "info holds the key")
+  end
+  local none, merr = native.mint_jwt(tok, "x", "{}", 60)
+  t.eq(none, nil)
+  t.match(merr.message, "not an HS256 key")
+  local creds = require("navette.creds")
+  creds._set_context({}, { max_token_lifespan = 600 })
+  t.raises(function()
+    return creds.jwt(k, { claims = { sun = "root" }, lifespan = 3600 })
+  end, "exceeds")
+  creds._set_context({}, nil)
+  tok:close()
+  k:close()
+end)
+
+-- navette.creds.validate: declarations from the project file
+
+local creds = require("navette.creds")
+local function refused(decl, pattern, name)
+  local e = t.raises(function()
+    return creds.validate(name or "cred", decl, "navette.lua")
+  end, pattern)
+  t.match(e.message, "navette.lua")
+  return e
+end
+
+t.test("validate refuses values written in the project file", function()
+  local e = refused({ kind = "bearer", source = "env", env = { token = "T" },
+                      value = SECRET }, "never be written")
+  hides(e, "value refusal")
+  e = refused({ kind = "basic", source = "keychain", service = "s",
+                account = "a", password = SECRET }, "never be written")
+  hides(e, "password refusal")
+  refused({ kind = "bearer", source = "env", token = SECRET },
+          "never be written")
+  refused({ kind = "bearer", source = "env", secret = SECRET },
+          "never be written")
+end)
+
+t.test("validate refuses unknown keys, kinds and sources", function()
+  refused({ kind = "bearer", source = "keychain", servce = "s",
+            account = "a" }, "unknown key 'servce' %(did you mean 'service'%?%)")
+  refused({ kind = "bearer", source = "env", env = { token = "T" },
+            zzzzzz = 1 }, "unknown key 'zzzzzz'")
+  refused({ kind = "oauth", source = "env" }, "kind must be one of")
+  refused({ source = "env" }, "kind must be one of")
+  refused({ kind = "bearer", source = "vault" }, "source must be one of")
+  refused({ kind = "bearer" }, "source must be one of")
+  refused("bearer", "must be a table")
+  refused({ kind = "bearer", source = "env", env = { token = "T" } },
+          "names are", "bad name!")
+end)
+
+t.test("validate checks each source's fields", function()
+  refused({ kind = "bearer", source = "env" }, "names its variables")
+  refused({ kind = "basic", source = "env" }, "names its variables")
+  refused({ kind = "bearer", source = "env", env = {} }, "names its variables")
+  refused({ kind = "bearer", source = "env", env = "TOKEN" }, "env maps")
+  refused({ kind = "bearer", source = "env", env = { password = "P" } },
+          "no field 'password'")
+  refused({ kind = "bearer", source = "env", env = { token = "1BAD" } },
+          "must be a variable name")
+  refused({ kind = "hs256", source = "file" }, "needs path")
+  refused({ kind = "bearer", source = "keychain", service = "s" },
+          "needs service and account")
+  refused({ kind = "s3", source = "command" }, "needs command")
+  refused({ kind = "s3", source = "command", command = {} }, "needs command")
+  refused({ kind = "s3", source = "command", command = { "aws", 1 } },
+          "must be strings")
+
+  local ok = creds.validate("storage", { kind = "s3", source = "env" }, "x")
+  t.eq(ok.kind, "s3")
+  t.eq(next(ok.env), nil)
+  ok = creds.validate("api", { kind = "bearer", source = "env",
+                               env = { token = "API_TOKEN" } }, "x")
+  t.eq(ok.env.token, "API_TOKEN")
+  ok = creds.validate("key", { kind = "hs256", source = "file",
+                               path = "~/.navette/jwt.key" }, "x")
+  t.eq(ok.path, (sys.getenv("HOME") or "") .. "/.navette/jwt.key")
+  ok = creds.validate("sts", { kind = "s3", source = "command",
+                               command = { "aws", "configure" } }, "x")
+  t.eq(ok.command[2], "configure")
+end)
