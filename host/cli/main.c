@@ -7,11 +7,28 @@
 
 #include "navette.h"
 
+/* `navette redact-stream`: stdin to stdout through the redactor. The
+ * launcher pipes a job's output through it, so the log is masked before
+ * it reaches the disk. */
+static int redact_stream(void)
+{
+	navette_runtime *rt = navette_open(NULL);
+	int status;
+
+	if (!rt)
+		return NAVETTE_SERVICE;
+	status = navette_redact_stream(0, 1);
+	navette_close(rt);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	navette_runtime *rt;
 	int status;
 
+	if (argc == 2 && strcmp(argv[1], "redact-stream") == 0)
+		return redact_stream();
 	if (argc >= 2 && strcmp(argv[1], "agent") == 0) {
 		int quiet =
 			argc >= 3 && strcmp(argv[2], "--quiet-if-running") == 0;

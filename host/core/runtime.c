@@ -19,6 +19,9 @@
 #include "core/lua_embed.h"
 #include "core/nv_lua.h"
 #include "core/output.h"
+#include "audit/audit.h"
+#include "creds/redact.h"
+#include "creds/secret.h"
 
 #define RUNTIME_KEY              "navette.runtime"
 #define SANDBOX_LOADED_KEY       "navette.sandbox.loaded"
@@ -669,6 +672,32 @@ static void default_home(char *out, size_t cap)
 #endif
 }
 
+/* Every loaded secret value is taught to the redactor; values shorter
+ * than its minimum are left alone on purpose (short common words). */
+static void redact_observer(const char *name, const void *value, size_t len)
+{
+	nv_err err;
+	if (len >= NV_REDACT_SECRET_MIN)
+		nv_redact_add_secret(nv_redact_global(), name, value, len,
+				     &err);
+}
+
+static int audit_redact(const char *line, size_t len, nv_buf *out,
+			void *payload)
+{
+	(void)payload;
+	return nv_redact_buffer(nv_redact_global(), line, len, out);
+}
+
+/* The sinks of this process all pass the redactor: the output module, the
+ * audit log, and (through the output module) plans and errors. */
+void nv_runtime_install_redactor(void)
+{
+	nv_out_set_filter(nv_redact_out_filter);
+	nv_secret_set_observer(redact_observer);
+	nv_audit_set_filter(audit_redact, NULL);
+}
+
 navette_runtime *navette_open(const navette_options *options)
 {
 	navette_runtime *rt = calloc(1, sizeof(*rt));
@@ -676,6 +705,7 @@ navette_runtime *navette_open(const navette_options *options)
 
 	if (!rt)
 		return NULL;
+	nv_runtime_install_redactor();
 	rt->memory_limit = DEFAULT_MEMORY_LIMIT;
 	rt->recipe_timeout_s = DEFAULT_RECIPE_TIMEOUT_S;
 	if ((env = getenv("NAVETTE_RECIPE_TIMEOUT")) && atof(env) > 0)

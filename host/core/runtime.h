@@ -33,6 +33,10 @@ navette_runtime *nv_runtime_of(lua_State *L);
  * table is on the stack. */
 int nv_pcall(lua_State *L, int nargs, int nresults);
 
+/* Routes the output module, the audit log and secret loading through the
+ * redactor (navette_open does it; the agent calls it too). */
+void nv_runtime_install_redactor(void);
+
 /* Opens the native modules into the trusted global `_navette`. */
 void nv_open_natives(lua_State *L);
 

@@ -3,6 +3,7 @@
  * JSON encoding, exposes only metadata to Lua, and wipes its values when
  * collected or closed (liolib-style: closing twice is harmless, use after
  * close raises). Values are read only by C modules (nv_creds_check). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,8 @@
 #include "core/nv_lua.h"
 #include "creds/creds_lua.h"
 #include "creds/jwt.h"
+#include "creds/redact.h"
+#include "creds/scan.h"
 #include "creds/source.h"
 
 typedef struct handle {
@@ -204,6 +207,191 @@ static int l_creds_mint_jwt(lua_State *L)
 	return 1;
 }
 
+/* creds.redact(text) -> text with every known secret and shape masked */
+static int l_creds_redact(lua_State *L)
+{
+	size_t len;
+	const char *in = luaL_checklstring(L, 1, &len);
+	nv_buf out;
+
+	nv_buf_init(&out, len * 4 + 4096);
+	if (nv_redact_buffer(nv_redact_global(), in, len, &out) != 0) {
+		nv_buf_free(&out);
+		return luaL_error(L, "redactor: out of memory");
+	}
+	/* copy into Lua through a buffer that Lua owns first */
+	luaL_Buffer b;
+	char *dst = luaL_buffinitsize(L, &b, out.len);
+	memcpy(dst, out.data ? out.data : "", out.len);
+	nv_buf_free(&out); /* freed before anything below can raise */
+	luaL_pushresultsize(&b, out.len);
+	return 1;
+}
+
+/* A redacting stream for text that arrives in pieces (logs --follow):
+ * stream:write(chunk) -> text ready to print; stream:flush() -> the rest. */
+#define REDACT_STREAM_MT "navette.redact.stream"
+
+typedef struct stream_box {
+	nv_redact_stream *stream;
+	nv_buf pending; /* what emit() produced during one call */
+} stream_box;
+
+static void stream_emit(const char *buf, size_t len, void *payload)
+{
+	stream_box *box = payload;
+	nv_buf_append(&box->pending, buf, len);
+}
+
+static int push_pending(lua_State *L, stream_box *box)
+{
+	luaL_Buffer b;
+	size_t n = box->pending.len;
+	char *dst = luaL_buffinitsize(L, &b, n);
+	memcpy(dst, box->pending.data ? box->pending.data : "", n);
+	box->pending.len = 0;
+	luaL_pushresultsize(&b, n);
+	return 1;
+}
+
+static stream_box *check_stream(lua_State *L)
+{
+	stream_box *box = luaL_checkudata(L, 1, REDACT_STREAM_MT);
+	if (!box->stream)
+		luaL_error(L, "attempt to use a closed redacting stream");
+	return box;
+}
+
+static int l_stream_write(lua_State *L)
+{
+	stream_box *box = check_stream(L);
+	size_t len;
+	const char *s = luaL_checklstring(L, 2, &len);
+	nv_redact_stream_write(box->stream, s, len);
+	return push_pending(L, box);
+}
+
+static int l_stream_flush(lua_State *L)
+{
+	stream_box *box = check_stream(L);
+	nv_redact_stream_flush(box->stream);
+	return push_pending(L, box);
+}
+
+static int l_stream_gc(lua_State *L)
+{
+	stream_box *box = luaL_checkudata(L, 1, REDACT_STREAM_MT);
+	if (box->stream) {
+		nv_redact_stream_free(box->stream);
+		box->stream = NULL;
+	}
+	nv_buf_free(&box->pending);
+	return 0;
+}
+
+static int l_creds_redact_stream(lua_State *L)
+{
+	stream_box *box = lua_newuserdatauv(L, sizeof(*box), 0);
+	memset(box, 0, sizeof(*box));
+	nv_buf_init(&box->pending, (size_t)64 * 1024 * 1024);
+	if (luaL_newmetatable(L, REDACT_STREAM_MT)) {
+		static const luaL_Reg m[] = {{"write", l_stream_write},
+					     {"flush", l_stream_flush},
+					     {"close", l_stream_gc},
+					     {NULL, NULL}};
+		luaL_newlib(L, m);
+		lua_setfield(L, -2, "__index");
+		lua_pushcfunction(L, l_stream_gc);
+		lua_setfield(L, -2, "__gc");
+		lua_pushcfunction(L, l_stream_gc);
+		lua_setfield(L, -2, "__close");
+	}
+	lua_setmetatable(L, -2);
+	box->stream =
+		nv_redact_stream_new(nv_redact_global(), stream_emit, box);
+	if (!box->stream)
+		return luaL_error(L, "redactor: out of memory");
+	return 1;
+}
+
+static int l_creds_env_allowed(lua_State *L)
+{
+	lua_pushboolean(L, nv_redact_env_allowed(luaL_checkstring(L, 1)));
+	return 1;
+}
+
+/* Findings are copied out of the scan (which holds libgit2 objects) and
+ * pushed to Lua only once it is over, so nothing can raise mid-scan. */
+typedef struct finding_copy {
+	char path[512];
+	char rule[48];
+	char reason[256];
+	char preview[64];
+	size_t line;
+} finding_copy;
+
+typedef struct findings {
+	finding_copy items[NV_SCAN_MAX_FINDINGS];
+	size_t count;
+} findings;
+
+static int collect_finding(const nv_scan_finding *f, void *payload)
+{
+	findings *all = payload;
+	if (all->count == NV_SCAN_MAX_FINDINGS)
+		return 1;
+	finding_copy *c = &all->items[all->count++];
+	snprintf(c->path, sizeof(c->path), "%s", f->path);
+	snprintf(c->rule, sizeof(c->rule), "%s", f->rule);
+	snprintf(c->reason, sizeof(c->reason), "%s", f->reason);
+	snprintf(c->preview, sizeof(c->preview), "%s", f->preview);
+	c->line = f->line;
+	return 0;
+}
+
+/* creds.scan_commit(repo_path, oid) -> {findings = {...}, allowed = n,
+ * files = n, truncated = bool} | nil, err */
+static int l_creds_scan_commit(lua_State *L)
+{
+	const char *repo = luaL_checkstring(L, 1);
+	const char *oid = luaL_checkstring(L, 2);
+	findings *all = lua_newuserdatauv(L, sizeof(*all), 0);
+	nv_scan_stats stats;
+	nv_err err;
+
+	memset(all, 0, sizeof(*all));
+	memset(&stats, 0, sizeof(stats));
+	int rc = nv_scan_commit(repo, oid, collect_finding, all, &stats, &err);
+	if (rc < 0)
+		return nv_lua_push_error(L, &err);
+	lua_createtable(L, 0, 4);
+	lua_createtable(L, (int)all->count, 0);
+	for (size_t i = 0; i < all->count; i++) {
+		finding_copy *c = &all->items[i];
+		lua_createtable(L, 0, 5);
+		lua_pushstring(L, c->path);
+		lua_setfield(L, -2, "path");
+		lua_pushinteger(L, (lua_Integer)c->line);
+		lua_setfield(L, -2, "line");
+		lua_pushstring(L, c->rule);
+		lua_setfield(L, -2, "rule");
+		lua_pushstring(L, c->reason);
+		lua_setfield(L, -2, "reason");
+		lua_pushstring(L, c->preview);
+		lua_setfield(L, -2, "preview");
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+	}
+	lua_setfield(L, -2, "findings");
+	lua_pushinteger(L, (lua_Integer)stats.allowed);
+	lua_setfield(L, -2, "allowed");
+	lua_pushinteger(L, (lua_Integer)stats.files);
+	lua_setfield(L, -2, "files");
+	lua_pushboolean(L,
+			stats.truncated || all->count == NV_SCAN_MAX_FINDINGS);
+	lua_setfield(L, -2, "truncated");
+	return 1;
+}
+
 static int l_creds_cache_clear(lua_State *L)
 {
 	(void)L;
@@ -228,6 +416,10 @@ int luaopen_navette_creds(lua_State *L)
 	static const luaL_Reg fns[] = {{"load", l_creds_load},
 				       {"mint_jwt", l_creds_mint_jwt},
 				       {"cache_clear", l_creds_cache_clear},
+				       {"redact", l_creds_redact},
+				       {"redact_stream", l_creds_redact_stream},
+				       {"env_allowed", l_creds_env_allowed},
+				       {"scan_commit", l_creds_scan_commit},
 				       {NULL, NULL}};
 
 	luaL_newmetatable(L, NV_SECRET_MT); // [mt]
@@ -239,4 +431,47 @@ int luaopen_navette_creds(lua_State *L)
 	lua_pop(L, 1);
 	luaL_newlib(L, fns);
 	return 1;
+}
+
+/* navette.h: the redacting filter of job logs. */
+#include <errno.h>
+#include <unistd.h>
+
+#include "navette.h"
+
+static void write_all(const char *buf, size_t len, void *payload)
+{
+	int fd = *(int *)payload;
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+int navette_redact_stream(int in_fd, int out_fd)
+{
+	char buf[65536];
+	nv_redact_stream *s =
+		nv_redact_stream_new(nv_redact_global(), write_all, &out_fd);
+
+	if (!s)
+		return NAVETTE_SERVICE;
+	for (;;) {
+		ssize_t n = read(in_fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		nv_redact_stream_write(s, buf, (size_t)n);
+		/* a log line is worth showing now: release what cannot be
+		 * the start of a secret once the input pauses */
+	}
+	nv_redact_stream_flush(s);
+	nv_redact_stream_free(s);
+	return NAVETTE_OK;
 }

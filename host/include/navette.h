@@ -50,6 +50,10 @@ int navette_main(navette_runtime *rt, int argc, char **argv);
  * Returns a navette_status. */
 int navette_agent(const char *home, int quiet_if_running);
 
+/* Copies in_fd to out_fd through the redactor (secret values this process
+ * loaded, and secret shapes), until end of input. */
+int navette_redact_stream(int in_fd, int out_fd);
+
 #ifdef __cplusplus
 }
 #endif

@@ -31,6 +31,8 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/fsutil.h"
+#include "core/output.h"
+#include "creds/redact.h"
 #include "git/git.h"
 #include "jobs/launcher.h"
 #include "jobs/queue.h"
@@ -76,18 +78,19 @@ typedef struct agent {
 static void agent_log(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 
+/* The agent's own log passes the redactor like every other sink. */
 static void agent_log(const char *fmt, ...)
 {
 	char ts[32];
+	char line[2048];
 	va_list ap;
 
 	nv_iso8601(nv_now(), ts);
-	fprintf(stderr, "%s agent[%ld] ", ts, (long)getpid());
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	fflush(stderr);
+	nv_out_printf(NV_OUT_STDERR, "%s agent[%ld] %s\n", ts, (long)getpid(),
+		      line);
 }
 
 /* ---- the lock ---------------------------------------------------------- */
@@ -662,7 +665,17 @@ static void finalize(agent *a, job *j, outcome *o)
 		record_log = NULL;
 		if (store) {
 			char key[NV_FILESTORE_KEY_MAX + 64];
-			char *text = cJSON_Print(record);
+			char *raw = cJSON_Print(record);
+			char *text = NULL;
+			nv_buf clean;
+			nv_buf_init(&clean, RECORD_MAX * 2);
+			if (raw &&
+			    nv_redact_buffer(nv_redact_global(), raw,
+					     strlen(raw), &clean) == 0 &&
+			    clean.data)
+				text = strdup(clean.data);
+			nv_buf_free(&clean);
+			free(raw);
 			nv_pathf(key, sizeof(key), "%snavette-run.json",
 				 prefix);
 			if (text && strlen(text) < RECORD_MAX &&
@@ -858,7 +871,7 @@ static int start(agent *a, job *j, outcome *o)
 		 * the shell that started the agent leaks into the job. */
 		const char *keep[] = {"PATH",   "HOME", "USER", "LOGNAME",
 				      "TMPDIR", "LANG", "TZ",   NULL};
-		char *envp[16];
+		char *envp[20];
 		int n = 0;
 		static char store[8][PATH_CAP];
 		setpgid(0, 0);
@@ -875,6 +888,11 @@ static int start(agent *a, job *j, outcome *o)
 		static char jobdir[PATH_CAP + 32];
 		nv_pathf(jobdir, sizeof(jobdir), "NAVETTE_JOB_DIR=%s", j->dir);
 		envp[n++] = jobdir;
+		static char exe[PATH_CAP], redact[PATH_CAP + 32];
+		if (executable_path(exe, sizeof(exe)) == 0 &&
+		    nv_pathf(redact, sizeof(redact), "NAVETTE_REDACT=%s",
+			     exe) == 0)
+			envp[n++] = redact;
 		envp[n] = NULL;
 		int devnull = open("/dev/null", O_RDWR);
 		if (devnull >= 0) {

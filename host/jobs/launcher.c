@@ -114,7 +114,8 @@ int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err)
 		"127; }\n"
 		"report running\n"
 		": >> \"$NAVETTE_LOG\"\n"
-		"report logs_visible\n");
+		"report logs_visible\n"
+		"run_command() {\n\t");
 	cJSON_ArrayForEach(item, command)
 	{
 		if (!cJSON_IsString(item))
@@ -125,10 +126,22 @@ int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err)
 		nv_buf_sh_quote(out, item->valuestring);
 		nv_buf_puts(out, " ");
 	}
-	nv_buf_puts(out, "< /dev/null >> \"$NAVETTE_LOG\" 2>&1\n"
-			 "code=$?\n"
-			 "report \"exit $code\"\n"
-			 "exit \"$code\"\n");
+	/* The output goes through the backend's redacting filter when it
+	 * gives one (NAVETTE_REDACT), so the log is masked before it is
+	 * written; the exit status travels through the status file. */
+	nv_buf_puts(
+		out,
+		"< /dev/null\n"
+		"\treport \"exit $?\"\n"
+		"}\n"
+		"if [ -n \"${NAVETTE_REDACT:-}\" ]; then\n"
+		"\trun_command 2>&1 | \"$NAVETTE_REDACT\" redact-stream >> "
+		"\"$NAVETTE_LOG\"\n"
+		"else\n"
+		"\trun_command >> \"$NAVETTE_LOG\" 2>&1\n"
+		"fi\n"
+		"code=$(sed -n 's/^exit //p' \"$NAVETTE_STATUS\" | tail -n 1)\n"
+		"exit \"${code:-1}\"\n");
 	if (out->failed)
 		return nv_err_set(err, NV_ENOMEM, NULL,
 				  "job %s: launcher larger than %zu bytes", id,

@@ -103,6 +103,7 @@ local function pin_commit(run, j)
     refuse("job '" .. j.name .. "': code '" .. j.code .. "': "
            .. err.message, err.hint or "check the commit reference")
   end
+  runner.scan_secrets(run, commit, j.name)
   if run.profile.require_pushed then
     local present, rerr = repo:on_remote(commit, run.profile.remote)
     if present == nil then
@@ -141,6 +142,37 @@ local function describe_inputs(run, j)
     out[#out + 1] = entry
   end
   return json.array(out)
+end
+
+-- Nothing leaves the laptop as code if the commit's tree holds something
+-- that looks like a secret (scanned once per commit and run).
+function runner.scan_secrets(run, commit, target)
+  run.scanned = run.scanned or {}
+  if run.scanned[commit] then return end
+  local report, err = _navette.creds.scan_commit(run.repo:workdir(), commit)
+  if not report then
+    refuse("cannot scan commit " .. commit:sub(1, 12) .. " for secrets: "
+           .. err.message, err.hint, run, target)
+  end
+  if #report.findings > 0 then
+    local lines = {}
+    for i, f in ipairs(report.findings) do
+      if i > 20 then
+        lines[#lines + 1] = "  ... and " .. (#report.findings - 20)
+                            .. " more"
+        break
+      end
+      lines[#lines + 1] = "  " .. f.path .. (f.line > 0
+        and (":" .. f.line) or "") .. ": " .. f.reason .. " [" .. f.rule
+        .. "]"
+    end
+    refuse("commit " .. commit:sub(1, 12) .. " holds what looks like "
+           .. "secrets:\n" .. table.concat(lines, "\n"),
+           "remove them from the repository (and rotate them), or exempt "
+           .. "a path with a written reason in .navette-secrets-allow",
+           run, target)
+  end
+  run.scanned[commit] = true
 end
 
 -- Builds the spec of declaration j: everything the backend needs, pinned.

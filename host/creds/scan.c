@@ -1,0 +1,1584 @@
+/* Secret scanning of a commit's tree, a folder or one buffer (see scan.h for
+ * the rules and the contract). The scanner is deliberately simple: a few
+ * hand-written matchers over bounded windows of each line, no regex engine,
+ * so that its cost is linear in the input and its behaviour is easy to read.
+ * It errs on the side of reporting: a false alarm costs one allow-list line
+ * with a reason, a missed key costs a rotation. To keep this file from
+ * tripping its own rules, the markers it looks for are never written out
+ * whole in it. */
+#include "creds/scan.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <git2.h>
+
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#endif
+
+#define PATH_CAP        4096
+#define WINDOW_OVERLAP  512 /* longest token found across a window edge */
+#define REASON_MAX      256
+#define PREVIEW_MIN     20 /* shorter values get no preview at all */
+#define NAME_SHOWN      64 /* bytes of a variable name quoted in a reason */
+#define MIN_SECRET_LEN  16
+#define MIN_ENTROPY     3.5
+#define GLOB_MAX        1024
+#define GLOB_MAX_SEGS   64
+#define PATH_MAX_SEGS   256
+#define DIR_MAX_ENTRIES 100000
+
+static const char RULE_ALLOWLIST[] = "allowlist";
+
+struct scan_ctx {
+	nv_scan_cb cb;
+	void *payload;
+	const nv_scan_allowlist *al;
+	nv_scan_stats *st;
+	int stop; /* the callback's value once it asked to stop */
+	int full; /* NV_SCAN_MAX_FINDINGS reached */
+
+	/* The file being scanned. */
+	const char *path;
+	int allowed; /* path matches the allow-list */
+	int key_ext; /* .pem/.key/.p12/.pfx: a bare marker is enough */
+	int dotenv;
+	const char *line_end;  /* end of the current line, '\r' excluded */
+	const char *next_line; /* start of the next one */
+	const char *data_end;  /* end of the file */
+	size_t line;           /* 1-based number of the current line */
+	size_t line_hits;      /* findings on this line, allowed ones too */
+	size_t key_blocks;     /* private-key findings in this file */
+	size_t dotenv_values;  /* lines of a .env file setting a value */
+	size_t dotenv_line;    /* the first of them */
+	char dotenv_name[NAME_SHOWN + 1];
+};
+
+/* ASCII classes, independent of the locale. */
+static int is_digit(int ch)
+{
+	return ch >= '0' && ch <= '9';
+}
+
+static int is_alpha(int ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+}
+
+static int is_alnum(int ch)
+{
+	return is_alpha(ch) || is_digit(ch);
+}
+
+static int is_upper_digit(int ch)
+{
+	return (ch >= 'A' && ch <= 'Z') || is_digit(ch);
+}
+
+static int is_b64(int ch)
+{
+	return is_alnum(ch) || ch == '+' || ch == '/' || ch == '=';
+}
+
+static int is_b64url(int ch)
+{
+	return is_alnum(ch) || ch == '_' || ch == '-';
+}
+
+/* Characters of a variable or key name: FOO_BAR, api-token, cfg.secret. */
+static int is_name(int ch)
+{
+	return is_alnum(ch) || ch == '_' || ch == '-' || ch == '.';
+}
+
+static int is_blank(int ch)
+{
+	return ch == ' ' || ch == '\t';
+}
+
+static int is_quote(int ch)
+{
+	return ch == '"' || ch == '\'' || ch == '`';
+}
+
+static int lower(int ch)
+{
+	return (ch >= 'A' && ch <= 'Z') ? ch - 'A' + 'a' : ch;
+}
+
+/* 1 when s[0..n) starts with lit, ignoring ASCII case. */
+static int ci_prefix(const char *s, size_t n, const char *lit)
+{
+	size_t i;
+
+	for (i = 0; lit[i]; i++)
+		if (i >= n || lower((unsigned char)s[i]) != lit[i])
+			return 0;
+	return 1;
+}
+
+/* 1 when s[0..n) contains lit (lowercase), ignoring ASCII case. */
+static int ci_contains(const char *s, size_t n, const char *lit)
+{
+	size_t i, l = strlen(lit);
+
+	for (i = 0; i + l <= n; i++)
+		if (ci_prefix(s + i, n - i, lit))
+			return 1;
+	return 0;
+}
+
+static int has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), l = strlen(suffix), i;
+
+	if (l > n)
+		return 0;
+	for (i = 0; i < l; i++)
+		if (lower((unsigned char)s[n - l + i]) != suffix[i])
+			return 0;
+	return 1;
+}
+
+double nv_scan_entropy(const char *s, size_t len)
+{
+	size_t count[256] = {0};
+	double h = 0.0;
+	size_t i;
+
+	if (len == 0)
+		return 0.0;
+	for (i = 0; i < len; i++)
+		count[(unsigned char)s[i]]++;
+	for (i = 0; i < 256; i++) {
+		double p;
+
+		if (!count[i])
+			continue;
+		p = (double)count[i] / (double)len;
+		h -= p * log2(p);
+	}
+	return h;
+}
+
+/* Values that stand for a secret without being one. */
+static int is_placeholder(const char *v, size_t n)
+{
+	static const char *const words[] = {
+		"changeme",   "change_me", "change-me",   "replaceme",
+		"replace_me", "xxx",       "placeholder", "example",
+		"redacted",   "dummy",     "your_",       "your-",
+		"****",       "...",
+	};
+	size_t i;
+
+	if (n == 0)
+		return 1;
+	if (v[0] == '<' && v[n - 1] == '>')
+		return 1;
+	/* ${VAR}, $VAR, $(cmd), {{ template }}, %(name)s */
+	if (v[0] == '$' || (n >= 2 && v[0] == '{' && v[1] == '{') ||
+	    (n >= 2 && v[0] == '%' && v[1] == '('))
+		return 1;
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (ci_contains(v, n, words[i]))
+			return 1;
+	return 0;
+}
+
+/* The text after an assignment reads the secret from elsewhere. */
+static int is_reference(const char *s, size_t n)
+{
+	static const char *const words[] = {
+		"environ",   "getenv",   "process.env", "env[",
+		"env.fetch", "secrets.", "vault(",      "keyring.",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (ci_contains(s, n, words[i]))
+			return 1;
+	return 0;
+}
+
+/* "ABCD…WXYZ" for values long enough that 8 characters do not give them
+ * away, "" otherwise. */
+static void mask(char *out, size_t cap, const char *v, size_t n)
+{
+	size_t i;
+
+	out[0] = '\0';
+	if (!v || n < PREVIEW_MIN)
+		return;
+	for (i = 0; i < 4; i++)
+		if ((unsigned char)v[i] < 0x21 || (unsigned char)v[i] > 0x7e ||
+		    (unsigned char)v[n - 4 + i] < 0x21 ||
+		    (unsigned char)v[n - 4 + i] > 0x7e)
+			return;
+	snprintf(out, cap, "%.4s\xe2\x80\xa6%.4s", v, v + n - 4);
+}
+
+static int scan_done(const struct scan_ctx *c)
+{
+	return c->stop || c->full;
+}
+
+/* Reports one finding (or counts it as allowed). Returns nonzero when the
+ * scan must stop. */
+static int report(struct scan_ctx *c, size_t line, const char *rule,
+		  const char *reason, const char *value, size_t value_len)
+{
+	nv_scan_finding f;
+	char preview[32];
+	int rc;
+
+	if (scan_done(c))
+		return 1;
+	c->line_hits++;
+	if (c->allowed && strcmp(rule, RULE_ALLOWLIST) != 0) {
+		c->st->allowed++;
+		return 0;
+	}
+	if (c->st->findings >= NV_SCAN_MAX_FINDINGS) {
+		c->st->truncated = 1;
+		c->full = 1;
+		return 1;
+	}
+	mask(preview, sizeof(preview), value, value_len);
+	f.path = c->path;
+	f.line = line;
+	f.rule = rule;
+	f.reason = reason;
+	f.preview = preview;
+	c->st->findings++;
+	if (c->cb) {
+		rc = c->cb(&f, c->payload);
+		if (rc) {
+			c->stop = rc;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ---- private keys ---------------------------------------------------- */
+
+/* Length of a private-key armor line starting at s, or 0. The words are
+ * assembled at run time (see the file comment). */
+static size_t key_marker(const char *s, size_t n)
+{
+	static const char *const kinds[] = {
+		"", "RSA ", "EC ", "DSA ", "OPENSSH ", "ENCRYPTED ", "PGP ",
+	};
+	static const char dashes[] = "-----";
+	static const char begin[] = "BEGIN ";
+	static const char what[] = "PRIVATE KEY";
+	size_t k, i = 5 + 6;
+
+	if (n < i || memcmp(s, dashes, 5) != 0 || memcmp(s + 5, begin, 6) != 0)
+		return 0;
+	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		size_t kl = strlen(kinds[k]), j = i + kl;
+
+		if (n < j + 11 || memcmp(s + i, kinds[k], kl) != 0 ||
+		    memcmp(s + j, what, 11) != 0)
+			continue;
+		j += 11;
+		if (n - j >= 6 && memcmp(s + j, " BLOCK", 6) == 0)
+			j += 6;
+		if (n - j >= 5 && memcmp(s + j, dashes, 5) == 0)
+			return j + 5;
+	}
+	return 0;
+}
+
+/* Length of the run of base64 characters at s. */
+static size_t b64_run(const char *s, const char *end)
+{
+	const char *p = s;
+
+	while (p < end && is_b64((unsigned char)*p))
+		p++;
+	return (size_t)(p - s);
+}
+
+/* 1 when the lines from p on look like the body of an armored key: a few
+ * blank or "Header: value" lines, then base64. */
+static int key_body_follows(const char *p, const char *end)
+{
+	int n;
+
+	for (n = 0; n < 4 && p < end; n++) {
+		const char *le = memchr(p, '\n', (size_t)(end - p));
+		const char *q = p, *h;
+
+		if (!le)
+			le = end;
+		while (q < le && is_blank((unsigned char)*q))
+			q++;
+		if (q < le && is_quote((unsigned char)*q))
+			q++;
+		if (b64_run(q, le) >= 16)
+			return 1;
+		for (h = q;
+		     h < le && (is_alpha((unsigned char)*h) || *h == '-'); h++)
+			;
+		if (!(q == le || (q + 1 == le && *q == '\r') ||
+		      (h > q && h < le && *h == ':')))
+			return 0;
+		p = le + 1;
+	}
+	return 0;
+}
+
+static int detect_private_key(struct scan_ctx *c, const char *w, size_t n,
+			      size_t limit)
+{
+	size_t i, m;
+
+	for (i = 0; i < limit; i++) {
+		const char *after, *le = c->line_end;
+		int hit;
+
+		if (w[i] != '-' || !(m = key_marker(w + i, n - i)))
+			continue;
+		after = w + i + m;
+		while (after < le && is_blank((unsigned char)*after))
+			after++;
+		/* The marker alone on its line, or followed by a "\n" escape
+		 * inside a string, with base64 after it: a key, not code that
+		 * merely names the marker. */
+		if (after == le)
+			hit = key_body_follows(c->next_line, c->data_end);
+		else if (le - after >= 2 && after[0] == '\\' && after[1] == 'n')
+			hit = b64_run(after + 2, le) >= 16;
+		else
+			hit = 0;
+		if (!hit && !c->key_ext)
+			continue;
+		c->key_blocks++;
+		if (report(c, c->line, "private-key", "private key block", NULL,
+			   0))
+			return 1;
+		i += m - 1;
+	}
+	return 0;
+}
+
+/* ---- AWS --------------------------------------------------------------- */
+
+static int detect_aws(struct scan_ctx *c, const char *w, size_t n, size_t limit)
+{
+	static const char *const secret_words[] = {"secret_access_key",
+						   "secretaccesskey"};
+	size_t i, j, k;
+
+	for (i = 0; i < limit && i + 20 <= n; i++) {
+		if (w[i] != 'A' || (memcmp(w + i, "AKIA", 4) != 0 &&
+				    memcmp(w + i, "ASIA", 4) != 0))
+			continue;
+		if (i > 0 && is_upper_digit((unsigned char)w[i - 1]))
+			continue;
+		for (j = 4; j < 20 && is_upper_digit((unsigned char)w[i + j]);
+		     j++)
+			;
+		if (j < 20 ||
+		    (i + 20 < n && is_upper_digit((unsigned char)w[i + 20])))
+			continue;
+		if (ci_contains(w + i, 20, "example"))
+			continue;
+		if (report(c, c->line, "aws-access-key-id", "AWS access key id",
+			   w + i, 20))
+			return 1;
+		i += 19;
+	}
+
+	/* The secret: 40 base64 characters after its key name. */
+	for (k = 0; k < 2; k++) {
+		size_t kl = strlen(secret_words[k]);
+
+		for (i = 0; i + kl <= n && i < limit; i++) {
+			if (!ci_prefix(w + i, n - i, secret_words[k]))
+				continue;
+			for (j = i + kl; j < n;) {
+				size_t run = b64_run(w + j, w + n);
+
+				if (run == 0) {
+					j++;
+					continue;
+				}
+				if (run == 40 &&
+				    (j + run < n || w + n == c->line_end) &&
+				    !is_placeholder(w + j, run) &&
+				    nv_scan_entropy(w + j, run) >= 3.0)
+					return report(c, c->line,
+						      "aws-secret-access-key",
+						      "AWS secret access key",
+						      w + j, run);
+				j += run;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- well-known token shapes -------------------------------------------- */
+
+enum charset { CS_ALNUM, CS_ALNUM_UNDERSCORE, CS_B64URL, CS_ALNUM_DASH };
+
+struct token_shape {
+	const char *prefix;
+	enum charset cs;
+	size_t min, max; /* length of the part after the prefix */
+	const char *rule;
+	const char *reason;
+};
+
+static const struct token_shape token_shapes[] = {
+	{"ghp_", CS_ALNUM, 30, 255, "github-token", "GitHub personal token"},
+	{"gho_", CS_ALNUM, 30, 255, "github-token", "GitHub OAuth token"},
+	{"ghs_", CS_ALNUM, 30, 255, "github-token", "GitHub app token"},
+	{"ghu_", CS_ALNUM, 30, 255, "github-token", "GitHub user token"},
+	{"ghr_", CS_ALNUM, 30, 255, "github-token", "GitHub refresh token"},
+	{"github_pat_", CS_ALNUM_UNDERSCORE, 22, 255, "github-token",
+	 "GitHub fine-grained token"},
+	{"glpat-", CS_B64URL, 20, 255, "gitlab-token", "GitLab personal token"},
+	{"xoxb-", CS_ALNUM_DASH, 10, 255, "slack-token", "Slack bot token"},
+	{"xoxa-", CS_ALNUM_DASH, 10, 255, "slack-token", "Slack app token"},
+	{"xoxp-", CS_ALNUM_DASH, 10, 255, "slack-token", "Slack user token"},
+	{"xoxr-", CS_ALNUM_DASH, 10, 255, "slack-token", "Slack refresh token"},
+	{"xoxs-", CS_ALNUM_DASH, 10, 255, "slack-token", "Slack token"},
+	{"AIza", CS_B64URL, 35, 35, "google-api-key", "Google API key"},
+	{"sk_live_", CS_ALNUM, 16, 255, "stripe-key", "Stripe live secret key"},
+	{"rk_live_", CS_ALNUM, 16, 255, "stripe-key",
+	 "Stripe live restricted key"},
+};
+
+static int in_charset(enum charset cs, int ch)
+{
+	switch (cs) {
+	case CS_ALNUM: return is_alnum(ch);
+	case CS_ALNUM_UNDERSCORE: return is_alnum(ch) || ch == '_';
+	case CS_B64URL: return is_b64url(ch);
+	case CS_ALNUM_DASH: return is_alnum(ch) || ch == '-';
+	}
+	return 0;
+}
+
+/* Length of a JWT (three base64url segments, header and payload JSON)
+ * starting at s, or 0. */
+static size_t jwt_length(const char *s, size_t n)
+{
+	size_t i = 0, seg;
+
+	for (seg = 0; seg < 3; seg++) {
+		size_t start = i;
+
+		if (seg < 2 && (n - i < 3 || memcmp(s + i, "eyJ", 3) != 0))
+			return 0;
+		while (i < n && is_b64url((unsigned char)s[i]))
+			i++;
+		if (i - start < (seg == 2 ? 16u : 10u))
+			return 0;
+		if (seg < 2) {
+			if (i >= n || s[i] != '.')
+				return 0;
+			i++;
+		}
+	}
+	return i;
+}
+
+static int detect_tokens(struct scan_ctx *c, const char *w, size_t n,
+			 size_t limit)
+{
+	size_t i, k, len;
+
+	for (i = 0; i < limit; i++) {
+		int ch = (unsigned char)w[i];
+
+		if (i > 0 &&
+		    (is_alnum((unsigned char)w[i - 1]) || w[i - 1] == '_'))
+			continue;
+		if (ch == 'e' && (len = jwt_length(w + i, n - i)) > 0) {
+			if (report(c, c->line, "jwt", "JSON Web Token", w + i,
+				   len))
+				return 1;
+			i += len - 1;
+			continue;
+		}
+		if (ch != 'g' && ch != 'x' && ch != 'A' && ch != 's' &&
+		    ch != 'r')
+			continue;
+		for (k = 0; k < sizeof(token_shapes) / sizeof(token_shapes[0]);
+		     k++) {
+			const struct token_shape *t = &token_shapes[k];
+			size_t pl = strlen(t->prefix), j;
+
+			if (n - i < pl || memcmp(w + i, t->prefix, pl) != 0)
+				continue;
+			for (j = i + pl;
+			     j < n && in_charset(t->cs, (unsigned char)w[j]);
+			     j++)
+				;
+			len = j - i - pl;
+			if (len < t->min || len > t->max ||
+			    is_placeholder(w + i + pl, len) ||
+			    nv_scan_entropy(w + i, j - i) < 3.0)
+				break;
+			if (report(c, c->line, t->rule, t->reason, w + i,
+				   j - i))
+				return 1;
+			i = j - 1;
+			break;
+		}
+	}
+	return 0;
+}
+
+/* ---- name = "high-entropy value" ---------------------------------------- */
+
+static const char *const secret_names[] = {
+	"client_secret", "private_key", "api_key", "apikey",
+	"password",      "passwd",      "secret",  "token",
+};
+
+/* A bare (unquoted) value that reads like code: a call, an index, a dotted
+ * name without digits (self.config.api_token). */
+static int bare_is_code(const char *v, size_t n)
+{
+	size_t i;
+	int digit = 0, other = 0;
+
+	for (i = 0; i < n; i++) {
+		int ch = (unsigned char)v[i];
+
+		if (ch == '(' || ch == '[' || ch == '{')
+			return 1;
+		if (is_digit(ch))
+			digit = 1;
+		else if (!is_alpha(ch) && ch != '_' && ch != '.')
+			other = 1;
+	}
+	return !digit && !other;
+}
+
+/* Looks for an assignment to a secret-like name at w[i]; *next receives
+ * where to go on. Returns nonzero when the scan must stop. */
+static int check_assignment(struct scan_ctx *c, const char *w, size_t n,
+			    size_t i, size_t word_len, size_t *next)
+{
+	size_t s = i, j = i + word_len, skip, vstart, vlen, after_op, name_end;
+	char reason[REASON_MAX];
+	int quoted = 0;
+	double h;
+
+	while (s > 0 && is_name((unsigned char)w[s - 1]))
+		s--;
+	while (j < n && is_name((unsigned char)w[j]))
+		j++;
+	*next = name_end = j;
+	/* "name": / 'name' = / ["name"] = */
+	for (skip = 0; skip < 2 && j < n &&
+		       (is_quote((unsigned char)w[j]) || w[j] == ']');
+	     skip++)
+		j++;
+	while (j < n && is_blank((unsigned char)w[j]))
+		j++;
+	if (j >= n)
+		return 0;
+	if (w[j] == '=') {
+		if (j + 1 < n && w[j + 1] == '=')
+			return 0; /* a comparison */
+		j += (j + 1 < n && w[j + 1] == '>') ? 2 : 1;
+	} else if (w[j] == ':') {
+		if (j + 1 < n && w[j + 1] == ':')
+			return 0;
+		j += (j + 1 < n && w[j + 1] == '=') ? 2 : 1;
+	} else {
+		return 0;
+	}
+	after_op = j;
+	while (j < n && is_blank((unsigned char)w[j]))
+		j++;
+	if (j >= n)
+		return 0;
+	if (is_quote((unsigned char)w[j])) {
+		char q = w[j];
+
+		quoted = 1;
+		vstart = ++j;
+		while (j < n && w[j] != q) {
+			if (w[j] == '\\' && j + 1 < n)
+				j++;
+			j++;
+		}
+	} else {
+		vstart = j;
+		while (j < n && !is_blank((unsigned char)w[j]) &&
+		       !is_quote((unsigned char)w[j]) && w[j] != ',' &&
+		       w[j] != ';' && w[j] != ')' && w[j] != '}')
+			j++;
+	}
+	vlen = j - vstart;
+	*next = j > *next ? j : *next;
+	if (vlen < MIN_SECRET_LEN || is_placeholder(w + vstart, vlen) ||
+	    is_reference(w + after_op, n - after_op) ||
+	    (!quoted && bare_is_code(w + vstart, vlen)))
+		return 0;
+	h = nv_scan_entropy(w + vstart, vlen);
+	if (h < MIN_ENTROPY)
+		return 0;
+	snprintf(reason, sizeof(reason),
+		 "high-entropy value (%.1f bits/char) assigned to '%.*s'", h,
+		 (int)(name_end - s > NAME_SHOWN ? NAME_SHOWN : name_end - s),
+		 w + s);
+	return report(c, c->line, "secret-assignment", reason, w + vstart,
+		      vlen);
+}
+
+static int detect_assignment(struct scan_ctx *c, const char *w, size_t n,
+			     size_t limit)
+{
+	size_t i = 0, k, next;
+
+	while (i < limit) {
+		int ch = lower((unsigned char)w[i]), matched = 0;
+
+		if (ch == 'c' || ch == 'p' || ch == 'a' || ch == 's' ||
+		    ch == 't') {
+			for (k = 0;
+			     k < sizeof(secret_names) / sizeof(secret_names[0]);
+			     k++) {
+				size_t before = c->line_hits;
+
+				if (!ci_prefix(w + i, n - i, secret_names[k]))
+					continue;
+				if (check_assignment(c, w, n, i,
+						     strlen(secret_names[k]),
+						     &next))
+					return 1;
+				if (c->line_hits > before)
+					return 0; /* one per line is enough */
+				matched = 1;
+				break;
+			}
+		}
+		i = matched && next > i ? next : i + 1;
+	}
+	return 0;
+}
+
+/* ---- .env files --------------------------------------------------------- */
+
+/* 1 when the line sets NAME=value with a value that is not a placeholder;
+ * *name and *name_len receive the name. */
+static int dotenv_sets(const char *p, size_t n, const char **name,
+		       size_t *name_len)
+{
+	size_t i = 0, ns, vs, ve;
+
+	while (i < n && is_blank((unsigned char)p[i]))
+		i++;
+	if (n - i > 7 && memcmp(p + i, "export", 6) == 0 &&
+	    is_blank((unsigned char)p[i + 6])) {
+		i += 7;
+		while (i < n && is_blank((unsigned char)p[i]))
+			i++;
+	}
+	ns = i;
+	if (i >= n || !(is_alpha((unsigned char)p[i]) || p[i] == '_'))
+		return 0;
+	while (i < n && is_name((unsigned char)p[i]))
+		i++;
+	*name = p + ns;
+	*name_len = i - ns;
+	while (i < n && is_blank((unsigned char)p[i]))
+		i++;
+	if (i >= n || p[i] != '=')
+		return 0;
+	i++;
+	while (i < n && is_blank((unsigned char)p[i]))
+		i++;
+	if (i < n && is_quote((unsigned char)p[i])) {
+		char q = p[i];
+
+		vs = ++i;
+		while (i < n && p[i] != q)
+			i++;
+		ve = i;
+	} else {
+		vs = i;
+		while (i < n && !(p[i] == '#' && i > vs &&
+				  is_blank((unsigned char)p[i - 1])))
+			i++;
+		ve = i;
+		while (ve > vs && is_blank((unsigned char)p[ve - 1]))
+			ve--;
+	}
+	return !is_placeholder(p + vs, ve - vs);
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+static int scan_line(struct scan_ctx *c, const char *p, size_t n)
+{
+	size_t off = 0;
+
+	if (c->dotenv) {
+		const char *name;
+		size_t name_len;
+
+		if (dotenv_sets(p, n, &name, &name_len)) {
+			if (!c->dotenv_values++) {
+				c->dotenv_line = c->line;
+				snprintf(c->dotenv_name, sizeof(c->dotenv_name),
+					 "%.*s",
+					 (int)(name_len > NAME_SHOWN
+						       ? NAME_SHOWN
+						       : name_len),
+					 name);
+			}
+		}
+	}
+	/* Long lines (minified code, data) are scanned in windows that
+	 * overlap, so a token across an edge is still seen whole; a match
+	 * is reported by the window where it starts, before the overlap. */
+	do {
+		size_t wn = n - off, limit;
+
+		if (wn > NV_SCAN_LINE_WINDOW) {
+			wn = NV_SCAN_LINE_WINDOW;
+			limit = NV_SCAN_LINE_WINDOW - WINDOW_OVERLAP;
+		} else {
+			limit = wn;
+		}
+		if (detect_private_key(c, p + off, wn, limit) ||
+		    detect_aws(c, p + off, wn, limit) ||
+		    detect_tokens(c, p + off, wn, limit))
+			return 1;
+		if (!c->dotenv && c->line_hits == 0 &&
+		    detect_assignment(c, p + off, wn, limit))
+			return 1;
+		off += limit;
+	} while (off < n);
+	return 0;
+}
+
+static int scan_lines(struct scan_ctx *c, const char *data, size_t len)
+{
+	const char *p = data, *end = data + len;
+
+	c->data_end = end;
+	c->line = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+
+		c->line++;
+		c->line_hits = 0;
+		if (le > p && le[-1] == '\r')
+			le--;
+		c->line_end = le;
+		c->next_line = nl ? nl + 1 : end;
+		if (scan_line(c, p, (size_t)(le - p)))
+			return 1;
+		p = nl ? nl + 1 : end;
+	}
+	return 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+static int is_key_file_name(const char *base)
+{
+	static const char *const names[] = {
+		"id_rsa",     "id_dsa",      "id_ecdsa",
+		"id_ed25519", "id_ecdsa_sk", "id_ed25519_sk",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(base, names[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static int is_dotenv_name(const char *base)
+{
+	if (strcmp(base, ".env") == 0)
+		return 1;
+	if (strncmp(base, ".env.", 5) != 0)
+		return 0;
+	return !has_suffix(base, ".example") && !has_suffix(base, ".sample") &&
+	       !has_suffix(base, ".template");
+}
+
+/* A DER SEQUENCE with a long-form length: how PKCS#12 files start. */
+static int looks_der(const char *data, size_t len)
+{
+	unsigned char l;
+
+	if (len < 4 || (unsigned char)data[0] != 0x30)
+		return 0;
+	l = (unsigned char)data[1];
+	return (l & 0x80) && (l & 0x7f) >= 1 && (l & 0x7f) <= 4;
+}
+
+/* Scans one file. data is NULL when the caller did not read it because
+ * size is over the cap. */
+static int scan_file(struct scan_ctx *c, const char *path, const char *data,
+		     size_t size)
+{
+	const char *base = base_name(path);
+	int pkcs12 = has_suffix(base, ".p12") || has_suffix(base, ".pfx");
+	char reason[REASON_MAX];
+
+	if (scan_done(c))
+		return 1;
+	c->path = path;
+	c->allowed = nv_scan_allowlist_match(c->al, path) != NULL;
+	c->key_ext =
+		pkcs12 || has_suffix(base, ".pem") || has_suffix(base, ".key");
+	c->dotenv = is_dotenv_name(base);
+	c->key_blocks = 0;
+	c->dotenv_values = 0;
+	c->line_end = c->next_line = c->data_end = NULL;
+
+	if (!data || size > NV_SCAN_MAX_FILE_SIZE) {
+		c->st->skipped_large++;
+	} else if (pkcs12 && looks_der(data, size)) {
+		c->st->skipped_binary++;
+		if (report(c, 0, "pkcs12", "PKCS#12 key store", NULL, 0))
+			return 1;
+	} else if (memchr(data, '\0',
+			  size < NV_SCAN_BINARY_PROBE ? size
+						      : NV_SCAN_BINARY_PROBE)) {
+		c->st->skipped_binary++;
+	} else {
+		c->st->files++;
+		if (scan_lines(c, data, size))
+			return 1;
+		if (c->dotenv_values) {
+			snprintf(reason, sizeof(reason),
+				 ".env file sets %zu value%s (first: %s); "
+				 "commit a .env.example instead",
+				 c->dotenv_values,
+				 c->dotenv_values == 1 ? "" : "s",
+				 c->dotenv_name);
+			if (report(c, c->dotenv_line, "dotenv", reason, NULL,
+				   0))
+				return 1;
+		}
+	}
+	if (is_key_file_name(base) && c->key_blocks == 0 &&
+	    report(c, 0, "private-key-file",
+		   "file named like an SSH private key", NULL, 0))
+		return 1;
+	return 0;
+}
+
+static nv_scan_stats *stats_or(nv_scan_stats *stats, nv_scan_stats *local)
+{
+	if (stats)
+		return stats;
+	memset(local, 0, sizeof(*local));
+	return local;
+}
+
+int nv_scan_buffer(const nv_scan_allowlist *al, const char *path,
+		   const char *data, size_t len, nv_scan_cb cb, void *payload,
+		   nv_scan_stats *stats)
+{
+	struct scan_ctx c;
+	nv_scan_stats local;
+
+	memset(&c, 0, sizeof(c));
+	c.cb = cb;
+	c.payload = payload;
+	c.al = al;
+	c.st = stats_or(stats, &local);
+	scan_file(&c, path ? path : "", data, len);
+	return c.stop;
+}
+
+/* ---- allow-list --------------------------------------------------------- */
+
+struct allow_entry {
+	char *glob;
+	char *reason;
+};
+
+struct nv_scan_allowlist {
+	struct allow_entry *e;
+	size_t n;
+};
+
+void nv_scan_allowlist_free(nv_scan_allowlist *al)
+{
+	size_t i;
+
+	if (!al)
+		return;
+	for (i = 0; i < al->n; i++) {
+		free(al->e[i].glob);
+		free(al->e[i].reason);
+	}
+	free(al->e);
+	free(al);
+}
+
+/* Splits s in place on '/'; returns the number of parts, or 0 when there
+ * are more than max or an empty one. */
+static size_t split_path(char *s, char **parts, size_t max)
+{
+	size_t n = 0;
+	char *p = s;
+
+	for (;;) {
+		char *slash = strchr(p, '/');
+
+		if (n == max)
+			return 0;
+		parts[n++] = p;
+		if (!slash)
+			break;
+		*slash = '\0';
+		p = slash + 1;
+	}
+	for (max = 0; max < n; max++)
+		if (!parts[max][0])
+			return 0;
+	return n;
+}
+
+/* Whole-path glob match, component by component: "**" matches any number
+ * of components, other components go to fnmatch. Dynamic programming over
+ * (pattern part, path part), so the cost is bounded whatever the stars. */
+static int glob_match(const char *glob, const char *path)
+{
+	char gbuf[GLOB_MAX + 4], pbuf[PATH_CAP];
+	char *gp[GLOB_MAX_SEGS], *pp[PATH_MAX_SEGS];
+	unsigned char row[PATH_MAX_SEGS + 1], next[PATH_MAX_SEGS + 1];
+	size_t gn, pn, i, j;
+
+	if (strlen(glob) >= sizeof(gbuf) || strlen(path) >= sizeof(pbuf))
+		return 0;
+	memcpy(gbuf, glob, strlen(glob) + 1);
+	memcpy(pbuf, path, strlen(path) + 1);
+	gn = split_path(gbuf, gp, GLOB_MAX_SEGS);
+	pn = split_path(pbuf, pp, PATH_MAX_SEGS);
+	if (!gn || !pn)
+		return 0;
+	/* next[j]: parts gp[i+1..] match pp[j..] */
+	for (j = 0; j <= pn; j++)
+		next[j] = j == pn;
+	for (i = gn; i-- > 0;) {
+		int any = strcmp(gp[i], "**") == 0;
+
+		row[pn] = any ? next[pn] : 0;
+		for (j = pn; j-- > 0;) {
+			if (any)
+				row[j] = next[j] || row[j + 1];
+			else
+				row[j] = next[j + 1] &&
+					 fnmatch(gp[i], pp[j], 0) == 0;
+		}
+		memcpy(next, row, pn + 1);
+	}
+	return next[0];
+}
+
+const char *nv_scan_allowlist_match(const nv_scan_allowlist *al,
+				    const char *path)
+{
+	size_t i;
+
+	if (!al || !path)
+		return NULL;
+	for (i = 0; i < al->n; i++)
+		if (glob_match(al->e[i].glob, path))
+			return al->e[i].reason;
+	return NULL;
+}
+
+static char *dup_range(const char *s, size_t n, const char *suffix)
+{
+	size_t sl = suffix ? strlen(suffix) : 0;
+	char *d = malloc(n + sl + 1);
+
+	if (!d)
+		return NULL;
+	memcpy(d, s, n);
+	memcpy(d + n, suffix ? suffix : "", sl);
+	d[n + sl] = '\0';
+	return d;
+}
+
+/* Returns nonzero only when the callback asked to stop: a full findings
+ * cap must not drop the entries that follow. */
+static int bad_allow_line(struct scan_ctx *c, size_t line, const char *why)
+{
+	char reason[REASON_MAX];
+
+	snprintf(reason, sizeof(reason), "allow-list line ignored: %s", why);
+	report(c, line, RULE_ALLOWLIST, reason, NULL, 0);
+	return c->stop;
+}
+
+static int allowlist_load(struct scan_ctx *c, nv_scan_allowlist **out,
+			  const char *text, size_t len, nv_err *err)
+{
+	nv_scan_allowlist *al;
+	const char *p = text, *end = text + len;
+	size_t line = 0;
+
+	*out = NULL;
+	al = calloc(1, sizeof(*al));
+	if (!al)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	c->path = NV_SCAN_ALLOW_FILE;
+	c->allowed = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end, *g, *ge, *r, *re;
+		struct allow_entry *e;
+		const char *slash = "";
+
+		line++;
+		for (g = p;
+		     g < le && (is_blank((unsigned char)*g) || *g == '\r'); g++)
+			;
+		for (re = le; re > g && (is_blank((unsigned char)re[-1]) ||
+					 re[-1] == '\r');
+		     re--)
+			;
+		p = nl ? nl + 1 : end;
+		if (g == re || *g == '#')
+			continue;
+		for (ge = g; ge < re && !is_blank((unsigned char)*ge); ge++)
+			;
+		for (r = ge; r < re && is_blank((unsigned char)*r); r++)
+			;
+		if (memchr(g, '\0', (size_t)(re - g))) {
+			if (bad_allow_line(c, line, "it holds a NUL byte"))
+				goto stop;
+			continue;
+		}
+		if (r == re) {
+			if (bad_allow_line(c, line,
+					   "write why this path may hold a "
+					   "secret after the glob"))
+				goto stop;
+			continue;
+		}
+		/* Globs are relative to the root: "/x" and "./x" mean "x";
+		 * "dir/" means everything below dir. */
+		if (*g == '/')
+			g++;
+		else if (ge - g >= 2 && g[0] == '.' && g[1] == '/')
+			g += 2;
+		if (ge > g && ge[-1] == '/')
+			slash = "**";
+		if (ge == g || (size_t)(ge - g) > GLOB_MAX) {
+			if (bad_allow_line(c, line, "empty or too long glob"))
+				goto stop;
+			continue;
+		}
+		if (al->n == NV_SCAN_ALLOW_MAX) {
+			nv_scan_allowlist_free(al);
+			return nv_err_set(
+				err, NV_EINVAL, "use ** globs to cover folders",
+				"%s has more than %d entries",
+				NV_SCAN_ALLOW_FILE, NV_SCAN_ALLOW_MAX);
+		}
+		if (al->n % 16 == 0) {
+			e = realloc(al->e, (al->n + 16) * sizeof(*e));
+			if (!e)
+				goto nomem;
+			al->e = e;
+		}
+		e = &al->e[al->n];
+		e->glob = dup_range(g, (size_t)(ge - g), slash);
+		e->reason = dup_range(r, (size_t)(re - r), NULL);
+		al->n++;
+		if (!e->glob || !e->reason)
+			goto nomem;
+	}
+	*out = al;
+	return 0;
+
+nomem:
+	nv_scan_allowlist_free(al);
+	return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+stop:
+	nv_scan_allowlist_free(al);
+	return c->stop;
+}
+
+int nv_scan_allowlist_load(nv_scan_allowlist **out, const char *text,
+			   size_t len, nv_scan_cb cb, void *payload,
+			   nv_scan_stats *stats, nv_err *err)
+{
+	struct scan_ctx c;
+	nv_scan_stats local;
+
+	memset(&c, 0, sizeof(c));
+	c.cb = cb;
+	c.payload = payload;
+	c.st = stats_or(stats, &local);
+	return allowlist_load(&c, out, text ? text : "", text ? len : 0, err);
+}
+
+/* ---- commits ----------------------------------------------------------- */
+
+struct commit_walk {
+	struct scan_ctx *c;
+	git_repository *repo;
+	git_odb *odb;
+	nv_err *err;
+	int rc; /* an NV_E* code that stopped the walk */
+	char path[PATH_CAP];
+};
+
+static int git_fail(nv_err *err, int code, const char *hint, const char *what,
+		    const char *name)
+{
+	const git_error *ge = git_error_last();
+
+	nv_err_set(err, code, hint, "scan: %s '%s'%s%s", what, name,
+		   ge && ge->message ? ": " : "",
+		   ge && ge->message ? ge->message : "");
+	git_error_clear();
+	return code;
+}
+
+static int scan_blob(struct commit_walk *w, const git_oid *id)
+{
+	git_object_t type;
+	git_blob *blob = NULL;
+	size_t size = 0;
+	int rc;
+
+	if (git_odb_read_header(&size, &type, w->odb, id) < 0)
+		return w->rc = git_fail(w->err, NV_EIO, NULL, "cannot read",
+					w->path);
+	if (size > NV_SCAN_MAX_FILE_SIZE)
+		return scan_file(w->c, w->path, NULL, size);
+	if (git_blob_lookup(&blob, w->repo, id) < 0)
+		return w->rc = git_fail(w->err, NV_EIO, NULL, "cannot read",
+					w->path);
+	rc = scan_file(w->c, w->path, git_blob_rawcontent(blob),
+		       (size_t)git_blob_rawsize(blob));
+	git_blob_free(blob);
+	return rc;
+}
+
+static int walk_entry(const char *root, const git_tree_entry *e, void *payload)
+{
+	struct commit_walk *w = payload;
+	git_filemode_t mode = git_tree_entry_filemode(e);
+	size_t depth = 0;
+	const char *s;
+
+	for (s = root; *s; s++)
+		depth += *s == '/';
+	if (mode == GIT_FILEMODE_TREE) {
+		if (depth + 1 <= NV_SCAN_MAX_DEPTH)
+			return 0;
+		w->rc = nv_err_set(
+			w->err, NV_EREFUSED, "flatten the folder structure",
+			"scan: '%s%s' is nested deeper than %d "
+			"folders",
+			root, git_tree_entry_name(e), NV_SCAN_MAX_DEPTH);
+		return -1;
+	}
+	if (mode != GIT_FILEMODE_BLOB && mode != GIT_FILEMODE_BLOB_EXECUTABLE) {
+		w->c->st->skipped_other++;
+		return 0;
+	}
+	if ((size_t)snprintf(w->path, sizeof(w->path), "%s%s", root,
+			     git_tree_entry_name(e)) >= sizeof(w->path)) {
+		w->rc = nv_err_set(w->err, NV_EINVAL, NULL,
+				   "scan: path too long under '%.200s'", root);
+		return -1;
+	}
+	if (scan_blob(w, git_tree_entry_id(e)) || scan_done(w->c))
+		return -1;
+	return 0;
+}
+
+static int parse_oid(git_oid *oid, const char *hex, nv_err *err)
+{
+	size_t i;
+
+	for (i = 0; hex && i < 40; i++)
+		if (!is_digit((unsigned char)hex[i]) &&
+		    !(lower((unsigned char)hex[i]) >= 'a' &&
+		      lower((unsigned char)hex[i]) <= 'f'))
+			break;
+	if (!hex || i != 40 || hex[40] != '\0' || git_oid_fromstr(oid, hex))
+		return nv_err_set(err, NV_EINVAL,
+				  "pass a full 40-character commit id",
+				  "scan: '%.80s' is not a commit id",
+				  hex ? hex : "(null)");
+	return 0;
+}
+
+static int load_tree_allowlist(struct commit_walk *w, git_tree *tree,
+			       nv_scan_allowlist **al)
+{
+	const git_tree_entry *e =
+		git_tree_entry_byname(tree, NV_SCAN_ALLOW_FILE);
+	git_blob *blob = NULL;
+	int rc;
+
+	*al = NULL;
+	if (!e || git_tree_entry_type(e) != GIT_OBJECT_BLOB)
+		return 0;
+	if (git_blob_lookup(&blob, w->repo, git_tree_entry_id(e)) < 0)
+		return git_fail(w->err, NV_EIO, NULL, "cannot read",
+				NV_SCAN_ALLOW_FILE);
+	if ((size_t)git_blob_rawsize(blob) > NV_SCAN_MAX_FILE_SIZE) {
+		git_blob_free(blob);
+		return nv_err_set(w->err, NV_EINVAL, NULL,
+				  "scan: %s is too big", NV_SCAN_ALLOW_FILE);
+	}
+	rc = allowlist_load(w->c, al, git_blob_rawcontent(blob),
+			    (size_t)git_blob_rawsize(blob), w->err);
+	git_blob_free(blob);
+	return rc;
+}
+
+int nv_scan_commit(const char *repo_path, const char *oid_hex, nv_scan_cb cb,
+		   void *payload, nv_scan_stats *stats, nv_err *err)
+{
+	struct commit_walk *w = NULL;
+	struct scan_ctx c;
+	nv_scan_stats local;
+	nv_scan_allowlist *al = NULL;
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+	git_oid oid;
+	int rc, grc;
+
+	memset(&c, 0, sizeof(c));
+	c.cb = cb;
+	c.payload = payload;
+	c.st = stats ? stats : &local;
+	memset(c.st, 0, sizeof(*c.st));
+	rc = parse_oid(&oid, oid_hex, err);
+	if (rc)
+		return rc;
+	if (!repo_path || !repo_path[0])
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "scan: empty repository path");
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	w->c = &c;
+	w->err = err;
+	if (git_libgit2_init() < 0) {
+		free(w);
+		return git_fail(err, NV_EBACKEND, NULL, "cannot initialise",
+				"libgit2");
+	}
+	grc = git_repository_open_ext(&w->repo, repo_path, 0, NULL);
+	if (grc < 0) {
+		rc = git_fail(err,
+			      grc == GIT_ENOTFOUND ? NV_ENOTFOUND
+			      : grc == GIT_EOWNER  ? NV_EREFUSED
+						   : NV_EIO,
+			      "the path must be inside a git repository",
+			      "cannot open the repository of", repo_path);
+		goto out;
+	}
+	if (git_repository_odb(&w->odb, w->repo) < 0) {
+		rc = git_fail(err, NV_EIO, NULL, "cannot open the objects of",
+			      repo_path);
+		goto out;
+	}
+	grc = git_commit_lookup(&commit, w->repo, &oid);
+	if (grc < 0) {
+		rc = git_fail(err, grc == GIT_ENOTFOUND ? NV_ENOTFOUND : NV_EIO,
+			      "check the commit id (git log --oneline)",
+			      "no commit", oid_hex);
+		goto out;
+	}
+	if (git_commit_tree(&tree, commit) < 0) {
+		rc = git_fail(err, NV_EIO, NULL, "cannot read the tree of",
+			      oid_hex);
+		goto out;
+	}
+	rc = load_tree_allowlist(w, tree, &al);
+	if (rc)
+		goto out;
+	c.al = al;
+	if (!scan_done(&c) &&
+	    git_tree_walk(tree, GIT_TREEWALK_PRE, walk_entry, w) < 0 &&
+	    !w->rc && !scan_done(&c)) {
+		rc = git_fail(err, NV_EIO, NULL, "cannot walk the tree of",
+			      oid_hex);
+		goto out;
+	}
+	git_error_clear();
+	rc = w->rc ? w->rc : c.stop;
+
+out:
+	nv_scan_allowlist_free(al);
+	git_tree_free(tree);
+	git_commit_free(commit);
+	git_odb_free(w->odb);
+	git_repository_free(w->repo);
+	free(w);
+	git_libgit2_shutdown();
+	return rc;
+}
+
+/* ---- plain folders ------------------------------------------------------ */
+
+struct dir_walk {
+	struct scan_ctx *c;
+	nv_err *err;
+	char *buf; /* NV_SCAN_MAX_FILE_SIZE bytes, reused for every file */
+	char path[PATH_CAP];
+	size_t path_len;
+};
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int dir_fail(struct dir_walk *w, int errnum, const char *what,
+		    const char *name)
+{
+	return nv_err_set_errno(w->err, NV_EIO, errnum,
+				"check the folder's rights",
+				"scan: cannot %s '%s%s'", what, w->path, name);
+}
+
+/* Reads a regular file of at most NV_SCAN_MAX_FILE_SIZE bytes into w->buf
+ * without following a symlink put there since the lstat. */
+static int read_file_at(struct dir_walk *w, int dfd, const char *name,
+			size_t *len, int *regular)
+{
+	struct stat st;
+	size_t got = 0;
+	int fd;
+
+	*regular = 0;
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return dir_fail(w, errno, "open", name);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	*regular = 1;
+	while (got < NV_SCAN_MAX_FILE_SIZE) {
+		ssize_t r = read(fd, w->buf + got, NV_SCAN_MAX_FILE_SIZE - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+
+			close(fd);
+			return dir_fail(w, e, "read", name);
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	*len = got;
+	return 0;
+}
+
+static int walk_dir(struct dir_walk *w, int dfd, int depth);
+
+static int walk_child(struct dir_walk *w, int dfd, const char *name, int depth)
+{
+	struct stat st;
+	size_t len = 0, saved = w->path_len;
+	int rc = 0, regular, fd;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return dir_fail(w, errno, "stat", name);
+	if (S_ISDIR(st.st_mode)) {
+		if (depth + 1 > NV_SCAN_MAX_DEPTH)
+			return nv_err_set(w->err, NV_EREFUSED,
+					  "flatten the folder structure",
+					  "scan: '%s%s' is nested deeper than "
+					  "%d folders",
+					  w->path, name, NV_SCAN_MAX_DEPTH);
+		if (saved + strlen(name) + 2 > sizeof(w->path))
+			return nv_err_set(w->err, NV_EINVAL, NULL,
+					  "scan: path too long under '%.200s'",
+					  w->path);
+		fd = openat(dfd, name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return dir_fail(w, errno, "open", name);
+		w->path_len += (size_t)snprintf(
+			w->path + saved, sizeof(w->path) - saved, "%s/", name);
+		rc = walk_dir(w, fd, depth + 1);
+		w->path_len = saved;
+		w->path[saved] = '\0';
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		w->c->st->skipped_other++;
+		return 0;
+	}
+	if (saved + strlen(name) + 1 > sizeof(w->path))
+		return nv_err_set(w->err, NV_EINVAL, NULL,
+				  "scan: path too long under '%.200s'",
+				  w->path);
+	if ((unsigned long long)st.st_size > NV_SCAN_MAX_FILE_SIZE) {
+		memcpy(w->path + saved, name, strlen(name) + 1);
+		scan_file(w->c, w->path, NULL, (size_t)st.st_size);
+		w->path[saved] = '\0';
+		return 0;
+	}
+	rc = read_file_at(w, dfd, name, &len, &regular);
+	if (rc)
+		return rc;
+	memcpy(w->path + saved, name, strlen(name) + 1);
+	if (regular)
+		scan_file(w->c, w->path, w->buf, len);
+	else
+		w->c->st->skipped_other++;
+	w->path[saved] = '\0';
+	return 0;
+}
+
+/* Takes ownership of dfd. Entries are visited in name order so that the
+ * findings come out the same on every machine. */
+static int walk_dir(struct dir_walk *w, int dfd, int depth)
+{
+	DIR *d = fdopendir(dfd);
+	char **names = NULL;
+	size_t n = 0, cap = 0, i;
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d) {
+		rc = dir_fail(w, errno, "list", "");
+		close(dfd);
+		return rc;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0 ||
+		    strcmp(de->d_name, ".git") == 0)
+			continue;
+		if (n == DIR_MAX_ENTRIES) {
+			rc = nv_err_set(w->err, NV_ENOMEM, NULL,
+					"scan: '%s' has more than %d entries",
+					w->path, DIR_MAX_ENTRIES);
+			goto out;
+		}
+		if (n == cap) {
+			char **grown;
+
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(names, cap * sizeof(*names));
+			if (!grown) {
+				rc = nv_err_set(w->err, NV_ENOMEM, NULL,
+						"out of memory");
+				goto out;
+			}
+			names = grown;
+		}
+		names[n] = strdup(de->d_name);
+		if (!names[n]) {
+			rc = nv_err_set(w->err, NV_ENOMEM, NULL,
+					"out of memory");
+			goto out;
+		}
+		n++;
+	}
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_names);
+	for (i = 0; i < n && !rc && !scan_done(w->c); i++)
+		rc = walk_child(w, dirfd(d), names[i], depth);
+
+out:
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	closedir(d);
+	return rc;
+}
+
+int nv_scan_dir(const char *dir, nv_scan_cb cb, void *payload,
+		nv_scan_stats *stats, nv_err *err)
+{
+	struct dir_walk w;
+	struct scan_ctx c;
+	nv_scan_stats local;
+	nv_scan_allowlist *al = NULL;
+	struct stat st;
+	size_t len = 0;
+	int fd, rc, regular = 0;
+
+	memset(&c, 0, sizeof(c));
+	memset(&w, 0, sizeof(w));
+	c.cb = cb;
+	c.payload = payload;
+	c.st = stats ? stats : &local;
+	memset(c.st, 0, sizeof(*c.st));
+	w.c = &c;
+	w.err = err;
+	if (!dir || !dir[0])
+		return nv_err_set(err, NV_EINVAL, NULL, "scan: empty folder");
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return nv_err_set_errno(
+			err, errno == ENOENT ? NV_ENOTFOUND : NV_EIO, errno,
+			NULL, "scan: cannot open '%s'", dir);
+	w.buf = malloc(NV_SCAN_MAX_FILE_SIZE);
+	if (!w.buf) {
+		close(fd);
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	}
+	/* A symlinked allow-list is ignored (and counted as skipped). */
+	if (fstatat(fd, NV_SCAN_ALLOW_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode)) {
+		rc = read_file_at(&w, fd, NV_SCAN_ALLOW_FILE, &len, &regular);
+		if (!rc && regular)
+			rc = allowlist_load(&c, &al, w.buf, len, err);
+		if (rc || scan_done(&c)) {
+			close(fd);
+			goto out;
+		}
+	}
+	c.al = al;
+	rc = walk_dir(&w, fd, 0);
+	if (!rc)
+		rc = c.stop;
+
+out:
+	if (!rc)
+		rc = c.stop;
+	nv_scan_allowlist_free(al);
+	free(w.buf);
+	return rc;
+}

@@ -1,0 +1,128 @@
+/* Secret scanning of a tree before it leaves the laptop as code.
+ *
+ * A workspace export or an image code layer is refused when the commit's
+ * tree holds something that looks like a secret (DESIGN: "no secret ever in
+ * a repo, an image..."). This module finds those things, in pure C: it scans
+ * a commit's tree through libgit2 (what git holds, never the working folder),
+ * a plain folder, or one buffer, and reports each finding through a callback
+ * with the path, the line and the rule, never the secret value itself (at
+ * most a masked preview such as "AKIA…WXYZ").
+ *
+ * Rules (stable ids, for messages and tests):
+ *   private-key            a -----BEGIN ... PRIVATE KEY----- block
+ *   private-key-file       a file named id_rsa, id_dsa, id_ecdsa, id_ed25519
+ *   pkcs12                 a binary .p12/.pfx key store
+ *   dotenv                 a .env or .env.* file (not .env.example, .sample,
+ *                          .template) setting at least one non-placeholder
+ *                          value; one finding per file, at the first value
+ *   aws-access-key-id      AKIA.../ASIA... followed by 16 [A-Z0-9]
+ *   aws-secret-access-key  40 characters after aws_secret_access_key or
+ *                          SecretAccessKey on the same line
+ *   secret-assignment      a value of 16+ characters with 3.5+ bits of
+ *                          entropy per character assigned to a name holding
+ *                          token, secret, password, passwd, api_key, apikey,
+ *                          private_key or client_secret
+ *   github-token, gitlab-token, slack-token, google-api-key, stripe-key, jwt
+ *                          well-known token shapes
+ *   allowlist              a line of .navette-secrets-allow without a reason
+ *
+ * Allow-list: a file .navette-secrets-allow at the root of the tree, one
+ * "PATH_GLOB  reason text" per line, '#' comments. The glob matches the whole
+ * path from the root, '/'-separated, as fnmatch(FNM_PATHNAME) does per
+ * component, plus a "**" component for any number of folders and a trailing
+ * '/' for "everything below". Findings in a matching path are counted as
+ * allowed, not reported.
+ *
+ * Bounds: files over NV_SCAN_MAX_FILE_SIZE and binary files (a NUL byte in
+ * the first NV_SCAN_BINARY_PROBE bytes) are not read line by line (their name
+ * rules still apply); long lines are scanned in overlapping windows; a scan
+ * stops after NV_SCAN_MAX_FINDINGS findings; trees deeper than
+ * NV_SCAN_MAX_DEPTH are refused. */
+#ifndef NV_SCAN_H
+#define NV_SCAN_H
+
+#include <stddef.h>
+
+#include "core/nv_err.h"
+
+#define NV_SCAN_MAX_FILE_SIZE (2u * 1024 * 1024)
+#define NV_SCAN_BINARY_PROBE  8192
+#define NV_SCAN_MAX_FINDINGS  100
+#define NV_SCAN_MAX_DEPTH     128
+#define NV_SCAN_LINE_WINDOW   4096 /* bytes of a long line scanned at once */
+#define NV_SCAN_ALLOW_FILE    ".navette-secrets-allow"
+#define NV_SCAN_ALLOW_MAX     1024 /* allow-list entries */
+
+typedef struct nv_scan_finding {
+	const char *path;    /* from the root of the tree, '/'-separated */
+	size_t line;         /* 1-based; 0 when the whole file is the finding */
+	const char *rule;    /* one of the ids above */
+	const char *reason;  /* one line for a human, never the secret */
+	const char *preview; /* "ABCD…WXYZ" for long tokens, else "" */
+} nv_scan_finding;
+
+/* Called once per reported finding. The strings are valid only during the
+ * call. Return 0 to go on; a positive value stops the scan, and the scanning
+ * function returns it. */
+typedef int (*nv_scan_cb)(const nv_scan_finding *finding, void *payload);
+
+typedef struct nv_scan_stats {
+	size_t findings;       /* reported through the callback */
+	size_t allowed;        /* matched by the allow-list, not reported */
+	size_t files;          /* files whose content was scanned */
+	size_t skipped_binary; /* binary files (name rules only) */
+	size_t skipped_large; /* over NV_SCAN_MAX_FILE_SIZE (name rules only) */
+	size_t skipped_other; /* symlinks, submodules, special files */
+	int truncated;        /* NV_SCAN_MAX_FINDINGS reached: scan stopped */
+} nv_scan_stats;
+
+typedef struct nv_scan_allowlist nv_scan_allowlist;
+
+/* Parses an allow-list (the text of .navette-secrets-allow). A line with a
+ * glob but no written reason is reported through cb as an "allowlist"
+ * finding (path NV_SCAN_ALLOW_FILE) and ignored, so the refusal that follows
+ * is explained; stats (may be NULL) counts it. More than NV_SCAN_ALLOW_MAX
+ * entries: NV_EINVAL. On success *out is owned by the caller, released with
+ * nv_scan_allowlist_free(). Returns 0, cb's stop value, or NV_E*. */
+int nv_scan_allowlist_load(nv_scan_allowlist **out, const char *text,
+			   size_t len, nv_scan_cb cb, void *payload,
+			   nv_scan_stats *stats, nv_err *err);
+
+/* The reason of the first entry whose glob matches path, or NULL. The string
+ * belongs to al. al may be NULL (nothing matches). */
+const char *nv_scan_allowlist_match(const nv_scan_allowlist *al,
+				    const char *path);
+
+/* NULL is accepted. */
+void nv_scan_allowlist_free(nv_scan_allowlist *al);
+
+/* Scans one file's content: path (relative to the tree root) drives the name
+ * rules and the allow-list al (may be NULL). Adds to *stats (may be NULL;
+ * zero it before a first call): NV_SCAN_MAX_FINDINGS counts from
+ * stats->findings, so a caller scanning many buffers keeps one stats.
+ * Returns 0 or cb's stop value. */
+int nv_scan_buffer(const nv_scan_allowlist *al, const char *path,
+		   const char *data, size_t len, nv_scan_cb cb, void *payload,
+		   nv_scan_stats *stats);
+
+/* Scans the tree of commit oid_hex (40 hex) in the repository holding
+ * repo_path (discovered like git does; bare repositories are accepted),
+ * with the allow-list found at the root of that tree. Blobs are read from
+ * the object database: uncommitted changes are not seen. Symlinks and
+ * submodules are not followed. stats (may be NULL) is reset first. Returns
+ * 0 (look at stats->findings), cb's stop value, or NV_E*: NV_ENOTFOUND (no
+ * repository, unknown commit), NV_EINVAL (bad id), NV_EREFUSED (tree deeper
+ * than NV_SCAN_MAX_DEPTH), NV_EIO. */
+int nv_scan_commit(const char *repo_path, const char *oid_hex, nv_scan_cb cb,
+		   void *payload, nv_scan_stats *stats, nv_err *err);
+
+/* Scans a plain folder with the allow-list at its root. Symlinks are never
+ * followed (lstat/O_NOFOLLOW) and ".git" entries are skipped. stats (may be
+ * NULL) is reset first. Returns like nv_scan_commit(). */
+int nv_scan_dir(const char *dir, nv_scan_cb cb, void *payload,
+		nv_scan_stats *stats, nv_err *err);
+
+/* Shannon entropy of s[0..len) in bits per byte (0 for an empty string). */
+double nv_scan_entropy(const char *s, size_t len);
+
+#endif

@@ -1,0 +1,622 @@
+/* Unit tests of host/creds/scan.c: each rule on planted secrets in a real
+ * commit (path, line and rule checked), a clean repository full of
+ * look-alikes that must yield nothing, the allow-list, the commit-not-folder
+ * rule, the size, binary, findings and depth bounds, and the plain-folder
+ * walk. The planted secrets are assembled from pieces so that this file does
+ * not itself hold anything the scanner (or a forge's push protection) would
+ * flag. */
+#include "creds/scan.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nv_test.h"
+
+/* Planted values, split so that this file holds none of them whole. */
+/* clang-format off */
+#define PEM_BEGIN(kind) "-----BEGIN " kind "PRIVATE" " KEY-----"
+#define PEM_END(kind)   "-----END " kind "PRIVATE" " KEY-----"
+#define PGP_BEGIN       "-----BEGIN PGP PRIVATE" " KEY BLOCK-----"
+#define KEY_BODY \
+	"MIIEowIBAAKCAQEA7x9Zq2Kp1vB3nT8wYc4LmR6sD0fH5jUaGiXoNbVeWlQtPyCz\n" \
+	"Hq3Lw9Zk2Xv7Bn4Mc8Rt1Yp5Jd0Gf6Sa3Ue9Ki2Oh7Wl4Nx1Qb8Vc5Tz0Ey3Rm6\n"
+#define AWS_ID     "AKIA" "Q3N7XK2P9RT4WVZB"
+#define AWS_SECRET "kT9v/2Lq8Zx+Wm4R" "n7Bp3Yc6Hd1Fg5Js0Ka8Ue2N"
+#define GH_TOKEN   "gh" "p_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+#define GL_TOKEN   "gl" "pat-Xk3LmN8pQ2rS5tV7wY9z"
+#define API_TOKEN  "8f3kQ9zLx2Vb" "7Rt1Nw5Yc0Hd"
+#define DB_PASS    "hunter2" "hunter2"
+#define PW         "Zq8Lw3Xn5Rt7" "Yp9Kd2Jf"
+/* clang-format on */
+
+static char tmp[256];
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static int
+sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	rc = system(cmd);
+	if (rc != 0)
+		fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
+	return rc;
+}
+
+/* The commit id of HEAD in repo. */
+static void head_of(const char *repo, char oid[41])
+{
+	char cmd[512];
+	FILE *p;
+
+	oid[0] = '\0';
+	snprintf(cmd, sizeof(cmd), "git -C '%s' rev-parse HEAD", repo);
+	p = popen(cmd, "r");
+	if (!p)
+		return;
+	if (!fgets(oid, 41, p))
+		oid[0] = '\0';
+	pclose(p);
+}
+
+/* Writes len bytes to root/rel, creating the folders. */
+static void put(const char *root, const char *rel, const char *data, size_t len)
+{
+	char path[1024], *slash;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	for (slash = strchr(path + strlen(root) + 1, '/'); slash;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(path, 0755);
+		*slash = '/';
+	}
+	f = fopen(path, "wb");
+	if (!f) {
+		perror(path);
+		exit(2);
+	}
+	if (len && fwrite(data, 1, len, f) != len) {
+		perror(path);
+		exit(2);
+	}
+	fclose(f);
+}
+
+static void put_text(const char *root, const char *rel, const char *text)
+{
+	put(root, rel, text, strlen(text));
+}
+
+static int git_init(const char *repo)
+{
+	return sh("git init -q '%s'", repo);
+}
+
+static int git_commit_all(const char *repo)
+{
+	return sh("cd '%s' && git add -A && git -c user.name=t "
+		  "-c user.email=t@t commit -q -m test",
+		  repo);
+}
+
+/* ---- collecting findings ------------------------------------------------ */
+
+struct hit {
+	char path[256];
+	size_t line;
+	char rule[32];
+	char reason[256];
+	char preview[32];
+};
+
+struct hits {
+	struct hit h[160];
+	size_t n;
+	size_t stop_after; /* 0: never stop */
+};
+
+static int collect(const nv_scan_finding *f, void *payload)
+{
+	struct hits *hs = payload;
+
+	if (hs->n < sizeof(hs->h) / sizeof(hs->h[0])) {
+		struct hit *h = &hs->h[hs->n];
+
+		snprintf(h->path, sizeof(h->path), "%s", f->path);
+		h->line = f->line;
+		snprintf(h->rule, sizeof(h->rule), "%s", f->rule);
+		snprintf(h->reason, sizeof(h->reason), "%s", f->reason);
+		snprintf(h->preview, sizeof(h->preview), "%s", f->preview);
+	}
+	hs->n++;
+	if (hs->stop_after && hs->n >= hs->stop_after)
+		return 7;
+	return 0;
+}
+
+static const struct hit *find(const struct hits *hs, const char *path,
+			      size_t line, const char *rule)
+{
+	size_t i;
+
+	for (i = 0; i < hs->n && i < sizeof(hs->h) / sizeof(hs->h[0]); i++)
+		if (strcmp(hs->h[i].path, path) == 0 && hs->h[i].line == line &&
+		    strcmp(hs->h[i].rule, rule) == 0)
+			return &hs->h[i];
+	return NULL;
+}
+
+static void dump(const struct hits *hs)
+{
+	size_t i;
+
+	for (i = 0; i < hs->n && i < sizeof(hs->h) / sizeof(hs->h[0]); i++)
+		fprintf(stderr, "  finding %s:%zu %s (%s) [%s]\n",
+			hs->h[i].path, hs->h[i].line, hs->h[i].rule,
+			hs->h[i].reason, hs->h[i].preview);
+}
+
+/* No finding ever carries a secret value. */
+static int leaks(const struct hits *hs)
+{
+	static const char *const secrets[] = {AWS_ID, AWS_SECRET, GH_TOKEN,
+					      API_TOKEN, DB_PASS};
+	size_t i, k;
+
+	for (i = 0; i < hs->n && i < sizeof(hs->h) / sizeof(hs->h[0]); i++)
+		for (k = 0; k < sizeof(secrets) / sizeof(secrets[0]); k++)
+			if (strstr(hs->h[i].reason, secrets[k]) ||
+			    strstr(hs->h[i].preview, secrets[k]))
+				return 1;
+	return 0;
+}
+
+/* ---- tests ----------------------------------------------------------------
+ */
+
+static void test_planted(void)
+{
+	char repo[512], oid[41];
+	const struct hit *h;
+	struct hits hs = {0};
+	nv_scan_stats st = {0};
+	nv_err err;
+	int rc;
+
+	snprintf(repo, sizeof(repo), "%s/planted", tmp);
+	CHECK(git_init(repo) == 0);
+	put_text(repo, "README.md", "# demo\n");
+	put_text(repo, "deploy/key.pem",
+		 PEM_BEGIN("RSA ") "\n" KEY_BODY PEM_END("RSA ") "\n");
+	put_text(repo, ".env",
+		 "# local settings\nDB_PASSWORD=" DB_PASS "\n"
+		 "DB_HOST=localhost\n");
+	put_text(repo, "config/aws.ini",
+		 "[default]\nregion = eu-west-3\n"
+		 "aws_access_key_id = " AWS_ID "\n"
+		 "aws_secret_access_key = " AWS_SECRET "\n");
+	put_text(repo, "src/settings.py",
+		 "import os\n\napi_token = \"" API_TOKEN "\"\nDEBUG = False\n");
+	put_text(repo, "home/.ssh/id_rsa",
+		 PEM_BEGIN("OPENSSH ") "\n" KEY_BODY PEM_END("OPENSSH ") "\n");
+	put_text(repo, "keys/id_ed25519", "not the usual format\n");
+	put_text(repo, "ci/deploy.sh",
+		 "#!/bin/sh\nexport GH_TOKEN=" GH_TOKEN "\ngit push\n");
+	CHECK(git_commit_all(repo) == 0);
+	head_of(repo, oid);
+
+	rc = nv_scan_commit(repo, oid, collect, &hs, &st, &err);
+	CHECK(rc == 0);
+	CHECK(st.findings == 8);
+	CHECK(hs.n == 8);
+	CHECK(find(&hs, "deploy/key.pem", 1, "private-key") != NULL);
+	CHECK(find(&hs, ".env", 2, "dotenv") != NULL);
+	h = find(&hs, "config/aws.ini", 3, "aws-access-key-id");
+	CHECK(h != NULL);
+	if (h)
+		CHECK_STR(h->preview, "AKIA\xe2\x80\xa6WVZB");
+	CHECK(find(&hs, "config/aws.ini", 4, "aws-secret-access-key") != NULL);
+	h = find(&hs, "src/settings.py", 3, "secret-assignment");
+	CHECK(h != NULL);
+	if (h) {
+		CHECK_STR(h->preview, "8f3k\xe2\x80\xa6"
+				      "c0Hd");
+		CHECK(strstr(h->reason, "'api_token'") != NULL);
+	}
+	/* A key-named file holding a key: one finding, at the key. */
+	CHECK(find(&hs, "home/.ssh/id_rsa", 1, "private-key") != NULL);
+	CHECK(find(&hs, "home/.ssh/id_rsa", 0, "private-key-file") == NULL);
+	CHECK(find(&hs, "keys/id_ed25519", 0, "private-key-file") != NULL);
+	CHECK(find(&hs, "ci/deploy.sh", 2, "github-token") != NULL);
+	CHECK(!leaks(&hs));
+	if (hs.n != 8)
+		dump(&hs);
+
+	/* The commit is what counts: a secret added to the folder but not
+	 * committed is not seen, and a committed secret removed from the
+	 * folder still is. */
+	put_text(repo, ".env.local", "SECRET_KEY=" API_TOKEN "\n");
+	put_text(repo, "src/settings.py", "api_token = None\n");
+	put_text(repo, "deploy/key.pem", "gone\n");
+	memset(&hs, 0, sizeof(hs));
+	rc = nv_scan_commit(repo, oid, collect, &hs, &st, &err);
+	CHECK(rc == 0 && hs.n == 8);
+	CHECK(find(&hs, "src/settings.py", 3, "secret-assignment") != NULL);
+	CHECK(find(&hs, "deploy/key.pem", 1, "private-key") != NULL);
+	CHECK(find(&hs, ".env.local", 1, "dotenv") == NULL);
+
+	/* The folder walk sees the working folder instead. */
+	memset(&hs, 0, sizeof(hs));
+	rc = nv_scan_dir(repo, collect, &hs, &st, &err);
+	CHECK(rc == 0);
+	CHECK(find(&hs, ".env.local", 1, "dotenv") != NULL);
+	CHECK(find(&hs, "src/settings.py", 3, "secret-assignment") == NULL);
+	CHECK(find(&hs, "deploy/key.pem", 1, "private-key") == NULL);
+	CHECK(find(&hs, "config/aws.ini", 3, "aws-access-key-id") != NULL);
+	CHECK(hs.n == 7);
+	CHECK(!leaks(&hs));
+
+	/* A callback can stop the scan; its value comes back. */
+	memset(&hs, 0, sizeof(hs));
+	hs.stop_after = 2;
+	rc = nv_scan_commit(repo, oid, collect, &hs, &st, &err);
+	CHECK(rc == 7);
+	CHECK(hs.n == 2);
+
+	/* Errors. */
+	rc = nv_scan_commit(repo, "HEAD", collect, &hs, &st, &err);
+	CHECK(rc == NV_EINVAL);
+	rc = nv_scan_commit(repo, "0123456789012345678901234567890123456789",
+			    collect, &hs, &st, &err);
+	CHECK(rc == NV_ENOTFOUND);
+	rc = nv_scan_commit("/nonexistent/nv-scan", oid, collect, &hs, &st,
+			    &err);
+	CHECK(rc == NV_ENOTFOUND);
+}
+
+static void test_clean(void)
+{
+	char repo[512], oid[41], *big;
+	struct hits hs = {0};
+	nv_scan_stats st = {0};
+	nv_err err;
+	int rc;
+	static const char binary[] =
+		"\x7f"
+		"ELF\0\0\0\0export GH_TOKEN=" GH_TOKEN "\n";
+
+	snprintf(repo, sizeof(repo), "%s/clean", tmp);
+	CHECK(git_init(repo) == 0);
+	put_text(repo, "id_rsa.pub",
+		 "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHr2xQ5kLmN8pV3wZ7yT1u "
+		 "me@laptop\n");
+	put_text(repo, ".env.example", "PASSWORD=changeme\nAPI_TOKEN=\n");
+	put_text(repo, "src/versions.py",
+		 "commit = \"3f786850e387550fdab836ed7e6dc881de23001b\"\n"
+		 "sha256 = \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822c"
+		 "d15d6c15b0f00a08\"\n"
+		 "password = os.environ[\"X\"]\n"
+		 "db_password = os.getenv(\"DB_PASSWORD_FOR_TESTS\")\n"
+		 "request_id = \"123e4567-e89b-12d3-a456-426614174000\"\n"
+		 "token = \"aaaaaaaaaaaaaaaaaaaa\"\n"
+		 "session_token = \"abcdabcdabcdabcdabcd\"\n"
+		 "base32 = [\"MZXW6" AWS_ID "\", \"" AWS_ID "7\"]\n"
+		 "api_key = \"${API_KEY_FROM_VAULT_STORE}\"\n"
+		 "tokenizer = AutoTokenizer.from_pretrained(\"bert-base\")\n"
+		 "max_tokens = 4096\n"
+		 "if password == \"" PW "\":\n"
+		 "    pass\n");
+	put_text(repo, "config/app.yaml",
+		 "client_secret: <your-client-secret-here>\n"
+		 "secret_name: prod/app/db\n"
+		 "password: ${{ secrets.DB_PASSWORD }}\n"
+		 "aws_access_key_id: AKIAIOSFODNN7EXAMPLE\n"
+		 "note: set the token in your environment\n");
+	put_text(repo, "src/pem.c",
+		 "if (strstr(s, \"" PEM_BEGIN(
+			 "RSA ") "\"))\n"
+				 "\treturn parse_key(s);\n"
+				 "/* ghp_ tokens are 40 characters */\n");
+	put_text(repo, "docs/keys.md",
+		 "Paste your key:\n\n```\n" PEM_BEGIN("RSA ") "\n(your key)\n"
+							      "```\n");
+	put_text(repo, "web/app.js",
+		 "const token = process.env.GITHUB_TOKEN_V2;\n"
+		 "// e.g. gh"
+		 "p_EXAMPLEa1b2c3d4e5f6g7h8i9j0k1l2m3n4o5\n"
+		 "// or gh"
+		 "p_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n");
+	put_text(repo, "certs/ca.pem",
+		 "-----BEGIN CERTIFICATE-----\n" KEY_BODY
+		 "-----END CERTIFICATE-----\n");
+	put(repo, "assets/blob.bin", binary, sizeof(binary) - 1);
+	big = malloc(NV_SCAN_MAX_FILE_SIZE + 100);
+	if (!big)
+		exit(2);
+	memset(big, 'a', NV_SCAN_MAX_FILE_SIZE + 100);
+	memcpy(big, "export GH_TOKEN=" GH_TOKEN "\n",
+	       strlen("export GH_TOKEN=" GH_TOKEN "\n"));
+	put(repo, "data/big.txt", big, NV_SCAN_MAX_FILE_SIZE + 100);
+	free(big);
+	CHECK(git_commit_all(repo) == 0);
+	head_of(repo, oid);
+
+	rc = nv_scan_commit(repo, oid, collect, &hs, &st, &err);
+	CHECK(rc == 0);
+	CHECK(hs.n == 0);
+	CHECK(st.findings == 0);
+	CHECK(st.skipped_binary == 1);
+	CHECK(st.skipped_large == 1);
+	CHECK(st.files == 8);
+	if (hs.n)
+		dump(&hs);
+}
+
+static void test_allowlist(void)
+{
+	char repo[512], oid[41];
+	struct hits hs = {0};
+	nv_scan_allowlist *al = NULL;
+	nv_scan_stats st = {0};
+	nv_err err;
+	int rc;
+	static const char text[] =
+		"# keys generated for the parser tests\n"
+		"\n"
+		"tests/fixtures/**   throwaway keys, never used anywhere\n"
+		"deploy/*.pem\n"
+		"/docs/example.env\tdocumentation sample\r\n"
+		"vendor/   third-party test data\n";
+
+	rc = nv_scan_allowlist_load(&al, text, strlen(text), collect, &hs, &st,
+				    &err);
+	CHECK(rc == 0 && al != NULL);
+	CHECK(hs.n == 1);
+	CHECK(find(&hs, NV_SCAN_ALLOW_FILE, 4, "allowlist") != NULL);
+	CHECK_STR(nv_scan_allowlist_match(al, "tests/fixtures/a/b/k.pem"),
+		  "throwaway keys, never used anywhere");
+	CHECK(nv_scan_allowlist_match(al, "tests/fixtures") != NULL);
+	CHECK(nv_scan_allowlist_match(al, "tests/other/k.pem") == NULL);
+	CHECK(nv_scan_allowlist_match(al, "deploy/key.pem") == NULL);
+	CHECK_STR(nv_scan_allowlist_match(al, "docs/example.env"),
+		  "documentation sample");
+	CHECK(nv_scan_allowlist_match(al, "x/docs/example.env") == NULL);
+	CHECK(nv_scan_allowlist_match(al, "vendor/a/b/c") != NULL);
+	nv_scan_allowlist_free(al);
+
+	memset(&hs, 0, sizeof(hs));
+	rc = nv_scan_allowlist_load(&al, "*.pem ok\n", 9, collect, &hs, &st,
+				    &err);
+	CHECK(rc == 0);
+	CHECK(nv_scan_allowlist_match(al, "a.pem") != NULL);
+	CHECK(nv_scan_allowlist_match(al, "d/a.pem") == NULL);
+	nv_scan_allowlist_free(al);
+	rc = nv_scan_allowlist_load(&al, "**/*.pem ok\n", 12, collect, &hs, &st,
+				    &err);
+	CHECK(rc == 0);
+	CHECK(nv_scan_allowlist_match(al, "a.pem") != NULL);
+	CHECK(nv_scan_allowlist_match(al, "d/e/a.pem") != NULL);
+	CHECK(nv_scan_allowlist_match(al, "d/e/a.pemx") == NULL);
+	nv_scan_allowlist_free(al);
+	CHECK(hs.n == 0);
+
+	/* In a commit: the exempt path is counted, not reported; the line
+	 * without a reason is reported, and does not exempt its path. */
+	snprintf(repo, sizeof(repo), "%s/allow", tmp);
+	CHECK(git_init(repo) == 0);
+	put_text(repo, NV_SCAN_ALLOW_FILE, text);
+	put_text(repo, "tests/fixtures/rsa/key.pem",
+		 PEM_BEGIN("RSA ") "\n" KEY_BODY PEM_END("RSA ") "\n");
+	put_text(repo, "deploy/key.pem",
+		 PEM_BEGIN("EC ") "\n" KEY_BODY PEM_END("EC ") "\n");
+	CHECK(git_commit_all(repo) == 0);
+	head_of(repo, oid);
+	memset(&hs, 0, sizeof(hs));
+	rc = nv_scan_commit(repo, oid, collect, &hs, &st, &err);
+	CHECK(rc == 0);
+	CHECK(hs.n == 2);
+	CHECK(find(&hs, NV_SCAN_ALLOW_FILE, 4, "allowlist") != NULL);
+	CHECK(find(&hs, "deploy/key.pem", 1, "private-key") != NULL);
+	CHECK(st.allowed == 1);
+	if (hs.n != 2)
+		dump(&hs);
+
+	/* Same through the folder walk. */
+	memset(&hs, 0, sizeof(hs));
+	rc = nv_scan_dir(repo, collect, &hs, &st, &err);
+	CHECK(rc == 0 && hs.n == 2 && st.allowed == 1);
+}
+
+struct buffer_case {
+	const char *path;
+	const char *text;
+	size_t line;
+	const char *rule; /* NULL: nothing must be found */
+};
+
+static void test_buffers(void)
+{
+	static const struct buffer_case cases[] = {
+		{"a.js",
+		 "x\nconst t = \"xo"
+		 "xb-2741963580-ZkR8mQ3wLp5N\";\n",
+		 2, "slack-token"},
+		{"a.txt", GL_TOKEN "\n", 1, "gitlab-token"},
+		{"a.txt",
+		 "key=AI"
+		 "zaSyD4fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5b\n",
+		 1, "google-api-key"},
+		{"a.rb",
+		 "Stripe.api_key = 'sk"
+		 "_live_4eC39HqLyjWDarjtT1zdp7dc'\n",
+		 1, "stripe-key"},
+		{"a.http",
+		 "Authorization: Bearer ey"
+		 "JhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0"
+		 "NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U\n",
+		 1, "jwt"},
+		{"k.py",
+		 "KEY = \"" PEM_BEGIN("") "\\nMIIEvQIBADANBgkqhkiG9w0BAQ\"\n",
+		 1, "private-key"},
+		{"secrets.json", "{\n  \"client_secret\": \"" PW "\"\n}\n", 2,
+		 "secret-assignment"},
+		{"app.yml", "db:\n  password: " PW "\n", 2,
+		 "secret-assignment"},
+		{"two.py",
+		 "token = \"" PW "\"; secret = "
+		 "\"P" PW "\"\n",
+		 1, "secret-assignment"},
+		{".env.production", "export API_URL=\"https://x.test\"\n", 1,
+		 "dotenv"},
+		{".env",
+		 "# only\nEMPTY=\nQUOTED=\"\"\nPH=<secret>\nC=changeme\n", 0,
+		 NULL},
+		{".env.sample", "PASSWORD=" PW "\n", 1, "secret-assignment"},
+		{"tls/server.key", PEM_BEGIN("EC ") "\n...\n", 1,
+		 "private-key"},
+		{"cert.p12", "\x30\x82\x0a\x1b\x02\x01\x03\x30", 0, "pkcs12"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct hits hs = {0};
+		nv_scan_stats st = {0};
+		size_t len = strlen(cases[i].text);
+		int rc;
+
+		rc = nv_scan_buffer(NULL, cases[i].path, cases[i].text, len,
+				    collect, &hs, &st);
+		CHECK(rc == 0);
+		if (!cases[i].rule) {
+			CHECK(hs.n == 0);
+		} else {
+			CHECK(hs.n == 1);
+			CHECK(find(&hs, cases[i].path, cases[i].line,
+				   cases[i].rule) != NULL);
+		}
+		if (cases[i].rule ? hs.n != 1 : hs.n != 0) {
+			fprintf(stderr, "case %zu (%s)\n", i, cases[i].path);
+			dump(&hs);
+		}
+	}
+}
+
+/* A PGP armored key: blank line and headers between marker and body. */
+static void test_pgp_block(void)
+{
+	static const char text[] =
+		PGP_BEGIN "\nVersion: x\n\n"
+			  "lQdGBF3p9x0BEACxyzxyzAbcdefGhij\n";
+	struct hits hs = {0};
+
+	nv_scan_buffer(NULL, "k.asc", text, strlen(text), collect, &hs, NULL);
+	CHECK(hs.n == 1 && find(&hs, "k.asc", 1, "private-key"));
+}
+
+static void test_bounds(void)
+{
+	struct hits hs = {0};
+	nv_scan_stats st = {0};
+	char *line, *many, repo[512], deep[2048], oid[41];
+	size_t i, n, len = 20000, at;
+	nv_err err;
+	int rc;
+
+	CHECK(nv_scan_entropy("", 0) == 0.0);
+	CHECK(nv_scan_entropy("aaaa", 4) == 0.0);
+	CHECK(nv_scan_entropy("abcd", 4) == 2.0);
+
+	/* A long line: tokens far in, and across a window edge, are found
+	 * once each. */
+	line = malloc(len + 1);
+	if (!line)
+		exit(2);
+	memset(line, ' ', len);
+	line[len] = '\0';
+	memcpy(line + 9000, GH_TOKEN, strlen(GH_TOKEN));
+	/* Starts just before the first window stops reporting. */
+	at = NV_SCAN_LINE_WINDOW - 512 - 10;
+	memcpy(line + at, AWS_ID, strlen(AWS_ID));
+	/* Runs past the end of the first window. */
+	at = NV_SCAN_LINE_WINDOW - 10;
+	memcpy(line + at, GL_TOKEN, strlen(GL_TOKEN));
+	rc = nv_scan_buffer(NULL, "min.js", line, len, collect, &hs, &st);
+	CHECK(rc == 0);
+	CHECK(hs.n == 3);
+	CHECK(find(&hs, "min.js", 1, "github-token") != NULL);
+	CHECK(find(&hs, "min.js", 1, "aws-access-key-id") != NULL);
+	CHECK(find(&hs, "min.js", 1, "gitlab-token") != NULL);
+	free(line);
+
+	/* The findings cap. */
+	n = 150;
+	many = malloc(n * 32 + 1);
+	if (!many)
+		exit(2);
+	for (i = 0; i < n; i++)
+		snprintf(many + i * 32, 33, "%-31s\n", "id = " AWS_ID);
+	memset(&hs, 0, sizeof(hs));
+	memset(&st, 0, sizeof(st));
+	rc = nv_scan_buffer(NULL, "ids.txt", many, n * 32, collect, &hs, &st);
+	CHECK(rc == 0);
+	CHECK(st.findings == NV_SCAN_MAX_FINDINGS);
+	CHECK(hs.n == NV_SCAN_MAX_FINDINGS);
+	CHECK(st.truncated == 1);
+	free(many);
+
+	/* Trees deeper than the cap are refused, not half scanned. */
+	snprintf(repo, sizeof(repo), "%s/deep", tmp);
+	CHECK(git_init(repo) == 0);
+	deep[0] = '\0';
+	for (i = 0; i < NV_SCAN_MAX_DEPTH + 1; i++)
+		strcat(deep, "d/");
+	strcat(deep, "f.txt");
+	put_text(repo, deep, "hello\n");
+	CHECK(git_commit_all(repo) == 0);
+	head_of(repo, oid);
+	memset(&hs, 0, sizeof(hs));
+	rc = nv_scan_commit(repo, oid, collect, &hs, &st, &err);
+	CHECK(rc == NV_EREFUSED);
+	rc = nv_scan_dir(repo, collect, &hs, &st, &err);
+	CHECK(rc == NV_EREFUSED);
+}
+
+int main(void)
+{
+	snprintf(tmp, sizeof(tmp), "/tmp/nv-test-scan-XXXXXX");
+	if (!mkdtemp(tmp)) {
+		perror("mkdtemp");
+		return 2;
+	}
+	setenv("HOME", tmp, 1);
+	setenv("XDG_CONFIG_HOME", tmp, 1);
+	setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+	unsetenv("GIT_DIR");
+	unsetenv("GIT_WORK_TREE");
+	unsetenv("GIT_INDEX_FILE");
+
+	test_planted();
+	test_clean();
+	test_allowlist();
+	test_buffers();
+	test_pgp_block();
+	test_bounds();
+
+	if (!getenv("NV_TEST_KEEP"))
+		sh("rm -rf '%s'", tmp);
+	return nv_test_done();
+}
