@@ -637,6 +637,7 @@ void nv_open_natives(lua_State *L)
 					   {"jobs", luaopen_navette_jobs},
 					   {"creds", luaopen_navette_creds},
 					   {"audit", luaopen_navette_audit},
+					   {"net", luaopen_navette_net},
 					   {NULL, NULL}};
 
 	lua_newtable(L); // [_navette]

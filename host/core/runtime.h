@@ -49,6 +49,7 @@ int luaopen_navette_storage(lua_State *L);
 int luaopen_navette_jobs(lua_State *L);
 int luaopen_navette_creds(lua_State *L);
 int luaopen_navette_audit(lua_State *L);
+int luaopen_navette_net(lua_State *L);
 
 #include "core/clock.h"
 

@@ -221,10 +221,11 @@ static int l_creds_redact(lua_State *L)
 	}
 	/* copy into Lua through a buffer that Lua owns first */
 	luaL_Buffer b;
-	char *dst = luaL_buffinitsize(L, &b, out.len);
-	memcpy(dst, out.data ? out.data : "", out.len);
+	size_t n = out.len;
+	char *dst = luaL_buffinitsize(L, &b, n);
+	memcpy(dst, out.data ? out.data : "", n);
 	nv_buf_free(&out); /* freed before anything below can raise */
-	luaL_pushresultsize(&b, out.len);
+	luaL_pushresultsize(&b, n);
 	return 1;
 }
 

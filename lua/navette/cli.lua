@@ -212,6 +212,18 @@ local function cmd_run(argv, plan)
   local specs = runner.submit(run)
 
   if plan then
+    -- A job's environment is shown with values only for allow-listed
+    -- names; the launcher displayed is rendered from that view.
+    for _, spec in ipairs(specs) do
+      if spec.env then
+        local shown = {}
+        for k, v in pairs(spec.env) do
+          shown[k] = _navette.creds.env_allowed(k) and v or "<hidden>"
+        end
+        spec.env = shown
+        spec.launcher = errors.check(_navette.jobs.launcher(json.encode(spec)))
+      end
+    end
     if opts.json then
       term.print(json.encode({ project = run.project.name,
                                profile = run.profile.name,
@@ -325,17 +337,20 @@ local function cmd_logs(argv)
   if #args ~= 1 then usage_error("expected one JOB id", "logs") end
   local v = jobs.get(args[1])
   local offset = 0
+  -- chunks may cut a secret in two: a redacting stream sees them whole
+  local redact = _navette.creds.redact_stream()
   while true do
     local chunk = jobs.log_chunk(v, offset)
     if #chunk > 0 then
-      term.write(chunk)
       offset = offset + #chunk
+      term.write(redact:write(chunk))
     elseif not opts.follow or jobs.FINAL[v.state] then
       -- one last read after the end, then stop
       if opts.follow then
         chunk = jobs.log_chunk(v, offset)
-        term.write(chunk)
+        term.write(redact:write(chunk))
       end
+      term.write(redact:flush())
       break
     else
       sys.sleep(0.2)

@@ -20,6 +20,15 @@ navette.creds = {
   jwt = function(key, opts) return require("navette.creds").jwt(key, opts) end,
 }
 
+-- navette.http.get(url) / navette.http.request(url, opts): TLS verified,
+-- credentials bound to their declared host.
+navette.http = {
+  get = function(url, opts) return require("navette.http").get(url, opts) end,
+  request = function(url, opts)
+    return require("navette.http").request(url, opts)
+  end,
+}
+
 -- Read-only facts about the run in progress.
 function navette.context()
   local run = runner.current

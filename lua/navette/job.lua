@@ -133,6 +133,13 @@ function job.validate(spec)
   end
   j.command = string_list(spec.command, "command")
   if #j.command == 0 then bad("'command' must not be empty") end
+  for i, a in ipairs(j.command) do
+    if _navette.creds.redact(a) ~= a then
+      bad("'command[" .. i .. "]' holds what looks like a secret",
+          "a command line is shown in plans, records and logs: never "
+          .. "put a secret in it")
+    end
+  end
 
   j.env = {}
   if spec.env ~= nil then
@@ -146,6 +153,11 @@ function job.validate(spec)
       if type(v) == "number" or type(v) == "boolean" then v = tostring(v) end
       if type(v) ~= "string" then
         bad("env '" .. k .. "' must be a string, got a " .. type(v))
+      end
+      if _navette.creds.redact(v) ~= v then
+        bad("env '" .. k .. "' holds what looks like a secret",
+            "env is never for secrets: a job gets short-lived access "
+            .. "through navette.creds and storage URLs")
       end
       j.env[k] = v
     end

@@ -13,7 +13,7 @@ project.FILE = "navette.lua"
 local PROJECT_KEYS = { "name", "profiles", "default_profile", "credentials" }
 local PROFILE_KEYS = { "backend", "storage", "require_pushed", "remote",
                        "description", "credentials", "max_credential_age",
-                       "max_token_lifespan" }
+                       "max_token_lifespan", "endpoints" }
 local BACKENDS = { ["local"] = true }
 local LATER_BACKENDS = { slurm = true, kubernetes = true }
 
@@ -115,9 +115,38 @@ local function validate_profile(path, name, p, home, shared_credentials)
     end
     return v
   end
+  local endpoints = {}
+  if p.endpoints ~= nil then
+    if type(p.endpoints) ~= "table" then
+      fail(path, "profile '" .. name .. "': endpoints must be a table")
+    end
+    local origin_of = require("navette.http").origin_of
+    for url, e in pairs(p.endpoints) do
+      local origin = type(url) == "string" and origin_of(url)
+      if not origin or type(e) ~= "table" then
+        fail(path, "profile '" .. name .. "': endpoints are "
+             .. "[\"https://host:port\"] = { ca_bundle = ..., pin = ... }")
+      end
+      for k in pairs(e) do
+        if k ~= "ca_bundle" and k ~= "pin" then
+          fail(path, "profile '" .. name .. "': endpoint " .. url
+               .. ": unknown key '" .. tostring(k) .. "'",
+               k == "verify" and "TLS verification cannot be switched off"
+               or "keys: ca_bundle, pin")
+        end
+      end
+      if e.pin ~= nil and (type(e.pin) ~= "string"
+                           or not e.pin:match("^sha256//")) then
+        fail(path, "profile '" .. name .. "': endpoint " .. url
+             .. ": pin is \"sha256//BASE64\" (navette's pin of a PEM "
+             .. "certificate is printed by openssl or _navette.net.pin)")
+      end
+      endpoints[origin] = { ca_bundle = e.ca_bundle, pin = e.pin }
+    end
+  end
   return {
     name = name, backend = backend, storage = storage,
-    credentials = credentials,
+    credentials = credentials, endpoints = endpoints,
     max_credential_age = duration("max_credential_age"),
     max_token_lifespan = duration("max_token_lifespan") or 3600,
     -- remote profiles require the commit on a remote by default

@@ -70,6 +70,7 @@ function runner.load(recipe, opts)
   storage._set_context({ profile = profile, repo_root = repo:workdir(),
                          recipe_dir = recipe_dir, planned = {} })
   require("navette.creds")._set_context(profile.credentials, profile)
+  require("navette.http")._set_context(profile)
 
   local env = core.sandbox(recipe_dir)
   local chunk = errors.check(core.load_recipe(real, env, recipe))

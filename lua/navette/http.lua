@@ -1,0 +1,93 @@
+-- navette.http: HTTP requests under the profile's TLS policy. Verification
+-- is always on: a profile may give a CA bundle and pin an endpoint's
+-- public key (endpoints = { ["https://host:port"] = { ca_bundle = ...,
+-- pin = "sha256//..." } }), never switch verification off. A credential is
+-- sent only to the host its declaration names (host = "..."), and never
+-- after a redirect to another host.
+local errors = require "navette.errors"
+local native = _navette.net
+
+local http = {}
+
+local context = { profile = nil, declared = {} }
+function http._set_context(profile)
+  context = { profile = profile, declared = profile and profile.credentials
+                                           or {} }
+end
+
+local OPTS = { "method", "headers", "body", "credential", "max_redirects",
+               "timeout", "max_body" }
+local REFUSED = { insecure = true, verify = true, ssl_verify = true,
+                  verify_peer = true, no_verify = true, tls_verify = true }
+
+-- "https://Host:443/x" -> "https://host:443", host
+local function origin_of(url)
+  local scheme, authority = url:match("^(%a[%w+.-]*)://([^/?#]+)")
+  if not scheme then return nil end
+  authority = authority:gsub("^.*@", ""):lower()
+  local host = authority:gsub(":%d+$", "")
+  if not authority:find(":%d+$") then
+    authority = authority .. (scheme:lower() == "https" and ":443" or ":80")
+  end
+  return scheme:lower() .. "://" .. authority, host
+end
+http.origin_of = origin_of
+
+function http.request(url, opts)
+  opts = opts or {}
+  if type(url) ~= "string" then
+    errors.raise("recipe", "navette.http.request: url must be a string")
+  end
+  for k in pairs(opts) do
+    if REFUSED[k] then
+      errors.raise("refused", "navette.http: TLS verification cannot be "
+                   .. "switched off ('" .. k .. "')", "give the profile a "
+                   .. "CA bundle for this endpoint: endpoints = { [\"https:"
+                   .. "//host:port\"] = { ca_bundle = \"ca.pem\" } }")
+    end
+    local known = false
+    for _, o in ipairs(OPTS) do if o == k then known = true end end
+    if not known then
+      errors.raise("recipe", "navette.http: unknown option '" .. tostring(k)
+                   .. "'", "options: " .. table.concat(OPTS, ", "))
+    end
+  end
+  local origin = origin_of(url)
+  if not origin then
+    errors.raise("recipe", "navette.http: '" .. url .. "' is not a URL")
+  end
+  local endpoint = {}
+  local endpoints = context.profile and context.profile.endpoints or {}
+  endpoint = endpoints[origin] or {}
+  local req = {
+    url = url, method = opts.method, headers = opts.headers,
+    body = opts.body, max_redirects = opts.max_redirects,
+    ca_bundle = endpoint.ca_bundle, pin = endpoint.pin,
+    timeout_ms = opts.timeout and math.floor(opts.timeout * 1000) or nil,
+    max_body = opts.max_body,
+  }
+  if opts.credential ~= nil then
+    local name = opts.credential:name()
+    local decl = context.declared[name]
+    if not decl or not decl.host then
+      errors.raise("refused", "credential '" .. name .. "' declares no "
+                   .. "host, so it is sent nowhere", "bind it: host = "
+                   .. "\"api.example.com\" in its declaration")
+    end
+    req.credential, req.credential_host = opts.credential, decl.host
+  end
+  local response, err = native.request(req)
+  if not response then
+    errors.raise(err.code == "refused" and "refused" or "backend",
+                 err.message, err.hint)
+  end
+  return response
+end
+
+function http.get(url, opts)
+  opts = opts or {}
+  opts.method = "GET"
+  return http.request(url, opts)
+end
+
+return http

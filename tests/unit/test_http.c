@@ -1,0 +1,860 @@
+/* Unit tests of the HTTPS client (host/net/http.c) against real servers on
+ * 127.0.0.1 that the test starts (tests/data/http/server.py): what a user
+ * relies on is that TLS is verified (CA bundle, pins), that plain http
+ * never leaves the machine, that a credential reaches only the host it was
+ * given for (also across redirects), that hostile answers hit caps, and
+ * that no message shows a secret. Certificates are made at test time by
+ * tests/data/http/make_certs.sh in a temp folder, removed at the end. */
+#include "net/http.h"
+#include "core/fsutil.h"
+#include "creds/secret.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
+
+#include "nv_test.h"
+
+#define TOKEN    "tok-SECRET-123"
+#define PASSWORD "open-sesame"
+#define URL_PW   "s3cretpw"
+
+struct server {
+	pid_t pid;
+	int port;
+};
+
+static char data_dir[1024]; /* tests/data/http */
+static char cert_dir[512];  /* temp folder with the test PKI */
+
+static void find_data_dir(void)
+{
+	const char *env = getenv("NAVETTE_TEST_DATA");
+	char here[900], *slash;
+
+	if (env) {
+		snprintf(data_dir, sizeof(data_dir), "%s/http", env);
+		return;
+	}
+	/* Run by hand: __FILE__ is tests/unit/test_http.c. */
+	snprintf(here, sizeof(here), "%s", __FILE__);
+	slash = strrchr(here, '/');
+	if (slash)
+		*slash = '\0';
+	snprintf(data_dir, sizeof(data_dir), "%s/../data/http", here);
+}
+
+/* Starts server.py (HTTPS when cert is given) and reads its port. */
+static int server_start(struct server *s, const char *name, int tls)
+{
+	char script[1200], cert[600], key[600], line[32];
+	size_t used = 0;
+	int fds[2];
+
+	s->pid = -1;
+	s->port = 0;
+	snprintf(script, sizeof(script), "%s/server.py", data_dir);
+	snprintf(cert, sizeof(cert), "%s/server.pem", cert_dir);
+	snprintf(key, sizeof(key), "%s/server.key", cert_dir);
+	if (pipe(fds))
+		return -1;
+	s->pid = fork();
+	if (s->pid < 0)
+		return -1;
+	if (s->pid == 0) {
+#if defined(__linux__)
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+#endif
+		dup2(fds[1], 1);
+		close(fds[0]);
+		close(fds[1]);
+		if (tls)
+			execlp("python3", "python3", script, "--name", name,
+			       "--tls", cert, key, (char *)NULL);
+		else
+			execlp("python3", "python3", script, "--name", name,
+			       (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	while (used < sizeof(line) - 1) {
+		struct pollfd p = {.fd = fds[0], .events = POLLIN};
+		ssize_t n;
+
+		if (poll(&p, 1, 15000) <= 0)
+			break;
+		n = read(fds[0], line + used, 1);
+		if (n <= 0 || line[used] == '\n')
+			break;
+		used++;
+	}
+	line[used] = '\0';
+	close(fds[0]);
+	s->port = atoi(line);
+	if (s->port <= 0) {
+		fprintf(stderr, "server %s did not start\n", name);
+		return -1;
+	}
+	return 0;
+}
+
+static void server_stop(struct server *s)
+{
+	if (s->pid > 0) {
+		kill(s->pid, SIGTERM);
+		waitpid(s->pid, NULL, 0);
+	}
+	s->pid = -1;
+}
+
+/* A port where nothing listens (bound then closed). */
+static int closed_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static char ca_path[600];
+static nv_http_policy plain_policy;
+static nv_http_policy tls_policy; /* trusts the test CA */
+
+static int get(const nv_http_policy *pol, const char *url, int redirects,
+	       nv_http_response *resp, nv_err *err)
+{
+	nv_http_request req = {.url = url, .max_redirects = redirects};
+
+	nv_err_clear(err);
+	return nv_http_perform(pol, &req, resp, err);
+}
+
+/* The request log of a server (caller frees); "" when none. */
+static char *server_log(const struct server *s, int tls)
+{
+	char url[128];
+	nv_http_response resp;
+	nv_err err;
+	char *out;
+
+	snprintf(url, sizeof(url), "%s://127.0.0.1:%d/_log",
+		 tls ? "https" : "http", s->port);
+	if (get(tls ? &tls_policy : &plain_policy, url, 0, &resp, &err) ||
+	    resp.status != 200) {
+		nv_http_response_free(&resp);
+		return strdup("<no log>");
+	}
+	out = strdup(resp.body.data ? resp.body.data : "");
+	nv_http_response_free(&resp);
+	return out;
+}
+
+static int count_lines(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+static int contains(const char *hay, const char *needle)
+{
+	return hay && strstr(hay, needle) != NULL;
+}
+
+/* No message or hint ever holds a secret value or URL userinfo. */
+static void check_clean(const nv_err *err)
+{
+	CHECK(!contains(err->message, TOKEN) && !contains(err->hint, TOKEN));
+	CHECK(!contains(err->message, PASSWORD) &&
+	      !contains(err->hint, PASSWORD));
+	CHECK(!contains(err->message, URL_PW) && !contains(err->hint, URL_PW));
+}
+
+static nv_secret *bearer(void)
+{
+	nv_err err;
+	nv_secret *s =
+		nv_secret_new("registry-token", NV_SECRET_BEARER, "env", &err);
+
+	if (!s || nv_secret_set(s, "token", TOKEN, strlen(TOKEN), &err))
+		abort();
+	return s;
+}
+
+static nv_secret *basic(void)
+{
+	nv_err err;
+	nv_secret *s =
+		nv_secret_new("slurm-login", NV_SECRET_BASIC, "env", &err);
+
+	if (!s || nv_secret_set(s, "user", "alice", 5, &err) ||
+	    nv_secret_set(s, "password", PASSWORD, strlen(PASSWORD), &err))
+		abort();
+	return s;
+}
+
+static void test_helpers(void)
+{
+	char shown[256];
+
+	CHECK(nv_http_host_is_loopback("127.0.0.1"));
+	CHECK(nv_http_host_is_loopback("127.9.8.7"));
+	CHECK(nv_http_host_is_loopback("[::1]"));
+	CHECK(nv_http_host_is_loopback("::1"));
+	CHECK(nv_http_host_is_loopback("localhost"));
+	CHECK(nv_http_host_is_loopback("LocalHost"));
+	CHECK(!nv_http_host_is_loopback("128.0.0.1"));
+	CHECK(!nv_http_host_is_loopback("127.0.0.1.nip.io"));
+	CHECK(!nv_http_host_is_loopback("localhost.example.com"));
+	CHECK(!nv_http_host_is_loopback("10.0.0.1"));
+	CHECK(!nv_http_host_is_loopback("[::2]"));
+	CHECK(!nv_http_host_is_loopback("example.invalid"));
+
+	nv_http_url_for_display("https://alice:" URL_PW
+				"@h.example:8443/a/b?X-Amz-Signature=dead"
+				"&partNumber=1&X-Amz-Security-Token=tok#f",
+				shown, sizeof(shown));
+	CHECK_STR(shown, "https://h.example:8443/a/b?X-Amz-Signature="
+			 "<redacted>&partNumber=1&X-Amz-Security-Token="
+			 "<redacted>");
+	nv_http_url_for_display("::not a url", shown, sizeof(shown));
+	CHECK_STR(shown, "<unparsable URL>");
+}
+
+struct counter {
+	size_t bytes;
+	int calls;
+};
+
+static int count_sink(void *payload, const char *data, size_t len)
+{
+	struct counter *c = payload;
+
+	(void)data;
+	c->bytes += len;
+	c->calls++;
+	return 0;
+}
+
+struct reader {
+	const char *chunks[4];
+	int next;
+};
+
+static int read_chunks(void *payload, char *buf, size_t cap, size_t *nread)
+{
+	struct reader *r = payload;
+	const char *c = r->chunks[r->next];
+	size_t n = c ? strlen(c) : 0;
+
+	if (n > cap)
+		return -1;
+	memcpy(buf, c ? c : "", n);
+	*nread = n;
+	if (c)
+		r->next++;
+	return 0;
+}
+
+static void test_plain(const struct server *a)
+{
+	char url[256];
+	nv_http_response resp;
+	nv_http_policy small = {.max_body = 1000};
+	nv_err err;
+	int rc;
+
+	/* A plain GET on loopback, with the headers of interest. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/hello", a->port);
+	rc = get(&plain_policy, url, 0, &resp, &err);
+	CHECK(rc == 0);
+	CHECK(resp.status == 200);
+	CHECK_STR(resp.body.data, "hello from a");
+	CHECK_STR(resp.content_type, "text/plain; charset=utf-8");
+	CHECK_STR(resp.etag, "\"abc123\"");
+	CHECK_STR(resp.amz_request_id, "REQ42");
+	CHECK_STR(resp.retry_after, "7");
+	CHECK(contains(resp.docker_content_digest, "sha256:000"));
+	CHECK_STR(nv_http_response_header(&resp, "etag"), "\"abc123\"");
+	CHECK(resp.location == NULL);
+	CHECK(resp.nheaders >= 6);
+	CHECK_STR(resp.effective_url, url);
+	nv_http_response_free(&resp);
+
+	/* A 404 is an answer, not an error. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/nothing", a->port);
+	CHECK(get(&plain_policy, url, 0, &resp, &err) == 0);
+	CHECK(resp.status == 404);
+	CHECK_STR(resp.body.data, "no such route");
+	nv_http_response_free(&resp);
+
+	/* Methods and bodies. */
+	{
+		const char *hdrs[] = {"Content-Type: application/json"};
+		nv_http_request req = {.url = url,
+				       .method = "POST",
+				       .body = "abc",
+				       .body_len = 3,
+				       .headers = hdrs,
+				       .nheaders = 1};
+
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/echo", a->port);
+		CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == 0);
+		CHECK_STR(resp.body.data, "POST|application/json|abc");
+		nv_http_response_free(&resp);
+
+		req.method = "PUT";
+		req.nheaders = 0;
+		CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == 0);
+		CHECK_STR(resp.body.data, "PUT|-|abc");
+		nv_http_response_free(&resp);
+
+		req.method = "HEAD";
+		req.body = NULL;
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/hello",
+			 a->port);
+		CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == 0);
+		CHECK(resp.status == 200 && resp.body.len == 0);
+		CHECK_STR(resp.etag, "\"abc123\"");
+		nv_http_response_free(&resp);
+
+		req.method = "BAD METHOD";
+		CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) ==
+		      NV_EINVAL);
+		nv_http_response_free(&resp);
+	}
+	{
+		struct reader r = {{"streamed-", "body", NULL}, 0};
+		nv_http_request req = {.url = url,
+				       .method = "PUT",
+				       .body_read = read_chunks,
+				       .body_payload = &r,
+				       .body_size = -1};
+
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/echo", a->port);
+		CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == 0);
+		CHECK_STR(resp.body.data, "PUT|-|streamed-body");
+		nv_http_response_free(&resp);
+	}
+
+	/* Header injection is refused. */
+	{
+		const char *hdrs[] = {"X-A: b\r\nX-B: c"};
+		nv_http_request req = {
+			.url = url, .headers = hdrs, .nheaders = 1};
+
+		CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) ==
+		      NV_EINVAL);
+		nv_http_response_free(&resp);
+	}
+
+	/* Body caps, with and without Content-Length; the cap itself fits. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/big?n=5000", a->port);
+	CHECK(get(&small, url, 0, &resp, &err) == NV_ENOMEM);
+	CHECK(contains(err.message, "cap of 1000 bytes"));
+	nv_http_response_free(&resp);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/big-nolen?n=5000",
+		 a->port);
+	CHECK(get(&small, url, 0, &resp, &err) == NV_ENOMEM);
+	CHECK(contains(err.message, "cap of 1000 bytes"));
+	CHECK(resp.body.len <= 1000);
+	nv_http_response_free(&resp);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/big-nolen?n=1000",
+		 a->port);
+	CHECK(get(&small, url, 0, &resp, &err) == 0);
+	CHECK(resp.body.len == 1000);
+	nv_http_response_free(&resp);
+
+	/* A flood of headers hits the header cap. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/many-headers?n=150",
+		 a->port);
+	CHECK(get(&plain_policy, url, 0, &resp, &err) == NV_ENOMEM);
+	CHECK(contains(err.message, "100 headers"));
+	nv_http_response_free(&resp);
+
+	/* A sink takes 2xx bodies; an error body stays in resp.body. */
+	{
+		struct counter c = {0, 0};
+		nv_http_request req = {
+			.url = url, .sink = count_sink, .sink_payload = &c};
+
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/big?n=3000",
+			 a->port);
+		CHECK(nv_http_perform(&small, &req, &resp, &err) ==
+		      NV_ENOMEM); /* the cap applies to sinks too */
+		nv_http_response_free(&resp);
+		CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == 0);
+		CHECK(c.bytes == 3000 && resp.body.len == 0);
+		nv_http_response_free(&resp);
+		c.bytes = 0;
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/nothing",
+			 a->port);
+		CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == 0);
+		CHECK(c.bytes == 0 && resp.status == 404);
+		CHECK_STR(resp.body.data, "no such route");
+		nv_http_response_free(&resp);
+	}
+
+	/* Plain http off loopback: refused before any connection (the
+	 * .invalid name cannot even resolve). */
+	CHECK(get(&plain_policy, "http://example.invalid/x", 0, &resp, &err) ==
+	      NV_EREFUSED);
+	CHECK(contains(err.message, "http://example.invalid/x"));
+	CHECK(contains(err.message, "TLS is required"));
+	nv_http_response_free(&resp);
+	CHECK(get(&plain_policy, "http://127.0.0.1.nip.io/", 0, &resp, &err) ==
+	      NV_EREFUSED);
+	nv_http_response_free(&resp);
+	CHECK(get(&plain_policy, "ftp://127.0.0.1/", 0, &resp, &err) ==
+	      NV_EREFUSED);
+	nv_http_response_free(&resp);
+	CHECK(get(&plain_policy, "not a url", 0, &resp, &err) == NV_EINVAL);
+	nv_http_response_free(&resp);
+
+	/* Nothing listening: a backend error naming the URL, no userinfo. */
+	snprintf(url, sizeof(url), "http://alice:" URL_PW "@127.0.0.1:%d/x",
+		 closed_port());
+	CHECK(get(&plain_policy, url, 0, &resp, &err) == NV_EBACKEND);
+	CHECK(contains(err.message, "http://127.0.0.1:"));
+	CHECK(contains(err.message, "cannot connect"));
+	CHECK(!contains(err.message, "alice"));
+	CHECK(err.hint[0] != '\0');
+	check_clean(&err);
+	nv_http_response_free(&resp);
+
+	/* The total timeout. */
+	{
+		nv_http_policy quick = {.total_timeout_ms = 300};
+
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/slow?ms=2000",
+			 a->port);
+		CHECK(get(&quick, url, 0, &resp, &err) == NV_EBACKEND);
+		CHECK(contains(err.message, "timed out"));
+		nv_http_response_free(&resp);
+	}
+}
+
+static void test_credentials(const struct server *a)
+{
+	char url[256], bind[64], *before, *after;
+	nv_secret *tok = bearer(), *login = basic();
+	nv_http_request req = {.url = url, .credential = tok};
+	nv_http_response resp;
+	nv_err err;
+
+	/* Bound to host:port, sent. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/echo-auth", a->port);
+	snprintf(bind, sizeof(bind), "127.0.0.1:%d", a->port);
+	req.credential_host = bind;
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == 0);
+	CHECK_STR(resp.body.data, "Bearer " TOKEN);
+	nv_http_response_free(&resp);
+
+	/* Bound to the host alone: any port of it. */
+	req.credential_host = "127.0.0.1";
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == 0);
+	CHECK_STR(resp.body.data, "Bearer " TOKEN);
+	nv_http_response_free(&resp);
+
+	/* Basic. */
+	req.credential = login;
+	req.credential_host = bind;
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == 0);
+	CHECK_STR(resp.body.data, "Basic YWxpY2U6b3Blbi1zZXNhbWU=");
+	nv_http_response_free(&resp);
+
+	/* Another host (same server, other name): refused, nothing sent. */
+	before = server_log(a, 0);
+	req.credential = tok;
+	snprintf(url, sizeof(url), "http://localhost:%d/echo-auth", a->port);
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == NV_EREFUSED);
+	CHECK(contains(err.message, "credential registry-token is bound to "
+				    "host 127.0.0.1:"));
+	CHECK(contains(err.message, "not sent to localhost:"));
+	check_clean(&err);
+	nv_http_response_free(&resp);
+
+	/* Same host, another port than the binding: refused. */
+	snprintf(bind, sizeof(bind), "127.0.0.1:%d", closed_port());
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/echo-auth", a->port);
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == NV_EREFUSED);
+	check_clean(&err);
+	nv_http_response_free(&resp);
+	after = server_log(a, 0);
+	CHECK_STR(after, before); /* the server received none of them */
+	free(before);
+	free(after);
+
+	/* Misuse. */
+	{
+		const char *own[] = {"Authorization: Bearer other"};
+
+		req.headers = own;
+		req.nheaders = 1;
+		CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) ==
+		      NV_EINVAL);
+		nv_http_response_free(&resp);
+		req.headers = NULL;
+		req.nheaders = 0;
+	}
+	req.credential_host = NULL;
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == NV_EINVAL);
+	nv_http_response_free(&resp);
+	req.credential_host = "127.0.0.1:notaport";
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == NV_EINVAL);
+	nv_http_response_free(&resp);
+	{
+		nv_secret *s3 = nv_secret_new("s3", NV_SECRET_S3, "env", &err);
+
+		if (!s3)
+			abort();
+		req.credential = s3;
+		req.credential_host = "127.0.0.1";
+		CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) ==
+		      NV_EINVAL);
+		CHECK(contains(err.message, "kind s3"));
+		nv_http_response_free(&resp);
+		nv_secret_free(s3);
+	}
+
+	/* Even a failed connection does not show the token. */
+	req.credential = tok;
+	req.credential_host = "127.0.0.1";
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", closed_port());
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == NV_EBACKEND);
+	check_clean(&err);
+	nv_http_response_free(&resp);
+
+	nv_secret_free(tok);
+	nv_secret_free(login);
+}
+
+static void test_redirects(const struct server *a, const struct server *b)
+{
+	char url[512], bind[64], *log_a, *log_b;
+	nv_secret *tok = bearer();
+	const char *hdrs[] = {"Cookie: session=1", "X-Trace: 7"};
+	nv_http_request req = {.url = url,
+			       .credential = tok,
+			       .credential_host = bind,
+			       .headers = hdrs,
+			       .nheaders = 2};
+	nv_http_response resp;
+	nv_err err;
+
+	snprintf(bind, sizeof(bind), "127.0.0.1:%d", a->port);
+
+	/* max_redirects 0: the 3xx comes back, B is never contacted. */
+	snprintf(url, sizeof(url),
+		 "http://127.0.0.1:%d/redirect?to=http://127.0.0.1:%d/"
+		 "echo-auth",
+		 a->port, b->port);
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == 0);
+	CHECK(resp.status == 302 && resp.redirects == 0);
+	CHECK(contains(resp.location, "/echo-auth"));
+	CHECK_STR(resp.body.data, "moved");
+	nv_http_response_free(&resp);
+	log_b = server_log(b, 0);
+	CHECK_STR(log_b, "");
+	free(log_b);
+
+	/* Followed to B (another host:port): B gets no credential and no
+	 * cookie, A got both. */
+	req.max_redirects = 3;
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == 0);
+	CHECK(resp.status == 200 && resp.redirects == 1);
+	CHECK_STR(resp.body.data, "none");
+	CHECK(contains(resp.effective_url, "/echo-auth"));
+	nv_http_response_free(&resp);
+	log_b = server_log(b, 0);
+	CHECK_STR(log_b, "GET /echo-auth auth=- cookie=-\n");
+	free(log_b);
+	log_a = server_log(a, 0);
+	CHECK(contains(log_a, "auth=Bearer " TOKEN " cookie=session=1"));
+	free(log_a);
+
+	/* A -> B -> A: once dropped, the credential stays dropped. */
+	snprintf(url, sizeof(url),
+		 "http://127.0.0.1:%d/redirect?to=http%%3A%%2F%%2F127.0.0.1%%3A"
+		 "%d%%2Fredirect%%3Fto%%3Dhttp%%253A%%252F%%252F127.0.0.1%%253A"
+		 "%d%%252Fecho-auth",
+		 a->port, b->port, a->port);
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == 0);
+	CHECK(resp.redirects == 2);
+	CHECK_STR(resp.body.data, "none");
+	nv_http_response_free(&resp);
+
+	/* Same origin: kept. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/redirect?to=/echo-auth",
+		 a->port);
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == 0);
+	CHECK(resp.redirects == 1);
+	CHECK_STR(resp.body.data, "Bearer " TOKEN);
+	nv_http_response_free(&resp);
+
+	/* A caller's own Authorization header is dropped too. */
+	{
+		const char *own[] = {"Authorization: Basic Zm9vOmJhcg=="};
+		nv_http_request r2 = {.url = url,
+				      .headers = own,
+				      .nheaders = 1,
+				      .max_redirects = 3};
+
+		snprintf(url, sizeof(url),
+			 "http://127.0.0.1:%d/redirect?to=http://127.0.0.1:%d/"
+			 "echo-auth",
+			 a->port, b->port);
+		CHECK(nv_http_perform(&plain_policy, &r2, &resp, &err) == 0);
+		CHECK_STR(resp.body.data, "none");
+		nv_http_response_free(&resp);
+	}
+
+	/* 303 turns a POST into a GET; 307 keeps method and body. */
+	{
+		nv_http_request r3 = {.url = url,
+				      .method = "POST",
+				      .body = "abc",
+				      .body_len = 3,
+				      .max_redirects = 3};
+		struct reader rd = {{"x", NULL}, 0};
+
+		snprintf(url, sizeof(url),
+			 "http://127.0.0.1:%d/redirect?to=/echo&code=303",
+			 a->port);
+		CHECK(nv_http_perform(&plain_policy, &r3, &resp, &err) == 0);
+		CHECK_STR(resp.body.data, "GET|-|");
+		nv_http_response_free(&resp);
+		snprintf(url, sizeof(url),
+			 "http://127.0.0.1:%d/redirect?to=/echo&code=307",
+			 a->port);
+		CHECK(nv_http_perform(&plain_policy, &r3, &resp, &err) == 0);
+		CHECK_STR(resp.body.data, "POST|-|abc");
+		nv_http_response_free(&resp);
+		/* A streamed body cannot be replayed. */
+		r3.body = NULL;
+		r3.body_read = read_chunks;
+		r3.body_payload = &rd;
+		r3.body_size = 1;
+		CHECK(nv_http_perform(&plain_policy, &r3, &resp, &err) ==
+		      NV_EINVAL);
+		nv_http_response_free(&resp);
+	}
+
+	/* A loop stops at the cap: 1 request + 3 redirects. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/loop", a->port);
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == NV_EBACKEND);
+	CHECK(contains(err.message, "too many redirects"));
+	CHECK(resp.status == 302);
+	check_clean(&err);
+	nv_http_response_free(&resp);
+	log_a = server_log(a, 0);
+	CHECK(count_lines(log_a, "GET /loop ") == 4);
+	free(log_a);
+
+	/* A secret reflected by a server into a URL is masked in messages. */
+	req.max_redirects = 1;
+	snprintf(url, sizeof(url),
+		 "http://127.0.0.1:%d/redirect?to=/redirect%%3Fto%%3D/" TOKEN,
+		 a->port);
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == NV_EBACKEND);
+	CHECK(contains(err.message, "redirect?to=/<redacted>"));
+	check_clean(&err);
+	nv_http_response_free(&resp);
+	req.max_redirects = 3;
+
+	/* A redirect off loopback over plain http is refused. */
+	snprintf(url, sizeof(url),
+		 "http://127.0.0.1:%d/redirect?to=http://example.invalid/",
+		 a->port);
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == NV_EREFUSED);
+	CHECK(contains(err.message, "TLS is required"));
+	nv_http_response_free(&resp);
+
+	nv_secret_free(tok);
+}
+
+static void read_pin(char *out, size_t cap)
+{
+	char path[700], *data = NULL;
+	size_t len = 0;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "%s/pin.txt", cert_dir);
+	if (nv_read_file(&data, &len, path, 256, NULL) == 0)
+		snprintf(out, cap, "%s", data);
+	free(data);
+}
+
+static void test_tls(const struct server *t, const struct server *a)
+{
+	char url[256], path[700], pin[NV_HTTP_PIN_MAX], cli_pin[128];
+	char ca_pin[NV_HTTP_PIN_MAX], bind[64];
+	nv_http_response resp;
+	nv_http_policy pol;
+	nv_secret *tok = bearer();
+	nv_err err;
+
+	/* Pins: from the certificate and from the public key, equal to the
+	 * openssl CLI's; the CA's key gives another. */
+	read_pin(cli_pin, sizeof(cli_pin));
+	snprintf(path, sizeof(path), "%s/server.pem", cert_dir);
+	CHECK(nv_http_pin_from_pem(path, pin, &err) == 0);
+	CHECK_STR(pin, cli_pin);
+	CHECK(strlen(pin) == 52);
+	snprintf(path, sizeof(path), "%s/server.pub.pem", cert_dir);
+	CHECK(nv_http_pin_from_pem(path, ca_pin, &err) == 0);
+	CHECK_STR(ca_pin, cli_pin);
+	CHECK(nv_http_pin_from_pem(ca_path, ca_pin, &err) == 0);
+	CHECK(strcmp(ca_pin, pin) != 0);
+	snprintf(path, sizeof(path), "%s/ext.cnf", cert_dir);
+	CHECK(nv_http_pin_from_pem(path, cli_pin, &err) == NV_EINVAL);
+	snprintf(path, sizeof(path), "%s/missing.pem", cert_dir);
+	CHECK(nv_http_pin_from_pem(path, cli_pin, &err) == NV_EIO);
+
+	/* With the CA bundle: trusted, by IP and by name. */
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/hello", t->port);
+	CHECK(get(&tls_policy, url, 0, &resp, &err) == 0);
+	CHECK(resp.status == 200);
+	CHECK_STR(resp.body.data, "hello from tls");
+	nv_http_response_free(&resp);
+	snprintf(url, sizeof(url), "https://localhost:%d/hello", t->port);
+	CHECK(get(&tls_policy, url, 0, &resp, &err) == 0);
+	CHECK(resp.status == 200);
+	nv_http_response_free(&resp);
+
+	/* Without it: refused as untrusted. */
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/hello", t->port);
+	CHECK(get(&plain_policy, url, 0, &resp, &err) == NV_EREFUSED);
+	CHECK(contains(err.message, "certificate is not trusted"));
+	CHECK(contains(err.message, "give the CA bundle of the profile"));
+	nv_http_response_free(&resp);
+
+	/* The right pin (with the CA) passes, a wrong one does not. */
+	pol = tls_policy;
+	pol.pinned_pubkey = pin;
+	CHECK(get(&pol, url, 0, &resp, &err) == 0);
+	CHECK(resp.status == 200);
+	nv_http_response_free(&resp);
+	pol.pinned_pubkey = ca_pin;
+	CHECK(get(&pol, url, 0, &resp, &err) == NV_EREFUSED);
+	CHECK(contains(err.message, "server's public key does not match the "
+				    "pin of the profile"));
+	nv_http_response_free(&resp);
+	pol.pinned_pubkey =
+		"sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+	CHECK(get(&pol, url, 0, &resp, &err) == NV_EREFUSED);
+	CHECK(contains(err.message, "does not match the pin"));
+	nv_http_response_free(&resp);
+
+	/* A pin does not replace verification. */
+	pol = plain_policy;
+	pol.pinned_pubkey = pin;
+	CHECK(get(&pol, url, 0, &resp, &err) == NV_EREFUSED);
+	CHECK(contains(err.message, "not trusted"));
+	nv_http_response_free(&resp);
+
+	/* A credential over https, bound to the TLS server. */
+	{
+		nv_http_request req = {
+			.url = url, .credential = tok, .credential_host = bind};
+
+		snprintf(bind, sizeof(bind), "127.0.0.1:%d", t->port);
+		snprintf(url, sizeof(url), "https://127.0.0.1:%d/echo-auth",
+			 t->port);
+		CHECK(nv_http_perform(&tls_policy, &req, &resp, &err) == 0);
+		CHECK_STR(resp.body.data, "Bearer " TOKEN);
+		nv_http_response_free(&resp);
+
+		/* https -> http on a non-loopback host: refused. */
+		req.max_redirects = 3;
+		snprintf(url, sizeof(url),
+			 "https://127.0.0.1:%d/redirect?to=http://"
+			 "example.invalid/x",
+			 t->port);
+		CHECK(nv_http_perform(&tls_policy, &req, &resp, &err) ==
+		      NV_EREFUSED);
+		CHECK(contains(err.message, "downgrade"));
+		check_clean(&err);
+		nv_http_response_free(&resp);
+
+		/* https -> http on loopback: followed, without the token
+		 * (the scheme changed). */
+		snprintf(url, sizeof(url),
+			 "https://127.0.0.1:%d/redirect?to=http://127.0.0.1:"
+			 "%d/echo-auth",
+			 t->port, a->port);
+		CHECK(nv_http_perform(&tls_policy, &req, &resp, &err) == 0);
+		CHECK_STR(resp.body.data, "none");
+		nv_http_response_free(&resp);
+	}
+	nv_secret_free(tok);
+}
+
+int main(void)
+{
+	struct server a = {-1, 0}, b = {-1, 0}, t = {-1, 0};
+	char cmd[2048];
+	const char *tmp = getenv("TMPDIR");
+	int have_tls;
+
+	signal(SIGPIPE, SIG_IGN);
+	find_data_dir();
+	snprintf(cert_dir, sizeof(cert_dir), "%s/nv-http-XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(cert_dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(ca_path, sizeof(ca_path), "%s/ca.pem", cert_dir);
+	tls_policy.ca_bundle = ca_path;
+
+	test_helpers();
+
+	if (server_start(&a, "a", 0) || server_start(&b, "b", 0)) {
+		CHECK(!"test servers start");
+		goto done;
+	}
+	test_plain(&a);
+	test_credentials(&a);
+	test_redirects(&a, &b);
+
+	snprintf(cmd, sizeof(cmd), "sh '%s/make_certs.sh' '%s'", data_dir,
+		 cert_dir);
+	have_tls = system("command -v openssl >/dev/null 2>&1") == 0;
+	if (!have_tls) {
+		printf("note: no openssl command, TLS tests skipped\n");
+	} else if (system(cmd) != 0) {
+		CHECK(!"make_certs.sh");
+	} else if (server_start(&t, "tls", 1)) {
+		CHECK(!"TLS test server starts");
+	} else {
+		test_tls(&t, &a);
+	}
+done:
+	server_stop(&a);
+	server_stop(&b);
+	server_stop(&t);
+	nv_remove_tree(cert_dir, NULL);
+	return nv_test_done();
+}
