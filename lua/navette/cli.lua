@@ -365,8 +365,12 @@ local function cmd_cancel(argv)
   if opts.help then term.print(HELP.cancel); return 0 end
   if #args ~= 1 then usage_error("expected one JOB id", "cancel") end
   local state = jobs.cancel(args[1])
+  -- the audit line is mirrored to the store of the job's own profile
+  local row = jobs.row(args[1]) or {}
+  local spec = row.spec or {}
   require("navette.audit").record({ action = "job.cancel", target = args[1],
-                                    job = args[1], detail = state })
+    job = row.id or args[1], detail = state, profile = row.profile },
+    spec.outputs and { name = row.profile, storage = spec.outputs.store })
   term.print(args[1] .. ": " .. state)
   return 0
 end
