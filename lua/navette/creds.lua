@@ -15,6 +15,7 @@ local native, sys, json = _navette.creds, _navette.sys, _navette.json
 
 local creds = {}
 
+creds.JOB_TOKEN_MARGIN = 600 -- seconds a job's token outlives its limit
 creds.KINDS = { "s3", "bearer", "basic", "hs256", "pem" }
 creds.SOURCES = { "env", "file", "keychain", "command" }
 local DECL_KEYS = { "kind", "source", "env", "path", "service", "account",
@@ -145,7 +146,13 @@ function creds.jwt(key, opts)
     errors.raise("recipe", "navette.creds.jwt: claims must be a table")
   end
   local max = context.profile and context.profile.max_token_lifespan or 3600
-  local lifespan = util.parse_duration(opts.lifespan or 600)
+  -- for a job, the token lives as long as the job may, plus a margin
+  local default = 600
+  if type(opts.job) == "table" and opts.job.resources
+     and opts.job.resources.time_limit then
+    default = opts.job.resources.time_limit + creds.JOB_TOKEN_MARGIN
+  end
+  local lifespan = util.parse_duration(opts.lifespan or default)
   if not lifespan then
     errors.raise("recipe", "navette.creds.jwt: lifespan must be a duration")
   end

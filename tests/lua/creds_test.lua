@@ -361,3 +361,22 @@ t.test("validate checks each source's fields", function()
                                command = { "aws", "configure" } }, "x")
   t.eq(ok.command[2], "configure")
 end)
+
+test.test("a job's token lives its time limit plus a margin, bounded", function()
+  local creds = require "navette.creds"
+  local sys = _navette.sys
+  local dir = test.tmpdir()
+  assert(sys.write_file(dir .. "/k", "hs256-key-" .. sys.random_hex(16), 384))
+  local key = assert(_navette.creds.load{ name = "k", kind = "hs256",
+                                          source = "file", path = dir .. "/k" })
+  creds._set_context({}, { name = "p", max_token_lifespan = 7200 })
+  local tok = creds.jwt(key, { claims = { sun = "root" },
+                               job = { resources = { time_limit = 1800 } } })
+  local info = tok:info()
+  test.eq(math.floor(info.expires_at - info.created_at + 0.5),
+          1800 + creds.JOB_TOKEN_MARGIN)
+  test.raises(function()
+    creds.jwt(key, { claims = {}, job = { resources = { time_limit = 7200 } } })
+  end, "exceeds the profile's maximum")
+  creds._set_context({}, nil)
+end)
