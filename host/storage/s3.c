@@ -1,0 +1,1605 @@
+/* The s3:// object store over nv_http and SigV4 (see s3.h): URL building
+ * and key encoding, signing, the retry loop, S3 error mapping, and the
+ * operations that mirror the file store, multipart uploads included. */
+#include "storage/s3.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "core/fsutil.h"
+#include "net/http.h"
+#include "storage/sha256.h"
+#include "storage/sigv4.h"
+
+#define AUTHORITY_MAX 300
+#define URL_MAX       (16 * 1024)
+#define CALL_HEADERS  6 /* extra headers of one call */
+#define SHA256_META   "x-amz-meta-sha256"
+#define COMPLETE_MAX  ((size_t)2 * 1024 * 1024) /* 10000 parts fit */
+#define FILE_CHUNK    ((size_t)256 * 1024)
+
+/* --- config and names ---------------------------------------------------- */
+
+struct endpoint {
+	char scheme[8];                /* "http" or "https" */
+	char authority[AUTHORITY_MAX]; /* "host[:port]", lowercase */
+};
+
+static int endpoint_parse(const nv_s3_config *cfg, struct endpoint *ep,
+			  nv_err *err)
+{
+	const char *e = cfg ? cfg->endpoint : NULL, *rest, *end;
+	size_t n;
+
+	if (!e)
+		return nv_err_set(err, NV_EINVAL,
+				  "set the endpoint of the "
+				  "profile",
+				  "no S3 endpoint given");
+	if (strncmp(e, "https://", 8) == 0) {
+		strcpy(ep->scheme, "https");
+		rest = e + 8;
+	} else if (strncmp(e, "http://", 7) == 0) {
+		strcpy(ep->scheme, "http");
+		rest = e + 7;
+	} else {
+		goto bad;
+	}
+	end = rest + strcspn(rest, "/?#");
+	n = (size_t)(end - rest);
+	if (n == 0 || n >= sizeof(ep->authority) || memchr(rest, '@', n) ||
+	    (*end && strcmp(end, "/") != 0))
+		goto bad;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)rest[i];
+
+		if (!isalnum(c) && !strchr(".-:[]", c))
+			goto bad;
+		ep->authority[i] = (char)tolower(c);
+	}
+	ep->authority[n] = '\0';
+	return 0;
+bad:
+	return nv_err_set(err, NV_EINVAL,
+			  "the endpoint is \"https://host[:port]\", without "
+			  "a path or user",
+			  "malformed S3 endpoint '%.200s'", e);
+}
+
+static const char *region_of(const nv_s3_config *cfg)
+{
+	return cfg->region && cfg->region[0] ? cfg->region : "us-east-1";
+}
+
+int nv_s3_bucket_check(const char *bucket, nv_err *err)
+{
+	size_t n = bucket ? strlen(bucket) : 0;
+	int dots = 0, digits_only = 1;
+
+	if (n < 3 || n > NV_S3_BUCKET_MAX)
+		goto bad;
+	for (size_t i = 0; i < n; i++) {
+		char c = bucket[i];
+
+		if (c == '.') {
+			dots++;
+		} else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			     c == '-')) {
+			goto bad;
+		}
+		if (c == '.' && (bucket[i + 1] == '.' || bucket[i + 1] == '-' ||
+				 (i > 0 && bucket[i - 1] == '-')))
+			goto bad;
+		if (c != '.' && !(c >= '0' && c <= '9'))
+			digits_only = 0;
+	}
+	if (!isalnum((unsigned char)bucket[0]) ||
+	    !isalnum((unsigned char)bucket[n - 1]) ||
+	    (dots == 3 && digits_only))
+		goto bad;
+	return 0;
+bad:
+	return nv_err_set(err, NV_EINVAL,
+			  "bucket names are 3..63 of a-z 0-9 . - and start "
+			  "and end with a letter or digit",
+			  "bad bucket name '%.80s'", bucket ? bucket : "");
+}
+
+static int key_check(const char *key, nv_err *err)
+{
+	return nv_filestore_key_check(key, err);
+}
+
+/* --- one request ---------------------------------------------------------- */
+
+/* A body reader that can start over (for retries). */
+struct reader {
+	nv_http_read_fn read;
+	int (*rewind)(void *payload);
+	void *payload;
+	long long size;
+};
+
+struct call {
+	const char *method;
+	const char *bucket; /* NULL: the service */
+	const char *key;    /* raw; NULL: the bucket itself */
+	const char *query;  /* encoded, without '?'; NULL: none */
+	const char *headers[CALL_HEADERS]; /* "Name: value", all signed */
+	int nheaders;
+	const void *body; /* bytes... */
+	size_t body_len;
+	const struct reader *reader; /* ...or a reader */
+	const char *payload_hash;    /* of the body; NULL: computed */
+	nv_http_sink_fn sink;
+	void *sink_payload;
+	int (*sink_rewind)(void *payload);
+	size_t max_body; /* 0: NV_S3_XML_MAX */
+	int idempotent;
+};
+
+struct sigv4_headers {
+	nv_sigv4_header list[CALL_HEADERS];
+	char names[CALL_HEADERS][64];
+	size_t n;
+};
+
+static int split_headers(const struct call *c, struct sigv4_headers *h)
+{
+	h->n = 0;
+	for (int i = 0; i < c->nheaders; i++) {
+		const char *colon = strchr(c->headers[i], ':');
+		size_t n = colon ? (size_t)(colon - c->headers[i]) : 0;
+
+		if (!colon || n >= sizeof(h->names[0]))
+			return -1;
+		memcpy(h->names[i], c->headers[i], n);
+		h->names[i][n] = '\0';
+		h->list[i].name = h->names[i];
+		h->list[i].value = colon + 1 + strspn(colon + 1, " ");
+		h->n++;
+	}
+	return 0;
+}
+
+/* The short name of a call for messages: "PUT bucket/key". */
+static void call_name(const struct call *c, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s %s%s%.200s", c->method,
+		 c->bucket ? c->bucket : "", c->key ? "/" : "",
+		 c->key ? c->key : "");
+}
+
+/* Path (encoded, as sent and signed), host and URL of a call. */
+static int call_target(const nv_s3_config *cfg, const struct endpoint *ep,
+		       const struct call *c, nv_buf *path, char *host,
+		       size_t host_cap, nv_buf *url, nv_err *err)
+{
+	int n;
+
+	nv_buf_puts(path, "/");
+	if (c->bucket && !cfg->virtual_host) {
+		nv_buf_puts(path, c->bucket);
+		if (c->key)
+			nv_buf_puts(path, "/");
+	}
+	if (c->key)
+		nv_sigv4_uri_encode(path, c->key, strlen(c->key), 1);
+	if (c->bucket && cfg->virtual_host)
+		n = snprintf(host, host_cap, "%s.%s", c->bucket, ep->authority);
+	else
+		n = snprintf(host, host_cap, "%s", ep->authority);
+	if (n < 0 || (size_t)n >= host_cap)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "S3 host name too long");
+	nv_buf_printf(url, "%s://%s%s%s%s", ep->scheme, host,
+		      path->data ? path->data : "/",
+		      c->query && c->query[0] ? "?" : "",
+		      c->query ? c->query : "");
+	if (path->failed || url->failed)
+		return nv_err_set(err, NV_ENOMEM, "keys are at most 1024 bytes",
+				  "S3 request URL too long");
+	return 0;
+}
+
+/* The credential goes only to the host it is bound to (see s3.h). */
+static int binding_check(const nv_s3_config *cfg, const struct endpoint *ep,
+			 const struct call *c, const char *host, nv_err *err)
+{
+	const char *bound =
+		cfg->credential_host ? cfg->credential_host : ep->authority;
+	size_t hn = strlen(host), bn = strlen(bound);
+	const char *tail = host;
+
+	if (!cfg->credential)
+		return 0;
+	if (cfg->virtual_host && c->bucket) {
+		size_t skip = strlen(c->bucket) + 1;
+
+		tail = hn > skip ? host + skip : "";
+	}
+	/* A binding without a port matches the host on any port. */
+	if (strcasecmp(tail, bound) == 0 ||
+	    (!strchr(bound, ':') && strncasecmp(tail, bound, bn) == 0 &&
+	     tail[bn] == ':'))
+		return 0;
+	return nv_err_set(err, NV_EREFUSED,
+			  "a credential is only sent to the host it was "
+			  "given for; check the endpoint of the profile",
+			  "credential %s is bound to host %s, not sent to %s",
+			  cfg->credential->name, bound, host);
+}
+
+struct code_hint {
+	const char *code;
+	int nv_code;
+	const char *hint;
+};
+
+/* Refusals of the credential or the request are NV_EREFUSED: the service
+ * answered and said no, retrying will not help (NV_EBACKEND is kept for an
+ * unreachable or failing service, which may heal). */
+static const struct code_hint code_hints[] = {
+	{"SignatureDoesNotMatch", NV_EREFUSED,
+	 "check the secret key, and the clock (skew)"},
+	{"InvalidAccessKeyId", NV_EREFUSED,
+	 "the access key id is unknown to this server"},
+	{"AccessDenied", NV_EREFUSED, "bucket policy or expired URL"},
+	{"RequestTimeTooSkewed", NV_EREFUSED,
+	 "the clock of this machine is off: sync it (NTP)"},
+	{"AuthorizationHeaderMalformed", NV_EREFUSED,
+	 "wrong region: set the region of the profile to the bucket's"},
+	{"PermanentRedirect", NV_EREFUSED,
+	 "wrong region or endpoint: use the bucket's own"},
+	{"IllegalLocationConstraintException", NV_EREFUSED,
+	 "wrong region: set the region of the profile to the bucket's"},
+	{"ExpiredToken", NV_EREFUSED, "the session token expired: renew it"},
+	{"InvalidToken", NV_EREFUSED, "the session token is not valid here"},
+	{"NoSuchBucket", NV_ENOTFOUND,
+	 "check the bucket name (create it with `storage mb`)"},
+	{"NoSuchKey", NV_ENOTFOUND, "check the key"},
+	{"NoSuchUpload", NV_ENOTFOUND,
+	 "the multipart upload was completed or aborted"},
+	{"BucketAlreadyExists", NV_EREFUSED,
+	 "bucket names are global: pick another"},
+	{"BucketNotEmpty", NV_EREFUSED, "delete its objects first"},
+	{"XAmzContentSHA256Mismatch", NV_EIO,
+	 "the file changed while it was being uploaded"},
+	{"BadDigest", NV_EIO, "the file changed while it was being uploaded"},
+	{"EntityTooSmall", NV_EINVAL,
+	 "parts but the last must be at least 5 MiB"},
+	{"EntityTooLarge", NV_EINVAL, "use a multipart upload"},
+	{"SlowDown", NV_EBACKEND, "the service is throttling: try later"},
+	{"ServiceUnavailable", NV_EBACKEND, "the service is overloaded"},
+	{"InternalError", NV_EBACKEND, "the service failed: try later"},
+	{"RequestTimeout", NV_EBACKEND, "the network is slow: try again"},
+};
+
+static int error_retryable(long status, const char *code)
+{
+	return status >= 500 || status == 429 ||
+	       strcmp(code, "SlowDown") == 0 ||
+	       strcmp(code, "RequestTimeout") == 0 ||
+	       strcmp(code, "InternalError") == 0;
+}
+
+/* Keeps the message printable and on one line. */
+static void sanitize(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = ' ';
+}
+
+/* The S3 error of a non-2xx answer (or a 200 holding an <Error>). */
+static int s3_error(const struct call *c, const nv_http_response *resp,
+		    nv_err *err)
+{
+	nv_s3_error_doc doc;
+	const struct code_hint *ch = NULL;
+	char what[300];
+	const char *rid;
+	int code = NV_EBACKEND;
+	const char *hint = "check the endpoint, bucket and key";
+
+	call_name(c, what, sizeof(what));
+	if (nv_s3_xml_error(resp->body.data, resp->body.len, &doc)) {
+		memset(&doc, 0, sizeof(doc));
+		/* HEAD answers carry no body: name the status. */
+		if (resp->status == 404)
+			strcpy(doc.code, c->key ? "NoSuchKey" : "NoSuchBucket");
+		else if (resp->status == 403)
+			strcpy(doc.code, "AccessDenied");
+		else if (resp->status == 301)
+			strcpy(doc.code, "PermanentRedirect");
+		else if (resp->status == 400)
+			strcpy(doc.code, "BadRequest");
+		else if (resp->status == 503)
+			strcpy(doc.code, "SlowDown");
+		else
+			snprintf(doc.code, sizeof(doc.code), "HTTP%ld",
+				 resp->status);
+	}
+	sanitize(doc.code);
+	sanitize(doc.message);
+	sanitize(doc.request_id);
+	rid = doc.request_id[0]      ? doc.request_id
+	      : resp->amz_request_id ? resp->amz_request_id
+				     : "none";
+	for (size_t i = 0; i < sizeof(code_hints) / sizeof(code_hints[0]); i++)
+		if (strcmp(code_hints[i].code, doc.code) == 0)
+			ch = &code_hints[i];
+	if (ch) {
+		code = ch->nv_code;
+		hint = ch->hint;
+	} else if (resp->status >= 500) {
+		hint = "the service failed: try later";
+	} else if (resp->status == 404) {
+		code = NV_ENOTFOUND;
+	}
+	return nv_err_set(err, code, hint,
+			  "S3 %s: %s%s%s (HTTP %ld, request id %.100s)", what,
+			  doc.code, doc.message[0] ? ": " : "", doc.message,
+			  resp->status, rid);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Full jitter: a random wait in [delay/2, delay], delay doubling per
+ * attempt; a Retry-After in seconds wins when longer. Both capped. */
+static long backoff_ms(const nv_s3_config *cfg, int attempt,
+		       const char *retry_after)
+{
+	long base = cfg->retry_base_ms > 0 ? cfg->retry_base_ms
+					   : NV_S3_RETRY_BASE_MS_DEFAULT;
+	long delay = base, after = 0;
+	char hex[9];
+	unsigned long r = 0;
+
+	for (int i = 1; i < attempt && delay < NV_S3_RETRY_DELAY_MAX_MS; i++)
+		delay *= 2;
+	if (delay > NV_S3_RETRY_DELAY_MAX_MS)
+		delay = NV_S3_RETRY_DELAY_MAX_MS;
+	if (nv_random_hex(hex, 4, NULL) == 0)
+		r = strtoul(hex, NULL, 16);
+	delay = delay / 2 + (long)(r % (unsigned long)(delay / 2 + 1));
+	if (retry_after && isdigit((unsigned char)retry_after[0])) {
+		after = strtol(retry_after, NULL, 10);
+		after = after > NV_S3_RETRY_DELAY_MAX_MS / 1000
+				? NV_S3_RETRY_DELAY_MAX_MS
+				: after * 1000;
+	}
+	return after > delay ? after : delay;
+}
+
+static int attempts_of(const nv_s3_config *cfg)
+{
+	if (cfg->max_attempts <= 0)
+		return NV_S3_ATTEMPTS_DEFAULT;
+	return cfg->max_attempts > NV_S3_ATTEMPTS_MAX ? NV_S3_ATTEMPTS_MAX
+						      : cfg->max_attempts;
+}
+
+/* Signs and sends one attempt. */
+static int call_once(const nv_s3_config *cfg, const struct call *c,
+		     const char *path, const char *host, const char *url,
+		     const char *payload_hash, nv_http_response *resp,
+		     nv_err *err)
+{
+	nv_http_policy policy;
+	nv_http_request req;
+	nv_sigv4_params params;
+	nv_sigv4_request sreq;
+	nv_sigv4_result sig;
+	struct sigv4_headers sh;
+	const char *headers[CALL_HEADERS + NV_SIGV4_ADDED_MAX + 2];
+	char host_header[AUTHORITY_MAX + 80];
+	size_t n = 0;
+	int rc;
+
+	memset(resp, 0, sizeof(*resp));
+	nv_sigv4_result_init(&sig);
+	snprintf(host_header, sizeof(host_header), "Host: %s", host);
+	headers[n++] = host_header;
+	for (int i = 0; i < c->nheaders; i++)
+		headers[n++] = c->headers[i];
+	if (cfg->credential) {
+		memset(&params, 0, sizeof(params));
+		rc = nv_sigv4_params_from_secret(&params, cfg->credential, err);
+		if (rc)
+			goto out;
+		params.region = region_of(cfg);
+		params.service = "s3";
+		params.time = (int64_t)time(NULL);
+		params.add_content_sha256 = 1;
+		if (split_headers(c, &sh)) {
+			rc = nv_err_set(err, NV_EINVAL, NULL,
+					"malformed S3 header");
+			goto out;
+		}
+		memset(&sreq, 0, sizeof(sreq));
+		sreq.method = c->method;
+		sreq.path = path;
+		sreq.query = c->query;
+		sreq.host = host;
+		sreq.headers = sh.list;
+		sreq.nheaders = sh.n;
+		sreq.payload_hash = payload_hash;
+		rc = nv_sigv4_sign_headers(&sig, &sreq, &params, err);
+		if (rc)
+			goto out;
+		for (int i = 0; i < sig.nheaders; i++)
+			headers[n++] = sig.headers[i].data;
+	}
+	memset(&policy, 0, sizeof(policy));
+	policy.ca_bundle = cfg->ca_bundle;
+	policy.pinned_pubkey = cfg->pinned_pubkey;
+	policy.connect_timeout_ms = cfg->connect_timeout_ms;
+	policy.total_timeout_ms = cfg->total_timeout_ms;
+	policy.max_body = c->max_body ? c->max_body : NV_S3_XML_MAX;
+	memset(&req, 0, sizeof(req));
+	req.method = c->method;
+	req.url = url;
+	req.headers = headers;
+	req.nheaders = n;
+	if (c->reader) {
+		req.body_read = c->reader->read;
+		req.body_payload = c->reader->payload;
+		req.body_size = c->reader->size;
+	} else {
+		req.body = c->body;
+		req.body_len = c->body_len;
+	}
+	req.sink = c->sink;
+	req.sink_payload = c->sink_payload;
+	rc = nv_http_perform(&policy, &req, resp, err);
+out:
+	nv_sigv4_result_free(&sig);
+	return rc;
+}
+
+/* Runs a call, retrying idempotent ones. 0 with a 2xx answer in *resp
+ * (which the caller frees); otherwise the S3 or transport error. */
+static int call_run(const nv_s3_config *cfg, const struct call *c,
+		    nv_http_response *resp, nv_err *err)
+{
+	struct endpoint ep;
+	nv_buf path, url;
+	char host[AUTHORITY_MAX + NV_S3_BUCKET_MAX + 2];
+	char hash[NV_SHA256_HEX_LEN + 1];
+	const char *payload_hash = c->payload_hash;
+	int rc, attempts = attempts_of(cfg);
+
+	memset(resp, 0, sizeof(*resp));
+	nv_buf_init(&path, URL_MAX);
+	nv_buf_init(&url, URL_MAX);
+	rc = endpoint_parse(cfg, &ep, err);
+	if (rc)
+		goto out;
+	rc = call_target(cfg, &ep, c, &path, host, sizeof(host), &url, err);
+	if (rc)
+		goto out;
+	rc = binding_check(cfg, &ep, c, host, err);
+	if (rc)
+		goto out;
+	if (!payload_hash) {
+		if (c->reader) {
+			rc = nv_err_set(err, NV_EINVAL, NULL,
+					"a streamed body needs its sha256");
+			goto out;
+		}
+		rc = nv_sha256_bytes(c->body ? c->body : "", c->body_len, hash,
+				     err);
+		if (rc)
+			goto out;
+		payload_hash = hash;
+	}
+	for (int attempt = 1;; attempt++) {
+		const char *code = "";
+		nv_s3_error_doc doc;
+		int retry;
+
+		if (attempt > 1) {
+			if ((c->reader &&
+			     c->reader->rewind(c->reader->payload)) ||
+			    (c->sink_rewind &&
+			     c->sink_rewind(c->sink_payload))) {
+				rc = nv_err_set(err, NV_EIO, NULL,
+						"cannot start a retry over");
+				goto out;
+			}
+		}
+		rc = call_once(cfg, c, path.data, host, url.data, payload_hash,
+			       resp, err);
+		if (rc == 0 && resp->status >= 200 && resp->status < 300)
+			goto out;
+		if (rc == 0) {
+			if (nv_s3_xml_error(resp->body.data, resp->body.len,
+					    &doc) == 0)
+				code = doc.code;
+			retry = error_retryable(resp->status, code);
+			rc = s3_error(c, resp, err);
+		} else {
+			/* Connection failures and timeouts (the answer did
+			 * not come), not caps, refusals or local I/O. */
+			retry = rc == NV_EBACKEND;
+		}
+		if (!retry || !c->idempotent || attempt >= attempts)
+			goto out;
+		sleep_ms(backoff_ms(cfg, attempt, resp->retry_after));
+		nv_http_response_free(resp);
+	}
+out:
+	nv_buf_free(&path);
+	nv_buf_free(&url);
+	return rc;
+}
+
+/* --- head ---------------------------------------------------------------- */
+
+/* "Sun, 06 Nov 1994 08:49:37 GMT" (RFC 9110 IMF-fixdate); 0 otherwise. */
+static int64_t http_date_parse(const char *s)
+{
+	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+	char wday[4], mon[4];
+	const char *m;
+	struct tm tm;
+
+	memset(&tm, 0, sizeof(tm));
+	if (!s ||
+	    sscanf(s, "%3[A-Za-z], %d %3s %d %d:%d:%d", wday, &tm.tm_mday, mon,
+		   &tm.tm_year, &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 7)
+		return 0;
+	m = strstr(months, mon);
+	if (!m || strlen(mon) != 3 || (m - months) % 3)
+		return 0;
+	tm.tm_mon = (int)((m - months) / 3);
+	tm.tm_year -= 1900;
+	return (int64_t)timegm(&tm);
+}
+
+static int is_sha256_hex(const char *s)
+{
+	if (!s || strlen(s) != NV_SHA256_HEX_LEN)
+		return 0;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s) && !(*s >= 'a' && *s <= 'f'))
+			return 0;
+	return 1;
+}
+
+static void etag_copy(char out[NV_S3_ETAG_MAX + 1], const char *etag)
+{
+	size_t n;
+
+	out[0] = '\0';
+	if (!etag)
+		return;
+	if (*etag == '"')
+		etag++;
+	n = strcspn(etag, "\"");
+	if (n > NV_S3_ETAG_MAX)
+		n = NV_S3_ETAG_MAX;
+	memcpy(out, etag, n);
+	out[n] = '\0';
+}
+
+static void info_from_headers(nv_object_info *info, const char *key,
+			      const nv_http_response *resp)
+{
+	const char *len = nv_http_response_header(resp, "Content-Length");
+	const char *sha = nv_http_response_header(resp, SHA256_META);
+
+	memset(info, 0, sizeof(*info));
+	snprintf(info->key, sizeof(info->key), "%s", key);
+	info->size = len ? strtoull(len, NULL, 10) : 0;
+	if (is_sha256_hex(sha))
+		memcpy(info->sha256, sha, NV_SHA256_HEX_LEN + 1);
+	info->mtime =
+		http_date_parse(nv_http_response_header(resp, "Last-Modified"));
+}
+
+int nv_s3_head_etag(const nv_s3_config *cfg, const char *bucket,
+		    const char *key, nv_object_info *info,
+		    char etag[NV_S3_ETAG_MAX + 1], nv_err *err)
+{
+	struct call c;
+	nv_http_response resp;
+	nv_object_info local;
+	int rc;
+
+	rc = nv_s3_bucket_check(bucket, err);
+	if (!rc)
+		rc = key_check(key, err);
+	if (rc)
+		return rc;
+	memset(&c, 0, sizeof(c));
+	c.method = "HEAD";
+	c.bucket = bucket;
+	c.key = key;
+	c.max_body = SIZE_MAX / 2; /* curl checks Content-Length against it */
+	c.idempotent = 1;
+	rc = call_run(cfg, &c, &resp, err);
+	if (!rc) {
+		info_from_headers(info ? info : &local, key, &resp);
+		if (etag)
+			etag_copy(etag, resp.etag);
+	}
+	nv_http_response_free(&resp);
+	return rc;
+}
+
+int nv_s3_head(const nv_s3_config *cfg, const char *bucket, const char *key,
+	       nv_object_info *info, nv_err *err)
+{
+	return nv_s3_head_etag(cfg, bucket, key, info, NULL, err);
+}
+
+/* --- bucket -------------------------------------------------------------- */
+
+int nv_s3_create_bucket(const nv_s3_config *cfg, const char *bucket,
+			nv_err *err)
+{
+	struct call c;
+	nv_http_response resp;
+	nv_buf body;
+	int rc;
+
+	rc = nv_s3_bucket_check(bucket, err);
+	if (rc)
+		return rc;
+	nv_buf_init(&body, 4096);
+	memset(&c, 0, sizeof(c));
+	c.method = "PUT";
+	c.bucket = bucket;
+	c.idempotent = 1;
+	if (cfg && strcmp(region_of(cfg), "us-east-1") != 0) {
+		nv_buf_printf(&body,
+			      "<CreateBucketConfiguration xmlns=\"http://s3."
+			      "amazonaws.com/doc/2006-03-01/\"><Location"
+			      "Constraint>%.64s</LocationConstraint>"
+			      "</CreateBucketConfiguration>",
+			      region_of(cfg));
+		c.body = body.data;
+		c.body_len = body.len;
+	}
+	rc = call_run(cfg, &c, &resp, err);
+	if (rc && err && strstr(err->message, ": BucketAlreadyOwnedByYou"))
+		rc = 0;
+	if (!rc && err)
+		nv_err_clear(err);
+	nv_http_response_free(&resp);
+	nv_buf_free(&body);
+	return rc;
+}
+
+/* --- put ----------------------------------------------------------------- */
+
+/* Streams [offset, offset+size) of fd, hashing what it sends so a file
+ * changed after it was hashed is caught. */
+struct file_reader {
+	int fd;
+	uint64_t offset, size, done;
+	nv_sha256 hash;
+	int hashing;
+};
+
+static int file_read(void *payload, char *buf, size_t cap, size_t *nread)
+{
+	struct file_reader *r = payload;
+	size_t want = cap;
+	ssize_t got;
+
+	*nread = 0;
+	if (r->done >= r->size)
+		return 0;
+	if (want > r->size - r->done)
+		want = (size_t)(r->size - r->done);
+	do {
+		got = pread(r->fd, buf, want, (off_t)(r->offset + r->done));
+	} while (got < 0 && errno == EINTR);
+	if (got <= 0)
+		return -1; /* an error, or the file shrank */
+	if (nv_sha256_update(&r->hash, buf, (size_t)got, NULL))
+		return -1;
+	r->done += (uint64_t)got;
+	*nread = (size_t)got;
+	return 0;
+}
+
+static int file_rewind(void *payload)
+{
+	struct file_reader *r = payload;
+
+	nv_sha256_dispose(&r->hash);
+	r->hashing = 0;
+	r->done = 0;
+	if (nv_sha256_init(&r->hash, NULL))
+		return -1;
+	r->hashing = 1;
+	return 0;
+}
+
+/* Sends [offset, offset+size) of fd as a PUT whose body must hash to
+ * sha256 (query: "partNumber=..&uploadId=.." for a part). */
+static int put_range(const nv_s3_config *cfg, const char *bucket,
+		     const char *key, const char *query, int fd,
+		     uint64_t offset, uint64_t size, const char *sha256,
+		     const char *meta_header, nv_http_response *resp,
+		     nv_err *err)
+{
+	struct file_reader fr;
+	struct reader rd;
+	struct call c;
+	char sent[NV_SHA256_HEX_LEN + 1];
+	int rc;
+
+	memset(resp, 0, sizeof(*resp));
+	memset(&fr, 0, sizeof(fr));
+	fr.fd = fd;
+	fr.offset = offset;
+	fr.size = size;
+	if (file_rewind(&fr))
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	rd.read = file_read;
+	rd.rewind = file_rewind;
+	rd.payload = &fr;
+	rd.size = (long long)size;
+	memset(&c, 0, sizeof(c));
+	c.method = "PUT";
+	c.bucket = bucket;
+	c.key = key;
+	c.query = query;
+	if (meta_header)
+		c.headers[c.nheaders++] = meta_header;
+	c.reader = &rd;
+	c.payload_hash = sha256;
+	c.idempotent = 1;
+	rc = call_run(cfg, &c, resp, err);
+	if (!rc && (fr.done != size || nv_sha256_final(&fr.hash, sent, err) ||
+		    strcmp(sent, sha256) != 0))
+		rc = nv_err_set(err, NV_EIO,
+				"do not change a file while it is uploaded",
+				"the file changed while %s was uploaded", key);
+	nv_sha256_dispose(&fr.hash);
+	return rc;
+}
+
+static void info_fill(nv_object_info *info, const char *key, uint64_t size,
+		      const char *sha256, const nv_http_response *resp)
+{
+	int64_t t;
+
+	if (!info)
+		return;
+	memset(info, 0, sizeof(*info));
+	snprintf(info->key, sizeof(info->key), "%s", key);
+	info->size = size;
+	snprintf(info->sha256, sizeof(info->sha256), "%s", sha256);
+	t = resp ? http_date_parse(nv_http_response_header(resp, "Date")) : 0;
+	info->mtime = t ? t : (int64_t)time(NULL);
+}
+
+static int put_check(const char *bucket, const char *key, nv_err *err)
+{
+	int rc = nv_s3_bucket_check(bucket, err);
+
+	return rc ? rc : key_check(key, err);
+}
+
+int nv_s3_put_bytes(const nv_s3_config *cfg, const char *bucket,
+		    const char *key, const void *data, size_t len,
+		    nv_object_info *info, nv_err *err)
+{
+	struct call c;
+	nv_http_response resp;
+	char sha[NV_SHA256_HEX_LEN + 1], meta[100];
+	int rc;
+
+	rc = put_check(bucket, key, err);
+	if (rc)
+		return rc;
+	if (len > NV_S3_PART_SIZE_MAX)
+		return nv_err_set(err, NV_EINVAL, "use put_file",
+				  "%zu bytes are over S3's single PUT limit",
+				  len);
+	rc = nv_sha256_bytes(data ? data : "", len, sha, err);
+	if (rc)
+		return rc;
+	snprintf(meta, sizeof(meta), SHA256_META ": %s", sha);
+	memset(&c, 0, sizeof(c));
+	c.method = "PUT";
+	c.bucket = bucket;
+	c.key = key;
+	c.headers[c.nheaders++] = meta;
+	c.body = data ? data : "";
+	c.body_len = len;
+	c.payload_hash = sha;
+	c.idempotent = 1;
+	rc = call_run(cfg, &c, &resp, err);
+	if (!rc)
+		info_fill(info, key, len, sha, &resp);
+	nv_http_response_free(&resp);
+	return rc;
+}
+
+/* The part size for size bytes: the configured one, grown to stay within
+ * NV_S3_PARTS_MAX parts. */
+static uint64_t part_size_for(const nv_s3_config *cfg, uint64_t size)
+{
+	uint64_t part =
+		cfg->part_size ? cfg->part_size : NV_S3_PART_SIZE_DEFAULT;
+
+	if (part < NV_S3_PART_SIZE_MIN)
+		part = NV_S3_PART_SIZE_MIN;
+	while (part < NV_S3_PART_SIZE_MAX &&
+	       (size + part - 1) / part > NV_S3_PARTS_MAX)
+		part *= 2;
+	return part > NV_S3_PART_SIZE_MAX ? NV_S3_PART_SIZE_MAX : part;
+}
+
+/* One pass over fd: the whole file's sha256 and each part's. */
+static int hash_parts(int fd, uint64_t size, uint64_t part, char *whole,
+		      char (*parts)[NV_SHA256_HEX_LEN + 1], int nparts,
+		      nv_err *err)
+{
+	nv_sha256 all, one;
+	char *buf = malloc(FILE_CHUNK);
+	uint64_t pos = 0;
+	int rc, i = 0;
+
+	if (!buf)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	memset(&one, 0, sizeof(one));
+	rc = nv_sha256_init(&all, err);
+	if (!rc)
+		rc = nv_sha256_init(&one, err);
+	while (!rc && pos < size) {
+		uint64_t end = (uint64_t)(i + 1) * part;
+		size_t want = FILE_CHUNK;
+		ssize_t got;
+
+		if (end > size)
+			end = size;
+		if (want > end - pos)
+			want = (size_t)(end - pos);
+		got = pread(fd, buf, want, (off_t)pos);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			rc = nv_err_set_errno(err, NV_EIO, got ? errno : EIO,
+					      NULL,
+					      "reading the file to upload");
+			break;
+		}
+		rc = nv_sha256_update(&all, buf, (size_t)got, err);
+		if (!rc)
+			rc = nv_sha256_update(&one, buf, (size_t)got, err);
+		pos += (uint64_t)got;
+		if (!rc && pos == end && i < nparts) {
+			rc = nv_sha256_final(&one, parts[i++], err);
+			if (!rc && pos < size)
+				rc = nv_sha256_init(&one, err);
+		}
+	}
+	if (!rc)
+		rc = nv_sha256_final(&all, whole, err);
+	nv_sha256_dispose(&all);
+	nv_sha256_dispose(&one);
+	free(buf);
+	return rc;
+}
+
+static int upload_add_etag(nv_s3_upload *up, const char *etag, nv_err *err)
+{
+	char(*p)[NV_S3_ETAG_MAX + 1];
+
+	if (up->nparts >= NV_S3_PARTS_MAX)
+		return nv_err_set(err, NV_EINVAL, "raise the part size",
+				  "more than %d parts", NV_S3_PARTS_MAX);
+	/* It goes back into the completion's XML: nothing to escape. */
+	if (!etag || !etag[0] || strpbrk(etag + 1, "<>&'") ||
+	    strlen(etag) > NV_S3_ETAG_MAX)
+		return nv_err_set(err, NV_EBACKEND, "the server misbehaves",
+				  "S3 answered a part without a usable ETag");
+	p = realloc(up->etags, (size_t)(up->nparts + 1) * sizeof(*p));
+	if (!p)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	up->etags = p;
+	etag_copy(up->etags[up->nparts], etag);
+	up->nparts++;
+	return 0;
+}
+
+static int part_query(const nv_s3_upload *up, nv_buf *q)
+{
+	nv_buf_printf(q, "partNumber=%d&uploadId=", up->nparts + 1);
+	nv_sigv4_uri_encode(q, up->upload_id, strlen(up->upload_id), 0);
+	return q->failed ? -1 : 0;
+}
+
+static int put_multipart(const nv_s3_config *cfg, const char *bucket,
+			 const char *key, int fd, uint64_t size,
+			 nv_object_info *info, nv_err *err)
+{
+	nv_s3_upload up;
+	uint64_t part = part_size_for(cfg, size);
+	int nparts = (int)((size + part - 1) / part), rc;
+	char(*hashes)[NV_SHA256_HEX_LEN + 1] =
+		calloc((size_t)nparts, sizeof(*hashes));
+	char whole[NV_SHA256_HEX_LEN + 1];
+
+	memset(&up, 0, sizeof(up));
+	if (!hashes)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	rc = hash_parts(fd, size, part, whole, hashes, nparts, err);
+	if (!rc)
+		rc = nv_s3_upload_begin(&up, cfg, bucket, key, whole, err);
+	for (int i = 0; !rc && i < nparts; i++) {
+		uint64_t off = (uint64_t)i * part;
+		uint64_t len = size - off < part ? size - off : part;
+		nv_http_response resp;
+		nv_buf q;
+
+		memset(&resp, 0, sizeof(resp));
+		nv_buf_init(&q, URL_MAX);
+		if (part_query(&up, &q))
+			rc = nv_err_set(err, NV_ENOMEM, NULL, "query too long");
+		if (!rc)
+			rc = put_range(cfg, bucket, key, q.data, fd, off, len,
+				       hashes[i], NULL, &resp, err);
+		if (!rc)
+			rc = upload_add_etag(&up, resp.etag, err);
+		if (!rc)
+			up.size += len;
+		nv_http_response_free(&resp);
+		nv_buf_free(&q);
+	}
+	if (!rc)
+		rc = nv_s3_upload_complete(&up, info, err);
+	nv_s3_upload_dispose(&up); /* aborts after a failure */
+	free(hashes);
+	return rc;
+}
+
+int nv_s3_put_file(const nv_s3_config *cfg, const char *bucket, const char *key,
+		   const char *src_path, nv_object_info *info, nv_err *err)
+{
+	struct stat st;
+	uint64_t threshold;
+	char sha[NV_SHA256_HEX_LEN + 1], meta[100];
+	nv_http_response resp;
+	int fd, rc;
+
+	rc = put_check(bucket, key, err);
+	if (rc)
+		return rc;
+	fd = open(src_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return nv_err_set_errno(
+			err, errno == ENOENT ? NV_ENOTFOUND : NV_EIO, errno,
+			NULL, "cannot open %.300s", src_path);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		rc = nv_err_set(err, NV_EINVAL, "upload a regular file",
+				"%.300s is not a regular file", src_path);
+		goto out;
+	}
+	threshold = cfg && cfg->multipart_threshold
+			    ? cfg->multipart_threshold
+			    : NV_S3_MULTIPART_THRESHOLD_DEFAULT;
+	if ((uint64_t)st.st_size >= threshold ||
+	    (uint64_t)st.st_size > NV_S3_PART_SIZE_MAX) {
+		rc = put_multipart(cfg, bucket, key, fd, (uint64_t)st.st_size,
+				   info, err);
+		goto out;
+	}
+	rc = hash_parts(fd, (uint64_t)st.st_size, NV_S3_PART_SIZE_MAX, sha,
+			NULL, 0, err);
+	if (rc)
+		goto out;
+	snprintf(meta, sizeof(meta), SHA256_META ": %s", sha);
+	rc = put_range(cfg, bucket, key, NULL, fd, 0, (uint64_t)st.st_size, sha,
+		       meta, &resp, err);
+	if (!rc)
+		info_fill(info, key, (uint64_t)st.st_size, sha, &resp);
+	nv_http_response_free(&resp);
+out:
+	close(fd);
+	return rc;
+}
+
+/* --- multipart ----------------------------------------------------------- */
+
+static int upload_query(const nv_s3_upload *up, nv_buf *q)
+{
+	nv_buf_puts(q, "uploadId=");
+	nv_sigv4_uri_encode(q, up->upload_id, strlen(up->upload_id), 0);
+	return q->failed ? -1 : 0;
+}
+
+int nv_s3_upload_begin(nv_s3_upload *up, const nv_s3_config *cfg,
+		       const char *bucket, const char *key, const char *sha256,
+		       nv_err *err)
+{
+	struct call c;
+	nv_http_response resp;
+	char meta[100];
+	int rc;
+
+	memset(up, 0, sizeof(*up));
+	rc = put_check(bucket, key, err);
+	if (rc)
+		return rc;
+	up->cfg = cfg;
+	snprintf(up->bucket, sizeof(up->bucket), "%s", bucket);
+	snprintf(up->key, sizeof(up->key), "%s", key);
+	memset(&c, 0, sizeof(c));
+	c.method = "POST";
+	c.bucket = bucket;
+	c.key = key;
+	c.query = "uploads";
+	if (sha256 && is_sha256_hex(sha256)) {
+		memcpy(up->sha256, sha256, NV_SHA256_HEX_LEN + 1);
+		snprintf(meta, sizeof(meta), SHA256_META ": %s", sha256);
+		c.headers[c.nheaders++] = meta;
+	}
+	/* An initiation is safe to repeat: a lost one leaves an upload that
+	 * nobody completes, which a lifecycle rule or list_uploads finds. */
+	c.idempotent = 1;
+	rc = call_run(cfg, &c, &resp, err);
+	if (!rc)
+		rc = nv_s3_xml_field(resp.body.data, resp.body.len,
+				     "InitiateMultipartUploadResult",
+				     "UploadId", up->upload_id,
+				     sizeof(up->upload_id), err);
+	if (!rc)
+		up->open = 1;
+	nv_http_response_free(&resp);
+	return rc;
+}
+
+int nv_s3_upload_part(nv_s3_upload *up, const void *data, size_t len,
+		      nv_err *err)
+{
+	struct call c;
+	nv_http_response resp;
+	nv_buf q;
+	char sha[NV_SHA256_HEX_LEN + 1];
+	int rc;
+
+	if (!up->open)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "the multipart upload is not open");
+	if (len > NV_S3_PART_SIZE_MAX)
+		return nv_err_set(err, NV_EINVAL, NULL, "part over 5 GiB");
+	rc = nv_sha256_bytes(data ? data : "", len, sha, err);
+	if (rc)
+		return rc;
+	nv_buf_init(&q, URL_MAX);
+	if (part_query(up, &q)) {
+		nv_buf_free(&q);
+		return nv_err_set(err, NV_ENOMEM, NULL, "query too long");
+	}
+	memset(&c, 0, sizeof(c));
+	c.method = "PUT";
+	c.bucket = up->bucket;
+	c.key = up->key;
+	c.query = q.data;
+	c.body = data ? data : "";
+	c.body_len = len;
+	c.payload_hash = sha;
+	c.idempotent = 1;
+	rc = call_run(up->cfg, &c, &resp, err);
+	if (!rc)
+		rc = upload_add_etag(up, resp.etag, err);
+	if (!rc)
+		up->size += len;
+	nv_http_response_free(&resp);
+	nv_buf_free(&q);
+	return rc;
+}
+
+/* After a lost answer to a completion: did it publish our object? */
+static int upload_landed(nv_s3_upload *up, nv_object_info *info)
+{
+	char etag[NV_S3_ETAG_MAX + 1], tail[16];
+	nv_object_info got;
+	nv_err ignored;
+	size_t n, t;
+
+	if (nv_s3_head_etag(up->cfg, up->bucket, up->key, &got, etag, &ignored))
+		return 0;
+	snprintf(tail, sizeof(tail), "-%d", up->nparts);
+	n = strlen(etag);
+	t = strlen(tail);
+	if (got.size != up->size || n <= t || strcmp(etag + n - t, tail) ||
+	    (up->sha256[0] && strcmp(got.sha256, up->sha256) != 0))
+		return 0;
+	if (info)
+		*info = got;
+	return 1;
+}
+
+int nv_s3_upload_complete(nv_s3_upload *up, nv_object_info *info, nv_err *err)
+{
+	struct call c;
+	nv_http_response resp;
+	nv_buf body, q;
+	nv_s3_error_doc doc;
+	int rc = 0, attempts = attempts_of(up->cfg);
+
+	if (!up->open)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "the multipart upload is not open");
+	nv_buf_init(&body, COMPLETE_MAX);
+	nv_buf_init(&q, URL_MAX);
+	nv_buf_puts(&body, "<CompleteMultipartUpload>");
+	for (int i = 0; i < up->nparts; i++)
+		nv_buf_printf(&body,
+			      "<Part><PartNumber>%d</PartNumber>"
+			      "<ETag>\"%s\"</ETag></Part>",
+			      i + 1, up->etags[i]);
+	nv_buf_puts(&body, "</CompleteMultipartUpload>");
+	if (body.failed || upload_query(up, &q)) {
+		rc = nv_err_set(err, NV_ENOMEM, NULL,
+				"completion request over its cap");
+		goto out;
+	}
+	memset(&c, 0, sizeof(c));
+	c.method = "POST";
+	c.bucket = up->bucket;
+	c.key = up->key;
+	c.query = q.data;
+	c.body = body.data;
+	c.body_len = body.len;
+	c.idempotent = 0; /* never blindly sent twice: see below */
+	for (int attempt = 1;; attempt++) {
+		int lost;
+
+		rc = call_run(up->cfg, &c, &resp, err);
+		/* A 200 may still carry an <Error> (S3 sends it late). */
+		if (!rc &&
+		    nv_s3_xml_error(resp.body.data, resp.body.len, &doc) == 0) {
+			resp.status = 500;
+			rc = s3_error(&c, &resp, err);
+		}
+		lost = rc == NV_EBACKEND &&
+		       (resp.status == 0 || resp.status >= 500);
+		if (!rc) {
+			info_fill(info, up->key, up->size, up->sha256, &resp);
+			up->open = 0;
+		}
+		nv_http_response_free(&resp);
+		/* A retry after a lost answer may find the upload gone. */
+		if (rc == NV_ENOTFOUND && attempt > 1 &&
+		    upload_landed(up, info)) {
+			rc = 0;
+			up->open = 0;
+		}
+		if (!rc || !lost)
+			break;
+		/* The answer was lost or the service failed: the object
+		 * may be published already. Look before trying again. */
+		if (upload_landed(up, info)) {
+			rc = 0;
+			up->open = 0;
+			break;
+		}
+		if (attempt >= attempts)
+			break;
+		sleep_ms(backoff_ms(up->cfg, attempt, NULL));
+	}
+out:
+	if (rc && up->open) {
+		nv_err ignored;
+
+		nv_s3_upload_abort(up, &ignored);
+	}
+	nv_buf_free(&body);
+	nv_buf_free(&q);
+	return rc;
+}
+
+int nv_s3_upload_abort(nv_s3_upload *up, nv_err *err)
+{
+	struct call c;
+	nv_http_response resp;
+	nv_buf q;
+	int rc;
+
+	if (!up->open)
+		return 0;
+	nv_buf_init(&q, URL_MAX);
+	if (upload_query(up, &q)) {
+		nv_buf_free(&q);
+		return nv_err_set(err, NV_ENOMEM, NULL, "query too long");
+	}
+	memset(&c, 0, sizeof(c));
+	c.method = "DELETE";
+	c.bucket = up->bucket;
+	c.key = up->key;
+	c.query = q.data;
+	c.idempotent = 1;
+	rc = call_run(up->cfg, &c, &resp, err);
+	if (rc == NV_ENOTFOUND) /* NoSuchUpload: already gone */
+		rc = 0;
+	if (!rc)
+		up->open = 0;
+	nv_http_response_free(&resp);
+	nv_buf_free(&q);
+	return rc;
+}
+
+void nv_s3_upload_dispose(nv_s3_upload *up)
+{
+	nv_err ignored;
+
+	if (!up)
+		return;
+	if (up->open)
+		nv_s3_upload_abort(up, &ignored);
+	free(up->etags);
+	up->etags = NULL;
+	up->nparts = 0;
+	up->open = 0;
+}
+
+/* --- get ----------------------------------------------------------------- */
+
+struct file_sink {
+	int fd;
+	uint64_t written;
+	uint64_t max;
+	nv_sha256 hash;
+};
+
+static int sink_write(void *payload, const char *data, size_t len)
+{
+	struct file_sink *s = payload;
+
+	if (s->max && len > s->max - s->written)
+		return -1;
+	if (nv_sha256_update(&s->hash, data, len, NULL))
+		return -1;
+	while (len) {
+		ssize_t n = write(s->fd, data, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		data += n;
+		len -= (size_t)n;
+		s->written += (uint64_t)n;
+	}
+	return 0;
+}
+
+static int sink_rewind(void *payload)
+{
+	struct file_sink *s = payload;
+
+	nv_sha256_dispose(&s->hash);
+	s->written = 0;
+	if (ftruncate(s->fd, 0) || lseek(s->fd, 0, SEEK_SET) < 0)
+		return -1;
+	return nv_sha256_init(&s->hash, NULL) ? -1 : 0;
+}
+
+/* Splits dest_path into its folder and a temp path in that folder. */
+static int temp_beside(const char *dest_path, char *dir, size_t dir_cap,
+		       char *tmp, size_t tmp_cap, nv_err *err)
+{
+	const char *slash = strrchr(dest_path, '/');
+	const char *base = slash ? slash + 1 : dest_path;
+
+	if (!base[0] || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+		return nv_err_set(err, NV_EINVAL, "name the file to write",
+				  "'%.300s' names no file", dest_path);
+	if (!slash)
+		snprintf(dir, dir_cap, ".");
+	else if (slash == dest_path)
+		snprintf(dir, dir_cap, "/");
+	else if (nv_pathf(dir, dir_cap, "%.*s", (int)(slash - dest_path),
+			  dest_path))
+		return nv_err_set(err, NV_EINVAL, NULL, "path too long");
+	if (nv_pathf(tmp, tmp_cap, "%s/.%.200s.navette-XXXXXX", dir, base))
+		return nv_err_set(err, NV_EINVAL, NULL, "path too long");
+	return 0;
+}
+
+int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
+		   const char *dest_path, nv_object_info *info, nv_err *err)
+{
+	char dir[NV_FILESTORE_PATH_MAX], tmp[NV_FILESTORE_PATH_MAX];
+	char sha[NV_SHA256_HEX_LEN + 1];
+	struct file_sink sink;
+	struct call c;
+	nv_http_response resp;
+	nv_object_info got;
+	const char *len;
+	int rc, dfd;
+
+	memset(&resp, 0, sizeof(resp));
+	rc = put_check(bucket, key, err);
+	if (!rc)
+		rc = temp_beside(dest_path, dir, sizeof(dir), tmp, sizeof(tmp),
+				 err);
+	if (rc)
+		return rc;
+	memset(&sink, 0, sizeof(sink));
+	sink.max = cfg ? cfg->max_object_size : 0;
+	sink.fd = mkstemp(tmp);
+	if (sink.fd < 0)
+		return nv_err_set_errno(err, NV_EIO, errno,
+					"check the destination folder",
+					"cannot create a file in %.300s", dir);
+	if (fchmod(sink.fd, 0644) || nv_sha256_init(&sink.hash, err)) {
+		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+				      "cannot prepare %.300s", tmp);
+		goto out;
+	}
+	memset(&c, 0, sizeof(c));
+	c.method = "GET";
+	c.bucket = bucket;
+	c.key = key;
+	c.sink = sink_write;
+	c.sink_payload = &sink;
+	c.sink_rewind = sink_rewind;
+	c.max_body = sink.max ? (size_t)sink.max : SIZE_MAX / 2;
+	c.idempotent = 1;
+	rc = call_run(cfg, &c, &resp, err);
+	if (rc)
+		goto out;
+	info_from_headers(&got, key, &resp);
+	rc = nv_sha256_final(&sink.hash, sha, err);
+	if (rc)
+		goto out;
+	len = nv_http_response_header(&resp, "Content-Length");
+	if (len && strtoull(len, NULL, 10) != sink.written) {
+		rc = nv_err_set(err, NV_EBACKEND, "try again",
+				"S3 GET %s/%s: %llu bytes received of %s",
+				bucket, key, (unsigned long long)sink.written,
+				len);
+		goto out;
+	}
+	if (got.sha256[0] && strcmp(got.sha256, sha) != 0) {
+		rc = nv_err_set(err, NV_EIO,
+				"the object is corrupt, or was changed "
+				"behind navette's back",
+				"S3 GET %s/%s: sha256 %s, recorded %s", bucket,
+				key, sha, got.sha256);
+		goto out;
+	}
+	if (fsync(sink.fd)) {
+		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+				      "cannot write %.300s", tmp);
+		goto out;
+	}
+	if (rename(tmp, dest_path)) {
+		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+				      "cannot write %.300s", dest_path);
+		goto out;
+	}
+	tmp[0] = '\0';
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		(void)fsync(dfd); /* best effort: the data is in place */
+		close(dfd);
+	}
+	got.size = sink.written;
+	memcpy(got.sha256, sha, sizeof(sha));
+	if (info)
+		*info = got;
+out:
+	nv_sha256_dispose(&sink.hash);
+	close(sink.fd);
+	if (tmp[0])
+		unlink(tmp);
+	nv_http_response_free(&resp);
+	return rc;
+}
+
+/* --- list ---------------------------------------------------------------- */
+
+struct list_relay {
+	nv_filestore_list_cb object_cb;
+	nv_s3_upload_cb upload_cb;
+	void *payload;
+};
+
+static int list_relay(const nv_object_info *info, const char *upload_id,
+		      void *payload)
+{
+	struct list_relay *r = payload;
+
+	if (r->upload_cb)
+		return r->upload_cb(info->key, upload_id ? upload_id : "",
+				    r->payload);
+	return r->object_cb(info, r->payload);
+}
+
+static void query_param(nv_buf *q, const char *name, const char *value)
+{
+	if (!value || !value[0])
+		return;
+	nv_buf_printf(q, "&%s=", name);
+	nv_sigv4_uri_encode(q, value, strlen(value), 0);
+}
+
+int nv_s3_list(const nv_s3_config *cfg, const char *bucket, const char *prefix,
+	       const char *start_after, char continuation[NV_S3_TOKEN_MAX + 1],
+	       unsigned max_keys, nv_filestore_list_cb callback, void *payload,
+	       int *truncated, nv_err *err)
+{
+	struct call c;
+	struct list_relay relay = {callback, NULL, payload};
+	nv_http_response resp;
+	nv_buf q;
+	char next[NV_S3_TOKEN_MAX + 1];
+	int rc, more = 0;
+
+	if (truncated)
+		*truncated = 0;
+	rc = nv_s3_bucket_check(bucket, err);
+	if (rc)
+		return rc;
+	if (!callback)
+		return nv_err_set(err, NV_EINVAL, NULL, "no list callback");
+	if (max_keys == 0 || max_keys > NV_S3_LIST_MAX)
+		max_keys = NV_S3_LIST_MAX;
+	/* Parameters in canonical (sorted) order. */
+	nv_buf_init(&q, URL_MAX);
+	if (continuation && continuation[0])
+		query_param(&q, "continuation-token", continuation);
+	nv_buf_printf(&q, "&encoding-type=url&list-type=2&max-keys=%u",
+		      max_keys);
+	query_param(&q, "prefix", prefix);
+	query_param(&q, "start-after", start_after);
+	if (q.failed) {
+		nv_buf_free(&q);
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "listing query too long");
+	}
+	memset(&c, 0, sizeof(c));
+	c.method = "GET";
+	c.bucket = bucket;
+	c.query = q.data + 1; /* the leading '&' */
+	c.idempotent = 1;
+	rc = call_run(cfg, &c, &resp, err);
+	if (!rc)
+		rc = nv_s3_xml_list(resp.body.data, resp.body.len, list_relay,
+				    &relay, &more, next, sizeof(next), err);
+	if (!rc && more && !next[0])
+		rc = nv_err_set(err, NV_EBACKEND, "the server misbehaves",
+				"S3 listing truncated without a "
+				"continuation token");
+	if (!rc) {
+		if (truncated)
+			*truncated = more;
+		if (continuation)
+			memcpy(continuation, more ? next : "",
+			       more ? strlen(next) + 1 : 1);
+	}
+	nv_http_response_free(&resp);
+	nv_buf_free(&q);
+	return rc;
+}
+
+int nv_s3_list_uploads(const nv_s3_config *cfg, const char *bucket,
+		       const char *prefix, nv_s3_upload_cb callback,
+		       void *payload, int *truncated, nv_err *err)
+{
+	struct call c;
+	struct list_relay relay = {NULL, callback, payload};
+	nv_http_response resp;
+	nv_buf q;
+	int rc;
+
+	if (truncated)
+		*truncated = 0;
+	rc = nv_s3_bucket_check(bucket, err);
+	if (rc)
+		return rc;
+	if (!callback)
+		return nv_err_set(err, NV_EINVAL, NULL, "no list callback");
+	nv_buf_init(&q, URL_MAX);
+	nv_buf_puts(&q, "&encoding-type=url");
+	query_param(&q, "prefix", prefix);
+	nv_buf_puts(&q, "&uploads");
+	if (q.failed) {
+		nv_buf_free(&q);
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "listing query too long");
+	}
+	memset(&c, 0, sizeof(c));
+	c.method = "GET";
+	c.bucket = bucket;
+	c.query = q.data + 1;
+	c.idempotent = 1;
+	rc = call_run(cfg, &c, &resp, err);
+	if (!rc)
+		rc = nv_s3_xml_list(resp.body.data, resp.body.len, list_relay,
+				    &relay, truncated, NULL, 0, err);
+	nv_http_response_free(&resp);
+	nv_buf_free(&q);
+	return rc;
+}
+
+/* --- delete and copy ----------------------------------------------------- */
+
+int nv_s3_delete(const nv_s3_config *cfg, const char *bucket, const char *key,
+		 nv_err *err)
+{
+	struct call c;
+	nv_http_response resp;
+	int rc;
+
+	rc = nv_s3_head(cfg, bucket, key, NULL, err);
+	if (rc)
+		return rc;
+	memset(&c, 0, sizeof(c));
+	c.method = "DELETE";
+	c.bucket = bucket;
+	c.key = key;
+	c.idempotent = 1;
+	rc = call_run(cfg, &c, &resp, err);
+	nv_http_response_free(&resp);
+	return rc;
+}
+
+int nv_s3_copy(const nv_s3_config *cfg, const char *src_bucket,
+	       const char *src_key, const char *dst_bucket, const char *dst_key,
+	       nv_object_info *info, nv_err *err)
+{
+	struct call c;
+	nv_http_response resp;
+	nv_s3_error_doc doc;
+	nv_buf source;
+	int rc;
+
+	rc = put_check(src_bucket, src_key, err);
+	if (!rc)
+		rc = put_check(dst_bucket, dst_key, err);
+	if (rc)
+		return rc;
+	nv_buf_init(&source, URL_MAX);
+	nv_buf_printf(&source, "x-amz-copy-source: /%s/", src_bucket);
+	nv_sigv4_uri_encode(&source, src_key, strlen(src_key), 1);
+	if (source.failed) {
+		nv_buf_free(&source);
+		return nv_err_set(err, NV_ENOMEM, NULL, "copy source too long");
+	}
+	memset(&c, 0, sizeof(c));
+	c.method = "PUT";
+	c.bucket = dst_bucket;
+	c.key = dst_key;
+	c.headers[c.nheaders++] = source.data;
+	c.idempotent = 1;
+	rc = call_run(cfg, &c, &resp, err);
+	/* A copy may fail after its 200 was sent: the body says so. */
+	if (!rc && nv_s3_xml_error(resp.body.data, resp.body.len, &doc) == 0) {
+		resp.status = 500;
+		rc = s3_error(&c, &resp, err);
+	}
+	nv_http_response_free(&resp);
+	nv_buf_free(&source);
+	if (!rc && info)
+		rc = nv_s3_head(cfg, dst_bucket, dst_key, info, err);
+	return rc;
+}
