@@ -638,6 +638,7 @@ void nv_open_natives(lua_State *L)
 					   {"creds", luaopen_navette_creds},
 					   {"audit", luaopen_navette_audit},
 					   {"net", luaopen_navette_net},
+					   {"s3", luaopen_navette_s3},
 					   {NULL, NULL}};
 
 	lua_newtable(L); // [_navette]

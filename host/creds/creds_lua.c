@@ -315,6 +315,41 @@ static int l_creds_redact_stream(lua_State *L)
 	return 1;
 }
 
+/* creds.fingerprints() -> text: salted fingerprints of every secret this
+ * process loaded, for a process that must mask them without the values
+ * (a job's log filter). */
+static int l_creds_fingerprints(lua_State *L)
+{
+	nv_buf out;
+	nv_err err;
+
+	nv_buf_init(&out, (size_t)16 * 1024 * 1024);
+	if (nv_redact_export_fingerprints(nv_redact_global(), &out, &err)) {
+		nv_buf_free(&out);
+		return nv_lua_push_error(L, &err);
+	}
+	luaL_Buffer b;
+	size_t n = out.len;
+	char *dst = luaL_buffinitsize(L, &b, n);
+	memcpy(dst, out.data ? out.data : "", n);
+	nv_buf_free(&out);
+	luaL_pushresultsize(&b, n);
+	return 1;
+}
+
+/* creds.add_fingerprints(text) -> true | nil, err */
+static int l_creds_add_fingerprints(lua_State *L)
+{
+	size_t len;
+	const char *text = luaL_checklstring(L, 1, &len);
+	nv_err err;
+
+	if (nv_redact_add_fingerprints(nv_redact_global(), text, len, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 static int l_creds_env_allowed(lua_State *L)
 {
 	lua_pushboolean(L, nv_redact_env_allowed(luaL_checkstring(L, 1)));
@@ -414,14 +449,17 @@ int luaopen_navette_creds(lua_State *L)
 					{"__len", l_secret_refuse},
 					{"__call", l_secret_refuse},
 					{NULL, NULL}};
-	static const luaL_Reg fns[] = {{"load", l_creds_load},
-				       {"mint_jwt", l_creds_mint_jwt},
-				       {"cache_clear", l_creds_cache_clear},
-				       {"redact", l_creds_redact},
-				       {"redact_stream", l_creds_redact_stream},
-				       {"env_allowed", l_creds_env_allowed},
-				       {"scan_commit", l_creds_scan_commit},
-				       {NULL, NULL}};
+	static const luaL_Reg fns[] = {
+		{"load", l_creds_load},
+		{"mint_jwt", l_creds_mint_jwt},
+		{"cache_clear", l_creds_cache_clear},
+		{"redact", l_creds_redact},
+		{"redact_stream", l_creds_redact_stream},
+		{"env_allowed", l_creds_env_allowed},
+		{"scan_commit", l_creds_scan_commit},
+		{"fingerprints", l_creds_fingerprints},
+		{"add_fingerprints", l_creds_add_fingerprints},
+		{NULL, NULL}};
 
 	luaL_newmetatable(L, NV_SECRET_MT); // [mt]
 	luaL_setfuncs(L, meta, 0);
@@ -436,8 +474,12 @@ int luaopen_navette_creds(lua_State *L)
 
 /* navette.h: the redacting filter of job logs. */
 #include <errno.h>
+#include <poll.h>
 #include <unistd.h>
 
+#define REDACT_IDLE_FLUSH_MS 1000
+
+#include "core/fsutil.h"
 #include "navette.h"
 
 static void write_all(const char *buf, size_t len, void *payload)
@@ -462,15 +504,43 @@ int navette_redact_stream(int in_fd, int out_fd)
 
 	if (!s)
 		return NAVETTE_SERVICE;
+	/* The submitting process's secrets, as salted fingerprints. */
+	const char *fp_path = getenv("NAVETTE_REDACT_FINGERPRINTS");
+	if (fp_path && *fp_path) {
+		char *text = NULL;
+		size_t len = 0;
+		nv_err err;
+		if (nv_read_file(&text, &len, fp_path, (size_t)16 * 1024 * 1024,
+				 &err) == 0)
+			nv_redact_add_fingerprints(nv_redact_global(), text,
+						   len, &err);
+		free(text);
+	}
+	/* A job that pauses after a complete line should see that line in
+	 * its log (logs --follow): after a quiet moment, what is held back is
+	 * released — but only when the input stopped at a line's end, so a
+	 * secret cut in the middle of a line is never released in halves. */
+	int at_line_end = 1, pending = 0;
 	for (;;) {
+		struct pollfd pfd = {in_fd, POLLIN, 0};
+		int ready = poll(&pfd, 1, pending ? REDACT_IDLE_FLUSH_MS : -1);
+		if (ready < 0 && errno == EINTR)
+			continue;
+		if (ready == 0) {
+			if (at_line_end) {
+				nv_redact_stream_flush(s);
+				pending = 0;
+			}
+			continue;
+		}
 		ssize_t n = read(in_fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
 		nv_redact_stream_write(s, buf, (size_t)n);
-		/* a log line is worth showing now: release what cannot be
-		 * the start of a secret once the input pauses */
+		at_line_end = buf[n - 1] == '\n';
+		pending = 1;
 	}
 	nv_redact_stream_flush(s);
 	nv_redact_stream_free(s);

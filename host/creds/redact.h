@@ -5,13 +5,16 @@
  * (std and url alphabets, all three alignments, padded or not) and
  * percent-encoded forms, and (b) well-known credential shapes (AWS query
  * signatures and keys, Authorization headers, Bearer tokens, JWTs, PEM
- * private keys, URL passwords). A secret becomes `<redacted:NAME>` (NAME is
- * its credential name, never its value), a shape `<redacted:KIND>`.
+ * private keys, also printed with a prefix on each line, URL passwords). A
+ * secret becomes `<redacted:NAME>` (NAME is its credential name, never its
+ * value), a shape `<redacted:KIND>`.
  *
  * Literal secrets are matched by one Aho-Corasick automaton (linear in the
- * input whatever the number of secrets); shapes by a hand-written scanner
- * run only at candidate bytes. A stream holds back just the trailing bytes
- * that could still start a match, so a secret split across writes is masked.
+ * input whatever the number of secrets); secrets known only by salted
+ * fingerprints (another process's secrets) by a rolling hash confirmed by
+ * an HMAC; shapes by a hand-written scanner run only at candidate bytes. A
+ * stream holds back just the trailing bytes that could still start a match, so
+ * a secret split across writes is masked.
  *
  * Thread-safety: a redactor has a mutex taken by registration and by every
  * buffer or stream pass. A stream must be used by one thread at a time. */
@@ -60,6 +63,41 @@ int nv_redact_add_secret(nv_redactor *r, const char *name, const void *value,
 
 /* How many secrets are registered. */
 size_t nv_redact_secret_count(nv_redactor *r);
+
+/* Salted fingerprints let another process (navette redact-stream, which
+ * never loads credentials) mask the registered secrets without ever
+ * holding their values. The document is text:
+ *
+ *   navette-fingerprints 1 <salt: 64 hex>
+ *   <name> <length> <hash: 16 hex> <confirm: 32 hex>     (one per form)
+ *
+ * one line per form the redactor matches for each secret (raw, base64 std
+ * and url in each alignment, percent-encoded upper and lower), duplicates
+ * left out. hash is the polynomial hash of the form's bytes modulo
+ * 2^61-1, base = the first 8 salt bytes (big-endian) modulo 2^61-1, plus
+ * 256 if under 256; confirm is the first 16 bytes of
+ * HMAC-SHA256(salt, form). A fresh random salt is drawn per export, so two
+ * exports of the same secrets share no hash. */
+#define NV_REDACT_FINGERPRINTS_MAX 65536 /* lines per document */
+
+/* Appends a fingerprint document for every secret registered in r to out.
+ * Returns 0, NV_EIO if no random salt could be drawn, NV_ENOMEM if out hit
+ * its cap, memory ran out or r holds more than NV_REDACT_FINGERPRINTS_MAX
+ * forms. */
+int nv_redact_export_fingerprints(nv_redactor *r, nv_buf *out, nv_err *err);
+
+/* Parses a fingerprint document into r, which then masks each form as
+ * `<redacted:NAME>`. All or nothing: a malformed document is refused with
+ * NV_EINVAL and its line number. Several documents (salts) may be added;
+ * a fingerprint already known is skipped. Matching costs one pass over the
+ * text per distinct (salt, length) pair, so keep to a few documents:
+ * typical use (one document, a handful of secrets) is under 50 pairs.
+ * Fingerprints are not secrets; nv_redactor_free() frees them. */
+int nv_redact_add_fingerprints(nv_redactor *r, const char *text, size_t len,
+			       nv_err *err);
+
+/* How many fingerprints r holds (after duplicates are merged). */
+size_t nv_redact_fingerprint_count(nv_redactor *r);
 
 /* One-shot: appends the redacted form of in[0..len) to out. Returns 0, or
  * NV_ENOMEM if out hit its cap or memory ran out. */

@@ -531,8 +531,9 @@ static void finalize(agent *a, job *j, outcome *o)
 			     "write plain files into $NAVETTE_OUTPUTS", "%s",
 			     files.bad[0] ? files.bad : "out of memory");
 		} else {
-			qsort(files.paths, files.count, sizeof(char *),
-			      cmp_str);
+			if (files.count > 1) /* paths is NULL when empty */
+				qsort(files.paths, files.count, sizeof(char *),
+				      cmp_str);
 		}
 		for (size_t i = 0;
 		     strcmp(o->state, "succeeded") == 0 && i < files.count;
@@ -669,11 +670,19 @@ static void finalize(agent *a, job *j, outcome *o)
 			char *text = NULL;
 			nv_buf clean;
 			nv_buf_init(&clean, RECORD_MAX * 2);
-			if (raw &&
-			    nv_redact_buffer(nv_redact_global(), raw,
-					     strlen(raw), &clean) == 0 &&
+			/* shapes, and the submitter's secrets through
+			 * their fingerprints, in a redactor of this job */
+			nv_redactor *r = nv_redactor_new();
+			const char *fp = sfield(spec, "redact_fingerprints");
+			if (r && fp)
+				nv_redact_add_fingerprints(r, fp, strlen(fp),
+							   &err);
+			if (r && raw &&
+			    nv_redact_buffer(r, raw, strlen(raw), &clean) ==
+				    0 &&
 			    clean.data)
 				text = strdup(clean.data);
+			nv_redactor_free(r);
 			nv_buf_free(&clean);
 			free(raw);
 			nv_pathf(key, sizeof(key), "%snavette-run.json",
@@ -824,6 +833,15 @@ static int prepare(agent *a, job *j, outcome *o)
 		     "cannot stage inputs: %s", err.message);
 		return -1;
 	}
+	/* The submitter's secrets as salted fingerprints, for the log
+	 * filter (never the values). */
+	const char *fp = sfield(j->spec, "redact_fingerprints");
+	job_path(j, "fingerprints", path, sizeof(path));
+	if (fp && nv_write_file_atomic(path, fp, strlen(fp), 0600, &err) != 0) {
+		fail(o, "failed", "data_ready", "check NAVETTE_HOME", "%s",
+		     err.message);
+		return -1;
+	}
 	job_path(j, "outputs", path, sizeof(path));
 	if (nv_mkdir_p(path, 0755, &err) != 0) {
 		fail(o, "failed", "data_ready", "check NAVETTE_HOME", "%s",
@@ -893,6 +911,11 @@ static int start(agent *a, job *j, outcome *o)
 		    nv_pathf(redact, sizeof(redact), "NAVETTE_REDACT=%s",
 			     exe) == 0)
 			envp[n++] = redact;
+		static char fingerprints[PATH_CAP + 40];
+		if (nv_pathf(fingerprints, sizeof(fingerprints),
+			     "NAVETTE_REDACT_FINGERPRINTS=%s/fingerprints",
+			     j->dir) == 0)
+			envp[n++] = fingerprints;
 		envp[n] = NULL;
 		int devnull = open("/dev/null", O_RDWR);
 		if (devnull >= 0) {

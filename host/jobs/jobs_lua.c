@@ -153,6 +153,19 @@ static int l_jobs_env_name_ok(lua_State *L)
 	return 1;
 }
 
+/* jobs.ensure_agent(home) -> started: a follower whose agent died (killed,
+ * machine asleep) starts a new one, which adopts the running jobs. */
+static int l_jobs_ensure_agent(lua_State *L)
+{
+	nv_err err;
+	int started = 0;
+
+	if (nv_agent_ensure(luaL_checkstring(L, 1), &started, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, started);
+	return 1;
+}
+
 static int l_jobs_agent_alive(lua_State *L)
 {
 	lua_pushboolean(L, nv_agent_alive(luaL_checkstring(L, 1)));
@@ -168,6 +181,7 @@ int luaopen_navette_jobs(lua_State *L)
 				       {"launcher", l_jobs_launcher},
 				       {"env_name_ok", l_jobs_env_name_ok},
 				       {"agent_alive", l_jobs_agent_alive},
+				       {"ensure_agent", l_jobs_ensure_agent},
 				       {NULL, NULL}};
 	luaL_newlib(L, fns);
 	return 1;

@@ -20,7 +20,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
+#include "core/buf.h"
 #include "core/nv_err.h"
 #include "creds/secret.h"
 #include "storage/filestore.h"
@@ -174,6 +176,45 @@ typedef int (*nv_s3_upload_cb)(const char *key, const char *upload_id,
 int nv_s3_list_uploads(const nv_s3_config *cfg, const char *bucket,
 		       const char *prefix, nv_s3_upload_cb callback,
 		       void *payload, int *truncated, nv_err *err);
+
+/* --- handing out access: presigned URLs, POST policies ------------------- */
+
+#define NV_S3_POST_MAX_BYTES ((uint64_t)5 * 1024 * 1024 * 1024) /* S3's cap */
+
+/* A SigV4 query-signed URL (payload UNSIGNED-PAYLOAD, signed header host)
+ * letting its holder run method ("GET" or "PUT") on key until expires_s
+ * (1..NV_SIGV4_EXPIRES_MAX) seconds after at (0: now). The session token,
+ * when the credential has one, is in the URL: whoever holds it acts with
+ * the credential's rights on that one object. Appended to url_out (whose
+ * cap the caller sets). Needs a credential; sends nothing. */
+int nv_s3_presign(const nv_s3_config *cfg, const char *method,
+		  const char *bucket, const char *key, int expires_s, time_t at,
+		  nv_buf *url_out, nv_err *err);
+
+/* A browser POST upload scoped to keys starting with key_prefix (not
+ * empty), bodies of 0..max_bytes (1..NV_S3_POST_MAX_BYTES), until
+ * expires_s after at (0: now). Appends to json_out one JSON object:
+ *   {"url": form action, "fields": {"key": key_prefix + "${filename}",
+ *    "policy": base64 policy, "x-amz-algorithm", "x-amz-credential",
+ *    "x-amz-date", "x-amz-signature"[, "x-amz-security-token"]}}
+ * where the policy's conditions are the bucket, ["starts-with", "$key",
+ * key_prefix], ["content-length-range", 0, max_bytes], the algorithm,
+ * credential, date (and token). Needs a credential; sends nothing. */
+int nv_s3_post_policy(const nv_s3_config *cfg, const char *bucket,
+		      const char *key_prefix, int expires_s, uint64_t max_bytes,
+		      time_t at, nv_buf *json_out, nv_err *err);
+
+/* What a header-signed request of method (GET, HEAD, PUT or DELETE) on
+ * bucket/key (key NULL: the bucket) would sign at time at (0: now): its
+ * canonical request and string to sign, appended to the two buffers.
+ * The payload hash is that of an empty body, or UNSIGNED-PAYLOAD for PUT
+ * (a real upload signs its body's sha256). Neither text holds the secret
+ * key; the canonical request holds the session token when there is one.
+ * Needs a credential; sends nothing. */
+int nv_s3_sign_explain(const nv_s3_config *cfg, const char *method,
+		       const char *bucket, const char *key, time_t at,
+		       nv_buf *canonical_out, nv_buf *string_to_sign_out,
+		       nv_err *err);
 
 /* --- XML of S3 answers (s3_xml.c; pure, exposed for tests and fuzzing) -- */
 

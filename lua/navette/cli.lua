@@ -52,6 +52,9 @@ usage: navette creds list [--profile P] [--json]
   and expiries, never values. `check` loads one and exits 1 when it is
   expired or older than the profile's max_credential_age, 3 when its
   source refuses (a file readable by others, a missing variable).]],
+  storage = [[
+usage: navette storage cp|ls|rm|mb|presign|post-policy|sign ... [--endpoint URL]
+  Object storage over S3 (see `navette storage help`).]],
   audit = [[
 usage: navette audit verify [--json]
        navette audit show [--job ID] [--json]
@@ -64,7 +67,7 @@ usage: navette version
 }
 
 local ORDER = { "run", "plan", "status", "logs", "watch", "cancel", "jobs",
-                "creds", "audit", "agent", "test", "version" }
+                "creds", "audit", "storage", "agent", "test", "version" }
 
 local function usage_text()
   local lines = { "usage: navette COMMAND [ARGS]", "", "commands:" }
@@ -135,7 +138,7 @@ end
 -- quiet. Returns the final views.
 local function follow(ids, quiet)
   local seen, views, done = {}, {}, {}
-  local remaining = #ids
+  local remaining, polls = #ids, 0
   while remaining > 0 do
     for _, id in ipairs(ids) do
       if not done[id] then
@@ -169,7 +172,13 @@ local function follow(ids, quiet)
         end
       end
     end
-    if remaining > 0 then sys.sleep(0.1) end
+    if remaining > 0 then
+      sys.sleep(0.1)
+      polls = polls + 1
+      if polls % 30 == 0 then -- every few seconds: is an agent there?
+        _navette.jobs.ensure_agent(core.home())
+      end
+    end
   end
   return views
 end
@@ -215,6 +224,7 @@ local function cmd_run(argv, plan)
     -- A job's environment is shown with values only for allow-listed
     -- names; the launcher displayed is rendered from that view.
     for _, spec in ipairs(specs) do
+      spec.redact_fingerprints = nil
       if spec.env then
         local shown = {}
         for k, v in pairs(spec.env) do
@@ -337,13 +347,19 @@ local function cmd_logs(argv)
   if #args ~= 1 then usage_error("expected one JOB id", "logs") end
   local v = jobs.get(args[1])
   local offset = 0
+  local row = jobs.row(v.id)
+  if row and row.spec and type(row.spec.redact_fingerprints) == "string" then
+    _navette.creds.add_fingerprints(row.spec.redact_fingerprints)
+  end
   -- chunks may cut a secret in two: a redacting stream sees them whole
   local redact = _navette.creds.redact_stream()
+  local at_line_end = false
   while true do
     local chunk = jobs.log_chunk(v, offset)
     if #chunk > 0 then
       offset = offset + #chunk
       term.write(redact:write(chunk))
+      at_line_end = chunk:sub(-1) == "\n"
     elseif not opts.follow or jobs.FINAL[v.state] then
       -- one last read after the end, then stop
       if opts.follow then
@@ -353,6 +369,9 @@ local function cmd_logs(argv)
       term.write(redact:flush())
       break
     else
+      -- the log is quiet: a complete line held back is shown now (a
+      -- line cut in the middle waits, so no secret shows in halves)
+      if at_line_end then term.write(redact:flush()) end
       sys.sleep(0.2)
       v = jobs.get(v.id)
     end
@@ -544,6 +563,7 @@ local COMMANDS = {
   status = cmd_status, watch = cmd_watch, logs = cmd_logs,
   cancel = cmd_cancel, jobs = cmd_jobs, version = cmd_version,
   creds = cmd_creds, audit = cmd_audit,
+  storage = function(a) return require("navette.storage_cli").main(a) end,
   test = cmd_test,
 }
 

@@ -229,6 +229,8 @@ function runner.submit(run)
     end
     local spec = runner.spec(run, j)
     local launcher = errors.check(_navette.jobs.launcher(json.encode(spec)))
+    -- what the job's log filter must mask, without the values themselves
+    spec.redact_fingerprints = errors.check(_navette.creds.fingerprints())
     if run.plan then
       core.plan("jobs", "submit", spec.id .. " (" .. spec.name .. ") on "
                 .. run.profile.name)

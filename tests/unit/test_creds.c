@@ -173,8 +173,8 @@ static void test_secret_basics(void)
 	{
 		size_t big = NV_SECRET_VALUE_MAX + 1;
 		char *buf = calloc(1, big);
-		CHECK(buf && nv_secret_set(s, "token", buf, big, &err) ==
-				     NV_ENOMEM);
+		CHECK(buf &&
+		      nv_secret_set(s, "token", buf, big, &err) == NV_ENOMEM);
 		free(buf);
 		CHECK(field_is(s, "token", "3", 1)); /* unchanged */
 	}
@@ -637,8 +637,7 @@ static void test_command(void)
 
 	/* a non-UTC Expiration is refused */
 	nv_creds_cache_clear();
-	CHECK(write_file(expfile, "2030-01-02T03:04:05+02:00", 25, 0600) ==
-	      0);
+	CHECK(write_file(expfile, "2030-01-02T03:04:05+02:00", 25, 0600) == 0);
 	CHECK(nv_creds_load(&d, &a, &err) == NV_EREFUSED);
 	CHECK(contains(err.message, "Expiration"));
 
@@ -774,9 +773,8 @@ static void test_base64url(void)
 {
 	static const char *const in[] = {"",     "f",     "fo",    "foo",
 					 "foob", "fooba", "foobar"};
-	static const char *const out[] = {"",       "Zg",      "Zm8",
-					  "Zm9v",   "Zm9vYg",  "Zm9vYmE",
-					  "Zm9vYmFy"};
+	static const char *const out[] = {
+		"", "Zg", "Zm8", "Zm9v", "Zm9vYg", "Zm9vYmE", "Zm9vYmFy"};
 	static const unsigned char high[] = {0xfb, 0xff, 0xbf};
 	char buf[64];
 
@@ -924,8 +922,8 @@ out:
 
 	/* existing iat/exp are replaced */
 	CHECK(nv_jwt_mint_hs256(key, "t2",
-				"{\"iat\":1,\"exp\":2,\"sun\":\"x\"}", 60,
-				&tok, &err) == 0);
+				"{\"iat\":1,\"exp\":2,\"sun\":\"x\"}", 60, &tok,
+				&err) == 0);
 	if (tok) {
 		f = nv_secret_get(tok, "token");
 		dot1 = strchr((char *)f->value, '.');
@@ -952,8 +950,7 @@ out:
 
 	/* refusals: claims not an object, a lifespan <= 0, not an HS256 key */
 	CHECK(nv_jwt_mint_hs256(key, "t", "[1]", 60, &tok, &err) == NV_EINVAL);
-	CHECK(nv_jwt_mint_hs256(key, "t", "{bad", 60, &tok, &err) ==
-	      NV_EINVAL);
+	CHECK(nv_jwt_mint_hs256(key, "t", "{bad", 60, &tok, &err) == NV_EINVAL);
 	CHECK(nv_jwt_mint_hs256(key, "t", "{}", 0, &tok, &err) == NV_EINVAL);
 	CHECK(tok == NULL);
 	bearer = nv_secret_new("api", NV_SECRET_BEARER, "env", &err);

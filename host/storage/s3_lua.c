@@ -1,0 +1,681 @@
+/* _navette.s3: the Lua binding of the S3 client (s3.h). A client is a full
+ * userdata (liolib style: created closed before it is filled, closing twice
+ * is harmless, use after close raises) holding an nv_s3_config whose
+ * strings and credential handle live in its user value table, so they stay
+ * reachable (and, Lua's collector never moving strings, at the same
+ * address) as long as the client. The secret behind the handle is looked up
+ * again at every call: closing the handle makes the client's next call
+ * raise instead of reading freed memory.
+ *
+ * Misuse raises; expected failures (a bad key, a missing object, a refusal)
+ * return nil, {code, message, hint}. In plan mode every side effect is
+ * recorded instead of done. No malloc'd memory is held across a Lua call
+ * that can raise: C results go into userdata boxes first. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "core/buf.h"
+#include "core/nv_err.h"
+#include "core/nv_lua.h"
+#include "core/output.h"
+#include "creds/creds_lua.h"
+#include "storage/s3.h"
+#include "storage/sigv4.h"
+
+#define S3_CLIENT_MT "navette.s3.client"
+#define S3_BOX_MT    "navette.s3.box"
+#define S3_PAGE_MT   "navette.s3.page"
+#define SIGNED_MAX   ((size_t)64 * 1024) /* a URL or a POST form */
+#define EXPLAIN_MAX  NV_SIGV4_OUTPUT_MAX
+
+typedef struct l_s3_client {
+	nv_s3_config cfg;
+	int open;
+} l_s3_client;
+
+/* Two C buffers owned by the collector (they may hold a session token:
+ * wiped when collected). */
+typedef struct l_s3_box {
+	nv_buf a, b;
+} l_s3_box;
+
+/* One page of a listing, filled by C without calling Lua. */
+typedef struct s3_page {
+	nv_object_info *items; /* NV_S3_LIST_MAX of them */
+	unsigned n;
+} s3_page;
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static void buf_wipe_free(nv_buf *b)
+{
+	if (b->data)
+		memset(b->data, 0, b->cap);
+	nv_buf_free(b);
+}
+
+static int l_s3_box_gc(lua_State *L)
+{
+	l_s3_box *box = luaL_checkudata(L, 1, S3_BOX_MT);
+	buf_wipe_free(&box->a);
+	buf_wipe_free(&box->b);
+	return 0;
+}
+
+static l_s3_box *push_box(lua_State *L, size_t max)
+{
+	l_s3_box *box = lua_newuserdatauv(L, sizeof(*box), 0); // [.., box]
+	nv_buf_init(&box->a, max);
+	nv_buf_init(&box->b, max);
+	luaL_setmetatable(L, S3_BOX_MT);
+	return box;
+}
+
+static int l_s3_page_gc(lua_State *L)
+{
+	s3_page *list = luaL_checkudata(L, 1, S3_PAGE_MT);
+	free(list->items);
+	list->items = NULL;
+	return 0;
+}
+
+static l_s3_client *to_client(lua_State *L)
+{
+	return luaL_checkudata(L, 1, S3_CLIENT_MT);
+}
+
+/* The open client at 1 with its credential looked up now (raises when the
+ * client or its credential handle was closed). */
+static const nv_s3_config *check_client(lua_State *L)
+{
+	l_s3_client *c = to_client(L);
+
+	if (!c->open)
+		luaL_error(L, "attempt to use a closed " S3_CLIENT_MT);
+	lua_getiuservalue(L, 1, 1);        // [.., uv]
+	lua_getfield(L, -1, "credential"); // [.., uv, handle|nil]
+	c->cfg.credential = lua_isnil(L, -1) ? NULL : nv_creds_check(L, -1);
+	lua_pop(L, 2); // [..] the user value keeps the handle alive
+	return &c->cfg;
+}
+
+/* A key from data is an expected failure when malformed (an embedded NUL
+ * included); a non-string is misuse. NULL with err filled. */
+static const char *check_key(lua_State *L, int idx, nv_err *err)
+{
+	size_t len;
+	const char *key = luaL_checklstring(L, idx, &len);
+
+	if (nv_filestore_key_check_len(key, len, err))
+		return NULL;
+	return key;
+}
+
+static const char *check_bucket(lua_State *L, int idx, nv_err *err)
+{
+	size_t len;
+	const char *bucket = luaL_checklstring(L, idx, &len);
+
+	if (strlen(bucket) != len) {
+		nv_err_set(err, NV_EINVAL, NULL, "bucket name holds a NUL");
+		return NULL;
+	}
+	if (nv_s3_bucket_check(bucket, err))
+		return NULL;
+	return bucket;
+}
+
+static void push_info(lua_State *L, const nv_object_info *info)
+{
+	lua_createtable(L, 0, 4); // [.., info]
+	lua_pushstring(L, info->key);
+	lua_setfield(L, -2, "key");
+	lua_pushinteger(L, (lua_Integer)info->size);
+	lua_setfield(L, -2, "size");
+	if (info->sha256[0]) {
+		lua_pushstring(L, info->sha256);
+		lua_setfield(L, -2, "sha256");
+	}
+	if (info->mtime) {
+		lua_pushinteger(L, (lua_Integer)info->mtime);
+		lua_setfield(L, -2, "mtime");
+	}
+}
+
+/* Records "s3 ACTION DETAIL" in the plan and pushes {key=, planned=true}. */
+static int plan_stub(lua_State *L, const char *action, const char *key)
+{
+	nv_plan_record(L, "s3", action, lua_tostring(L, -1));
+	lua_pop(L, 1); // [..] the detail pushed by the caller
+	lua_createtable(L, 0, 2);
+	if (key) {
+		lua_pushstring(L, key);
+		lua_setfield(L, -2, "key");
+	}
+	lua_pushboolean(L, 1);
+	lua_setfield(L, -2, "planned"); // [.., stub]
+	return 1;
+}
+
+/* Seconds since the epoch of an optional argument (nil or 0: now). */
+static time_t opt_time(lua_State *L, int idx)
+{
+	lua_Integer at = luaL_optinteger(L, idx, 0);
+
+	luaL_argcheck(L, at >= 0, idx, "time before 1970");
+	return (time_t)at;
+}
+
+static int check_expires(lua_State *L, int idx)
+{
+	lua_Integer e = luaL_checkinteger(L, idx);
+
+	/* out of range is an expected failure the C layer names; only a
+	 * value that does not fit an int is misuse */
+	luaL_argcheck(L, e >= INT32_MIN && e <= INT32_MAX, idx,
+		      "expiry out of range");
+	return (int)e;
+}
+
+/* Keeps the last text this client signed in its user value, so that
+ * write_signed() can tell it from any other string. */
+static void remember_signed(lua_State *L)
+{
+	lua_getiuservalue(L, 1, 1); // [.., text, uv]
+	lua_pushvalue(L, -2);       // [.., text, uv, text]
+	lua_setfield(L, -2, "signed");
+	lua_pop(L, 1); // [.., text]
+}
+
+/* ---- module functions --------------------------------------------------- */
+
+/* open{endpoint=, region=, path_style=, credential=, credential_host=,
+ * ca_bundle=, pin=, attempts=} -> client */
+static int l_s3_open(lua_State *L)
+{
+	l_s3_client *c;
+	int uv;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	lua_settop(L, 1);
+	/* created closed: if anything below raises, __gc has nothing to do */
+	c = lua_newuserdatauv(L, sizeof(*c), 1); // [opts, client]
+	memset(c, 0, sizeof(*c));
+	luaL_setmetatable(L, S3_CLIENT_MT);
+	lua_createtable(L, 0, 8); // [opts, client, uv]
+	uv = lua_gettop(L);
+
+	/* Each string is copied into uv (stack top is uv when
+	 * opt_string_field stores it), so the pointers live with the
+	 * client. */
+	lua_pushvalue(L, 1); // [opts, client, uv, opts]
+#define STRING_FIELD(field, name)                                              \
+	do {                                                                   \
+		int type = lua_getfield(L, -1, name); /* [.., opts, v] */      \
+		if (type == LUA_TSTRING) {                                     \
+			if (strlen(lua_tostring(L, -1)) != lua_rawlen(L, -1))  \
+				return luaL_error(                             \
+					L, "s3.open: %s holds a NUL", name);   \
+			c->cfg.field = lua_tostring(L, -1);                    \
+			lua_setfield(L, uv, name); /* [.., opts] */            \
+		} else if (type == LUA_TNIL) {                                 \
+			lua_pop(L, 1);                                         \
+		} else {                                                       \
+			return luaL_error(L, "s3.open: %s must be a string",   \
+					  name);                               \
+		}                                                              \
+	} while (0)
+	STRING_FIELD(endpoint, "endpoint");
+	STRING_FIELD(region, "region");
+	STRING_FIELD(ca_bundle, "ca_bundle");
+	STRING_FIELD(pinned_pubkey, "pin");
+	STRING_FIELD(credential_host, "credential_host");
+#undef STRING_FIELD
+	if (!c->cfg.endpoint)
+		return luaL_error(L, "s3.open: endpoint is required");
+
+	lua_getfield(L, -1, "path_style"); // [.., opts, ps]
+	if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+		return luaL_error(L, "s3.open: path_style must be a boolean");
+	c->cfg.virtual_host = !lua_isnil(L, -1) && !lua_toboolean(L, -1);
+	lua_pop(L, 1);
+
+	lua_getfield(L, -1, "attempts"); // [.., opts, n]
+	if (!lua_isnil(L, -1)) {
+		lua_Integer n = luaL_checkinteger(L, -1);
+		if (n < 1 || n > NV_S3_ATTEMPTS_MAX)
+			return luaL_error(L, "s3.open: attempts is 1..%d",
+					  NV_S3_ATTEMPTS_MAX);
+		c->cfg.max_attempts = (int)n;
+	}
+	lua_pop(L, 1);
+
+	lua_getfield(L, -1, "credential"); // [.., opts, handle|nil]
+	if (!lua_isnil(L, -1)) {
+		const nv_secret *s = nv_creds_check(L, -1);
+		if (s->kind != NV_SECRET_S3)
+			return luaL_error(L,
+					  "s3.open: credential %s is of kind "
+					  "%s, not s3",
+					  s->name,
+					  nv_secret_kind_name(s->kind));
+		lua_setfield(L, uv, "credential"); // [.., opts]
+	} else {
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);               // [opts, client, uv]
+	lua_setiuservalue(L, -2, 1); // [opts, client]
+	c->open = 1;
+	return 1;
+}
+
+/* check_key(key) -> true | nil, err: the rule every call applies. */
+static int l_s3_check_key(lua_State *L)
+{
+	nv_err err;
+
+	if (!check_key(L, 1, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int l_s3_check_bucket(lua_State *L)
+{
+	nv_err err;
+
+	if (!check_bucket(L, 1, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* ---- client methods ----------------------------------------------------- */
+
+/* put(bucket, key, path) -> info */
+static int l_s3_put(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	const char *path = luaL_checkstring(L, 4);
+	const char *bucket, *key;
+	nv_object_info info;
+	nv_err err;
+
+	if (!(bucket = check_bucket(L, 2, &err)) ||
+	    !(key = check_key(L, 3, &err)))
+		return nv_lua_push_error(L, &err);
+	if (nv_plan_mode(L)) {
+		lua_pushfstring(L, "s3://%s/%s <- %s", bucket, key, path);
+		return plan_stub(L, "put", key);
+	}
+	if (nv_s3_put_file(cfg, bucket, key, path, &info, &err))
+		return nv_lua_push_error(L, &err);
+	push_info(L, &info);
+	return 1;
+}
+
+/* get(bucket, key, path) -> info: path is written only when complete. */
+static int l_s3_get(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	const char *path = luaL_checkstring(L, 4);
+	const char *bucket, *key;
+	nv_object_info info;
+	nv_err err;
+
+	if (!(bucket = check_bucket(L, 2, &err)) ||
+	    !(key = check_key(L, 3, &err)))
+		return nv_lua_push_error(L, &err);
+	if (nv_plan_mode(L)) {
+		lua_pushfstring(L, "s3://%s/%s -> %s", bucket, key, path);
+		return plan_stub(L, "get", key);
+	}
+	if (nv_s3_get_file(cfg, bucket, key, path, &info, &err))
+		return nv_lua_push_error(L, &err);
+	push_info(L, &info);
+	return 1;
+}
+
+/* head(bucket, key) -> info (with etag) */
+static int l_s3_head(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	char etag[NV_S3_ETAG_MAX + 1];
+	const char *bucket, *key;
+	nv_object_info info;
+	nv_err err;
+
+	if (!(bucket = check_bucket(L, 2, &err)) ||
+	    !(key = check_key(L, 3, &err)))
+		return nv_lua_push_error(L, &err);
+	if (nv_s3_head_etag(cfg, bucket, key, &info, etag, &err))
+		return nv_lua_push_error(L, &err);
+	push_info(L, &info);
+	lua_pushstring(L, etag);
+	lua_setfield(L, -2, "etag");
+	return 1;
+}
+
+static int list_collect(const nv_object_info *info, void *payload)
+{
+	s3_page *list = payload;
+
+	if (list->n >= NV_S3_LIST_MAX)
+		return NV_ENOMEM;
+	list->items[list->n++] = *info;
+	return 0;
+}
+
+static const char *opt_option(lua_State *L, int t, const char *name)
+{
+	const char *s;
+
+	if (lua_getfield(L, t, name) == LUA_TNIL) {
+		lua_pop(L, 1);
+		return NULL;
+	}
+	s = lua_tostring(L, -1);
+	if (!lua_isstring(L, -1) || !s)
+		luaL_error(L, "list: %s must be a string", name);
+	return s; /* left on the stack: anchors the string */
+}
+
+/* list(bucket [, prefix [, {start_after=, max_keys=, continuation=}]])
+ * -> {objects = {info...}, truncated = bool, continuation = token|nil} */
+static int l_s3_list(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	char token[NV_S3_TOKEN_MAX + 1] = "";
+	const char *bucket, *prefix = luaL_optstring(L, 3, NULL);
+	const char *start_after = NULL, *continuation = NULL;
+	unsigned max_keys = 0;
+	int truncated = 0, rc;
+	s3_page *list;
+	nv_err err;
+
+	if (!lua_isnoneornil(L, 4)) {
+		luaL_checktype(L, 4, LUA_TTABLE);
+		start_after = opt_option(L, 4, "start_after");
+		continuation = opt_option(L, 4, "continuation");
+		if (lua_getfield(L, 4, "max_keys") != LUA_TNIL) {
+			lua_Integer n = luaL_checkinteger(L, -1);
+			luaL_argcheck(L, n >= 1 && n <= NV_S3_LIST_MAX, 4,
+				      "max_keys is 1..1000");
+			max_keys = (unsigned)n;
+		}
+		lua_pop(L, 1);
+	}
+	if (!(bucket = check_bucket(L, 2, &err)))
+		return nv_lua_push_error(L, &err);
+	if (prefix && strlen(prefix) != lua_rawlen(L, 3)) {
+		nv_err_set(&err, NV_EINVAL, NULL, "prefix holds a NUL");
+		return nv_lua_push_error(L, &err);
+	}
+	if (continuation) {
+		if (strlen(continuation) > NV_S3_TOKEN_MAX)
+			return luaL_argerror(L, 4, "continuation too long");
+		memcpy(token, continuation, strlen(continuation) + 1);
+	}
+	list = lua_newuserdatauv(L, sizeof(*list), 0); // [.., list]
+	list->items = NULL;
+	list->n = 0;
+	luaL_setmetatable(L, S3_PAGE_MT);
+	list->items = malloc(NV_S3_LIST_MAX * sizeof(*list->items));
+	if (!list->items)
+		return luaL_error(L, "not enough memory");
+	rc = nv_s3_list(cfg, bucket, prefix, start_after, token, max_keys,
+			list_collect, list, &truncated, &err);
+	if (rc == NV_ENOMEM && list->n >= NV_S3_LIST_MAX)
+		nv_err_set(&err, NV_EBACKEND, "the server misbehaves",
+			   "S3 listing longer than its page");
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	lua_createtable(L, 0, 3);            // [.., list, result]
+	lua_createtable(L, (int)list->n, 0); // [.., list, result, objects]
+	for (unsigned i = 0; i < list->n; i++) {
+		push_info(L, &list->items[i]);
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+	}
+	lua_setfield(L, -2, "objects");
+	lua_pushboolean(L, truncated);
+	lua_setfield(L, -2, "truncated");
+	if (truncated) {
+		lua_pushstring(L, token);
+		lua_setfield(L, -2, "continuation");
+	}
+	return 1;
+}
+
+/* delete(bucket, key) -> true */
+static int l_s3_delete(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	const char *bucket, *key;
+	nv_err err;
+
+	if (!(bucket = check_bucket(L, 2, &err)) ||
+	    !(key = check_key(L, 3, &err)))
+		return nv_lua_push_error(L, &err);
+	if (nv_plan_mode(L)) {
+		lua_pushfstring(L, "s3://%s/%s", bucket, key);
+		return plan_stub(L, "delete", key);
+	}
+	if (nv_s3_delete(cfg, bucket, key, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* copy(src_bucket, src_key, dst_bucket, dst_key) -> info of the copy */
+static int l_s3_copy(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	const char *sb, *sk, *db, *dk;
+	nv_object_info info;
+	nv_err err;
+
+	if (!(sb = check_bucket(L, 2, &err)) || !(sk = check_key(L, 3, &err)) ||
+	    !(db = check_bucket(L, 4, &err)) || !(dk = check_key(L, 5, &err)))
+		return nv_lua_push_error(L, &err);
+	if (nv_plan_mode(L)) {
+		lua_pushfstring(L, "s3://%s/%s -> s3://%s/%s", sb, sk, db, dk);
+		return plan_stub(L, "copy", dk);
+	}
+	if (nv_s3_copy(cfg, sb, sk, db, dk, &info, &err))
+		return nv_lua_push_error(L, &err);
+	push_info(L, &info);
+	return 1;
+}
+
+/* create_bucket(bucket) -> true (also when the caller already owns it) */
+static int l_s3_create_bucket(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	const char *bucket;
+	nv_err err;
+
+	if (!(bucket = check_bucket(L, 2, &err)))
+		return nv_lua_push_error(L, &err);
+	if (nv_plan_mode(L)) {
+		lua_pushfstring(L, "s3://%s", bucket);
+		return plan_stub(L, "create_bucket", NULL);
+	}
+	if (nv_s3_create_bucket(cfg, bucket, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* presign(method, bucket, key, expires_s [, at]) -> url. No side effect:
+ * runs in plan mode too. */
+static int l_s3_presign(lua_State *L)
+{
+	static const char *const methods[] = {"GET", "PUT", NULL};
+	const nv_s3_config *cfg = check_client(L);
+	const char *method = methods[luaL_checkoption(L, 2, NULL, methods)];
+	int expires = check_expires(L, 5);
+	time_t at = opt_time(L, 6);
+	const char *bucket, *key;
+	l_s3_box *box;
+	nv_err err;
+
+	if (!(bucket = check_bucket(L, 3, &err)) ||
+	    !(key = check_key(L, 4, &err)))
+		return nv_lua_push_error(L, &err);
+	box = push_box(L, SIGNED_MAX); // [.., box]
+	if (nv_s3_presign(cfg, method, bucket, key, expires, at, &box->a, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushlstring(L, box->a.data, box->a.len); // [.., box, url]
+	remember_signed(L);
+	return 1;
+}
+
+/* post_policy(bucket, prefix, expires_s, max_bytes [, at]) -> JSON text */
+static int l_s3_post_policy(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	size_t plen;
+	const char *prefix = luaL_checklstring(L, 3, &plen);
+	int expires = check_expires(L, 4);
+	lua_Integer max_bytes = luaL_checkinteger(L, 5);
+	time_t at = opt_time(L, 6);
+	const char *bucket;
+	l_s3_box *box;
+	nv_err err;
+
+	if (!(bucket = check_bucket(L, 2, &err)))
+		return nv_lua_push_error(L, &err);
+	if (strlen(prefix) != plen) {
+		nv_err_set(&err, NV_EINVAL, NULL, "key prefix holds a NUL");
+		return nv_lua_push_error(L, &err);
+	}
+	if (max_bytes < 0)
+		max_bytes =
+			0; /* refused by the C layer, as an expected failure */
+	box = push_box(L, SIGNED_MAX); // [.., box]
+	if (nv_s3_post_policy(cfg, bucket, prefix, expires, (uint64_t)max_bytes,
+			      at, &box->a, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushlstring(L, box->a.data, box->a.len); // [.., box, json]
+	remember_signed(L);
+	return 1;
+}
+
+/* explain(method, bucket [, key [, at]]) -> canonical_request,
+ * string_to_sign */
+static int l_s3_explain(lua_State *L)
+{
+	static const char *const methods[] = {"GET", "HEAD", "PUT", "DELETE",
+					      NULL};
+	const nv_s3_config *cfg = check_client(L);
+	const char *method = methods[luaL_checkoption(L, 2, NULL, methods)];
+	time_t at = opt_time(L, 5);
+	const char *bucket, *key = NULL;
+	l_s3_box *box;
+	nv_err err;
+
+	if (!(bucket = check_bucket(L, 3, &err)) ||
+	    (!lua_isnoneornil(L, 4) && !(key = check_key(L, 4, &err))))
+		return nv_lua_push_error(L, &err);
+	box = push_box(L, EXPLAIN_MAX); // [.., box]
+	if (nv_s3_sign_explain(cfg, method, bucket, key, at, &box->a, &box->b,
+			       &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushlstring(L, box->a.data ? box->a.data : "", box->a.len);
+	lua_pushlstring(L, box->b.data ? box->b.data : "", box->b.len);
+	return 2; // [.., box, canonical, string_to_sign]
+}
+
+/* write_signed(text): prints to stdout, as it is, the URL or form that
+ * this client last signed. The redactor would mask its signature and
+ * access key id, which the user asked for and must hand on; any other text
+ * is refused, so this is no way around the redactor. */
+static int l_s3_write_signed(lua_State *L)
+{
+	size_t len;
+	const char *text;
+
+	check_client(L);
+	text = luaL_checklstring(L, 2, &len);
+	lua_getiuservalue(L, 1, 1);    // [.., uv]
+	lua_getfield(L, -1, "signed"); // [.., uv, signed|nil]
+	if (!lua_isstring(L, -1) || !lua_rawequal(L, 2, -1))
+		return luaL_error(L, "write_signed: not the text this client "
+				     "signed last");
+	nv_out_flush();
+	fwrite(text, 1, len, stdout);
+	fputc('\n', stdout);
+	fflush(stdout);
+	return 0;
+}
+
+/* close(), __close and __gc: harmless on a closed client. */
+static int l_s3_close(lua_State *L)
+{
+	l_s3_client *c = to_client(L);
+
+	c->open = 0;
+	memset(&c->cfg, 0, sizeof(c->cfg));
+	/* drop the strings and the handle: the client holds nothing now */
+	lua_pushnil(L);
+	lua_setiuservalue(L, 1, 1);
+	return 0;
+}
+
+static int l_s3_tostring(lua_State *L)
+{
+	l_s3_client *c = to_client(L);
+
+	if (c->open)
+		lua_pushfstring(L, S3_CLIENT_MT " (%s)", c->cfg.endpoint);
+	else
+		lua_pushliteral(L, S3_CLIENT_MT " (closed)");
+	return 1;
+}
+
+int luaopen_navette_s3(lua_State *L)
+{
+	static const luaL_Reg methods[] = {
+		{"put", l_s3_put},
+		{"get", l_s3_get},
+		{"head", l_s3_head},
+		{"list", l_s3_list},
+		{"delete", l_s3_delete},
+		{"copy", l_s3_copy},
+		{"create_bucket", l_s3_create_bucket},
+		{"presign", l_s3_presign},
+		{"post_policy", l_s3_post_policy},
+		{"explain", l_s3_explain},
+		{"write_signed", l_s3_write_signed},
+		{"close", l_s3_close},
+		{NULL, NULL}};
+	static const luaL_Reg meta[] = {{"__gc", l_s3_close},
+					{"__close", l_s3_close},
+					{"__tostring", l_s3_tostring},
+					{NULL, NULL}};
+	static const luaL_Reg fns[] = {{"open", l_s3_open},
+				       {"check_key", l_s3_check_key},
+				       {"check_bucket", l_s3_check_bucket},
+				       {NULL, NULL}};
+
+	luaL_newmetatable(L, S3_CLIENT_MT); // [mt]
+	luaL_setfuncs(L, meta, 0);
+	luaL_newlib(L, methods); // [mt, methods]
+	lua_setfield(L, -2, "__index");
+	lua_pop(L, 1);
+	luaL_newmetatable(L, S3_BOX_MT); // [bmt]
+	lua_pushcfunction(L, l_s3_box_gc);
+	lua_setfield(L, -2, "__gc");
+	lua_pop(L, 1);
+	luaL_newmetatable(L, S3_PAGE_MT); // [lmt]
+	lua_pushcfunction(L, l_s3_page_gc);
+	lua_setfield(L, -2, "__gc");
+	lua_pop(L, 1);
+	luaL_newlib(L, fns); // [s3]
+	return 1;
+}

@@ -1,0 +1,540 @@
+-- `navette storage`: object storage over S3 from the command line (cp, ls,
+-- rm, mb, presign, post-policy, sign --explain), with aws-cli's flags. A
+-- thin layer over _navette.s3: it parses s3:// URLs, checks keys before any
+-- request, finds the credential (a project's, or the conventional AWS_*
+-- variables, always as a handle, never as Lua strings) and raises error
+-- objects that cli.lua maps to exit codes (2 usage, 3 refused, 4 backend).
+local errors = require "navette.errors"
+local term = require "navette.term"
+local util = require "navette.util"
+local s3, sys, out = _navette.s3, _navette.sys, _navette.out
+
+local M = {}
+
+local EXPIRES_MAX = 604800 -- seven days, S3's limit on a signature
+local POST_MAX_BYTES = 5 * 1024 * 1024 * 1024
+
+local COMMON = [[
+common options:
+  --endpoint URL     the S3 service (default $AWS_ENDPOINT_URL_S3, then
+                     $AWS_ENDPOINT_URL, else AWS in the region)
+  --region R         default $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1
+  --path-style       https://host/bucket/key (default with an endpoint)
+  --virtual-host     https://bucket.host/key (default on AWS)
+  --ca-bundle PATH   trust these CA certificates
+  --credential NAME  a credential declared in the project (navette.lua)
+  --profile P        the profile that declares it
+  Without --credential: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+  AWS_SESSION_TOKEN.]]
+
+local HELP = {
+  cp = [[
+usage: navette storage cp SRC DST [options]
+  Copies a local file to s3://BUCKET/KEY, an object to a local path (a
+  folder, or a path ending in '/', receives the key's last segment), or
+  an object to another. The object's sha256 is checked on download, and
+  the file appears only when complete. A line of progress shows on a
+  terminal only.]],
+  ls = [[
+usage: navette storage ls s3://BUCKET[/PREFIX] [--recursive] [options]
+  Lists objects (size, time, key) under PREFIX; without --recursive,
+  deeper "folders" show once as PRE NAME/.]],
+  rm = [[
+usage: navette storage rm s3://BUCKET/KEY [options]
+  Deletes one object (a missing one is an error).]],
+  mb = [[
+usage: navette storage mb s3://BUCKET [options]
+  Creates a bucket (one the caller already owns is fine).]],
+  presign = [[
+usage: navette storage presign s3://BUCKET/KEY --expires SECONDS
+         [--method GET|PUT] [--at TIME] [options]
+  Prints a URL that lets its holder GET (or PUT) that one object until it
+  expires (at most 7 days). --at signs as of TIME (ISO-8601, e.g.
+  2025-01-31T12:00:00Z, or seconds since 1970): the same inputs give the
+  same URL. Treat the URL as a password until it expires.]],
+  ["post-policy"] = [[
+usage: navette storage post-policy s3://BUCKET/PREFIX --expires SECONDS
+         [--max-bytes N] [--at TIME] [options]
+  Prints, as JSON {url, fields}, a browser form upload limited to keys
+  under PREFIX and bodies of at most N bytes (default 5 GiB), valid until
+  it expires (at most 7 days). Post the fields, then the file last.]],
+  sign = [[
+usage: navette storage sign --explain s3://BUCKET[/KEY] [--method M]
+         [--at TIME] [options]
+  Prints the SigV4 canonical request and string to sign of a request
+  (method GET, HEAD, PUT or DELETE), to compare with a server's
+  SignatureDoesNotMatch details. Never prints the secret.]],
+}
+local VERBS = { "cp", "ls", "rm", "mb", "presign", "post-policy", "sign" }
+
+local function usage_text()
+  local lines = { "usage: navette storage VERB ARGS [options]", "",
+                  "verbs:" }
+  for _, v in ipairs(VERBS) do
+    lines[#lines + 1] = "  " .. HELP[v]:match("^usage: navette storage ([^\n]*)")
+  end
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = COMMON
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = "navette storage VERB --help for more."
+  return table.concat(lines, "\n")
+end
+
+local function usage_error(message, verb)
+  error(errors.new("usage", message, verb and
+                   ("see `navette storage " .. verb .. " --help`")
+                   or "see `navette storage help`"), 0)
+end
+
+-- A native (nil, err) as a raised error object with its code and hint.
+local function check(value, err)
+  if value ~= nil then return value end
+  error(errors.new(err and err.code or "backend",
+                   err and err.message or "S3 call failed",
+                   err and err.hint), 0)
+end
+
+local COMMON_FLAGS = { endpoint = "value", region = "value",
+                       ["path-style"] = "bool", ["virtual-host"] = "bool",
+                       ["ca-bundle"] = "value", credential = "value",
+                       profile = "value" }
+
+-- Parses argv like cli.lua does: flags {name = "bool"|"value"} plus the
+-- common ones; returns opts, args.
+local function parse(verb, argv, flags)
+  local opts, args = {}, {}
+  local i = 1
+  while i <= #argv do
+    local a = argv[i]
+    if a == "-h" or a == "--help" then
+      opts.help = true
+    elseif a == "--" then
+      for j = i + 1, #argv do args[#args + 1] = argv[j] end
+      break
+    elseif a:sub(1, 2) == "--" then
+      local name, value = a:match("^%-%-([%w-]+)=(.*)$")
+      name = name or a:sub(3)
+      local kind = flags[name] or COMMON_FLAGS[name]
+      if not kind then usage_error("unknown option " .. a, verb) end
+      if kind == "value" then
+        if not value then
+          i = i + 1
+          value = argv[i]
+          if not value then
+            usage_error("option --" .. name .. " needs a value", verb)
+          end
+        end
+        opts[name] = value
+      else
+        if value then usage_error("--" .. name .. " takes no value", verb) end
+        opts[name] = true
+      end
+    else
+      args[#args + 1] = a
+    end
+    i = i + 1
+  end
+  return opts, args
+end
+
+-- "s3://BUCKET/KEY" -> bucket, key ("" when none); nil for another string.
+local function split_url(s)
+  local rest = s:match("^s3://(.*)$")
+  if not rest then return nil end
+  local bucket, key = rest:match("^([^/]*)/?(.*)$")
+  return bucket, key
+end
+
+-- need_key: "object" (a key is required), "folder" (a key ending in '/'
+-- or none: the caller appends a name, then checks), false (optional).
+local function url_arg(verb, s, need_key)
+  local bucket, key = split_url(s)
+  if not bucket then
+    usage_error("expected s3://BUCKET" .. (need_key and "/KEY" or "")
+                .. ", got '" .. s .. "'", verb)
+  end
+  check(s3.check_bucket(bucket))
+  if need_key and key == "" then
+    usage_error("expected s3://BUCKET/KEY, got '" .. s .. "'", verb)
+  end
+  -- refused here, before any credential is read or request sent
+  if key ~= "" and not (need_key == "folder" and key:sub(-1) == "/") then
+    check(s3.check_key(key))
+  end
+  return bucket, key
+end
+
+-- Seconds as a positive whole number bounded by S3's seven days.
+local function expires_arg(verb, v)
+  if not v then usage_error("--expires SECONDS is required", verb) end
+  local n = util.parse_duration(v)
+  n = n and math.tointeger(n)
+  if not n or n < 1 then
+    usage_error("--expires must be a positive number of seconds", verb)
+  end
+  if n > EXPIRES_MAX then
+    usage_error("--expires " .. v .. " exceeds 7 days (" .. EXPIRES_MAX
+                .. " s), S3's limit on a signature", verb)
+  end
+  return n
+end
+
+-- Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+local function days_from_civil(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local era = (y >= 0 and y or y - 399) // 400
+  local yoe = y - era * 400
+  local mp = (m + 9) % 12
+  local doy = (153 * mp + 2) // 5 + d - 1
+  local doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+  return era * 146097 + doe - 719468
+end
+
+-- "2025-01-31T12:00:00Z" (fraction, "+HH:MM" offset allowed) or seconds
+-- since 1970 -> seconds since 1970.
+local function time_arg(verb, v)
+  if v == nil then return nil end
+  if v:match("^%d+$") then return math.tointeger(tonumber(v)) end
+  local y, mo, d, h, mi, s, rest =
+    v:match("^(%d%d%d%d)-(%d%d)-(%d%d)[T ](%d%d):(%d%d):(%d%d)(.*)$")
+  local offset = 0
+  if y then
+    rest = rest:gsub("^%.%d+", "")
+    if rest == "Z" or rest == "" then
+      offset = 0
+    else
+      local sign, oh, om = rest:match("^([+-])(%d%d):?(%d%d)$")
+      if not sign then y = nil
+      else
+        offset = (tonumber(oh) * 3600 + tonumber(om) * 60)
+                 * (sign == "+" and 1 or -1)
+      end
+    end
+  end
+  if not y or tonumber(mo) < 1 or tonumber(mo) > 12 or tonumber(d) < 1
+     or tonumber(d) > 31 or tonumber(h) > 23 or tonumber(mi) > 59
+     or tonumber(s) > 60 then
+    usage_error("--at expects an ISO-8601 time such as "
+                .. "2025-01-31T12:00:00Z, got '" .. v .. "'", verb)
+  end
+  local t = days_from_civil(tonumber(y), tonumber(mo), tonumber(d)) * 86400
+            + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(s) - offset
+  if t < 0 then usage_error("--at before 1970", verb) end
+  return t
+end
+
+-- The project's credential NAME (and the host it is bound to).
+local function declared_credential(name, profile_name)
+  local project = require "navette.project"
+  local creds = require "navette.creds"
+  local cwd = sys.cwd()
+  local repo = _navette.git.open(cwd)
+  local root = repo and repo:workdir() or nil
+  if repo then repo:close() end
+  local proj = project.load(cwd, root)
+  local profile = project.profile(proj, profile_name)
+  local decl = profile.credentials[name]
+  if decl and decl.kind ~= "s3" then
+    error(errors.new("usage", "credential '" .. name .. "' is of kind "
+                     .. tostring(decl.kind) .. ", not s3",
+                     "declare one with kind = \"s3\""), 0)
+  end
+  creds._set_context(profile.credentials, profile)
+  return creds.get(name), decl and decl.host
+end
+
+local function env_credential()
+  if not sys.getenv("AWS_ACCESS_KEY_ID")
+     or not sys.getenv("AWS_SECRET_ACCESS_KEY") then
+    error(errors.new("refused", "no S3 credential: AWS_ACCESS_KEY_ID and "
+                     .. "AWS_SECRET_ACCESS_KEY are not set",
+                     "export them (and AWS_SESSION_TOKEN for temporary "
+                     .. "keys), or pass --credential NAME of a credential "
+                     .. "declared in navette.lua"), 0)
+  end
+  local handle, err = _navette.creds.load { name = "aws", kind = "s3",
+                                            source = "env" }
+  if not handle then
+    error(errors.new("refused", err.message, err.hint), 0)
+  end
+  return handle
+end
+
+-- An S3 client from the common options.
+local function client(verb, opts)
+  if opts["path-style"] and opts["virtual-host"] then
+    usage_error("--path-style and --virtual-host exclude each other", verb)
+  end
+  local region = opts.region or sys.getenv("AWS_REGION")
+                 or sys.getenv("AWS_DEFAULT_REGION") or "us-east-1"
+  local endpoint = opts.endpoint or sys.getenv("AWS_ENDPOINT_URL_S3")
+                   or sys.getenv("AWS_ENDPOINT_URL")
+  local path_style = not opts["virtual-host"]
+  if not endpoint then
+    endpoint = "https://s3." .. region .. ".amazonaws.com"
+    path_style = opts["path-style"] == true
+  end
+  if opts["ca-bundle"] and not sys.stat(opts["ca-bundle"]) then
+    usage_error("no CA bundle at " .. opts["ca-bundle"], verb)
+  end
+  local credential, host
+  if opts.credential then
+    credential, host = declared_credential(opts.credential, opts.profile)
+  else
+    credential = env_credential()
+  end
+  return s3.open { endpoint = endpoint, region = region,
+                   path_style = path_style, credential = credential,
+                   credential_host = host, ca_bundle = opts["ca-bundle"] }
+end
+
+local function last_segment(key)
+  return key:match("([^/]+)$")
+end
+
+local function rate_text(bytes, seconds)
+  if seconds <= 0 then return "" end
+  return " (" .. util.human_size(math.floor(bytes / seconds)) .. "/s)"
+end
+
+-- ---- verbs ---------------------------------------------------------------
+
+local function cmd_cp(argv)
+  local opts, args = parse("cp", argv, {})
+  if opts.help then term.print(HELP.cp .. "\n\n" .. COMMON); return 0 end
+  if #args ~= 2 then usage_error("expected SRC and DST", "cp") end
+  local src, dst = args[1], args[2]
+  local src_remote, dst_remote = split_url(src) ~= nil,
+                                 split_url(dst) ~= nil
+  if not src_remote and not dst_remote then
+    usage_error("one of SRC and DST must be an s3:// URL", "cp")
+  end
+  -- progress goes to stderr (written at once), on a terminal only
+  local tty = out.tty("stderr")
+  local function show(s) if tty then out.write("stderr", s) end end
+  local started = sys.now()
+  local c, info, what
+  if src_remote and dst_remote then
+    local sb, sk = url_arg("cp", src, "object")
+    local db, dk = url_arg("cp", dst, "folder")
+    if dk == "" or dk:sub(-1) == "/" then
+      dk = dk .. last_segment(sk)
+      check(s3.check_key(dk))
+    end
+    c = client("cp", opts)
+    what = "copy: " .. src .. " -> s3://" .. db .. "/" .. dk
+    show(what .. " ...")
+    info = check(c:copy(sb, sk, db, dk))
+  elseif dst_remote then
+    local st = sys.stat(src)
+    if not st then usage_error("no file at " .. src, "cp") end
+    if st.type ~= "file" then
+      usage_error(src .. " is not a regular file", "cp")
+    end
+    local bucket, key = url_arg("cp", dst, "folder")
+    if key == "" or key:sub(-1) == "/" then
+      key = key .. util.basename(src)
+      check(s3.check_key(key))
+    end
+    c = client("cp", opts)
+    what = "upload: " .. src .. " -> s3://" .. bucket .. "/" .. key
+    show(what .. " ...")
+    info = check(c:put(bucket, key, src))
+  else
+    local bucket, key = url_arg("cp", src, "object")
+    -- the destination file name comes from the checked key's last
+    -- segment (never "..", never empty): a folder receives it inside
+    local dest = dst
+    local st = sys.stat(dst)
+    if dst:sub(-1) == "/" or (st and st.type == "directory") then
+      if not st then check(sys.mkdir_p(dst)) end
+      dest = dst:gsub("/+$", "") .. "/" .. last_segment(key)
+    end
+    c = client("cp", opts)
+    what = "download: " .. src .. " -> " .. dest
+    show(what .. " ...")
+    info = check(c:get(bucket, key, dest))
+  end
+  c:close()
+  local seconds = sys.now() - started
+  show(string.format("\r\27[K%s: %s in %.1f s%s\n", what,
+                     util.human_size(info.size or 0), seconds,
+                     rate_text(info.size or 0, seconds)))
+  return 0
+end
+
+local function cmd_ls(argv)
+  local opts, args = parse("ls", argv, { recursive = "bool" })
+  if opts.help then term.print(HELP.ls .. "\n\n" .. COMMON); return 0 end
+  if #args ~= 1 then usage_error("expected s3://BUCKET[/PREFIX]", "ls") end
+  local bucket, prefix = split_url(args[1])
+  if not bucket or bucket == "" then
+    usage_error("expected s3://BUCKET[/PREFIX]", "ls")
+  end
+  check(s3.check_bucket(bucket))
+  -- names show relative to the prefix's "folder"
+  local base = prefix:match("^(.*/)") or ""
+  local c = client("ls", opts)
+  local seen, token = {}, nil
+  repeat
+    local page = check(c:list(bucket, prefix ~= "" and prefix or nil,
+                              { continuation = token }))
+    for _, o in ipairs(page.objects) do
+      local rel = o.key:sub(#base + 1)
+      local folder = not opts.recursive and rel:match("^([^/]*/)")
+      if folder then
+        if not seen[folder] then
+          seen[folder] = true
+          term.printf("%30s %s\n", "PRE", folder)
+        end
+      else
+        local when = o.mtime and sys.iso8601(o.mtime):gsub("T", " ")
+                                                 :gsub("%.%d+Z$", "Z")
+                     or "-"
+        term.printf("%-20s %10d %s\n", when, o.size,
+                    opts.recursive and o.key or rel)
+      end
+    end
+    token = page.truncated and page.continuation or nil
+  until not token
+  c:close()
+  return 0
+end
+
+local function cmd_rm(argv)
+  local opts, args = parse("rm", argv, {})
+  if opts.help then term.print(HELP.rm .. "\n\n" .. COMMON); return 0 end
+  if #args ~= 1 then usage_error("expected s3://BUCKET/KEY", "rm") end
+  local bucket, key = url_arg("rm", args[1], "object")
+  local c = client("rm", opts)
+  check(c:delete(bucket, key))
+  c:close()
+  term.print("delete: s3://" .. bucket .. "/" .. key)
+  return 0
+end
+
+local function cmd_mb(argv)
+  local opts, args = parse("mb", argv, {})
+  if opts.help then term.print(HELP.mb .. "\n\n" .. COMMON); return 0 end
+  if #args ~= 1 then usage_error("expected s3://BUCKET", "mb") end
+  local bucket, key = url_arg("mb", args[1], false)
+  if key ~= "" then usage_error("mb takes s3://BUCKET, without a key", "mb") end
+  local c = client("mb", opts)
+  check(c:create_bucket(bucket))
+  c:close()
+  term.print("make_bucket: " .. bucket)
+  return 0
+end
+
+local function cmd_presign(argv)
+  local opts, args = parse("presign", argv, { method = "value",
+                           expires = "value", at = "value" })
+  if opts.help then term.print(HELP.presign .. "\n\n" .. COMMON); return 0 end
+  if #args ~= 1 then usage_error("expected s3://BUCKET/KEY", "presign") end
+  local method = (opts.method or "GET"):upper()
+  if method ~= "GET" and method ~= "PUT" then
+    usage_error("--method is GET or PUT", "presign")
+  end
+  local expires = expires_arg("presign", opts.expires)
+  local at = time_arg("presign", opts.at)
+  local bucket, key = url_arg("presign", args[1], "object")
+  local c = client("presign", opts)
+  local url = check(c:presign(method, bucket, key, expires, at))
+  -- the URL is what the user asked for: printed as it is (see s3_lua.c)
+  c:write_signed(url)
+  c:close()
+  return 0
+end
+
+local function cmd_post_policy(argv)
+  local opts, args = parse("post-policy", argv, { expires = "value",
+                           ["max-bytes"] = "value", at = "value" })
+  if opts.help then
+    term.print(HELP["post-policy"] .. "\n\n" .. COMMON)
+    return 0
+  end
+  if #args ~= 1 then
+    usage_error("expected s3://BUCKET/PREFIX", "post-policy")
+  end
+  local expires = expires_arg("post-policy", opts.expires)
+  local at = time_arg("post-policy", opts.at)
+  local max_bytes = POST_MAX_BYTES
+  if opts["max-bytes"] then
+    max_bytes = util.parse_size(opts["max-bytes"])
+    if not max_bytes or max_bytes < 1 or max_bytes > POST_MAX_BYTES then
+      usage_error("--max-bytes is 1 to 5 GiB", "post-policy")
+    end
+  end
+  local bucket, prefix = split_url(args[1])
+  if not bucket then usage_error("expected s3://BUCKET/PREFIX", "post-policy") end
+  check(s3.check_bucket(bucket))
+  if prefix == "" then
+    usage_error("a POST policy is scoped to a key prefix: "
+                .. "s3://BUCKET/PREFIX", "post-policy")
+  end
+  check(s3.check_key(prefix .. "x"))
+  local c = client("post-policy", opts)
+  local form = check(c:post_policy(bucket, prefix, expires, max_bytes, at))
+  c:write_signed(form)
+  c:close()
+  return 0
+end
+
+local function cmd_sign(argv)
+  local opts, args = parse("sign", argv, { explain = "bool",
+                           method = "value", at = "value" })
+  if opts.help then term.print(HELP.sign .. "\n\n" .. COMMON); return 0 end
+  if not opts.explain then
+    usage_error("sign only explains: pass --explain", "sign")
+  end
+  if #args ~= 1 then usage_error("expected s3://BUCKET[/KEY]", "sign") end
+  local method = (opts.method or "GET"):upper()
+  local ok = { GET = true, HEAD = true, PUT = true, DELETE = true }
+  if not ok[method] then
+    usage_error("--method is GET, HEAD, PUT or DELETE", "sign")
+  end
+  local at = time_arg("sign", opts.at)
+  local bucket, key = url_arg("sign", args[1], false)
+  local c = client("sign", opts)
+  local canonical, to_sign = c:explain(method, bucket,
+                                       key ~= "" and key or nil, at)
+  check(canonical, to_sign)
+  c:close()
+  -- through the output module: a session token in it is masked
+  term.print(term.style("stdout", "bold", "canonical request:"))
+  term.print(canonical)
+  term.print("")
+  term.print(term.style("stdout", "bold", "string to sign:"))
+  term.print(to_sign)
+  return 0
+end
+
+local COMMANDS = { cp = cmd_cp, ls = cmd_ls, rm = cmd_rm, mb = cmd_mb,
+                   presign = cmd_presign, ["post-policy"] = cmd_post_policy,
+                   sign = cmd_sign }
+
+-- argv without "storage"; returns the exit status (errors raise).
+function M.main(argv)
+  local verb = argv[1]
+  local rest = table.move(argv, 2, #argv, 1, {})
+  if verb == nil or verb == "help" or verb == "--help" or verb == "-h" then
+    local topic = rest[1]
+    if topic and HELP[topic] then
+      term.print(HELP[topic] .. "\n\n" .. COMMON)
+    elseif topic then
+      usage_error("no storage verb '" .. topic .. "'"
+                  .. util.suggest(topic, VERBS))
+    else
+      term.print(usage_text())
+    end
+    return verb == nil and 2 or 0
+  end
+  local fn = COMMANDS[verb]
+  if not fn then
+    usage_error("unknown storage verb '" .. verb .. "'"
+                .. util.suggest(verb, VERBS))
+  end
+  return fn(rest)
+end
+
+return M
