@@ -398,6 +398,65 @@ static nv_filestore *open_output_store(const cJSON *spec, nv_err *err)
 	return store;
 }
 
+/* The log was masked as it was written, by a stream; once the job is over
+ * it is passed once more, whole, through a redactor holding the
+ * submitter's fingerprints, and replaced atomically: whatever a stream's
+ * cut points let through does not stay on disk or get published. */
+static void write_fd(const char *buf, size_t len, void *payload)
+{
+	FILE *f = payload;
+	fwrite(buf, 1, len, f);
+}
+
+static int reredact_log(const cJSON *spec, const char *logpath, nv_err *err)
+{
+	char tmp[PATH_CAP];
+	char buf[65536];
+	FILE *in, *out;
+	nv_redactor *r;
+	nv_redact_stream *s;
+	const char *fp = sfield(spec, "redact_fingerprints");
+	int rc = 0;
+
+	if (nv_pathf(tmp, sizeof(tmp), "%s.redacting", logpath) != 0)
+		return nv_err_set(err, NV_EIO, NULL, "log path too long");
+	in = fopen(logpath, "rb");
+	if (!in)
+		return 0; /* no log: nothing to mask */
+	out = fopen(tmp, "wb");
+	r = nv_redactor_new();
+	if (!out || !r) {
+		if (out)
+			fclose(out);
+		fclose(in);
+		nv_redactor_free(r);
+		return nv_err_set(err, NV_EIO, NULL, "cannot rewrite the log");
+	}
+	if (fp)
+		nv_redact_add_fingerprints(r, fp, strlen(fp), err);
+	s = nv_redact_stream_new(r, write_fd, out);
+	if (!s) {
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	} else {
+		size_t n;
+		while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+			nv_redact_stream_write(s, buf, n);
+		nv_redact_stream_flush(s);
+		nv_redact_stream_free(s);
+	}
+	fclose(in);
+	if (fflush(out) != 0 || fsync(fileno(out)) != 0)
+		rc = nv_err_set(err, NV_EIO, NULL, "cannot write the log");
+	fclose(out);
+	nv_redactor_free(r);
+	if (rc == 0 && rename(tmp, logpath) != 0)
+		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+				      "cannot replace the log");
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
 /* Publishes the (capped) log and returns its size. */
 static int publish_log(nv_filestore *store, const char *prefix,
 		       const char *logpath, long long max_bytes,
@@ -594,6 +653,8 @@ static void finalize(agent *a, job *j, outcome *o)
 	list_free(&files);
 
 	/* The log and the run record, whatever the outcome. */
+	if (spec && reredact_log(spec, logpath, &err) != 0)
+		agent_log("job %s: %s", j->id, err.message);
 	if (store) {
 		const cJSON *logs = ofield(spec, "logs");
 		const cJSON *maxb = logs ? ofield(logs, "max_bytes") : NULL;
