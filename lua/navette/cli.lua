@@ -88,40 +88,9 @@ end
 
 -- Parses argv against flags {name = "bool"|"value"}; returns opts, args.
 local function parse(command, argv, flags)
-  local opts, args = {}, {}
-  local i = 1
-  while i <= #argv do
-    local a = argv[i]
-    if a == "-h" or a == "--help" then
-      opts.help = true
-    elseif a == "--" then
-      for j = i + 1, #argv do args[#args + 1] = argv[j] end
-      break
-    elseif a:sub(1, 2) == "--" then
-      local name, value = a:match("^%-%-([%w-]+)=(.*)$")
-      name = name or a:sub(3)
-      local kind = flags[name]
-      if not kind then usage_error("unknown option " .. a, command) end
-      if kind == "value" then
-        if not value then
-          i = i + 1
-          value = argv[i]
-          if not value then
-            usage_error("option --" .. name .. " needs a value", command)
-          end
-        end
-        opts[name] = value
-      else
-        if value then usage_error("--" .. name .. " takes no value",
-                                  command) end
-        opts[name] = true
-      end
-    else
-      args[#args + 1] = a
-    end
-    i = i + 1
-  end
-  return opts, args
+  return require("navette.args").parse(argv, flags, function(message)
+    usage_error(message, command)
+  end)
 end
 
 local function short_time(iso)

@@ -99,42 +99,14 @@ local COMMON_FLAGS = { endpoint = "value", region = "value",
                        ["ca-bundle"] = "value", credential = "value",
                        profile = "value" }
 
--- Parses argv like cli.lua does: flags {name = "bool"|"value"} plus the
--- common ones; returns opts, args.
+-- Parses argv: flags {name = "bool"|"value"} plus the common ones.
 local function parse(verb, argv, flags)
-  local opts, args = {}, {}
-  local i = 1
-  while i <= #argv do
-    local a = argv[i]
-    if a == "-h" or a == "--help" then
-      opts.help = true
-    elseif a == "--" then
-      for j = i + 1, #argv do args[#args + 1] = argv[j] end
-      break
-    elseif a:sub(1, 2) == "--" then
-      local name, value = a:match("^%-%-([%w-]+)=(.*)$")
-      name = name or a:sub(3)
-      local kind = flags[name] or COMMON_FLAGS[name]
-      if not kind then usage_error("unknown option " .. a, verb) end
-      if kind == "value" then
-        if not value then
-          i = i + 1
-          value = argv[i]
-          if not value then
-            usage_error("option --" .. name .. " needs a value", verb)
-          end
-        end
-        opts[name] = value
-      else
-        if value then usage_error("--" .. name .. " takes no value", verb) end
-        opts[name] = true
-      end
-    else
-      args[#args + 1] = a
-    end
-    i = i + 1
-  end
-  return opts, args
+  local all = {}
+  for k, v in pairs(COMMON_FLAGS) do all[k] = v end
+  for k, v in pairs(flags) do all[k] = v end
+  return require("navette.args").parse(argv, all, function(message)
+    usage_error(message, verb)
+  end)
 end
 
 -- "s3://BUCKET/KEY" -> bucket, key ("" when none); nil for another string.

@@ -1,0 +1,41 @@
+-- Command-line flags, one parser for every command: flags is {name =
+-- "bool" | "value"}; `--name value`, `--name=value`, `-h`/`--help` and
+-- `--` are understood. fail(message) is called (and must raise) on a
+-- usage error. Returns opts, args.
+local args = {}
+
+function args.parse(argv, flags, fail)
+  local opts, rest = {}, {}
+  local i = 1
+  while i <= #argv do
+    local a = argv[i]
+    if a == "-h" or a == "--help" then
+      opts.help = true
+    elseif a == "--" then
+      for j = i + 1, #argv do rest[#rest + 1] = argv[j] end
+      break
+    elseif a:sub(1, 2) == "--" then
+      local name, value = a:match("^%-%-([%w-]+)=(.*)$")
+      name = name or a:sub(3)
+      local kind = flags[name]
+      if not kind then fail("unknown option " .. a) end
+      if kind == "value" then
+        if not value then
+          i = i + 1
+          value = argv[i]
+          if not value then fail("option --" .. name .. " needs a value") end
+        end
+        opts[name] = value
+      else
+        if value then fail("--" .. name .. " takes no value") end
+        opts[name] = true
+      end
+    else
+      rest[#rest + 1] = a
+    end
+    i = i + 1
+  end
+  return opts, rest
+end
+
+return args
