@@ -1180,8 +1180,10 @@ int nv_s3_upload_complete(nv_s3_upload *up, nv_object_info *info, nv_err *err)
 			resp.status = 500;
 			rc = s3_error(&c, &resp, err);
 		}
-		lost = rc == NV_EBACKEND &&
-		       (resp.status == 0 || resp.status >= 500);
+		/* Any transport failure counts as a lost answer, even after
+		 * a "200" status line: the rest of the answer may be what
+		 * was lost, and the upload may have completed. */
+		lost = rc == NV_EBACKEND;
 		if (!rc) {
 			info_fill(info, up->key, up->size, up->sha256, &resp);
 			up->open = 0;
