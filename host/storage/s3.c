@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -907,18 +908,27 @@ static int hash_parts(int fd, uint64_t size, uint64_t part, char *whole,
 	return rc;
 }
 
-static int upload_add_etag(nv_s3_upload *up, const char *etag, nv_err *err)
+/* It goes back into the completion's XML: nothing to escape. */
+static int etag_check(const char *etag, nv_err *err)
 {
-	char(*p)[NV_S3_ETAG_MAX + 1];
-
-	if (up->nparts >= NV_S3_PARTS_MAX)
-		return nv_err_set(err, NV_EINVAL, "raise the part size",
-				  "more than %d parts", NV_S3_PARTS_MAX);
-	/* It goes back into the completion's XML: nothing to escape. */
 	if (!etag || !etag[0] || strpbrk(etag + 1, "<>&'") ||
 	    strlen(etag) > NV_S3_ETAG_MAX)
 		return nv_err_set(err, NV_EBACKEND, "the server misbehaves",
 				  "S3 answered a part without a usable ETag");
+	return 0;
+}
+
+static int upload_add_etag(nv_s3_upload *up, const char *etag, nv_err *err)
+{
+	char(*p)[NV_S3_ETAG_MAX + 1];
+	int rc;
+
+	if (up->nparts >= NV_S3_PARTS_MAX)
+		return nv_err_set(err, NV_EINVAL, "raise the part size",
+				  "more than %d parts", NV_S3_PARTS_MAX);
+	rc = etag_check(etag, err);
+	if (rc)
+		return rc;
 	p = realloc(up->etags, (size_t)(up->nparts + 1) * sizeof(*p));
 	if (!p)
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
@@ -928,11 +938,140 @@ static int upload_add_etag(nv_s3_upload *up, const char *etag, nv_err *err)
 	return 0;
 }
 
-static int part_query(const nv_s3_upload *up, nv_buf *q)
+/* The query of part number n (1-based). */
+static int part_query_n(const nv_s3_upload *up, int n, nv_buf *q)
 {
-	nv_buf_printf(q, "partNumber=%d&uploadId=", up->nparts + 1);
+	nv_buf_printf(q, "partNumber=%d&uploadId=", n);
 	nv_sigv4_uri_encode(q, up->upload_id, strlen(up->upload_id), 0);
 	return q->failed ? -1 : 0;
+}
+
+static int part_query(const nv_s3_upload *up, nv_buf *q)
+{
+	return part_query_n(up, up->nparts + 1, q);
+}
+
+static int parallel_of(const nv_s3_config *cfg)
+{
+	if (cfg->parallel_parts <= 0)
+		return NV_S3_PARALLEL_PARTS_DEFAULT;
+	return cfg->parallel_parts > NV_S3_PARALLEL_PARTS_MAX
+		       ? NV_S3_PARALLEL_PARTS_MAX
+		       : cfg->parallel_parts;
+}
+
+/* The parts of one put_file(), shared by its workers: each takes the next
+ * part number under lock, streams that slice of fd (pread: no shared
+ * offset) and stores its ETag in its own slot of up->etags. The first
+ * failure stops the others after their current part. */
+struct part_pool {
+	const nv_s3_config *cfg;
+	nv_s3_upload *up;
+	int fd;
+	uint64_t size, part;
+	int nparts;
+	const char (*hashes)[NV_SHA256_HEX_LEN + 1];
+	pthread_mutex_t lock;
+	int next;   /* the next part index to take */
+	int stop;   /* set by the first failure */
+	int rc;     /* that failure */
+	nv_err err; /* and its message */
+};
+
+static int part_send(struct part_pool *p, int i, nv_err *err)
+{
+	uint64_t off = (uint64_t)i * p->part;
+	uint64_t len = p->size - off < p->part ? p->size - off : p->part;
+	nv_http_response resp;
+	nv_buf q;
+	int rc = 0;
+
+	memset(&resp, 0, sizeof(resp));
+	nv_buf_init(&q, URL_MAX);
+	if (part_query_n(p->up, i + 1, &q))
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "query too long");
+	if (!rc)
+		rc = put_range(p->cfg, p->up->bucket, p->up->key, q.data, p->fd,
+			       off, len, p->hashes[i], NULL, &resp, err);
+	if (!rc)
+		rc = etag_check(resp.etag, err);
+	if (!rc)
+		etag_copy(p->up->etags[i], resp.etag); /* i is this worker's */
+	nv_http_response_free(&resp);
+	nv_buf_free(&q);
+	return rc;
+}
+
+static void *part_worker(void *arg)
+{
+	struct part_pool *p = arg;
+	nv_err err;
+
+	for (;;) {
+		int i, rc;
+
+		pthread_mutex_lock(&p->lock);
+		i = p->stop || p->next >= p->nparts ? -1 : p->next++;
+		pthread_mutex_unlock(&p->lock);
+		if (i < 0)
+			break;
+		memset(&err, 0, sizeof(err));
+		rc = part_send(p, i, &err);
+		if (rc) {
+			pthread_mutex_lock(&p->lock);
+			if (!p->stop) {
+				p->stop = 1;
+				p->rc = rc;
+				p->err = err;
+			}
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* Sends the parts of an open upload, up to parallel_of() at a time, each
+ * streamed from fd (memory stays bounded: no part is held whole). */
+static int send_parts(const nv_s3_config *cfg, nv_s3_upload *up, int fd,
+		      uint64_t size, uint64_t part, int nparts,
+		      const char (*hashes)[NV_SHA256_HEX_LEN + 1], nv_err *err)
+{
+	struct part_pool pool;
+	pthread_t threads[NV_S3_PARALLEL_PARTS_MAX];
+	int nthreads = parallel_of(cfg), started = 0;
+
+	if (nthreads > nparts)
+		nthreads = nparts;
+	up->etags = calloc((size_t)nparts, sizeof(*up->etags));
+	if (!up->etags)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	memset(&pool, 0, sizeof(pool));
+	pool.cfg = cfg;
+	pool.up = up;
+	pool.fd = fd;
+	pool.size = size;
+	pool.part = part;
+	pool.nparts = nparts;
+	pool.hashes = hashes;
+	if (pthread_mutex_init(&pool.lock, NULL))
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	/* One worker is this thread; the others, as many as start. */
+	while (started < nthreads - 1 &&
+	       pthread_create(&threads[started], NULL, part_worker, &pool) == 0)
+		started++;
+	part_worker(&pool);
+	for (int t = 0; t < started; t++)
+		pthread_join(threads[t], NULL);
+	pthread_mutex_destroy(&pool.lock);
+	if (pool.rc) {
+		if (err)
+			*err = pool.err;
+		return pool.rc;
+	}
+	up->nparts = nparts;
+	up->size = size;
+	return 0;
 }
 
 static int put_multipart(const nv_s3_config *cfg, const char *bucket,
@@ -952,26 +1091,10 @@ static int put_multipart(const nv_s3_config *cfg, const char *bucket,
 	rc = hash_parts(fd, size, part, whole, hashes, nparts, err);
 	if (!rc)
 		rc = nv_s3_upload_begin(&up, cfg, bucket, key, whole, err);
-	for (int i = 0; !rc && i < nparts; i++) {
-		uint64_t off = (uint64_t)i * part;
-		uint64_t len = size - off < part ? size - off : part;
-		nv_http_response resp;
-		nv_buf q;
-
-		memset(&resp, 0, sizeof(resp));
-		nv_buf_init(&q, URL_MAX);
-		if (part_query(&up, &q))
-			rc = nv_err_set(err, NV_ENOMEM, NULL, "query too long");
-		if (!rc)
-			rc = put_range(cfg, bucket, key, q.data, fd, off, len,
-				       hashes[i], NULL, &resp, err);
-		if (!rc)
-			rc = upload_add_etag(&up, resp.etag, err);
-		if (!rc)
-			up.size += len;
-		nv_http_response_free(&resp);
-		nv_buf_free(&q);
-	}
+	if (!rc)
+		rc = send_parts(cfg, &up, fd, size, part, nparts,
+				(const char(*)[NV_SHA256_HEX_LEN + 1]) hashes,
+				err);
 	if (!rc)
 		rc = nv_s3_upload_complete(&up, info, err);
 	nv_s3_upload_dispose(&up); /* aborts after a failure */

@@ -14,7 +14,9 @@
  * with exponential backoff and jitter; the signing credential is only
  * sent to the host it is bound to, and never appears in a message.
  *
- * Thread-safety: calls share nothing but the (read-only) config. */
+ * Thread-safety: calls share nothing but the (read-only) config; a
+ * multipart put_file() sends its parts from up to parallel_parts threads
+ * of its own, joined before it returns. */
 #ifndef NV_S3_H
 #define NV_S3_H
 
@@ -32,6 +34,8 @@
 #define NV_S3_PART_SIZE_MIN               ((uint64_t)5 * 1024 * 1024)
 #define NV_S3_PART_SIZE_MAX               ((uint64_t)5 * 1024 * 1024 * 1024)
 #define NV_S3_PARTS_MAX                   10000
+#define NV_S3_PARALLEL_PARTS_DEFAULT      4
+#define NV_S3_PARALLEL_PARTS_MAX          16
 #define NV_S3_ATTEMPTS_DEFAULT            5
 #define NV_S3_ATTEMPTS_MAX                10
 #define NV_S3_RETRY_BASE_MS_DEFAULT       200L
@@ -73,6 +77,10 @@ typedef struct nv_s3_config {
 	/* get_file() refuses a body larger than this; 0: no limit. It is
 	 * also the cap on an error body of a GET (see nv_http). */
 	uint64_t max_object_size;
+	/* put_file's multipart parts in flight at once, each on its own
+	 * connection and thread; 0: NV_S3_PARALLEL_PARTS_DEFAULT, at most
+	 * NV_S3_PARALLEL_PARTS_MAX. */
+	int parallel_parts;
 } nv_s3_config;
 
 /* Bucket names as S3 wants them: 3..63 of a-z 0-9 . -, starting and
@@ -85,9 +93,10 @@ int nv_s3_create_bucket(const nv_s3_config *cfg, const char *bucket,
 
 /* Uploads src_path as key: hashed first, then sent in one PUT (streamed
  * from the file, bounded memory) or, at or above the multipart threshold,
- * in parts (each with its own sha256; on any failure the upload is
- * aborted). A file that changes while it is sent is NV_EIO. info (may be
- * NULL) receives key, size, sha256 and mtime. */
+ * in parts (each with its own sha256, up to parallel_parts at once, each
+ * streamed; on any failure the others stop after their current part and
+ * the upload is aborted). A file that changes while it is sent is
+ * NV_EIO. info (may be NULL) receives key, size, sha256 and mtime. */
 int nv_s3_put_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 		   const char *src_path, nv_object_info *info, nv_err *err);
 int nv_s3_put_bytes(const nv_s3_config *cfg, const char *bucket,
