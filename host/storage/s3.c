@@ -1450,6 +1450,180 @@ static int temp_beside(const char *dest_path, char *dir, size_t dir_cap,
 	return 0;
 }
 
+/* The byte ranges of one large get_file(), shared by its workers like the
+ * parts of an upload: each takes the next range under lock and GETs it
+ * (If-Match the ETag of the HEAD, so a changed object fails instead of
+ * mixing versions) straight into its place in the temp file (pwrite). */
+struct range_pool {
+	const nv_s3_config *cfg;
+	const char *bucket, *key;
+	const char *etag;
+	int fd;
+	uint64_t size, part;
+	int nranges;
+	pthread_mutex_t lock;
+	int next;
+	int stop;
+	int rc;
+	nv_err err;
+};
+
+struct range_sink {
+	int fd;
+	uint64_t off, len, written;
+};
+
+static int range_write(void *payload, const char *data, size_t len)
+{
+	struct range_sink *s = payload;
+
+	if (len > s->len - s->written)
+		return -1;
+	while (len) {
+		ssize_t n =
+			pwrite(s->fd, data, len, (off_t)(s->off + s->written));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		data += n;
+		len -= (size_t)n;
+		s->written += (uint64_t)n;
+	}
+	return 0;
+}
+
+static int range_rewind(void *payload)
+{
+	struct range_sink *s = payload;
+
+	s->written = 0;
+	return 0;
+}
+
+static int range_get(struct range_pool *p, int i, nv_err *err)
+{
+	uint64_t off = (uint64_t)i * p->part;
+	uint64_t len = p->size - off < p->part ? p->size - off : p->part;
+	char range[80], match[NV_S3_ETAG_MAX + 20], want[120];
+	struct range_sink sink;
+	struct call c;
+	nv_http_response resp;
+	const char *cr;
+	int rc;
+
+	snprintf(range, sizeof(range), "Range: bytes=%llu-%llu",
+		 (unsigned long long)off, (unsigned long long)(off + len - 1));
+	snprintf(match, sizeof(match), "If-Match: \"%s\"", p->etag);
+	snprintf(want, sizeof(want), "bytes %llu-%llu/%llu",
+		 (unsigned long long)off, (unsigned long long)(off + len - 1),
+		 (unsigned long long)p->size);
+	memset(&sink, 0, sizeof(sink));
+	sink.fd = p->fd;
+	sink.off = off;
+	sink.len = len;
+	memset(&c, 0, sizeof(c));
+	c.method = "GET";
+	c.bucket = p->bucket;
+	c.key = p->key;
+	c.headers[c.nheaders++] = range;
+	c.headers[c.nheaders++] = match;
+	c.sink = range_write;
+	c.sink_payload = &sink;
+	c.sink_rewind = range_rewind;
+	c.max_body = (size_t)len;
+	c.idempotent = 1;
+	rc = call_run(p->cfg, &c, &resp, err);
+	if (rc)
+		goto out;
+	cr = nv_http_response_header(&resp, "Content-Range");
+	if (resp.status != 206 || !cr || strcmp(cr, want) != 0 ||
+	    sink.written != len)
+		rc = nv_err_set(err, NV_EBACKEND, "try again",
+				"S3 GET %s/%s: answer %ld (%.100s, %llu bytes) "
+				"to a request for %s",
+				p->bucket, p->key, resp.status,
+				cr ? cr : "no Content-Range",
+				(unsigned long long)sink.written, want);
+out:
+	nv_http_response_free(&resp);
+	return rc;
+}
+
+static void *range_worker(void *arg)
+{
+	struct range_pool *p = arg;
+	nv_err err;
+
+	for (;;) {
+		int i, rc;
+
+		pthread_mutex_lock(&p->lock);
+		i = p->stop || p->next >= p->nranges ? -1 : p->next++;
+		pthread_mutex_unlock(&p->lock);
+		if (i < 0)
+			break;
+		memset(&err, 0, sizeof(err));
+		rc = range_get(p, i, &err);
+		if (rc) {
+			pthread_mutex_lock(&p->lock);
+			if (!p->stop) {
+				p->stop = 1;
+				p->rc = rc;
+				p->err = err;
+			}
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* Fills fd with the size bytes of key, in ranges of part_size_for(), up
+ * to parallel_of() at a time. */
+static int get_ranges(const nv_s3_config *cfg, const char *bucket,
+		      const char *key, const char *etag, int fd, uint64_t size,
+		      nv_err *err)
+{
+	struct range_pool pool;
+	pthread_t threads[NV_S3_PARALLEL_PARTS_MAX];
+	uint64_t part = part_size_for(cfg, size);
+	int nranges = (int)((size + part - 1) / part);
+	int nthreads = parallel_of(cfg), started = 0;
+
+	if (nthreads > nranges)
+		nthreads = nranges;
+	if (ftruncate(fd, (off_t)size))
+		return nv_err_set_errno(err, NV_EIO, errno, NULL,
+					"cannot size the download");
+	memset(&pool, 0, sizeof(pool));
+	pool.cfg = cfg;
+	pool.bucket = bucket;
+	pool.key = key;
+	pool.etag = etag;
+	pool.fd = fd;
+	pool.size = size;
+	pool.part = part;
+	pool.nranges = nranges;
+	if (pthread_mutex_init(&pool.lock, NULL))
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	while (started < nthreads - 1 &&
+	       pthread_create(&threads[started], NULL, range_worker, &pool) ==
+		       0)
+		started++;
+	range_worker(&pool);
+	for (int t = 0; t < started; t++)
+		pthread_join(threads[t], NULL);
+	pthread_mutex_destroy(&pool.lock);
+	if (pool.rc) {
+		if (err)
+			*err = pool.err;
+		return pool.rc;
+	}
+	return 0;
+}
+
 int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 		   const char *dest_path, nv_object_info *info, nv_err *err)
 {
@@ -1459,8 +1633,11 @@ int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 	struct call c;
 	nv_http_response resp;
 	nv_object_info got;
+	nv_object_info headed;
+	char etag[NV_S3_ETAG_MAX + 1];
+	uint64_t threshold;
 	const char *len;
-	int rc, dfd;
+	int rc, dfd, ranged = 0;
 
 	memset(&resp, 0, sizeof(resp));
 	rc = put_check(bucket, key, err);
@@ -1469,6 +1646,31 @@ int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 				 err);
 	if (rc)
 		return rc;
+	/* A large object comes in parallel byte ranges: its size, ETag and
+	 * recorded sha256 first. */
+	threshold = cfg && cfg->multipart_threshold
+			    ? cfg->multipart_threshold
+			    : NV_S3_MULTIPART_THRESHOLD_DEFAULT;
+	if (cfg) {
+		rc = nv_s3_head_etag(cfg, bucket, key, &headed, etag, err);
+		/* A HEAD answer has no body: a missing key or bucket is
+		 * named by the GET's error document. */
+		if (rc == NV_ENOTFOUND) {
+			memset(&headed, 0, sizeof(headed));
+			etag[0] = '\0';
+			rc = 0;
+		}
+		if (rc)
+			return rc;
+		if (cfg->max_object_size && headed.size > cfg->max_object_size)
+			return nv_err_set(
+				err, NV_ENOMEM, NULL,
+				"S3 GET %s/%s: %llu bytes, more than "
+				"the limit of %llu",
+				bucket, key, (unsigned long long)headed.size,
+				(unsigned long long)cfg->max_object_size);
+		ranged = headed.size >= threshold && etag[0];
+	}
 	memset(&sink, 0, sizeof(sink));
 	sink.max = cfg ? cfg->max_object_size : 0;
 	sink.fd = mkstemp(tmp);
@@ -1480,6 +1682,20 @@ int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
 				      "cannot prepare %.300s", tmp);
 		goto out;
+	}
+	if (ranged) {
+		/* Written out of order: hashed by a second pass over the
+		 * temp file once complete. */
+		rc = get_ranges(cfg, bucket, key, etag, sink.fd, headed.size,
+				err);
+		if (!rc)
+			rc = hash_parts(sink.fd, headed.size,
+					NV_S3_PART_SIZE_MAX, sha, NULL, 0, err);
+		if (rc)
+			goto out;
+		got = headed;
+		sink.written = headed.size;
+		goto check;
 	}
 	memset(&c, 0, sizeof(c));
 	c.method = "GET";
@@ -1505,6 +1721,7 @@ int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 				len);
 		goto out;
 	}
+check:
 	if (got.sha256[0] && strcmp(got.sha256, sha) != 0) {
 		rc = nv_err_set(err, NV_EIO,
 				"the object is corrupt, or was changed "
