@@ -960,6 +960,79 @@ static int parallel_of(const nv_s3_config *cfg)
 		       : cfg->parallel_parts;
 }
 
+/* Runs task(ctx, i) for every i below count on up to nthreads workers:
+ * this thread and as many more as start. Each takes the next index under
+ * lock; the first failure stops the others after their current task and
+ * is the result. Uploads of parts and downloads of ranges share it. */
+struct task_pool {
+	int (*task)(void *ctx, int i, nv_err *err);
+	void *ctx;
+	int count;
+	pthread_mutex_t lock;
+	int next;   /* the next index to take */
+	int stop;   /* set by the first failure */
+	int rc;     /* that failure */
+	nv_err err; /* and its message */
+};
+
+static void *pool_worker(void *arg)
+{
+	struct task_pool *p = arg;
+	nv_err err;
+
+	for (;;) {
+		int i, rc;
+
+		pthread_mutex_lock(&p->lock);
+		i = p->stop || p->next >= p->count ? -1 : p->next++;
+		pthread_mutex_unlock(&p->lock);
+		if (i < 0)
+			break;
+		memset(&err, 0, sizeof(err));
+		rc = p->task(p->ctx, i, &err);
+		if (rc) {
+			pthread_mutex_lock(&p->lock);
+			if (!p->stop) {
+				p->stop = 1;
+				p->rc = rc;
+				p->err = err;
+			}
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static int pool_run(int (*task)(void *ctx, int i, nv_err *err), void *ctx,
+		    int count, int nthreads, nv_err *err)
+{
+	struct task_pool pool;
+	pthread_t threads[NV_S3_PARALLEL_PARTS_MAX];
+	int started = 0;
+
+	if (nthreads > count)
+		nthreads = count;
+	if (nthreads > NV_S3_PARALLEL_PARTS_MAX)
+		nthreads = NV_S3_PARALLEL_PARTS_MAX;
+	memset(&pool, 0, sizeof(pool));
+	pool.task = task;
+	pool.ctx = ctx;
+	pool.count = count;
+	if (pthread_mutex_init(&pool.lock, NULL))
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	while (started < nthreads - 1 &&
+	       pthread_create(&threads[started], NULL, pool_worker, &pool) == 0)
+		started++;
+	pool_worker(&pool);
+	for (int t = 0; t < started; t++)
+		pthread_join(threads[t], NULL);
+	pthread_mutex_destroy(&pool.lock);
+	if (pool.rc && err)
+		*err = pool.err;
+	return pool.rc;
+}
+
 /* The parts of one put_file(), shared by its workers: each takes the next
  * part number under lock, streams that slice of fd (pread: no shared
  * offset) and stores its ETag in its own slot of up->etags. The first
@@ -971,15 +1044,11 @@ struct part_pool {
 	uint64_t size, part;
 	int nparts;
 	const char (*hashes)[NV_SHA256_HEX_LEN + 1];
-	pthread_mutex_t lock;
-	int next;   /* the next part index to take */
-	int stop;   /* set by the first failure */
-	int rc;     /* that failure */
-	nv_err err; /* and its message */
 };
 
-static int part_send(struct part_pool *p, int i, nv_err *err)
+static int part_send(void *ctx, int i, nv_err *err)
 {
+	struct part_pool *p = ctx;
 	uint64_t off = (uint64_t)i * p->part;
 	uint64_t len = p->size - off < p->part ? p->size - off : p->part;
 	nv_http_response resp;
@@ -1002,35 +1071,6 @@ static int part_send(struct part_pool *p, int i, nv_err *err)
 	return rc;
 }
 
-static void *part_worker(void *arg)
-{
-	struct part_pool *p = arg;
-	nv_err err;
-
-	for (;;) {
-		int i, rc;
-
-		pthread_mutex_lock(&p->lock);
-		i = p->stop || p->next >= p->nparts ? -1 : p->next++;
-		pthread_mutex_unlock(&p->lock);
-		if (i < 0)
-			break;
-		memset(&err, 0, sizeof(err));
-		rc = part_send(p, i, &err);
-		if (rc) {
-			pthread_mutex_lock(&p->lock);
-			if (!p->stop) {
-				p->stop = 1;
-				p->rc = rc;
-				p->err = err;
-			}
-			pthread_mutex_unlock(&p->lock);
-			break;
-		}
-	}
-	return NULL;
-}
-
 /* Sends the parts of an open upload, up to parallel_of() at a time, each
  * streamed from fd (memory stays bounded: no part is held whole). */
 static int send_parts(const nv_s3_config *cfg, nv_s3_upload *up, int fd,
@@ -1038,11 +1078,8 @@ static int send_parts(const nv_s3_config *cfg, nv_s3_upload *up, int fd,
 		      const char (*hashes)[NV_SHA256_HEX_LEN + 1], nv_err *err)
 {
 	struct part_pool pool;
-	pthread_t threads[NV_S3_PARALLEL_PARTS_MAX];
-	int nthreads = parallel_of(cfg), started = 0;
+	int rc;
 
-	if (nthreads > nparts)
-		nthreads = nparts;
 	up->etags = calloc((size_t)nparts, sizeof(*up->etags));
 	if (!up->etags)
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
@@ -1054,21 +1091,9 @@ static int send_parts(const nv_s3_config *cfg, nv_s3_upload *up, int fd,
 	pool.part = part;
 	pool.nparts = nparts;
 	pool.hashes = hashes;
-	if (pthread_mutex_init(&pool.lock, NULL))
-		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-	/* One worker is this thread; the others, as many as start. */
-	while (started < nthreads - 1 &&
-	       pthread_create(&threads[started], NULL, part_worker, &pool) == 0)
-		started++;
-	part_worker(&pool);
-	for (int t = 0; t < started; t++)
-		pthread_join(threads[t], NULL);
-	pthread_mutex_destroy(&pool.lock);
-	if (pool.rc) {
-		if (err)
-			*err = pool.err;
-		return pool.rc;
-	}
+	rc = pool_run(part_send, &pool, nparts, parallel_of(cfg), err);
+	if (rc)
+		return rc;
 	up->nparts = nparts;
 	up->size = size;
 	return 0;
@@ -1461,11 +1486,6 @@ struct range_pool {
 	int fd;
 	uint64_t size, part;
 	int nranges;
-	pthread_mutex_t lock;
-	int next;
-	int stop;
-	int rc;
-	nv_err err;
 };
 
 struct range_sink {
@@ -1502,8 +1522,9 @@ static int range_rewind(void *payload)
 	return 0;
 }
 
-static int range_get(struct range_pool *p, int i, nv_err *err)
+static int range_get(void *ctx, int i, nv_err *err)
 {
+	struct range_pool *p = ctx;
 	uint64_t off = (uint64_t)i * p->part;
 	uint64_t len = p->size - off < p->part ? p->size - off : p->part;
 	char range[80], match[NV_S3_ETAG_MAX + 20], want[120];
@@ -1551,35 +1572,6 @@ out:
 	return rc;
 }
 
-static void *range_worker(void *arg)
-{
-	struct range_pool *p = arg;
-	nv_err err;
-
-	for (;;) {
-		int i, rc;
-
-		pthread_mutex_lock(&p->lock);
-		i = p->stop || p->next >= p->nranges ? -1 : p->next++;
-		pthread_mutex_unlock(&p->lock);
-		if (i < 0)
-			break;
-		memset(&err, 0, sizeof(err));
-		rc = range_get(p, i, &err);
-		if (rc) {
-			pthread_mutex_lock(&p->lock);
-			if (!p->stop) {
-				p->stop = 1;
-				p->rc = rc;
-				p->err = err;
-			}
-			pthread_mutex_unlock(&p->lock);
-			break;
-		}
-	}
-	return NULL;
-}
-
 /* Fills fd with the size bytes of key, in ranges of part_size_for(), up
  * to parallel_of() at a time. */
 static int get_ranges(const nv_s3_config *cfg, const char *bucket,
@@ -1587,13 +1579,9 @@ static int get_ranges(const nv_s3_config *cfg, const char *bucket,
 		      nv_err *err)
 {
 	struct range_pool pool;
-	pthread_t threads[NV_S3_PARALLEL_PARTS_MAX];
 	uint64_t part = part_size_for(cfg, size);
 	int nranges = (int)((size + part - 1) / part);
-	int nthreads = parallel_of(cfg), started = 0;
 
-	if (nthreads > nranges)
-		nthreads = nranges;
 	if (ftruncate(fd, (off_t)size))
 		return nv_err_set_errno(err, NV_EIO, errno, NULL,
 					"cannot size the download");
@@ -1606,22 +1594,7 @@ static int get_ranges(const nv_s3_config *cfg, const char *bucket,
 	pool.size = size;
 	pool.part = part;
 	pool.nranges = nranges;
-	if (pthread_mutex_init(&pool.lock, NULL))
-		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-	while (started < nthreads - 1 &&
-	       pthread_create(&threads[started], NULL, range_worker, &pool) ==
-		       0)
-		started++;
-	range_worker(&pool);
-	for (int t = 0; t < started; t++)
-		pthread_join(threads[t], NULL);
-	pthread_mutex_destroy(&pool.lock);
-	if (pool.rc) {
-		if (err)
-			*err = pool.err;
-		return pool.rc;
-	}
-	return 0;
+	return pool_run(range_get, &pool, nranges, parallel_of(cfg), err);
 }
 
 int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
