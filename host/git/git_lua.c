@@ -10,6 +10,7 @@
 #include <lauxlib.h>
 
 #include "core/nv_lua.h"
+#include "git/archive.h"
 #include "git/git.h"
 
 #define NV_GIT_REPO_MT "navette.git.repo"
@@ -277,6 +278,80 @@ static int l_git_export(lua_State *L)
 	return 1;
 }
 
+static int discard(void *payload, const void *data, size_t len)
+{
+	(void)payload;
+	(void)data;
+	(void)len;
+	return 0;
+}
+
+/* archive(ref, path|nil [, {prefix=, gzip=}]) -> {id, sha256, size,
+ * tar_sha256, tar_size, files, dirs, symlinks, submodules, mtime}: the
+ * commit's tree as a deterministic tar (gzip by default) written to path,
+ * or only hashed when path is nil. In plan mode nothing is written (the
+ * digests are still computed: they are what the plan shows). */
+static int l_git_archive(lua_State *L)
+{
+	nv_git_repo *repo = check_repo(L, 1);
+	const char *ref = luaL_checkstring(L, 2);
+	const char *path = luaL_optstring(L, 3, NULL);
+	char oid[NV_GIT_OID_HEX_LEN + 1];
+	nv_archive_opts opts = {.prefix = NULL, .gzip = 1};
+	nv_archive_result res;
+	nv_err err;
+	int rc;
+
+	if (!lua_isnoneornil(L, 4)) {
+		luaL_checktype(L, 4, LUA_TTABLE);
+		lua_getfield(L, 4, "prefix"); // [.., prefix] (kept by arg 4)
+		opts.prefix = luaL_optstring(L, -1, NULL);
+		lua_pop(L, 1);
+		lua_getfield(L, 4, "gzip");
+		if (!lua_isnil(L, -1))
+			opts.gzip = lua_toboolean(L, -1);
+		lua_pop(L, 1);
+	}
+	nv_err_clear(&err);
+	if (nv_git_resolve(repo, ref, oid, &err))
+		return nv_lua_push_error(L, &err);
+	if (path && nv_plan_mode(L)) {
+		lua_pushfstring(L, "%s -> %s", oid, path); // [.., detail]
+		nv_plan_record(L, "git", "archive", lua_tostring(L, -1));
+		lua_pop(L, 1);
+		path = NULL;
+	}
+	if (path)
+		rc = nv_archive_commit_file(repo, oid, &opts, path, &res, &err);
+	else
+		rc = nv_archive_commit(repo, oid, &opts, discard, NULL, &res,
+				       &err);
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	lua_createtable(L, 0, 10); // [.., result]
+	lua_pushstring(L, oid);
+	lua_setfield(L, -2, "id");
+	lua_pushstring(L, res.sha256);
+	lua_setfield(L, -2, "sha256");
+	lua_pushinteger(L, (lua_Integer)res.size);
+	lua_setfield(L, -2, "size");
+	lua_pushstring(L, res.tar_sha256);
+	lua_setfield(L, -2, "tar_sha256");
+	lua_pushinteger(L, (lua_Integer)res.tar_size);
+	lua_setfield(L, -2, "tar_size");
+	lua_pushinteger(L, (lua_Integer)res.files);
+	lua_setfield(L, -2, "files");
+	lua_pushinteger(L, (lua_Integer)res.dirs);
+	lua_setfield(L, -2, "dirs");
+	lua_pushinteger(L, (lua_Integer)res.symlinks);
+	lua_setfield(L, -2, "symlinks");
+	lua_pushinteger(L, (lua_Integer)res.submodules);
+	lua_setfield(L, -2, "submodules");
+	lua_pushinteger(L, (lua_Integer)res.mtime);
+	lua_setfield(L, -2, "mtime");
+	return 1;
+}
+
 static int l_git_lockfile_hash(lua_State *L)
 {
 	nv_git_repo *repo = check_repo(L, 1);
@@ -301,6 +376,7 @@ static const luaL_Reg repo_methods[] = {
 	{"on_remote", l_git_on_remote},
 	{"remote_url", l_git_remote_url},
 	{"export", l_git_export},
+	{"archive", l_git_archive},
 	{"lockfile_hash", l_git_lockfile_hash},
 	{"close", l_git_close},
 	{NULL, NULL},

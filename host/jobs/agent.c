@@ -42,6 +42,8 @@
 #define AGENT_IDLE_DEFAULT  30.0
 #define AGENT_POLL_NS       100000000L
 #define KILL_GRACE_S        5.0
+/* a remote launcher publishes its log and record after a TERM */
+#define KILL_GRACE_REMOTE_S 30.0
 #define STATUS_MAX          65536
 #define RECORD_MAX          ((size_t)4 * 1024 * 1024)
 #define LOG_MAX_DEFAULT     ((long long)64 * 1024 * 1024)
@@ -64,6 +66,10 @@ typedef struct job {
 	long status_read; /* bytes of the status file already handled */
 	int have_exit;
 	int exit_code;
+	/* S3 storage: the launcher fetches, publishes and writes the run
+	 * record itself (the agent holds no storage key) */
+	int remote;
+	int final_seen;
 	struct job *next;
 } job;
 
@@ -217,6 +223,8 @@ static job *job_new(const char *home, const char *id, const char *spec_json)
 	nv_pathf(j->dir, sizeof(j->dir), "%s/jobs/%s", home, id);
 	j->spec = cJSON_Parse(spec_json ? spec_json : "");
 	j->exit_code = -1;
+	j->remote = j->spec && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
+				       j->spec, "transfer"));
 	return j;
 }
 
@@ -508,6 +516,94 @@ static int publish_log(nv_filestore *store, const char *prefix,
 	return rc;
 }
 
+/* The phase named by a launcher's record, as one of the agent's own
+ * strings (an outcome keeps the pointer; the record is freed). */
+static const char *known_phase(const char *name)
+{
+	static const char *const phases[] = {
+		"accepted",     "image_ready",       "data_ready", "running",
+		"logs_visible", "outputs_published", NULL};
+	for (const char *const *p = phases; name && *p; p++)
+		if (strcmp(name, *p) == 0)
+			return *p;
+	return "running";
+}
+
+/* A remote job's end: what its launcher published, read from the run
+ * record it left in the job folder. The agent's own outcome (a cancel, the
+ * time limit, a launcher that died) comes first. */
+static void finalize_remote(agent *a, job *j, outcome *o)
+{
+	const cJSON *outputs = ofield(j->spec, "outputs");
+	const char *prefix_url = outputs ? sfield(outputs, "url") : NULL;
+	char path[PATH_CAP], record_url[NV_FILESTORE_PATH_MAX + 64] = "";
+	char *text = NULL;
+	size_t len = 0;
+	cJSON *record = NULL;
+	nv_err err;
+
+	job_path(j, "navette-run.json", path, sizeof(path));
+	if (j->final_seen &&
+	    nv_read_file(&text, &len, path, RECORD_MAX, &err) == 0)
+		record = cJSON_Parse(text);
+	free(text);
+	if (record) {
+		const char *state = sfield(record, "state");
+		const cJSON *f = ofield(record, "failure");
+		const cJSON *code = ofield(record, "exit_code");
+		if (cJSON_IsNumber(code) && !j->have_exit) {
+			j->have_exit = 1;
+			j->exit_code = (int)code->valuedouble;
+		}
+		if (state && strcmp(state, "succeeded") != 0)
+			fail(o,
+			     strcmp(state, "cancelled") == 0 ? "cancelled"
+							     : "failed",
+			     known_phase(cJSON_IsObject(f) ? sfield(f, "phase")
+							   : NULL),
+			     cJSON_IsObject(f) ? sfield(f, "hint") : NULL, "%s",
+			     cJSON_IsObject(f) && sfield(f, "reason")
+				     ? sfield(f, "reason")
+				     : "the launcher reported a failure");
+		if (prefix_url)
+			nv_pathf(record_url, sizeof(record_url),
+				 "%snavette-run.json", prefix_url);
+	} else {
+		fail(o, "failed", "outputs_published",
+		     "read the log (navette logs ID); the node could not "
+		     "publish its run record",
+		     "the launcher left no run record");
+	}
+	/* phases the queue has not seen yet (the order is the queue's) */
+	phase(a, j,
+	      strcmp(o->state, "succeeded") == 0 ? "succeeded" : "failed");
+	cJSON_Delete(record);
+	job_path(j, "log", path, sizeof(path));
+	if (reredact_log(j->spec, path, &err) != 0)
+		agent_log("job %s: %s", j->id, err.message);
+	if (nv_queue_finish(a->queue, j->id, o->state,
+			    j->have_exit ? j->exit_code : -1001,
+			    strcmp(o->state, "succeeded") ? o->phase : NULL,
+			    strcmp(o->state, "succeeded") ? o->reason : NULL,
+			    strcmp(o->state, "succeeded") ? o->hint : NULL,
+			    record_url[0] ? record_url : NULL, &err) != 0)
+		agent_log("job %s: cannot record the final state: %s", j->id,
+			  err.message);
+	static const char *const scratch[] = {"workspace", "inputs", "outputs",
+					      ".navette", NULL};
+	for (const char *const *sc = scratch; *sc; sc++) {
+		job_path(j, *sc, path, sizeof(path));
+		if (getenv("NAVETTE_KEEP_WORKSPACE") == NULL) {
+			/* the launcher leaves inputs read-only */
+			chmod(path, 0755);
+			nv_remove_tree(path, &err);
+		}
+	}
+	agent_log("job %s: %s%s%s (remote launcher)", j->id, o->state,
+		  strcmp(o->state, "succeeded") ? " at " : "",
+		  strcmp(o->state, "succeeded") ? o->phase : "");
+}
+
 static void finalize(agent *a, job *j, outcome *o)
 {
 	const cJSON *spec = j->spec;
@@ -523,6 +619,12 @@ static void finalize(agent *a, job *j, outcome *o)
 	nv_err err;
 	size_t npublished = 0;
 
+	if (j->remote) {
+		cJSON_Delete(record);
+		cJSON_Delete(record_log);
+		finalize_remote(a, j, o);
+		return;
+	}
 	job_path(j, "outputs", outdir, sizeof(outdir));
 	job_path(j, "log", logpath, sizeof(logpath));
 	if (!prefix)
@@ -673,25 +775,7 @@ static void finalize(agent *a, job *j, outcome *o)
 
 	/* Build the record from the spec and the queue's phase timeline. */
 	{
-		static const char *const copied[] = {"id",
-						     "name",
-						     "project",
-						     "profile",
-						     "commit",
-						     "commit_time",
-						     "dirty",
-						     "repository",
-						     "image",
-						     "inputs",
-						     "command",
-						     "env",
-						     "resources",
-						     "success",
-						     "failure_condition",
-						     "submitted_by",
-						     "submitted_at",
-						     "backend",
-						     NULL};
+		const char *const *copied = nv_launcher_record_fields;
 		char *json = NULL;
 		cJSON *row = NULL;
 		cJSON_AddNumberToObject(record, "navette_run_record", 1);
@@ -876,6 +960,18 @@ static int prepare(agent *a, job *j, outcome *o)
 	}
 	phase(a, j, "image_ready");
 
+	if (j->remote) {
+		/* the launcher fetches code and inputs itself */
+		const char *fp = sfield(j->spec, "redact_fingerprints");
+		job_path(j, "fingerprints", path, sizeof(path));
+		if (fp && nv_write_file_atomic(path, fp, strlen(fp), 0600,
+					       &err) != 0) {
+			fail(o, "failed", "data_ready", "check NAVETTE_HOME",
+			     "%s", err.message);
+			return -1;
+		}
+		return 0;
+	}
 	job_path(j, "workspace", path, sizeof(path));
 	if (nv_git_open(&r, repo, &err) != 0 ||
 	    nv_git_export(r, commit, path, NULL, &err) != 0) {
@@ -948,8 +1044,10 @@ static int start(agent *a, job *j, outcome *o)
 		/* The launcher gets its own process group (cancel kills the
 		 * whole group) and a small, known environment: nothing of
 		 * the shell that started the agent leaks into the job. */
-		const char *keep[] = {"PATH",   "HOME", "USER", "LOGNAME",
-				      "TMPDIR", "LANG", "TZ",   NULL};
+		const char *keep[] = {
+			"PATH",   "HOME", "USER", "LOGNAME",
+			"TMPDIR", "LANG", "TZ",   "NAVETTE_LOG_INTERVAL",
+			NULL};
 		char *envp[20];
 		int n = 0;
 		static char store[8][PATH_CAP];
@@ -1026,6 +1124,12 @@ static void read_status(agent *a, job *j)
 		} else if (strcmp(buf, "running") == 0 ||
 			   strcmp(buf, "logs_visible") == 0) {
 			phase(a, j, buf);
+		} else if (j->remote &&
+			   (strcmp(buf, "data_ready") == 0 ||
+			    strcmp(buf, "outputs_published") == 0)) {
+			phase(a, j, buf);
+		} else if (j->remote && strncmp(buf, "final ", 6) == 0) {
+			j->final_seen = 1;
 		}
 	}
 	fclose(f);
@@ -1052,6 +1156,19 @@ static void signal_group(job *j, int sig)
 		kill(j->pid, sig);
 }
 
+/* What a remote launcher puts in its record when stopped (it cannot tell a
+ * cancel from a time limit by the signal alone). */
+static void stop_reason(job *j, const char *why)
+{
+	char path[PATH_CAP];
+	nv_err err;
+
+	job_path(j, "stop-reason", path, sizeof(path));
+	if (j->remote &&
+	    nv_write_file_atomic(path, why, strlen(why), 0600, &err) != 0)
+		agent_log("job %s: %s", j->id, err.message);
+}
+
 static void follow(agent *a, job *j, int *done)
 {
 	int requested = 0;
@@ -1064,6 +1181,7 @@ static void follow(agent *a, job *j, int *done)
 	    requested) {
 		j->killed = KILL_CANCEL;
 		j->kill_sent = nv_now();
+		stop_reason(j, "cancelled while running");
 		signal_group(j, SIGTERM);
 		agent_log("job %s: cancel requested, SIGTERM sent", j->id);
 	}
@@ -1071,11 +1189,19 @@ static void follow(agent *a, job *j, int *done)
 	    nv_now() - j->started > j->time_limit) {
 		j->killed = KILL_TIMEOUT;
 		j->kill_sent = nv_now();
+		{
+			char why[128];
+			snprintf(why, sizeof(why),
+				 "the time limit of %.0f s was reached",
+				 j->time_limit);
+			stop_reason(j, why);
+		}
 		signal_group(j, SIGTERM);
 		agent_log("job %s: time limit reached, SIGTERM sent", j->id);
 	}
 	if (j->killed && !j->kill9_sent &&
-	    nv_now() - j->kill_sent > KILL_GRACE_S) {
+	    nv_now() - j->kill_sent >
+		    (j->remote ? KILL_GRACE_REMOTE_S : KILL_GRACE_S)) {
 		j->kill9_sent = 1;
 		signal_group(j, SIGKILL);
 	}
@@ -1092,7 +1218,8 @@ static void follow(agent *a, job *j, int *done)
 		fail(&o, "failed", "running",
 		     "raise resources.time_limit, or make the command faster",
 		     "the time limit of %.0f s was reached", j->time_limit);
-	} else if (!j->have_exit) {
+	} else if (!j->have_exit && !(j->remote && j->final_seen)) {
+		/* (a remote launcher that ended says why in its record) */
 		fail(&o, "failed", "running",
 		     "the process was killed from outside navette; check the "
 		     "machine's memory (OOM killer) and the log",

@@ -1,8 +1,35 @@
 /* Generates the launcher script (see launcher.h). Every value from the
- * recipe is single-quoted for sh; names are checked, never quoted. */
+ * recipe is single-quoted for sh; names are checked, never quoted. A local
+ * launcher is generated whole here; a remote one is a header of values and
+ * small functions generated here, followed by the fixed part that
+ * launcher_remote.sh holds (compiled in as nv_launcher_remote_body). */
 #include "jobs/launcher.h"
 
+#include <stdio.h>
 #include <string.h>
+
+extern const char nv_launcher_remote_body[];
+extern const size_t nv_launcher_remote_body_len;
+
+const char *const nv_launcher_record_fields[] = {"id",
+						 "name",
+						 "project",
+						 "profile",
+						 "commit",
+						 "commit_time",
+						 "dirty",
+						 "repository",
+						 "image",
+						 "inputs",
+						 "command",
+						 "env",
+						 "resources",
+						 "success",
+						 "failure_condition",
+						 "submitted_by",
+						 "submitted_at",
+						 "backend",
+						 NULL};
 
 static const char *const reserved_env[] = {"PATH", "HOME",  "IFS",  "PS4",
 					   "ENV",  "SHELL", "USER", NULL};
@@ -34,56 +61,44 @@ static const char *string_field(const cJSON *o, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err)
+static const cJSON *field(const cJSON *o, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+static double number_field(const cJSON *o, const char *key, double dflt)
+{
+	const cJSON *v = field(o, key);
+	return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+/* NAME='value' on a line of its own. */
+static void assign(nv_buf *out, const char *name, const char *value)
+{
+	nv_buf_printf(out, "%s=", name);
+	nv_buf_sh_quote(out, value ? value : "");
+	nv_buf_puts(out, "\n");
+}
+
+/* The lines every launcher starts with: the job's identity and its
+ * declared environment. */
+static int common_header(const cJSON *spec, nv_buf *out, nv_err *err)
 {
 	const char *id = string_field(spec, "id");
-	const char *commit = string_field(spec, "commit");
-	const char *project = string_field(spec, "project");
-	const cJSON *command =
-		cJSON_GetObjectItemCaseSensitive(spec, "command");
-	const cJSON *env = cJSON_GetObjectItemCaseSensitive(spec, "env");
+	const cJSON *env = field(spec, "env");
 	const cJSON *item;
 
-	if (!id || !commit || !project)
-		return nv_err_set(err, NV_EINVAL, NULL,
-				  "job spec lacks id, commit or project");
-	if (!cJSON_IsArray(command) || cJSON_GetArraySize(command) == 0)
-		return nv_err_set(err, NV_EINVAL,
-				  "command is a list of strings: { \"sh\", "
-				  "\"run.sh\" }",
-				  "job %s has no command", id);
-
-	if (env && !cJSON_IsObject(env) && !cJSON_IsNull(env))
-		return nv_err_set(err, NV_EINVAL,
-				  "env is a table of NAME = \"value\"",
-				  "job %s: env is not an object", id);
-
-	nv_buf_printf(
-		out,
-		"#!/bin/sh\n"
-		"# navette launcher for job %s (generated; `navette plan` "
-		"shows it).\n"
-		"# Needs only sh: reports phases, runs the command in the "
-		"workspace,\n"
-		"# keeps its log, records the exit status.\n"
-		"set -u\n"
-		": \"${NAVETTE_JOB_DIR:?the backend sets "
-		"NAVETTE_JOB_DIR}\"\n",
-		id);
-	nv_buf_puts(out, "NAVETTE_JOB_ID=");
-	nv_buf_sh_quote(out, id);
-	nv_buf_puts(out, "\nNAVETTE_COMMIT=");
-	nv_buf_sh_quote(out, commit);
-	nv_buf_puts(out, "\nNAVETTE_PROJECT=");
-	nv_buf_sh_quote(out, project);
-	nv_buf_puts(out, "\n"
-			 "NAVETTE_WORKSPACE=\"$NAVETTE_JOB_DIR/workspace\"\n"
-			 "NAVETTE_INPUTS=\"$NAVETTE_JOB_DIR/inputs\"\n"
-			 "NAVETTE_OUTPUTS=\"$NAVETTE_JOB_DIR/outputs\"\n"
-			 "NAVETTE_LOG=\"$NAVETTE_JOB_DIR/log\"\n"
-			 "NAVETTE_STATUS=\"$NAVETTE_JOB_DIR/status\"\n"
-			 "export NAVETTE_JOB_ID NAVETTE_COMMIT NAVETTE_PROJECT "
-			 "NAVETTE_WORKSPACE NAVETTE_INPUTS NAVETTE_OUTPUTS\n");
+	if (!id)
+		return nv_err_set(err, NV_EINVAL, NULL, "job spec lacks an id");
+	nv_buf_printf(out,
+		      "#!/bin/sh\n"
+		      "# navette launcher for job %s (generated; `navette "
+		      "plan` shows it).\n",
+		      id);
+	nv_buf_puts(out, "set -u\n");
+	assign(out, "NAVETTE_JOB_ID", id);
+	assign(out, "NAVETTE_COMMIT", string_field(spec, "commit"));
+	assign(out, "NAVETTE_PROJECT", string_field(spec, "project"));
 	if (cJSON_IsObject(env) && env->child) {
 		nv_buf_puts(out, "# the job's environment, as declared "
 				 "(never a secret)\n");
@@ -107,33 +122,64 @@ int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err)
 			nv_buf_printf(out, "; export %s\n", item->string);
 		}
 	}
-	nv_buf_puts(
-		out,
-		"report() { printf '%s\\n' \"$1\" >> \"$NAVETTE_STATUS\"; }\n"
-		"cd \"$NAVETTE_WORKSPACE\" || { report 'exit 127'; exit "
-		"127; }\n"
-		"report running\n"
-		": >> \"$NAVETTE_LOG\"\n"
-		"report logs_visible\n"
-		"run_command() {\n\t");
-	cJSON_ArrayForEach(item, command)
+	return 0;
+}
+
+/* The command as a function; its exit status goes to the status file. */
+static int command_function(const cJSON *spec, nv_buf *out, nv_err *err)
+{
+	const cJSON *item;
+
+	nv_buf_puts(out, "run_command() {\n\t");
+	cJSON_ArrayForEach(item, field(spec, "command"))
 	{
 		if (!cJSON_IsString(item))
 			return nv_err_set(err, NV_EINVAL, NULL,
 					  "job %s: command items must be "
 					  "strings",
-					  id);
+					  string_field(spec, "id"));
 		nv_buf_sh_quote(out, item->valuestring);
 		nv_buf_puts(out, " ");
 	}
+	nv_buf_puts(out, "< /dev/null\n"
+			 "\tprintf 'exit %s\\n' \"$?\" >> \"$NAVETTE_STATUS\"\n"
+			 "}\n");
+	return 0;
+}
+
+static int local_script(const cJSON *spec, nv_buf *out, nv_err *err)
+{
+	int rc;
+
+	if ((rc = common_header(spec, out, err)) != 0)
+		return rc;
+	nv_buf_puts(out,
+		    "# Needs only sh: reports phases, runs the command in the "
+		    "workspace,\n"
+		    "# keeps its log, records the exit status.\n"
+		    ": \"${NAVETTE_JOB_DIR:?the backend sets "
+		    "NAVETTE_JOB_DIR}\"\n");
+	nv_buf_puts(out, "NAVETTE_WORKSPACE=\"$NAVETTE_JOB_DIR/workspace\"\n"
+			 "NAVETTE_INPUTS=\"$NAVETTE_JOB_DIR/inputs\"\n"
+			 "NAVETTE_OUTPUTS=\"$NAVETTE_JOB_DIR/outputs\"\n"
+			 "NAVETTE_LOG=\"$NAVETTE_JOB_DIR/log\"\n"
+			 "NAVETTE_STATUS=\"$NAVETTE_JOB_DIR/status\"\n"
+			 "export NAVETTE_JOB_ID NAVETTE_COMMIT NAVETTE_PROJECT "
+			 "NAVETTE_WORKSPACE NAVETTE_INPUTS NAVETTE_OUTPUTS\n"
+			 "report() { printf '%s\\n' \"$1\" >> "
+			 "\"$NAVETTE_STATUS\"; }\n"
+			 "cd \"$NAVETTE_WORKSPACE\" || { report 'exit 127'; "
+			 "exit 127; }\n"
+			 "report running\n"
+			 ": >> \"$NAVETTE_LOG\"\n"
+			 "report logs_visible\n");
+	if ((rc = command_function(spec, out, err)) != 0)
+		return rc;
 	/* The output goes through the backend's redacting filter when it
 	 * gives one (NAVETTE_REDACT), so the log is masked before it is
 	 * written; the exit status travels through the status file. */
 	nv_buf_puts(
 		out,
-		"< /dev/null\n"
-		"\treport \"exit $?\"\n"
-		"}\n"
 		"if [ -n \"${NAVETTE_REDACT:-}\" ]; then\n"
 		"\trun_command 2>&1 | \"$NAVETTE_REDACT\" redact-stream >> "
 		"\"$NAVETTE_LOG\"\n"
@@ -142,6 +188,218 @@ int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err)
 		"fi\n"
 		"code=$(sed -n 's/^exit //p' \"$NAVETTE_STATUS\" | tail -n 1)\n"
 		"exit \"${code:-1}\"\n");
+	return 0;
+}
+
+/* The run record's fixed part: the spec's fields, as a JSON object
+ * missing its closing brace (the launcher appends what it learns). */
+static int record_head(const cJSON *spec, nv_buf *out, nv_err *err)
+{
+	cJSON *head = cJSON_CreateObject();
+	char *text;
+	size_t len;
+
+	if (!head)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	cJSON_AddNumberToObject(head, "navette_run_record", 1);
+	for (const char *const *k = nv_launcher_record_fields; *k; k++) {
+		const cJSON *v = field(spec, *k);
+		/* inputs as the node checked them: the launcher fills them */
+		if (v && strcmp(*k, "inputs") != 0)
+			cJSON_AddItemToObject(head, *k, cJSON_Duplicate(v, 1));
+	}
+	text = cJSON_PrintUnformatted(head);
+	cJSON_Delete(head);
+	if (!text)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	len = strlen(text);
+	text[len - 1] = '\0'; /* the closing brace */
+	assign(out, "NAVETTE_RECORD_HEAD", text);
+	cJSON_free(text);
+	return 0;
+}
+
+/* fn() { each 'a' 'b' ...; ... :; } from a list of string lists. */
+static void list_function(nv_buf *out, const char *fn, const char *each,
+			  const cJSON *items, const char *const *keys)
+{
+	const cJSON *item;
+
+	nv_buf_printf(out, "%s() {\n", fn);
+	cJSON_ArrayForEach(item, items)
+	{
+		nv_buf_printf(out, "\t%s", each);
+		for (const char *const *k = keys; *k; k++) {
+			const cJSON *v = **k ? field(item, *k) : item;
+			char num[32];
+			nv_buf_puts(out, " ");
+			if (cJSON_IsNumber(v)) {
+				snprintf(num, sizeof(num), "%.0f",
+					 v->valuedouble);
+				nv_buf_sh_quote(out, num);
+			} else {
+				nv_buf_sh_quote(out, cJSON_IsString(v)
+							     ? v->valuestring
+							     : "");
+			}
+		}
+		nv_buf_puts(out, "\n");
+	}
+	nv_buf_puts(out, "\t:\n}\n");
+}
+
+static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
+			 nv_err *err)
+{
+	const char *id = string_field(spec, "id");
+	const cJSON *success = field(spec, "success");
+	const cJSON *failure = field(spec, "failure_condition");
+	const cJSON *logs = field(spec, "logs");
+	const cJSON *code = field(transfer, "code");
+	const cJSON *post = field(transfer, "post");
+	const cJSON *fields = post ? field(post, "fields") : NULL;
+	const cJSON *item;
+	char num[32];
+	int rc;
+
+	if (!string_field(transfer, "prefix") ||
+	    !string_field(transfer, "output_url") || !cJSON_IsObject(code) ||
+	    !string_field(code, "url") || !string_field(code, "sha256") ||
+	    !post || !string_field(post, "url") || !cJSON_IsObject(fields))
+		return nv_err_set(err, NV_EINVAL,
+				  "submit the job again with this version "
+				  "of navette",
+				  "job %s: incomplete transfer section", id);
+	if ((rc = common_header(spec, out, err)) != 0)
+		return rc;
+	nv_buf_puts(out, "# Remote: fetches code and inputs, runs the command, "
+			 "publishes\n# outputs, log and run record with "
+			 "presigned URLs and a POST policy.\n");
+	nv_buf_puts(out, "# where the job publishes, and how\n");
+	assign(out, "NAVETTE_TRANSFER", "s3");
+	assign(out, "NAVETTE_PREFIX", string_field(transfer, "prefix"));
+	assign(out, "NAVETTE_OUTPUT_URL", string_field(transfer, "output_url"));
+	assign(out, "NAVETTE_POST_URL", string_field(post, "url"));
+	nv_buf_puts(out, "NAVETTE_EXIT_CODES='");
+	{
+		const cJSON *codes =
+			success ? field(success, "exit_codes") : NULL;
+		int n = 0;
+		cJSON_ArrayForEach(item, codes) if (cJSON_IsNumber(item))
+			nv_buf_printf(out, "%s%d", n++ ? " " : "",
+				      (int)item->valuedouble);
+		if (n == 0)
+			nv_buf_puts(out, "0");
+	}
+	nv_buf_puts(out, "'\n");
+	snprintf(num, sizeof(num), "%.0f",
+		 number_field(logs, "max_bytes", 64.0 * 1024 * 1024));
+	assign(out, "NAVETTE_LOG_MAX", num);
+	{
+		const cJSON *pub = logs ? field(logs, "publish") : NULL;
+		assign(out, "NAVETTE_LOG_PUBLISH",
+		       cJSON_IsFalse(pub) ? "0" : "1");
+	}
+	snprintf(num, sizeof(num), "%.0f",
+		 number_field(transfer, "max_output_bytes",
+			      5.0 * 1024 * 1024 * 1024));
+	assign(out, "NAVETTE_OUTPUT_MAX", num);
+	nv_buf_puts(out, "NAVETTE_LOG_INTERVAL=${NAVETTE_LOG_INTERVAL:-5}\n");
+	assign(out, "NAVETTE_FAILURE_HINT",
+	       failure ? string_field(failure, "hint") : NULL);
+	if ((rc = record_head(spec, out, err)) != 0)
+		return rc;
+	if ((rc = command_function(spec, out, err)) != 0)
+		return rc;
+
+	nv_buf_puts(out, "navette_code() {\n\tfetch_code ");
+	nv_buf_sh_quote(out, string_field(code, "url"));
+	nv_buf_puts(out, " ");
+	nv_buf_sh_quote(out, string_field(code, "sha256"));
+	nv_buf_puts(out, "\n}\n");
+	{
+		static const char *const input_keys[] = {
+			"name", "url", "get", "sha256", "size", NULL};
+		static const char *const self[] = {"", NULL};
+		list_function(out, "navette_inputs", "fetch_input",
+			      field(transfer, "inputs"), input_keys);
+		list_function(out, "navette_failure_patterns", "check_pattern",
+			      failure ? field(failure, "log_patterns") : NULL,
+			      self);
+		list_function(out, "navette_required_outputs", "check_required",
+			      success ? field(success, "outputs") : NULL, self);
+	}
+	/* post_object KEY FILE SHA256: the signed form, the file last (S3
+	 * ignores fields after it). --form-string takes values literally. */
+	nv_buf_puts(
+		out,
+		"post_object() {\n"
+		"\tcurl -sS --retry 5 --retry-connrefused --connect-timeout "
+		"20 \\\n"
+		"\t\t--speed-limit 1 --speed-time 120 \\\n"
+		"\t\t-o \"$nv_work/post.body\" -D \"$nv_work/post.head\" "
+		"-w '%{http_code}' \\\n"
+		"\t\t--form-string \"key=$1\" \\\n");
+	cJSON_ArrayForEach(item, fields)
+	{
+		char line[256];
+		if (!item->string || !cJSON_IsString(item) ||
+		    strcmp(item->string, "key") == 0)
+			continue;
+		if (strspn(item->string,
+			   "abcdefghijklmnopqrstuvwxyz"
+			   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") !=
+		    strlen(item->string))
+			return nv_err_set(err, NV_EINVAL, NULL,
+					  "job %s: bad POST field name", id);
+		nv_buf_puts(out, "\t\t--form-string ");
+		snprintf(line, sizeof(line), "%s=", item->string);
+		nv_buf_puts(out, "'");
+		nv_buf_puts(out, line);
+		nv_buf_puts(out, "'");
+		nv_buf_sh_quote(out, item->valuestring);
+		nv_buf_puts(out, " \\\n");
+	}
+	nv_buf_puts(out, "\t\t--form-string \"x-amz-meta-sha256=$3\" \\\n"
+			 "\t\t-F \"file=@\\\"$2\\\"\" \"$NAVETTE_POST_URL\"\n"
+			 "}\n");
+	nv_buf_append(out, nv_launcher_remote_body,
+		      nv_launcher_remote_body_len);
+	return 0;
+}
+
+int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err)
+{
+	const char *id = string_field(spec, "id");
+	const cJSON *command = field(spec, "command");
+	const cJSON *env = field(spec, "env");
+	const cJSON *transfer = field(spec, "transfer");
+	int rc;
+
+	if (!id || !string_field(spec, "commit") ||
+	    !string_field(spec, "project"))
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "job spec lacks id, commit or project");
+	if (!cJSON_IsArray(command) || cJSON_GetArraySize(command) == 0)
+		return nv_err_set(err, NV_EINVAL,
+				  "command is a list of strings: { \"sh\", "
+				  "\"run.sh\" }",
+				  "job %s has no command", id);
+	if (env && !cJSON_IsObject(env) && !cJSON_IsNull(env))
+		return nv_err_set(err, NV_EINVAL,
+				  "env is a table of NAME = \"value\"",
+				  "job %s: env is not an object", id);
+	if (transfer && !cJSON_IsNull(transfer)) {
+		if (!cJSON_IsObject(transfer))
+			return nv_err_set(err, NV_EINVAL, NULL,
+					  "job %s: transfer is not an object",
+					  id);
+		rc = remote_script(spec, transfer, out, err);
+	} else {
+		rc = local_script(spec, out, err);
+	}
+	if (rc)
+		return rc;
 	if (out->failed)
 		return nv_err_set(err, NV_ENOMEM, NULL,
 				  "job %s: launcher larger than %zu bytes", id,

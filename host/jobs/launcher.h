@@ -12,7 +12,13 @@
 
 #define NV_LAUNCHER_MAX ((size_t)1024 * 1024)
 
-/* Appends the script for spec (a job spec object) to out. */
+/* The spec fields a run record copies (NULL-terminated). */
+extern const char *const nv_launcher_record_fields[];
+
+/* Appends the script for spec. With a "transfer" object (S3 storage), a
+ * remote launcher: it fetches code and inputs through presigned URLs and
+ * publishes outputs, log, status and run record itself through a POST
+ * policy; otherwise a local one (the backend stages and publishes). */
 int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err);
 
 /* Whether name is usable as a job environment variable: a shell name, not

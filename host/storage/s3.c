@@ -2067,7 +2067,8 @@ static int utc_format(int64_t t, char iso[32], char amz_date[17])
 
 int nv_s3_post_policy(const nv_s3_config *cfg, const char *bucket,
 		      const char *key_prefix, int expires_s, uint64_t max_bytes,
-		      time_t at, nv_buf *json_out, nv_err *err)
+		      const char *const *meta, time_t at, nv_buf *json_out,
+		      nv_err *err)
 {
 	struct sign_target t;
 	nv_buf policy, b64, probe;
@@ -2097,6 +2098,14 @@ int nv_s3_post_policy(const nv_s3_config *cfg, const char *bucket,
 		     : key_check(probe.data, err);
 	if (!rc)
 		rc = expires_check(expires_s, err);
+	for (int i = 0; !rc && meta && meta[i]; i++) {
+		size_t n = strlen(meta[i]);
+		if (i >= NV_S3_POST_META_MAX || n == 0 || n > 64 ||
+		    strspn(meta[i], "abcdefghijklmnopqrstuvwxyz0123456789-") !=
+			    n)
+			rc = nv_err_set(err, NV_EINVAL, NULL,
+					"bad metadata name for a POST policy");
+	}
 	if (!rc && (max_bytes < 1 || max_bytes > NV_S3_POST_MAX_BYTES))
 		rc = nv_err_set(err, NV_EINVAL, "at most 5 GiB per POST",
 				"maximum size %llu out of range",
@@ -2124,6 +2133,10 @@ int nv_s3_post_policy(const nv_s3_config *cfg, const char *bucket,
 	json_string(&policy, key_prefix);
 	nv_buf_printf(&policy, "],[\"content-length-range\",0,%llu],",
 		      (unsigned long long)max_bytes);
+	for (int i = 0; meta && meta[i]; i++)
+		nv_buf_printf(&policy,
+			      "[\"starts-with\",\"$x-amz-meta-%s\",\"\"],",
+			      meta[i]);
 	nv_buf_puts(&policy, "{\"x-amz-algorithm\":\"AWS4-HMAC-SHA256\"},"
 			     "{\"x-amz-credential\":");
 	json_string(&policy, credential);

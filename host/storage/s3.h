@@ -208,10 +208,16 @@ int nv_s3_presign(const nv_s3_config *cfg, const char *method,
  *    "x-amz-date", "x-amz-signature"[, "x-amz-security-token"]}}
  * where the policy's conditions are the bucket, ["starts-with", "$key",
  * key_prefix], ["content-length-range", 0, max_bytes], the algorithm,
- * credential, date (and token). Needs a credential; sends nothing. */
+ * credential, date (and token). meta (may be NULL) is a NULL-terminated
+ * list of metadata names (sha256 for x-amz-meta-sha256, at most 8, each
+ * [a-z0-9-]) the form may also set, to any value: each gets a
+ * ["starts-with", "$x-amz-meta-NAME", ""] condition, since S3 refuses a
+ * form field no condition names. Needs a credential; sends nothing. */
+#define NV_S3_POST_META_MAX 8
 int nv_s3_post_policy(const nv_s3_config *cfg, const char *bucket,
 		      const char *key_prefix, int expires_s, uint64_t max_bytes,
-		      time_t at, nv_buf *json_out, nv_err *err);
+		      const char *const *meta, time_t at, nv_buf *json_out,
+		      nv_err *err);
 
 /* What a header-signed request of method (GET, HEAD, PUT or DELETE) on
  * bucket/key (key NULL: the bucket) would sign at time at (0: now): its

@@ -535,7 +535,8 @@ static int l_s3_presign(lua_State *L)
 	return 1;
 }
 
-/* post_policy(bucket, prefix, expires_s, max_bytes [, at]) -> JSON text */
+/* post_policy(bucket, prefix, expires_s, max_bytes [, at [, meta]]) ->
+ * JSON text; meta: a list of metadata names the form may set. */
 static int l_s3_post_policy(lua_State *L)
 {
 	const nv_s3_config *cfg = check_client(L);
@@ -544,10 +545,22 @@ static int l_s3_post_policy(lua_State *L)
 	int expires = check_expires(L, 4);
 	lua_Integer max_bytes = luaL_checkinteger(L, 5);
 	time_t at = opt_time(L, 6);
+	const char *meta[NV_S3_POST_META_MAX + 2] = {NULL};
 	const char *bucket;
 	l_s3_box *box;
 	nv_err err;
 
+	if (!lua_isnoneornil(L, 7)) {
+		luaL_checktype(L, 7, LUA_TTABLE);
+		lua_Integer n = luaL_len(L, 7);
+		luaL_argcheck(L, n <= NV_S3_POST_META_MAX + 1, 7,
+			      "too many metadata names");
+		for (lua_Integer i = 1; i <= n; i++) {
+			lua_geti(L, 7, i); // [.., name] kept alive by arg 7
+			meta[i - 1] = luaL_checkstring(L, -1);
+			lua_pop(L, 1);
+		}
+	}
 	if (!(bucket = check_bucket(L, 2, &err)))
 		return nv_lua_push_error(L, &err);
 	if (strlen(prefix) != plen) {
@@ -559,7 +572,7 @@ static int l_s3_post_policy(lua_State *L)
 			0; /* refused by the C layer, as an expected failure */
 	box = push_box(L, SIGNED_MAX); // [.., box]
 	if (nv_s3_post_policy(cfg, bucket, prefix, expires, (uint64_t)max_bytes,
-			      at, &box->a, &err))
+			      meta, at, &box->a, &err))
 		return nv_lua_push_error(L, &err);
 	lua_pushlstring(L, box->a.data, box->a.len); // [.., box, json]
 	remember_signed(L);

@@ -27,14 +27,44 @@ function audit.record(entry, profile)
     return nil
   end
   local root = profile and store_path(profile.storage)
+  local ok, merr = true, nil
   if root then
-    local ok, merr = native.mirror(root)
-    if not ok then
-      _navette.out.write("stderr", "warning: audit mirror: "
-                         .. merr.message .. "\n")
-    end
+    ok, merr = native.mirror(root)
+  elseif profile and profile.s3 then
+    ok, merr = audit.mirror_s3(profile)
+  end
+  if not ok then
+    _navette.out.write("stderr", "warning: audit mirror: "
+                       .. (merr and merr.message or tostring(merr)) .. "\n")
   end
   return seq
+end
+
+-- The mirror on an s3:// store: a consistent copy made under the audit
+-- lock into a local folder (the file:// mirror), then uploaded under the
+-- same keys.
+function audit.mirror_s3(profile)
+  local stage = core.home() .. "/tmp/audit-mirror"
+  local ok, err = native.mirror("file://" .. stage)
+  if not ok then return nil, err end
+  local base = stage .. "/_audit"
+  local store
+  local opened, oerr = pcall(function()
+    store = require("navette.s3store").open(profile)
+  end)
+  if not opened then return nil, oerr end
+  for _, segment in ipairs(sys.listdir(base) or {}) do
+    for _, name in ipairs(sys.listdir(base .. "/" .. segment) or {}) do
+      local put, perr = store:put("_audit/" .. segment .. "/" .. name,
+                                  base .. "/" .. segment .. "/" .. name)
+      if not put then
+        store:dispose()
+        return nil, perr
+      end
+    end
+  end
+  store:dispose()
+  return true
 end
 
 audit.verify = function() return native.verify() end

@@ -358,7 +358,8 @@ local function cmd_cancel(argv)
   local spec = row.spec or {}
   require("navette.audit").record({ action = "job.cancel", target = args[1],
     job = row.id or args[1], detail = state, profile = row.profile },
-    spec.outputs and { name = row.profile, storage = spec.outputs.store })
+    spec.outputs and { name = row.profile, storage = spec.outputs.store,
+                       s3 = spec.outputs.s3 })
   term.print(args[1] .. ": " .. state)
   return 0
 end

@@ -17,8 +17,26 @@ function jobs.row(id)
   return json.decode(text)
 end
 
-local function read_record(url)
+-- The s3:// store a job published to, from what its spec says of it (the
+-- credential is loaded from its declaration, in this process).
+function jobs.s3_store(spec)
+  local s3 = spec and spec.outputs and spec.outputs.s3
+  if not s3 then return nil end
+  local ok, store = pcall(require("navette.s3store").open,
+                          { name = spec.profile, s3 = s3 })
+  if not ok then return nil, store end
+  return store
+end
+
+local function read_record(url, spec)
   if type(url) ~= "string" then return nil end
+  if url:match("^s3://") then
+    local store = jobs.s3_store(spec)
+    if not store then return nil end
+    local text = store:read(url, 4 * 1024 * 1024)
+    store:close()
+    return text and json.decode(text) or nil
+  end
   local storage = _navette.storage
   local root, key = storage.find(url)
   if not root then return nil end
@@ -45,7 +63,7 @@ function jobs.view(row)
     record_url = row.record_url,
     log_path = core.home() .. "/jobs/" .. row.id .. "/log",
   }
-  local record = read_record(row.record_url)
+  local record = read_record(row.record_url, spec)
   if record then
     for i, o in ipairs(record.outputs or {}) do
       v.outputs[i] = { name = o.name, key = o.key, url = o.url,
@@ -84,7 +102,12 @@ end
 function jobs.log_chunk(view, offset)
   local data = sys.read_from(view.log_path, offset, 1024 * 1024)
   if data then return data end
-  if offset == 0 and view.log_url then
+  if offset == 0 and view.log_url and view.log_url:match("^s3://") then
+    local store = jobs.s3_store((jobs.row(view.id) or {}).spec)
+    local text = store and store:read(view.log_url)
+    if store then store:close() end
+    return text or ""
+  elseif offset == 0 and view.log_url then
     local storage = _navette.storage
     local root, key = storage.find(view.log_url)
     local store = root and storage.open(root)

@@ -13,7 +13,15 @@ project.FILE = "navette.lua"
 local PROJECT_KEYS = { "name", "profiles", "default_profile", "credentials" }
 local PROFILE_KEYS = { "backend", "storage", "require_pushed", "remote",
                        "description", "credentials", "max_credential_age",
-                       "max_token_lifespan", "endpoints" }
+                       "max_token_lifespan", "endpoints", "s3",
+                       "max_url_lifetime", "url_margin",
+                       "max_output_bytes" }
+local S3_KEYS = { "endpoint", "region", "path_style", "credential",
+                  "ca_bundle", "pin" }
+local URL_LIFETIME_DEFAULT = 12 * 3600
+local URL_LIFETIME_MAX = 7 * 24 * 3600 -- SigV4's limit on a signature
+local URL_MARGIN_DEFAULT = 15 * 60
+local OUTPUT_BYTES_MAX = 5 * 1024 * 1024 * 1024 -- one POST upload
 local BACKENDS = { ["local"] = true }
 local LATER_BACKENDS = { slurm = true, kubernetes = true }
 
@@ -62,6 +70,81 @@ local function slug(name)
 end
 project.slug = slug
 
+-- The S3 side of a profile whose storage is s3://BUCKET[/ROOT/]: where the
+-- service is and which credential signs (never its value). Without a
+-- credential name, the conventional AWS_* variables are used.
+local function validate_s3(path, name, storage, t, credentials)
+  local where = "profile '" .. name .. "': "
+  local bucket, root = storage:match("^s3://([^/]+)/?(.*)$")
+  if not bucket then
+    fail(path, where .. "storage " .. storage .. " names no bucket",
+         "storage = \"s3://BUCKET\" or \"s3://BUCKET/PREFIX/\"")
+  end
+  local ok, err = _navette.s3.check_bucket(bucket)
+  if not ok then fail(path, where .. err.message, err.hint) end
+  if root ~= "" then
+    if root:sub(-1) ~= "/" then root = root .. "/" end
+    ok, err = _navette.s3.check_key(root .. "x")
+    if not ok then
+      fail(path, where .. "storage prefix '" .. root .. "': " .. err.message)
+    end
+  end
+  t = t or {}
+  if type(t) ~= "table" then
+    fail(path, where .. "s3 must be a table { endpoint = ..., region = ... }")
+  end
+  for k in pairs(t) do
+    local known = false
+    for _, key in ipairs(S3_KEYS) do if k == key then known = true end end
+    if not known then
+      fail(path, where .. "s3: unknown key '" .. tostring(k) .. "'"
+           .. util.suggest(tostring(k), S3_KEYS),
+           "s3 keys are: " .. table.concat(S3_KEYS, ", "))
+    end
+  end
+  for _, k in ipairs({ "endpoint", "region", "credential", "ca_bundle",
+                       "pin" }) do
+    if t[k] ~= nil and type(t[k]) ~= "string" then
+      fail(path, where .. "s3." .. k .. " must be a string")
+    end
+  end
+  if t.path_style ~= nil and type(t.path_style) ~= "boolean" then
+    fail(path, where .. "s3.path_style must be a boolean")
+  end
+  local region = t.region or "us-east-1"
+  local endpoint = t.endpoint
+  local path_style = t.path_style
+  if endpoint then
+    endpoint = endpoint:gsub("/+$", "")
+    if not endpoint:match("^https?://[^/]+$") then
+      fail(path, where .. "s3.endpoint must be http(s)://HOST[:PORT] "
+           .. "without a path, not '" .. endpoint .. "'")
+    end
+    if path_style == nil then path_style = true end
+  else
+    endpoint = "https://s3." .. region .. ".amazonaws.com"
+    if path_style == nil then path_style = false end
+  end
+  local credential
+  if t.credential then
+    credential = credentials[t.credential]
+    if not credential then
+      fail(path, where .. "s3.credential '" .. t.credential
+           .. "' is not declared", "declare it under credentials = { "
+           .. t.credential .. " = { kind = \"s3\", source = ... } }")
+    end
+    if credential.kind ~= "s3" then
+      fail(path, where .. "s3.credential '" .. t.credential .. "' is of "
+           .. "kind " .. credential.kind .. ", not s3")
+    end
+  else
+    credential = { name = "aws", kind = "s3", source = "env", env = {} }
+  end
+  return { bucket = bucket, root = root, endpoint = endpoint,
+           region = region, path_style = path_style,
+           ca_bundle = t.ca_bundle, pin = t.pin, credential = credential }
+end
+
 local function validate_profile(path, name, p, home, shared_credentials)
   if type(p) ~= "table" then
     fail(path, "profile '" .. name .. "' must be a table")
@@ -88,9 +171,11 @@ local function validate_profile(path, name, p, home, shared_credentials)
          .. "'", "backends: local")
   end
   local storage = p.storage or ("file://" .. home .. "/store")
-  if type(storage) ~= "string" or not storage:match("^file:///") then
-    fail(path, "profile '" .. name .. "': storage must be a file:/// URL "
-         .. "in this version", "for example storage = \"file:///srv/store\"")
+  if type(storage) ~= "string" or not (storage:match("^file:///")
+                                       or storage:match("^s3://")) then
+    fail(path, "profile '" .. name .. "': storage must be a file:/// or "
+         .. "s3:// URL", "for example storage = \"file:///srv/store\" or "
+         .. "\"s3://bucket/prefix/\"")
   end
   if p.require_pushed ~= nil and type(p.require_pushed) ~= "boolean" then
     fail(path, "profile '" .. name .. "': require_pushed must be a boolean")
@@ -112,6 +197,29 @@ local function validate_profile(path, name, p, home, shared_credentials)
     if not v then
       fail(path, "profile '" .. name .. "': " .. key .. " must be a "
            .. "duration", "for example \"90d\" or \"1h\"")
+    end
+    return v
+  end
+  local s3
+  if storage:match("^s3://") then
+    s3 = validate_s3(path, name, storage, p.s3, credentials)
+  elseif p.s3 ~= nil then
+    fail(path, "profile '" .. name .. "': s3 settings need s3:// storage")
+  end
+  local function bounded_duration(key, default, max)
+    local v = duration(key) or default
+    if v < 1 or v > max then
+      fail(path, "profile '" .. name .. "': " .. key .. " must be between "
+           .. "1 s and " .. max .. " s")
+    end
+    return math.floor(v)
+  end
+  local function output_bytes()
+    if p.max_output_bytes == nil then return OUTPUT_BYTES_MAX end
+    local v = util.parse_size(p.max_output_bytes)
+    if not v or v < 1 or v > OUTPUT_BYTES_MAX then
+      fail(path, "profile '" .. name .. "': max_output_bytes must be a "
+           .. "size of at most 5GiB", "one output is one POST upload")
     end
     return v
   end
@@ -149,6 +257,13 @@ local function validate_profile(path, name, p, home, shared_credentials)
     credentials = credentials, endpoints = endpoints,
     max_credential_age = duration("max_credential_age"),
     max_token_lifespan = duration("max_token_lifespan") or 3600,
+    s3 = s3,
+    max_url_lifetime = bounded_duration("max_url_lifetime",
+                                        URL_LIFETIME_DEFAULT,
+                                        URL_LIFETIME_MAX),
+    url_margin = bounded_duration("url_margin", URL_MARGIN_DEFAULT,
+                                  URL_LIFETIME_MAX),
+    max_output_bytes = output_bytes(),
     -- remote profiles require the commit on a remote by default
     require_pushed = p.require_pushed == nil and name ~= "local"
                      or p.require_pushed == true,

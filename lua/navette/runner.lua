@@ -126,9 +126,17 @@ local function describe_inputs(run, j)
   for _, name in ipairs(util.sorted_keys(j.inputs)) do
     local url = j.inputs[name]
     local entry = { name = name, url = url }
-    if url:match("^s3://") then
-      refuse("input '" .. name .. "': s3:// inputs need a profile with S3 "
-             .. "storage, not available in this version")
+    if url:match("^s3://") and not run.profile.s3 then
+      refuse("job '" .. j.name .. "': input '" .. name .. "' is in S3 ("
+             .. url .. ") but profile '" .. run.profile.name .. "' stores "
+             .. "in " .. run.profile.storage, "run it with a profile whose "
+             .. "storage is s3://, or upload the input to this profile's "
+             .. "store (navette.storage.put)")
+    elseif url:match("^file://") and run.profile.s3 then
+      refuse("job '" .. j.name .. "': input '" .. name .. "' is a local "
+             .. "file URL (" .. url .. ") but the job reads its inputs from "
+             .. "S3", "upload it with navette.storage.put (the profile's "
+             .. "store is " .. run.profile.storage .. ")")
     end
     local info, err = storage.head(url)
     if info then
@@ -176,6 +184,97 @@ function runner.scan_secrets(run, commit, target)
   run.scanned[commit] = true
 end
 
+-- How long a job's URLs and POST policy last: its time limit plus the
+-- profile's margin, bounded by the profile (a job without a time limit gets
+-- the profile's maximum).
+function runner.url_lifetime(profile, j)
+  local limit = j.resources and j.resources.time_limit
+  if not limit then return profile.max_url_lifetime end
+  local lifetime = math.ceil(limit + profile.url_margin)
+  if lifetime > profile.max_url_lifetime then
+    refuse("job '" .. j.name .. "': its time limit (" .. math.floor(limit)
+           .. " s) plus the URL margin (" .. profile.url_margin .. " s) "
+           .. "exceeds the profile's max_url_lifetime ("
+           .. profile.max_url_lifetime .. " s)", "lower resources."
+           .. "time_limit, or raise max_url_lifetime in profile '"
+           .. profile.name .. "' (at most 7 days)")
+  end
+  return lifetime
+end
+
+-- The code of a commit as the node gets it: a deterministic tar.gz of its
+-- tree, stored once per commit under _code/ (content-addressed by the
+-- commit; a second run finds it there).
+local function code_archive(run, store, spec)
+  local key = "_code/" .. spec.project .. "/" .. spec.commit .. ".tar.gz"
+  local info = store:head(key)
+  if info and info.sha256 then return key, info end
+  local tmp = core.home() .. "/tmp/code-" .. spec.commit .. "-"
+              .. sys.random_hex(4) .. ".tar.gz"
+  local plan = core.plan_mode()
+  if not plan then errors.check(sys.mkdir_p(core.home() .. "/tmp")) end
+  -- in plan mode only hashed, not written
+  local made, err = run.repo:archive(spec.commit, not plan and tmp or nil)
+  if not made then
+    if not plan then sys.remove(tmp) end
+    refuse("cannot pack commit " .. spec.commit:sub(1, 12) .. ": "
+           .. err.message, err.hint)
+  end
+  if plan then
+    core.plan("storage", "put", store:url(key) .. " <- commit "
+              .. spec.commit:sub(1, 12) .. " (" .. made.size .. " bytes)")
+    return key, made
+  end
+  local put, perr = store:put(key, tmp)
+  sys.remove(tmp)
+  if not put then
+    error(errors.new(perr.code == "refused" and "refused" or "backend",
+                     "cannot upload the code of commit "
+                     .. spec.commit:sub(1, 12) .. ": " .. perr.message,
+                     perr.hint), 0)
+  end
+  require("navette.audit").record({ action = "storage.put",
+    target = put.url, detail = "code of " .. spec.commit:sub(1, 12)
+    .. ", sha256 " .. put.sha256 }, run.profile)
+  return key, put
+end
+
+-- What a job on S3 storage gets instead of keys: presigned GET URLs of its
+-- code and inputs (read-only by construction) and a POST policy allowing
+-- uploads under its own prefix only.
+local function transfer(run, spec, j)
+  local profile = run.profile
+  local store = storage._s3()
+  local lifetime = runner.url_lifetime(profile, j)
+  local function signed(what, value, err)
+    if value then return value end
+    refuse("cannot sign " .. what .. ": " .. err.message, err.hint)
+  end
+  local code_key, code = code_archive(run, store, spec)
+  local inputs = {}
+  for i, input in ipairs(spec.inputs) do
+    inputs[i] = { name = input.name, url = input.url,
+                  sha256 = input.sha256 or "", size = input.size,
+                  get = signed("input " .. input.name,
+                               store:presign_get(input.url, lifetime)) }
+  end
+  local post = signed("the output policy",
+                      store:post_policy(spec.outputs.prefix, lifetime,
+                                        profile.max_output_bytes))
+  return {
+    kind = "s3",
+    prefix = profile.s3.root .. spec.outputs.prefix,
+    output_url = spec.outputs.url,
+    code = { url = signed("the code archive",
+                          store:presign_get(code_key, lifetime)),
+             sha256 = code.sha256, size = code.size },
+    inputs = json.array(inputs),
+    post = post,
+    max_output_bytes = profile.max_output_bytes,
+    expires_at = math.floor(sys.now()) + lifetime,
+  }
+end
+
 -- Builds the spec of declaration j: everything the backend needs, pinned.
 function runner.spec(run, j)
   local commit, info = pin_commit(run, j)
@@ -185,7 +284,7 @@ function runner.spec(run, j)
   local user, host = sys.identity()
   local repository = run.repo:remote_url() or run.repo:workdir()
   local resources = j.resources
-  return {
+  local spec = {
     id = id,
     name = j.name,
     project = run.project.name,
@@ -215,6 +314,16 @@ function runner.spec(run, j)
     submitted_by = user .. "@" .. host,
     submitted_at = sys.iso8601(),
   }
+  local s3 = run.profile.s3
+  if s3 then
+    -- where the CLI reads the record and log back (never a secret)
+    spec.outputs.s3 = { endpoint = s3.endpoint, region = s3.region,
+                        path_style = s3.path_style, ca_bundle = s3.ca_bundle,
+                        pin = s3.pin, credential = s3.credential,
+                        bucket = s3.bucket, root = s3.root }
+    spec.transfer = transfer(run, spec, j)
+  end
+  return spec
 end
 
 -- Submits every declared job; returns the list of specs.

@@ -1,5 +1,6 @@
 -- navette.storage: the recipe's view of object storage. Keys are relative
--- to the profile's store; URLs (file:///...) name objects anywhere. A path
+-- to the profile's store, file:/// or s3:// (navette.s3store, the same
+-- calls); URLs (file:///..., s3://BUCKET/KEY) name objects anywhere. A path
 -- given to put() is read from the recipe's repository, never from outside
 -- it. Every side effect honours plan mode.
 local errors = require "navette.errors"
@@ -11,7 +12,20 @@ local storage = {}
 -- The run context (set by the runner): profile and repository root.
 local context = { profile = nil, repo_root = nil, recipe_dir = nil,
                   planned = {} }
-function storage._set_context(ctx) context = ctx end
+function storage._set_context(ctx)
+  if context.s3 then context.s3:dispose() end
+  context = ctx
+end
+
+-- The profile's s3:// store, opened once per run (its credential too).
+local function s3_store()
+  if not context.s3 then
+    context.s3 = require("navette.s3store").open(context.profile)
+    context.s3.shared = true -- callers' close() leaves it open
+  end
+  return context.s3
+end
+function storage._s3() return s3_store() end
 
 local function store_root()
   local profile = context.profile
@@ -30,6 +44,7 @@ end
 
 local function open_store(create)
   local root = store_root()
+  if context.profile.s3 then return s3_store() end
   if create and core.plan_mode() then create = false end
   local store, err = native.open(root, create)
   if not store and not core.plan_mode() then
@@ -42,6 +57,9 @@ end
 function storage.url(key)
   if type(key) ~= "string" then
     errors.raise("recipe", "navette.storage.url: key must be a string")
+  end
+  if context.profile and context.profile.s3 then
+    return s3_store():url(key)
   end
   local store = open_store(false)
   if store then return errors.check(store:url(key)) end
@@ -125,7 +143,13 @@ end
 -- head(key_or_url) -> info | nil, err (a missing object is not an error)
 function storage.head(target)
   local store, key
-  if type(target) == "string" and target:match("^file://") then
+  if type(target) == "string" and target:match("^s3://") then
+    if not (context.profile and context.profile.s3) then
+      return nil, { code = "refused", message = "s3:// objects need a "
+                    .. "profile with s3:// storage" }
+    end
+    return s3_store():head(target)
+  elseif type(target) == "string" and target:match("^file://") then
     local root, k = native.find(target)
     if not root then return nil, k end
     store, key = native.open(root), k
@@ -150,7 +174,13 @@ end
 
 function storage.read(target, max_bytes)
   local store, key
-  if type(target) == "string" and target:match("^file://") then
+  if type(target) == "string" and target:match("^s3://") then
+    if not (context.profile and context.profile.s3) then
+      errors.raise("refused", "s3:// objects need a profile with s3:// "
+                   .. "storage")
+    end
+    return errors.check(s3_store():read(target, max_bytes))
+  elseif type(target) == "string" and target:match("^file://") then
     local root, k = native.find(target)
     errors.check(root, k)
     store, key = native.open(root), k

@@ -1,6 +1,11 @@
 /* The launcher script: values from recipes are quoted, never evaluated;
  * reserved environment names are refused; the script reports phases and
- * the exit status. The script is run for real with /bin/sh. */
+ * the exit status. The script is run for real with /bin/sh. The remote
+ * launcher runs against a stand-in curl (tests/data/launcher/fake-curl:
+ * file:// downloads, a POST "store" in a folder): checksums of code and
+ * inputs, the success condition, hostile names and values in the run
+ * record, reserved output names. (The real S3 path is
+ * tests/integration/test_s3_jobs.sh.) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +26,273 @@ static const char spec_text[] =
 	"\\\"$NAVETTE_OUTPUTS/out\\\"; exit 7\",\"x\",\"it's $(touch "
 	"pwned); `id`\"],"
 	"\"env\":{\"WEIRD\":\"a'b\\\"c $HOME; rm -rf /\"}}";
+
+/* ---- the remote launcher ---------------------------------------------- */
+
+static char rdir[] = "/tmp/navette-remote-XXXXXX";
+
+static void shell(const char *cmd)
+{
+	int rc = system(cmd);
+	CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+}
+
+static char *sha256_of(const char *path)
+{
+	static char hex[65];
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "sha256sum < '%s' | cut -c1-64", path);
+	FILE *f = popen(cmd, "r");
+	hex[0] = '\0';
+	if (f) {
+		if (!fgets(hex, sizeof(hex), f))
+			hex[0] = '\0';
+		pclose(f);
+	}
+	return hex;
+}
+
+/* A remote spec whose command is `sh run.sh` from the code archive. */
+static cJSON *remote_spec(const char *input_sha, long input_size,
+			  const char *pattern, const char *required)
+{
+	char path[600];
+	cJSON *spec = cJSON_Parse(
+		"{\"id\":\"p-2\",\"commit\":\"c0ffee\",\"project\":\"p\","
+		"\"command\":[\"sh\",\"run.sh\"],\"logs\":{\"max_bytes\":"
+		"100000},\"success\":{\"exit_codes\":[0,5]},"
+		"\"failure_condition\":{\"log_patterns\":[]}}");
+	cJSON *t = cJSON_AddObjectToObject(spec, "transfer");
+	cJSON *code = cJSON_AddObjectToObject(t, "code");
+	cJSON *post = cJSON_AddObjectToObject(t, "post");
+	cJSON *fields = cJSON_AddObjectToObject(post, "fields");
+	cJSON *inputs = cJSON_AddArrayToObject(t, "inputs");
+	cJSON *in = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(t, "prefix", "p/p-2/");
+	cJSON_AddStringToObject(t, "output_url", "s3://b/p/p-2/");
+	snprintf(path, sizeof(path), "file://%s/code.tar.gz", rdir);
+	cJSON_AddStringToObject(code, "url", path);
+	cJSON_AddStringToObject(code, "sha256", ""); /* set by run_remote */
+	cJSON_AddStringToObject(post, "url", "http://127.0.0.1:1/b");
+	cJSON_AddStringToObject(fields, "key", "p/p-2/${filename}");
+	cJSON_AddStringToObject(fields, "policy", "eyJ'quoted'$(id)");
+	cJSON_AddStringToObject(fields, "x-amz-signature", "00ff");
+	cJSON_AddStringToObject(in, "name", "data");
+	cJSON_AddStringToObject(in, "url", "s3://b/in/data.csv");
+	snprintf(path, sizeof(path), "file://%s/data.csv", rdir);
+	cJSON_AddStringToObject(in, "get", path);
+	cJSON_AddStringToObject(in, "sha256", input_sha);
+	cJSON_AddNumberToObject(in, "size", (double)input_size);
+	cJSON_AddItemToArray(inputs, in);
+	if (pattern)
+		cJSON_AddItemToArray(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(spec, "failure_condition"),
+				"log_patterns"),
+			cJSON_CreateString(pattern));
+	if (required) {
+		cJSON *req = cJSON_AddArrayToObject(
+			cJSON_GetObjectItem(spec, "success"), "outputs");
+		cJSON_AddItemToArray(req, cJSON_CreateString(required));
+	}
+	return spec;
+}
+
+/* Runs the launcher of spec in a fresh job folder; returns the run record
+ * the launcher published to the stand-in store (NULL if none). */
+static cJSON *run_remote(cJSON *spec, const char *run_sh, int *status)
+{
+	char path[600], cmd[2400];
+	nv_buf b;
+	nv_err err;
+	char *text = NULL;
+	size_t len;
+	cJSON *record = NULL;
+
+	snprintf(cmd, sizeof(cmd),
+		 "rm -rf '%s/job' '%s/store' '%s/src' && mkdir -p '%s/src'",
+		 rdir, rdir, rdir, rdir);
+	shell(cmd);
+	snprintf(path, sizeof(path), "%s/src/run.sh", rdir);
+	CHECK(nv_write_file_atomic(path, run_sh, strlen(run_sh), 0644, &err) ==
+	      0);
+	snprintf(cmd, sizeof(cmd), "tar -czf '%s/code.tar.gz' -C '%s/src' .",
+		 rdir, rdir);
+	shell(cmd);
+	/* the archive changed: its sha256 in the spec follows */
+	snprintf(path, sizeof(path), "%s/code.tar.gz", rdir);
+	cJSON *code = cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "transfer"),
+					  "code");
+	cJSON_ReplaceItemInObject(code, "sha256",
+				  cJSON_CreateString(sha256_of(path)));
+	nv_buf_init(&b, NV_LAUNCHER_MAX);
+	CHECK(nv_launcher_script(spec, &b, &err) == 0);
+	snprintf(path, sizeof(path), "%s/launcher.sh", rdir);
+	CHECK(nv_write_file_atomic(path, b.data, b.len, 0700, &err) == 0);
+	nv_buf_free(&b);
+	snprintf(cmd, sizeof(cmd),
+		 "env -i PATH=%s/bin:/usr/bin:/bin NAVETTE_JOB_DIR=%s/job "
+		 "FAKE_STORE=%s/store FAKE_PREFIX=p/p-2/ "
+		 "NAVETTE_LOG_INTERVAL=1 /bin/sh %s/launcher.sh "
+		 ">%s/launcher.out 2>&1",
+		 rdir, rdir, rdir, rdir, rdir);
+	int rc = system(cmd);
+	*status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+	snprintf(path, sizeof(path), "%s/store/p/p-2/navette-run.json", rdir);
+	if (nv_read_file(&text, &len, path, 1 << 20, &err) == 0) {
+		record = cJSON_Parse(text);
+		if (!record)
+			fprintf(stderr, "not JSON: %s\n", text);
+	}
+	free(text);
+	return record;
+}
+
+static const char *rstr(const cJSON *o, const char *path1, const char *path2)
+{
+	const cJSON *v = cJSON_GetObjectItem(o, path1);
+	if (path2)
+		v = cJSON_GetObjectItem(v, path2);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int store_has(const char *key)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/store/%s", rdir, key);
+	return access(path, F_OK) == 0;
+}
+
+static void test_remote(void)
+{
+	char path[600], link[600];
+	nv_err err;
+	int status;
+	const char *data = "a,b\n1,2\n";
+	cJSON *spec, *rec;
+
+	CHECK(mkdtemp(rdir) != NULL);
+	snprintf(path, sizeof(path), "%s/bin", rdir);
+	nv_mkdir_p(path, 0755, &err);
+	snprintf(path, sizeof(path), "%s/bin/curl", rdir);
+	snprintf(link, sizeof(link), "%s/launcher/fake-curl",
+		 getenv("NAVETTE_TEST_DATA") ? getenv("NAVETTE_TEST_DATA")
+					     : "tests/data");
+	CHECK(symlink(link, path) == 0);
+	snprintf(path, sizeof(path), "%s/data.csv", rdir);
+	CHECK(nv_write_file_atomic(path, data, strlen(data), 0644, &err) == 0);
+	char sha[65];
+	snprintf(sha, sizeof(sha), "%s", sha256_of(path));
+
+	/* success: exit 5 is allowed; outputs with a space and a subfolder */
+	spec = remote_spec(sha, (long)strlen(data), NULL, "sub/r.txt");
+	rec = run_remote(spec,
+			 "cat \"$NAVETTE_INPUTS/data\" > \"$NAVETTE_OUTPUTS/a "
+			 "b.txt\"\nmkdir -p \"$NAVETTE_OUTPUTS/sub\"\n"
+			 "echo r > \"$NAVETTE_OUTPUTS/sub/r.txt\"\n"
+			 "echo done\nexit 5\n",
+			 &status);
+	CHECK(rec != NULL);
+	CHECK(status == 0);
+	CHECK_STR(rstr(rec, "state", NULL), "succeeded");
+	CHECK(cJSON_GetObjectItem(rec, "exit_code") &&
+	      cJSON_GetObjectItem(rec, "exit_code")->valuedouble == 5);
+	CHECK(store_has("p/p-2/a b.txt") && store_has("p/p-2/sub/r.txt"));
+	CHECK(store_has("p/p-2/navette.log") &&
+	      store_has("p/p-2/navette-status"));
+	const cJSON *outs = cJSON_GetObjectItem(rec, "outputs");
+	CHECK(cJSON_GetArraySize(outs) == 2);
+	CHECK_STR(rstr(cJSON_GetArrayItem(outs, 0), "name", NULL), "a b.txt");
+	CHECK_STR(rstr(cJSON_GetArrayItem(outs, 0), "sha256", NULL), sha);
+	CHECK_STR(rstr(cJSON_GetArrayItem(outs, 0), "url", NULL),
+		  "s3://b/p/p-2/a b.txt");
+	CHECK_STR(
+		rstr(cJSON_GetArrayItem(cJSON_GetObjectItem(rec, "inputs"), 0),
+		     "sha256", NULL),
+		sha);
+	CHECK_STR(rstr(rec, "log", "url"), "s3://b/p/p-2/navette.log");
+	cJSON_Delete(rec);
+	cJSON_Delete(spec);
+
+	/* an input whose bytes are not those submitted: nothing runs */
+	spec = remote_spec("0000000000000000000000000000000000000000000000000"
+			   "000000000000000",
+			   (long)strlen(data), NULL, NULL);
+	rec = run_remote(spec, "touch \"$NAVETTE_OUTPUTS/ran\"\n", &status);
+	CHECK(status != 0);
+	CHECK_STR(rstr(rec, "state", NULL), "failed");
+	CHECK_STR(rstr(rec, "failure", "phase"), "data_ready");
+	CHECK(rstr(rec, "failure", "reason") &&
+	      strstr(rstr(rec, "failure", "reason"), "has sha256"));
+	CHECK(!store_has("p/p-2/ran"));
+	cJSON_Delete(rec);
+	cJSON_Delete(spec);
+
+	/* a wrong size is caught too */
+	spec = remote_spec(sha, 3, NULL, NULL);
+	rec = run_remote(spec, "true\n", &status);
+	CHECK(rstr(rec, "failure", "reason") &&
+	      strstr(rstr(rec, "failure", "reason"), "bytes"));
+	cJSON_Delete(rec);
+	cJSON_Delete(spec);
+
+	/* a failure pattern with quotes and backslashes: the record stays
+	 * JSON and names it; exit 0 does not save the job */
+	spec = remote_spec(sha, (long)strlen(data), "bad \"thing\" \\ here",
+			   NULL);
+	rec = run_remote(spec,
+			 "printf '%s\\n' 'a bad \"thing\" \\ here!'\n"
+			 "echo x > \"$NAVETTE_OUTPUTS/x\"\n",
+			 &status);
+	CHECK(rec != NULL);
+	CHECK_STR(rstr(rec, "failure", "phase"), "running");
+	CHECK(rstr(rec, "failure", "reason") &&
+	      strstr(rstr(rec, "failure", "reason"),
+		     "'bad \"thing\" \\ here'"));
+	CHECK(!store_has("p/p-2/x"));
+	CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(rec, "outputs")) == 0);
+	cJSON_Delete(rec);
+	cJSON_Delete(spec);
+
+	/* a reserved output name, and a required output missing */
+	spec = remote_spec(sha, (long)strlen(data), NULL, NULL);
+	rec = run_remote(spec,
+			 "echo x > \"$NAVETTE_OUTPUTS/navette-run.json\"\n",
+			 &status);
+	CHECK_STR(rstr(rec, "failure", "phase"), "outputs_published");
+	CHECK(rstr(rec, "failure", "reason") &&
+	      strstr(rstr(rec, "failure", "reason"), "reserved"));
+	cJSON_Delete(rec);
+	cJSON_Delete(spec);
+	spec = remote_spec(sha, (long)strlen(data), NULL, "model.bin");
+	rec = run_remote(spec, "exit 0\n", &status);
+	CHECK_STR(rstr(rec, "failure", "phase"), "outputs_published");
+	CHECK(rstr(rec, "failure", "reason") &&
+	      strstr(rstr(rec, "failure", "reason"), "model.bin"));
+	cJSON_Delete(rec);
+	cJSON_Delete(spec);
+
+	/* a symlink among the outputs is refused, never followed */
+	spec = remote_spec(sha, (long)strlen(data), NULL, NULL);
+	rec = run_remote(spec, "ln -s /etc/passwd \"$NAVETTE_OUTPUTS/pw\"\n",
+			 &status);
+	CHECK_STR(rstr(rec, "failure", "phase"), "outputs_published");
+	CHECK(!store_has("p/p-2/pw"));
+	cJSON_Delete(rec);
+	cJSON_Delete(spec);
+
+	/* an incomplete transfer section is refused at generation */
+	spec = remote_spec(sha, 1, NULL, NULL);
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(spec, "transfer"),
+				   "post");
+	nv_buf b;
+	nv_buf_init(&b, NV_LAUNCHER_MAX);
+	CHECK(nv_launcher_script(spec, &b, &err) == NV_EINVAL);
+	nv_buf_free(&b);
+	cJSON_Delete(spec);
+	nv_remove_tree(rdir, &err);
+}
 
 int main(void)
 {
@@ -92,5 +364,6 @@ int main(void)
 
 	cJSON_Delete(spec);
 	nv_remove_tree(dir, &err);
+	test_remote();
 	return nv_test_done();
 }

@@ -1,0 +1,453 @@
+# ---- the fixed part of a remote launcher (host/jobs/launcher_remote.sh) ----
+# The job's values and transfer functions are defined above by navette. This
+# part runs on the node with only sh, curl, tar/gzip and a sha256 tool: it
+# downloads the code and the inputs through presigned GET URLs (read-only by
+# construction), checks their sizes and sha256, runs the command with its
+# log captured (and shipped in chunks while it runs), checks the success
+# condition, and publishes the outputs, the log, a status object and the run
+# record under the job's own prefix through a POST policy that allows no
+# other key. It never holds a storage key.
+
+: "${NAVETTE_JOB_DIR:=${TMPDIR:-/tmp}/navette-$NAVETTE_JOB_ID}"
+NAVETTE_WORKSPACE="$NAVETTE_JOB_DIR/workspace"
+NAVETTE_INPUTS="$NAVETTE_JOB_DIR/inputs"
+NAVETTE_OUTPUTS="$NAVETTE_JOB_DIR/outputs"
+NAVETTE_LOG="$NAVETTE_JOB_DIR/log"
+NAVETTE_STATUS="$NAVETTE_JOB_DIR/status"
+export NAVETTE_JOB_ID NAVETTE_COMMIT NAVETTE_PROJECT NAVETTE_WORKSPACE \
+	NAVETTE_INPUTS NAVETTE_OUTPUTS
+nv_work="$NAVETTE_JOB_DIR/.navette"
+mkdir -p "$NAVETTE_JOB_DIR" "$nv_work" || exit 125
+: >>"$NAVETTE_STATUS"
+
+nv_state=succeeded
+nv_fphase=
+nv_freason=
+nv_fhint=
+nv_exit=null
+nv_phases=
+nv_inputs=
+nv_outputs=
+nv_stopped=
+nv_shipper=
+nv_cmd=
+
+# ---- small tools --------------------------------------------------------
+
+nv_now() {
+	nv_t=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ 2>/dev/null)
+	case $nv_t in
+	*N* | "") date -u +%Y-%m-%dT%H:%M:%SZ ;;
+	*) printf '%s\n' "$nv_t" ;;
+	esac
+}
+
+# A JSON string of $1: backslashes and quotes escaped, control bytes dropped.
+nv_json() {
+	printf '"%s"' "$(printf '%s' "$1" | tr -d '\000-\037' |
+		sed 's/\\/\\\\/g; s/"/\\"/g')"
+}
+
+nv_sha256() {
+	if command -v sha256sum >/dev/null 2>&1; then
+		sha256sum <"$1" | cut -d' ' -f1
+	elif command -v shasum >/dev/null 2>&1; then
+		shasum -a 256 <"$1" | cut -d' ' -f1
+	elif command -v openssl >/dev/null 2>&1; then
+		openssl dgst -sha256 -r <"$1" | cut -d' ' -f1
+	else
+		return 1
+	fi
+}
+
+nv_md5() {
+	if command -v md5sum >/dev/null 2>&1; then
+		md5sum <"$1" | cut -d' ' -f1
+	elif command -v md5 >/dev/null 2>&1; then
+		md5 -q <"$1"
+	elif command -v openssl >/dev/null 2>&1; then
+		openssl dgst -md5 -r <"$1" | cut -d' ' -f1
+	fi
+}
+
+nv_size() { wc -c <"$1" | tr -d ' '; }
+
+# The first failure is kept: phase, reason, what to check.
+nv_fail() {
+	[ "$nv_state" = succeeded ] || return 0
+	nv_state=failed
+	nv_fphase=$1
+	nv_freason=$2
+	nv_fhint=$3
+}
+
+# The S3 error code and message of a saved answer body, if any.
+nv_s3_error() {
+	nv_code=$(tr -d '\r\n' <"$1" 2>/dev/null |
+		sed -n 's/.*<Code>\([^<]*\)<\/Code>.*/\1/p')
+	nv_msg=$(tr -d '\r\n' <"$1" 2>/dev/null |
+		sed -n 's/.*<Message>\([^<]*\)<\/Message>.*/\1/p')
+	printf '%s%s' "${nv_code:-no S3 error code}" "${nv_msg:+: $nv_msg}"
+}
+
+# GET a presigned URL into a file; 0 when the whole body arrived.
+nv_get() {
+	nv_http=$(curl -sS --retry 5 --retry-connrefused --connect-timeout 20 \
+		--speed-limit 1 --speed-time 120 -o "$2" -w '%{http_code}' \
+		"$1" 2>"$nv_work/curl.err") || nv_http=000
+	[ "$nv_http" = 200 ]
+}
+
+# Why nv_get failed, for a failure reason.
+nv_get_error() {
+	case $nv_http in
+	000) printf 'no answer (%s)' "$(tr -d '\n' <"$nv_work/curl.err" |
+		cut -c1-200)" ;;
+	*) printf 'HTTP %s, %s' "$nv_http" "$(nv_s3_error "$1")" ;;
+	esac
+}
+
+NV_HINT_URL="a presigned URL lasts the job's time limit plus the profile's \
+url_margin: if it expired (AccessDenied), submit the job again; otherwise \
+check that the object still exists"
+
+# Uploads a file under the job's prefix (post_object is the form navette
+# signed); checks the answer and, when an md5 tool exists, that the ETag
+# the server computed is the file's MD5. $1 name below the prefix, $2 file.
+nv_publish() {
+	nv_sum=$(nv_sha256 "$2") || nv_sum=
+	rm -f "$nv_work/post.body" "$nv_work/post.head"
+	nv_http=$(post_object "$NAVETTE_PREFIX$1" "$2" "$nv_sum" \
+		2>"$nv_work/curl.err") || nv_http=000
+	case $nv_http in
+	200 | 201 | 204) ;;
+	*)
+		nv_perr=$(nv_get_error "$nv_work/post.body")
+		return 1
+		;;
+	esac
+	nv_md=$(nv_md5 "$2")
+	nv_etag=$(tr -d '\r' <"$nv_work/post.head" 2>/dev/null |
+		sed -n 's/^[Ee][Tt][Aa][Gg]: *"\{0,1\}\([0-9a-fA-F]*\)"\{0,1\}.*/\1/p' |
+		tail -n 1)
+	if [ -n "$nv_md" ] && [ -n "$nv_etag" ] && [ "$nv_md" != "$nv_etag" ]; then
+		nv_perr="the server stored other bytes (ETag $nv_etag, MD5 $nv_md)"
+		return 1
+	fi
+	return 0
+}
+
+# ---- phases and the status object -----------------------------------------
+
+nv_report() {
+	nv_at=$(nv_now)
+	printf '%s\n' "$1" >>"$NAVETTE_STATUS"
+	nv_phases="$nv_phases${nv_phases:+,}{\"phase\":\"$1\",\"at\":\"$nv_at\"}"
+	printf '%s %s\n' "$1" "$nv_at" >>"$nv_work/phases"
+	# best effort: the run record at the end is what counts
+	nv_publish navette-status "$nv_work/phases" || :
+}
+
+# ---- log shipping ---------------------------------------------------------
+
+nv_log_sent=0
+nv_log_chunk=0
+nv_ship_chunk() {
+	[ "$nv_log_sent" -lt "$NAVETTE_LOG_MAX" ] || return 0
+	nv_len=$(nv_size "$NAVETTE_LOG")
+	[ "$nv_len" -gt "$nv_log_sent" ] || return 0
+	tail -c +$((nv_log_sent + 1)) "$NAVETTE_LOG" >"$nv_work/chunk"
+	nv_clen=$(nv_size "$nv_work/chunk")
+	nv_log_chunk=$((nv_log_chunk + 1))
+	if nv_publish "navette-log/$(printf '%06d' "$nv_log_chunk")" \
+		"$nv_work/chunk"; then
+		nv_log_sent=$((nv_log_sent + nv_clen))
+	else
+		nv_log_chunk=$((nv_log_chunk - 1))
+	fi
+}
+
+# In the background while the command runs. A TERM ends it between two
+# chunks, never in the middle of one, so the parent knows what was sent.
+nv_shipper_loop() {
+	nv_quit=
+	nv_sleep=
+	trap 'nv_quit=1; [ -n "$nv_sleep" ] && kill "$nv_sleep" 2>/dev/null' TERM
+	while [ -z "$nv_quit" ]; do
+		sleep "$NAVETTE_LOG_INTERVAL" &
+		nv_sleep=$!
+		wait "$nv_sleep"
+		nv_sleep=
+		[ -n "$nv_quit" ] && break
+		nv_ship_chunk
+		printf '%s %s\n' "$nv_log_sent" "$nv_log_chunk" >"$nv_work/shipped"
+	done
+}
+
+# ---- stopping -------------------------------------------------------------
+
+nv_on_signal() {
+	nv_stopped=1
+	[ -n "$nv_cmd" ] && kill -TERM "$nv_cmd" 2>/dev/null
+	nv_why=$(cat "$NAVETTE_JOB_DIR/stop-reason" 2>/dev/null)
+	nv_fail running "${nv_why:-the job was stopped by a signal (cancelled, \
+time limit, or the node shut down)}" "see navette status for the backend's \
+reason; the log shows how far the command got"
+	case $nv_why in cancelled*) nv_state=cancelled ;; esac
+}
+trap nv_on_signal TERM INT HUP
+
+# ---- steps ----------------------------------------------------------------
+
+nv_step_data() {
+	if ! command -v curl >/dev/null 2>&1; then
+		nv_fail data_ready "the node has no curl" \
+			"install curl on the node (the launcher needs sh and curl)"
+		return
+	fi
+	if ! nv_sha256 /dev/null >/dev/null; then
+		nv_fail data_ready "the node has no sha256 tool" \
+			"install coreutils (sha256sum), shasum or openssl"
+		return
+	fi
+	mkdir -p "$NAVETTE_WORKSPACE" "$NAVETTE_INPUTS" "$NAVETTE_OUTPUTS" ||
+		{
+			nv_fail data_ready "cannot create $NAVETTE_JOB_DIR" \
+				"check the node's disk and the job directory's rights"
+			return
+		}
+	navette_code
+	[ "$nv_state" = succeeded ] || return
+	navette_inputs
+	chmod 0555 "$NAVETTE_INPUTS" 2>/dev/null
+}
+
+# fetch_code URL SHA256 SIZE: the commit's tree as a tar.gz
+fetch_code() {
+	if ! nv_get "$1" "$nv_work/code.tar.gz"; then
+		nv_fail data_ready "cannot download the code archive: \
+$(nv_get_error "$nv_work/code.tar.gz")" "$NV_HINT_URL"
+		return
+	fi
+	if [ "$(nv_sha256 "$nv_work/code.tar.gz")" != "$2" ]; then
+		nv_fail data_ready "the code archive does not have the sha256 \
+recorded at submission" "the object under _code/ was changed: submit again"
+		return
+	fi
+	if ! tar -xzf "$nv_work/code.tar.gz" -C "$NAVETTE_WORKSPACE"; then
+		nv_fail data_ready "cannot unpack the code archive" \
+			"check the node's tar, gzip and free disk space"
+	fi
+	rm -f "$nv_work/code.tar.gz"
+}
+
+# fetch_input NAME URL PRESIGNED SHA256 SIZE
+fetch_input() {
+	[ "$nv_state" = succeeded ] || return
+	nv_dest="$NAVETTE_INPUTS/$1"
+	if ! nv_get "$3" "$nv_dest.part"; then
+		nv_fail data_ready "cannot download input '$1' ($2): \
+$(nv_get_error "$nv_dest.part")" "$NV_HINT_URL"
+		rm -f "$nv_dest.part"
+		return
+	fi
+	nv_got_size=$(nv_size "$nv_dest.part")
+	nv_got_sha=$(nv_sha256 "$nv_dest.part")
+	if [ "$nv_got_size" != "$5" ]; then
+		nv_fail data_ready "input '$1' is $nv_got_size bytes, the job was \
+submitted with $5" "the object changed after submission: submit the job again"
+	elif [ -n "$4" ] && [ "$nv_got_sha" != "$4" ]; then
+		nv_fail data_ready "input '$1' has sha256 $nv_got_sha, the job was \
+submitted with $4" "the object changed after submission: submit the job again"
+	fi
+	if [ "$nv_state" != succeeded ]; then
+		rm -f "$nv_dest.part"
+		return
+	fi
+	mv "$nv_dest.part" "$nv_dest" && chmod 0444 "$nv_dest"
+	nv_inputs="$nv_inputs${nv_inputs:+,}{\"name\":$(nv_json "$1"),\"url\":\
+$(nv_json "$2"),\"size\":$nv_got_size,\"sha256\":\"$nv_got_sha\"}"
+}
+
+nv_step_run() {
+	if ! cd "$NAVETTE_WORKSPACE"; then
+		nv_fail running "cannot enter the workspace" "check the node's disk"
+		return
+	fi
+	nv_report running
+	: >>"$NAVETTE_LOG"
+	nv_report logs_visible
+	# a signal that came during a report: never start the command then
+	[ "$nv_state" = succeeded ] || return
+	nv_shipper_loop &
+	nv_shipper=$!
+	# the command in the background, so a signal reaches nv_on_signal now
+	if [ -n "${NAVETTE_REDACT:-}" ]; then
+		{ run_command 2>&1 | "$NAVETTE_REDACT" redact-stream >>"$NAVETTE_LOG"; } &
+	else
+		run_command >>"$NAVETTE_LOG" 2>&1 &
+	fi
+	nv_cmd=$!
+	wait "$nv_cmd"
+	# wait returns early when a trapped signal arrives: wait again
+	while kill -0 "$nv_cmd" 2>/dev/null; do wait "$nv_cmd"; done
+	nv_cmd=
+	nv_code=$(sed -n 's/^exit //p' "$NAVETTE_STATUS" | tail -n 1)
+	[ -n "$nv_code" ] && nv_exit=$nv_code
+	[ -n "$nv_stopped" ] && return
+	if [ -z "$nv_code" ]; then
+		nv_fail running "the command ended without an exit status" \
+			"check the node's memory (OOM killer) and the log"
+		return
+	fi
+	case " $NAVETTE_EXIT_CODES " in
+	*" $nv_code "*) ;;
+	*) nv_fail running "the command exited with status $nv_code" \
+		"${NAVETTE_FAILURE_HINT:-read the log (navette logs ID): check the \
+parameters, the data and the dependencies}" ;;
+	esac
+	navette_failure_patterns
+	navette_required_outputs
+}
+
+# check_pattern TEXT: the log must not hold it
+check_pattern() {
+	if grep -F -q -e "$1" "$NAVETTE_LOG" 2>/dev/null; then
+		nv_fail running "the log matched the failure pattern '$1'" \
+			"${NAVETTE_FAILURE_HINT:-read the log (navette logs ID)}"
+	fi
+}
+
+# check_required NAME: the command must have written it
+check_required() {
+	if [ ! -f "$NAVETTE_OUTPUTS/$1" ] || [ -h "$NAVETTE_OUTPUTS/$1" ]; then
+		nv_fail outputs_published "required output '$1' is missing" \
+			"the command must write it into \$NAVETTE_OUTPUTS; check the \
+publication path"
+	fi
+}
+
+nv_step_publish() {
+	cd "$NAVETTE_OUTPUTS" || {
+		nv_fail outputs_published "cannot read the outputs folder" \
+			"check the node's disk"
+		return
+	}
+	nv_bad=$(find . ! -type f ! -type d | head -n 1)
+	if [ -n "$nv_bad" ]; then
+		nv_fail outputs_published "output '${nv_bad#./}' is not a plain file" \
+			"write plain files into \$NAVETTE_OUTPUTS (no links, no devices)"
+		return
+	fi
+	find . -type f | LC_ALL=C sort >"$nv_work/outputs"
+	nv_total=0
+	while IFS= read -r nv_name; do
+		nv_name=${nv_name#./}
+		case $nv_name in
+		navette.log | navette-run.json | navette-status | navette-log/*)
+			nv_fail outputs_published "output '$nv_name' has a reserved name" \
+				"rename the output: navette.log, navette-run.json, \
+navette-status and navette-log/ are navette's"
+			return
+			;;
+		*'"'* | *'\'* | -* | *[![:print:]]*)
+			nv_fail outputs_published "output name '$nv_name' cannot be \
+published" "use names without quotes, backslashes or control characters"
+			return
+			;;
+		esac
+		if [ ! -f "$nv_name" ]; then
+			nv_fail outputs_published "output '$nv_name' cannot be read" \
+				"use names without newlines"
+			return
+		fi
+		nv_osize=$(nv_size "$nv_name")
+		if [ "$nv_osize" -gt "$NAVETTE_OUTPUT_MAX" ]; then
+			nv_fail outputs_published "output '$nv_name' is $nv_osize bytes, \
+more than the profile's max_output_bytes ($NAVETTE_OUTPUT_MAX)" \
+				"split the output, or raise max_output_bytes (at most 5GiB)"
+			return
+		fi
+		if ! nv_publish "$nv_name" "$nv_name"; then
+			nv_fail outputs_published "cannot publish '$nv_name': $nv_perr" \
+				"check the profile's storage and that the job's POST policy \
+has not expired (time limit plus url_margin)"
+			return
+		fi
+		nv_outputs="$nv_outputs${nv_outputs:+,}{\"name\":$(nv_json "$nv_name"),\
+\"key\":$(nv_json "$NAVETTE_PREFIX$nv_name"),\"url\":$(nv_json \
+"$NAVETTE_OUTPUT_URL$nv_name"),\"size\":$nv_osize,\"sha256\":\"$nv_sum\"}"
+	done <"$nv_work/outputs"
+	nv_report outputs_published
+}
+
+# The log (its end, when over logs.max_bytes), then the run record.
+nv_step_record() {
+	cd "$NAVETTE_JOB_DIR" || return
+	if [ -n "$nv_shipper" ]; then
+		kill -TERM "$nv_shipper" 2>/dev/null
+		wait "$nv_shipper" 2>/dev/null
+		if [ -f "$nv_work/shipped" ]; then
+			read -r nv_log_sent nv_log_chunk <"$nv_work/shipped"
+		fi
+		nv_ship_chunk
+	fi
+	: >>"$NAVETTE_LOG"
+	nv_lsize=$(nv_size "$NAVETTE_LOG")
+	nv_trunc=false
+	if [ "$nv_lsize" -gt "$NAVETTE_LOG_MAX" ]; then
+		{
+			printf '[navette: log truncated to its last %s bytes]\n' \
+				"$NAVETTE_LOG_MAX"
+			tail -c "$NAVETTE_LOG_MAX" "$NAVETTE_LOG"
+		} >"$nv_work/log.published"
+		nv_trunc=true
+	else
+		cp "$NAVETTE_LOG" "$nv_work/log.published"
+	fi
+	nv_logjson=null
+	if [ "$NAVETTE_LOG_PUBLISH" = 1 ]; then
+		if nv_publish navette.log "$nv_work/log.published"; then
+			nv_logjson="{\"url\":$(nv_json "${NAVETTE_OUTPUT_URL}navette.log"),\
+\"key\":$(nv_json "${NAVETTE_PREFIX}navette.log"),\"bytes\":\
+$(nv_size "$nv_work/log.published"),\"truncated\":$nv_trunc,\"chunks\":\
+$nv_log_chunk}"
+		else
+			nv_fail outputs_published "cannot publish the log: $nv_perr" \
+				"check the profile's storage and the POST policy's expiry"
+		fi
+	fi
+	[ "$nv_state" = succeeded ] || nv_outputs=
+	nv_report "$nv_state"
+	if [ "$nv_state" = succeeded ]; then
+		nv_failure=null
+	else
+		nv_failure="{\"phase\":$(nv_json "$nv_fphase"),\"reason\":\
+$(nv_json "$nv_freason"),\"hint\":$(nv_json "$nv_fhint")}"
+	fi
+	printf '%s,"inputs":[%s],"phases":[%s],"state":"%s","exit_code":%s,"outputs":[%s],"failure":%s,"log":%s,"finished_at":"%s"}\n' \
+		"$NAVETTE_RECORD_HEAD" "$nv_inputs" "$nv_phases" "$nv_state" \
+		"$nv_exit" "$nv_outputs" "$nv_failure" "$nv_logjson" "$(nv_now)" \
+		>"$NAVETTE_JOB_DIR/navette-run.json"
+	if ! nv_publish navette-run.json "$NAVETTE_JOB_DIR/navette-run.json"; then
+		printf 'record-failed %s\n' "$nv_perr" >>"$NAVETTE_STATUS"
+	fi
+	printf 'final %s\n' "$nv_state" >>"$NAVETTE_STATUS"
+}
+
+# ---- the job --------------------------------------------------------------
+
+nv_report accepted
+nv_report image_ready
+nv_step_data
+if [ "$nv_state" = succeeded ]; then
+	nv_report data_ready
+	nv_step_run
+fi
+[ "$nv_state" = succeeded ] && nv_step_publish
+nv_step_record
+[ "$nv_state" = succeeded ] && exit 0
+case $nv_exit in
+null | 0) exit 1 ;;
+*) exit "$nv_exit" ;;
+esac

@@ -1,0 +1,189 @@
+-- The s3:// store of a profile (storage = "s3://BUCKET/ROOT/"): the same
+-- calls as a file:// store object (put, put_string, head, list, read, url,
+-- delete, close), over _navette.s3, with keys relative to ROOT. It also
+-- hands out what a job gets instead of keys: presigned GET URLs and a POST
+-- policy scoped to a prefix. The credential is loaded as a handle from the
+-- profile's declaration (never a Lua string).
+local errors = require "navette.errors"
+local s3, sys, core = _navette.s3, _navette.sys, _navette.core
+
+local M = {}
+
+-- "s3://BUCKET/KEY" -> bucket, key ("" when none); nil otherwise.
+function M.split_url(url)
+  if type(url) ~= "string" then return nil end
+  local bucket, key = url:match("^s3://([^/]+)/?(.*)$")
+  return bucket, key
+end
+
+local Store = {}
+Store.__index = Store
+
+local function check(value, err, what)
+  if value ~= nil then return value end
+  return errors.check(nil, err, what)
+end
+
+-- Opens the store of profile (profile.s3 as project.lua validated it).
+-- credential: an already loaded handle (else loaded from the declaration).
+function M.open(profile, credential)
+  local cfg = profile.s3
+  if not cfg then
+    errors.raise("usage", "profile '" .. tostring(profile.name)
+                 .. "' has no s3:// storage")
+  end
+  if not credential then
+    local handle, err = _navette.creds.load(cfg.credential)
+    if not handle then
+      errors.raise("refused", "the S3 credential of profile '"
+                   .. tostring(profile.name) .. "' cannot be loaded: "
+                   .. err.message, err.hint or
+                   "export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or "
+                   .. "name a declared credential in the profile's s3 table")
+    end
+    credential = handle
+  end
+  local ep = profile.endpoints and profile.endpoints[cfg.endpoint] or {}
+  local client = s3.open { endpoint = cfg.endpoint, region = cfg.region,
+                           path_style = cfg.path_style,
+                           credential = credential,
+                           credential_host = cfg.credential.host,
+                           ca_bundle = cfg.ca_bundle or ep.ca_bundle,
+                           pin = cfg.pin or ep.pin }
+  return setmetatable({ client = client, bucket = cfg.bucket,
+                        root = cfg.root, profile = profile }, Store)
+end
+
+function Store:full_key(key)
+  local full = self.root .. key
+  check(s3.check_key(full))
+  return full
+end
+
+function Store:url(key)
+  return "s3://" .. self.bucket .. "/" .. self.root .. key
+end
+
+-- The bucket and full key of an s3:// URL, or of a key of this store.
+function Store:locate(target)
+  local bucket, key = M.split_url(target)
+  if bucket then
+    check(s3.check_bucket(bucket))
+    check(s3.check_key(key))
+    return bucket, key
+  end
+  return self.bucket, self:full_key(target)
+end
+
+local function with_url(store, info, bucket, key)
+  info.url = "s3://" .. bucket .. "/" .. key
+  if bucket == store.bucket and key:sub(1, #store.root) == store.root then
+    info.key = key:sub(#store.root + 1)
+  end
+  return info
+end
+
+function Store:put(key, path)
+  local full = self:full_key(key)
+  local info, err = self.client:put(self.bucket, full, path)
+  if not info then return nil, err end
+  return with_url(self, info, self.bucket, full)
+end
+
+-- A temporary file under NAVETTE_HOME (the S3 client streams from and to
+-- files); removed by the caller.
+local function temp_path()
+  local dir = core.home() .. "/tmp"
+  check(sys.mkdir_p(dir))
+  return dir .. "/s3-" .. sys.pid() .. "-" .. sys.random_hex(8)
+end
+
+function Store:put_string(key, s)
+  local tmp = temp_path()
+  check(sys.write_file(tmp, s))
+  local info, err = self:put(key, tmp)
+  sys.remove(tmp)
+  return info, err
+end
+
+-- head(key or s3:// URL) -> info | nil, err (not_found when missing)
+function Store:head(target)
+  local bucket, key = self:locate(target)
+  local info, err = self.client:head(bucket, key)
+  if not info then return nil, err end
+  return with_url(self, info, bucket, key)
+end
+
+-- read(key or URL, max_bytes) -> bytes | nil, err
+function Store:read(target, max_bytes)
+  local bucket, key = self:locate(target)
+  local tmp = temp_path()
+  local info, err = self.client:get(bucket, key, tmp)
+  if not info then return nil, err end
+  if max_bytes and info.size > max_bytes then
+    sys.remove(tmp)
+    return nil, { code = "refused", message = "object " .. key .. " is "
+                  .. info.size .. " bytes, more than " .. max_bytes }
+  end
+  local data, rerr = sys.read_file(tmp)
+  sys.remove(tmp)
+  if not data then return nil, rerr end
+  return data
+end
+
+-- list(prefix, {max = N}) -> {objects = {...}, truncated = bool}: every
+-- page, keys relative to the store's root.
+function Store:list(prefix, opts)
+  local full = self.root .. (prefix or "")
+  local objects, token = {}, nil
+  local max = opts and opts.max or math.huge
+  repeat
+    local page, err = self.client:list(self.bucket, full ~= "" and full
+                                       or nil, { continuation = token })
+    if not page then return nil, err end
+    for _, o in ipairs(page.objects) do
+      objects[#objects + 1] = with_url(self, o, self.bucket, o.key)
+      if #objects >= max then return { objects = objects,
+                                       truncated = true } end
+    end
+    token = page.truncated and page.continuation or nil
+  until not token
+  return { objects = objects, truncated = false }
+end
+
+function Store:delete(target)
+  local bucket, key = self:locate(target)
+  return self.client:delete(bucket, key)
+end
+
+-- A presigned GET URL of an object (key or URL) valid for expires_s.
+function Store:presign_get(target, expires_s)
+  local bucket, key = self:locate(target)
+  return self.client:presign("GET", bucket, key, expires_s)
+end
+
+-- The POST form that lets its holder upload under prefix (a key of this
+-- store) only, bodies up to max_bytes, for expires_s: {url, fields}.
+function Store:post_policy(prefix, expires_s, max_bytes)
+  local full = self.root .. prefix
+  check(s3.check_key(full .. "x"))
+  -- the form may also say the body's sha256 (x-amz-meta-sha256), as every
+  -- put of navette does, so head() reports it
+  local text, err = self.client:post_policy(self.bucket, full, expires_s,
+                                            max_bytes, nil, { "sha256" })
+  if not text then return nil, err end
+  return _navette.json.decode(text)
+end
+
+-- close() is harmless on a store shared by a run (storage.lua's), which
+-- dispose() closes.
+function Store:dispose()
+  if self.client then self.client:close() end
+  self.client = nil
+end
+
+function Store:close()
+  if not self.shared then self:dispose() end
+end
+
+return M
