@@ -277,8 +277,9 @@ static int exit_code_ok(const cJSON *spec, int code)
 
 	if (!cJSON_IsArray(codes) || cJSON_GetArraySize(codes) == 0)
 		return code == 0;
-	cJSON_ArrayForEach(c, codes) if (cJSON_IsNumber(c) &&
-					 (int)c->valuedouble == code) return 1;
+	cJSON_ArrayForEach(c,
+			   codes) if (cJSON_IsNumber(c) &&
+				      c->valuedouble == (double)code) return 1;
 	return 0;
 }
 

@@ -285,7 +285,10 @@ static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
 		const cJSON *codes =
 			success ? field(success, "exit_codes") : NULL;
 		int n = 0;
-		cJSON_ArrayForEach(item, codes) if (cJSON_IsNumber(item))
+		/* exit statuses are 0..255; anything else never matches */
+		cJSON_ArrayForEach(item, codes) if (cJSON_IsNumber(item) &&
+						    item->valuedouble >= 0 &&
+						    item->valuedouble <= 255)
 			nv_buf_printf(out, "%s%d", n++ ? " " : "",
 				      (int)item->valuedouble);
 		if (n == 0)

@@ -201,16 +201,18 @@ function job.validate(spec)
   check_keys(s, SUCCESS_KEYS, "success")
   j.success = { exit_codes = { 0 }, outputs = {} }
   if s.exit_code ~= nil then
-    if math.type(s.exit_code) ~= "integer" then
-      bad("'success.exit_code' must be a whole number")
+    if math.type(s.exit_code) ~= "integer" or s.exit_code < 0
+       or s.exit_code > 255 then
+      bad("'success.exit_code' must be a whole number from 0 to 255")
     end
     j.success.exit_codes = { s.exit_code }
   end
   if s.exit_codes ~= nil then
     j.success.exit_codes = {}
     for i, c in ipairs(s.exit_codes) do
-      if math.type(c) ~= "integer" then
-        bad("'success.exit_codes[" .. i .. "]' must be a whole number")
+      if math.type(c) ~= "integer" or c < 0 or c > 255 then
+        bad("'success.exit_codes[" .. i .. "]' must be a whole number "
+            .. "from 0 to 255")
       end
       j.success.exit_codes[i] = c
     end
