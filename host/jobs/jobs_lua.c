@@ -45,6 +45,8 @@ static int l_jobs_submit(lua_State *L)
 	const char *profile = luaL_checkstring(L, 4);
 	const char *name = luaL_checkstring(L, 5);
 	const char *spec = luaL_checkstring(L, 6);
+	const char *backend = luaL_optstring(L, 7, "local");
+	int local = strcmp(backend, "local") == 0;
 	nv_queue *q = NULL;
 	nv_err err;
 	int started = 0;
@@ -56,12 +58,13 @@ static int l_jobs_submit(lua_State *L)
 	}
 	if (nv_queue_open(&q, home, &err) != 0)
 		return nv_lua_push_error(L, &err);
-	int rc = nv_queue_insert(q, id, project, profile, name, spec, nv_now(),
-				 &err);
+	int rc = nv_queue_insert(q, id, project, profile, name, spec, backend,
+				 nv_now(), &err);
 	nv_queue_close(q);
 	if (rc)
 		return nv_lua_push_error(L, &err);
-	if (nv_agent_ensure(home, &started, &err) != 0)
+	/* another backend's job is the CLI's to submit: no agent */
+	if (local && nv_agent_ensure(home, &started, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, started);
 	return 1;
@@ -122,6 +125,94 @@ static int l_jobs_cancel(lua_State *L)
 	return 1;
 }
 
+/* The calls a remote backend's follower makes on the local record of its
+ * jobs (the agent makes the same for local ones). Each opens the queue,
+ * runs one statement and closes it; none raises for an expected failure. */
+
+/* jobs.set_remote(home, id, remote_id|nil, state|nil) -> true | nil, err */
+static int l_jobs_set_remote(lua_State *L)
+{
+	nv_queue *q = NULL;
+	nv_err err;
+
+	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
+		return nv_lua_push_error(L, &err);
+	int rc = nv_queue_set_remote(q, luaL_checkstring(L, 2),
+				     luaL_optstring(L, 3, NULL),
+				     luaL_optstring(L, 4, NULL), &err);
+	nv_queue_close(q);
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* jobs.phase(home, id, phase, at) -> true | nil, err */
+static int l_jobs_phase(lua_State *L)
+{
+	nv_queue *q = NULL;
+	nv_err err;
+
+	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
+		return nv_lua_push_error(L, &err);
+	int rc = nv_queue_phase(q, luaL_checkstring(L, 2),
+				luaL_checkstring(L, 3), luaL_checknumber(L, 4),
+				&err);
+	nv_queue_close(q);
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* jobs.finish(home, id, state, exit_code|nil, failure|nil, record_url|nil)
+ * with failure = {phase, reason, hint} -> true | nil, err */
+static int l_jobs_finish(lua_State *L)
+{
+	nv_queue *q = NULL;
+	nv_err err;
+	const char *fphase = NULL, *freason = NULL, *fhint = NULL;
+	int code = lua_isinteger(L, 4) ? (int)lua_tointeger(L, 4) : -1001;
+
+	if (lua_istable(L, 5)) {
+		lua_getfield(L, 5, "phase"); // [.., phase] kept by arg 5
+		fphase = lua_tostring(L, -1);
+		lua_getfield(L, 5, "reason");
+		freason = lua_tostring(L, -1);
+		lua_getfield(L, 5, "hint");
+		fhint = lua_tostring(L, -1);
+		lua_pop(L, 3);
+	}
+	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
+		return nv_lua_push_error(L, &err);
+	int rc = nv_queue_finish(q, luaL_checkstring(L, 2),
+				 luaL_checkstring(L, 3), code, fphase, freason,
+				 fhint, luaL_optstring(L, 6, NULL), &err);
+	nv_queue_close(q);
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* jobs.pending_remote(home, backend, profile, name) -> json array */
+static int l_jobs_pending_remote(lua_State *L)
+{
+	nv_queue *q = NULL;
+	nv_err err;
+	char *json = NULL;
+
+	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
+		return nv_lua_push_error(L, &err);
+	int rc = nv_queue_pending_remote(q, luaL_checkstring(L, 2),
+					 luaL_checkstring(L, 3),
+					 luaL_checkstring(L, 4), &json, &err);
+	nv_queue_close(q);
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	return push_owned(L, json);
+}
+
 /* jobs.launcher(spec_json) -> script | nil, err */
 static int l_jobs_launcher(lua_State *L)
 {
@@ -174,15 +265,20 @@ static int l_jobs_agent_alive(lua_State *L)
 
 int luaopen_navette_jobs(lua_State *L)
 {
-	static const luaL_Reg fns[] = {{"submit", l_jobs_submit},
-				       {"get", l_jobs_get},
-				       {"list", l_jobs_list},
-				       {"cancel", l_jobs_cancel},
-				       {"launcher", l_jobs_launcher},
-				       {"env_name_ok", l_jobs_env_name_ok},
-				       {"agent_alive", l_jobs_agent_alive},
-				       {"ensure_agent", l_jobs_ensure_agent},
-				       {NULL, NULL}};
+	static const luaL_Reg fns[] = {
+		{"submit", l_jobs_submit},
+		{"get", l_jobs_get},
+		{"list", l_jobs_list},
+		{"cancel", l_jobs_cancel},
+		{"launcher", l_jobs_launcher},
+		{"env_name_ok", l_jobs_env_name_ok},
+		{"agent_alive", l_jobs_agent_alive},
+		{"ensure_agent", l_jobs_ensure_agent},
+		{"set_remote", l_jobs_set_remote},
+		{"phase", l_jobs_phase},
+		{"finish", l_jobs_finish},
+		{"pending_remote", l_jobs_pending_remote},
+		{NULL, NULL}};
 	luaL_newlib(L, fns);
 	return 1;
 }

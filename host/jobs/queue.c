@@ -26,7 +26,8 @@ static const char schema[] =
 	" phase TEXT NOT NULL, created REAL NOT NULL, updated REAL NOT NULL,"
 	" pid INTEGER, exit_code INTEGER, cancel_requested INTEGER DEFAULT 0,"
 	" failure_phase TEXT, failure_reason TEXT, failure_hint TEXT,"
-	" record_url TEXT);"
+	" record_url TEXT, backend TEXT NOT NULL DEFAULT 'local',"
+	" remote_id TEXT);"
 	"CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, created);"
 	"CREATE TABLE IF NOT EXISTS phases("
 	" job_id TEXT NOT NULL, phase TEXT NOT NULL, at REAL NOT NULL,"
@@ -84,6 +85,26 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 		int code = db_error(q, err, "schema");
 		nv_queue_close(q);
 		return code;
+	}
+	/* A database of an earlier version lacks the remote backends'
+	 * columns: added once (another process may be adding them too, so a
+	 * duplicate column is fine). */
+	static const char *const added[] = {
+		"ALTER TABLE jobs ADD COLUMN backend TEXT NOT NULL"
+		" DEFAULT 'local'",
+		"ALTER TABLE jobs ADD COLUMN remote_id TEXT", NULL};
+	for (const char *const *a = added; *a; a++) {
+		char *msg = NULL;
+		if (sqlite3_exec(q->db, *a, NULL, NULL, &msg) != SQLITE_OK &&
+		    !(msg && strstr(msg, "duplicate column"))) {
+			int code = nv_err_set(err, NV_EIO, "check NAVETTE_HOME",
+					      "job database: upgrade: %s",
+					      msg ? msg : "?");
+			sqlite3_free(msg);
+			nv_queue_close(q);
+			return code;
+		}
+		sqlite3_free(msg);
 	}
 	*out = q;
 	return 0;
@@ -143,14 +164,15 @@ static int exec_bound(nv_queue *q, nv_err *err, const char *sql,
 
 int nv_queue_insert(nv_queue *q, const char *id, const char *project,
 		    const char *profile, const char *name,
-		    const char *spec_json, double at, nv_err *err)
+		    const char *spec_json, const char *backend, double at,
+		    nv_err *err)
 {
 	int rc = exec_bound(q, err,
 			    "INSERT INTO jobs(id, project, profile, name, spec,"
-			    " state, phase, created, updated)"
-			    " VALUES(?,?,?,?,?,'queued','submitted',?,?)",
-			    "sssssdd", id, project, profile, name, spec_json,
-			    at, at);
+			    " state, phase, created, updated, backend)"
+			    " VALUES(?,?,?,?,?,'queued','submitted',?,?,?)",
+			    "sssssdds", id, project, profile, name, spec_json,
+			    at, at, backend ? backend : "local");
 	if (rc)
 		return rc;
 	return exec_bound(
@@ -188,7 +210,7 @@ int nv_queue_claim(nv_queue *q, char **id_out, char **spec_out, nv_err *err)
 		return db_error(q, err, "begin");
 	if (sqlite3_prepare_v2(q->db,
 			       "SELECT id, spec FROM jobs WHERE state='queued'"
-			       " ORDER BY created LIMIT 1",
+			       " AND backend='local' ORDER BY created LIMIT 1",
 			       -1, &st, NULL) != SQLITE_OK) {
 		rc = db_error(q, err, "prepare");
 		goto rollback;
@@ -222,6 +244,22 @@ rollback:
 	free(*spec_out);
 	*id_out = *spec_out = NULL;
 	return rc;
+}
+
+int nv_queue_set_remote(nv_queue *q, const char *id, const char *remote_id,
+			const char *state, nv_err *err)
+{
+	if (remote_id &&
+	    exec_bound(q, err, "UPDATE jobs SET remote_id=? WHERE id=?", "ss",
+		       remote_id, id))
+		return err->code;
+	if (state && exec_bound(q, err,
+				"UPDATE jobs SET state=?, updated=? WHERE id=?"
+				" AND state NOT IN"
+				" ('succeeded','failed','cancelled')",
+				"sds", state, nv_now(), id))
+		return err->code;
+	return 0;
 }
 
 int nv_queue_set_pid(nv_queue *q, const char *id, long pid, nv_err *err)
@@ -367,7 +405,7 @@ static void add_text(cJSON *obj, const char *key, sqlite3_stmt *st, int col)
 static const char job_columns[] =
 	"id, name, project, profile, state, phase, created, updated, pid,"
 	" exit_code, failure_phase, failure_reason, failure_hint, record_url,"
-	" spec";
+	" spec, backend, remote_id";
 
 static cJSON *row_to_json(nv_queue *q, sqlite3_stmt *st, int with_spec)
 {
@@ -400,6 +438,8 @@ static cJSON *row_to_json(nv_queue *q, sqlite3_stmt *st, int with_spec)
 		cJSON_AddNullToObject(o, "failure");
 	}
 	add_text(o, "record_url", st, 13);
+	add_text(o, "backend", st, 15);
+	add_text(o, "remote_id", st, 16);
 	if (with_spec) {
 		const char *spec = (const char *)sqlite3_column_text(st, 14);
 		cJSON *parsed = spec ? cJSON_Parse(spec) : NULL;
@@ -489,7 +529,8 @@ int nv_queue_active(nv_queue *q, int *queued, int *running, nv_err *err)
 	*queued = *running = 0;
 	if (sqlite3_prepare_v2(q->db,
 			       "SELECT state, count(*) FROM jobs WHERE state IN"
-			       " ('queued','running') GROUP BY state",
+			       " ('queued','running') AND backend='local'"
+			       " GROUP BY state",
 			       -1, &st, NULL) != SQLITE_OK)
 		return db_error(q, err, "prepare");
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -512,7 +553,7 @@ int nv_queue_each_running(nv_queue *q,
 
 	if (sqlite3_prepare_v2(q->db,
 			       "SELECT id, spec, pid FROM jobs"
-			       " WHERE state='running'",
+			       " WHERE state='running' AND backend='local'",
 			       -1, &st, NULL) != SQLITE_OK)
 		return db_error(q, err, "prepare");
 	while (sqlite3_step(st) == SQLITE_ROW)
@@ -523,5 +564,37 @@ int nv_queue_each_running(nv_queue *q,
 			   : (long)sqlite3_column_int64(st, 2),
 		   payload);
 	sqlite3_finalize(st);
+	return 0;
+}
+
+int nv_queue_pending_remote(nv_queue *q, const char *backend,
+			    const char *profile, const char *name,
+			    char **json_out, nv_err *err)
+{
+	char sql[512];
+	sqlite3_stmt *st = NULL;
+	cJSON *arr = cJSON_CreateArray();
+
+	*json_out = NULL;
+	snprintf(sql, sizeof(sql),
+		 "SELECT %s FROM jobs WHERE backend=? AND profile=? AND name=?"
+		 " AND remote_id IS NULL AND state='queued'"
+		 " ORDER BY created DESC LIMIT 10",
+		 job_columns);
+	if (!arr ||
+	    sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		cJSON_Delete(arr);
+		return db_error(q, err, "prepare");
+	}
+	sqlite3_bind_text(st, 1, backend, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, profile, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		cJSON_AddItemToArray(arr, row_to_json(q, st, 1));
+	sqlite3_finalize(st);
+	*json_out = cJSON_PrintUnformatted(arr);
+	cJSON_Delete(arr);
+	if (!*json_out)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
 	return 0;
 }

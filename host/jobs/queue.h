@@ -12,11 +12,28 @@ typedef struct nv_queue nv_queue;
 int nv_queue_open(nv_queue **out, const char *home, nv_err *err);
 void nv_queue_close(nv_queue *q);
 
-/* Inserts a new job in state "queued", phase "submitted". A duplicate id
- * is NV_EREFUSED (the caller draws a new id). */
+/* Inserts a new job in state "queued", phase "submitted". backend: "local"
+ * (NULL: the same) jobs are the agent's to run; other backends' jobs
+ * (slurm...) are recorded here by the CLI, which submits and follows them.
+ * A duplicate id is NV_EREFUSED (the caller draws a new id). */
 int nv_queue_insert(nv_queue *q, const char *id, const char *project,
 		    const char *profile, const char *name,
-		    const char *spec_json, double at, nv_err *err);
+		    const char *spec_json, const char *backend, double at,
+		    nv_err *err);
+
+/* A remote backend's job: its id there (may be NULL: unchanged) and a
+ * state ("queued", "running"; NULL: unchanged) that a final state is never
+ * replaced by. */
+int nv_queue_set_remote(nv_queue *q, const char *id, const char *remote_id,
+			const char *state, nv_err *err);
+
+/* Jobs of backend/profile/name recorded but whose submission never got an
+ * answer (no remote id, still queued), newest first, as a JSON array of
+ * job objects with their spec (caller frees): a re-run looks them up in
+ * the backend before submitting again. */
+int nv_queue_pending_remote(nv_queue *q, const char *backend,
+			    const char *profile, const char *name,
+			    char **json_out, nv_err *err);
 
 /* Records a phase (idempotent) and makes it the job's current phase. */
 int nv_queue_phase(nv_queue *q, const char *id, const char *phase, double at,
@@ -46,8 +63,8 @@ int nv_queue_cancel_requested(nv_queue *q, const char *id, int *requested,
 
 /* The job as a JSON object (malloc'd, caller frees): id, name, project,
  * profile, state, phase, phases[{phase,at}], exit_code, failure, pid,
- * record_url, created, updated, spec. NV_ENOTFOUND when unknown. A unique
- * prefix of an id is accepted. */
+ * record_url, created, updated, backend, remote_id, spec. NV_ENOTFOUND when
+ * unknown. A unique prefix of an id is accepted. */
 int nv_queue_get_json(nv_queue *q, const char *id, char **json_out,
 		      nv_err *err);
 

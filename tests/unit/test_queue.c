@@ -40,11 +40,11 @@ int main(void)
 	CHECK(nv_queue_open(&q, home, &err) == 0);
 
 	CHECK(nv_queue_insert(q, "p-1-aaa", "p", "local", "one", "{\"n\":1}",
-			      100.0, &err) == 0);
+			      NULL, 100.0, &err) == 0);
 	CHECK(nv_queue_insert(q, "p-2-bbb", "p", "local", "two", "{\"n\":2}",
-			      101.0, &err) == 0);
-	CHECK(nv_queue_insert(q, "p-1-aaa", "p", "local", "dup", "{}", 102.0,
-			      &err) == NV_EREFUSED);
+			      NULL, 101.0, &err) == 0);
+	CHECK(nv_queue_insert(q, "p-1-aaa", "p", "local", "dup", "{}", NULL,
+			      102.0, &err) == NV_EREFUSED);
 	CHECK(nv_queue_active(q, &queued, &running, &err) == 0);
 	CHECK(queued == 2 && running == 0);
 
@@ -98,7 +98,75 @@ int main(void)
 	cJSON_Delete(arr);
 	free(list);
 
+	/* a remote backend's job: never the agent's, its remote id and
+	 * state kept, a final state never replaced */
+	CHECK(nv_queue_insert(q, "p-3-ccc", "p", "hpc", "three", "{}", "slurm",
+			      105.0, &err) == 0);
+	CHECK(nv_queue_active(q, &queued, &running, &err) == 0);
+	CHECK(queued == 0);
+	CHECK(nv_queue_claim(q, &id, &spec, &err) == 0);
+	CHECK(id == NULL);
+	CHECK(nv_queue_pending_remote(q, "slurm", "hpc", "three", &list,
+				      &err) == 0);
+	arr = cJSON_Parse(list);
+	CHECK(cJSON_GetArraySize(arr) == 1);
+	CHECK_STR(str(cJSON_GetArrayItem(arr, 0), "backend"), "slurm");
+	cJSON_Delete(arr);
+	free(list);
+	CHECK(nv_queue_set_remote(q, "p-3-ccc", "4242", "running", &err) == 0);
+	CHECK(nv_queue_pending_remote(q, "slurm", "hpc", "three", &list,
+				      &err) == 0);
+	CHECK_STR(list, "[]"); /* answered: no longer pending */
+	free(list);
+	v = get(q, "p-3-ccc");
+	CHECK_STR(str(v, "remote_id"), "4242");
+	CHECK_STR(str(v, "state"), "running");
+	cJSON_Delete(v);
+	CHECK(nv_queue_finish(q, "p-3-ccc", "succeeded", 0, NULL, NULL, NULL,
+			      NULL, &err) == 0);
+	CHECK(nv_queue_set_remote(q, "p-3-ccc", NULL, "running", &err) == 0);
+	v = get(q, "p-3-ccc");
+	CHECK_STR(str(v, "state"), "succeeded");
+	cJSON_Delete(v);
 	nv_queue_close(q);
 	nv_remove_tree(home, &err);
+
+	/* a database of the previous version (no backend column) opens, and
+	 * its jobs are local ones */
+	char old[] = "/tmp/navette-queue-old-XXXXXX";
+	static const char old_schema[] =
+		"CREATE TABLE jobs(id TEXT PRIMARY KEY, project TEXT NOT NULL,"
+		" profile TEXT NOT NULL, name TEXT NOT NULL, spec TEXT NOT "
+		"NULL,"
+		" state TEXT NOT NULL, phase TEXT NOT NULL, created REAL NOT "
+		"NULL,"
+		" updated REAL NOT NULL, pid INTEGER, exit_code INTEGER,"
+		" cancel_requested INTEGER DEFAULT 0, failure_phase TEXT,"
+		" failure_reason TEXT, failure_hint TEXT, record_url TEXT);"
+		"INSERT INTO jobs(id, project, profile, name, spec, state, "
+		"phase,"
+		" created, updated) VALUES('o-1', 'p', 'local', 'old', '{}',"
+		" 'queued', 'submitted', 1, 1);";
+	char cmd[1024], sql[600];
+	CHECK(mkdtemp(old) != NULL);
+	snprintf(sql, sizeof(sql), "%s/old.sql", old);
+	CHECK(nv_write_file_atomic(sql, old_schema, strlen(old_schema), 0600,
+				   &err) == 0);
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import sqlite3, sys; c = "
+		 "sqlite3.connect(sys.argv[1]);"
+		 " c.executescript(open(sys.argv[2]).read()); c.commit()'"
+		 " %s/jobs.db %s",
+		 old, sql);
+	CHECK(system(cmd) == 0);
+	CHECK(nv_queue_open(&q, old, &err) == 0);
+	CHECK(nv_queue_claim(q, &id, &spec, &err) == 0);
+	CHECK_STR(id, "o-1");
+	free(id);
+	free(spec);
+	nv_queue_close(q);
+	CHECK(nv_queue_open(&q, old, &err) == 0); /* upgraded once only */
+	nv_queue_close(q);
+	nv_remove_tree(old, &err);
 	return nv_test_done();
 }
