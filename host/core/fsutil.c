@@ -228,3 +228,37 @@ int nv_pathf(char *out, size_t cap, const char *fmt, ...)
 	}
 	return 0;
 }
+
+int nv_which(const char *name, char *out, size_t cap)
+{
+	const char *path = getenv("PATH");
+	char dir[4096];
+
+	if (!name || !name[0])
+		return NV_ENOTFOUND;
+	if (strchr(name, '/'))
+		return access(name, X_OK) == 0 &&
+				       nv_pathf(out, cap, "%s", name) == 0
+			       ? 0
+			       : NV_ENOTFOUND;
+	if (!path)
+		path = "/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+		if (n > 0 && n < sizeof(dir)) {
+			struct stat st;
+			memcpy(dir, path, n);
+			dir[n] = '\0';
+			if (nv_pathf(out, cap, "%s/%s", dir, name) == 0 &&
+			    stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
+			    access(out, X_OK) == 0)
+				return 0;
+		}
+		path += n;
+		if (*path == ':')
+			path++;
+	}
+	if (cap)
+		out[0] = '\0';
+	return NV_ENOTFOUND;
+}

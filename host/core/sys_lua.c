@@ -260,6 +260,17 @@ static int l_sys_random_hex(lua_State *L)
 	return 1;
 }
 
+/* which(name) -> path | nil: an executable on $PATH. */
+static int l_sys_which(lua_State *L)
+{
+	char path[4200];
+
+	if (nv_which(luaL_checkstring(L, 1), path, sizeof(path)) != 0)
+		return 0;
+	lua_pushstring(L, path);
+	return 1;
+}
+
 static int l_sys_isatty(lua_State *L)
 {
 	lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
@@ -286,6 +297,7 @@ int luaopen_navette_sys(lua_State *L)
 				       {"pid", l_sys_pid},
 				       {"random_hex", l_sys_random_hex},
 				       {"isatty", l_sys_isatty},
+				       {"which", l_sys_which},
 				       {NULL, NULL}};
 	luaL_newlib(L, fns);
 	return 1;

@@ -70,6 +70,8 @@ typedef struct job {
 	 * record itself (the agent holds no storage key) */
 	int remote;
 	int final_seen;
+	int container;          /* runs in an image, through a runtime */
+	char image_failed[512]; /* why the launcher could not pull it */
 	struct job *next;
 } job;
 
@@ -225,6 +227,9 @@ static job *job_new(const char *home, const char *id, const char *spec_json)
 	j->exit_code = -1;
 	j->remote = j->spec && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
 				       j->spec, "transfer"));
+	j->container =
+		j->spec && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
+				   j->spec, "container"));
 	return j;
 }
 
@@ -952,14 +957,17 @@ static int prepare(agent *a, job *j, outcome *o)
 	phase(a, j, "accepted");
 
 	image = sfield(j->spec, "image");
-	if (image && strcmp(image, "host") != 0) {
+	if (image && strcmp(image, "host") != 0 && !j->container) {
 		fail(o, "failed", "image_ready",
-		     "the local backend runs jobs on the host environment "
-		     "for now; remove `image` or use a container profile",
-		     "this backend cannot run the image %s", image);
+		     "submit again with this version of navette, which runs "
+		     "images through podman or docker",
+		     "the job declares the image %s but no container runtime",
+		     image);
 		return -1;
 	}
-	phase(a, j, "image_ready");
+	/* with a container, the launcher pulls the image and says so */
+	if (!j->container)
+		phase(a, j, "image_ready");
 
 	if (j->remote) {
 		/* the launcher fetches code and inputs itself */
@@ -1006,7 +1014,8 @@ static int prepare(agent *a, job *j, outcome *o)
 		     err.message);
 		return -1;
 	}
-	phase(a, j, "data_ready");
+	if (!j->container) /* reported by the launcher after its pull */
+		phase(a, j, "data_ready");
 	return 0;
 }
 
@@ -1045,15 +1054,27 @@ static int start(agent *a, job *j, outcome *o)
 		/* The launcher gets its own process group (cancel kills the
 		 * whole group) and a small, known environment: nothing of
 		 * the shell that started the agent leaks into the job. */
-		const char *keep[] = {
-			"PATH",   "HOME", "USER", "LOGNAME",
-			"TMPDIR", "LANG", "TZ",   "NAVETTE_LOG_INTERVAL",
-			NULL};
-		char *envp[20];
+		/* ...and what a container runtime reads of its own */
+		const char *keep[] = {"PATH",
+				      "HOME",
+				      "USER",
+				      "LOGNAME",
+				      "TMPDIR",
+				      "LANG",
+				      "TZ",
+				      "NAVETTE_LOG_INTERVAL",
+				      "CONTAINERS_CONF",
+				      "CONTAINERS_STORAGE_CONF",
+				      "CONTAINERS_REGISTRIES_CONF",
+				      "XDG_RUNTIME_DIR",
+				      "DOCKER_HOST",
+				      "DOCKER_CONFIG",
+				      NULL};
+		char *envp[24];
 		int n = 0;
-		static char store[8][PATH_CAP];
+		static char store[16][PATH_CAP];
 		setpgid(0, 0);
-		for (int i = 0; keep[i] && n < 8; i++) {
+		for (int i = 0; keep[i] && n < 16; i++) {
 			const char *v = getenv(keep[i]);
 			if (!v && strcmp(keep[i], "PATH") == 0)
 				v = "/usr/local/bin:/usr/bin:/bin";
@@ -1125,10 +1146,15 @@ static void read_status(agent *a, job *j)
 		} else if (strcmp(buf, "running") == 0 ||
 			   strcmp(buf, "logs_visible") == 0) {
 			phase(a, j, buf);
-		} else if (j->remote &&
-			   (strcmp(buf, "data_ready") == 0 ||
+		} else if (strcmp(buf, "image_ready") == 0 ||
+			   strcmp(buf, "data_ready") == 0 ||
+			   (j->remote &&
 			    strcmp(buf, "outputs_published") == 0)) {
 			phase(a, j, buf);
+		} else if (strncmp(buf, "image_failed ", 13) == 0) {
+			/* cut to what the slot holds */
+			snprintf(j->image_failed, sizeof(j->image_failed),
+				 "%.500s", buf + 13);
 		} else if (j->remote && strncmp(buf, "final ", 6) == 0) {
 			j->final_seen = 1;
 		}
@@ -1219,6 +1245,11 @@ static void follow(agent *a, job *j, int *done)
 		fail(&o, "failed", "running",
 		     "raise resources.time_limit, or make the command faster",
 		     "the time limit of %.0f s was reached", j->time_limit);
+	} else if (j->image_failed[0]) {
+		fail(&o, "failed", "image_ready",
+		     "check the image reference and that this machine can "
+		     "reach its registry (network, credentials)",
+		     "%s", j->image_failed);
 	} else if (!j->have_exit && !(j->remote && j->final_seen)) {
 		/* (a remote launcher that ended says why in its record) */
 		fail(&o, "failed", "running",

@@ -125,12 +125,79 @@ static int common_header(const cJSON *spec, nv_buf *out, nv_err *err)
 	return 0;
 }
 
-/* The command as a function; its exit status goes to the status file. */
+/* The image step, navette_image: nothing for a host job; for a job with
+ * an image, the runtime is checked and the image pulled (by digest), a
+ * failure left in nv_image_error. */
+static int image_function(const cJSON *spec, nv_buf *out, nv_err *err)
+{
+	const cJSON *c = field(spec, "container");
+	const char *image = c ? string_field(c, "image") : NULL;
+	const char *runtime = c ? string_field(c, "runtime") : NULL;
+
+	if (!c || cJSON_IsNull(c)) {
+		nv_buf_puts(out, "navette_image() { :; }\n");
+		return 0;
+	}
+	if (!image || !runtime || !image[0] || !runtime[0])
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "job %s: container needs image and runtime",
+				  string_field(spec, "id"));
+	assign(out, "NAVETTE_IMAGE", image);
+	assign(out, "NAVETTE_RUNTIME", runtime);
+	nv_buf_puts(
+		out,
+		"navette_image() {\n"
+		"\tif ! command -v \"$NAVETTE_RUNTIME\" >/dev/null 2>&1; then\n"
+		"\t\tnv_image_error=\"no container runtime '$NAVETTE_RUNTIME' "
+		"on this machine\"\n"
+		"\t\treturn 1\n"
+		"\tfi\n"
+		"\tcase $NAVETTE_JOB_DIR in *:* | *,*)\n"
+		"\t\tnv_image_error=\"the job folder $NAVETTE_JOB_DIR holds "
+		"':' or ',', which a bind mount cannot name\"\n"
+		"\t\treturn 1 ;;\n"
+		"\tesac\n"
+		"\tif ! \"$NAVETTE_RUNTIME\" pull \"$NAVETTE_IMAGE\" "
+		">\"$NAVETTE_JOB_DIR/image-pull.log\" 2>&1; then\n"
+		"\t\tnv_image_error=\"cannot pull $NAVETTE_IMAGE: $(tail -n 3 "
+		"\"$NAVETTE_JOB_DIR/image-pull.log\" | tr '\\n' ' ')\"\n"
+		"\t\treturn 1\n"
+		"\tfi\n"
+		"}\n");
+	return 0;
+}
+
+/* The command as a function; its exit status goes to the status file. In
+ * a container: the workspace and inputs mounted read-only at the same
+ * paths, the outputs writable, the job's environment passed by name. */
 static int command_function(const cJSON *spec, nv_buf *out, nv_err *err)
 {
 	const cJSON *item;
+	const cJSON *c = field(spec, "container");
+	const cJSON *env = field(spec, "env");
 
 	nv_buf_puts(out, "run_command() {\n\t");
+	if (c && !cJSON_IsNull(c)) {
+		nv_buf_puts(
+			out,
+			"\"$NAVETTE_RUNTIME\" run --rm --pull=never "
+			"--network=host \\\n"
+			"\t\t-v \"$NAVETTE_WORKSPACE:$NAVETTE_WORKSPACE:ro\" "
+			"\\\n"
+			"\t\t-v \"$NAVETTE_INPUTS:$NAVETTE_INPUTS:ro\" \\\n"
+			"\t\t-v \"$NAVETTE_OUTPUTS:$NAVETTE_OUTPUTS\" \\\n"
+			"\t\t-w \"$NAVETTE_WORKSPACE\" \\\n"
+			"\t\t-e NAVETTE_JOB_ID -e NAVETTE_COMMIT -e "
+			"NAVETTE_PROJECT -e NAVETTE_WORKSPACE \\\n"
+			"\t\t-e NAVETTE_INPUTS -e NAVETTE_OUTPUTS ");
+		cJSON_ArrayForEach(item, env)
+		{
+			/* names were checked by common_header */
+			if (item->string)
+				nv_buf_printf(out, "-e %s ", item->string);
+		}
+		nv_buf_puts(out, "\\\n\t\t\"$NAVETTE_IMAGE\" ");
+	}
 	cJSON_ArrayForEach(item, field(spec, "command"))
 	{
 		if (!cJSON_IsString(item))
@@ -144,7 +211,7 @@ static int command_function(const cJSON *spec, nv_buf *out, nv_err *err)
 	nv_buf_puts(out, "< /dev/null\n"
 			 "\tprintf 'exit %s\\n' \"$?\" >> \"$NAVETTE_STATUS\"\n"
 			 "}\n");
-	return 0;
+	return image_function(spec, out, err);
 }
 
 static int local_script(const cJSON *spec, nv_buf *out, nv_err *err)
@@ -167,14 +234,23 @@ static int local_script(const cJSON *spec, nv_buf *out, nv_err *err)
 			 "export NAVETTE_JOB_ID NAVETTE_COMMIT NAVETTE_PROJECT "
 			 "NAVETTE_WORKSPACE NAVETTE_INPUTS NAVETTE_OUTPUTS\n"
 			 "report() { printf '%s\\n' \"$1\" >> "
-			 "\"$NAVETTE_STATUS\"; }\n"
-			 "cd \"$NAVETTE_WORKSPACE\" || { report 'exit 127'; "
+			 "\"$NAVETTE_STATUS\"; }\n");
+	if ((rc = command_function(spec, out, err)) != 0)
+		return rc;
+	/* the image step and the phases it holds back (the backend staged
+	 * the data before it, but reports it after: see agent.c) */
+	if (field(spec, "container") && !cJSON_IsNull(field(spec, "container")))
+		nv_buf_puts(out, "if ! navette_image; then\n"
+				 "\treport \"image_failed $nv_image_error\"\n"
+				 "\texit 125\n"
+				 "fi\n"
+				 "report image_ready\n"
+				 "report data_ready\n");
+	nv_buf_puts(out, "cd \"$NAVETTE_WORKSPACE\" || { report 'exit 127'; "
 			 "exit 127; }\n"
 			 "report running\n"
 			 ": >> \"$NAVETTE_LOG\"\n"
 			 "report logs_visible\n");
-	if ((rc = command_function(spec, out, err)) != 0)
-		return rc;
 	/* The output goes through the backend's redacting filter when it
 	 * gives one (NAVETTE_REDACT), so the log is masked before it is
 	 * written; the exit status travels through the status file. */

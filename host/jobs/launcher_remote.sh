@@ -8,7 +8,14 @@
 # record under the job's own prefix through a POST policy that allows no
 # other key. It never holds a storage key.
 
-: "${NAVETTE_JOB_DIR:=${TMPDIR:-/tmp}/navette-$NAVETTE_JOB_ID}"
+# A backend may give the job a folder (the local agent does); otherwise the
+# launcher makes its own and removes it at the end (everything that counts
+# is published by then), unless NAVETTE_KEEP_WORKSPACE is set.
+nv_own_dir=
+if [ -z "${NAVETTE_JOB_DIR:-}" ]; then
+	nv_own_dir=1
+	NAVETTE_JOB_DIR="${TMPDIR:-/tmp}/navette-$NAVETTE_JOB_ID"
+fi
 NAVETTE_WORKSPACE="$NAVETTE_JOB_DIR/workspace"
 NAVETTE_INPUTS="$NAVETTE_JOB_DIR/inputs"
 NAVETTE_OUTPUTS="$NAVETTE_JOB_DIR/outputs"
@@ -438,14 +445,23 @@ $(nv_json "$nv_freason"),\"hint\":$(nv_json "$nv_fhint")}"
 # ---- the job --------------------------------------------------------------
 
 nv_report accepted
-nv_report image_ready
-nv_step_data
+if navette_image; then
+	nv_report image_ready
+else
+	nv_fail image_ready "$nv_image_error" "check the image reference, and \
+that this node can reach its registry (network, credentials)"
+fi
+[ "$nv_state" = succeeded ] && nv_step_data
 if [ "$nv_state" = succeeded ]; then
 	nv_report data_ready
 	nv_step_run
 fi
 [ "$nv_state" = succeeded ] && nv_step_publish
 nv_step_record
+if [ -n "$nv_own_dir" ] && [ -z "${NAVETTE_KEEP_WORKSPACE:-}" ]; then
+	cd / && chmod -R u+w "$NAVETTE_JOB_DIR" 2>/dev/null
+	rm -rf "$NAVETTE_JOB_DIR"
+fi
 [ "$nv_state" = succeeded ] && exit 0
 case $nv_exit in
 null | 0) exit 1 ;;

@@ -176,9 +176,12 @@ static void test_remote(void)
 	snprintf(path, sizeof(path), "%s/bin", rdir);
 	nv_mkdir_p(path, 0755, &err);
 	snprintf(path, sizeof(path), "%s/bin/curl", rdir);
-	snprintf(link, sizeof(link), "%s/launcher/fake-curl",
-		 getenv("NAVETTE_TEST_DATA") ? getenv("NAVETTE_TEST_DATA")
-					     : "tests/data");
+	const char *data_dir = getenv("NAVETTE_TEST_DATA");
+	CHECK(data_dir != NULL && data_dir[0] == '/');
+	if (!data_dir || data_dir[0] != '/')
+		return; /* the stand-in curl is needed: never the real one */
+	snprintf(link, sizeof(link), "%s/launcher/fake-curl", data_dir);
+	CHECK(access(link, X_OK) == 0);
 	CHECK(symlink(link, path) == 0);
 	snprintf(path, sizeof(path), "%s/data.csv", rdir);
 	CHECK(nv_write_file_atomic(path, data, strlen(data), 0644, &err) == 0);
@@ -282,6 +285,21 @@ static void test_remote(void)
 	cJSON_Delete(rec);
 	cJSON_Delete(spec);
 
+	/* an image the node cannot pull: failed at image_ready, nothing
+	 * fetched or run */
+	spec = remote_spec(sha, (long)strlen(data), NULL, NULL);
+	cJSON *c = cJSON_AddObjectToObject(spec, "container");
+	snprintf(path, sizeof(path), "%s/launcher/fake-runtime", data_dir);
+	cJSON_AddStringToObject(c, "runtime", path);
+	cJSON_AddStringToObject(c, "image", "reg/missing@sha256:00");
+	rec = run_remote(spec, "touch \"$NAVETTE_OUTPUTS/ran\"\n", &status);
+	CHECK_STR(rstr(rec, "failure", "phase"), "image_ready");
+	CHECK(rstr(rec, "failure", "reason") &&
+	      strstr(rstr(rec, "failure", "reason"), "manifest unknown"));
+	CHECK(!store_has("p/p-2/ran"));
+	cJSON_Delete(rec);
+	cJSON_Delete(spec);
+
 	/* an incomplete transfer section is refused at generation */
 	spec = remote_spec(sha, 1, NULL, NULL);
 	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(spec, "transfer"),
@@ -292,6 +310,99 @@ static void test_remote(void)
 	nv_buf_free(&b);
 	cJSON_Delete(spec);
 	nv_remove_tree(rdir, &err);
+}
+
+/* A local job in an image, through the stand-in runtime: the image is
+ * pulled before anything runs, the workspace and inputs are mounted
+ * read-only at their paths, outputs writable, variables passed by name. */
+static void test_container(void)
+{
+	char dir[] = "/tmp/navette-container-XXXXXX";
+	char path[600], cmd[1600], runtime[600];
+	const char *data_dir = getenv("NAVETTE_TEST_DATA");
+	char *out = NULL;
+	size_t len;
+	nv_buf b;
+	nv_err err;
+
+	CHECK(data_dir != NULL && data_dir[0] == '/');
+	if (!data_dir || data_dir[0] != '/')
+		return;
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(runtime, sizeof(runtime), "%s/launcher/fake-runtime",
+		 data_dir);
+	for (int round = 0; round < 2; round++) {
+		cJSON *spec = cJSON_Parse(
+			"{\"id\":\"p-3\",\"commit\":\"c\",\"project\":\"p\","
+			"\"command\":[\"sh\",\"-c\",\"printf '%s' "
+			"\\\"$WEIRD\\\" "
+			"> \\\"$NAVETTE_OUTPUTS/w\\\"; pwd >> "
+			"\\\"$NAVETTE_OUTPUTS/w\\\"\"],"
+			"\"env\":{\"WEIRD\":\"a b'c\"}}");
+		cJSON *c = cJSON_AddObjectToObject(spec, "container");
+		cJSON_AddStringToObject(c, "runtime", runtime);
+		cJSON_AddStringToObject(c, "image",
+					round == 0 ? "reg/app@sha256:ab"
+						   : "reg/missing@sha256:ab");
+		nv_buf_init(&b, NV_LAUNCHER_MAX);
+		CHECK(nv_launcher_script(spec, &b, &err) == 0);
+		cJSON_Delete(spec);
+		snprintf(cmd, sizeof(cmd),
+			 "rm -rf %s/j && mkdir -p %s/j/workspace %s/j/inputs "
+			 "%s/j/outputs",
+			 dir, dir, dir, dir);
+		CHECK(system(cmd) == 0);
+		snprintf(path, sizeof(path), "%s/launcher.sh", dir);
+		CHECK(nv_write_file_atomic(path, b.data, b.len, 0700, &err) ==
+		      0);
+		nv_buf_free(&b);
+		snprintf(cmd, sizeof(cmd),
+			 "env -i PATH=/usr/bin:/bin NAVETTE_JOB_DIR=%s/j "
+			 "FAKE_RUNTIME_LOG=%s/runtime.log /bin/sh %s; exit $?",
+			 dir, dir, path);
+		int rc = system(cmd);
+		snprintf(path, sizeof(path), "%s/j/status", dir);
+		CHECK(nv_read_file(&out, &len, path, 4096, &err) == 0);
+		if (round == 0) {
+			CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+			CHECK_STR(out, "image_ready\ndata_ready\nrunning\n"
+				       "logs_visible\nexit 0\n");
+			free(out);
+			snprintf(path, sizeof(path), "%s/j/outputs/w", dir);
+			CHECK(nv_read_file(&out, &len, path, 4096, &err) == 0);
+			snprintf(cmd, sizeof(cmd), "a b'c%s/j/workspace\n",
+				 dir);
+			CHECK_STR(out, cmd);
+			free(out);
+			snprintf(path, sizeof(path), "%s/runtime.log", dir);
+			CHECK(nv_read_file(&out, &len, path, 8192, &err) == 0);
+			snprintf(cmd, sizeof(cmd),
+				 "-v %s/j/workspace:%s/j/workspace:ro\n", dir,
+				 dir);
+			CHECK(out && strstr(out, cmd));
+			snprintf(cmd, sizeof(cmd),
+				 "-v %s/j/inputs:%s/j/inputs:ro\n", dir, dir);
+			CHECK(out && strstr(out, cmd));
+			snprintf(cmd, sizeof(cmd),
+				 "-v %s/j/outputs:%s/j/outputs\n", dir, dir);
+			CHECK(out && strstr(out, cmd));
+			CHECK(out && strstr(out, "-e WEIRD\n"));
+			CHECK(out && strstr(out, "--pull=never\n"));
+			CHECK(out && strstr(out, "image reg/app@sha256:ab\n"));
+		} else {
+			CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 125);
+			CHECK(out && strncmp(out,
+					     "image_failed cannot pull "
+					     "reg/missing@sha256:ab",
+					     45) == 0);
+			CHECK(out && !strstr(out, "running"));
+			snprintf(path, sizeof(path), "%s/j/outputs/w", dir);
+			CHECK(access(path, F_OK) != 0);
+		}
+		free(out);
+		out = NULL;
+	}
+	nv_remove_tree(dir, &err);
 }
 
 int main(void)
@@ -365,5 +476,6 @@ int main(void)
 	cJSON_Delete(spec);
 	nv_remove_tree(dir, &err);
 	test_remote();
+	test_container();
 	return nv_test_done();
 }
