@@ -74,6 +74,39 @@ function jobs.view(row)
   return v
 end
 
+-- What a remote launcher published of its phases (its navette-status
+-- object: "PHASE TIME" lines), oldest first; {} before the first.
+function jobs.remote_phases(store, spec)
+  local text = store:read(spec.outputs.url .. "navette-status", 65536)
+  local out = {}
+  for phase, at in (text or ""):gmatch("([%w_]+) ([%dT:.Z-]+)\n") do
+    out[#out + 1] = { phase = phase, at = at }
+  end
+  return out
+end
+
+-- The log chunks a remote launcher shipped after chunk number `after`
+-- (navette-log/000001...), in order: a list of {n, data}.
+function jobs.remote_log_chunks(store, spec, after)
+  local prefix = spec.outputs.prefix .. "navette-log/"
+  local listing = store:list(prefix)
+  local chunks = {}
+  for _, o in ipairs(listing and listing.objects or {}) do
+    local n = tonumber(o.key:match("navette%-log/(%d+)$"))
+    if n and n > (after or 0) then chunks[#chunks + 1] = { n = n, url = o.url } end
+  end
+  table.sort(chunks, function(a, b) return a.n < b.n end)
+  local out = {}
+  for i, c in ipairs(chunks) do
+    -- a gap: a chunk still being written; stop before it
+    if c.n ~= (after or 0) + i then break end
+    local data = store:read(c.url, 64 * 1024 * 1024)
+    if not data then break end
+    out[#out + 1] = { n = c.n, data = data }
+  end
+  return out
+end
+
 function jobs.get(id)
   local row, err = jobs.row(id)
   if not row then

@@ -241,16 +241,13 @@ end
 
 -- What a job on S3 storage gets instead of keys: presigned GET URLs of its
 -- code and inputs (read-only by construction) and a POST policy allowing
--- uploads under its own prefix only.
-local function transfer(run, spec, j)
-  local profile = run.profile
-  local store = storage._s3()
-  local lifetime = runner.url_lifetime(profile, j)
+-- uploads under its own prefix only, for lifetime seconds. code: {key,
+-- sha256, size} of its archive in store. Also what `migrate` signs anew.
+function runner.sign_transfer(profile, store, spec, lifetime, code)
   local function signed(what, value, err)
     if value then return value end
     refuse("cannot sign " .. what .. ": " .. err.message, err.hint)
   end
-  local code_key, code = code_archive(run, store, spec)
   local inputs = {}
   for i, input in ipairs(spec.inputs) do
     inputs[i] = { name = input.name, url = input.url,
@@ -265,14 +262,24 @@ local function transfer(run, spec, j)
     kind = "s3",
     prefix = profile.s3.root .. spec.outputs.prefix,
     output_url = spec.outputs.url,
-    code = { url = signed("the code archive",
-                          store:presign_get(code_key, lifetime)),
-             sha256 = code.sha256, size = code.size },
+    code = { key = code.key, sha256 = code.sha256, size = code.size,
+             url = signed("the code archive",
+                          store:presign_get(code.key, lifetime)) },
     inputs = json.array(inputs),
     post = post,
     max_output_bytes = profile.max_output_bytes,
+    lifetime = lifetime,
     expires_at = math.floor(sys.now()) + lifetime,
   }
+end
+
+local function transfer(run, spec, j)
+  local store = storage._s3()
+  local lifetime = runner.url_lifetime(run.profile, j)
+  local key, code = code_archive(run, store, spec)
+  return runner.sign_transfer(run.profile, store, spec, lifetime,
+                              { key = key, sha256 = code.sha256,
+                                size = code.size })
 end
 
 -- Builds the spec of declaration j: everything the backend needs, pinned.
