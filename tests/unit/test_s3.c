@@ -164,6 +164,64 @@ static int keep_last(const nv_object_info *info, const char *upload_id,
 	return 0;
 }
 
+struct parts_seen {
+	int n, last;
+	uint64_t size;
+	char etag[NV_S3_ETAG_MAX + 1];
+};
+
+static int keep_part(int number, uint64_t size, const char *etag, void *payload)
+{
+	struct parts_seen *p = payload;
+
+	p->n++;
+	p->last = number;
+	p->size = size;
+	snprintf(p->etag, sizeof(p->etag), "%s", etag);
+	return 0;
+}
+
+static void test_xml_parts(void)
+{
+	static const char page[] =
+		"<ListPartsResult><Bucket>b</Bucket><Key>k</Key>"
+		"<IsTruncated>true</IsTruncated>"
+		"<NextPartNumberMarker>2</NextPartNumberMarker>"
+		"<Part><PartNumber>1</PartNumber><ETag>&quot;aa&quot;</ETag>"
+		"<Size>5242880</Size></Part>"
+		"<Part><PartNumber>2</"
+		"PartNumber><ETag>\"0cc175b9c0f1b6a831c399e2"
+		"69772661\"</ETag><Size>1</Size></Part></ListPartsResult>";
+	static const char *const bad[] = {
+		/* part number 0, over 10000, signed, missing ETag, size
+		 * over 5 GiB, another document */
+		"<ListPartsResult><Part><PartNumber>0</PartNumber><ETag>a"
+		"</ETag><Size>1</Size></Part></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>10001</PartNumber><ETag>a"
+		"</ETag><Size>1</Size></Part></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>-1</PartNumber><ETag>a"
+		"</ETag><Size>1</Size></Part></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>1</PartNumber>"
+		"<Size>1</Size></Part></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>1</PartNumber><ETag>a"
+		"</ETag><Size>5368709121</Size></Part></ListPartsResult>",
+		"<ListBucketResult></ListBucketResult>",
+	};
+	struct parts_seen seen;
+	int truncated = 0, next = 0;
+	nv_err err;
+
+	memset(&seen, 0, sizeof(seen));
+	CHECK(nv_s3_xml_parts(page, sizeof(page) - 1, keep_part, &seen,
+			      &truncated, &next, &err) == 0);
+	CHECK(seen.n == 2 && seen.last == 2 && seen.size == 1);
+	CHECK_STR(seen.etag, "0cc175b9c0f1b6a831c399e269772661");
+	CHECK(truncated && next == 2);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(nv_s3_xml_parts(bad[i], strlen(bad[i]), keep_part, &seen,
+				      &truncated, &next, &err) == NV_EBACKEND);
+}
+
 static void test_xml(void)
 {
 	static const char error_xml[] =
@@ -213,6 +271,7 @@ static void test_xml(void)
 	CHECK(nv_s3_xml_field("<R><UploadId>u-1</UploadId></R>", 31, "R",
 			      "UploadId", id, sizeof(id), &err) == 0);
 	CHECK_STR(id, "u-1");
+	test_xml_parts();
 }
 
 /* Bad keys are refused before any request: against a dead endpoint the
