@@ -2695,6 +2695,226 @@ int nv_s3_delete(const nv_s3_config *cfg, const char *bucket, const char *key,
 	return rc;
 }
 
+/* --- batch delete ----------------------------------------------------------
+ */
+
+/* Valid UTF-8, no overlong forms or surrogates: what XML may carry. */
+static int utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		unsigned c = *p, n, cp;
+
+		if (c < 0x80) {
+			p++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			n = 1, cp = c & 0x1f;
+		else if (c >= 0xe0 && c <= 0xef)
+			n = 2, cp = c & 0x0f;
+		else if (c >= 0xf0 && c <= 0xf4)
+			n = 3, cp = c & 0x07;
+		else
+			return 0;
+		for (unsigned i = 1; i <= n; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (p[i] & 0x3f);
+		}
+		if ((n == 2 &&
+		     (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+		    (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+			return 0;
+		p += n + 1;
+	}
+	return 1;
+}
+
+static void xml_escape(nv_buf *b, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&': nv_buf_puts(b, "&amp;"); break;
+		case '<': nv_buf_puts(b, "&lt;"); break;
+		case '>': nv_buf_puts(b, "&gt;"); break;
+		case '"': nv_buf_puts(b, "&quot;"); break;
+		case '\'': nv_buf_puts(b, "&apos;"); break;
+		default: nv_buf_append(b, s, 1);
+		}
+	}
+}
+
+static int key_compare(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+struct delete_report {
+	const char **sorted; /* the requested keys, sorted */
+	unsigned char *seen; /* by position in sorted */
+	size_t n;
+	nv_s3_deleted_cb callback;
+	void *payload;
+	size_t failed;
+	char first_key[NV_FILESTORE_KEY_MAX + 1];
+	char first_code[64];
+	char first_message[256];
+	int stray; /* the answer named a key not asked for, or twice */
+	int stopped;
+};
+
+static int delete_seen(const char *key, const char *code, const char *message,
+		       void *payload)
+{
+	struct delete_report *r = payload;
+	const char **hit =
+		bsearch(&key, r->sorted, r->n, sizeof(*r->sorted), key_compare);
+	size_t i;
+	int rc;
+
+	if (!hit || r->seen[(i = (size_t)(hit - r->sorted))]) {
+		r->stray = 1;
+		return 0;
+	}
+	r->seen[i] = 1;
+	if (code) {
+		if (!r->failed++) {
+			snprintf(r->first_key, sizeof(r->first_key), "%s", key);
+			snprintf(r->first_code, sizeof(r->first_code), "%s",
+				 code[0] ? code : "InternalError");
+			snprintf(r->first_message, sizeof(r->first_message),
+				 "%s", message ? message : "");
+			sanitize(r->first_code);
+			sanitize(r->first_message);
+		}
+	}
+	if (r->callback && !r->stopped) {
+		rc = r->callback(key, code, message, r->payload);
+		if (rc)
+			r->stopped = 1;
+	}
+	return 0;
+}
+
+int nv_s3_delete_batch(const nv_s3_config *cfg, const char *bucket,
+		       const char *const *keys, size_t nkeys,
+		       nv_s3_deleted_cb callback, void *payload, nv_err *err)
+{
+	struct delete_report r;
+	unsigned char md5[EVP_MAX_MD_SIZE];
+	unsigned int md5_len = 0;
+	char md5_b64[64], md5_header[100];
+	struct call c;
+	nv_http_response resp;
+	nv_buf body;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	memset(&resp, 0, sizeof(resp));
+	rc = nv_s3_bucket_check(bucket, err);
+	if (rc)
+		return rc;
+	if (nkeys == 0 || nkeys > NV_S3_DELETE_BATCH_MAX || !keys)
+		return nv_err_set(err, NV_EINVAL, "send 1 to 1000 keys a batch",
+				  "a batch delete of %zu keys", nkeys);
+	/* every key checked before anything is sent */
+	for (size_t i = 0; i < nkeys; i++) {
+		rc = key_check(keys[i], err);
+		if (rc)
+			return rc;
+		if (!utf8_valid(keys[i]))
+			return nv_err_set(err, NV_EINVAL,
+					  "delete such a key on its own",
+					  "key '%.200s' is not UTF-8: an XML "
+					  "batch cannot name it",
+					  keys[i]);
+	}
+	r.sorted = malloc(nkeys * sizeof(*r.sorted));
+	r.seen = calloc(nkeys, 1);
+	nv_buf_init(&body, (size_t)NV_S3_DELETE_BATCH_MAX *
+					   (6 * NV_FILESTORE_KEY_MAX + 32) +
+				   256);
+	if (!r.sorted || !r.seen) {
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	memcpy(r.sorted, keys, nkeys * sizeof(*r.sorted));
+	qsort(r.sorted, nkeys, sizeof(*r.sorted), key_compare);
+	for (size_t i = 1; i < nkeys; i++)
+		if (strcmp(r.sorted[i - 1], r.sorted[i]) == 0) {
+			rc = nv_err_set(err, NV_EINVAL, NULL,
+					"key '%.200s' is twice in the batch",
+					r.sorted[i]);
+			goto out;
+		}
+	r.n = nkeys;
+	r.callback = callback;
+	r.payload = payload;
+	/* not Quiet: the answer must name every key, deleted or not */
+	nv_buf_puts(&body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+			   "<Delete><Quiet>false</Quiet>");
+	for (size_t i = 0; i < nkeys; i++) {
+		nv_buf_puts(&body, "<Object><Key>");
+		xml_escape(&body, keys[i]);
+		nv_buf_puts(&body, "</Key></Object>");
+	}
+	nv_buf_puts(&body, "</Delete>");
+	if (body.failed || EVP_Digest(body.data, body.len, md5, &md5_len,
+				      EVP_md5(), NULL) != 1) {
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	EVP_EncodeBlock((unsigned char *)md5_b64, md5, (int)md5_len);
+	snprintf(md5_header, sizeof(md5_header), "Content-MD5: %s", md5_b64);
+	memset(&c, 0, sizeof(c));
+	c.method = "POST";
+	c.bucket = bucket;
+	c.query = "delete";
+	c.headers[c.nheaders++] = md5_header;
+	c.headers[c.nheaders++] = "Content-Type: application/xml";
+	c.body = body.data;
+	c.body_len = body.len;
+	c.idempotent = 1; /* deleting twice deletes the same keys */
+	rc = call_run(cfg, &c, &resp, err);
+	if (!rc)
+		rc = nv_s3_xml_delete_result(resp.body.data, resp.body.len,
+					     delete_seen, &r, err);
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < nkeys && !r.stray; i++)
+		r.stray = !r.seen[i];
+	if (r.stray) {
+		rc = nv_err_set(err, NV_EBACKEND, "the server misbehaves",
+				"S3 DeleteObjects %s: the answer does not "
+				"account for each of the %zu keys once",
+				bucket, nkeys);
+		goto out;
+	}
+	if (r.failed) {
+		const struct code_hint *ch = NULL;
+
+		for (size_t i = 0; i < sizeof(code_hints) / sizeof(*code_hints);
+		     i++)
+			if (strcmp(code_hints[i].code, r.first_code) == 0)
+				ch = &code_hints[i];
+		rc = nv_err_set(err, ch ? ch->nv_code : NV_EBACKEND,
+				ch ? ch->hint : "check the bucket policy",
+				"S3 DeleteObjects %s: %zu of %zu keys not "
+				"deleted; the first, %.200s: %s%s%s",
+				bucket, r.failed, nkeys, r.first_key,
+				r.first_code, r.first_message[0] ? ": " : "",
+				r.first_message);
+	}
+out:
+	free(r.sorted);
+	free(r.seen);
+	nv_buf_free(&body);
+	nv_http_response_free(&resp);
+	return rc;
+}
+
 int nv_s3_copy(const nv_s3_config *cfg, const char *src_bucket,
 	       const char *src_key, const char *dst_bucket, const char *dst_key,
 	       nv_object_info *info, nv_err *err)

@@ -181,6 +181,25 @@ int nv_s3_list(const nv_s3_config *cfg, const char *bucket, const char *prefix,
 int nv_s3_delete(const nv_s3_config *cfg, const char *bucket, const char *key,
 		 nv_err *err);
 
+#define NV_S3_DELETE_BATCH_MAX 1000
+
+/* Called per key of a batch delete: code NULL when the key was deleted
+ * (or was not there: S3 does not tell), else S3's error code and message
+ * for it. A nonzero return stops the reports (not the delete). */
+typedef int (*nv_s3_deleted_cb)(const char *key, const char *code,
+				const char *message, void *payload);
+
+/* DeleteObjects: up to NV_S3_DELETE_BATCH_MAX distinct keys in one
+ * request. Each key passes the key check and must be UTF-8 (an XML
+ * document carries the batch, escaped) before anything is sent; the
+ * request carries its Content-MD5. The answer must account for every key
+ * exactly once (NV_EBACKEND otherwise). 0 when all were deleted; when
+ * some were not, the code of the first one's S3 error (NV_EREFUSED for
+ * AccessDenied...) with a message naming it and the count. */
+int nv_s3_delete_batch(const nv_s3_config *cfg, const char *bucket,
+		       const char *const *keys, size_t nkeys,
+		       nv_s3_deleted_cb callback, void *payload, nv_err *err);
+
 /* Server-side copy (x-amz-copy-source; objects up to 5 GiB), metadata
  * (the recorded sha256) included. info as for head() of dst_key. */
 int nv_s3_copy(const nv_s3_config *cfg, const char *src_bucket,
@@ -307,6 +326,12 @@ int nv_s3_xml_list(const char *xml, size_t len, nv_s3_xml_list_cb callback,
 int nv_s3_xml_parts(const char *xml, size_t len, nv_s3_part_cb callback,
 		    void *payload, int *truncated, int *next_marker,
 		    nv_err *err);
+
+/* A DeleteResult: callback per <Deleted> (code NULL) and per <Error>
+ * (code and message, "" when absent). Keys as for nv_s3_xml_list. */
+int nv_s3_xml_delete_result(const char *xml, size_t len,
+			    nv_s3_deleted_cb callback, void *payload,
+			    nv_err *err);
 
 /* The text of the first element called name directly under the root
  * element called root (UploadId of InitiateMultipartUploadResult, ETag of

@@ -519,6 +519,78 @@ int nv_s3_xml_parts(const char *xml, size_t len, nv_s3_part_cb callback,
 	return 0;
 }
 
+/* --- DeleteResult ----------------------------------------------------------
+ */
+
+struct deleted_state {
+	nv_s3_deleted_cb callback;
+	void *payload;
+	char key[NV_FILESTORE_KEY_MAX + 1];
+	char code[64];
+	char message[256];
+	int has_key;
+};
+
+static int deleted_end(struct walk *w)
+{
+	struct deleted_state *st = w->payload;
+	const char *name = walk_name(w, w->depth);
+	const char *entry = walk_name(w, 2);
+
+	if (w->depth == 2 &&
+	    (strcmp(name, "Deleted") == 0 || strcmp(name, "Error") == 0)) {
+		int error = name[0] == 'E', rc;
+
+		if (!st->has_key)
+			return nv_err_set(w->err, NV_EBACKEND,
+					  "the server misbehaves",
+					  "S3 delete result without a key");
+		rc = st->callback(st->key, error ? st->code : NULL,
+				  error ? st->message : NULL, st->payload);
+		memset(st->key, 0, sizeof(st->key));
+		st->code[0] = st->message[0] = '\0';
+		st->has_key = 0;
+		return rc;
+	}
+	if (w->depth != 3 ||
+	    (strcmp(entry, "Deleted") != 0 && strcmp(entry, "Error") != 0))
+		return 0;
+	if (strcmp(name, "Key") == 0) {
+		if (w->text_over || w->text_len == 0 ||
+		    w->text_len >= sizeof(st->key) ||
+		    memchr(w->text, '\0', w->text_len))
+			return nv_err_set(w->err, NV_EBACKEND,
+					  "the server misbehaves",
+					  "S3 delete result with an empty or "
+					  "over-long key");
+		memcpy(st->key, w->text, w->text_len + 1);
+		st->has_key = 1;
+	} else if (strcmp(name, "Code") == 0) {
+		copy_text(st->code, sizeof(st->code), w);
+	} else if (strcmp(name, "Message") == 0) {
+		copy_text(st->message, sizeof(st->message), w);
+	}
+	return 0;
+}
+
+int nv_s3_xml_delete_result(const char *xml, size_t len,
+			    nv_s3_deleted_cb callback, void *payload,
+			    nv_err *err)
+{
+	struct walk w;
+	struct deleted_state st;
+
+	if (!callback)
+		return nv_err_set(err, NV_EINVAL, NULL, "no delete callback");
+	memset(&st, 0, sizeof(st));
+	st.callback = callback;
+	st.payload = payload;
+	memset(&w, 0, sizeof(w));
+	w.on_end = deleted_end;
+	w.payload = &st;
+	return walk_run(&w, xml, len, "DeleteResult", err);
+}
+
 /* --- one field ----------------------------------------------------------- */
 
 struct field_state {
