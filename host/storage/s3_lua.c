@@ -147,6 +147,19 @@ static void push_info(lua_State *L, const nv_object_info *info)
 	}
 }
 
+/* Adds what a transfer moved to the info table on top. */
+static void push_stats(lua_State *L, const nv_s3_stats *stats)
+{
+	lua_pushinteger(L, (lua_Integer)stats->bytes_sent);
+	lua_setfield(L, -2, "bytes_sent");
+	if (stats->parts_resumed) {
+		lua_pushinteger(L, (lua_Integer)stats->bytes_resumed);
+		lua_setfield(L, -2, "bytes_resumed");
+		lua_pushinteger(L, stats->parts_resumed);
+		lua_setfield(L, -2, "parts_resumed");
+	}
+}
+
 /* Records "s3 ACTION DETAIL" in the plan and pushes {key=, planned=true}. */
 static int plan_stub(lua_State *L, const char *action, const char *key)
 {
@@ -297,10 +310,13 @@ static int l_s3_check_bucket(lua_State *L)
 
 /* ---- client methods ----------------------------------------------------- */
 
-/* put(bucket, key, path) -> info */
+/* put(bucket, key, path) -> info (with bytes_sent, and bytes_resumed
+ * and parts_resumed when an interrupted upload was continued) */
 static int l_s3_put(lua_State *L)
 {
 	const nv_s3_config *cfg = check_client(L);
+	nv_s3_config local;
+	nv_s3_stats stats;
 	const char *path = luaL_checkstring(L, 4);
 	const char *bucket, *key;
 	nv_object_info info;
@@ -313,16 +329,22 @@ static int l_s3_put(lua_State *L)
 		lua_pushfstring(L, "s3://%s/%s <- %s", bucket, key, path);
 		return plan_stub(L, "put", key);
 	}
-	if (nv_s3_put_file(cfg, bucket, key, path, &info, &err))
+	local = *cfg;
+	local.stats = &stats;
+	if (nv_s3_put_file(&local, bucket, key, path, &info, &err))
 		return nv_lua_push_error(L, &err);
 	push_info(L, &info);
+	push_stats(L, &stats);
 	return 1;
 }
 
-/* get(bucket, key, path) -> info: path is written only when complete. */
+/* get(bucket, key, path) -> info (stats as for put): path is written
+ * only when complete. */
 static int l_s3_get(lua_State *L)
 {
 	const nv_s3_config *cfg = check_client(L);
+	nv_s3_config local;
+	nv_s3_stats stats;
 	const char *path = luaL_checkstring(L, 4);
 	const char *bucket, *key;
 	nv_object_info info;
@@ -335,9 +357,12 @@ static int l_s3_get(lua_State *L)
 		lua_pushfstring(L, "s3://%s/%s -> %s", bucket, key, path);
 		return plan_stub(L, "get", key);
 	}
-	if (nv_s3_get_file(cfg, bucket, key, path, &info, &err))
+	local = *cfg;
+	local.stats = &stats;
+	if (nv_s3_get_file(&local, bucket, key, path, &info, &err))
 		return nv_lua_push_error(L, &err);
 	push_info(L, &info);
+	push_stats(L, &stats);
 	return 1;
 }
 

@@ -333,9 +333,15 @@ local function cmd_cp(argv)
   end
   c:close()
   local seconds = sys.now() - started
-  show(string.format("\r\27[K%s: %s in %.1f s%s\n", what,
+  local resumed = ""
+  if info.bytes_resumed then
+    resumed = string.format(", resumed: %s were already there",
+                            util.human_size(info.bytes_resumed))
+  end
+  show(string.format("\r\27[K%s: %s in %.1f s%s%s\n", what,
                      util.human_size(info.size or 0), seconds,
-                     rate_text(info.size or 0, seconds)))
+                     rate_text(info.bytes_sent or info.size or 0, seconds),
+                     resumed))
   return 0
 end
 

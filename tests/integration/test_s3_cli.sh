@@ -258,6 +258,43 @@ check_eq "a virtual-host form upload under the prefix is accepted" \
 check_eq "and one outside the prefix is refused" \
 	"$(post outside/x "$T/small.txt")" 403
 
+# ---- an interrupted cp resumes ------------------------------------------------
+
+# The upload goes through a proxy that stops forwarding after 36 MiB of a
+# 40 MiB file (five parts of 8 MiB, four at a time: at least one part is
+# then complete), and navette is killed (SIGKILL) there.
+head -c $((40 * 1024 * 1024)) /dev/urandom >"$T/resume.bin"
+python3 "$NAVETTE_SOURCE/tests/data/s3/fault_proxy.py" "${S3_ENDPOINT#http://}" \
+	1 0 --stall-after $((36 * 1024 * 1024)) --lifetime 120 \
+	>"$T/proxy.port" 2>"$T/proxy.log" &
+PROXY=$!
+for _ in $(seq 100); do [ -s "$T/proxy.port" ] && break; sleep 0.1; done
+"$NAVETTE" storage cp "$T/resume.bin" "$S3/resume/r.bin" \
+	--endpoint "http://127.0.0.1:$(cat "$T/proxy.port")" >/dev/null 2>&1 &
+CP=$!
+for _ in $(seq 600); do grep -q stalled "$T/proxy.log" && break; sleep 0.1; done
+check_contains "the proxy stalled the upload" "$(cat "$T/proxy.log")" stalled
+sleep 1
+kill -9 "$CP"
+wait "$CP" 2>/dev/null
+kill "$PROXY"
+wait "$PROXY" 2>/dev/null
+nv storage ls "$S3/resume/" "${EP[@]}"
+check_no_match "the killed upload published nothing" "$OUT" "r\.bin"
+if command -v script >/dev/null 2>&1 &&
+	script -qec true /dev/null >/dev/null 2>&1; then
+	TTY_OUT=$(script -qec "$(printf '%q ' "$NAVETTE" storage cp \
+		"$T/resume.bin" "$S3/resume/r.bin" "${EP[@]}")" /dev/null)
+	check_match "the next cp continues it (on a terminal it says so)" \
+		"$TTY_OUT" "resumed: [0-9.]+ MiB were already there"
+else
+	nv storage cp "$T/resume.bin" "$S3/resume/r.bin" "${EP[@]}"
+fi
+nv storage cp "$S3/resume/r.bin" "$T/down/r.bin" "${EP[@]}"
+check_eq "the resumed upload holds the file's bytes (sha256)" \
+	"$(sha256 "$T/down/r.bin" 2>/dev/null)" "$(sha256 "$T/resume.bin")"
+nv storage rm "$S3/resume/r.bin" "${EP[@]}"
+
 # ---- rm --recursive ------------------------------------------------------------
 
 for i in 1 2 3; do
