@@ -6,7 +6,9 @@
  *   CURLOPT_SSL_VERIFYHOST=2). There is no option to turn it off; a profile
  *   may only add a CA bundle or pin the server's public key.
  * - Plain http:// is accepted only for loopback hosts (127.0.0.0/8, ::1,
- *   localhost); anything else is NV_EREFUSED before any connection.
+ *   localhost and the names under it, which are pinned to 127.0.0.1 and
+ *   never asked of a resolver); anything else is NV_EREFUSED before any
+ *   connection.
  * - A credential is bound to a host (and optionally a port) and attached
  *   only to requests for that host. Redirects are followed by this module,
  *   never by curl: once a hop leaves the first URL's origin (scheme, host,
@@ -32,6 +34,8 @@
 #define NV_HTTP_HEADERS_MAX                100 /* response headers kept */
 #define NV_HTTP_HEADER_BYTES_MAX           ((size_t)64 * 1024)
 #define NV_HTTP_REDIRECTS_MAX              20
+/* curl's buffer for a body streamed through a sink or a reader. */
+#define NV_HTTP_STREAM_BUFFER ((size_t)512 * 1024)
 /* "sha256//" + base64 of 32 bytes + NUL fits in 64. */
 #define NV_HTTP_PIN_MAX 64
 
@@ -125,8 +129,8 @@ const char *nv_http_response_header(const nv_http_response *resp,
 /* Frees everything resp holds; resp may be re-used. NULL is fine. */
 void nv_http_response_free(nv_http_response *resp);
 
-/* Whether host (as in a URL: "127.0.0.1", "[::1]", "localhost") is a
- * loopback address. */
+/* Whether host (as in a URL: "127.0.0.1", "[::1]", "localhost",
+ * "bucket.localhost") is a loopback address. */
 int nv_http_host_is_loopback(const char *host);
 
 /* Copies url into out for messages: userinfo removed, and the values of

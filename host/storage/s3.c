@@ -1,6 +1,9 @@
 /* The s3:// object store over nv_http and SigV4 (see s3.h): URL building
  * and key encoding, signing, the retry loop, S3 error mapping, and the
  * operations that mirror the file store, multipart uploads included. */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* sync_file_range */
+#endif
 #include "storage/s3.h"
 
 #include <ctype.h>
@@ -11,11 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 
 #include "core/buf.h"
 #include "core/fsutil.h"
@@ -29,6 +35,15 @@
 #define SHA256_META   "x-amz-meta-sha256"
 #define COMPLETE_MAX  ((size_t)2 * 1024 * 1024) /* 10000 parts fit */
 #define FILE_CHUNK    ((size_t)256 * 1024)
+
+#if defined(__APPLE__)
+#define MTIM(st)      ((st)->st_mtimespec)
+#define CTIM(st)      ((st)->st_ctimespec)
+#define fdatasync(fd) fsync(fd)
+#else
+#define MTIM(st) ((st)->st_mtim)
+#define CTIM(st) ((st)->st_ctim)
+#endif
 
 /* --- config and names ---------------------------------------------------- */
 
@@ -355,6 +370,8 @@ static int s3_error(const struct call *c, const nv_http_response *resp,
 			  resp->status, rid);
 }
 
+static int64_t http_date_parse(const char *s);
+
 static void sleep_ms(long ms)
 {
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -383,10 +400,16 @@ static long backoff_ms(const nv_s3_config *cfg, int attempt,
 	delay = delay / 2 + (long)(r % (unsigned long)(delay / 2 + 1));
 	if (retry_after && isdigit((unsigned char)retry_after[0])) {
 		after = strtol(retry_after, NULL, 10);
+	} else if (retry_after) {
+		/* or an HTTP date */
+		int64_t when = http_date_parse(retry_after);
+
+		after = when ? (long)(when - (int64_t)time(NULL)) : 0;
+	}
+	if (after > 0)
 		after = after > NV_S3_RETRY_DELAY_MAX_MS / 1000
 				? NV_S3_RETRY_DELAY_MAX_MS
 				: after * 1000;
-	}
 	return after > delay ? after : delay;
 }
 
@@ -536,13 +559,19 @@ static int call_run(const nv_s3_config *cfg, const struct call *c,
 					    &doc) == 0)
 				code = doc.code;
 			retry = error_retryable(resp->status, code);
+			/* A step that must not run twice is retried only
+			 * when the answer says it did not run: throttled. */
+			if (!c->idempotent)
+				retry = resp->status == 503 ||
+					resp->status == 429;
 			rc = s3_error(c, resp, err);
 		} else {
 			/* Connection failures and timeouts (the answer did
-			 * not come), not caps, refusals or local I/O. */
-			retry = rc == NV_EBACKEND;
+			 * not come, the step may have run), not caps,
+			 * refusals or local I/O. */
+			retry = rc == NV_EBACKEND && c->idempotent;
 		}
-		if (!retry || !c->idempotent || attempt >= attempts)
+		if (!retry || attempt >= attempts)
 			goto out;
 		sleep_ms(backoff_ms(cfg, attempt, resp->retry_after));
 		nv_http_response_free(resp);
@@ -691,15 +720,211 @@ int nv_s3_create_bucket(const nv_s3_config *cfg, const char *bucket,
 	return rc;
 }
 
+/* --- workers ------------------------------------------------------------- */
+
+/* Runs task(ctx, i) for every i below count on up to nthreads workers:
+ * this thread and as many more as start. Each takes the next index under
+ * lock; the first failure stops the others after their current task and
+ * is the result. Hashing, uploads of parts and downloads of ranges share
+ * it. */
+struct task_pool {
+	int (*task)(void *ctx, int i, nv_err *err);
+	void *ctx;
+	int count;
+	pthread_mutex_t lock;
+	int next;   /* the next index to take */
+	int stop;   /* set by the first failure */
+	int rc;     /* that failure */
+	nv_err err; /* and its message */
+};
+
+static void *pool_worker(void *arg)
+{
+	struct task_pool *p = arg;
+	nv_err err;
+
+	for (;;) {
+		int i, rc;
+
+		pthread_mutex_lock(&p->lock);
+		i = p->stop || p->next >= p->count ? -1 : p->next++;
+		pthread_mutex_unlock(&p->lock);
+		if (i < 0)
+			break;
+		memset(&err, 0, sizeof(err));
+		rc = p->task(p->ctx, i, &err);
+		if (rc) {
+			pthread_mutex_lock(&p->lock);
+			if (!p->stop) {
+				p->stop = 1;
+				p->rc = rc;
+				p->err = err;
+			}
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static int pool_run(int (*task)(void *ctx, int i, nv_err *err), void *ctx,
+		    int count, int nthreads, nv_err *err)
+{
+	struct task_pool pool;
+	pthread_t threads[NV_S3_PARALLEL_PARTS_MAX];
+	int started = 0;
+
+	if (nthreads > count)
+		nthreads = count;
+	if (nthreads > NV_S3_PARALLEL_PARTS_MAX)
+		nthreads = NV_S3_PARALLEL_PARTS_MAX;
+	memset(&pool, 0, sizeof(pool));
+	pool.task = task;
+	pool.ctx = ctx;
+	pool.count = count;
+	if (pthread_mutex_init(&pool.lock, NULL))
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	while (started < nthreads - 1 &&
+	       pthread_create(&threads[started], NULL, pool_worker, &pool) == 0)
+		started++;
+	pool_worker(&pool);
+	for (int t = 0; t < started; t++)
+		pthread_join(threads[t], NULL);
+	pthread_mutex_destroy(&pool.lock);
+	if (pool.rc && err)
+		*err = pool.err;
+	return pool.rc;
+}
+
+static int parallel_of(const nv_s3_config *cfg)
+{
+	if (cfg->parallel_parts <= 0)
+		return NV_S3_PARALLEL_PARTS_DEFAULT;
+	return cfg->parallel_parts > NV_S3_PARALLEL_PARTS_MAX
+		       ? NV_S3_PARALLEL_PARTS_MAX
+		       : cfg->parallel_parts;
+}
+
+static void stats_reset(const nv_s3_config *cfg)
+{
+	if (cfg && cfg->stats)
+		memset(cfg->stats, 0, sizeof(*cfg->stats));
+}
+
+/* --- digests of a file -----------------------------------------------------
+ */
+
+/* The hex digest (sha256, or md5 for a part's ETag) of [off, off+len) of
+ * fd, read through buf (FILE_CHUNK bytes). */
+static int digest_range(int fd, uint64_t off, uint64_t len, const EVP_MD *md,
+			char *hex, char *buf, nv_err *err)
+{
+	static const char digits[] = "0123456789abcdef";
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	unsigned char out[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	uint64_t pos = 0;
+	int rc = 0;
+
+	hex[0] = '\0';
+	if (!ctx || EVP_DigestInit_ex(ctx, md, NULL) != 1) {
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "digest: out of memory");
+		goto out;
+	}
+	while (pos < len) {
+		size_t want = len - pos < FILE_CHUNK ? (size_t)(len - pos)
+						     : FILE_CHUNK;
+		ssize_t got = pread(fd, buf, want, (off_t)(off + pos));
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			rc = nv_err_set_errno(err, NV_EIO, got ? errno : EIO,
+					      "do not change a file while it "
+					      "is transferred",
+					      "reading the file to hash");
+			goto out;
+		}
+		if (EVP_DigestUpdate(ctx, buf, (size_t)got) != 1) {
+			rc = nv_err_set(err, NV_EIO, NULL, "digest failed");
+			goto out;
+		}
+		pos += (uint64_t)got;
+	}
+	if (EVP_DigestFinal_ex(ctx, out, &n) != 1) {
+		rc = nv_err_set(err, NV_EIO, NULL, "digest failed");
+		goto out;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		hex[2 * i] = digits[out[i] >> 4];
+		hex[2 * i + 1] = digits[out[i] & 0xf];
+	}
+	hex[2 * n] = '\0';
+out:
+	EVP_MD_CTX_free(ctx);
+	return rc;
+}
+
+/* The whole file's sha256 and each part's, on two threads (sha256 is
+ * sequential: the whole hash is the long pole, the parts go beside it). */
+struct prepass {
+	int fd;
+	uint64_t size, part;
+	int nparts;
+	char whole[NV_SHA256_HEX_LEN + 1];
+	char (*parts)[NV_SHA256_HEX_LEN + 1];
+};
+
+static int prepass_task(void *ctx, int i, nv_err *err)
+{
+	struct prepass *p = ctx;
+	char *buf = malloc(FILE_CHUNK);
+	int rc = 0;
+
+	if (!buf)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	if (i == 0)
+		rc = digest_range(p->fd, 0, p->size, EVP_sha256(), p->whole,
+				  buf, err);
+	for (int k = 0; i == 1 && !rc && k < p->nparts; k++) {
+		uint64_t off = (uint64_t)k * p->part;
+		uint64_t len =
+			p->size - off < p->part ? p->size - off : p->part;
+
+		rc = digest_range(p->fd, off, len, EVP_sha256(), p->parts[k],
+				  buf, err);
+	}
+	free(buf);
+	return rc;
+}
+
+static int hash_file(int fd, uint64_t size, uint64_t part, char *whole,
+		     char (*parts)[NV_SHA256_HEX_LEN + 1], int nparts,
+		     nv_err *err)
+{
+	struct prepass p;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	p.fd = fd;
+	p.size = size;
+	p.part = part;
+	p.nparts = parts ? nparts : 0;
+	p.parts = parts;
+	rc = pool_run(prepass_task, &p, parts ? 2 : 1, 2, err);
+	if (!rc)
+		memcpy(whole, p.whole, sizeof(p.whole));
+	return rc;
+}
+
 /* --- put ----------------------------------------------------------------- */
 
-/* Streams [offset, offset+size) of fd, hashing what it sends so a file
- * changed after it was hashed is caught. */
+/* Streams [offset, offset+size) of fd. Not hashed again while sent: the
+ * body's sha256 is signed (x-amz-content-sha256) and the server refuses
+ * bytes that do not match it (XAmzContentSHA256Mismatch, NV_EIO). */
 struct file_reader {
 	int fd;
 	uint64_t offset, size, done;
-	nv_sha256 hash;
-	int hashing;
 };
 
 static int file_read(void *payload, char *buf, size_t cap, size_t *nread)
@@ -718,8 +943,6 @@ static int file_read(void *payload, char *buf, size_t cap, size_t *nread)
 	} while (got < 0 && errno == EINTR);
 	if (got <= 0)
 		return -1; /* an error, or the file shrank */
-	if (nv_sha256_update(&r->hash, buf, (size_t)got, NULL))
-		return -1;
 	r->done += (uint64_t)got;
 	*nread = (size_t)got;
 	return 0;
@@ -729,12 +952,7 @@ static int file_rewind(void *payload)
 {
 	struct file_reader *r = payload;
 
-	nv_sha256_dispose(&r->hash);
-	r->hashing = 0;
 	r->done = 0;
-	if (nv_sha256_init(&r->hash, NULL))
-		return -1;
-	r->hashing = 1;
 	return 0;
 }
 
@@ -749,7 +967,6 @@ static int put_range(const nv_s3_config *cfg, const char *bucket,
 	struct file_reader fr;
 	struct reader rd;
 	struct call c;
-	char sent[NV_SHA256_HEX_LEN + 1];
 	int rc;
 
 	memset(resp, 0, sizeof(*resp));
@@ -757,8 +974,6 @@ static int put_range(const nv_s3_config *cfg, const char *bucket,
 	fr.fd = fd;
 	fr.offset = offset;
 	fr.size = size;
-	if (file_rewind(&fr))
-		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
 	rd.read = file_read;
 	rd.rewind = file_rewind;
 	rd.payload = &fr;
@@ -774,12 +989,10 @@ static int put_range(const nv_s3_config *cfg, const char *bucket,
 	c.payload_hash = sha256;
 	c.idempotent = 1;
 	rc = call_run(cfg, &c, resp, err);
-	if (!rc && (fr.done != size || nv_sha256_final(&fr.hash, sent, err) ||
-		    strcmp(sent, sha256) != 0))
+	if (!rc && fr.done != size)
 		rc = nv_err_set(err, NV_EIO,
 				"do not change a file while it is uploaded",
 				"the file changed while %s was uploaded", key);
-	nv_sha256_dispose(&fr.hash);
 	return rc;
 }
 
@@ -856,56 +1069,11 @@ static uint64_t part_size_for(const nv_s3_config *cfg, uint64_t size)
 	return part > NV_S3_PART_SIZE_MAX ? NV_S3_PART_SIZE_MAX : part;
 }
 
-/* One pass over fd: the whole file's sha256 and each part's. */
-static int hash_parts(int fd, uint64_t size, uint64_t part, char *whole,
-		      char (*parts)[NV_SHA256_HEX_LEN + 1], int nparts,
-		      nv_err *err)
+static uint64_t part_len(uint64_t size, uint64_t part, int i)
 {
-	nv_sha256 all, one;
-	char *buf = malloc(FILE_CHUNK);
-	uint64_t pos = 0;
-	int rc, i = 0;
+	uint64_t off = (uint64_t)i * part;
 
-	if (!buf)
-		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-	memset(&one, 0, sizeof(one));
-	rc = nv_sha256_init(&all, err);
-	if (!rc)
-		rc = nv_sha256_init(&one, err);
-	while (!rc && pos < size) {
-		uint64_t end = (uint64_t)(i + 1) * part;
-		size_t want = FILE_CHUNK;
-		ssize_t got;
-
-		if (end > size)
-			end = size;
-		if (want > end - pos)
-			want = (size_t)(end - pos);
-		got = pread(fd, buf, want, (off_t)pos);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0) {
-			rc = nv_err_set_errno(err, NV_EIO, got ? errno : EIO,
-					      NULL,
-					      "reading the file to upload");
-			break;
-		}
-		rc = nv_sha256_update(&all, buf, (size_t)got, err);
-		if (!rc)
-			rc = nv_sha256_update(&one, buf, (size_t)got, err);
-		pos += (uint64_t)got;
-		if (!rc && pos == end && i < nparts) {
-			rc = nv_sha256_final(&one, parts[i++], err);
-			if (!rc && pos < size)
-				rc = nv_sha256_init(&one, err);
-		}
-	}
-	if (!rc)
-		rc = nv_sha256_final(&all, whole, err);
-	nv_sha256_dispose(&all);
-	nv_sha256_dispose(&one);
-	free(buf);
-	return rc;
+	return size - off < part ? size - off : part;
 }
 
 /* It goes back into the completion's XML: nothing to escape. */
@@ -951,106 +1119,24 @@ static int part_query(const nv_s3_upload *up, nv_buf *q)
 	return part_query_n(up, up->nparts + 1, q);
 }
 
-static int parallel_of(const nv_s3_config *cfg)
-{
-	if (cfg->parallel_parts <= 0)
-		return NV_S3_PARALLEL_PARTS_DEFAULT;
-	return cfg->parallel_parts > NV_S3_PARALLEL_PARTS_MAX
-		       ? NV_S3_PARALLEL_PARTS_MAX
-		       : cfg->parallel_parts;
-}
-
-/* Runs task(ctx, i) for every i below count on up to nthreads workers:
- * this thread and as many more as start. Each takes the next index under
- * lock; the first failure stops the others after their current task and
- * is the result. Uploads of parts and downloads of ranges share it. */
-struct task_pool {
-	int (*task)(void *ctx, int i, nv_err *err);
-	void *ctx;
-	int count;
-	pthread_mutex_t lock;
-	int next;   /* the next index to take */
-	int stop;   /* set by the first failure */
-	int rc;     /* that failure */
-	nv_err err; /* and its message */
-};
-
-static void *pool_worker(void *arg)
-{
-	struct task_pool *p = arg;
-	nv_err err;
-
-	for (;;) {
-		int i, rc;
-
-		pthread_mutex_lock(&p->lock);
-		i = p->stop || p->next >= p->count ? -1 : p->next++;
-		pthread_mutex_unlock(&p->lock);
-		if (i < 0)
-			break;
-		memset(&err, 0, sizeof(err));
-		rc = p->task(p->ctx, i, &err);
-		if (rc) {
-			pthread_mutex_lock(&p->lock);
-			if (!p->stop) {
-				p->stop = 1;
-				p->rc = rc;
-				p->err = err;
-			}
-			pthread_mutex_unlock(&p->lock);
-			break;
-		}
-	}
-	return NULL;
-}
-
-static int pool_run(int (*task)(void *ctx, int i, nv_err *err), void *ctx,
-		    int count, int nthreads, nv_err *err)
-{
-	struct task_pool pool;
-	pthread_t threads[NV_S3_PARALLEL_PARTS_MAX];
-	int started = 0;
-
-	if (nthreads > count)
-		nthreads = count;
-	if (nthreads > NV_S3_PARALLEL_PARTS_MAX)
-		nthreads = NV_S3_PARALLEL_PARTS_MAX;
-	memset(&pool, 0, sizeof(pool));
-	pool.task = task;
-	pool.ctx = ctx;
-	pool.count = count;
-	if (pthread_mutex_init(&pool.lock, NULL))
-		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-	while (started < nthreads - 1 &&
-	       pthread_create(&threads[started], NULL, pool_worker, &pool) == 0)
-		started++;
-	pool_worker(&pool);
-	for (int t = 0; t < started; t++)
-		pthread_join(threads[t], NULL);
-	pthread_mutex_destroy(&pool.lock);
-	if (pool.rc && err)
-		*err = pool.err;
-	return pool.rc;
-}
-
-/* The parts of one put_file(), shared by its workers: each takes the next
- * part number under lock, streams that slice of fd (pread: no shared
- * offset) and stores its ETag in its own slot of up->etags. The first
- * failure stops the others after their current part. */
+/* The parts of one put_file() still to send (todo: their indexes),
+ * shared by its workers: each takes the next under lock, streams that
+ * slice of fd (pread: no shared offset) and stores its ETag in its own
+ * slot of up->etags. */
 struct part_pool {
 	const nv_s3_config *cfg;
 	nv_s3_upload *up;
 	int fd;
 	uint64_t size, part;
-	int nparts;
+	const int *todo;
 	const char (*hashes)[NV_SHA256_HEX_LEN + 1];
 };
 
-static int part_send(void *ctx, int i, nv_err *err)
+static int part_send(void *ctx, int t, nv_err *err)
 {
 	struct part_pool *p = ctx;
+	int i = p->todo[t];
 	uint64_t off = (uint64_t)i * p->part;
-	uint64_t len = p->size - off < p->part ? p->size - off : p->part;
 	nv_http_response resp;
 	nv_buf q;
 	int rc = 0;
@@ -1061,7 +1147,8 @@ static int part_send(void *ctx, int i, nv_err *err)
 		rc = nv_err_set(err, NV_ENOMEM, NULL, "query too long");
 	if (!rc)
 		rc = put_range(p->cfg, p->up->bucket, p->up->key, q.data, p->fd,
-			       off, len, p->hashes[i], NULL, &resp, err);
+			       off, part_len(p->size, p->part, i), p->hashes[i],
+			       NULL, &resp, err);
 	if (!rc)
 		rc = etag_check(resp.etag, err);
 	if (!rc)
@@ -1071,27 +1158,26 @@ static int part_send(void *ctx, int i, nv_err *err)
 	return rc;
 }
 
-/* Sends the parts of an open upload, up to parallel_of() at a time, each
+/* Sends the ntodo parts listed in todo of an open upload whose
+ * up->etags has nparts slots, up to parallel_of() at a time, each
  * streamed from fd (memory stays bounded: no part is held whole). */
 static int send_parts(const nv_s3_config *cfg, nv_s3_upload *up, int fd,
-		      uint64_t size, uint64_t part, int nparts,
-		      const char (*hashes)[NV_SHA256_HEX_LEN + 1], nv_err *err)
+		      uint64_t size, uint64_t part, int nparts, const int *todo,
+		      int ntodo, const char (*hashes)[NV_SHA256_HEX_LEN + 1],
+		      nv_err *err)
 {
 	struct part_pool pool;
 	int rc;
 
-	up->etags = calloc((size_t)nparts, sizeof(*up->etags));
-	if (!up->etags)
-		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
 	memset(&pool, 0, sizeof(pool));
 	pool.cfg = cfg;
 	pool.up = up;
 	pool.fd = fd;
 	pool.size = size;
 	pool.part = part;
-	pool.nparts = nparts;
+	pool.todo = todo;
 	pool.hashes = hashes;
-	rc = pool_run(part_send, &pool, nparts, parallel_of(cfg), err);
+	rc = pool_run(part_send, &pool, ntodo, parallel_of(cfg), err);
 	if (rc)
 		return rc;
 	up->nparts = nparts;
@@ -1099,30 +1185,333 @@ static int send_parts(const nv_s3_config *cfg, nv_s3_upload *up, int fd,
 	return 0;
 }
 
-static int put_multipart(const nv_s3_config *cfg, const char *bucket,
-			 const char *key, int fd, uint64_t size,
-			 nv_object_info *info, nv_err *err)
+/* --- resuming an interrupted upload ----------------------------------------
+ */
+
+#define RESUME_CANDIDATES_MAX 16
+
+struct candidates {
+	const char *key;
+	int n;
+	char ids[RESUME_CANDIDATES_MAX][NV_S3_UPLOAD_ID_MAX + 1];
+	int64_t initiated[RESUME_CANDIDATES_MAX];
+};
+
+static int list_uploads_raw(const nv_s3_config *cfg, const char *bucket,
+			    const char *prefix, nv_s3_xml_list_cb callback,
+			    void *payload, int *truncated, nv_err *err);
+
+static int candidate_add(const nv_object_info *info, const char *upload_id,
+			 void *payload)
+{
+	struct candidates *c = payload;
+
+	if (strcmp(info->key, c->key) != 0 || !upload_id || !upload_id[0] ||
+	    c->n >= RESUME_CANDIDATES_MAX)
+		return 0;
+	snprintf(c->ids[c->n], sizeof(c->ids[0]), "%s", upload_id);
+	c->initiated[c->n] = info->mtime;
+	c->n++;
+	return 0;
+}
+
+struct listed_part {
+	uint64_t size;
+	char etag[NV_S3_ETAG_MAX + 1];
+	int present;
+	int ok; /* its MD5 matches the file's bytes */
+};
+
+struct parts_listing {
+	struct listed_part *parts;
+	int nparts;
+	int foreign; /* a part this file cannot have */
+};
+
+static int part_listed(int number, uint64_t size, const char *etag,
+		       void *payload)
+{
+	struct parts_listing *l = payload;
+	struct listed_part *p;
+
+	if (number < 1 || number > l->nparts || l->parts[number - 1].present) {
+		l->foreign = 1;
+		return 0;
+	}
+	p = &l->parts[number - 1];
+	p->present = 1;
+	p->size = size;
+	etag_copy(p->etag, etag);
+	return 0;
+}
+
+struct md5_pool {
+	int fd;
+	uint64_t size, part;
+	const int *todo;
+	struct listed_part *parts;
+};
+
+static int md5_task(void *ctx, int t, nv_err *err)
+{
+	struct md5_pool *p = ctx;
+	int i = p->todo[t];
+	char hex[2 * EVP_MAX_MD_SIZE + 1], *buf = malloc(FILE_CHUNK);
+	int rc;
+
+	if (!buf)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	rc = digest_range(p->fd, (uint64_t)i * p->part,
+			  part_len(p->size, p->part, i), EVP_md5(), hex, buf,
+			  err);
+	free(buf);
+	if (!rc)
+		p->parts[i].ok = strcasecmp(hex, p->parts[i].etag) == 0;
+	return rc;
+}
+
+/* Whether the upload id of key holds only parts of this file: each of
+ * the size and MD5 (a part's ETag) of that slice of fd. Fills parts. */
+static int upload_matches(const nv_s3_config *cfg, const char *bucket,
+			  const char *key, const char *id, int fd,
+			  uint64_t size, uint64_t part, int nparts,
+			  struct listed_part *parts)
+{
+	struct parts_listing l = {parts, nparts, 0};
+	struct md5_pool pool;
+	int *todo = calloc((size_t)nparts, sizeof(int)), n = 0, match = 0;
+	nv_err ignored;
+
+	memset(parts, 0, (size_t)nparts * sizeof(*parts));
+	if (!todo ||
+	    nv_s3_list_parts(cfg, bucket, key, id, part_listed, &l, &ignored) ||
+	    l.foreign)
+		goto out;
+	for (int i = 0; i < nparts; i++) {
+		if (!parts[i].present)
+			continue;
+		if (parts[i].size != part_len(size, part, i))
+			goto out;
+		todo[n++] = i;
+	}
+	memset(&pool, 0, sizeof(pool));
+	pool.fd = fd;
+	pool.size = size;
+	pool.part = part;
+	pool.todo = todo;
+	pool.parts = parts;
+	if (pool_run(md5_task, &pool, n, parallel_of(cfg), &ignored))
+		goto out;
+	match = 1;
+	for (int t = 0; t < n; t++)
+		match &= parts[todo[t]].ok;
+out:
+	free(todo);
+	return match;
+}
+
+static void abort_upload_id(const nv_s3_config *cfg, const char *bucket,
+			    const char *key, const char *id)
 {
 	nv_s3_upload up;
+	nv_err ignored;
+
+	memset(&up, 0, sizeof(up));
+	up.cfg = cfg;
+	snprintf(up.bucket, sizeof(up.bucket), "%s", bucket);
+	snprintf(up.key, sizeof(up.key), "%s", key);
+	snprintf(up.upload_id, sizeof(up.upload_id), "%s", id);
+	up.open = 1;
+	nv_s3_upload_abort(&up, &ignored);
+}
+
+/* Looks for an upload of key left by an interrupted put_file() of this
+ * file: initiated no earlier than the file's last change, holding only
+ * parts of the file's bytes (size and MD5 of each checked). Adopts the
+ * newest such upload into up (open, the ETags of the parts it holds in
+ * up->etags, have[i] set for them) and aborts the other uploads of the
+ * key, which no completion could use. Failures to list are no error: a
+ * fresh upload follows. The ListMultipartUploads page is that of keys
+ * starting with key: the key itself sorts first. */
+static void resume_find(const nv_s3_config *cfg, const char *bucket,
+			const char *key, int fd, const struct stat *st,
+			uint64_t part, int nparts, const char *whole,
+			nv_s3_upload *up, unsigned char *have)
+{
+	struct candidates *cand = calloc(1, sizeof(*cand));
+	struct listed_part *parts = calloc((size_t)nparts, sizeof(*parts));
+	uint64_t size = (uint64_t)st->st_size;
+	int truncated, adopted = -1;
+	nv_err ignored;
+
+	if (!cand || !parts)
+		goto out;
+	cand->key = key;
+	if (list_uploads_raw(cfg, bucket, key, candidate_add, cand, &truncated,
+			     &ignored))
+		goto out;
+	for (int round = 0; round < cand->n; round++) {
+		int best = -1;
+
+		/* newest first */
+		for (int i = 0; i < cand->n; i++)
+			if (cand->ids[i][0] &&
+			    (best < 0 ||
+			     cand->initiated[i] > cand->initiated[best]))
+				best = i;
+		if (best < 0)
+			break;
+		if (adopted < 0 && cand->initiated[best] >= st->st_mtime &&
+		    upload_matches(cfg, bucket, key, cand->ids[best], fd, size,
+				   part, nparts, parts)) {
+			adopted = best;
+			memset(up, 0, sizeof(*up));
+			up->cfg = cfg;
+			snprintf(up->bucket, sizeof(up->bucket), "%s", bucket);
+			snprintf(up->key, sizeof(up->key), "%s", key);
+			snprintf(up->upload_id, sizeof(up->upload_id), "%s",
+				 cand->ids[best]);
+			memcpy(up->sha256, whole, NV_SHA256_HEX_LEN + 1);
+			up->etags = calloc((size_t)nparts, sizeof(*up->etags));
+			if (!up->etags) {
+				memset(up, 0, sizeof(*up));
+				goto out;
+			}
+			for (int i = 0; i < nparts; i++) {
+				if (!parts[i].present)
+					continue;
+				memcpy(up->etags[i], parts[i].etag,
+				       sizeof(parts[i].etag));
+				have[i] = 1;
+			}
+			up->open = 1;
+		} else {
+			abort_upload_id(cfg, bucket, key, cand->ids[best]);
+		}
+		cand->ids[best][0] = '\0';
+	}
+out:
+	free(cand);
+	free(parts);
+}
+
+/* --- multipart put_file ----------------------------------------------------
+ */
+
+/* The file is as it was when hashed (size, mtime and ctime to the ns). */
+static int unchanged_check(int fd, const struct stat *before, const char *key,
+			   nv_err *err)
+{
+	struct stat now;
+
+	if (fstat(fd, &now) || now.st_size != before->st_size ||
+	    MTIM(&now).tv_sec != MTIM(before).tv_sec ||
+	    MTIM(&now).tv_nsec != MTIM(before).tv_nsec ||
+	    CTIM(&now).tv_sec != CTIM(before).tv_sec ||
+	    CTIM(&now).tv_nsec != CTIM(before).tv_nsec)
+		return nv_err_set(err, NV_EIO,
+				  "do not change a file while it is uploaded",
+				  "the file changed while %s was uploaded",
+				  key);
+	return 0;
+}
+
+/* One multipart upload of fd, resuming an interrupted one when allowed.
+ * *stale is set when a resumed upload was published with another file's
+ * recorded sha256 (its bytes are this file's: every part was checked). */
+static int multipart_once(const nv_s3_config *cfg, const char *bucket,
+			  const char *key, int fd, const struct stat *st,
+			  uint64_t part, int nparts, const char *whole,
+			  const char (*hashes)[NV_SHA256_HEX_LEN + 1],
+			  int allow_resume, int *stale, nv_object_info *info,
+			  nv_err *err)
+{
+	uint64_t size = (uint64_t)st->st_size;
+	unsigned char *have = calloc((size_t)nparts, 1);
+	int *todo = calloc((size_t)nparts, sizeof(int));
+	nv_s3_upload up;
+	int rc = 0, ntodo = 0, resumed;
+
+	memset(&up, 0, sizeof(up));
+	*stale = 0;
+	if (!have || !todo) {
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	if (allow_resume)
+		resume_find(cfg, bucket, key, fd, st, part, nparts, whole, &up,
+			    have);
+	resumed = up.open;
+	if (!up.open) {
+		rc = nv_s3_upload_begin(&up, cfg, bucket, key, whole, err);
+		if (!rc) {
+			up.etags = calloc((size_t)nparts, sizeof(*up.etags));
+			if (!up.etags)
+				rc = nv_err_set(err, NV_ENOMEM, NULL,
+						"out of memory");
+		}
+		if (rc)
+			goto out;
+	}
+	for (int i = 0; i < nparts; i++) {
+		if (!have[i]) {
+			todo[ntodo++] = i;
+		} else if (cfg->stats) {
+			cfg->stats->parts_resumed++;
+			cfg->stats->bytes_resumed += part_len(size, part, i);
+		}
+	}
+	for (int t = 0; cfg->stats && t < ntodo; t++)
+		cfg->stats->bytes_sent += part_len(size, part, todo[t]);
+	rc = send_parts(cfg, &up, fd, size, part, nparts, todo, ntodo, hashes,
+			err);
+	if (!rc)
+		rc = unchanged_check(fd, st, key, err);
+	if (!rc)
+		rc = nv_s3_upload_complete(&up, info, err);
+	if (!rc && resumed) {
+		nv_object_info got;
+
+		rc = nv_s3_head(cfg, bucket, key, &got, err);
+		if (!rc && strcmp(got.sha256, whole) != 0)
+			*stale = 1;
+	}
+out:
+	nv_s3_upload_dispose(&up); /* aborts after a failure */
+	free(have);
+	free(todo);
+	return rc;
+}
+
+static int put_multipart(const nv_s3_config *cfg, const char *bucket,
+			 const char *key, int fd, const struct stat *st,
+			 nv_object_info *info, nv_err *err)
+{
+	uint64_t size = (uint64_t)st->st_size;
 	uint64_t part = part_size_for(cfg, size);
-	int nparts = (int)((size + part - 1) / part), rc;
+	int nparts = (int)((size + part - 1) / part), rc, stale = 0;
 	char(*hashes)[NV_SHA256_HEX_LEN + 1] =
 		calloc((size_t)nparts, sizeof(*hashes));
 	char whole[NV_SHA256_HEX_LEN + 1];
 
-	memset(&up, 0, sizeof(up));
 	if (!hashes)
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-	rc = hash_parts(fd, size, part, whole, hashes, nparts, err);
+	rc = hash_file(fd, size, part, whole, hashes, nparts, err);
 	if (!rc)
-		rc = nv_s3_upload_begin(&up, cfg, bucket, key, whole, err);
-	if (!rc)
-		rc = send_parts(cfg, &up, fd, size, part, nparts,
-				(const char(*)[NV_SHA256_HEX_LEN + 1]) hashes,
-				err);
-	if (!rc)
-		rc = nv_s3_upload_complete(&up, info, err);
-	nv_s3_upload_dispose(&up); /* aborts after a failure */
+		rc = multipart_once(
+			cfg, bucket, key, fd, st, part, nparts, whole,
+			(const char(*)[NV_SHA256_HEX_LEN + 1]) hashes, 1,
+			&stale, info, err);
+	/* Published with a stale sha256 (an upload begun for an earlier
+	 * state of the file): the bytes are right, the record is not; a
+	 * fresh upload replaces it. */
+	if (!rc && stale) {
+		stats_reset(cfg);
+		rc = multipart_once(
+			cfg, bucket, key, fd, st, part, nparts, whole,
+			(const char(*)[NV_SHA256_HEX_LEN + 1]) hashes, 0,
+			&stale, info, err);
+	}
 	free(hashes);
 	return rc;
 }
@@ -1139,6 +1528,7 @@ int nv_s3_put_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 	rc = put_check(bucket, key, err);
 	if (rc)
 		return rc;
+	stats_reset(cfg);
 	fd = open(src_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return nv_err_set_errno(
@@ -1154,15 +1544,15 @@ int nv_s3_put_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 			    : NV_S3_MULTIPART_THRESHOLD_DEFAULT;
 	if ((uint64_t)st.st_size >= threshold ||
 	    (uint64_t)st.st_size > NV_S3_PART_SIZE_MAX) {
-		rc = put_multipart(cfg, bucket, key, fd, (uint64_t)st.st_size,
-				   info, err);
+		rc = put_multipart(cfg, bucket, key, fd, &st, info, err);
 		goto out;
 	}
-	rc = hash_parts(fd, (uint64_t)st.st_size, NV_S3_PART_SIZE_MAX, sha,
-			NULL, 0, err);
+	rc = hash_file(fd, (uint64_t)st.st_size, 0, sha, NULL, 0, err);
 	if (rc)
 		goto out;
 	snprintf(meta, sizeof(meta), SHA256_META ": %s", sha);
+	if (cfg && cfg->stats)
+		cfg->stats->bytes_sent = (uint64_t)st.st_size;
 	rc = put_range(cfg, bucket, key, NULL, fd, 0, (uint64_t)st.st_size, sha,
 		       meta, &resp, err);
 	if (!rc)
@@ -1208,9 +1598,12 @@ int nv_s3_upload_begin(nv_s3_upload *up, const nv_s3_config *cfg,
 		snprintf(meta, sizeof(meta), SHA256_META ": %s", sha256);
 		c.headers[c.nheaders++] = meta;
 	}
-	/* An initiation is safe to repeat: a lost one leaves an upload that
-	 * nobody completes, which a lifecycle rule or list_uploads finds. */
-	c.idempotent = 1;
+	/* Not sent twice blindly: a lost answer may have created an upload,
+	 * and a second would leave one nobody completes. A throttled one is
+	 * retried (nothing was created); after a lost answer the next
+	 * put_file() of the same key finds the upload (and resumes or
+	 * aborts it). */
+	c.idempotent = 0;
 	rc = call_run(cfg, &c, &resp, err);
 	if (!rc)
 		rc = nv_s3_xml_field(resp.body.data, resp.body.len,
@@ -1411,6 +1804,59 @@ void nv_s3_upload_dispose(nv_s3_upload *up)
 	up->open = 0;
 }
 
+int nv_s3_list_parts(const nv_s3_config *cfg, const char *bucket,
+		     const char *key, const char *upload_id,
+		     nv_s3_part_cb callback, void *payload, nv_err *err)
+{
+	int marker = 0, truncated = 1, next = 0, rc, pages = 0;
+
+	rc = put_check(bucket, key, err);
+	if (rc)
+		return rc;
+	if (!callback || !upload_id || !upload_id[0])
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "list_parts needs an upload id and a "
+				  "callback");
+	while (!rc && truncated) {
+		struct call c;
+		nv_http_response resp;
+		nv_buf q;
+
+		nv_buf_init(&q, URL_MAX);
+		nv_buf_printf(&q,
+			      "max-parts=1000&part-number-marker=%d&"
+			      "uploadId=",
+			      marker);
+		nv_sigv4_uri_encode(&q, upload_id, strlen(upload_id), 0);
+		if (q.failed) {
+			nv_buf_free(&q);
+			return nv_err_set(err, NV_ENOMEM, NULL,
+					  "query too long");
+		}
+		memset(&c, 0, sizeof(c));
+		c.method = "GET";
+		c.bucket = bucket;
+		c.key = key;
+		c.query = q.data;
+		c.idempotent = 1;
+		rc = call_run(cfg, &c, &resp, err);
+		if (!rc)
+			rc = nv_s3_xml_parts(resp.body.data, resp.body.len,
+					     callback, payload, &truncated,
+					     &next, err);
+		/* each page must move on, and there are at most 10 */
+		if (!rc && truncated &&
+		    (next <= marker || ++pages > NV_S3_PARTS_MAX / 1000))
+			rc = nv_err_set(err, NV_EBACKEND,
+					"the server misbehaves",
+					"S3 part listing does not advance");
+		marker = next;
+		nv_http_response_free(&resp);
+		nv_buf_free(&q);
+	}
+	return rc;
+}
+
 /* --- get ----------------------------------------------------------------- */
 
 struct file_sink {
@@ -1453,14 +1899,14 @@ static int sink_rewind(void *payload)
 	return nv_sha256_init(&s->hash, NULL) ? -1 : 0;
 }
 
-/* Splits dest_path into its folder and a temp path in that folder. */
-static int temp_beside(const char *dest_path, char *dir, size_t dir_cap,
-		       char *tmp, size_t tmp_cap, nv_err *err)
+/* Splits dest_path into its folder and its last segment. */
+static int dest_split(const char *dest_path, char *dir, size_t dir_cap,
+		      const char **base, nv_err *err)
 {
 	const char *slash = strrchr(dest_path, '/');
-	const char *base = slash ? slash + 1 : dest_path;
 
-	if (!base[0] || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+	*base = slash ? slash + 1 : dest_path;
+	if (!(*base)[0] || strcmp(*base, ".") == 0 || strcmp(*base, "..") == 0)
 		return nv_err_set(err, NV_EINVAL, "name the file to write",
 				  "'%.300s' names no file", dest_path);
 	if (!slash)
@@ -1470,22 +1916,172 @@ static int temp_beside(const char *dest_path, char *dir, size_t dir_cap,
 	else if (nv_pathf(dir, dir_cap, "%.*s", (int)(slash - dest_path),
 			  dest_path))
 		return nv_err_set(err, NV_EINVAL, NULL, "path too long");
+	return 0;
+}
+
+/* A temp path in dest_path's folder (mkstemp template). */
+static int temp_beside(const char *dest_path, char *dir, size_t dir_cap,
+		       char *tmp, size_t tmp_cap, nv_err *err)
+{
+	const char *base;
+	int rc = dest_split(dest_path, dir, dir_cap, &base, err);
+
+	if (rc)
+		return rc;
 	if (nv_pathf(tmp, tmp_cap, "%s/.%.200s.navette-XXXXXX", dir, base))
 		return nv_err_set(err, NV_EINVAL, NULL, "path too long");
 	return 0;
 }
 
-/* The byte ranges of one large get_file(), shared by its workers like the
- * parts of an upload: each takes the next range under lock and GETs it
- * (If-Match the ETag of the HEAD, so a changed object fails instead of
- * mixing versions) straight into its place in the temp file (pwrite). */
-struct range_pool {
+static void fsync_dir(const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd >= 0) {
+		(void)fsync(dfd); /* best effort: the data is in place */
+		close(dfd);
+	}
+}
+
+/* --- ranged, resumable downloads ------------------------------------------ */
+
+/* A large object comes in parallel byte ranges into a partial file beside
+ * the destination, ".NAME.navette-partial", with a small state file
+ * beside it, ".NAME.navette-partial.state": the object's bucket, key,
+ * ETag, size and range size, then one character per range, '1' once that
+ * range is on disk (set by a one-byte pwrite: it cannot tear). A later
+ * get_file() to the same destination continues from there when the
+ * object is the same (ETag, size) and has a recorded sha256 to check the
+ * whole against; otherwise it starts over. Each range is asked for
+ * If-Match the ETag, so a changed object fails instead of mixing
+ * versions. The sha256 is computed while the ranges land, by a thread
+ * that follows the in-order frontier and reads back (from the page
+ * cache) what the workers wrote. */
+#define STATE_MAGIC "navette-partial 1\n"
+#define STATE_MAX   ((size_t)NV_S3_PARTS_MAX + 8192)
+#define HASH_CHUNK  ((size_t)1024 * 1024)
+
+struct partial {
+	char data[NV_FILESTORE_PATH_MAX];
+	char state[NV_FILESTORE_PATH_MAX];
+	int fd;       /* the data file, locked */
+	int state_fd; /* for the one-byte marks; -1: none */
+	long done_at; /* offset of the first range's mark */
+};
+
+static int partial_names(struct partial *p, const char *dir, const char *base,
+			 nv_err *err)
+{
+	char h[NV_SHA256_HEX_LEN + 1];
+	int rc;
+
+	/* a long name is replaced by its hash: the suffixes must fit */
+	if (strlen(base) > 200) {
+		rc = nv_sha256_bytes(base, strlen(base), h, err);
+		if (rc)
+			return rc;
+		h[32] = '\0';
+		rc = nv_pathf(p->data, sizeof(p->data),
+			      "%s/.navette-partial-%s", dir, h);
+	} else {
+		rc = nv_pathf(p->data, sizeof(p->data),
+			      "%s/.%s.navette-partial", dir, base);
+	}
+	if (rc || nv_pathf(p->state, sizeof(p->state), "%s.state", p->data))
+		return nv_err_set(err, NV_EINVAL, NULL, "path too long");
+	return 0;
+}
+
+/* The state text of a download (marks all '0'). */
+static int state_text(nv_buf *b, const char *bucket, const char *key,
+		      const char *etag, uint64_t size, uint64_t part,
+		      int nranges, long *done_at)
+{
+	nv_buf_puts(b, STATE_MAGIC "bucket ");
+	nv_buf_puts(b, bucket);
+	nv_buf_puts(b, "\nkey ");
+	nv_sigv4_uri_encode(b, key, strlen(key), 1);
+	nv_buf_printf(b, "\netag %s\nsize %llu\npart %llu\nranges %d\ndone ",
+		      etag, (unsigned long long)size, (unsigned long long)part,
+		      nranges);
+	*done_at = (long)b->len;
+	for (int i = 0; i < nranges; i++)
+		nv_buf_append(b, "0", 1);
+	nv_buf_append(b, "\n", 1);
+	return b->failed ? -1 : 0;
+}
+
+/* Reads the state file: 0 and done[] filled when it describes this very
+ * download, -1 otherwise (missing, foreign, another object or layout). */
+static int state_load(const struct partial *p, const char *expect,
+		      size_t expect_len, long done_at, unsigned char *done,
+		      int nranges)
+{
+	char *text = NULL;
+	size_t len = 0;
+	nv_err ignored;
+	int rc = -1;
+
+	if (nv_read_file(&text, &len, p->state, STATE_MAX, &ignored))
+		return -1;
+	/* the same header, then exactly one mark per range */
+	if (len != expect_len || memcmp(text, expect, (size_t)done_at) != 0 ||
+	    text[len - 1] != '\n')
+		goto out;
+	for (int i = 0; i < nranges; i++) {
+		char c = text[done_at + i];
+
+		if (c != '0' && c != '1')
+			goto out;
+		done[i] = c == '1';
+	}
+	rc = 0;
+out:
+	free(text);
+	return rc;
+}
+
+/* Opens (creating) and locks the partial data file: a regular file of
+ * ours, never through a link. */
+static int partial_open(struct partial *p, nv_err *err)
+{
+	struct stat st;
+
+	p->fd = open(p->data, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (p->fd < 0)
+		return nv_err_set_errno(err, NV_EIO, errno,
+					"check the destination folder",
+					"cannot create %.300s", p->data);
+	if (flock(p->fd, LOCK_EX | LOCK_NB))
+		return nv_err_set(err, NV_EREFUSED,
+				  "wait for the other download to finish",
+				  "another download to %.300s is in progress",
+				  p->data);
+	if (fstat(p->fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid() || st.st_nlink != 1)
+		return nv_err_set(err, NV_EREFUSED,
+				  "remove it, it is not navette's",
+				  "%.300s is not a partial download of this "
+				  "user",
+				  p->data);
+	return 0;
+}
+
+struct download {
 	const nv_s3_config *cfg;
-	const char *bucket, *key;
-	const char *etag;
-	int fd;
+	const char *bucket, *key, *etag;
+	struct partial *partial;
 	uint64_t size, part;
 	int nranges;
+	const int *todo;
+	unsigned char *done;
+	pthread_mutex_t lock;
+	pthread_cond_t moved; /* a range landed, or the workers stopped */
+	int stopped;
+	int hashed; /* ranges [0, hashed) are in the hash */
+	nv_sha256 hash;
+	int hash_rc;
+	nv_err hash_err;
 };
 
 struct range_sink {
@@ -1522,11 +2118,34 @@ static int range_rewind(void *payload)
 	return 0;
 }
 
-static int range_get(void *ctx, int i, nv_err *err)
+/* A range is on disk: mark it (state file, then the hasher). */
+static void range_landed(struct download *d, int i)
 {
-	struct range_pool *p = ctx;
-	uint64_t off = (uint64_t)i * p->part;
-	uint64_t len = p->size - off < p->part ? p->size - off : p->part;
+	uint64_t off = (uint64_t)i * d->part;
+
+#ifdef SYNC_FILE_RANGE_WRITE
+	/* writeback starts now rather than all at the final fsync */
+	(void)sync_file_range(d->partial->fd, (off_t)off,
+			      (off_t)part_len(d->size, d->part, i),
+			      SYNC_FILE_RANGE_WRITE);
+#else
+	(void)off;
+#endif
+	pthread_mutex_lock(&d->lock);
+	d->done[i] = 1;
+	if (d->partial->state_fd >= 0)
+		(void)pwrite(d->partial->state_fd, "1", 1,
+			     (off_t)(d->partial->done_at + i));
+	pthread_cond_broadcast(&d->moved);
+	pthread_mutex_unlock(&d->lock);
+}
+
+static int range_get(void *ctx, int t, nv_err *err)
+{
+	struct download *d = ctx;
+	int i = d->todo[t];
+	uint64_t off = (uint64_t)i * d->part;
+	uint64_t len = part_len(d->size, d->part, i);
 	char range[80], match[NV_S3_ETAG_MAX + 20], want[120];
 	struct range_sink sink;
 	struct call c;
@@ -1536,18 +2155,18 @@ static int range_get(void *ctx, int i, nv_err *err)
 
 	snprintf(range, sizeof(range), "Range: bytes=%llu-%llu",
 		 (unsigned long long)off, (unsigned long long)(off + len - 1));
-	snprintf(match, sizeof(match), "If-Match: \"%s\"", p->etag);
+	snprintf(match, sizeof(match), "If-Match: \"%s\"", d->etag);
 	snprintf(want, sizeof(want), "bytes %llu-%llu/%llu",
 		 (unsigned long long)off, (unsigned long long)(off + len - 1),
-		 (unsigned long long)p->size);
+		 (unsigned long long)d->size);
 	memset(&sink, 0, sizeof(sink));
-	sink.fd = p->fd;
+	sink.fd = d->partial->fd;
 	sink.off = off;
 	sink.len = len;
 	memset(&c, 0, sizeof(c));
 	c.method = "GET";
-	c.bucket = p->bucket;
-	c.key = p->key;
+	c.bucket = d->bucket;
+	c.key = d->key;
 	c.headers[c.nheaders++] = range;
 	c.headers[c.nheaders++] = match;
 	c.sink = range_write;
@@ -1555,7 +2174,7 @@ static int range_get(void *ctx, int i, nv_err *err)
 	c.sink_rewind = range_rewind;
 	c.max_body = (size_t)len;
 	c.idempotent = 1;
-	rc = call_run(p->cfg, &c, &resp, err);
+	rc = call_run(d->cfg, &c, &resp, err);
 	if (rc)
 		goto out;
 	cr = nv_http_response_header(&resp, "Content-Range");
@@ -1564,37 +2183,235 @@ static int range_get(void *ctx, int i, nv_err *err)
 		rc = nv_err_set(err, NV_EBACKEND, "try again",
 				"S3 GET %s/%s: answer %ld (%.100s, %llu bytes) "
 				"to a request for %s",
-				p->bucket, p->key, resp.status,
+				d->bucket, d->key, resp.status,
 				cr ? cr : "no Content-Range",
 				(unsigned long long)sink.written, want);
+	if (!rc)
+		range_landed(d, i);
 out:
 	nv_http_response_free(&resp);
 	return rc;
 }
 
-/* Fills fd with the size bytes of key, in ranges of part_size_for(), up
- * to parallel_of() at a time. */
-static int get_ranges(const nv_s3_config *cfg, const char *bucket,
-		      const char *key, const char *etag, int fd, uint64_t size,
-		      nv_err *err)
+/* Hashes the ranges in order as they land; stops when all are hashed or
+ * the workers stopped short of the next one. */
+static void *hasher(void *arg)
 {
-	struct range_pool pool;
-	uint64_t part = part_size_for(cfg, size);
-	int nranges = (int)((size + part - 1) / part);
+	struct download *d = arg;
+	char *buf = malloc(HASH_CHUNK);
 
-	if (ftruncate(fd, (off_t)size))
-		return nv_err_set_errno(err, NV_EIO, errno, NULL,
-					"cannot size the download");
-	memset(&pool, 0, sizeof(pool));
-	pool.cfg = cfg;
-	pool.bucket = bucket;
-	pool.key = key;
-	pool.etag = etag;
-	pool.fd = fd;
-	pool.size = size;
-	pool.part = part;
-	pool.nranges = nranges;
-	return pool_run(range_get, &pool, nranges, parallel_of(cfg), err);
+	if (!buf) {
+		d->hash_rc = nv_err_set(&d->hash_err, NV_ENOMEM, NULL,
+					"out of memory");
+		return NULL;
+	}
+	for (;;) {
+		int i;
+		uint64_t off, len, pos = 0;
+
+		pthread_mutex_lock(&d->lock);
+		while (d->hashed < d->nranges && !d->done[d->hashed] &&
+		       !d->stopped)
+			pthread_cond_wait(&d->moved, &d->lock);
+		i = d->hashed < d->nranges && d->done[d->hashed] ? d->hashed
+								 : -1;
+		pthread_mutex_unlock(&d->lock);
+		if (i < 0)
+			break;
+		off = (uint64_t)i * d->part;
+		len = part_len(d->size, d->part, i);
+		while (pos < len) {
+			size_t want = len - pos < HASH_CHUNK
+					      ? (size_t)(len - pos)
+					      : HASH_CHUNK;
+			ssize_t got = pread(d->partial->fd, buf, want,
+					    (off_t)(off + pos));
+
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0 || nv_sha256_update(&d->hash, buf,
+							 (size_t)got, NULL)) {
+				d->hash_rc = nv_err_set_errno(
+					&d->hash_err, NV_EIO, got ? errno : EIO,
+					NULL, "cannot read back %.300s",
+					d->partial->data);
+				goto out;
+			}
+			pos += (uint64_t)got;
+		}
+		pthread_mutex_lock(&d->lock);
+		d->hashed++;
+		pthread_mutex_unlock(&d->lock);
+	}
+out:
+	free(buf);
+	return NULL;
+}
+
+/* Fetches the ranges not done yet, hashing all of them in order: sha
+ * receives the whole object's sha256. */
+static int download_run(struct download *d, char *sha, nv_err *err)
+{
+	pthread_t hash_thread;
+	int ntodo = 0, rc, started;
+	int *todo = calloc((size_t)d->nranges, sizeof(int));
+
+	if (!todo)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	for (int i = 0; i < d->nranges; i++)
+		if (!d->done[i])
+			todo[ntodo++] = i;
+	d->todo = todo;
+	if (d->cfg->stats) {
+		for (int t = 0; t < ntodo; t++)
+			d->cfg->stats->bytes_sent +=
+				part_len(d->size, d->part, todo[t]);
+		d->cfg->stats->parts_resumed = d->nranges - ntodo;
+		d->cfg->stats->bytes_resumed =
+			d->size - d->cfg->stats->bytes_sent;
+	}
+	rc = nv_sha256_init(&d->hash, err);
+	if (rc) {
+		free(todo);
+		return rc;
+	}
+	started = pthread_create(&hash_thread, NULL, hasher, d) == 0;
+	rc = pool_run(range_get, d, ntodo, parallel_of(d->cfg), err);
+	pthread_mutex_lock(&d->lock);
+	d->stopped = 1;
+	pthread_cond_broadcast(&d->moved);
+	pthread_mutex_unlock(&d->lock);
+	if (started)
+		pthread_join(hash_thread, NULL);
+	else
+		hasher(d); /* no thread: hash here, after the transfer */
+	if (!rc && d->hash_rc) {
+		rc = d->hash_rc;
+		if (err)
+			*err = d->hash_err;
+	}
+	if (!rc && d->hashed != d->nranges)
+		rc = nv_err_set(err, NV_EIO, NULL, "download not complete");
+	if (!rc)
+		rc = nv_sha256_final(&d->hash, sha, err);
+	nv_sha256_dispose(&d->hash);
+	free(todo);
+	return rc;
+}
+
+static int get_ranged(const nv_s3_config *cfg, const char *bucket,
+		      const char *key, const char *dest_path, const char *dir,
+		      const char *base, const nv_object_info *headed,
+		      const char *etag, nv_object_info *info, nv_err *err)
+{
+	struct partial p;
+	struct download d;
+	nv_buf expect;
+	char sha[NV_SHA256_HEX_LEN + 1];
+	uint64_t part = part_size_for(cfg, headed->size);
+	int nranges = (int)((headed->size + part - 1) / part);
+	int rc, resumable = headed->sha256[0] != '\0', keep = 0, locked = 0;
+	struct stat st;
+
+	memset(&p, 0, sizeof(p));
+	memset(&d, 0, sizeof(d));
+	p.fd = -1;
+	p.state_fd = -1;
+	nv_buf_init(&expect, STATE_MAX);
+	d.done = calloc((size_t)nranges, 1);
+	if (!d.done || pthread_mutex_init(&d.lock, NULL)) {
+		free(d.done);
+		nv_buf_free(&expect);
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	}
+	pthread_cond_init(&d.moved, NULL);
+	rc = partial_names(&p, dir, base, err);
+	if (rc)
+		goto out;
+	if (state_text(&expect, bucket, key, etag, headed->size, part, nranges,
+		       &p.done_at)) {
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "state too long");
+		goto out;
+	}
+	rc = partial_open(&p, err);
+	if (rc)
+		goto out;
+	locked = 1;
+	/* Continue only the same object, checkable as a whole at the end. */
+	if (!resumable || fstat(p.fd, &st) ||
+	    (uint64_t)st.st_size != headed->size ||
+	    state_load(&p, expect.data, expect.len, p.done_at, d.done,
+		       nranges)) {
+		memset(d.done, 0, (size_t)nranges);
+		/* the new state first: the old marks never describe new
+		 * bytes */
+		rc = nv_write_file_atomic(p.state, expect.data, expect.len,
+					  0600, err);
+		if (!rc && (ftruncate(p.fd, 0) ||
+			    ftruncate(p.fd, (off_t)headed->size)))
+			rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+					      "cannot size %.300s", p.data);
+		if (rc)
+			goto out;
+	}
+	p.state_fd = open(p.state, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (p.state_fd < 0) {
+		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+				      "cannot open %.300s", p.state);
+		goto out;
+	}
+	d.cfg = cfg;
+	d.bucket = bucket;
+	d.key = key;
+	d.etag = etag;
+	d.partial = &p;
+	d.size = headed->size;
+	d.part = part;
+	d.nranges = nranges;
+	rc = download_run(&d, sha, err);
+	/* a transfer cut short is continued by the next call */
+	keep = rc == NV_EBACKEND && resumable;
+	if (rc)
+		goto out;
+	if (strcmp(headed->sha256, sha) != 0) {
+		rc = nv_err_set(err, NV_EIO,
+				"the object is corrupt, or was changed "
+				"behind navette's back",
+				"S3 GET %s/%s: sha256 %s, recorded %s", bucket,
+				key, sha, headed->sha256);
+		goto out;
+	}
+	if (fchmod(p.fd, 0644) || fdatasync(p.fd)) {
+		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+				      "cannot write %.300s", p.data);
+		goto out;
+	}
+	if (rename(p.data, dest_path)) {
+		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+				      "cannot write %.300s", dest_path);
+		goto out;
+	}
+	p.data[0] = '\0';
+	fsync_dir(dir);
+	if (info) {
+		*info = *headed;
+		memcpy(info->sha256, sha, sizeof(sha));
+	}
+out:
+	if (locked && !keep) {
+		if (p.data[0])
+			unlink(p.data);
+		unlink(p.state);
+	}
+	if (p.state_fd >= 0)
+		close(p.state_fd);
+	if (p.fd >= 0)
+		close(p.fd); /* and the lock with it */
+	pthread_cond_destroy(&d.moved);
+	pthread_mutex_destroy(&d.lock);
+	free(d.done);
+	nv_buf_free(&expect);
+	return rc;
 }
 
 int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
@@ -1609,16 +2426,19 @@ int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 	nv_object_info headed;
 	char etag[NV_S3_ETAG_MAX + 1];
 	uint64_t threshold;
-	const char *len;
-	int rc, dfd, ranged = 0;
+	const char *len, *base;
+	int rc;
 
 	memset(&resp, 0, sizeof(resp));
 	rc = put_check(bucket, key, err);
 	if (!rc)
 		rc = temp_beside(dest_path, dir, sizeof(dir), tmp, sizeof(tmp),
 				 err);
+	if (!rc)
+		rc = dest_split(dest_path, dir, sizeof(dir), &base, err);
 	if (rc)
 		return rc;
+	stats_reset(cfg);
 	/* A large object comes in parallel byte ranges: its size, ETag and
 	 * recorded sha256 first. */
 	threshold = cfg && cfg->multipart_threshold
@@ -1642,7 +2462,10 @@ int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 				"the limit of %llu",
 				bucket, key, (unsigned long long)headed.size,
 				(unsigned long long)cfg->max_object_size);
-		ranged = headed.size >= threshold && etag[0];
+		/* (an ETag that could not go in an If-Match is not used) */
+		if (headed.size >= threshold && etag[0] && !strchr(etag, '"'))
+			return get_ranged(cfg, bucket, key, dest_path, dir,
+					  base, &headed, etag, info, err);
 	}
 	memset(&sink, 0, sizeof(sink));
 	sink.max = cfg ? cfg->max_object_size : 0;
@@ -1655,20 +2478,6 @@ int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
 				      "cannot prepare %.300s", tmp);
 		goto out;
-	}
-	if (ranged) {
-		/* Written out of order: hashed by a second pass over the
-		 * temp file once complete. */
-		rc = get_ranges(cfg, bucket, key, etag, sink.fd, headed.size,
-				err);
-		if (!rc)
-			rc = hash_parts(sink.fd, headed.size,
-					NV_S3_PART_SIZE_MAX, sha, NULL, 0, err);
-		if (rc)
-			goto out;
-		got = headed;
-		sink.written = headed.size;
-		goto check;
 	}
 	memset(&c, 0, sizeof(c));
 	c.method = "GET";
@@ -1686,6 +2495,8 @@ int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 	rc = nv_sha256_final(&sink.hash, sha, err);
 	if (rc)
 		goto out;
+	if (cfg && cfg->stats)
+		cfg->stats->bytes_sent = sink.written;
 	len = nv_http_response_header(&resp, "Content-Length");
 	if (len && strtoull(len, NULL, 10) != sink.written) {
 		rc = nv_err_set(err, NV_EBACKEND, "try again",
@@ -1694,7 +2505,6 @@ int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 				len);
 		goto out;
 	}
-check:
 	if (got.sha256[0] && strcmp(got.sha256, sha) != 0) {
 		rc = nv_err_set(err, NV_EIO,
 				"the object is corrupt, or was changed "
@@ -1703,7 +2513,7 @@ check:
 				key, sha, got.sha256);
 		goto out;
 	}
-	if (fsync(sink.fd)) {
+	if (fdatasync(sink.fd)) {
 		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
 				      "cannot write %.300s", tmp);
 		goto out;
@@ -1714,11 +2524,7 @@ check:
 		goto out;
 	}
 	tmp[0] = '\0';
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		(void)fsync(dfd); /* best effort: the data is in place */
-		close(dfd);
-	}
+	fsync_dir(dir);
 	got.size = sink.written;
 	memcpy(got.sha256, sha, sizeof(sha));
 	if (info)
@@ -1818,12 +2624,11 @@ int nv_s3_list(const nv_s3_config *cfg, const char *bucket, const char *prefix,
 	return rc;
 }
 
-int nv_s3_list_uploads(const nv_s3_config *cfg, const char *bucket,
-		       const char *prefix, nv_s3_upload_cb callback,
-		       void *payload, int *truncated, nv_err *err)
+static int list_uploads_raw(const nv_s3_config *cfg, const char *bucket,
+			    const char *prefix, nv_s3_xml_list_cb callback,
+			    void *payload, int *truncated, nv_err *err)
 {
 	struct call c;
-	struct list_relay relay = {NULL, callback, payload};
 	nv_http_response resp;
 	nv_buf q;
 	int rc;
@@ -1833,8 +2638,6 @@ int nv_s3_list_uploads(const nv_s3_config *cfg, const char *bucket,
 	rc = nv_s3_bucket_check(bucket, err);
 	if (rc)
 		return rc;
-	if (!callback)
-		return nv_err_set(err, NV_EINVAL, NULL, "no list callback");
 	nv_buf_init(&q, URL_MAX);
 	nv_buf_puts(&q, "&encoding-type=url");
 	query_param(&q, "prefix", prefix);
@@ -1851,11 +2654,23 @@ int nv_s3_list_uploads(const nv_s3_config *cfg, const char *bucket,
 	c.idempotent = 1;
 	rc = call_run(cfg, &c, &resp, err);
 	if (!rc)
-		rc = nv_s3_xml_list(resp.body.data, resp.body.len, list_relay,
-				    &relay, truncated, NULL, 0, err);
+		rc = nv_s3_xml_list(resp.body.data, resp.body.len, callback,
+				    payload, truncated, NULL, 0, err);
 	nv_http_response_free(&resp);
 	nv_buf_free(&q);
 	return rc;
+}
+
+int nv_s3_list_uploads(const nv_s3_config *cfg, const char *bucket,
+		       const char *prefix, nv_s3_upload_cb callback,
+		       void *payload, int *truncated, nv_err *err)
+{
+	struct list_relay relay = {NULL, callback, payload};
+
+	if (!callback)
+		return nv_err_set(err, NV_EINVAL, NULL, "no list callback");
+	return list_uploads_raw(cfg, bucket, prefix, list_relay, &relay,
+				truncated, err);
 }
 
 /* --- delete and copy ----------------------------------------------------- */
@@ -1876,6 +2691,226 @@ int nv_s3_delete(const nv_s3_config *cfg, const char *bucket, const char *key,
 	c.key = key;
 	c.idempotent = 1;
 	rc = call_run(cfg, &c, &resp, err);
+	nv_http_response_free(&resp);
+	return rc;
+}
+
+/* --- batch delete ----------------------------------------------------------
+ */
+
+/* Valid UTF-8, no overlong forms or surrogates: what XML may carry. */
+static int utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		unsigned c = *p, n, cp;
+
+		if (c < 0x80) {
+			p++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			n = 1, cp = c & 0x1f;
+		else if (c >= 0xe0 && c <= 0xef)
+			n = 2, cp = c & 0x0f;
+		else if (c >= 0xf0 && c <= 0xf4)
+			n = 3, cp = c & 0x07;
+		else
+			return 0;
+		for (unsigned i = 1; i <= n; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (p[i] & 0x3f);
+		}
+		if ((n == 2 &&
+		     (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+		    (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+			return 0;
+		p += n + 1;
+	}
+	return 1;
+}
+
+static void xml_escape(nv_buf *b, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&': nv_buf_puts(b, "&amp;"); break;
+		case '<': nv_buf_puts(b, "&lt;"); break;
+		case '>': nv_buf_puts(b, "&gt;"); break;
+		case '"': nv_buf_puts(b, "&quot;"); break;
+		case '\'': nv_buf_puts(b, "&apos;"); break;
+		default: nv_buf_append(b, s, 1);
+		}
+	}
+}
+
+static int key_compare(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+struct delete_report {
+	const char **sorted; /* the requested keys, sorted */
+	unsigned char *seen; /* by position in sorted */
+	size_t n;
+	nv_s3_deleted_cb callback;
+	void *payload;
+	size_t failed;
+	char first_key[NV_FILESTORE_KEY_MAX + 1];
+	char first_code[64];
+	char first_message[256];
+	int stray; /* the answer named a key not asked for, or twice */
+	int stopped;
+};
+
+static int delete_seen(const char *key, const char *code, const char *message,
+		       void *payload)
+{
+	struct delete_report *r = payload;
+	const char **hit =
+		bsearch(&key, r->sorted, r->n, sizeof(*r->sorted), key_compare);
+	size_t i;
+	int rc;
+
+	if (!hit || r->seen[(i = (size_t)(hit - r->sorted))]) {
+		r->stray = 1;
+		return 0;
+	}
+	r->seen[i] = 1;
+	if (code) {
+		if (!r->failed++) {
+			snprintf(r->first_key, sizeof(r->first_key), "%s", key);
+			snprintf(r->first_code, sizeof(r->first_code), "%s",
+				 code[0] ? code : "InternalError");
+			snprintf(r->first_message, sizeof(r->first_message),
+				 "%s", message ? message : "");
+			sanitize(r->first_code);
+			sanitize(r->first_message);
+		}
+	}
+	if (r->callback && !r->stopped) {
+		rc = r->callback(key, code, message, r->payload);
+		if (rc)
+			r->stopped = 1;
+	}
+	return 0;
+}
+
+int nv_s3_delete_batch(const nv_s3_config *cfg, const char *bucket,
+		       const char *const *keys, size_t nkeys,
+		       nv_s3_deleted_cb callback, void *payload, nv_err *err)
+{
+	struct delete_report r;
+	unsigned char md5[EVP_MAX_MD_SIZE];
+	unsigned int md5_len = 0;
+	char md5_b64[64], md5_header[100];
+	struct call c;
+	nv_http_response resp;
+	nv_buf body;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	memset(&resp, 0, sizeof(resp));
+	rc = nv_s3_bucket_check(bucket, err);
+	if (rc)
+		return rc;
+	if (nkeys == 0 || nkeys > NV_S3_DELETE_BATCH_MAX || !keys)
+		return nv_err_set(err, NV_EINVAL, "send 1 to 1000 keys a batch",
+				  "a batch delete of %zu keys", nkeys);
+	/* every key checked before anything is sent */
+	for (size_t i = 0; i < nkeys; i++) {
+		rc = key_check(keys[i], err);
+		if (rc)
+			return rc;
+		if (!utf8_valid(keys[i]))
+			return nv_err_set(err, NV_EINVAL,
+					  "delete such a key on its own",
+					  "key '%.200s' is not UTF-8: an XML "
+					  "batch cannot name it",
+					  keys[i]);
+	}
+	r.sorted = malloc(nkeys * sizeof(*r.sorted));
+	r.seen = calloc(nkeys, 1);
+	nv_buf_init(&body, (size_t)NV_S3_DELETE_BATCH_MAX *
+					   (6 * NV_FILESTORE_KEY_MAX + 32) +
+				   256);
+	if (!r.sorted || !r.seen) {
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	memcpy(r.sorted, keys, nkeys * sizeof(*r.sorted));
+	qsort(r.sorted, nkeys, sizeof(*r.sorted), key_compare);
+	for (size_t i = 1; i < nkeys; i++)
+		if (strcmp(r.sorted[i - 1], r.sorted[i]) == 0) {
+			rc = nv_err_set(err, NV_EINVAL, NULL,
+					"key '%.200s' is twice in the batch",
+					r.sorted[i]);
+			goto out;
+		}
+	r.n = nkeys;
+	r.callback = callback;
+	r.payload = payload;
+	/* not Quiet: the answer must name every key, deleted or not */
+	nv_buf_puts(&body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+			   "<Delete><Quiet>false</Quiet>");
+	for (size_t i = 0; i < nkeys; i++) {
+		nv_buf_puts(&body, "<Object><Key>");
+		xml_escape(&body, keys[i]);
+		nv_buf_puts(&body, "</Key></Object>");
+	}
+	nv_buf_puts(&body, "</Delete>");
+	if (body.failed || EVP_Digest(body.data, body.len, md5, &md5_len,
+				      EVP_md5(), NULL) != 1) {
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	EVP_EncodeBlock((unsigned char *)md5_b64, md5, (int)md5_len);
+	snprintf(md5_header, sizeof(md5_header), "Content-MD5: %s", md5_b64);
+	memset(&c, 0, sizeof(c));
+	c.method = "POST";
+	c.bucket = bucket;
+	c.query = "delete";
+	c.headers[c.nheaders++] = md5_header;
+	c.headers[c.nheaders++] = "Content-Type: application/xml";
+	c.body = body.data;
+	c.body_len = body.len;
+	c.idempotent = 1; /* deleting twice deletes the same keys */
+	rc = call_run(cfg, &c, &resp, err);
+	if (!rc)
+		rc = nv_s3_xml_delete_result(resp.body.data, resp.body.len,
+					     delete_seen, &r, err);
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < nkeys && !r.stray; i++)
+		r.stray = !r.seen[i];
+	if (r.stray) {
+		rc = nv_err_set(err, NV_EBACKEND, "the server misbehaves",
+				"S3 DeleteObjects %s: the answer does not "
+				"account for each of the %zu keys once",
+				bucket, nkeys);
+		goto out;
+	}
+	if (r.failed) {
+		const struct code_hint *ch = NULL;
+
+		for (size_t i = 0; i < sizeof(code_hints) / sizeof(*code_hints);
+		     i++)
+			if (strcmp(code_hints[i].code, r.first_code) == 0)
+				ch = &code_hints[i];
+		rc = nv_err_set(err, ch ? ch->nv_code : NV_EBACKEND,
+				ch ? ch->hint : "check the bucket policy",
+				"S3 DeleteObjects %s: %zu of %zu keys not "
+				"deleted; the first, %.200s: %s%s%s",
+				bucket, r.failed, nkeys, r.first_key,
+				r.first_code, r.first_message[0] ? ": " : "",
+				r.first_message);
+	}
+out:
+	free(r.sorted);
+	free(r.seen);
+	nv_buf_free(&body);
 	nv_http_response_free(&resp);
 	return rc;
 }

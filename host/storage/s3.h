@@ -15,8 +15,18 @@
  * sent to the host it is bound to, and never appears in a message.
  *
  * Thread-safety: calls share nothing but the (read-only) config; a
- * multipart put_file() sends its parts from up to parallel_parts threads
- * of its own, joined before it returns. */
+ * multipart put_file() sends its parts, and a large get_file() fetches
+ * its ranges, from up to parallel_parts threads of its own, joined
+ * before it returns. A config with stats is for one call at a time.
+ *
+ * Retries: idempotent requests (GET, HEAD, PUT, DELETE, listings) are
+ * retried on 5xx, 429, SlowDown and RequestTimeout answers and on lost
+ * connections and timeouts, with backoff (Retry-After honoured). The two
+ * steps that must not run twice (CreateMultipartUpload,
+ * CompleteMultipartUpload) are retried only after an answer that says
+ * they did not run (503, 429); a lost answer to a completion is settled
+ * by a HEAD, and one to an initiation is left to the next put_file()
+ * (see resume). */
 #ifndef NV_S3_H
 #define NV_S3_H
 
@@ -46,6 +56,15 @@
 #define NV_S3_UPLOAD_ID_MAX               1024
 #define NV_S3_TOKEN_MAX                   4096 /* continuation token */
 #define NV_S3_LIST_MAX                    NV_FILESTORE_LIST_MAX
+
+/* What one put_file() or get_file() moved, for progress reports and
+ * tests: filled by the calling thread (reset at the start of each call)
+ * when the config points at one. */
+typedef struct nv_s3_stats {
+	uint64_t bytes_sent;    /* body bytes asked for in this call */
+	uint64_t bytes_resumed; /* already there from an interrupted call */
+	int parts_resumed;      /* parts (or ranges) of those */
+} nv_s3_stats;
 
 /* Where and how to talk to one S3 service (from the profile). Every
  * pointer is the caller's and must outlive the calls. Zeroes mean
@@ -81,6 +100,7 @@ typedef struct nv_s3_config {
 	 * connection and thread; 0: NV_S3_PARALLEL_PARTS_DEFAULT, at most
 	 * NV_S3_PARALLEL_PARTS_MAX. */
 	int parallel_parts;
+	nv_s3_stats *stats; /* may be NULL; see nv_s3_stats */
 } nv_s3_config;
 
 /* Bucket names as S3 wants them: 3..63 of a-z 0-9 . -, starting and
@@ -96,7 +116,19 @@ int nv_s3_create_bucket(const nv_s3_config *cfg, const char *bucket,
  * in parts (each with its own sha256, up to parallel_parts at once, each
  * streamed; on any failure the others stop after their current part and
  * the upload is aborted). A file that changes while it is sent is
- * NV_EIO. info (may be NULL) receives key, size, sha256 and mtime. */
+ * NV_EIO. info (may be NULL) receives key, size, sha256 and mtime.
+ *
+ * Resume: a multipart upload cut short without an abort (the process
+ * killed) stays in progress on the server, unpublished. The next
+ * put_file() of the same key finds it (ListMultipartUploads), and
+ * continues it only when it was initiated no earlier than the file's
+ * last change and every part it holds (ListParts) has the size and the
+ * MD5 (its ETag) of that part of the file; it then sends only the
+ * missing parts. Any other upload in progress of that key is aborted.
+ * After completing a resumed upload the object's recorded sha256 is
+ * checked against the file's; if an earlier state of the file began it,
+ * a fresh upload replaces it. (Clock skew between this machine and the
+ * server only ever makes it start over.) */
 int nv_s3_put_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 		   const char *src_path, nv_object_info *info, nv_err *err);
 int nv_s3_put_bytes(const nv_s3_config *cfg, const char *bucket,
@@ -107,7 +139,18 @@ int nv_s3_put_bytes(const nv_s3_config *cfg, const char *bucket,
  * dest_path (never elsewhere), hashed while written, checked against the
  * object's length and recorded sha256 (when it has one), fsynced and
  * renamed into place. On any failure dest_path is left untouched and the
- * temp file removed. NV_ENOTFOUND when the object is missing. */
+ * temp file removed. NV_ENOTFOUND when the object is missing.
+ *
+ * At or above the multipart threshold the object comes in parallel
+ * ranges (If-Match its ETag) into ".NAME.navette-partial" beside
+ * dest_path, with ".NAME.navette-partial.state" recording the object
+ * (bucket, key, ETag, size, range size) and the ranges on disk. A
+ * transfer cut short (NV_EBACKEND, or the process killed) keeps both,
+ * and the next get_file() to dest_path continues it when the object has
+ * the same ETag and size and a recorded sha256 (the whole is checked
+ * before the rename); otherwise it starts over. Any other failure
+ * removes both. Two downloads to one dest_path at once: the second is
+ * NV_EREFUSED (the partial file is locked). */
 int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 		   const char *dest_path, nv_object_info *info, nv_err *err);
 
@@ -137,6 +180,25 @@ int nv_s3_list(const nv_s3_config *cfg, const char *bucket, const char *prefix,
  * itself would answer 204: a HEAD comes first). */
 int nv_s3_delete(const nv_s3_config *cfg, const char *bucket, const char *key,
 		 nv_err *err);
+
+#define NV_S3_DELETE_BATCH_MAX 1000
+
+/* Called per key of a batch delete: code NULL when the key was deleted
+ * (or was not there: S3 does not tell), else S3's error code and message
+ * for it. A nonzero return stops the reports (not the delete). */
+typedef int (*nv_s3_deleted_cb)(const char *key, const char *code,
+				const char *message, void *payload);
+
+/* DeleteObjects: up to NV_S3_DELETE_BATCH_MAX distinct keys in one
+ * request. Each key passes the key check and must be UTF-8 (an XML
+ * document carries the batch, escaped) before anything is sent; the
+ * request carries its Content-MD5. The answer must account for every key
+ * exactly once (NV_EBACKEND otherwise). 0 when all were deleted; when
+ * some were not, the code of the first one's S3 error (NV_EREFUSED for
+ * AccessDenied...) with a message naming it and the count. */
+int nv_s3_delete_batch(const nv_s3_config *cfg, const char *bucket,
+		       const char *const *keys, size_t nkeys,
+		       nv_s3_deleted_cb callback, void *payload, nv_err *err);
 
 /* Server-side copy (x-amz-copy-source; objects up to 5 GiB), metadata
  * (the recorded sha256) included. info as for head() of dst_key. */
@@ -179,6 +241,15 @@ void nv_s3_upload_dispose(nv_s3_upload *up);
  * returned. */
 typedef int (*nv_s3_upload_cb)(const char *key, const char *upload_id,
 			       void *payload);
+
+/* Called per part of ListParts; etag without quotes. Nonzero stops. */
+typedef int (*nv_s3_part_cb)(int part_number, uint64_t size, const char *etag,
+			     void *payload);
+
+/* ListParts of an upload in progress, every page. */
+int nv_s3_list_parts(const nv_s3_config *cfg, const char *bucket,
+		     const char *key, const char *upload_id,
+		     nv_s3_part_cb callback, void *payload, nv_err *err);
 
 /* ListMultipartUploads: one page (up to 1000) of the uploads in progress
  * whose key starts with prefix (NULL: all). */
@@ -255,6 +326,18 @@ typedef int (*nv_s3_xml_list_cb)(const nv_object_info *info,
 int nv_s3_xml_list(const char *xml, size_t len, nv_s3_xml_list_cb callback,
 		   void *payload, int *truncated, char *next_token,
 		   size_t next_token_cap, nv_err *err);
+
+/* A ListPartsResult: callback per <Part>; *truncated and *next_marker
+ * (NextPartNumberMarker) for the next page. */
+int nv_s3_xml_parts(const char *xml, size_t len, nv_s3_part_cb callback,
+		    void *payload, int *truncated, int *next_marker,
+		    nv_err *err);
+
+/* A DeleteResult: callback per <Deleted> (code NULL) and per <Error>
+ * (code and message, "" when absent). Keys as for nv_s3_xml_list. */
+int nv_s3_xml_delete_result(const char *xml, size_t len,
+			    nv_s3_deleted_cb callback, void *payload,
+			    nv_err *err);
 
 /* The text of the first element called name directly under the root
  * element called root (UploadId of InitiateMultipartUploadResult, ETag of

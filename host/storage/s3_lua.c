@@ -147,6 +147,19 @@ static void push_info(lua_State *L, const nv_object_info *info)
 	}
 }
 
+/* Adds what a transfer moved to the info table on top. */
+static void push_stats(lua_State *L, const nv_s3_stats *stats)
+{
+	lua_pushinteger(L, (lua_Integer)stats->bytes_sent);
+	lua_setfield(L, -2, "bytes_sent");
+	if (stats->parts_resumed) {
+		lua_pushinteger(L, (lua_Integer)stats->bytes_resumed);
+		lua_setfield(L, -2, "bytes_resumed");
+		lua_pushinteger(L, stats->parts_resumed);
+		lua_setfield(L, -2, "parts_resumed");
+	}
+}
+
 /* Records "s3 ACTION DETAIL" in the plan and pushes {key=, planned=true}. */
 static int plan_stub(lua_State *L, const char *action, const char *key)
 {
@@ -297,10 +310,13 @@ static int l_s3_check_bucket(lua_State *L)
 
 /* ---- client methods ----------------------------------------------------- */
 
-/* put(bucket, key, path) -> info */
+/* put(bucket, key, path) -> info (with bytes_sent, and bytes_resumed
+ * and parts_resumed when an interrupted upload was continued) */
 static int l_s3_put(lua_State *L)
 {
 	const nv_s3_config *cfg = check_client(L);
+	nv_s3_config local;
+	nv_s3_stats stats;
 	const char *path = luaL_checkstring(L, 4);
 	const char *bucket, *key;
 	nv_object_info info;
@@ -313,16 +329,22 @@ static int l_s3_put(lua_State *L)
 		lua_pushfstring(L, "s3://%s/%s <- %s", bucket, key, path);
 		return plan_stub(L, "put", key);
 	}
-	if (nv_s3_put_file(cfg, bucket, key, path, &info, &err))
+	local = *cfg;
+	local.stats = &stats;
+	if (nv_s3_put_file(&local, bucket, key, path, &info, &err))
 		return nv_lua_push_error(L, &err);
 	push_info(L, &info);
+	push_stats(L, &stats);
 	return 1;
 }
 
-/* get(bucket, key, path) -> info: path is written only when complete. */
+/* get(bucket, key, path) -> info (stats as for put): path is written
+ * only when complete. */
 static int l_s3_get(lua_State *L)
 {
 	const nv_s3_config *cfg = check_client(L);
+	nv_s3_config local;
+	nv_s3_stats stats;
 	const char *path = luaL_checkstring(L, 4);
 	const char *bucket, *key;
 	nv_object_info info;
@@ -335,9 +357,12 @@ static int l_s3_get(lua_State *L)
 		lua_pushfstring(L, "s3://%s/%s -> %s", bucket, key, path);
 		return plan_stub(L, "get", key);
 	}
-	if (nv_s3_get_file(cfg, bucket, key, path, &info, &err))
+	local = *cfg;
+	local.stats = &stats;
+	if (nv_s3_get_file(&local, bucket, key, path, &info, &err))
 		return nv_lua_push_error(L, &err);
 	push_info(L, &info);
+	push_stats(L, &stats);
 	return 1;
 }
 
@@ -468,6 +493,102 @@ static int l_s3_delete(lua_State *L)
 	if (nv_s3_delete(cfg, bucket, key, &err))
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* Collects a batch delete's reports into a box: a holds the deleted keys,
+ * b "key\0code\0message\0" per failure (no Lua call meanwhile). */
+struct batch_box {
+	l_s3_box *box;
+	size_t deleted, failed;
+};
+
+static int batch_report(const char *key, const char *code, const char *message,
+			void *payload)
+{
+	struct batch_box *bb = payload;
+
+	if (!code) {
+		nv_buf_append(&bb->box->a, key, strlen(key) + 1);
+		bb->deleted++;
+	} else {
+		nv_buf_append(&bb->box->b, key, strlen(key) + 1);
+		nv_buf_append(&bb->box->b, code, strlen(code) + 1);
+		nv_buf_append(&bb->box->b, message, strlen(message) + 1);
+		bb->failed++;
+	}
+	return 0;
+}
+
+/* delete_batch(bucket, {key, ...}) -> {deleted = {key...}, failed =
+ * {{key=, code=, message=}...}} once the service answered for every key
+ * (some may have failed), or nil, err when the request itself failed. At
+ * most 1000 keys. */
+static int l_s3_delete_batch(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	const char *bucket, **keys;
+	struct batch_box bb;
+	lua_Integer n;
+	nv_err err;
+	int rc;
+
+	if (!(bucket = check_bucket(L, 2, &err)))
+		return nv_lua_push_error(L, &err);
+	luaL_checktype(L, 3, LUA_TTABLE);
+	n = (lua_Integer)lua_rawlen(L, 3);
+	luaL_argcheck(L, n >= 1 && n <= NV_S3_DELETE_BATCH_MAX, 3,
+		      "1 to 1000 keys");
+	/* the strings stay alive in the table at 3 */
+	keys = lua_newuserdatauv(L, (size_t)n * sizeof(*keys),
+				 0); // [.., keys]
+	for (lua_Integer i = 1; i <= n; i++) {
+		lua_rawgeti(L, 3, i); // [.., keys, key]
+		if (lua_type(L, -1) != LUA_TSTRING)
+			return luaL_argerror(L, 3, "keys must be strings");
+		if (!(keys[i - 1] = check_key(L, -1, &err)))
+			return nv_lua_push_error(L, &err);
+		lua_pop(L, 1); // [.., keys]
+	}
+	if (nv_plan_mode(L)) {
+		lua_pushfstring(L, "s3://%s (%d keys)", bucket, (int)n);
+		return plan_stub(L, "delete_batch", NULL);
+	}
+	bb.box = push_box(L, (size_t)4 * 1024 * 1024); // [.., keys, box]
+	bb.deleted = bb.failed = 0;
+	rc = nv_s3_delete_batch(cfg, bucket, keys, (size_t)n, batch_report, &bb,
+				&err);
+	if (rc && bb.deleted + bb.failed != (size_t)n)
+		return nv_lua_push_error(L, &err);
+	if (bb.box->a.failed || bb.box->b.failed)
+		return luaL_error(L, "delete_batch: report over its cap");
+	lua_createtable(L, 0, 2);               // [.., box, result]
+	lua_createtable(L, (int)bb.deleted, 0); // [.., result, deleted]
+	for (size_t i = 0, off = 0; i < bb.deleted; i++) {
+		const char *k = bb.box->a.data + off;
+
+		lua_pushstring(L, k);
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+		off += strlen(k) + 1;
+	}
+	lua_setfield(L, -2, "deleted");        // [.., result]
+	lua_createtable(L, (int)bb.failed, 0); // [.., result, failed]
+	for (size_t i = 0, off = 0; i < bb.failed; i++) {
+		const char *k = bb.box->b.data + off;
+		const char *code = k + strlen(k) + 1;
+		const char *msg = code + strlen(code) + 1;
+
+		lua_createtable(L, 0, 3);
+		lua_pushstring(L, k);
+		lua_setfield(L, -2, "key");
+		lua_pushstring(L, code);
+		lua_setfield(L, -2, "code");
+		lua_pushstring(L, msg);
+		lua_setfield(L, -2, "message");
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+		off = (size_t)(msg + strlen(msg) + 1 - bb.box->b.data);
+	}
+	lua_setfield(L, -2, "failed"); // [.., result]
 	return 1;
 }
 
@@ -659,6 +780,7 @@ int luaopen_navette_s3(lua_State *L)
 		{"head", l_s3_head},
 		{"list", l_s3_list},
 		{"delete", l_s3_delete},
+		{"delete_batch", l_s3_delete_batch},
 		{"copy", l_s3_copy},
 		{"create_bucket", l_s3_create_bucket},
 		{"presign", l_s3_presign},

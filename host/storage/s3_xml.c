@@ -4,6 +4,7 @@
  * one. Pure C, no I/O. */
 #include "storage/s3.h"
 
+#include <errno.h>
 #include <expat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -399,6 +400,195 @@ int nv_s3_xml_list(const char *xml, size_t len, nv_s3_xml_list_cb callback,
 	if (truncated)
 		*truncated = st.truncated;
 	return 0;
+}
+
+/* --- ListParts ------------------------------------------------------------ */
+
+struct parts_state {
+	nv_s3_part_cb callback;
+	void *payload;
+	int number;
+	uint64_t size;
+	char etag[NV_S3_ETAG_MAX + 1];
+	int has_number, has_size, has_etag;
+	int truncated;
+	int next_marker;
+};
+
+/* A decimal in 0..max, the whole text. */
+static int parse_uint(const char *s, unsigned long long max,
+		      unsigned long long *out)
+{
+	char *stop;
+	unsigned long long v;
+
+	if (!s[0] || s[0] == '-' || s[0] == '+' || s[0] == ' ')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &stop, 10);
+	if (errno || *stop || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parts_end(struct walk *w)
+{
+	struct parts_state *st = w->payload;
+	const char *name = walk_name(w, w->depth);
+	unsigned long long v;
+
+	if (w->depth == 2) {
+		if (strcmp(name, "IsTruncated") == 0) {
+			st->truncated = strcmp(w->text, "true") == 0;
+		} else if (strcmp(name, "NextPartNumberMarker") == 0) {
+			if (parse_uint(w->text, NV_S3_PARTS_MAX, &v))
+				goto bad;
+			st->next_marker = (int)v;
+		} else if (strcmp(name, "Part") == 0) {
+			int rc;
+
+			if (!st->has_number || !st->has_size || !st->has_etag)
+				goto bad;
+			rc = st->callback(st->number, st->size, st->etag,
+					  st->payload);
+			st->has_number = st->has_size = st->has_etag = 0;
+			return rc;
+		}
+		return 0;
+	}
+	if (w->depth != 3 || strcmp(walk_name(w, 2), "Part") != 0)
+		return 0;
+	if (strcmp(name, "PartNumber") == 0) {
+		if (parse_uint(w->text, NV_S3_PARTS_MAX, &v) || v == 0)
+			goto bad;
+		st->number = (int)v;
+		st->has_number = 1;
+	} else if (strcmp(name, "Size") == 0) {
+		if (parse_uint(w->text, NV_S3_PART_SIZE_MAX, &v))
+			goto bad;
+		st->size = v;
+		st->has_size = 1;
+	} else if (strcmp(name, "ETag") == 0) {
+		const char *e = w->text;
+		size_t n;
+
+		if (*e == '"')
+			e++;
+		n = strcspn(e, "\"");
+		if (w->text_over || n == 0 || n > NV_S3_ETAG_MAX)
+			goto bad;
+		memcpy(st->etag, e, n);
+		st->etag[n] = '\0';
+		st->has_etag = 1;
+	}
+	return 0;
+bad:
+	return nv_err_set(w->err, NV_EBACKEND, "the server misbehaves",
+			  "S3 part listing holds a bad <%s> '%.40s'", name,
+			  w->text);
+}
+
+int nv_s3_xml_parts(const char *xml, size_t len, nv_s3_part_cb callback,
+		    void *payload, int *truncated, int *next_marker,
+		    nv_err *err)
+{
+	struct walk w;
+	struct parts_state st;
+	int rc;
+
+	if (truncated)
+		*truncated = 0;
+	if (next_marker)
+		*next_marker = 0;
+	if (!callback)
+		return nv_err_set(err, NV_EINVAL, NULL, "no part callback");
+	memset(&st, 0, sizeof(st));
+	st.callback = callback;
+	st.payload = payload;
+	memset(&w, 0, sizeof(w));
+	w.on_end = parts_end;
+	w.payload = &st;
+	rc = walk_run(&w, xml, len, "ListPartsResult", err);
+	if (rc)
+		return rc;
+	if (truncated)
+		*truncated = st.truncated;
+	if (next_marker)
+		*next_marker = st.next_marker;
+	return 0;
+}
+
+/* --- DeleteResult ----------------------------------------------------------
+ */
+
+struct deleted_state {
+	nv_s3_deleted_cb callback;
+	void *payload;
+	char key[NV_FILESTORE_KEY_MAX + 1];
+	char code[64];
+	char message[256];
+	int has_key;
+};
+
+static int deleted_end(struct walk *w)
+{
+	struct deleted_state *st = w->payload;
+	const char *name = walk_name(w, w->depth);
+	const char *entry = walk_name(w, 2);
+
+	if (w->depth == 2 &&
+	    (strcmp(name, "Deleted") == 0 || strcmp(name, "Error") == 0)) {
+		int error = name[0] == 'E', rc;
+
+		if (!st->has_key)
+			return nv_err_set(w->err, NV_EBACKEND,
+					  "the server misbehaves",
+					  "S3 delete result without a key");
+		rc = st->callback(st->key, error ? st->code : NULL,
+				  error ? st->message : NULL, st->payload);
+		memset(st->key, 0, sizeof(st->key));
+		st->code[0] = st->message[0] = '\0';
+		st->has_key = 0;
+		return rc;
+	}
+	if (w->depth != 3 ||
+	    (strcmp(entry, "Deleted") != 0 && strcmp(entry, "Error") != 0))
+		return 0;
+	if (strcmp(name, "Key") == 0) {
+		if (w->text_over || w->text_len == 0 ||
+		    w->text_len >= sizeof(st->key) ||
+		    memchr(w->text, '\0', w->text_len))
+			return nv_err_set(w->err, NV_EBACKEND,
+					  "the server misbehaves",
+					  "S3 delete result with an empty or "
+					  "over-long key");
+		memcpy(st->key, w->text, w->text_len + 1);
+		st->has_key = 1;
+	} else if (strcmp(name, "Code") == 0) {
+		copy_text(st->code, sizeof(st->code), w);
+	} else if (strcmp(name, "Message") == 0) {
+		copy_text(st->message, sizeof(st->message), w);
+	}
+	return 0;
+}
+
+int nv_s3_xml_delete_result(const char *xml, size_t len,
+			    nv_s3_deleted_cb callback, void *payload,
+			    nv_err *err)
+{
+	struct walk w;
+	struct deleted_state st;
+
+	if (!callback)
+		return nv_err_set(err, NV_EINVAL, NULL, "no delete callback");
+	memset(&st, 0, sizeof(st));
+	st.callback = callback;
+	st.payload = payload;
+	memset(&w, 0, sizeof(w));
+	w.on_end = deleted_end;
+	w.payload = &st;
+	return walk_run(&w, xml, len, "DeleteResult", err);
 }
 
 /* --- one field ----------------------------------------------------------- */

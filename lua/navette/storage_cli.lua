@@ -40,8 +40,12 @@ usage: navette storage ls s3://BUCKET[/PREFIX] [--recursive] [options]
   Lists objects (size, time, key) under PREFIX; without --recursive,
   deeper "folders" show once as PRE NAME/.]],
   rm = [[
-usage: navette storage rm s3://BUCKET/KEY [options]
-  Deletes one object (a missing one is an error).]],
+usage: navette storage rm s3://BUCKET/KEY [--recursive] [options]
+  Deletes one object (a missing one is an error). With --recursive, KEY
+  is a folder: every object under KEY/ goes, in batches of 1000, without
+  a question; a prefix is required (a whole bucket is never emptied by
+  one command). Each deleted key is printed; a key that could not be
+  deleted is named on stderr and the command fails.]],
   mb = [[
 usage: navette storage mb s3://BUCKET [options]
   Creates a bucket (one the caller already owns is fine).]],
@@ -329,9 +333,15 @@ local function cmd_cp(argv)
   end
   c:close()
   local seconds = sys.now() - started
-  show(string.format("\r\27[K%s: %s in %.1f s%s\n", what,
+  local resumed = ""
+  if info.bytes_resumed then
+    resumed = string.format(", resumed: %s were already there",
+                            util.human_size(info.bytes_resumed))
+  end
+  show(string.format("\r\27[K%s: %s in %.1f s%s%s\n", what,
                      util.human_size(info.size or 0), seconds,
-                     rate_text(info.size or 0, seconds)))
+                     rate_text(info.bytes_sent or info.size or 0, seconds),
+                     resumed))
   return 0
 end
 
@@ -373,10 +383,59 @@ local function cmd_ls(argv)
   return 0
 end
 
+-- rm --recursive: every object under a folder prefix, by batches.
+local function rm_recursive(opts, url)
+  local bucket, prefix = split_url(url)
+  if not bucket then usage_error("expected s3://BUCKET/PREFIX", "rm") end
+  check(s3.check_bucket(bucket))
+  prefix = prefix:gsub("/+$", "")
+  if prefix == "" then
+    usage_error("rm --recursive needs a prefix: s3://" .. bucket
+                .. "/PREFIX (a whole bucket is never emptied at once)",
+                "rm")
+  end
+  -- a folder: runs/1 removes runs/1/..., never runs/10
+  prefix = prefix .. "/"
+  check(s3.check_key(prefix .. "x"))
+  local c = client("rm", opts)
+  local token, deleted, failed = nil, 0, {}
+  repeat
+    local page = check(c:list(bucket, prefix, { continuation = token }))
+    local keys = {}
+    for _, o in ipairs(page.objects) do keys[#keys + 1] = o.key end
+    if #keys > 0 then
+      local result = check(c:delete_batch(bucket, keys))
+      for _, k in ipairs(result.deleted) do
+        term.print("delete: s3://" .. bucket .. "/" .. k)
+      end
+      deleted = deleted + #result.deleted
+      for _, f in ipairs(result.failed) do
+        failed[#failed + 1] = f
+        term.eprint(string.format("delete failed: s3://%s/%s: %s%s", bucket,
+                                  f.key, f.code, f.message ~= ""
+                                  and (": " .. f.message) or ""))
+      end
+    end
+    token = page.truncated and page.continuation or nil
+  until not token
+  c:close()
+  if #failed > 0 then
+    error(errors.new("refused", string.format("%d of %d objects under s3://"
+                     .. "%s/%s not deleted (first: %s, %s)", #failed,
+                     deleted + #failed, bucket, prefix, failed[1].key,
+                     failed[1].code), "check the bucket policy and "
+                     .. "object locks"), 0)
+  end
+  term.print(string.format("deleted %d objects under s3://%s/%s", deleted,
+                           bucket, prefix))
+  return 0
+end
+
 local function cmd_rm(argv)
-  local opts, args = parse("rm", argv, {})
+  local opts, args = parse("rm", argv, { recursive = "bool" })
   if opts.help then term.print(HELP.rm .. "\n\n" .. COMMON); return 0 end
   if #args ~= 1 then usage_error("expected s3://BUCKET/KEY", "rm") end
+  if opts.recursive then return rm_recursive(opts, args[1]) end
   local bucket, key = url_arg("rm", args[1], "object")
   local c = client("rm", opts)
   check(c:delete(bucket, key))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `navette storage` against the real S3 server of the ctest fixture "s3":
-# mb, cp both ways (checked by sha256), ls, rm; presigned URLs and POST
+# mb, cp both ways (checked by sha256), ls, rm (and rm --recursive, whose
+# prefix is required); the same with --virtual-host; presigned URLs and POST
 # policies used by curl, as a browser or a job would; exit codes, error
 # details and the absence of the secret in what is printed; keys that
 # would escape a folder refused before any request.
@@ -229,6 +230,94 @@ nv storage presign "$S3/a/../b" --expires 60 "${DEAD[@]}"
 check_rc "presign refuses a .. key (2)" 2
 nv storage rm "$S3/data/big.bin" "${DEAD[@]}"
 check_rc "control: the dead endpoint fails as backend (4)" 4
+
+# ---- virtual-host addressing (BUCKET.localhost) ------------------------------
+
+: "${S3_ENDPOINT_VHOST:?no S3_ENDPOINT_VHOST in the users.env of the stack}"
+VH=(--endpoint "$S3_ENDPOINT_VHOST" --virtual-host)
+nv storage cp "$T/big.bin" "$S3/vh/big.bin" "${VH[@]}"
+check_rc "cp uploads with --virtual-host" 0
+nv storage cp "$S3/vh/big.bin" "$T/down/vh.bin" "${VH[@]}"
+check_rc "cp downloads with --virtual-host" 0
+check_eq "the virtual-host round trip keeps the bytes (sha256)" \
+	"$(sha256 "$T/down/vh.bin" 2>/dev/null)" "$(sha256 "$T/big.bin")"
+nv storage ls "$S3/vh/" "${VH[@]}"
+check_match "ls with --virtual-host" "$OUT" " big\.bin$"
+nv storage presign "$S3/vh/big.bin" --expires 300 "${VH[@]}"
+check_match "a virtual-host presigned URL names the bucket in the host" \
+	"$OUT" "^http://$BUCKET\.localhost:[0-9]+/vh/big\.bin\?"
+check_eq "curl fetches it" "$(http_code "$OUT")" 200
+check_eq "the bytes it fetched" "$(sha256 "$T/body")" "$(sha256 "$T/big.bin")"
+nv storage post-policy "$S3/vh/in/" --expires 300 --max-bytes 100 "${VH[@]}"
+printf '%s\n' "$OUT" >"$T/form.json"
+FORM_URL=$(json 'd["url"]' <"$T/form.json")
+check_match "the form's action is the bucket's host" "$FORM_URL" \
+	"^http://$BUCKET\.localhost:[0-9]+/$"
+check_eq "a virtual-host form upload under the prefix is accepted" \
+	"$(post 'vh/in/${filename}' "$T/small.txt")" 204
+check_eq "and one outside the prefix is refused" \
+	"$(post outside/x "$T/small.txt")" 403
+
+# ---- an interrupted cp resumes ------------------------------------------------
+
+# The upload goes through a proxy that stops forwarding after 36 MiB of a
+# 40 MiB file (five parts of 8 MiB, four at a time: at least one part is
+# then complete), and navette is killed (SIGKILL) there.
+head -c $((40 * 1024 * 1024)) /dev/urandom >"$T/resume.bin"
+python3 "$NAVETTE_SOURCE/tests/data/s3/fault_proxy.py" "${S3_ENDPOINT#http://}" \
+	1 0 --stall-after $((36 * 1024 * 1024)) --lifetime 120 \
+	>"$T/proxy.port" 2>"$T/proxy.log" &
+PROXY=$!
+for _ in $(seq 100); do [ -s "$T/proxy.port" ] && break; sleep 0.1; done
+"$NAVETTE" storage cp "$T/resume.bin" "$S3/resume/r.bin" \
+	--endpoint "http://127.0.0.1:$(cat "$T/proxy.port")" >/dev/null 2>&1 &
+CP=$!
+for _ in $(seq 600); do grep -q stalled "$T/proxy.log" && break; sleep 0.1; done
+check_contains "the proxy stalled the upload" "$(cat "$T/proxy.log")" stalled
+sleep 1
+kill -9 "$CP"
+wait "$CP" 2>/dev/null
+kill "$PROXY"
+wait "$PROXY" 2>/dev/null
+nv storage ls "$S3/resume/" "${EP[@]}"
+check_no_match "the killed upload published nothing" "$OUT" "r\.bin"
+if command -v script >/dev/null 2>&1 &&
+	script -qec true /dev/null >/dev/null 2>&1; then
+	TTY_OUT=$(script -qec "$(printf '%q ' "$NAVETTE" storage cp \
+		"$T/resume.bin" "$S3/resume/r.bin" "${EP[@]}")" /dev/null)
+	check_match "the next cp continues it (on a terminal it says so)" \
+		"$TTY_OUT" "resumed: [0-9.]+ MiB were already there"
+else
+	nv storage cp "$T/resume.bin" "$S3/resume/r.bin" "${EP[@]}"
+fi
+nv storage cp "$S3/resume/r.bin" "$T/down/r.bin" "${EP[@]}"
+check_eq "the resumed upload holds the file's bytes (sha256)" \
+	"$(sha256 "$T/down/r.bin" 2>/dev/null)" "$(sha256 "$T/resume.bin")"
+nv storage rm "$S3/resume/r.bin" "${EP[@]}"
+
+# ---- rm --recursive ------------------------------------------------------------
+
+for i in 1 2 3; do
+	nv storage cp "$T/small.txt" "$S3/tree/a/$i.txt" "${EP[@]}"
+done
+nv storage cp "$T/small.txt" "$S3/tree/ab.txt" "${EP[@]}"
+nv storage rm "$S3" --recursive "${EP[@]}"
+check_rc "rm --recursive of a whole bucket is refused (2)" 2
+check_contains "naming the rule" "$ERR" "needs a prefix"
+nv storage rm "$S3/" --recursive "${DEAD[@]}"
+check_rc "... also written s3://BUCKET/, before any request (2)" 2
+nv storage rm "$S3/tree/a" --recursive "${EP[@]}"
+check_rc "rm --recursive of a folder" 0
+check_eq "prints each deleted key" \
+	"$(printf '%s\n' "$OUT" | grep -c "^delete: $S3/tree/a/")" 3
+check_contains "and a count" "$OUT" "deleted 3 objects under $S3/tree/a/"
+nv storage ls "$S3/tree/" --recursive "${EP[@]}"
+check_no_match "the folder is empty" "$OUT" "tree/a/"
+check_match "a key that only shares the prefix's letters stays" "$OUT" \
+	" tree/ab\.txt$"
+nv storage rm "$S3/vh" --recursive "${EP[@]}"
+check_rc "rm --recursive of the virtual-host objects" 0
+nv storage rm "$S3/tree/ab.txt" "${EP[@]}"
 
 # Leave the stack as found.
 for k in data/big.bin data/sub/small.txt data/put.txt uploads/small.txt; do

@@ -9,7 +9,9 @@
 # The daemons run in the background; their PIDs are in DIR/run/*.pid and
 # tests/stack/s3-stop.sh DIR stops them. On success DIR/users.env holds, as
 # shell assignments: S3_ENDPOINT, S3_REGION, S3_ACCESS_KEY, S3_SECRET_KEY (a
-# test user) and S3_ACCESS_KEY_2, S3_SECRET_KEY_2 (a second, separate user).
+# test user) and S3_ACCESS_KEY_2, S3_SECRET_KEY_2 (a second, separate user);
+# S3_ENDPOINT_VHOST is the same server for virtual-host addressing
+# (http://localhost:PORT, rgw_dns_name = localhost: BUCKET.localhost:PORT).
 # On failure it prints the end of the logs, stops what it started (DIR is
 # kept for inspection) and exits non-zero.
 #
@@ -155,6 +157,8 @@ memstore_device_bytes = $MEM_BYTES
 keyring = $DIR/rgw/keyring
 rgw_data = $DIR/rgw
 rgw_frontends = beast endpoint=127.0.0.1:$PORT
+# virtual-host addressing: BUCKET.localhost:PORT names the bucket
+rgw_dns_name = localhost
 EOF
 
 # Monitor: keys for itself and for the admin client, a one-entry monmap.
@@ -205,6 +209,7 @@ wait_until "a signed request of the second user" signed_ok "$AK2" "$SK2"
 
 cat >"$DIR/users.env.tmp" <<EOF
 S3_ENDPOINT=$ENDPOINT
+S3_ENDPOINT_VHOST=http://localhost:$PORT
 S3_REGION=$REGION
 S3_ACCESS_KEY=$AK1
 S3_SECRET_KEY=$SK1

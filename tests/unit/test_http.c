@@ -227,6 +227,12 @@ static void test_helpers(void)
 	CHECK(!nv_http_host_is_loopback("128.0.0.1"));
 	CHECK(!nv_http_host_is_loopback("127.0.0.1.nip.io"));
 	CHECK(!nv_http_host_is_loopback("localhost.example.com"));
+	/* names under localhost (RFC 6761), pinned to 127.0.0.1 */
+	CHECK(nv_http_host_is_loopback("bucket.localhost"));
+	CHECK(nv_http_host_is_loopback("a.b.LOCALHOST."));
+	CHECK(!nv_http_host_is_loopback(".localhost"));
+	CHECK(!nv_http_host_is_loopback("evillocalhost"));
+	CHECK(!nv_http_host_is_loopback("localhost.evil"));
 	CHECK(!nv_http_host_is_loopback("10.0.0.1"));
 	CHECK(!nv_http_host_is_loopback("[::2]"));
 	CHECK(!nv_http_host_is_loopback("example.invalid"));
@@ -476,6 +482,18 @@ static void test_credentials(const struct server *a)
 	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == 0);
 	CHECK_STR(resp.body.data, "Bearer " TOKEN);
 	nv_http_response_free(&resp);
+
+	/* A name under localhost reaches 127.0.0.1 without any resolver
+	 * knowing it (pinned), over plain http. */
+	snprintf(url, sizeof(url), "http://bucket.localhost:%d/echo-auth",
+		 a->port);
+	snprintf(bind, sizeof(bind), "bucket.localhost:%d", a->port);
+	req.credential_host = bind;
+	CHECK(nv_http_perform(&plain_policy, &req, &resp, &err) == 0);
+	CHECK_STR(resp.body.data, "Bearer " TOKEN);
+	nv_http_response_free(&resp);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/echo-auth", a->port);
+	snprintf(bind, sizeof(bind), "127.0.0.1:%d", a->port);
 
 	/* Basic. */
 	req.credential = login;

@@ -3,7 +3,10 @@
  * sha256, head, paged and prefix listings, delete, copy, the errors a user
  * meets (wrong secret, unknown key id) with their hints, keys refused
  * before any request, downloads that never write outside their folder,
- * and aborted multipart uploads that leave nothing behind.
+ * aborted multipart uploads that leave nothing behind, batch deletes
+ * (keys XML must escape; bad batches refused before any request), and the same
+ * operations (presigned URLs and POST policies included) with
+ * virtual-host addressing (BUCKET.localhost).
  *
  * The server comes from the ctest fixture: S3_STACK_ENV names a file of
  * KEY=value lines (S3_ENDPOINT, S3_REGION, S3_ACCESS_KEY, S3_SECRET_KEY,
@@ -24,11 +27,12 @@
 #include <unistd.h>
 
 #include "core/fsutil.h"
+#include "net/http.h"
 #include "nv_test.h"
 
 #define MIB ((size_t)1024 * 1024)
 
-static char env_endpoint[256], env_region[64];
+static char env_endpoint[256], env_region[64], env_vhost[256];
 static char env_access[128], env_secret[256];
 static char env_access2[128], env_secret2[256];
 static char bucket[64];
@@ -72,6 +76,8 @@ static int load_env(void)
 		v[strcspn(v, "\r\n")] = '\0';
 		if (strcmp(line, "S3_ENDPOINT") == 0)
 			snprintf(env_endpoint, sizeof(env_endpoint), "%s", v);
+		else if (strcmp(line, "S3_ENDPOINT_VHOST") == 0)
+			snprintf(env_vhost, sizeof(env_vhost), "%s", v);
 		else if (strcmp(line, "S3_REGION") == 0)
 			snprintf(env_region, sizeof(env_region), "%s", v);
 		else if (strcmp(line, "S3_ACCESS_KEY") == 0)
@@ -164,6 +170,64 @@ static int keep_last(const nv_object_info *info, const char *upload_id,
 	return 0;
 }
 
+struct parts_seen {
+	int n, last;
+	uint64_t size;
+	char etag[NV_S3_ETAG_MAX + 1];
+};
+
+static int keep_part(int number, uint64_t size, const char *etag, void *payload)
+{
+	struct parts_seen *p = payload;
+
+	p->n++;
+	p->last = number;
+	p->size = size;
+	snprintf(p->etag, sizeof(p->etag), "%s", etag);
+	return 0;
+}
+
+static void test_xml_parts(void)
+{
+	static const char page[] =
+		"<ListPartsResult><Bucket>b</Bucket><Key>k</Key>"
+		"<IsTruncated>true</IsTruncated>"
+		"<NextPartNumberMarker>2</NextPartNumberMarker>"
+		"<Part><PartNumber>1</PartNumber><ETag>&quot;aa&quot;</ETag>"
+		"<Size>5242880</Size></Part>"
+		"<Part><PartNumber>2</"
+		"PartNumber><ETag>\"0cc175b9c0f1b6a831c399e2"
+		"69772661\"</ETag><Size>1</Size></Part></ListPartsResult>";
+	static const char *const bad[] = {
+		/* part number 0, over 10000, signed, missing ETag, size
+		 * over 5 GiB, another document */
+		"<ListPartsResult><Part><PartNumber>0</PartNumber><ETag>a"
+		"</ETag><Size>1</Size></Part></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>10001</PartNumber><ETag>a"
+		"</ETag><Size>1</Size></Part></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>-1</PartNumber><ETag>a"
+		"</ETag><Size>1</Size></Part></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>1</PartNumber>"
+		"<Size>1</Size></Part></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>1</PartNumber><ETag>a"
+		"</ETag><Size>5368709121</Size></Part></ListPartsResult>",
+		"<ListBucketResult></ListBucketResult>",
+	};
+	struct parts_seen seen;
+	int truncated = 0, next = 0;
+	nv_err err;
+
+	memset(&seen, 0, sizeof(seen));
+	CHECK(nv_s3_xml_parts(page, sizeof(page) - 1, keep_part, &seen,
+			      &truncated, &next, &err) == 0);
+	CHECK(seen.n == 2 && seen.last == 2 && seen.size == 1);
+	CHECK_STR(seen.etag, "0cc175b9c0f1b6a831c399e269772661");
+	CHECK(truncated && next == 2);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(nv_s3_xml_parts(bad[i], strlen(bad[i]), keep_part, &seen,
+				      &truncated, &next, &err) == NV_EBACKEND);
+}
+
 static void test_xml(void)
 {
 	static const char error_xml[] =
@@ -213,6 +277,7 @@ static void test_xml(void)
 	CHECK(nv_s3_xml_field("<R><UploadId>u-1</UploadId></R>", 31, "R",
 			      "UploadId", id, sizeof(id), &err) == 0);
 	CHECK_STR(id, "u-1");
+	test_xml_parts();
 }
 
 /* Bad keys are refused before any request: against a dead endpoint the
@@ -630,6 +695,280 @@ static void test_aborted_multipart(const nv_s3_config *cfg)
 	free(part);
 }
 
+/* --- virtual-host addressing ---------------------------------------------- */
+
+/* The value of "name":"..." in a JSON text without escapes ("" if none). */
+static void json_field(const char *json, const char *name, char *out,
+		       size_t cap)
+{
+	char probe[64];
+	const char *p, *end;
+
+	out[0] = '\0';
+	snprintf(probe, sizeof(probe), "\"%s\":\"", name);
+	p = strstr(json, probe);
+	if (!p)
+		return;
+	p += strlen(probe);
+	end = strchr(p, '"');
+	if (end && (size_t)(end - p) < cap) {
+		memcpy(out, p, (size_t)(end - p));
+		out[end - p] = '\0';
+	}
+}
+
+/* A browser form upload of data as key to the form of json; the HTTP
+ * status (0 when the request failed). */
+static long form_post(const char *json, const char *key, const char *data)
+{
+	static const char *const names[] = {"policy", "x-amz-algorithm",
+					    "x-amz-credential", "x-amz-date",
+					    "x-amz-signature"};
+	const char *headers[] = {
+		"Content-Type: multipart/form-data; boundary=nvform"};
+	char url[512], value[4096];
+	nv_http_request req;
+	nv_http_response resp;
+	nv_buf body;
+	nv_err err;
+	long status;
+
+	json_field(json, "url", url, sizeof(url));
+	nv_buf_init(&body, 1 << 20);
+	nv_buf_printf(&body,
+		      "--nvform\r\nContent-Disposition: form-data; "
+		      "name=\"key\"\r\n\r\n%s\r\n",
+		      key);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		json_field(json, names[i], value, sizeof(value));
+		nv_buf_printf(&body,
+			      "--nvform\r\nContent-Disposition: form-data; "
+			      "name=\"%s\"\r\n\r\n%s\r\n",
+			      names[i], value);
+	}
+	nv_buf_printf(&body,
+		      "--nvform\r\nContent-Disposition: form-data; "
+		      "name=\"file\"; filename=\"f.txt\"\r\nContent-Type: "
+		      "text/plain\r\n\r\n%s\r\n--nvform--\r\n",
+		      data);
+	memset(&req, 0, sizeof(req));
+	req.method = "POST";
+	req.url = url;
+	req.headers = headers;
+	req.nheaders = 1;
+	req.body = body.data;
+	req.body_len = body.len;
+	status = nv_http_perform(NULL, &req, &resp, &err) ? 0 : resp.status;
+	nv_http_response_free(&resp);
+	nv_buf_free(&body);
+	return status;
+}
+
+/* GET or PUT (body data) of a presigned url; the status, the body of a
+ * GET in out. */
+static long url_call(const char *method, const char *url, const char *data,
+		     char *out, size_t cap)
+{
+	nv_http_request req;
+	nv_http_response resp;
+	nv_err err;
+	long status;
+
+	memset(&req, 0, sizeof(req));
+	req.method = method;
+	req.url = url;
+	if (data) {
+		req.body = data;
+		req.body_len = strlen(data);
+	}
+	status = nv_http_perform(NULL, &req, &resp, &err) ? 0 : resp.status;
+	if (out && cap) {
+		snprintf(out, cap, "%.*s", (int)resp.body.len,
+			 resp.body.data ? resp.body.data : "");
+	}
+	nv_http_response_free(&resp);
+	return status;
+}
+
+static int count_object(const nv_object_info *info, void *payload)
+{
+	(void)info;
+	(*(int *)payload)++;
+	return 0;
+}
+
+/* Every operation with the bucket in the host name (BUCKET.localhost,
+ * radosgw's rgw_dns_name): put, multipart put, ranged get, head, list,
+ * presigned GET and PUT, a POST policy (and its prefix enforced). */
+static void test_virtual_host(const nv_secret *cred)
+{
+	nv_s3_config vh;
+	nv_object_info info;
+	char src[600], dst[600], want[65], got[65], text[64], host[400];
+	char continuation[NV_S3_TOKEN_MAX + 1] = "";
+	nv_buf url, form;
+	int n = 0, truncated = 0, rc;
+	nv_err err;
+
+	if (!env_vhost[0]) {
+		fprintf(stderr, "test_s3: no S3_ENDPOINT_VHOST in the stack's "
+				"users.env\n");
+		nv_test_failed++;
+		return;
+	}
+	config_init(&vh, cred);
+	vh.endpoint = env_vhost;
+	vh.virtual_host = 1;
+	snprintf(host, sizeof(host), "http://%s.%s/", bucket, env_vhost + 7);
+
+	CHECK(nv_s3_put_bytes(&vh, bucket, "vh/a.txt", "virtual", 7, &info,
+			      &err) == 0);
+	CHECK(nv_s3_head(&vh, bucket, "vh/a.txt", &info, &err) == 0);
+	CHECK(info.size == 7);
+	path_of(src, sizeof(src), "vh.bin");
+	path_of(dst, sizeof(dst), "vh-back.bin");
+	write_file(src, 20 * MIB, 61);
+	CHECK(nv_sha256_file(src, want, NULL, &err) == 0);
+	rc = nv_s3_put_file(&vh, bucket, "vh/big.bin", src, &info, &err);
+	CHECK(rc == 0);
+	if (rc)
+		fprintf(stderr, "virtual-host put: %s\n", err.message);
+	CHECK(nv_s3_get_file(&vh, bucket, "vh/big.bin", dst, &info, &err) == 0);
+	CHECK(nv_sha256_file(dst, got, NULL, &err) == 0);
+	CHECK_STR(got, want);
+	CHECK(nv_s3_list(&vh, bucket, "vh/", NULL, continuation, 0,
+			 count_object, &n, &truncated, &err) == 0);
+	CHECK(n == 2 && !truncated);
+
+	nv_buf_init(&url, 16384);
+	CHECK(nv_s3_presign(&vh, "GET", bucket, "vh/a.txt", 60, 0, &url,
+			    &err) == 0);
+	CHECK(url.data && strncmp(url.data, host, strlen(host)) == 0);
+	CHECK(url.data &&
+	      url_call("GET", url.data, NULL, text, sizeof(text)) == 200);
+	CHECK_STR(text, "virtual");
+	url.len = 0;
+	CHECK(nv_s3_presign(&vh, "PUT", bucket, "vh/put.txt", 60, 0, &url,
+			    &err) == 0);
+	CHECK(url.data &&
+	      url_call("PUT", url.data, "put by url", NULL, 0) == 200);
+	CHECK(nv_s3_head(&vh, bucket, "vh/put.txt", &info, &err) == 0);
+	CHECK(info.size == 10);
+	nv_buf_free(&url);
+
+	nv_buf_init(&form, 65536);
+	CHECK(nv_s3_post_policy(&vh, bucket, "vh/posted/", 60, 100, 0, &form,
+				&err) == 0);
+	CHECK(form.data && strstr(form.data, host) != NULL);
+	CHECK(form.data &&
+	      form_post(form.data, "vh/posted/${filename}", "posted") == 204);
+	CHECK(nv_s3_head(&vh, bucket, "vh/posted/f.txt", &info, &err) == 0);
+	CHECK(info.size == 6);
+	CHECK(form.data &&
+	      form_post(form.data, "elsewhere/f.txt", "no") == 403);
+	nv_buf_free(&form);
+
+	CHECK(nv_s3_delete(&vh, bucket, "vh/a.txt", &err) == 0);
+	CHECK(nv_s3_delete(&vh, bucket, "vh/big.bin", &err) == 0);
+	CHECK(nv_s3_delete(&vh, bucket, "vh/put.txt", &err) == 0);
+	CHECK(nv_s3_delete(&vh, bucket, "vh/posted/f.txt", &err) == 0);
+	unlink(src);
+	unlink(dst);
+}
+
+/* --- batch delete ----------------------------------------------------------
+ */
+
+struct batch_seen {
+	int deleted, failed;
+};
+
+static int on_deleted(const char *key, const char *code, const char *message,
+		      void *payload)
+{
+	struct batch_seen *b = payload;
+
+	(void)key;
+	(void)message;
+	if (code)
+		b->failed++;
+	else
+		b->deleted++;
+	return 0;
+}
+
+static void test_delete_batch(const nv_s3_config *cfg, const nv_secret *cred)
+{
+	static const char result[] =
+		"<DeleteResult><Deleted><Key>a&amp;b</Key></Deleted>"
+		"<Error><Key>c</Key><Code>AccessDenied</Code><Message>no"
+		"</Message></Error></DeleteResult>";
+	const char *keys[40], *bad[2];
+	char names[40][64];
+	struct batch_seen seen;
+	nv_s3_config dead;
+	nv_object_info info;
+	int n = 0, truncated = 0, rc;
+	char continuation[NV_S3_TOKEN_MAX + 1] = "";
+	nv_err err;
+
+	/* the answer, parsed: one deleted (unescaped), one refused */
+	memset(&seen, 0, sizeof(seen));
+	CHECK(nv_s3_xml_delete_result(result, sizeof(result) - 1, on_deleted,
+				      &seen, &err) == 0);
+	CHECK(seen.deleted == 1 && seen.failed == 1);
+	CHECK(nv_s3_xml_delete_result("<Error/>", 8, on_deleted, &seen, &err) ==
+	      NV_EBACKEND);
+
+	/* refused before any request (the endpoint is dead) */
+	config_init(&dead, cred);
+	dead.endpoint = "http://127.0.0.1:1";
+	dead.max_attempts = 1;
+	bad[0] = "ok";
+	bad[1] = "bad\xff\xfe";
+	CHECK(nv_s3_delete_batch(&dead, bucket, bad, 2, NULL, NULL, &err) ==
+	      NV_EINVAL);
+	CHECK(strstr(err.message, "UTF-8") != NULL);
+	bad[1] = "../up";
+	CHECK(nv_s3_delete_batch(&dead, bucket, bad, 2, NULL, NULL, &err) ==
+	      NV_EINVAL);
+	bad[1] = "ok";
+	CHECK(nv_s3_delete_batch(&dead, bucket, bad, 2, NULL, NULL, &err) ==
+	      NV_EINVAL);
+	CHECK(strstr(err.message, "twice") != NULL);
+	CHECK(nv_s3_delete_batch(&dead, bucket, bad, 1001, NULL, NULL, &err) ==
+	      NV_EINVAL);
+	CHECK(nv_s3_delete_batch(&dead, bucket, bad, 1, NULL, NULL, &err) ==
+	      NV_EBACKEND); /* the control: a good batch is sent */
+
+	/* 38 objects, keys XML must escape and a non-ASCII one among them,
+	 * plus two keys that are not there (S3 reports them deleted) */
+	for (int i = 0; i < 40; i++) {
+		if (i == 0)
+			snprintf(names[i], sizeof(names[i]),
+				 "batch/a&b<c>\"d'e.txt");
+		else if (i == 1)
+			snprintf(names[i], sizeof(names[i]),
+				 "batch/\xc3\xa9t\xc3\xa9");
+		else
+			snprintf(names[i], sizeof(names[i]), "batch/k%02d", i);
+		keys[i] = names[i];
+		if (i < 38)
+			CHECK(nv_s3_put_bytes(cfg, bucket, names[i], "x", 1,
+					      NULL, &err) == 0);
+	}
+	memset(&seen, 0, sizeof(seen));
+	rc = nv_s3_delete_batch(cfg, bucket, keys, 40, on_deleted, &seen, &err);
+	CHECK(rc == 0);
+	if (rc)
+		fprintf(stderr, "delete batch: %s\n", err.message);
+	CHECK(seen.deleted == 40 && seen.failed == 0);
+	CHECK(nv_s3_list(cfg, bucket, "batch/", NULL, continuation, 0,
+			 count_object, &n, &truncated, &err) == 0);
+	CHECK(n == 0);
+	CHECK(nv_s3_head(cfg, bucket, names[0], &info, &err) == NV_ENOTFOUND);
+}
+
 int main(void)
 {
 	nv_s3_config cfg;
@@ -664,6 +1003,8 @@ int main(void)
 	test_auth_errors();
 	test_download_folder(&cfg);
 	test_aborted_multipart(&cfg);
+	test_virtual_host(cred);
+	test_delete_batch(&cfg, cred);
 
 	nv_secret_free(cred);
 	nv_remove_tree(scratch, &err);

@@ -1,28 +1,49 @@
 #!/usr/bin/env python3
-"""A TCP proxy that resets connections, for the S3 fault tests.
+"""A TCP proxy that injects faults, for the S3 fault tests.
 
     fault_proxy.py UPSTREAM SEED FRACTION [--lifetime S] [--min-bytes N]
                    [--max-bytes N] [--max-run N] [--match REGEX]
-                   [--direction both|up|down]
+                   [--direction both|up|down] [--force-first N]
+                   [--answer STATUS [--answer-code CODE] [--retry-after V]]
+                   [--delay S] [--stall-after N [--stall-direction D]]
 
 Listens on 127.0.0.1 on a port of its choosing, prints that port on
 stdout (one line), and forwards every connection to UPSTREAM ("host:port",
 the S3 server) byte for byte. A FRACTION (0..1) of the connections, drawn
-with a random.Random(SEED) in the order they are accepted, are marked: each
-gets a byte threshold per direction (log-uniform in [min, max)) and is
-reset (SO_LINGER 0 + close, on both sides) as soon as that many bytes have
-been forwarded in either direction: exactly the threshold's bytes go
-through, then RST. A marked connection that ends before its thresholds is
-not reset. Below 1.0, at most --max-run marked connections come in a row,
-so a client that retries always gets through; 1.0 marks every one.
---match keeps the marks to connections whose first request line matches
-the regular expression (the others pass, though they draw all the same);
---direction keeps the thresholds to one way (up: client to server).
+with a random.Random(SEED) in the order they are accepted, are marked, and
+a marked connection gets a fault:
 
-Each reset is logged on stderr, and a last line
-"fault_proxy: connections=N marked=M resets=R" when it stops: on SIGTERM
-or SIGINT, or after --lifetime seconds (300), whichever comes first.
-Standard library only.
+- by default, a reset: a byte threshold per direction (log-uniform in
+  [min, max)), and the connection is reset (SO_LINGER 0 + close, on both
+  sides) as soon as that many bytes have been forwarded in either
+  direction: exactly the threshold's bytes go through, then RST. A marked
+  connection that ends before its thresholds is not reset;
+- --answer STATUS: the proxy answers the request itself, never forwarding
+  it: it reads the request head (and a body of known length, unless the
+  client waits for "100 Continue"), then sends STATUS with an S3 <Error>
+  document (code --answer-code, by default InternalError for 500, SlowDown
+  for 503), "Retry-After: V" when --retry-after is given, and closes;
+- --delay S: the proxy waits S seconds before forwarding anything (a
+  client with a shorter timeout gives up).
+
+Below 1.0, at most --max-run marked connections come in a row, so a client
+that retries always gets through; 1.0 marks every one. --match keeps the
+marks to connections whose first request line matches the regular
+expression (the others pass, though they draw all the same); --force-first
+N marks the first N matching connections whatever the draw (so a test
+sees at least N faults); --direction keeps the reset thresholds to one way
+(up: client to server).
+
+--stall-after N: once N bytes in all have been forwarded in the stall
+direction (up, client to server, or down), the proxy stops forwarding
+that way on every connection (the other way still flows) and logs
+"stalled" once: a test kills its client then, mid-transfer.
+
+Each connection is logged on stderr with the time its request arrived
+(seconds since the start), its first request line and what was done to it, and a last line
+"fault_proxy: connections=N marked=M resets=R answered=A delayed=D
+bytes_up=U bytes_down=V" when it stops: on SIGTERM or SIGINT, or after
+--lifetime seconds (300), whichever comes first. Standard library only.
 """
 
 import argparse
@@ -34,8 +55,14 @@ import signal
 import socket
 import struct
 import sys
+import time
 
 CHUNK = 64 * 1024
+START = time.monotonic()
+REASONS = {500: "Internal Server Error", 503: "Service Unavailable",
+           429: "Too Many Requests", 502: "Bad Gateway"}
+CODES = {500: "InternalError", 503: "SlowDown", 429: "SlowDown",
+         502: "BadGateway"}
 
 
 def log(msg):
@@ -62,16 +89,21 @@ class Proxy:
         self.rng = random.Random(args.seed)
         self.connections = 0
         self.marked = 0
+        self.forced = 0
         self.resets = 0
+        self.answered = 0
+        self.delayed = 0
+        self.bytes = [0, 0]  # forwarded up, down (all connections)
         self.run = 0  # marked connections in a row
+        self.stalled = asyncio.Event()
 
     def threshold(self):
         lo, hi = math.log(self.args.min_bytes), math.log(self.args.max_bytes)
         return int(math.exp(self.rng.uniform(lo, hi)))
 
     def draw(self):
-        """Decides the fate of the next connection: None (clean) or the
-        byte thresholds [client->server, server->client]."""
+        """Decides the fate of the next connection: (marked, the byte
+        thresholds [client->server, server->client])."""
         mark = self.rng.random() < self.args.fraction
         limits = [self.threshold(), self.threshold()]  # drawn either way
         if self.args.direction == "up":
@@ -82,15 +114,93 @@ class Proxy:
                 self.run >= self.args.max_run:
             mark = False
         self.run = self.run + 1 if mark else 0
-        return limits if mark else None
+        return mark, limits
+
+    async def answer(self, client, data, n, line, t):
+        """Reads the rest of the request, answers it with the error."""
+        loop = asyncio.get_running_loop()
+        while b"\r\n\r\n" not in data and len(data) < 1 << 20:
+            more = await loop.sock_recv(client, CHUNK)
+            if not more:
+                break
+            data += more
+        head, _, body = data.partition(b"\r\n\r\n")
+        length, expect = 0, False
+        for h in head.split(b"\r\n")[1:]:
+            name, _, value = h.partition(b":")
+            name = name.strip().lower()
+            if name == b"content-length":
+                length = int(value.strip() or 0)
+            elif name == b"expect" and b"100" in value:
+                expect = True
+        left = 0 if expect else length - len(body)
+        while left > 0:
+            more = await loop.sock_recv(client, min(CHUNK, left))
+            if not more:
+                break
+            left -= len(more)
+        status = self.args.answer
+        code = self.args.answer_code or CODES.get(status, "InternalError")
+        doc = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>%s"
+               "</Code><Message>injected by fault_proxy</Message>"
+               "<RequestId>fault-%d</RequestId></Error>" % (code, n)).encode()
+        headers = ["HTTP/1.1 %d %s" % (status, REASONS.get(status, "Error")),
+                   "Content-Type: application/xml",
+                   "Content-Length: %d" % len(doc),
+                   "x-amz-request-id: fault-%d" % n,
+                   "Connection: close"]
+        if self.args.retry_after is not None:
+            headers.append("Retry-After: %s" % self.args.retry_after)
+        reply = ("\r\n".join(headers) + "\r\n\r\n").encode() + doc
+        try:
+            await loop.sock_sendall(client, reply)
+            client.shutdown(socket.SHUT_WR)
+            # let the client read it all and close first
+            await asyncio.wait_for(loop.sock_recv(client, CHUNK), 5)
+        except (OSError, asyncio.TimeoutError):
+            pass
+        client.close()
+        self.answered += 1
+        log("conn %d: t=%.3f %s -> answered %d %s" %
+            (n, t, line, status, code))
 
     async def serve(self, client):
         loop = asyncio.get_running_loop()
         self.connections += 1
         n = self.connections
-        limits = self.draw()
-        if limits:
+        drawn, limits = self.draw()
+        try:
+            first = await loop.sock_recv(client, CHUNK)
+        except OSError:
+            client.close()
+            return
+        t = time.monotonic() - START  # the request's arrival
+        line = first.split(b"\r\n", 1)[0].decode("latin-1")
+        matches = not self.args.match or re.search(self.args.match, line)
+        mark = bool(drawn and matches)
+        if matches and not mark and self.forced < self.args.force_first:
+            mark = True
+        if matches and self.forced < self.args.force_first:
+            self.forced += 1
+        if mark:
             self.marked += 1
+        if mark and self.args.answer:
+            await self.answer(client, first, n, line, t)
+            return
+        if mark and self.args.delay:
+            self.delayed += 1
+            log("conn %d: t=%.3f %s -> delayed %g s" %
+                (n, t, line, self.args.delay))
+            await asyncio.sleep(self.args.delay)
+        reset_mark = mark and not self.args.delay
+        if not reset_mark:
+            limits = None
+            if not (mark and self.args.delay):
+                log("conn %d: t=%.3f %s -> forwarded" %
+                    (n, t, line))
+        else:
+            log("conn %d: t=%.3f %s -> marked for a reset" %
+                (n, t, line))
         upstream = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         upstream.setblocking(False)
         try:
@@ -104,39 +214,50 @@ class Proxy:
         reset = asyncio.Event()
         broken = asyncio.Event()
         names = ("up", "down")
+        stall_d = -1 if self.args.stall_after is None else \
+            names.index(self.args.stall_direction)
 
-        async def pump(src, dst, d):
-            nonlocal limits
+        async def send(dst, data, d):
+            """Forwards data (cut at the threshold); False once reset."""
+            if limits and moved[d] + len(data) >= limits[d]:
+                data = data[:limits[d] - moved[d]]
+                if data:
+                    await loop.sock_sendall(dst, data)
+                moved[d] += len(data)
+                self.bytes[d] += len(data)
+                reset.set()
+                return False
+            await loop.sock_sendall(dst, data)
+            moved[d] += len(data)
+            self.bytes[d] += len(data)
+            return True
+
+        async def pump(src, dst, d, data):
             try:
                 while True:
-                    data = await loop.sock_recv(src, CHUNK)
-                    if d == 0 and moved[0] == 0 and limits and \
-                            self.args.match:
-                        first = data.split(b"\r\n", 1)[0]
-                        if not re.search(self.args.match,
-                                         first.decode("latin-1")):
-                            limits = None
-                            self.marked -= 1
+                    if data is None:
+                        if d == stall_d and self.stalled.is_set():
+                            await asyncio.sleep(3600)
+                        data = await loop.sock_recv(src, CHUNK)
                     if not data:
                         try:
                             dst.shutdown(socket.SHUT_WR)
                         except OSError:
                             pass
                         return
-                    if limits and moved[d] + len(data) >= limits[d]:
-                        data = data[:limits[d] - moved[d]]
-                        if data:
-                            await loop.sock_sendall(dst, data)
-                        moved[d] += len(data)
-                        reset.set()
+                    if not await send(dst, data, d):
                         return
-                    await loop.sock_sendall(dst, data)
-                    moved[d] += len(data)
+                    data = None
+                    if d == stall_d and not self.stalled.is_set() and \
+                            self.bytes[d] >= self.args.stall_after:
+                        self.stalled.set()
+                        log("stalled after %d bytes %s" %
+                            (self.bytes[d], names[d]))
             except OSError:
                 broken.set()  # a peer went away: end both ways
 
-        tasks = [asyncio.ensure_future(pump(client, upstream, 0)),
-                 asyncio.ensure_future(pump(upstream, client, 1))]
+        tasks = [asyncio.ensure_future(pump(client, upstream, 0, first)),
+                 asyncio.ensure_future(pump(upstream, client, 1, None))]
         waiter = asyncio.ensure_future(reset.wait())
         pending = set(tasks)
         while pending and not reset.is_set() and not broken.is_set():
@@ -193,27 +314,39 @@ class Proxy:
             t.cancel()
         await asyncio.gather(acceptor, *conns, return_exceptions=True)
         listener.close()
-        log("connections=%d marked=%d resets=%d"
-            % (self.connections, self.marked, self.resets))
+        log("connections=%d marked=%d resets=%d answered=%d delayed=%d "
+            "bytes_up=%d bytes_down=%d"
+            % (self.connections, self.marked, self.resets, self.answered,
+               self.delayed, self.bytes[0], self.bytes[1]))
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("upstream", help="host:port of the S3 server")
     p.add_argument("seed", type=int)
-    p.add_argument("fraction", type=float, help="0..1 of connections reset")
+    p.add_argument("fraction", type=float, help="0..1 of connections marked")
     p.add_argument("--lifetime", type=float, default=300.0)
     p.add_argument("--min-bytes", type=int, default=256)
     p.add_argument("--max-bytes", type=int, default=8 * 1024 * 1024)
     p.add_argument("--max-run", type=int, default=3)
-    p.add_argument("--match", help="regex of the request lines to reset")
+    p.add_argument("--match", help="regex of the request lines to mark")
     p.add_argument("--direction", choices=("both", "up", "down"),
                    default="both")
+    p.add_argument("--force-first", type=int, default=0)
+    p.add_argument("--answer", type=int, help="HTTP status to answer with")
+    p.add_argument("--answer-code", help="S3 error code of the answer")
+    p.add_argument("--retry-after", help="Retry-After value of the answer")
+    p.add_argument("--delay", type=float, default=0.0)
+    p.add_argument("--stall-after", type=int)
+    p.add_argument("--stall-direction", choices=("up", "down"),
+                   default="up")
     args = p.parse_args()
     if not 0.0 <= args.fraction <= 1.0:
         p.error("fraction must be within 0..1")
     if not 1 <= args.min_bytes < args.max_bytes:
         p.error("need 1 <= --min-bytes < --max-bytes")
+    if args.answer is not None and not 400 <= args.answer <= 599:
+        p.error("--answer is an HTTP error status (400..599)")
     asyncio.run(Proxy(args).main())
 
 
