@@ -857,8 +857,8 @@ static void test_virtual_host(const nv_secret *cred)
 	nv_buf_free(&url);
 
 	nv_buf_init(&form, 65536);
-	CHECK(nv_s3_post_policy(&vh, bucket, "vh/posted/", 60, 100, 0, &form,
-				&err) == 0);
+	CHECK(nv_s3_post_policy(&vh, bucket, "vh/posted/", 60, 100, NULL, 0,
+				&form, &err) == 0);
 	CHECK(form.data && strstr(form.data, host) != NULL);
 	CHECK(form.data &&
 	      form_post(form.data, "vh/posted/${filename}", "posted") == 204);
