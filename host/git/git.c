@@ -316,6 +316,11 @@ void nv_git_free(nv_git_repo *repo)
 	git_libgit2_shutdown();
 }
 
+struct git_repository *nv_git_libgit2(const nv_git_repo *repo)
+{
+	return repo->repo;
+}
+
 const char *nv_git_workdir(const nv_git_repo *repo)
 {
 	return repo->workdir;
@@ -586,7 +591,7 @@ static const char HINT_UNSAFE[] =
 	"fix the tree or export another commit";
 
 /* A tree entry name must stay a single component inside its folder. */
-static int export_name_ok(const char *name)
+int nv_git_entry_name_ok(const char *name)
 {
 	if (!name[0] || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 		return 0;
@@ -789,7 +794,7 @@ static int export_tree(struct export_ctx *x, const git_tree *tree, int dirfd,
 		const char *name = git_tree_entry_name(e);
 		const git_oid *id = git_tree_entry_id(e);
 
-		if (!export_name_ok(name))
+		if (!nv_git_entry_name_ok(name))
 			return nv_err_set(x->err, NV_EREFUSED, HINT_UNSAFE,
 					  "export: unsafe entry '%s%.200s'",
 					  x->path, name);

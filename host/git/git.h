@@ -140,4 +140,13 @@ int nv_git_lockfile_hash(const nv_git_repo *repo, const char *oid_hex,
 /* 1 when name (a file name at the root of a tree) is a known lock file. */
 int nv_git_is_lockfile(const char *name);
 
+/* 1 when a tree entry name is one safe component: not "", ".", "..",
+ * ".git" (any case), and without '/'. export and the archive writer refuse
+ * the others. */
+int nv_git_entry_name_ok(const char *name);
+
+/* The libgit2 repository behind repo, for the other files of host/git
+ * (archive.c) that walk objects themselves. Owned by repo. */
+struct git_repository *nv_git_libgit2(const nv_git_repo *repo);
+
 #endif
