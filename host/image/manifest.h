@@ -117,7 +117,8 @@ int nv_oci_code_config(const char *base_config, size_t len, size_t base_layers,
 /* The base manifest (an image, not an index) with its config descriptor
  * replaced and the layer appended (media type of the base's family: OCI
  * or Docker). For OCI manifests, the annotations
- * org.opencontainers.image.base.name/.base.digest name the base;
+ * org.opencontainers.image.base.name/.base.digest name the base (each
+ * left out when NULL);
  * "subject" is dropped (the new image is not the base's referrer).
  * media_type receives the manifest's media type. *out is malloc'd. */
 int nv_oci_code_manifest(const char *base_manifest, size_t len,

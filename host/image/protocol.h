@@ -11,12 +11,13 @@
 #include "core/nv_err.h"
 #include "creds/secret.h"
 
-#define NV_REG_REALM_MAX            1024
-#define NV_REG_SERVICE_MAX          256
-#define NV_REG_SCOPE_MAX            1024
-#define NV_REG_TOKEN_BODY_MAX       ((size_t)256 * 1024) /* a token answer */
-#define NV_REG_TOKEN_DEFAULT_EXPIRY 60 /* seconds, when expires_in is absent   \
-					*/
+#define NV_REG_REALM_MAX      1024
+#define NV_REG_SERVICE_MAX    256
+#define NV_REG_SCOPE_MAX      1024
+#define NV_REG_TOKEN_BODY_MAX ((size_t)256 * 1024) /* a token answer */
+#define NV_REG_TOKEN_DEFAULT_EXPIRY                                            \
+	60 /* seconds, when expires_in is absent                               \
+	    */
 
 /* One challenge of a WWW-Authenticate header. */
 typedef struct nv_reg_challenge {
