@@ -16,7 +16,9 @@ static const char HINT_CHALLENGE[] =
 
 static int is_tchar(char c)
 {
-	return isalnum((unsigned char)c) || strchr("!#$%&'*+-.^_`|~", c);
+	/* c != 0 first: strchr finds the terminator of its own string */
+	return c != '\0' &&
+	       (isalnum((unsigned char)c) || strchr("!#$%&'*+-.^_`|~", c));
 }
 
 static const char *skip_ows(const char *p)
