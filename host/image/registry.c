@@ -723,6 +723,7 @@ int nv_registry_manifest_head(nv_registry *r, const char *repository,
 	q.url = url;
 	q.scope = scope;
 	q.headers[q.nheaders++] = "Accept: " NV_OCI_ACCEPT;
+	q.max_body = NV_OCI_MANIFEST_MAX;
 	rc = reg_perform(r, &q, &resp, err);
 	if (!rc && resp.status != 200)
 		rc = reg_fail(r, &resp, what, err);
@@ -820,6 +821,8 @@ int nv_registry_blob_head(nv_registry *r, const char *repository,
 	q.url = url;
 	q.scope = scope;
 	q.max_redirects = 5;
+	/* no body comes, but curl holds Content-Length to the cap */
+	q.max_body = (size_t)1 << 62;
 	rc = reg_perform(r, &q, &resp, err);
 	if (!rc && resp.status != 200)
 		rc = reg_fail(r, &resp, what, err);

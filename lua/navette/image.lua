@@ -129,7 +129,8 @@ end
 -- platform (an index is resolved to its entry).
 function image.resolve(ref, opts)
   local _, o = read_call("resolve", ref, opts)
-  local info = check(native.resolve(ref, o), "cannot resolve " .. ref)
+  local info, err = native.resolve(ref, o)
+  check(info, err, "cannot resolve " .. ref)
   return info.digest, info
 end
 
@@ -145,7 +146,8 @@ end
 -- manifest, config, labels, layers = {{digest, size, media_type}}}
 function image.inspect(ref, opts)
   local _, o = read_call("inspect", ref, opts)
-  local info = check(native.inspect(ref, o), "cannot inspect " .. ref)
+  local info, err = native.inspect(ref, o)
+  check(info, err, "cannot inspect " .. ref)
   info.manifest = json.decode(info.manifest_json)
   info.config = json.decode(info.config_json)
   local cfg = type(info.config) == "table" and info.config.config or nil
@@ -296,7 +298,8 @@ function image.build(spec)
   local tmp = (sys.getenv("TMPDIR") or "/tmp") .. "/navette-build-"
               .. sys.random_hex(6)
   local ok, e = pcall(function()
-    check(repo:export(commit, tmp .. "/tree"), nil, "export")
+    local exported, xerr = repo:export(commit, tmp .. "/tree")
+    check(exported, xerr, "export")
     return check(native.build {
       builder = builder, file = tmp .. "/tree/" .. file,
       context = tmp .. "/tree/" .. ctx, platform = spec.platform, to = ref,

@@ -288,6 +288,10 @@ static void test_plain(void)
 		CHECK(st->blobs_uploaded == 1);
 		/* 5 PATCH + POST + PUT */
 		CHECK(st->requests == 7);
+		CHECK(st->blobs_uploaded == 1);
+		/* HEAD of a blob larger than any response cap */
+		CHECK_OK(nv_registry_blob_head(rc, repo, digest, &size, &err));
+		CHECK(size == 300000);
 		snprintf(back, sizeof(back), "%s/back.bin", tmpdir);
 		CHECK_OK(nv_registry_blob_get_file(rc, repo, digest, back,
 						   &err));
