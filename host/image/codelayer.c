@@ -8,7 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "core/fsutil.h"
+#include "git/pgzip.h"
 #include "creds/scan.h"
 #include "git/git.h"
 #include "image/manifest.h"
@@ -181,6 +184,103 @@ int nv_code_layer_pack(const char *repo_path, const char *commit,
 	return rc;
 }
 
+/* ---- the layer cache ---- */
+
+/* A pushed layer's facts, kept per commit and folder so that a second push
+ * of the same commit does not pack it again when the registry has it. The
+ * key covers everything the bytes depend on. */
+static int cache_path(const char *dir, const nv_code_layer_result *res,
+		      char *out, size_t cap)
+{
+	char key[600], hex[NV_SHA256_HEX_LEN + 1];
+	nv_err ignored;
+	int n;
+
+	n = snprintf(key, sizeof(key), "navette code layer 1|%s|%s|%d|%zu|%d",
+		     res->commit, res->into, NV_ARCHIVE_GZIP_LEVEL,
+		     NV_PGZIP_BLOCK, NV_ARCHIVE_GZIP_OS);
+	if (n < 0 || (size_t)n >= sizeof(key) ||
+	    nv_sha256_bytes(key, (size_t)n, hex, &ignored))
+		return -1;
+	return nv_pathf(out, cap, "%s/%s.json", dir, hex);
+}
+
+static int cache_load(const char *dir, nv_code_layer_result *res)
+{
+	char path[4200], *text = NULL;
+	const cJSON *v;
+	nv_err ignored;
+	size_t len;
+	cJSON *doc;
+	int ok = 0;
+
+	if (!dir || cache_path(dir, res, path, sizeof(path)) ||
+	    nv_read_file(&text, &len, path, 4096, &ignored))
+		return 0;
+	doc = cJSON_ParseWithLength(text, len);
+	free(text);
+	v = cJSON_GetObjectItemCaseSensitive(doc, "diff_id");
+	if (cJSON_IsString(v) && nv_image_digest_valid(v->valuestring))
+		snprintf(res->diff_id, sizeof(res->diff_id), "%s",
+			 v->valuestring);
+	v = cJSON_GetObjectItemCaseSensitive(doc, "layer_digest");
+	if (cJSON_IsString(v) && nv_image_digest_valid(v->valuestring))
+		snprintf(res->layer_digest, sizeof(res->layer_digest), "%s",
+			 v->valuestring);
+#define NUM(field, key)                                                        \
+	v = cJSON_GetObjectItemCaseSensitive(doc, key);                        \
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0)                          \
+		res->archive.field = (uint64_t)v->valuedouble;
+	NUM(size, "size")
+	NUM(tar_size, "tar_size")
+	NUM(files, "files")
+	NUM(dirs, "dirs")
+	NUM(symlinks, "symlinks")
+	NUM(submodules, "submodules")
+	NUM(file_bytes, "file_bytes")
+#undef NUM
+	if (res->diff_id[0] && res->layer_digest[0] && res->archive.size) {
+		snprintf(res->archive.tar_sha256,
+			 sizeof(res->archive.tar_sha256), "%s",
+			 res->diff_id + 7);
+		snprintf(res->archive.sha256, sizeof(res->archive.sha256), "%s",
+			 res->layer_digest + 7);
+		res->archive.mtime = res->created;
+		ok = 1;
+	} else {
+		res->diff_id[0] = res->layer_digest[0] = '\0';
+		memset(&res->archive, 0, sizeof(res->archive));
+	}
+	cJSON_Delete(doc);
+	return ok;
+}
+
+static void cache_store(const char *dir, const nv_code_layer_result *res)
+{
+	char path[4200], text[1024];
+	nv_err ignored;
+	int n;
+
+	if (!dir || cache_path(dir, res, path, sizeof(path)) ||
+	    nv_mkdir_p(dir, 0700, &ignored))
+		return;
+	n = snprintf(
+		text, sizeof(text),
+		"{\"diff_id\":\"%s\",\"layer_digest\":\"%s\",\"size\":%llu,"
+		"\"tar_size\":%llu,\"files\":%llu,\"dirs\":%llu,"
+		"\"symlinks\":%llu,\"submodules\":%llu,\"file_bytes\":%llu}\n",
+		res->diff_id, res->layer_digest,
+		(unsigned long long)res->archive.size,
+		(unsigned long long)res->archive.tar_size,
+		(unsigned long long)res->archive.files,
+		(unsigned long long)res->archive.dirs,
+		(unsigned long long)res->archive.symlinks,
+		(unsigned long long)res->archive.submodules,
+		(unsigned long long)res->archive.file_bytes);
+	if (n > 0 && (size_t)n < sizeof(text))
+		nv_write_file_atomic(path, text, (size_t)n, 0600, &ignored);
+}
+
 /* ---- step 5: blobs ---- */
 
 static int same_registry(const nv_code_layer_opts *o, const nv_image_ref *a,
@@ -303,7 +403,7 @@ int nv_code_layer_push(const nv_code_layer_opts *o, nv_code_layer_result *res,
 	struct prepared p;
 	uint64_t before;
 	char hex[65];
-	int rc, have_tmp = 0;
+	int rc, have_tmp = 0, layer_present = 0;
 
 	memset(res, 0, sizeof(*res));
 	memset(&p, 0, sizeof(p));
@@ -361,12 +461,29 @@ int nv_code_layer_push(const nv_code_layer_opts *o, nv_code_layer_result *res,
 		rc = nv_err_set(err, NV_EINVAL, NULL, "temp path too long");
 		goto out;
 	}
-	snprintf(detail, sizeof(detail), "%.12s into %.500s", res->commit,
-		 res->into);
-	step(o, "pack", detail);
-	rc = pack(&p, layer_path, res, err);
-	if (rc)
-		goto out;
+	/* a layer the target already has need not be packed again */
+	if (cache_load(o->cache_dir, res)) {
+		rc = nv_registry_blob_head(o->target_registry,
+					   target.repository, res->layer_digest,
+					   NULL, err);
+		if (rc && rc != NV_ENOTFOUND)
+			goto out;
+		layer_present = rc == 0;
+		if (!layer_present) {
+			res->diff_id[0] = res->layer_digest[0] = '\0';
+			memset(&res->archive, 0, sizeof(res->archive));
+		}
+		rc = 0;
+	}
+	if (!layer_present) {
+		snprintf(detail, sizeof(detail), "%.12s into %.500s",
+			 res->commit, res->into);
+		step(o, "pack", detail);
+		rc = pack(&p, layer_path, res, err);
+		if (rc)
+			goto out;
+		cache_store(o->cache_dir, res);
+	}
 	{
 		char created_by[400];
 
@@ -409,7 +526,9 @@ int nv_code_layer_push(const nv_code_layer_opts *o, nv_code_layer_result *res,
 		rc = ensure_base_blob(o, &base, &target,
 				      img.parsed.entries[i].digest, tmp, res,
 				      err);
-	if (!rc)
+	if (!rc && layer_present)
+		res->blobs_present++;
+	else if (!rc)
 		rc = ensure_blob_file(o, &target, res->layer_digest, layer_path,
 				      res, err);
 	if (!rc)

@@ -49,6 +49,10 @@ typedef struct nv_code_layer_opts {
 	const char *platform; /* of the base; NULL: "linux/amd64" */
 	const char *source;   /* the source label; NULL: origin's URL */
 	const char *tmp_dir;  /* for the layer file; NULL: $TMPDIR, /tmp */
+	/* Where a pushed layer's digests are kept per commit and folder, so
+	 * a second push of the commit skips packing when the target has the
+	 * layer (HEAD); NULL: no cache. */
+	const char *cache_dir;
 	/* Clients of the base's and the target's registries (the same one
 	 * when they are the same registry). */
 	nv_registry *base_registry;

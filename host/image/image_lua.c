@@ -535,6 +535,8 @@ static int l_image_code_layer(lua_State *L)
 	o.source = opt_string(L, 1, "source");
 	o.tmp_dir = opt_string(L, 1, "tmp_dir");
 	luaL_argcheck(L, o.base && o.target, 1, "base and to are required");
+	lua_pushfstring(L, "%s/cache/layers", nv_lua_home(L));
+	o.cache_dir = lua_tostring(L, -1); /* anchored on the stack */
 	if (nv_plan_mode(L)) {
 		lua_pushfstring(L, "%s on %s", o.target, o.base);
 		nv_plan_record(L, "image", "push-code", lua_tostring(L, -1));
