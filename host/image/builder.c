@@ -180,6 +180,22 @@ static int find_digest(const char *text, char out[NV_IMAGE_DIGEST_LEN + 1])
 	return -1;
 }
 
+/* buildah/podman's global storage flags: --root, --runroot, vfs. */
+static int storage_args(const nv_build_opts *o, const char **argv, int n)
+{
+	if (o->storage_root) {
+		argv[n++] = "--root";
+		argv[n++] = o->storage_root;
+	}
+	if (o->run_root) {
+		argv[n++] = "--runroot";
+		argv[n++] = o->run_root;
+	}
+	argv[n++] = "--storage-driver";
+	argv[n++] = "vfs";
+	return n;
+}
+
 int nv_image_build(const nv_build_opts *o, nv_build_result *res, nv_err *err)
 {
 	const char *argv[ARGV_MAX];
@@ -219,18 +235,8 @@ int nv_image_build(const nv_build_opts *o, nv_build_result *res, nv_err *err)
 
 	/* build */
 	argv[n++] = res->builder;
-	if (daemonless) {
-		if (o->storage_root) {
-			argv[n++] = "--root";
-			argv[n++] = o->storage_root;
-		}
-		if (o->run_root) {
-			argv[n++] = "--runroot";
-			argv[n++] = o->run_root;
-		}
-		argv[n++] = "--storage-driver";
-		argv[n++] = "vfs";
-	}
+	if (daemonless)
+		n = storage_args(o, argv, n);
 	argv[n++] = strcmp(res->builder, "buildah") == 0 ? "bud" : "build";
 	if (daemonless) {
 		argv[n++] = "--isolation";
@@ -287,16 +293,7 @@ int nv_image_build(const nv_build_opts *o, nv_build_result *res, nv_err *err)
 	}
 	nv_pathf(digest_file, sizeof(digest_file), "%s/digest", tmp);
 	snprintf(dest, sizeof(dest), "docker://%s", o->target);
-	if (o->storage_root) {
-		argv[n++] = "--root";
-		argv[n++] = o->storage_root;
-	}
-	if (o->run_root) {
-		argv[n++] = "--runroot";
-		argv[n++] = o->run_root;
-	}
-	argv[n++] = "--storage-driver";
-	argv[n++] = "vfs";
+	n = storage_args(o, argv, n);
 	argv[n++] = "push";
 	if (insecure)
 		argv[n++] = "--tls-verify=false";

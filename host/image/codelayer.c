@@ -290,6 +290,23 @@ static int same_registry(const nv_code_layer_opts *o, const nv_image_ref *a,
 	       strcmp(a->registry, b->registry) == 0;
 }
 
+/* 1 when the target repository has digest (counted), 0 when not, or an
+ * NV_E* code. HEAD comes first for every blob: what is there is never
+ * sent again. */
+static int target_has(const nv_code_layer_opts *o, const nv_image_ref *target,
+		      const char *digest, nv_code_layer_result *res,
+		      nv_err *err)
+{
+	int rc = nv_registry_blob_head(o->target_registry, target->repository,
+				       digest, NULL, err);
+
+	if (rc == 0) {
+		res->blobs_present++;
+		return 1;
+	}
+	return rc == NV_ENOTFOUND ? 0 : rc;
+}
+
 static int ensure_base_blob(const nv_code_layer_opts *o,
 			    const nv_image_ref *base,
 			    const nv_image_ref *target, const char *digest,
@@ -299,14 +316,9 @@ static int ensure_base_blob(const nv_code_layer_opts *o,
 	char path[4200];
 	int mounted = 0, rc;
 
-	rc = nv_registry_blob_head(o->target_registry, target->repository,
-				   digest, NULL, err);
-	if (rc == 0) {
-		res->blobs_present++;
-		return 0;
-	}
-	if (rc != NV_ENOTFOUND)
-		return rc;
+	rc = target_has(o, target, digest, res, err);
+	if (rc)
+		return rc < 0 ? rc : 0;
 	if (same_registry(o, base, target)) {
 		rc = nv_registry_blob_mount(o->target_registry,
 					    target->repository, digest,
@@ -333,43 +345,22 @@ static int ensure_base_blob(const nv_code_layer_opts *o,
 	return rc;
 }
 
-static int ensure_blob_file(const nv_code_layer_opts *o,
-			    const nv_image_ref *target, const char *digest,
-			    const char *path, nv_code_layer_result *res,
-			    nv_err *err)
+/* Uploads our own blob (the file at path, or len bytes of data) unless the
+ * target has it. */
+static int ensure_blob(const nv_code_layer_opts *o, const nv_image_ref *target,
+		       const char *digest, const char *path, const char *data,
+		       size_t len, nv_code_layer_result *res, nv_err *err)
 {
-	int rc = nv_registry_blob_head(o->target_registry, target->repository,
-				       digest, NULL, err);
+	int rc = target_has(o, target, digest, res, err);
 
-	if (rc == 0) {
-		res->blobs_present++;
-		return 0;
-	}
-	if (rc != NV_ENOTFOUND)
-		return rc;
-	rc = nv_registry_blob_upload_file(
-		o->target_registry, target->repository, digest, path, err);
-	if (!rc)
-		res->blobs_uploaded++;
-	return rc;
-}
-
-static int ensure_blob_bytes(const nv_code_layer_opts *o,
-			     const nv_image_ref *target, const char *digest,
-			     const char *data, size_t len,
-			     nv_code_layer_result *res, nv_err *err)
-{
-	int rc = nv_registry_blob_head(o->target_registry, target->repository,
-				       digest, NULL, err);
-
-	if (rc == 0) {
-		res->blobs_present++;
-		return 0;
-	}
-	if (rc != NV_ENOTFOUND)
-		return rc;
-	rc = nv_registry_blob_upload_bytes(
-		o->target_registry, target->repository, digest, data, len, err);
+	if (rc)
+		return rc < 0 ? rc : 0;
+	rc = path ? nv_registry_blob_upload_file(o->target_registry,
+						 target->repository, digest,
+						 path, err)
+		  : nv_registry_blob_upload_bytes(o->target_registry,
+						  target->repository, digest,
+						  data, len, err);
 	if (!rc)
 		res->blobs_uploaded++;
 	return rc;
@@ -463,12 +454,10 @@ int nv_code_layer_push(const nv_code_layer_opts *o, nv_code_layer_result *res,
 	}
 	/* a layer the target already has need not be packed again */
 	if (cache_load(o->cache_dir, res)) {
-		rc = nv_registry_blob_head(o->target_registry,
-					   target.repository, res->layer_digest,
-					   NULL, err);
-		if (rc && rc != NV_ENOTFOUND)
+		rc = target_has(o, &target, res->layer_digest, res, err);
+		if (rc < 0)
 			goto out;
-		layer_present = rc == 0;
+		layer_present = rc;
 		if (!layer_present) {
 			res->diff_id[0] = res->layer_digest[0] = '\0';
 			memset(&res->archive, 0, sizeof(res->archive));
@@ -526,14 +515,12 @@ int nv_code_layer_push(const nv_code_layer_opts *o, nv_code_layer_result *res,
 		rc = ensure_base_blob(o, &base, &target,
 				      img.parsed.entries[i].digest, tmp, res,
 				      err);
-	if (!rc && layer_present)
-		res->blobs_present++;
-	else if (!rc)
-		rc = ensure_blob_file(o, &target, res->layer_digest, layer_path,
-				      res, err);
+	if (!rc && !layer_present)
+		rc = ensure_blob(o, &target, res->layer_digest, layer_path,
+				 NULL, 0, res, err);
 	if (!rc)
-		rc = ensure_blob_bytes(o, &target, res->config_digest, config,
-				       config_len, res, err);
+		rc = ensure_blob(o, &target, res->config_digest, NULL, config,
+				 config_len, res, err);
 	res->bytes_uploaded =
 		nv_registry_stats_get(o->target_registry)->bytes_uploaded -
 		before;

@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 
 #include "core/fsutil.h"
+#include "image/protocol.h"
 
 static const char HINT_LOGIN[] =
 	"log in (docker login / podman login HOST) or declare the registry "
@@ -54,18 +55,6 @@ static int key_matches(const char *key, const char *registry)
 		       (n == 20 &&
 			strncasecmp(p, "registry-1.docker.io", 20) == 0);
 	return 0;
-}
-
-static void cleanse_json(cJSON *node, int depth)
-{
-	for (; node && depth < 64; node = node->next) {
-		if (node->valuestring)
-			OPENSSL_cleanse(node->valuestring,
-					strlen(node->valuestring));
-		if (node->string)
-			OPENSSL_cleanse(node->string, strlen(node->string));
-		cleanse_json(node->child, depth + 1);
-	}
 }
 
 /* base64 "user:password" into the secret. */
@@ -209,7 +198,7 @@ int nv_dockercfg_credential(const char *path, const char *registry,
 	}
 out:
 	nv_secret_free(s);
-	cleanse_json(doc, 0);
+	nv_reg_json_cleanse(doc);
 	cJSON_Delete(doc);
 	return rc;
 }

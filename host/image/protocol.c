@@ -160,15 +160,21 @@ int nv_reg_challenge_parse(nv_reg_challenge *out, const char *header,
 	return 0;
 }
 
-/* Wipes every string of a parsed document that held a secret. */
 static void cleanse_json(cJSON *node, int depth)
 {
-	for (; node && depth < 64; node = node->next) {
+	for (; node && depth < 1100; node = node->next) {
 		if (node->valuestring)
 			OPENSSL_cleanse(node->valuestring,
 					strlen(node->valuestring));
+		if (node->string)
+			OPENSSL_cleanse(node->string, strlen(node->string));
 		cleanse_json(node->child, depth + 1);
 	}
+}
+
+void nv_reg_json_cleanse(struct cJSON *node)
+{
+	cleanse_json(node, 0);
 }
 
 int nv_reg_token_parse(const char *body, size_t len, const char *name,
@@ -224,7 +230,7 @@ int nv_reg_token_parse(const char *body, size_t len, const char *name,
 	s = NULL;
 out:
 	nv_secret_free(s);
-	cleanse_json(doc, 0);
+	nv_reg_json_cleanse(doc);
 	cJSON_Delete(doc);
 	return rc;
 }

@@ -55,6 +55,11 @@ void nv_reg_error_parse(const char *body, size_t len, char *code,
  * DENIED, NAME_UNKNOWN, MANIFEST_UNKNOWN, BLOB_UNKNOWN, ...), or NULL. */
 const char *nv_reg_error_hint(const char *code);
 
+/* Wipes every string (values and member names) of a parsed cJSON document
+ * that may hold a secret, before cJSON_Delete frees it. */
+struct cJSON;
+void nv_reg_json_cleanse(struct cJSON *node);
+
 /* "repository:NAME:ACTIONS" into out (NV_ENOMEM when it does not fit). */
 int nv_reg_scope(char *out, size_t cap, const char *repository,
 		 const char *actions);

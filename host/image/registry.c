@@ -629,37 +629,60 @@ static void copy_media_type(char out[NV_OCI_MEDIA_MAX], const char *ct)
 	out[n] = '\0';
 }
 
+/* One read of manifests/REFERENCE or blobs/DIGEST with pull scope: q
+ * comes with method and its options; URL, scope and (for manifests) Accept
+ * are set here. A non-200 answer becomes the registry's error. what
+ * receives the request's name for later messages. */
+static int pull_request(nv_registry *r, struct reg_req *q, const char *kind,
+			const char *repository, const char *reference,
+			nv_http_response *resp, char what[400], nv_err *err)
+{
+	char url[URL_MAX], scope[NV_REG_SCOPE_MAX];
+	int manifest = strcmp(kind, "manifests/") == 0, rc;
+
+	memset(resp, 0, sizeof(*resp));
+	if (manifest) {
+		rc = check_reference_arg(reference, err);
+		if (rc)
+			return rc;
+	} else if (!nv_image_digest_valid(reference)) {
+		return nv_err_set(err, NV_EINVAL, NULL, "bad digest '%.80s'",
+				  reference ? reference : "");
+	}
+	if (api_url(r, url, sizeof(url), kind, repository, reference) ||
+	    nv_reg_scope(scope, sizeof(scope), repository, "pull"))
+		return nv_err_set(err, NV_EINVAL, NULL, "name too long");
+	snprintf(what, 400, "%s %.200s%s%.130s", manifest ? "manifest" : "blob",
+		 repository, strncmp(reference, "sha256:", 7) == 0 ? "@" : ":",
+		 reference);
+	q->url = url;
+	q->scope = scope;
+	if (manifest)
+		q->headers[q->nheaders++] = "Accept: " NV_OCI_ACCEPT;
+	rc = reg_perform(r, q, resp, err);
+	q->url = q->scope = NULL; /* they were on this stack */
+	if (!rc && resp->status != 200)
+		rc = reg_fail(r, resp, what, err);
+	return rc;
+}
+
 int nv_registry_manifest_get(nv_registry *r, const char *repository,
 			     const char *reference, nv_registry_manifest *out,
 			     nv_err *err)
 {
-	char url[URL_MAX], scope[NV_REG_SCOPE_MAX], what[400];
-	char hex[NV_SHA256_HEX_LEN + 1];
+	char what[400], hex[NV_SHA256_HEX_LEN + 1];
 	nv_http_response resp;
 	struct reg_req q;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = check_reference_arg(reference, err);
-	if (rc)
-		return rc;
-	if (api_url(r, url, sizeof(url), "manifests/", repository, reference) ||
-	    nv_reg_scope(scope, sizeof(scope), repository, "pull"))
-		return nv_err_set(err, NV_EINVAL, NULL, "name too long");
-	snprintf(what, sizeof(what), "manifest %s:%s", repository, reference);
 	memset(&q, 0, sizeof(q));
 	q.method = "GET";
-	q.url = url;
-	q.scope = scope;
-	q.headers[q.nheaders++] = "Accept: " NV_OCI_ACCEPT;
 	q.max_body = NV_OCI_MANIFEST_MAX;
-	rc = reg_perform(r, &q, &resp, err);
+	rc = pull_request(r, &q, "manifests/", repository, reference, &resp,
+			  what, err);
 	if (rc)
 		goto out;
-	if (resp.status != 200) {
-		rc = reg_fail(r, &resp, what, err);
-		goto out;
-	}
 	rc = nv_sha256_bytes(resp.body.data ? resp.body.data : "",
 			     resp.body.len, hex, err);
 	if (rc)
@@ -702,31 +725,20 @@ int nv_registry_manifest_head(nv_registry *r, const char *repository,
 			      char media_type[NV_OCI_MEDIA_MAX], int64_t *size,
 			      nv_err *err)
 {
-	char url[URL_MAX], scope[NV_REG_SCOPE_MAX], what[400];
 	nv_http_response resp;
 	struct reg_req q;
 	const char *cl;
+	char what[400];
 	int rc;
 
 	digest[0] = '\0';
 	if (media_type)
 		media_type[0] = '\0';
-	rc = check_reference_arg(reference, err);
-	if (rc)
-		return rc;
-	if (api_url(r, url, sizeof(url), "manifests/", repository, reference) ||
-	    nv_reg_scope(scope, sizeof(scope), repository, "pull"))
-		return nv_err_set(err, NV_EINVAL, NULL, "name too long");
-	snprintf(what, sizeof(what), "manifest %s:%s", repository, reference);
 	memset(&q, 0, sizeof(q));
 	q.method = "HEAD";
-	q.url = url;
-	q.scope = scope;
-	q.headers[q.nheaders++] = "Accept: " NV_OCI_ACCEPT;
 	q.max_body = NV_OCI_MANIFEST_MAX;
-	rc = reg_perform(r, &q, &resp, err);
-	if (!rc && resp.status != 200)
-		rc = reg_fail(r, &resp, what, err);
+	rc = pull_request(r, &q, "manifests/", repository, reference, &resp,
+			  what, err);
 	if (!rc) {
 		if (!nv_image_digest_valid(resp.docker_content_digest) ||
 		    (strncmp(reference, "sha256:", 7) == 0 &&
@@ -804,28 +816,19 @@ int nv_registry_manifest_put(nv_registry *r, const char *repository,
 int nv_registry_blob_head(nv_registry *r, const char *repository,
 			  const char *digest, int64_t *size, nv_err *err)
 {
-	char url[URL_MAX], scope[NV_REG_SCOPE_MAX], what[400];
 	nv_http_response resp;
 	struct reg_req q;
 	const char *cl;
+	char what[400];
 	int rc;
 
-	if (!nv_image_digest_valid(digest))
-		return nv_err_set(err, NV_EINVAL, NULL, "bad digest");
-	if (api_url(r, url, sizeof(url), "blobs/", repository, digest) ||
-	    nv_reg_scope(scope, sizeof(scope), repository, "pull"))
-		return nv_err_set(err, NV_EINVAL, NULL, "name too long");
-	snprintf(what, sizeof(what), "blob %s@%s", repository, digest);
 	memset(&q, 0, sizeof(q));
 	q.method = "HEAD";
-	q.url = url;
-	q.scope = scope;
 	q.max_redirects = 5;
 	/* no body comes, but curl holds Content-Length to the cap */
 	q.max_body = (size_t)1 << 62;
-	rc = reg_perform(r, &q, &resp, err);
-	if (!rc && resp.status != 200)
-		rc = reg_fail(r, &resp, what, err);
+	rc = pull_request(r, &q, "blobs/", repository, digest, &resp, what,
+			  err);
 	if (!rc && size) {
 		cl = nv_http_response_header(&resp, "content-length");
 		*size = cl ? strtoll(cl, NULL, 10) : -1;
@@ -868,32 +871,22 @@ static int blob_fetch(nv_registry *r, const char *repository,
 		      const char *digest, struct hash_sink *s, size_t max,
 		      nv_err *err)
 {
-	char url[URL_MAX], scope[NV_REG_SCOPE_MAX], what[400];
-	char hex[NV_SHA256_HEX_LEN + 1];
+	char what[400], hex[NV_SHA256_HEX_LEN + 1];
 	nv_http_response resp;
 	struct reg_req q;
 	int rc;
 
-	if (!nv_image_digest_valid(digest))
-		return nv_err_set(err, NV_EINVAL, NULL, "bad digest");
-	if (api_url(r, url, sizeof(url), "blobs/", repository, digest) ||
-	    nv_reg_scope(scope, sizeof(scope), repository, "pull"))
-		return nv_err_set(err, NV_EINVAL, NULL, "name too long");
-	snprintf(what, sizeof(what), "blob %s@%s", repository, digest);
 	rc = nv_sha256_init(&s->hash, err);
 	if (rc)
 		return rc;
 	memset(&q, 0, sizeof(q));
 	q.method = "GET";
-	q.url = url;
-	q.scope = scope;
 	q.max_redirects = 5; /* registries send blobs from object stores */
 	q.max_body = max;
 	q.sink = hash_sink_write;
 	q.sink_payload = s;
-	rc = reg_perform(r, &q, &resp, err);
-	if (!rc && resp.status != 200)
-		rc = reg_fail(r, &resp, what, err);
+	rc = pull_request(r, &q, "blobs/", repository, digest, &resp, what,
+			  err);
 	if (!rc)
 		rc = nv_sha256_final(&s->hash, hex, err);
 	if (!rc && (strlen(digest) != 71 || strcmp(digest + 7, hex) != 0))

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "nv_test.h"
+#include "nv_test_sh.h"
 
 static char tmp[256];
 
@@ -28,49 +29,6 @@ static char tmp[256];
 #define LONG_FILE                                                              \
 	"and-a-file-whose-name-is-long-too-so-that-the-whole-path-is-well-"    \
 	"over-a-hundred-bytes.txt"
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2)))
-#endif
-static int
-sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	if (rc != 0)
-		fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
-	return rc;
-}
-
-/* The whole output of a command (bounded) into out. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static int
-sh_out(char *out, size_t cap, const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	FILE *p;
-	size_t n;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	out[0] = '\0';
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	n = fread(out, 1, cap - 1, p);
-	out[n] = '\0';
-	return pclose(p) == 0 ? 0 : -1;
-}
 
 static void first_line(char *s)
 {

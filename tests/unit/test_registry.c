@@ -25,6 +25,7 @@
 #include "storage/sha256.h"
 
 #include "nv_test.h"
+#include "nv_test_sh.h"
 
 /* CHECK that also shows the last error when it fails */
 #define CHECK_OK(call)                                                         \
@@ -96,21 +97,6 @@ static int load_env(void)
 	}
 	fclose(f);
 	return plain[0] && basic[0] && token[0] && issuer[0] ? 0 : -1;
-}
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2)))
-#endif
-static int
-sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
 }
 
 /* Lines of a URL's body that contain needle. */
