@@ -639,6 +639,7 @@ void nv_open_natives(lua_State *L)
 					   {"audit", luaopen_navette_audit},
 					   {"net", luaopen_navette_net},
 					   {"s3", luaopen_navette_s3},
+					   {"image", luaopen_navette_image},
 					   {NULL, NULL}};
 
 	lua_newtable(L); // [_navette]

@@ -19,6 +19,7 @@
 #include <git2.h>
 #include <zlib.h>
 
+#include "git/pgzip.h"
 #include "storage/sha256.h"
 
 #define BLOCK          512
@@ -373,13 +374,11 @@ struct writer {
 	void *payload;
 	nv_err *err;
 	nv_sha256 tar_hash, out_hash;
-	int gzip, z_ready;
-	z_stream z;
-	gz_header gzh;
+	int gzip;
+	nv_pgzip *z;
 	uint64_t tar_size, size;
 	size_t used;
 	unsigned char *buf;  /* IO_BUF bytes of tar not yet hashed */
-	unsigned char *zout; /* IO_BUF bytes of deflate output */
 	unsigned char *rbuf; /* IO_BUF bytes read from a blob stream */
 };
 
@@ -405,26 +404,9 @@ static int out_emit(struct writer *w, const unsigned char *data, size_t len)
 	return 0;
 }
 
-static int deflate_run(struct writer *w, const unsigned char *data, size_t len,
-		       int flush)
+static int gz_out(void *payload, const unsigned char *data, size_t len)
 {
-	w->z.next_in = (Bytef *)data;
-	w->z.avail_in = (uInt)len;
-	do {
-		int zrc;
-
-		w->z.next_out = w->zout;
-		w->z.avail_out = (uInt)IO_BUF;
-		zrc = deflate(&w->z, flush);
-		if (zrc == Z_STREAM_ERROR)
-			return nv_err_set(w->err, NV_EIO, NULL,
-					  "archive: deflate failed");
-		if (out_emit(w, w->zout, IO_BUF - w->z.avail_out))
-			return w->err->code ? w->err->code : NV_EIO;
-		if (flush == Z_FINISH && zrc == Z_STREAM_END)
-			break;
-	} while (w->z.avail_out == 0 || w->z.avail_in > 0 || flush == Z_FINISH);
-	return 0;
+	return out_emit(payload, data, len) ? -1 : 0;
 }
 
 /* Hashes and passes on bytes of tar (not the buffer's). */
@@ -438,18 +420,8 @@ static int tar_emit(struct writer *w, const unsigned char *data, size_t len)
 	if (rc)
 		return rc;
 	w->tar_size += len;
-	while (len > 0) {
-		/* deflate's avail_in is 32 bits */
-		size_t part = len > ((size_t)1 << 30) ? (size_t)1 << 30 : len;
-
-		rc = w->gzip ? deflate_run(w, data, part, Z_NO_FLUSH)
-			     : out_emit(w, data, part);
-		if (rc)
-			return rc;
-		data += part;
-		len -= part;
-	}
-	return 0;
+	return w->gzip ? nv_pgzip_write(w->z, data, len, w->err)
+		       : out_emit(w, data, len);
 }
 
 static int tar_flush(struct writer *w)
@@ -706,8 +678,8 @@ static int write_entries(struct archive *a, struct writer *w,
 	return rc;
 }
 
-static int writer_open(struct writer *w, int gzip, nv_archive_write_fn write,
-		       void *payload, nv_err *err)
+static int writer_open(struct writer *w, const nv_archive_opts *opts,
+		       nv_archive_write_fn write, void *payload, nv_err *err)
 {
 	int rc;
 
@@ -715,29 +687,20 @@ static int writer_open(struct writer *w, int gzip, nv_archive_write_fn write,
 	w->write = write;
 	w->payload = payload;
 	w->err = err;
-	w->gzip = gzip;
+	w->gzip = opts && opts->gzip;
 	w->buf = malloc(IO_BUF);
-	w->zout = malloc(IO_BUF);
 	w->rbuf = malloc(IO_BUF);
-	if (!w->buf || !w->zout || !w->rbuf)
+	if (!w->buf || !w->rbuf)
 		return nv_err_set(err, NV_ENOMEM, NULL,
 				  "archive: out of memory");
 	rc = nv_sha256_init(&w->tar_hash, err);
-	if (!rc && gzip)
+	if (!rc && w->gzip)
 		rc = nv_sha256_init(&w->out_hash, err);
-	if (rc || !gzip)
-		return rc;
-	/* 15 + 16: a gzip wrapper; the header is ours, not the machine's. */
-	if (deflateInit2(&w->z, NV_ARCHIVE_GZIP_LEVEL, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK)
-		return nv_err_set(err, NV_ENOMEM, NULL,
-				  "archive: cannot start deflate");
-	w->z_ready = 1;
-	w->gzh.os = NV_ARCHIVE_GZIP_OS;
-	if (deflateSetHeader(&w->z, &w->gzh) != Z_OK)
-		return nv_err_set(err, NV_EIO, NULL,
-				  "archive: cannot set the gzip header");
-	return 0;
+	if (!rc && w->gzip)
+		rc = nv_pgzip_open(&w->z, NV_ARCHIVE_GZIP_LEVEL,
+				   NV_ARCHIVE_GZIP_OS, opts->threads, gz_out, w,
+				   err);
+	return rc;
 }
 
 static int writer_finish(struct writer *w, nv_archive_result *res)
@@ -745,7 +708,7 @@ static int writer_finish(struct writer *w, nv_archive_result *res)
 	int rc = tar_flush(w);
 
 	if (!rc && w->gzip)
-		rc = deflate_run(w, NULL, 0, Z_FINISH);
+		rc = nv_pgzip_finish(w->z, w->err);
 	if (!rc)
 		rc = nv_sha256_final(&w->tar_hash, res->tar_sha256, w->err);
 	if (!rc && w->gzip)
@@ -759,12 +722,11 @@ static int writer_finish(struct writer *w, nv_archive_result *res)
 
 static void writer_close(struct writer *w)
 {
+	nv_pgzip_free(w->z);
+	w->z = NULL;
 	nv_sha256_dispose(&w->tar_hash);
 	nv_sha256_dispose(&w->out_hash);
-	if (w->z_ready)
-		deflateEnd(&w->z);
 	free(w->buf);
-	free(w->zout);
 	free(w->rbuf);
 }
 
@@ -852,7 +814,7 @@ int nv_archive_commit(const nv_git_repo *repo, const char *oid_hex,
 	if (rc)
 		goto out;
 
-	rc = writer_open(&w, opts && opts->gzip, write, payload, err);
+	rc = writer_open(&w, opts, write, payload, err);
 	if (!rc)
 		rc = write_entries(a, &w, res);
 	if (!rc)

@@ -20,8 +20,10 @@
  * (nv_git_entry_name_ok). No device, fifo or hard-link entries are ever
  * written.
  *
- * Optional gzip is deterministic too: zlib deflate at NV_ARCHIVE_GZIP_LEVEL,
- * a gzip header with mtime 0, OS byte 3 (Unix) and no name. The stream's
+ * Optional gzip is deterministic too, and runs on several cores
+ * (host/git/pgzip.h): zlib deflate at NV_ARCHIVE_GZIP_LEVEL in blocks of
+ * NV_PGZIP_BLOCK, a gzip header with mtime 0, OS byte 3 (Unix) and no
+ * name; the bytes do not depend on the number of threads. The stream's
  * sha256 is computed while it is written, both before compression (an OCI
  * layer's diff_id) and after (its blob digest), with both sizes.
  * Determinism of the compressed bytes holds for a given deflate
@@ -36,8 +38,10 @@
 #include "core/nv_err.h"
 #include "git/git.h"
 
-/* Changing any of these changes every digest: they are part of the format. */
-#define NV_ARCHIVE_GZIP_LEVEL  6
+/* Changing any of these changes every digest: they are part of the format.
+ * Level 1: about 2.5 times faster than 6 for a layer 5-10% larger on a
+ * mix of code and binaries, a good trade for a layer pushed per commit. */
+#define NV_ARCHIVE_GZIP_LEVEL  1
 #define NV_ARCHIVE_GZIP_OS     3 /* Unix, whatever the machine */
 #define NV_ARCHIVE_LINK_HOPS   40
 #define NV_ARCHIVE_MAX_ENTRIES ((size_t)4 * 1024 * 1024)
@@ -53,7 +57,8 @@ typedef struct nv_archive_opts {
 	 * puts the tree's entries at the root. Each folder of the prefix is
 	 * an entry of its own. Components "", ".", ".." are refused. */
 	const char *prefix;
-	int gzip; /* 1: deterministic gzip, see above */
+	int gzip;    /* 1: deterministic gzip, see above */
+	int threads; /* for gzip; 0: the online cores (at most 8) */
 } nv_archive_opts;
 
 typedef struct nv_archive_result {

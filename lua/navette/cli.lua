@@ -55,6 +55,10 @@ usage: navette creds list [--profile P] [--json]
   storage = [[
 usage: navette storage cp|ls|rm|mb|presign|post-policy|sign ... [--endpoint URL]
   Object storage over S3 (see `navette storage help`).]],
+  image = [[
+usage: navette image resolve|inspect|exists|push-code|pack|build ...
+  Images pinned by digest; push-code pushes a commit as a code layer
+  (see `navette image help`).]],
   audit = [[
 usage: navette audit verify [--json]
        navette audit show [--job ID] [--json]
@@ -67,7 +71,8 @@ usage: navette version
 }
 
 local ORDER = { "run", "plan", "status", "logs", "watch", "cancel", "jobs",
-                "creds", "audit", "storage", "agent", "test", "version" }
+                "creds", "audit", "storage", "image", "agent", "test",
+                "version" }
 
 local function usage_text()
   local lines = { "usage: navette COMMAND [ARGS]", "", "commands:" }
@@ -534,6 +539,7 @@ local COMMANDS = {
   cancel = cmd_cancel, jobs = cmd_jobs, version = cmd_version,
   creds = cmd_creds, audit = cmd_audit,
   storage = function(a) return require("navette.storage_cli").main(a) end,
+  image = function(a) return require("navette.image_cli").main(a) end,
   test = cmd_test,
 }
 

@@ -114,6 +114,27 @@ function creds._set_context(declared, profile)
   context = { declared = declared or {}, loaded = {}, profile = profile }
 end
 
+-- The declaration of name (kind, source, host...; never a value), or nil.
+function creds.declaration(name)
+  return context.declared[name]
+end
+
+-- The name of the declared credential of one of kinds whose host is host
+-- ("registry.example.com" or "127.0.0.1:5001": a declaration without a
+-- port matches any port), or nil. Several: the first by name.
+function creds.for_host(host, kinds)
+  local bare = host:match("^%[.*%]") or host:match("^[^:]*")
+  for _, name in ipairs(util.sorted_keys(context.declared)) do
+    local d = context.declared[name]
+    for _, k in ipairs(kinds) do
+      if d.kind == k and d.host and (d.host == host or d.host == bare) then
+        return name
+      end
+    end
+  end
+  return nil
+end
+
 -- creds.get(name) -> handle (raises when it cannot be loaded)
 function creds.get(name)
   if type(name) ~= "string" then

@@ -14,6 +14,10 @@ end
 
 navette.storage = require "navette.storage"
 
+-- navette.image.resolve(ref), .exists, .inspect, .code_layer{...},
+-- .build{...}: images pinned by digest
+navette.image = require "navette.image"
+
 -- navette.creds.get(name) -> an opaque handle; navette.creds.jwt(key, ...)
 navette.creds = {
   get = function(name) return require("navette.creds").get(name) end,

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "nv_test.h"
+#include "nv_test_sh.h"
 
 static char tmp[256];
 
@@ -28,49 +29,6 @@ static char tmp[256];
 #define LONG_FILE                                                              \
 	"and-a-file-whose-name-is-long-too-so-that-the-whole-path-is-well-"    \
 	"over-a-hundred-bytes.txt"
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2)))
-#endif
-static int
-sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	if (rc != 0)
-		fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
-	return rc;
-}
-
-/* The whole output of a command (bounded) into out. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static int
-sh_out(char *out, size_t cap, const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	FILE *p;
-	size_t n;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	out[0] = '\0';
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	n = fread(out, 1, cap - 1, p);
-	out[n] = '\0';
-	return pclose(p) == 0 ? 0 : -1;
-}
 
 static void first_line(char *s)
 {
@@ -128,7 +86,7 @@ static void test_archive(void)
 	char r[PATH_MAX], clone[PATH_MAX], head[NV_GIT_OID_HEX_LEN + 1];
 	char f1[PATH_MAX], f2[PATH_MAX], f3[PATH_MAX], out[16384], *line;
 	nv_archive_result res1, res2, res3;
-	nv_archive_opts opts = {NULL, 1};
+	nv_archive_opts opts = {NULL, 1, 0};
 	nv_git_repo *repo = NULL;
 	nv_err err;
 	int n;
@@ -307,7 +265,7 @@ static int archive_after(const char *r, const char *change, nv_err *err,
 {
 	char head[64];
 	nv_git_repo *repo = NULL;
-	nv_archive_opts opts = {"workspace", 1};
+	nv_archive_opts opts = {"workspace", 1, 0};
 	int rc;
 
 	if (sh("cd '%s' && %s && git add -A && git commit -qm change", r,
@@ -389,6 +347,45 @@ static void test_refusals(void)
 	}
 }
 
+/* gzip on several cores: the same bytes whatever the thread count, and a
+ * stream any gzip reads, over several blocks (dictionary across them). */
+static void test_threads(void)
+{
+	char r[PATH_MAX], head[64], f1[PATH_MAX], f3[PATH_MAX], out[256];
+	nv_archive_opts one = {NULL, 1, 1}, three = {NULL, 1, 3};
+	nv_archive_result a, b;
+	nv_git_repo *repo = NULL;
+	nv_err err;
+
+	snprintf(r, sizeof(r), "%s/threads", tmp);
+	CHECK(sh("git init -q -b main '%s' && cd '%s' && seq 1 700000 > "
+		 "counting.txt && head -c 1500000 /dev/urandom > noise.bin && "
+		 "git add -A && git commit -qm big",
+		 r, r) == 0);
+	CHECK(sh_out(head, sizeof(head), "git -C '%s' rev-parse HEAD", r) == 0);
+	first_line(head);
+	CHECK(nv_git_open(&repo, r, &err) == 0);
+	if (!repo)
+		return;
+	snprintf(f1, sizeof(f1), "%s/t1.tar.gz", tmp);
+	snprintf(f3, sizeof(f3), "%s/t3.tar.gz", tmp);
+	CHECK(nv_archive_commit_file(repo, head, &one, f1, &a, &err) == 0);
+	CHECK(nv_archive_commit_file(repo, head, &three, f3, &b, &err) == 0);
+	CHECK(a.tar_size > 5 * 1024 * 1024); /* more than five blocks */
+	CHECK(files_equal(f1, f3));
+	CHECK_STR(a.sha256, b.sha256);
+	CHECK(sh("gzip -t '%s'", f3) == 0);
+	CHECK(sh_out(out, sizeof(out), "gzip -dc '%s' | sha256sum", f3) == 0);
+	CHECK(strncmp(out, a.tar_sha256, 64) == 0);
+	CHECK(sh("mkdir -p '%s/tx' && tar -xzf '%s' -C '%s/tx' && "
+		 "cmp -s '%s/tx/counting.txt' '%s/counting.txt' && "
+		 "cmp -s '%s/tx/noise.bin' '%s/noise.bin'",
+		 tmp, f3, tmp, tmp, r, tmp, r) == 0);
+	/* and a layer that compresses: smaller than its tar */
+	CHECK(a.size < a.tar_size);
+	nv_git_free(repo);
+}
+
 int main(void)
 {
 	snprintf(tmp, sizeof(tmp), "/tmp/nv-test-archive-XXXXXX");
@@ -413,6 +410,7 @@ int main(void)
 
 	test_archive();
 	test_refusals();
+	test_threads();
 
 	if (!getenv("NV_TEST_KEEP"))
 		sh("rm -rf '%s'", tmp);

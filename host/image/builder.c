@@ -1,0 +1,327 @@
+/* External builders (see builder.h). Each step is one argv run with
+ * posix_spawnp: no shell, so no quoting can go wrong. */
+#include "image/builder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/fsutil.h"
+#include "net/http.h"
+
+extern char **environ;
+
+#define ARGV_MAX (40 + 2 * NV_BUILD_ARGS_MAX)
+
+static const char *const BUILDERS[] = {"buildah", "podman", "docker", NULL};
+
+static int on_path(const char *name)
+{
+	const char *path = getenv("PATH");
+	char dir[4096], full[4200];
+
+	if (!path)
+		path = "/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+
+		if (n > 0 && n < sizeof(dir)) {
+			memcpy(dir, path, n);
+			dir[n] = '\0';
+			if (nv_pathf(full, sizeof(full), "%s/%s", dir, name) ==
+				    0 &&
+			    access(full, X_OK) == 0)
+				return 1;
+		}
+		path += n;
+		if (*path == ':')
+			path++;
+	}
+	return 0;
+}
+
+int nv_build_pick(const char *builder, char out[16], nv_err *err)
+{
+	size_t i;
+
+	out[0] = '\0';
+	if (builder && builder[0]) {
+		for (i = 0; BUILDERS[i]; i++)
+			if (strcmp(builder, BUILDERS[i]) == 0)
+				break;
+		if (!BUILDERS[i])
+			return nv_err_set(
+				err, NV_EINVAL,
+				"builder is buildah, podman or docker",
+				"unknown builder '%.40s'", builder);
+		if (!on_path(builder))
+			return nv_err_set(
+				err, NV_EREFUSED,
+				"install it (Debian: apt-get install "
+				"buildah/podman/docker.io; macOS: brew install "
+				"podman), or choose another builder",
+				"builder '%s' is not installed (not found on "
+				"PATH)",
+				builder);
+		snprintf(out, 16, "%s", builder);
+		return 0;
+	}
+	for (i = 0; BUILDERS[i]; i++)
+		if (on_path(BUILDERS[i])) {
+			snprintf(out, 16, "%s", BUILDERS[i]);
+			return 0;
+		}
+	return nv_err_set(err, NV_EREFUSED,
+			  "install buildah or podman (Debian: apt-get install "
+			  "buildah; macOS: brew install podman), or use "
+			  "image.code_layer, which needs no builder",
+			  "no image builder installed (buildah, podman or "
+			  "docker)");
+}
+
+/* Runs argv; its stdout goes to our stderr, or into capture (bounded,
+ * also echoed to stderr). Returns 0 or NV_EFAILED / NV_EIO. */
+static int run(const char *const *argv, char *capture, size_t cap, nv_err *err)
+{
+	posix_spawn_file_actions_t fa;
+	int pipefd[2] = {-1, -1}, status = 0, rc;
+	size_t used = 0;
+	pid_t pid;
+
+	if (capture && pipe(pipefd) < 0)
+		return nv_err_set_errno(err, NV_EIO, errno, NULL,
+					"cannot run %s", argv[0]);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null",
+					 O_RDONLY, 0);
+	if (capture) {
+		posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
+		posix_spawn_file_actions_addclose(&fa, pipefd[0]);
+		posix_spawn_file_actions_addclose(&fa, pipefd[1]);
+	} else {
+		posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO,
+						 STDOUT_FILENO);
+	}
+	rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv,
+			  environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (capture)
+		close(pipefd[1]);
+	if (rc != 0) {
+		if (capture)
+			close(pipefd[0]);
+		return nv_err_set_errno(err, NV_EREFUSED, rc,
+					"check that it is installed",
+					"cannot start %s", argv[0]);
+	}
+	if (capture) {
+		char buf[4096];
+		ssize_t n;
+
+		while ((n = read(pipefd[0], buf, sizeof(buf))) != 0) {
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				break;
+			}
+			if (write(STDERR_FILENO, buf, (size_t)n) < 0) {
+				/* the echo is best effort */
+			}
+			if (used + 1 < cap) {
+				size_t k = (size_t)n < cap - 1 - used
+						   ? (size_t)n
+						   : cap - 1 - used;
+				memcpy(capture + used, buf, k);
+				used += k;
+			}
+		}
+		capture[used] = '\0';
+		close(pipefd[0]);
+	}
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			return nv_err_set_errno(err, NV_EIO, errno, NULL,
+						"lost %s", argv[0]);
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	return nv_err_set(err, NV_EFAILED, "read the builder's messages above",
+			  "%s %s failed (%s %d)", argv[0],
+			  argv[1] && argv[1][0] == '-' ? "" : argv[1],
+			  WIFEXITED(status) ? "exit status" : "signal",
+			  WIFEXITED(status) ? WEXITSTATUS(status)
+					    : WTERMSIG(status));
+}
+
+/* "digest: sha256:<64 hex>" in docker push's output. */
+static int find_digest(const char *text, char out[NV_IMAGE_DIGEST_LEN + 1])
+{
+	const char *p = text;
+
+	while ((p = strstr(p, "sha256:")) != NULL) {
+		char cand[NV_IMAGE_DIGEST_LEN + 1];
+
+		if (strlen(p) >= NV_IMAGE_DIGEST_LEN) {
+			memcpy(cand, p, NV_IMAGE_DIGEST_LEN);
+			cand[NV_IMAGE_DIGEST_LEN] = '\0';
+			if (nv_image_digest_valid(cand) && p >= text + 8 &&
+			    strncmp(p - 8, "digest: ", 8) == 0) {
+				memcpy(out, cand, sizeof(cand));
+				return 0;
+			}
+		}
+		p += 7;
+	}
+	return -1;
+}
+
+/* buildah/podman's global storage flags: --root, --runroot, vfs. */
+static int storage_args(const nv_build_opts *o, const char **argv, int n)
+{
+	if (o->storage_root) {
+		argv[n++] = "--root";
+		argv[n++] = o->storage_root;
+	}
+	if (o->run_root) {
+		argv[n++] = "--runroot";
+		argv[n++] = o->run_root;
+	}
+	argv[n++] = "--storage-driver";
+	argv[n++] = "vfs";
+	return n;
+}
+
+int nv_image_build(const nv_build_opts *o, nv_build_result *res, nv_err *err)
+{
+	const char *argv[ARGV_MAX];
+	char tmp[4096], digest_file[4200], dest[NV_IMAGE_REF_MAX + 16];
+	char host[NV_IMAGE_NAME_MAX + 1];
+	nv_image_ref ref;
+	int n = 0, rc, daemonless, insecure;
+	size_t i;
+
+	memset(res, 0, sizeof(*res));
+	if (!o || !o->file || !o->context || !o->target)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "build: file, context and target are "
+				  "required");
+	if (o->nbuild_args + o->nlabels > NV_BUILD_ARGS_MAX)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "build: more than %d build args and labels",
+				  NV_BUILD_ARGS_MAX);
+	rc = nv_image_ref_parse(&ref, o->target, err);
+	if (rc)
+		return rc;
+	if (ref.digest[0] || ref.implicit_tag)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "build: the target '%s' needs a tag and no "
+				  "digest",
+				  o->target);
+	rc = nv_build_pick(o->builder, res->builder, err);
+	if (rc)
+		return rc;
+	daemonless = strcmp(res->builder, "docker") != 0;
+	snprintf(host, sizeof(host), "%s", ref.registry);
+	if (host[0] == '[')
+		host[strcspn(host, "]") + 1] = '\0';
+	else
+		host[strcspn(host, ":")] = '\0';
+	insecure = nv_http_host_is_loopback(host);
+
+	/* build */
+	argv[n++] = res->builder;
+	if (daemonless)
+		n = storage_args(o, argv, n);
+	argv[n++] = strcmp(res->builder, "buildah") == 0 ? "bud" : "build";
+	if (daemonless) {
+		argv[n++] = "--isolation";
+		argv[n++] = "chroot";
+	}
+	if (o->platform) {
+		argv[n++] = "--platform";
+		argv[n++] = o->platform;
+	}
+	argv[n++] = "-f";
+	argv[n++] = o->file;
+	argv[n++] = "-t";
+	argv[n++] = o->target;
+	for (i = 0; i < o->nbuild_args; i++) {
+		argv[n++] = "--build-arg";
+		argv[n++] = o->build_args[i];
+	}
+	for (i = 0; i < o->nlabels; i++) {
+		argv[n++] = "--label";
+		argv[n++] = o->labels[i];
+	}
+	argv[n++] = o->context;
+	argv[n] = NULL;
+	rc = run(argv, NULL, 0, err);
+	if (rc)
+		return rc;
+
+	/* push */
+	n = 0;
+	argv[n++] = res->builder;
+	if (!daemonless) {
+		char out[16384];
+
+		argv[n++] = "push";
+		argv[n++] = o->target;
+		argv[n] = NULL;
+		rc = run(argv, out, sizeof(out), err);
+		if (rc)
+			return rc;
+		if (find_digest(out, res->digest))
+			return nv_err_set(err, NV_EBACKEND,
+					  "check the docker version",
+					  "docker push printed no digest");
+		return 0;
+	}
+	{
+		const char *t = getenv("TMPDIR");
+
+		if (nv_pathf(tmp, sizeof(tmp), "%s/navette-build-XXXXXX",
+			     t && t[0] ? t : "/tmp") ||
+		    !mkdtemp(tmp))
+			return nv_err_set_errno(err, NV_EIO, errno, NULL,
+						"cannot create a temp folder");
+	}
+	nv_pathf(digest_file, sizeof(digest_file), "%s/digest", tmp);
+	snprintf(dest, sizeof(dest), "docker://%s", o->target);
+	n = storage_args(o, argv, n);
+	argv[n++] = "push";
+	if (insecure)
+		argv[n++] = "--tls-verify=false";
+	argv[n++] = "--digestfile";
+	argv[n++] = digest_file;
+	argv[n++] = o->target;
+	argv[n++] = dest;
+	argv[n] = NULL;
+	rc = run(argv, NULL, 0, err);
+	if (!rc) {
+		char *text = NULL;
+		size_t len = 0;
+
+		rc = nv_read_file(&text, &len, digest_file, 256, err);
+		if (!rc) {
+			text[strcspn(text, " \r\n")] = '\0';
+			if (!nv_image_digest_valid(text))
+				rc = nv_err_set(err, NV_EBACKEND, NULL,
+						"%s wrote no digest",
+						res->builder);
+			else
+				memcpy(res->digest, text, sizeof(res->digest));
+		}
+		free(text);
+	}
+	{
+		nv_err ignored;
+		nv_remove_tree(tmp, &ignored);
+	}
+	return rc;
+}

@@ -1,0 +1,552 @@
+/* The code layer push (see codelayer.h for the steps and guarantees). */
+#include "image/codelayer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/fsutil.h"
+#include "git/pgzip.h"
+#include "creds/scan.h"
+#include "git/git.h"
+#include "image/manifest.h"
+#include "storage/sha256.h"
+
+#define SHOWN_FINDINGS 8
+
+void nv_code_layer_tag(const char *commit, char tag[NV_IMAGE_TAG_MAX + 1])
+{
+	snprintf(tag, NV_IMAGE_TAG_MAX + 1, "%.*s", NV_CODE_LAYER_TAG_LEN,
+		 commit);
+}
+
+static void step(const nv_code_layer_opts *o, const char *name,
+		 const char *detail)
+{
+	if (o && o->step)
+		o->step(o->step_payload, name, detail);
+}
+
+/* ---- the secret scan ---- */
+
+struct scan_report {
+	char text[NV_ERR_MESSAGE_MAX - 200];
+	size_t used, count;
+};
+
+static int on_finding(const nv_scan_finding *f, void *payload)
+{
+	struct scan_report *s = payload;
+	int n;
+
+	s->count++;
+	if (s->count > SHOWN_FINDINGS || s->used >= sizeof(s->text))
+		return 0;
+	if (f->line)
+		n = snprintf(s->text + s->used, sizeof(s->text) - s->used,
+			     "\n  %.120s:%zu: %.80s [%s]", f->path, f->line,
+			     f->reason, f->rule);
+	else
+		n = snprintf(s->text + s->used, sizeof(s->text) - s->used,
+			     "\n  %.120s: %.80s [%s]", f->path, f->reason,
+			     f->rule);
+	if (n > 0)
+		s->used += (size_t)n < sizeof(s->text) - s->used
+				   ? (size_t)n
+				   : sizeof(s->text) - s->used;
+	return 0;
+}
+
+static int scan_tree(const char *workdir, const char *commit, nv_err *err)
+{
+	struct scan_report rep;
+	nv_scan_stats st;
+	int rc;
+
+	memset(&rep, 0, sizeof(rep));
+	rc = nv_scan_commit(workdir, commit, on_finding, &rep, &st, err);
+	if (rc < 0)
+		return rc;
+	if (st.findings == 0)
+		return 0;
+	return nv_err_set(err, NV_EREFUSED,
+			  "remove them from the repository (and rotate them), "
+			  "or exempt a path with a written reason in "
+			  ".navette-secrets-allow",
+			  "commit %.12s holds what looks like secrets; no code "
+			  "layer is made of it:%s%s",
+			  commit, rep.text,
+			  rep.count > SHOWN_FINDINGS ? "\n  ..." : "");
+}
+
+/* ---- steps 1, 2 and the layer ---- */
+
+/* "/opt//app/" -> prefix "opt/app" and folder "/opt/app". */
+static int normalise_into(const char *into, char *folder, size_t cap,
+			  nv_err *err)
+{
+	size_t n = 0;
+	const char *p = into && into[0] ? into : "/workspace";
+
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		if (n + 2 >= cap)
+			return nv_err_set(err, NV_EINVAL, NULL,
+					  "folder '%.100s' too long", into);
+		folder[n++] = '/';
+		while (*p && *p != '/' && n + 1 < cap)
+			folder[n++] = *p++;
+	}
+	if (n == 0)
+		folder[n++] = '/';
+	folder[n] = '\0';
+	return 0;
+}
+
+struct prepared {
+	nv_git_repo *repo;
+	char workdir[4096];
+	nv_git_commit info;
+};
+
+static int prepare(const char *repo_path, const char *commit,
+		   const nv_code_layer_opts *o, struct prepared *p,
+		   nv_code_layer_result *res, nv_err *err)
+{
+	int rc;
+
+	rc = nv_git_open(&p->repo, repo_path ? repo_path : ".", err);
+	if (rc)
+		return rc;
+	snprintf(p->workdir, sizeof(p->workdir), "%s", nv_git_workdir(p->repo));
+	rc = nv_git_resolve(p->repo, commit ? commit : "HEAD", res->commit,
+			    err);
+	if (!rc)
+		rc = nv_git_commit_info(p->repo, res->commit, &p->info, err);
+	if (!rc)
+		rc = nv_git_lockfile_hash(p->repo, res->commit,
+					  res->lockfile_hash, err);
+	if (rc)
+		return rc;
+	res->created = p->info.time;
+	if (o && o->source)
+		snprintf(res->source, sizeof(res->source), "%s", o->source);
+	else if (nv_git_remote_url(p->repo, NULL, res->source,
+				   sizeof(res->source), err))
+		res->source[0] = '\0'; /* no origin: no source label */
+	step(o, "scan", res->commit);
+	return scan_tree(p->workdir, res->commit, err);
+}
+
+static int pack(struct prepared *p, const char *out_path,
+		nv_code_layer_result *res, nv_err *err)
+{
+	nv_archive_opts ao;
+	int rc;
+
+	memset(&ao, 0, sizeof(ao));
+	ao.prefix = res->into;
+	ao.gzip = 1;
+	rc = nv_archive_commit_file(p->repo, res->commit, &ao, out_path,
+				    &res->archive, err);
+	if (rc)
+		return rc;
+	snprintf(res->diff_id, sizeof(res->diff_id), "sha256:%s",
+		 res->archive.tar_sha256);
+	snprintf(res->layer_digest, sizeof(res->layer_digest), "sha256:%s",
+		 res->archive.sha256);
+	return 0;
+}
+
+int nv_code_layer_pack(const char *repo_path, const char *commit,
+		       const char *into, const char *out_path,
+		       nv_code_layer_result *res, nv_err *err)
+{
+	struct prepared p;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	memset(&p, 0, sizeof(p));
+	rc = normalise_into(into, res->into, sizeof(res->into), err);
+	if (!rc)
+		rc = prepare(repo_path, commit, NULL, &p, res, err);
+	if (!rc)
+		rc = pack(&p, out_path, res, err);
+	nv_git_free(p.repo);
+	return rc;
+}
+
+/* ---- the layer cache ---- */
+
+/* A pushed layer's facts, kept per commit and folder so that a second push
+ * of the same commit does not pack it again when the registry has it. The
+ * key covers everything the bytes depend on. */
+static int cache_path(const char *dir, const nv_code_layer_result *res,
+		      char *out, size_t cap)
+{
+	char key[600], hex[NV_SHA256_HEX_LEN + 1];
+	nv_err ignored;
+	int n;
+
+	n = snprintf(key, sizeof(key), "navette code layer 1|%s|%s|%d|%zu|%d",
+		     res->commit, res->into, NV_ARCHIVE_GZIP_LEVEL,
+		     NV_PGZIP_BLOCK, NV_ARCHIVE_GZIP_OS);
+	if (n < 0 || (size_t)n >= sizeof(key) ||
+	    nv_sha256_bytes(key, (size_t)n, hex, &ignored))
+		return -1;
+	return nv_pathf(out, cap, "%s/%s.json", dir, hex);
+}
+
+static int cache_load(const char *dir, nv_code_layer_result *res)
+{
+	char path[4200], *text = NULL;
+	const cJSON *v;
+	nv_err ignored;
+	size_t len;
+	cJSON *doc;
+	int ok = 0;
+
+	if (!dir || cache_path(dir, res, path, sizeof(path)) ||
+	    nv_read_file(&text, &len, path, 4096, &ignored))
+		return 0;
+	doc = cJSON_ParseWithLength(text, len);
+	free(text);
+	v = cJSON_GetObjectItemCaseSensitive(doc, "diff_id");
+	if (cJSON_IsString(v) && nv_image_digest_valid(v->valuestring))
+		snprintf(res->diff_id, sizeof(res->diff_id), "%s",
+			 v->valuestring);
+	v = cJSON_GetObjectItemCaseSensitive(doc, "layer_digest");
+	if (cJSON_IsString(v) && nv_image_digest_valid(v->valuestring))
+		snprintf(res->layer_digest, sizeof(res->layer_digest), "%s",
+			 v->valuestring);
+#define NUM(field, key)                                                        \
+	v = cJSON_GetObjectItemCaseSensitive(doc, key);                        \
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0)                          \
+		res->archive.field = (uint64_t)v->valuedouble;
+	NUM(size, "size")
+	NUM(tar_size, "tar_size")
+	NUM(files, "files")
+	NUM(dirs, "dirs")
+	NUM(symlinks, "symlinks")
+	NUM(submodules, "submodules")
+	NUM(file_bytes, "file_bytes")
+#undef NUM
+	if (res->diff_id[0] && res->layer_digest[0] && res->archive.size) {
+		snprintf(res->archive.tar_sha256,
+			 sizeof(res->archive.tar_sha256), "%s",
+			 res->diff_id + 7);
+		snprintf(res->archive.sha256, sizeof(res->archive.sha256), "%s",
+			 res->layer_digest + 7);
+		res->archive.mtime = res->created;
+		ok = 1;
+	} else {
+		res->diff_id[0] = res->layer_digest[0] = '\0';
+		memset(&res->archive, 0, sizeof(res->archive));
+	}
+	cJSON_Delete(doc);
+	return ok;
+}
+
+static void cache_store(const char *dir, const nv_code_layer_result *res)
+{
+	char path[4200], text[1024];
+	nv_err ignored;
+	int n;
+
+	if (!dir || cache_path(dir, res, path, sizeof(path)) ||
+	    nv_mkdir_p(dir, 0700, &ignored))
+		return;
+	n = snprintf(
+		text, sizeof(text),
+		"{\"diff_id\":\"%s\",\"layer_digest\":\"%s\",\"size\":%llu,"
+		"\"tar_size\":%llu,\"files\":%llu,\"dirs\":%llu,"
+		"\"symlinks\":%llu,\"submodules\":%llu,\"file_bytes\":%llu}\n",
+		res->diff_id, res->layer_digest,
+		(unsigned long long)res->archive.size,
+		(unsigned long long)res->archive.tar_size,
+		(unsigned long long)res->archive.files,
+		(unsigned long long)res->archive.dirs,
+		(unsigned long long)res->archive.symlinks,
+		(unsigned long long)res->archive.submodules,
+		(unsigned long long)res->archive.file_bytes);
+	if (n > 0 && (size_t)n < sizeof(text))
+		nv_write_file_atomic(path, text, (size_t)n, 0600, &ignored);
+}
+
+/* ---- step 5: blobs ---- */
+
+static int same_registry(const nv_code_layer_opts *o, const nv_image_ref *a,
+			 const nv_image_ref *b)
+{
+	return o->base_registry == o->target_registry ||
+	       strcmp(a->registry, b->registry) == 0;
+}
+
+/* 1 when the target repository has digest (counted), 0 when not, or an
+ * NV_E* code. HEAD comes first for every blob: what is there is never
+ * sent again. */
+static int target_has(const nv_code_layer_opts *o, const nv_image_ref *target,
+		      const char *digest, nv_code_layer_result *res,
+		      nv_err *err)
+{
+	int rc = nv_registry_blob_head(o->target_registry, target->repository,
+				       digest, NULL, err);
+
+	if (rc == 0) {
+		res->blobs_present++;
+		return 1;
+	}
+	return rc == NV_ENOTFOUND ? 0 : rc;
+}
+
+static int ensure_base_blob(const nv_code_layer_opts *o,
+			    const nv_image_ref *base,
+			    const nv_image_ref *target, const char *digest,
+			    const char *tmp, nv_code_layer_result *res,
+			    nv_err *err)
+{
+	char path[4200];
+	int mounted = 0, rc;
+
+	rc = target_has(o, target, digest, res, err);
+	if (rc)
+		return rc < 0 ? rc : 0;
+	if (same_registry(o, base, target)) {
+		rc = nv_registry_blob_mount(o->target_registry,
+					    target->repository, digest,
+					    base->repository, &mounted, err);
+		if (rc)
+			return rc;
+		if (mounted) {
+			res->blobs_mounted++;
+			return 0;
+		}
+	}
+	/* another registry (or a declined mount): through a verified file */
+	if (nv_pathf(path, sizeof(path), "%s/blob-%s", tmp, digest + 7))
+		return nv_err_set(err, NV_EINVAL, NULL, "temp path too long");
+	rc = nv_registry_blob_get_file(o->base_registry, base->repository,
+				       digest, path, err);
+	if (!rc)
+		rc = nv_registry_blob_upload_file(o->target_registry,
+						  target->repository, digest,
+						  path, err);
+	unlink(path);
+	if (!rc)
+		res->blobs_copied++;
+	return rc;
+}
+
+/* Uploads our own blob (the file at path, or len bytes of data) unless the
+ * target has it. */
+static int ensure_blob(const nv_code_layer_opts *o, const nv_image_ref *target,
+		       const char *digest, const char *path, const char *data,
+		       size_t len, nv_code_layer_result *res, nv_err *err)
+{
+	int rc = target_has(o, target, digest, res, err);
+
+	if (rc)
+		return rc < 0 ? rc : 0;
+	rc = path ? nv_registry_blob_upload_file(o->target_registry,
+						 target->repository, digest,
+						 path, err)
+		  : nv_registry_blob_upload_bytes(o->target_registry,
+						  target->repository, digest,
+						  data, len, err);
+	if (!rc)
+		res->blobs_uploaded++;
+	return rc;
+}
+
+static int make_tmp(const char *base, char *out, size_t cap, nv_err *err)
+{
+	const char *t = base && base[0] ? base : getenv("TMPDIR");
+
+	if (!t || !t[0])
+		t = "/tmp";
+	if (nv_pathf(out, cap, "%s/navette-layer-XXXXXX", t))
+		return nv_err_set(err, NV_EINVAL, NULL, "temp path too long");
+	if (!mkdtemp(out))
+		return nv_err_set_errno(err, NV_EIO, errno,
+					"check TMPDIR and its free space",
+					"cannot create a folder under %s", t);
+	return 0;
+}
+
+int nv_code_layer_push(const nv_code_layer_opts *o, nv_code_layer_result *res,
+		       nv_err *err)
+{
+	char tmp[4096], layer_path[4200], detail[600];
+	char name[NV_IMAGE_NAME_MAX + 1];
+	char *config = NULL, *manifest = NULL;
+	size_t config_len = 0, manifest_len = 0, i;
+	nv_image_ref base, target;
+	nv_registry_image img;
+	nv_code_layer_meta meta;
+	struct prepared p;
+	uint64_t before;
+	char hex[65];
+	int rc, have_tmp = 0, layer_present = 0;
+
+	memset(res, 0, sizeof(*res));
+	memset(&p, 0, sizeof(p));
+	memset(&img, 0, sizeof(img));
+	tmp[0] = '\0';
+	if (!o || !o->base || !o->target || !o->base_registry ||
+	    !o->target_registry)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "code layer: base, target and their "
+				  "registries are required");
+	rc = nv_image_ref_parse(&base, o->base, err);
+	if (!rc)
+		rc = nv_image_ref_parse(&target, o->target, err);
+	if (rc)
+		return rc;
+	if (target.digest[0])
+		return nv_err_set(
+			err, NV_EINVAL,
+			"give the repository to push to, e.g. "
+			"127.0.0.1:5000/team/app",
+			"the target '%s' names a digest: the digest is "
+			"what the push produces",
+			o->target);
+	rc = normalise_into(o->into, res->into, sizeof(res->into), err);
+	if (rc)
+		return rc;
+
+	/* 1-2: commit, facts, secret scan */
+	rc = prepare(o->repo_path, o->commit, o, &p, res, err);
+	if (rc)
+		goto out;
+	if (target.implicit_tag)
+		nv_code_layer_tag(res->commit, res->tag);
+	else
+		snprintf(res->tag, sizeof(res->tag), "%s", target.tag);
+
+	/* 3: the base, pinned */
+	step(o, "base", o->base);
+	rc = nv_registry_resolve(o->base_registry, base.repository,
+				 base.digest[0] ? base.digest : base.tag,
+				 o->platform, 1, &img, err);
+	if (rc)
+		goto out;
+	memcpy(res->base_digest, img.digest, sizeof(res->base_digest));
+	nv_image_ref_name(&base, name, sizeof(name));
+	snprintf(res->base_reference, sizeof(res->base_reference),
+		 "%.255s@%.71s", name, img.digest);
+
+	/* 4: layer, config, manifest */
+	rc = make_tmp(o->tmp_dir, tmp, sizeof(tmp), err);
+	if (rc)
+		goto out;
+	have_tmp = 1;
+	if (nv_pathf(layer_path, sizeof(layer_path), "%s/layer.tar.gz", tmp)) {
+		rc = nv_err_set(err, NV_EINVAL, NULL, "temp path too long");
+		goto out;
+	}
+	/* a layer the target already has need not be packed again */
+	if (cache_load(o->cache_dir, res)) {
+		rc = target_has(o, &target, res->layer_digest, res, err);
+		if (rc < 0)
+			goto out;
+		layer_present = rc;
+		if (!layer_present) {
+			res->diff_id[0] = res->layer_digest[0] = '\0';
+			memset(&res->archive, 0, sizeof(res->archive));
+		}
+		rc = 0;
+	}
+	if (!layer_present) {
+		snprintf(detail, sizeof(detail), "%.12s into %.500s",
+			 res->commit, res->into);
+		step(o, "pack", detail);
+		rc = pack(&p, layer_path, res, err);
+		if (rc)
+			goto out;
+		cache_store(o->cache_dir, res);
+	}
+	{
+		char created_by[400];
+
+		snprintf(created_by, sizeof(created_by),
+			 "navette code layer: commit %s into %.300s",
+			 res->commit, res->into);
+		memset(&meta, 0, sizeof(meta));
+		meta.diff_id = res->diff_id;
+		meta.created = res->created;
+		meta.revision = res->commit;
+		meta.source = res->source;
+		meta.lockfile_hash = res->lockfile_hash;
+		meta.into = strcmp(res->into, "/") == 0 ? NULL : res->into;
+		meta.created_by = created_by;
+		rc = nv_oci_code_config(img.config.data, img.config.len,
+					img.parsed.nentries, &meta, &config,
+					&config_len, err);
+	}
+	if (rc)
+		goto out;
+	rc = nv_sha256_bytes(config, config_len, hex, err);
+	if (rc)
+		goto out;
+	snprintf(res->config_digest, sizeof(res->config_digest), "sha256:%s",
+		 hex);
+	rc = nv_oci_code_manifest(img.manifest.body.data, img.manifest.body.len,
+				  res->config_digest, (int64_t)config_len,
+				  res->layer_digest, (int64_t)res->archive.size,
+				  NULL, img.digest, &manifest, &manifest_len,
+				  res->media_type, err);
+	if (rc)
+		goto out;
+
+	/* 5: blobs, HEAD first */
+	snprintf(detail, sizeof(detail), "%s/%s", target.registry,
+		 target.repository);
+	step(o, "push", detail);
+	before = nv_registry_stats_get(o->target_registry)->bytes_uploaded;
+	for (i = 0; i < img.parsed.nentries && !rc; i++)
+		rc = ensure_base_blob(o, &base, &target,
+				      img.parsed.entries[i].digest, tmp, res,
+				      err);
+	if (!rc && !layer_present)
+		rc = ensure_blob(o, &target, res->layer_digest, layer_path,
+				 NULL, 0, res, err);
+	if (!rc)
+		rc = ensure_blob(o, &target, res->config_digest, NULL, config,
+				 config_len, res, err);
+	res->bytes_uploaded =
+		nv_registry_stats_get(o->target_registry)->bytes_uploaded -
+		before;
+	if (rc)
+		goto out;
+
+	/* 6: the manifest, under the tag */
+	step(o, "manifest", res->tag);
+	rc = nv_registry_manifest_put(o->target_registry, target.repository,
+				      res->tag, res->media_type, manifest,
+				      manifest_len, res->digest, err);
+	if (rc)
+		goto out;
+	nv_image_ref_name(&target, name, sizeof(name));
+	snprintf(res->reference, sizeof(res->reference), "%.255s@%.71s", name,
+		 res->digest);
+	snprintf(res->tagged, sizeof(res->tagged), "%.255s:%.128s", name,
+		 res->tag);
+out:
+	if (have_tmp) {
+		nv_err ignored;
+		nv_remove_tree(tmp, &ignored);
+	}
+	free(config);
+	free(manifest);
+	nv_registry_image_free(&img);
+	nv_git_free(p.repo);
+	return rc;
+}

@@ -1,0 +1,99 @@
+/* The code layer, daemonless: a commit's tree becomes one deterministic
+ * gzip tar layer (host/git/archive.h) added on top of a base image pinned
+ * by digest, and the new image is pushed to a registry under a tag derived
+ * from the commit. No Docker, no emulation: nothing is run, only bytes are
+ * written, so an amd64 image is built the same way on any laptop.
+ *
+ * Steps, in order (a failure stops them; nothing is pushed before step 5):
+ *  1. resolve the commit; its time, the remote URL and the lock-file hash
+ *  2. scan the commit's tree for secrets (host/creds/scan.h): a finding
+ *     refuses the push (NV_EREFUSED, the findings listed)
+ *  3. resolve the base to one platform: its manifest digest and config
+ *  4. write the layer, then the new config and manifest (manifest.h)
+ *  5. make every blob present in the target repository, HEAD first: a
+ *     blob the registry has is never sent again; a base layer missing
+ *     there is mounted from the base repository (same registry) or copied
+ *     from the base registry (another one), verified on the way
+ *  6. PUT the manifest under the tag
+ * The same commit, base digest, folder and source URL give the same
+ * digest on every machine (the base's name, which depends on where it was
+ * pulled from, is left out on purpose: the base.digest annotation pins it).
+ * Pure C, no Lua. */
+#ifndef NV_IMAGE_CODELAYER_H
+#define NV_IMAGE_CODELAYER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/nv_err.h"
+#include "git/archive.h"
+#include "image/reference.h"
+#include "image/registry.h"
+
+#define NV_CODE_LAYER_TAG_LEN 12 /* hex digits of the commit in the tag */
+
+/* Called as each step starts ("scan", "base", "pack", "push", "manifest")
+ * with a detail for a human. */
+typedef void (*nv_code_layer_step_fn)(void *payload, const char *step,
+				      const char *detail);
+
+typedef struct nv_code_layer_opts {
+	const char *repo_path; /* a path in the repository */
+	const char *commit;    /* a revision; NULL: HEAD */
+	const char *base;      /* the base image reference */
+	/* The target: "registry/repository" or with a ":tag" (the tag then
+	 * replaces the one derived from the commit). A digest is refused. */
+	const char *target;
+	const char *into;     /* folder of the tree in the image; NULL:
+				 "/workspace" */
+	const char *platform; /* of the base; NULL: "linux/amd64" */
+	const char *source;   /* the source label; NULL: origin's URL */
+	const char *tmp_dir;  /* for the layer file; NULL: $TMPDIR, /tmp */
+	/* Where a pushed layer's digests are kept per commit and folder, so
+	 * a second push of the commit skips packing when the target has the
+	 * layer (HEAD); NULL: no cache. */
+	const char *cache_dir;
+	/* Clients of the base's and the target's registries (the same one
+	 * when they are the same registry). */
+	nv_registry *base_registry;
+	nv_registry *target_registry;
+	nv_code_layer_step_fn step;
+	void *step_payload;
+} nv_code_layer_opts;
+
+typedef struct nv_code_layer_result {
+	char commit[NV_GIT_OID_HEX_LEN + 1];
+	char reference[NV_IMAGE_REF_MAX + 1]; /* "registry/repo@sha256:..." */
+	char tagged[NV_IMAGE_REF_MAX + 1];    /* "registry/repo:tag" */
+	char digest[NV_IMAGE_DIGEST_LEN + 1];
+	char tag[NV_IMAGE_TAG_MAX + 1];
+	char media_type[NV_OCI_MEDIA_MAX];
+	char base_reference[NV_IMAGE_REF_MAX + 1]; /* base name@digest */
+	char base_digest[NV_IMAGE_DIGEST_LEN + 1];
+	char layer_digest[NV_IMAGE_DIGEST_LEN + 1];
+	char diff_id[NV_IMAGE_DIGEST_LEN + 1];
+	char config_digest[NV_IMAGE_DIGEST_LEN + 1];
+	char lockfile_hash[NV_GIT_SHA256_HEX + 1];
+	char source[1024];
+	char into[NV_ARCHIVE_PATH_MAX];
+	int64_t created; /* commit time */
+	nv_archive_result archive;
+	unsigned blobs_present, blobs_uploaded, blobs_mounted, blobs_copied;
+	uint64_t bytes_uploaded; /* blob bytes sent to the target */
+} nv_code_layer_result;
+
+/* Builds and pushes the code layer image (steps above). */
+int nv_code_layer_push(const nv_code_layer_opts *opts,
+		       nv_code_layer_result *res, nv_err *err);
+
+/* Steps 1, 2 and 4's layer only, into the file out_path: what would be
+ * pushed, without a registry. res gets commit, diff_id, layer_digest,
+ * archive. */
+int nv_code_layer_pack(const char *repo_path, const char *commit,
+		       const char *into, const char *out_path,
+		       nv_code_layer_result *res, nv_err *err);
+
+/* The tag of a commit: its first NV_CODE_LAYER_TAG_LEN hex digits. */
+void nv_code_layer_tag(const char *commit, char tag[NV_IMAGE_TAG_MAX + 1]);
+
+#endif

@@ -1,0 +1,331 @@
+-- navette.image: images pinned by digest, for recipes and the CLI.
+--
+--   local img = navette.image.code_layer {
+--     base = "127.0.0.1:5000/base/python:3.12",   -- resolved to a digest
+--     to = "127.0.0.1:5000/team/train",           -- tag: from the commit
+--     into = "/workspace",                        -- where the tree goes
+--   }
+--   -- img.reference == "127.0.0.1:5000/team/train@sha256:..."
+--
+-- resolve(ref) -> digest, info; exists(ref) -> bool; inspect(ref) -> the
+-- manifest, config, labels, layers and platform; code_layer{...} pushes
+-- the repository's tree at a commit as one deterministic layer on a base
+-- (no builder, no daemon); build{...} drives buildah, podman or docker on
+-- a Containerfile of the commit. Registry credentials: `credential =
+-- NAME` (a basic or bearer credential of navette.lua), else one declared
+-- with `host` = the registry, else ~/.docker/config.json, else anonymous.
+-- Side effects honour plan mode: they are recorded, not done.
+local errors = require "navette.errors"
+local util = require "navette.util"
+local native, core, sys, json = _navette.image, _navette.core, _navette.sys,
+                                _navette.json
+
+local image = {}
+
+-- The run context (set by the runner, or by the CLI): repository root.
+local context = { repo_root = nil }
+function image._set_context(ctx) context = ctx or {} end
+
+local function fail(err, what)
+  local message = err and err.message or "image operation failed"
+  if what then message = what .. ": " .. message end
+  errors.raise(err and err.code or "backend", message, err and err.hint)
+end
+
+local function check(value, err, what)
+  if value == nil then fail(err, what) end
+  return value
+end
+
+local function string_arg(fn, name, v, optional)
+  if v == nil and optional then return nil end
+  if type(v) ~= "string" or v == "" then
+    errors.raise("recipe", "navette.image." .. fn .. ": " .. name
+                 .. " must be a non-empty string")
+  end
+  return v
+end
+
+local function known_keys(fn, t, keys)
+  for k in pairs(t) do
+    local ok = false
+    for _, want in ipairs(keys) do if k == want then ok = true end end
+    if not ok then
+      errors.raise("recipe", "navette.image." .. fn .. ": unknown key '"
+                   .. tostring(k) .. "'" .. util.suggest(tostring(k), keys),
+                   "keys: " .. table.concat(keys, ", "))
+    end
+  end
+end
+
+-- The registries entry of one registry: its credential handle, from a
+-- name, a handle, or the declared credential bound to that host.
+local function registry_entry(registry, credential)
+  local creds = require "navette.creds"
+  local entry = {}
+  if type(credential) == "string" then
+    local decl = creds.declaration and creds.declaration(credential)
+    if decl and decl.kind ~= "basic" and decl.kind ~= "bearer" then
+      errors.raise("recipe", "credential '" .. credential .. "' is of kind "
+                   .. tostring(decl.kind) .. ", not basic or bearer",
+                   "a registry credential is basic (user, password) or "
+                   .. "bearer (token)")
+    end
+    entry.credential = creds.get(credential)
+    entry.credential_host = decl and decl.host or nil
+  elseif credential ~= nil then
+    entry.credential = credential -- a handle; C checks it
+  elseif creds.for_host then
+    local name = creds.for_host(registry, { "basic", "bearer" })
+    if name then
+      entry.credential = creds.get(name)
+      entry.credential_host = creds.declaration(name).host
+    end
+  end
+  return entry
+end
+
+-- Native options for refs (list of {registry, credential}) and opts.
+local function native_options(opts, refs)
+  local o = { platform = opts.platform, registries = {},
+              docker_config = opts.docker_config, progress = opts.progress,
+              step = opts.step }
+  for _, r in ipairs(refs) do
+    if not o.registries[r.registry] then
+      o.registries[r.registry] = registry_entry(r.registry, r.credential)
+    elseif r.credential ~= nil then
+      o.registries[r.registry] = registry_entry(r.registry, r.credential)
+    end
+  end
+  if opts.ca_bundle then
+    for _, e in pairs(o.registries) do e.ca_bundle = opts.ca_bundle end
+  end
+  return o
+end
+
+-- image.parse(ref) -> {registry, repository, tag, digest, name, full}
+function image.parse(ref)
+  string_arg("parse", "the reference", ref)
+  return check(native.parse(ref))
+end
+
+local READ_KEYS = { "platform", "credential", "docker_config", "ca_bundle" }
+
+local function read_call(fn, ref, opts)
+  string_arg(fn, "the reference", ref)
+  opts = opts or {}
+  if type(opts) ~= "table" then
+    errors.raise("recipe", "navette.image." .. fn .. ": options must be a "
+                 .. "table")
+  end
+  known_keys(fn, opts, READ_KEYS)
+  local parsed = image.parse(ref)
+  return parsed, native_options(opts, { { registry = parsed.registry,
+                                          credential = opts.credential } })
+end
+
+-- image.resolve(ref, opts) -> digest, {digest, reference, index_digest,
+-- media_type, platform}: the digest of the image manifest for the
+-- platform (an index is resolved to its entry).
+function image.resolve(ref, opts)
+  local _, o = read_call("resolve", ref, opts)
+  local info, err = native.resolve(ref, o)
+  check(info, err, "cannot resolve " .. ref)
+  return info.digest, info
+end
+
+-- image.exists(ref, opts) -> true, digest | false
+function image.exists(ref, opts)
+  local _, o = read_call("exists", ref, opts)
+  local present, digest = native.exists(ref, o)
+  if present == nil then fail(digest, "cannot look up " .. ref) end
+  return present, digest
+end
+
+-- image.inspect(ref, opts) -> {digest, reference, platform, media_type,
+-- manifest, config, labels, layers = {{digest, size, media_type}}}
+function image.inspect(ref, opts)
+  local _, o = read_call("inspect", ref, opts)
+  local info, err = native.inspect(ref, o)
+  check(info, err, "cannot inspect " .. ref)
+  info.manifest = json.decode(info.manifest_json)
+  info.config = json.decode(info.config_json)
+  local cfg = type(info.config) == "table" and info.config.config or nil
+  info.labels = type(cfg) == "table" and type(cfg.Labels) == "table"
+                and cfg.Labels or {}
+  return info
+end
+
+-- The repository: given, set by _set_context, the running recipe's, or
+-- the current folder's.
+local function repo_root(opts_repo)
+  if opts_repo then return opts_repo end
+  if context.repo_root then return context.repo_root end
+  local run = require("navette.runner").current
+  if run and run.repo then return run.repo:workdir() end
+  return sys.cwd()
+end
+
+local function audit(action, target, result, detail)
+  local a = _navette.audit
+  if a and a.append then
+    pcall(a.append, { action = action, target = target, result = result,
+                      detail = detail })
+  end
+end
+
+local CODE_KEYS = { "base", "to", "into", "platform", "repo", "commit",
+                    "source", "credential", "base_credential",
+                    "docker_config", "ca_bundle", "progress", "step",
+                    "tmp_dir" }
+
+-- image.code_layer{base=, to=, into=, platform=, repo=, commit=, ...} ->
+-- {reference = "repo@sha256:...", digest, tag, base, base_digest,
+--  layer_digest, diff_id, commit, bytes_uploaded, ...}
+function image.code_layer(spec)
+  if type(spec) ~= "table" then
+    errors.raise("recipe", "navette.image.code_layer expects a table "
+                 .. "{ base = ..., to = ... }")
+  end
+  known_keys("code_layer", spec, CODE_KEYS)
+  string_arg("code_layer", "base", spec.base)
+  string_arg("code_layer", "to", spec.to)
+  string_arg("code_layer", "into", spec.into, true)
+  string_arg("code_layer", "platform", spec.platform, true)
+  string_arg("code_layer", "commit", spec.commit, true)
+  local base, target = image.parse(spec.base), image.parse(spec.to)
+  if target.digest then
+    errors.raise("recipe", "navette.image.code_layer: `to` names a digest ("
+                 .. spec.to .. ")", "give the repository to push to: the "
+                 .. "digest is what the push produces")
+  end
+  local o = native_options(spec, {
+    { registry = base.registry, credential = spec.base_credential },
+    { registry = target.registry, credential = spec.credential } })
+  o.repo = repo_root(spec.repo)
+  o.commit, o.base, o.to = spec.commit, spec.base, spec.to
+  o.into, o.source, o.tmp_dir = spec.into, spec.source, spec.tmp_dir
+  local res, err = native.code_layer(o)
+  if res == nil and err == "planned" then
+    return { planned = true, base = spec.base, to = spec.to,
+             into = spec.into or "/workspace" }
+  end
+  if res == nil then
+    audit("image.push", spec.to, "failed", err and err.message)
+    fail(err, "code layer for " .. spec.to)
+  end
+  audit("image.push", res.reference, "ok", "code layer of " .. res.commit
+        .. " on " .. res.base)
+  return res
+end
+
+-- image.pack{repo=, commit=, into=, output=} -> the layer code_layer
+-- would push, written to output (diff_id, layer_digest, sizes).
+function image.pack(spec)
+  known_keys("pack", spec, { "repo", "commit", "into", "output" })
+  string_arg("pack", "output", spec.output)
+  local res, err = native.pack { repo = repo_root(spec.repo),
+                                 commit = spec.commit, into = spec.into,
+                                 output = spec.output }
+  if res == nil and err == "planned" then return { planned = true } end
+  return check(res, err, "pack")
+end
+
+local BUILD_KEYS = { "builder", "file", "context", "platform", "to", "tag",
+                     "build_args", "labels", "repo", "commit", "credential",
+                     "docker_config", "storage_root", "run_root" }
+
+-- image.build{builder=, file=, context=, platform=, to=, ...} ->
+-- {reference, digest, tag, builder}: the commit's tree (never the working
+-- folder) is exported, scanned for secrets and built; the tag comes from
+-- the commit and the lock-file hash; the digest the push produced is
+-- checked against what the registry now serves for that tag.
+function image.build(spec)
+  if type(spec) ~= "table" then
+    errors.raise("recipe", "navette.image.build expects a table")
+  end
+  known_keys("build", spec, BUILD_KEYS)
+  string_arg("build", "to", spec.to)
+  local file = string_arg("build", "file", spec.file or "Containerfile")
+  local ctx = string_arg("build", "context", spec.context or ".")
+  for _, p in ipairs({ file, ctx }) do
+    if p:sub(1, 1) == "/" or ("/" .. p .. "/"):find("/../", 1, true) then
+      errors.raise("recipe", "navette.image.build: '" .. p .. "' must be a "
+                   .. "path inside the repository")
+    end
+  end
+  local target = image.parse(spec.to)
+  if target.digest then
+    errors.raise("recipe", "navette.image.build: `to` names a digest")
+  end
+  local builder, berr = native.builder(spec.builder)
+  if not builder then fail(berr) end
+
+  local git = _navette.git
+  local repo = check(git.open(repo_root(spec.repo)))
+  local commit = check(repo:resolve(spec.commit or "HEAD"))
+  local lock = check(repo:lockfile_hash(commit))
+  local source = repo:remote_url()
+  local tag = spec.tag or (target.implicit_tag and
+              (native.tag_of(commit) .. "-" .. lock:sub(1, 8)) or target.tag)
+  local ref = target.name .. ":" .. tag
+  local labels = { "org.opencontainers.image.revision=" .. commit,
+                   "io.navette.lockfile.sha256=" .. lock }
+  if source then
+    labels[#labels + 1] = "org.opencontainers.image.source=" .. source
+  end
+  for _, l in ipairs(spec.labels or {}) do labels[#labels + 1] = l end
+  if core.plan_mode() then
+    native.build { to = ref } -- recorded only
+    repo:close()
+    return { planned = true, tagged = ref, builder = builder, tag = tag }
+  end
+  -- the commit, not the working folder: exported, scanned first
+  local report, serr = _navette.creds.scan_commit(repo:workdir(), commit)
+  if not report then fail(serr, "secret scan") end
+  if #report.findings > 0 then
+    local lines = {}
+    for i, f in ipairs(report.findings) do
+      if i > 10 then break end
+      lines[#lines + 1] = "  " .. f.path .. (f.line > 0 and (":" .. f.line)
+                          or "") .. ": " .. f.reason .. " [" .. f.rule .. "]"
+    end
+    errors.raise("refused", "commit " .. commit:sub(1, 12) .. " holds what "
+                 .. "looks like secrets; no image is built of it:\n"
+                 .. table.concat(lines, "\n"), "remove them (and rotate "
+                 .. "them), or exempt a path in .navette-secrets-allow")
+  end
+  local tmp = (sys.getenv("TMPDIR") or "/tmp") .. "/navette-build-"
+              .. sys.random_hex(6)
+  local ok, e = pcall(function()
+    local exported, xerr = repo:export(commit, tmp .. "/tree")
+    check(exported, xerr, "export")
+    return check(native.build {
+      builder = builder, file = tmp .. "/tree/" .. file,
+      context = tmp .. "/tree/" .. ctx, platform = spec.platform, to = ref,
+      build_args = spec.build_args, labels = labels,
+      storage_root = spec.storage_root, run_root = spec.run_root })
+  end)
+  sys.remove_tree(tmp)
+  repo:close()
+  if not ok then
+    audit("image.build", ref, "failed", type(e) == "table" and e.message)
+    error(e, 0)
+  end
+  local built = e
+  -- what the registry serves for the tag must be what the builder pushed
+  local present, head = image.exists(ref, { credential = spec.credential,
+                                            docker_config = spec.docker_config })
+  if not present or head ~= built.digest then
+    errors.raise("backend", builder .. " pushed " .. built.digest .. " but "
+                 .. ref .. " is " .. tostring(head), "another push may have "
+                 .. "raced this one; build again")
+  end
+  local out = { reference = target.name .. "@" .. built.digest,
+                digest = built.digest, tag = tag, tagged = ref,
+                builder = builder, commit = commit, lockfile_hash = lock }
+  audit("image.build", out.reference, "ok", builder .. " of " .. commit)
+  return out
+end
+
+return image

@@ -1,0 +1,319 @@
+-- `navette image`: images from the command line (resolve, inspect, exists,
+-- push-code, pack, build). A thin layer over navette.image: flags parsed by
+-- navette.args, credentials found like in recipes (the project's declared
+-- basic/bearer credential for the registry's host, --credential NAME, or
+-- ~/.docker/config.json), results on stdout, progress on stderr and only
+-- on a terminal. Errors are raised as error objects; cli.lua maps them to
+-- exit codes (2 usage, 3 refused, 4 backend).
+local errors = require "navette.errors"
+local term = require "navette.term"
+local util = require "navette.util"
+local image = require "navette.image"
+local sys, out, json = _navette.sys, _navette.out, _navette.json
+
+local M = {}
+
+local COMMON = [[
+common options:
+  --platform OS/ARCH[/VARIANT]  the platform of an index to use
+                                (default linux/amd64)
+  --credential NAME   a basic or bearer credential declared in navette.lua
+  --profile P         the profile that declares it
+  --docker-config PATH  where docker-style logins are read (default
+                      $DOCKER_CONFIG/config.json, ~/.docker/config.json)
+  --ca-bundle PATH    trust these CA certificates
+  --json              print the result as JSON
+  Plain http is used, and accepted, only for registries on loopback.]]
+
+local HELP = {
+  resolve = [[
+usage: navette image resolve REF [options]
+  Prints REPO@sha256:... of REF (a tag is resolved to the digest of its
+  manifest; an index to the entry of the platform).]],
+  inspect = [[
+usage: navette image inspect REF [options]
+  Shows the digest, platform, layers and labels of REF; --json adds the
+  manifest and config as the registry holds them.]],
+  exists = [[
+usage: navette image exists REF [options]
+  Exit 0 when the registry has REF, 1 when it does not.]],
+  ["push-code"] = [[
+usage: navette image push-code --base REF --to REPO [--repo DIR]
+         [--commit SHA] [--into PATH] [--base-credential NAME] [options]
+  Pushes the repository's tree at the commit (default HEAD) as one
+  deterministic layer under PATH (default /workspace) on top of the base,
+  resolved to its digest; tagged with the commit (12 hex digits) unless
+  REPO has a tag. No builder, no daemon. The tree is scanned for secrets
+  first. Blobs the registry has are not sent again. Prints REPO@sha256:...;
+  a progress bar shows on a terminal.]],
+  pack = [[
+usage: navette image pack --output FILE [--repo DIR] [--commit SHA]
+         [--into PATH] [--json]
+  Writes the layer push-code would push (a deterministic .tar.gz) and
+  prints its diff_id and digest. Nothing is sent.]],
+  build = [[
+usage: navette image build --to REPO [--file F] [--context DIR]
+         [--builder buildah|podman|docker] [--repo DIR] [--commit SHA]
+         [--storage-root DIR --run-root DIR] [options]
+  Builds F (default Containerfile) of the commit's tree (not the working
+  folder) with the installed builder (buildah and podman: vfs storage,
+  chroot isolation), tags it with the commit and the lock-file hash
+  unless REPO has a tag, pushes it and prints REPO@sha256:...]],
+}
+local VERBS = { "resolve", "inspect", "exists", "push-code", "pack", "build" }
+
+local function usage_text()
+  local lines = { "usage: navette image VERB ARGS [options]", "", "verbs:" }
+  for _, v in ipairs(VERBS) do
+    lines[#lines + 1] = "  " .. HELP[v]:match("^usage: navette image ([^\n]*)")
+  end
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = COMMON
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = "navette image VERB --help for more."
+  return table.concat(lines, "\n")
+end
+
+local function usage_error(message, verb)
+  error(errors.new("usage", message, verb and
+                   ("see `navette image " .. verb .. " --help`")
+                   or "see `navette image help`"), 0)
+end
+
+local COMMON_FLAGS = { platform = "value", credential = "value",
+                       profile = "value", ["docker-config"] = "value",
+                       ["ca-bundle"] = "value", json = "bool" }
+
+local function parse(verb, argv, flags)
+  local all = {}
+  for k, v in pairs(COMMON_FLAGS) do all[k] = v end
+  for k, v in pairs(flags or {}) do all[k] = v end
+  return require("navette.args").parse(argv, all, function(message)
+    usage_error(message, verb)
+  end)
+end
+
+-- The project's credentials (when run inside a repository), so a declared
+-- credential bound to a registry host is found.
+local function load_project(opts, dir)
+  local project = require "navette.project"
+  local creds = require "navette.creds"
+  local where = dir or sys.cwd()
+  local repo = _navette.git.open(where)
+  local root = repo and repo:workdir() or nil
+  if repo then repo:close() end
+  if not root then
+    if opts.credential then
+      usage_error("--credential needs a project (navette.lua) in a git "
+                  .. "repository")
+    end
+    creds._set_context({}, nil)
+    return nil
+  end
+  local proj = project.load(where, root)
+  local profile = project.profile(proj, opts.profile)
+  creds._set_context(profile.credentials, profile)
+  return root
+end
+
+local function read_opts(opts)
+  return { platform = opts.platform, credential = opts.credential,
+           docker_config = opts["docker-config"],
+           ca_bundle = opts["ca-bundle"] }
+end
+
+local function one_ref(verb, args)
+  if #args ~= 1 then usage_error("expected one image reference", verb) end
+  return args[1]
+end
+
+local function cmd_resolve(argv)
+  local opts, args = parse("resolve", argv)
+  if opts.help then term.print(HELP.resolve .. "\n\n" .. COMMON); return 0 end
+  local ref = one_ref("resolve", args)
+  load_project(opts)
+  local _, info = image.resolve(ref, read_opts(opts))
+  if opts.json then term.print(json.encode(info, true)) return 0 end
+  term.print(info.reference)
+  return 0
+end
+
+local function cmd_exists(argv)
+  local opts, args = parse("exists", argv)
+  if opts.help then term.print(HELP.exists .. "\n\n" .. COMMON); return 0 end
+  local ref = one_ref("exists", args)
+  load_project(opts)
+  local present, digest = image.exists(ref, read_opts(opts))
+  if opts.json then
+    term.print(json.encode({ exists = present, digest = digest }, true))
+  elseif present then
+    term.print(digest)
+  end
+  return present and 0 or 1
+end
+
+local function cmd_inspect(argv)
+  local opts, args = parse("inspect", argv)
+  if opts.help then term.print(HELP.inspect .. "\n\n" .. COMMON); return 0 end
+  local ref = one_ref("inspect", args)
+  load_project(opts)
+  local info = image.inspect(ref, read_opts(opts))
+  if opts.json then
+    info.manifest_json, info.config_json = nil, nil
+    term.print(json.encode(info, true))
+    return 0
+  end
+  term.printf("%-10s %s\n", "reference", info.reference)
+  if info.index_digest then
+    term.printf("%-10s %s\n", "index", info.index_digest)
+  end
+  term.printf("%-10s %s\n", "platform", info.platform)
+  term.printf("%-10s %s\n", "type", info.media_type)
+  term.printf("%-10s %s\n", "config", info.config_digest)
+  if type(info.config) == "table" and info.config.created then
+    term.printf("%-10s %s\n", "created", tostring(info.config.created))
+  end
+  term.printf("layers (%d):\n", #info.layers)
+  for _, l in ipairs(info.layers) do
+    term.printf("  %s %10s  %s\n", l.digest, util.human_size(l.size),
+                l.media_type)
+  end
+  local keys = util.sorted_keys(info.labels)
+  if #keys > 0 then
+    term.print("labels:")
+    for _, k in ipairs(keys) do
+      term.printf("  %s=%s\n", k, tostring(info.labels[k]))
+    end
+  end
+  return 0
+end
+
+-- A progress bar on stderr, on a terminal only.
+local function progress_printer()
+  local tty = out.tty("stderr")
+  if not tty then return nil, function() end end
+  local current
+  local function bar(digest, done, total)
+    local width = 24
+    local frac = total > 0 and done / total or 1
+    local filled = math.floor(frac * width + 0.5)
+    out.write("stderr", string.format("\r\27[K  upload %s %s%s %3d%% %s/%s",
+              digest:sub(8, 19), string.rep("#", filled),
+              string.rep(".", width - filled), math.floor(frac * 100),
+              util.human_size(done), util.human_size(total)))
+    current = digest
+    if done >= total then
+      out.write("stderr", "\n")
+      current = nil
+    end
+  end
+  local function step(name, detail)
+    if current then out.write("stderr", "\n"); current = nil end
+    out.write("stderr", term.style("stderr", "dim", name .. ": " .. detail)
+              .. "\n")
+  end
+  return bar, step
+end
+
+local function cmd_push_code(argv)
+  local opts, args = parse("push-code", argv, {
+    base = "value", to = "value", repo = "value", commit = "value",
+    into = "value", ["base-credential"] = "value" })
+  if opts.help then
+    term.print(HELP["push-code"] .. "\n\n" .. COMMON)
+    return 0
+  end
+  if #args > 0 then usage_error("unexpected argument " .. args[1], "push-code") end
+  if not opts.base then usage_error("--base REF is required", "push-code") end
+  if not opts.to then usage_error("--to REPO is required", "push-code") end
+  local root = load_project(opts, opts.repo)
+  if not root then
+    error(errors.new("refused", "not in a git repository: "
+                     .. (opts.repo or sys.cwd()), "run it in the "
+                     .. "repository, or pass --repo DIR"), 0)
+  end
+  local bar, step = progress_printer()
+  local res = image.code_layer {
+    base = opts.base, to = opts.to, repo = root, commit = opts.commit,
+    into = opts.into, platform = opts.platform,
+    credential = opts.credential, base_credential = opts["base-credential"],
+    docker_config = opts["docker-config"], ca_bundle = opts["ca-bundle"],
+    progress = bar, step = step,
+  }
+  if opts.json then term.print(json.encode(res, true)) return 0 end
+  term.print(res.reference)
+  return 0
+end
+
+local function cmd_pack(argv)
+  local opts, args = parse("pack", argv, { output = "value", repo = "value",
+                                           commit = "value", into = "value" })
+  if opts.help then term.print(HELP.pack .. "\n\n" .. COMMON); return 0 end
+  if #args > 0 then usage_error("unexpected argument " .. args[1], "pack") end
+  if not opts.output then usage_error("--output FILE is required", "pack") end
+  local res = image.pack { repo = opts.repo or sys.cwd(),
+                           commit = opts.commit, into = opts.into,
+                           output = opts.output }
+  if opts.json then term.print(json.encode(res, true)) return 0 end
+  term.printf("%-8s %s\n", "commit", res.commit)
+  term.printf("%-8s %s (%d bytes uncompressed)\n", "diff_id", res.diff_id,
+              res.tar_size)
+  term.printf("%-8s %s (%d bytes)\n", "digest", res.layer_digest,
+              res.layer_size)
+  term.printf("%-8s %d files, %d folders, %d symlinks\n", "entries",
+              res.files, res.dirs, res.symlinks)
+  return 0
+end
+
+local function cmd_build(argv)
+  local opts, args = parse("build", argv, {
+    to = "value", file = "value", context = "value", builder = "value",
+    repo = "value", commit = "value", ["storage-root"] = "value",
+    ["run-root"] = "value" })
+  if opts.help then term.print(HELP.build .. "\n\n" .. COMMON); return 0 end
+  if #args > 0 then usage_error("unexpected argument " .. args[1], "build") end
+  if not opts.to then usage_error("--to REPO is required", "build") end
+  local root = load_project(opts, opts.repo)
+  if not root then
+    error(errors.new("refused", "not in a git repository", "run it in the "
+                     .. "repository, or pass --repo DIR"), 0)
+  end
+  local res = image.build {
+    to = opts.to, file = opts.file, context = opts.context,
+    builder = opts.builder, platform = opts.platform, repo = root,
+    commit = opts.commit, credential = opts.credential,
+    docker_config = opts["docker-config"],
+    storage_root = opts["storage-root"], run_root = opts["run-root"] }
+  if opts.json then term.print(json.encode(res, true)) return 0 end
+  term.print(res.reference)
+  return 0
+end
+
+local COMMANDS = { resolve = cmd_resolve, inspect = cmd_inspect,
+                   exists = cmd_exists, ["push-code"] = cmd_push_code,
+                   pack = cmd_pack, build = cmd_build }
+
+function M.main(argv)
+  local verb = argv[1]
+  local rest = table.move(argv, 2, #argv, 1, {})
+  if verb == nil or verb == "help" or verb == "--help" or verb == "-h" then
+    local topic = rest[1]
+    if topic and HELP[topic] then
+      term.print(HELP[topic] .. "\n\n" .. COMMON)
+    elseif topic then
+      usage_error("no image verb '" .. topic .. "'"
+                  .. util.suggest(topic, VERBS))
+    else
+      term.print(usage_text())
+    end
+    return verb == nil and 2 or 0
+  end
+  local fn = COMMANDS[verb]
+  if not fn then
+    usage_error("unknown image verb '" .. verb .. "'"
+                .. util.suggest(verb, VERBS))
+  end
+  return fn(rest)
+end
+
+return M
