@@ -115,6 +115,17 @@ cat >"$DIR/users.json" <<EOF
 EOF
 chmod 600 "$DIR/users.json"
 
+# Something already listening on one of our ports would answer in our
+# place (with other users and keys): refuse rather than test against it.
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+for p in "$PLAIN_PORT" "$BASIC_PORT" "$TOKEN_PORT" "$ISSUER_PORT"; do
+	if port_busy "$p"; then
+		echo "registry-start: error: port $p on 127.0.0.1 is in use" \
+			"(set REGISTRY_PORT to move the stack)" >&2
+		exit 1
+	fi
+done
+
 registry_config plain "$PLAIN_PORT" ""
 registry_config basic "$BASIC_PORT" "auth:
   htpasswd:
