@@ -1415,6 +1415,22 @@ void nv_slurm_close(nv_slurm *s)
 	free(s);
 }
 
+int nv_slurm_set_credential(nv_slurm *s, const nv_secret *credential,
+			    nv_err *err)
+{
+	char sun[64];
+
+	if (!credential || credential->kind != s->credential->kind)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "a Slurm session keeps the kind of "
+				  "credential it was opened with");
+	if (credential != s->credential &&
+	    credential->kind == NV_SECRET_BEARER)
+		jwt_claims(credential, &s->token_exp, sun, sizeof(sun));
+	s->credential = credential;
+	return 0;
+}
+
 const char *nv_slurm_version(const nv_slurm *s)
 {
 	return s && s->api ? s->api->name : NULL;

@@ -183,6 +183,12 @@ typedef struct nv_slurm_config {
 int nv_slurm_open(nv_slurm **out, const nv_slurm_config *cfg, nv_err *err);
 void nv_slurm_close(nv_slurm *s);
 
+/* Points the session at the credential again (a binding that looks its
+ * handle up at every call, so a closed handle is never read). It must be
+ * of the kind the session was opened with: NV_EINVAL otherwise. */
+int nv_slurm_set_credential(nv_slurm *s, const nv_secret *credential,
+			    nv_err *err);
+
 /* "v0.0.38". */
 const char *nv_slurm_version(const nv_slurm *s);
 /* The lifespan minted tokens get (after the cap), 0 for a pre-issued one. */
