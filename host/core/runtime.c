@@ -640,6 +640,7 @@ void nv_open_natives(lua_State *L)
 					   {"net", luaopen_navette_net},
 					   {"s3", luaopen_navette_s3},
 					   {"image", luaopen_navette_image},
+					   {"slurm", luaopen_navette_slurm},
 					   {NULL, NULL}};
 
 	lua_newtable(L); // [_navette]

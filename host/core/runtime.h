@@ -52,6 +52,7 @@ int luaopen_navette_audit(lua_State *L);
 int luaopen_navette_net(lua_State *L);
 int luaopen_navette_s3(lua_State *L);
 int luaopen_navette_image(lua_State *L);
+int luaopen_navette_slurm(lua_State *L);
 
 #include "core/clock.h"
 

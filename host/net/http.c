@@ -375,9 +375,10 @@ static int field_ok(const nv_secret_field *f)
 	       memchr(f->value, '\0', f->len) == NULL;
 }
 
-/* "Authorization: ..." for the credential, malloc'd (wipe before free). */
-static int auth_header(const nv_secret *s, char **out, size_t *out_len,
-		       nv_err *err)
+/* "Authorization: ..." (or "NAME: token" when header_name is given) for
+ * the credential, malloc'd (wipe before free). */
+static int auth_header(const nv_secret *s, const char *header_name, char **out,
+		       size_t *out_len, nv_err *err)
 {
 	const nv_secret_field *a, *b;
 	unsigned char *plain = NULL;
@@ -385,7 +386,24 @@ static int auth_header(const nv_secret *s, char **out, size_t *out_len,
 	size_t plain_len, cap;
 
 	*out = NULL;
-	if (s->kind == NV_SECRET_BEARER) {
+	if (header_name) {
+		if (s->kind != NV_SECRET_BEARER)
+			return nv_err_set(err, NV_EINVAL,
+					  "give a bearer token for this "
+					  "service",
+					  "credential %s (%s) cannot be sent "
+					  "as %s",
+					  s->name, nv_secret_kind_name(s->kind),
+					  header_name);
+		a = nv_secret_get(s, "token");
+		if (!field_ok(a))
+			goto bad;
+		cap = strlen(header_name) + 3 + a->len;
+		h = malloc(cap);
+		if (!h)
+			goto nomem;
+		snprintf(h, cap, "%s: %s", header_name, (const char *)a->value);
+	} else if (s->kind == NV_SECRET_BEARER) {
 		a = nv_secret_get(s, "token");
 		if (!field_ok(a))
 			goto bad;
@@ -469,10 +487,28 @@ static int validate(const nv_http_request *req, nv_err *err)
 			return nv_err_set(
 				err, NV_EINVAL, "headers are \"Name: value\"",
 				"request header %zu is malformed", i + 1);
-		if (req->credential && header_name_is(h, "Authorization"))
+		if (req->credential &&
+		    header_name_is(h, req->credential_header
+					      ? req->credential_header
+					      : "Authorization"))
 			return nv_err_set(err, NV_EINVAL, NULL,
 					  "a request has a credential or an "
-					  "Authorization header, not both");
+					  "%s header, not both",
+					  req->credential_header
+						  ? req->credential_header
+						  : "Authorization");
+	}
+	if (req->credential_header) {
+		const char *p = req->credential_header;
+
+		if (!req->credential || !*p || strlen(p) > 64)
+			return nv_err_set(err, NV_EINVAL, NULL,
+					  "a credential header needs a "
+					  "credential and a short name");
+		for (; *p; p++)
+			if (!isalnum((unsigned char)*p) && *p != '-')
+				return nv_err_set(err, NV_EINVAL, NULL,
+						  "bad credential header name");
 	}
 	if (req->credential && !req->credential_host)
 		return nv_err_set(err, NV_EINVAL,
@@ -866,8 +902,12 @@ static int set_effective_url(nv_http_response *resp, const char *shown,
 	return 0;
 }
 
-int nv_http_perform(const nv_http_policy *policy, const nv_http_request *req,
-		    nv_http_response *resp, nv_err *err)
+/* One request, all its hops, on handle `given` (a session's) or on a handle
+ * of its own when given is NULL. *connections grows by the connections
+ * curl had to open. */
+static int perform(CURL *given, const nv_http_policy *policy,
+		   const nv_http_request *req, nv_http_response *resp,
+		   long *connections, nv_err *err)
 {
 	static const nv_http_policy no_policy;
 	struct transfer t;
@@ -932,7 +972,8 @@ int nv_http_perform(const nv_http_policy *policy, const nv_http_request *req,
 		rc = binding_check(req, &first, err);
 		if (rc)
 			goto out;
-		rc = auth_header(req->credential, &auth, &auth_len, err);
+		rc = auth_header(req->credential, req->credential_header, &auth,
+				 &auth_len, err);
 		if (rc)
 			goto out;
 	}
@@ -949,7 +990,7 @@ int nv_http_perform(const nv_http_policy *policy, const nv_http_request *req,
 				      strcmp(hop.method, "PATCH") == 0))
 		hop.body = BODY_BYTES; /* an empty body, with its length */
 	hop.shown = shown;
-	h = curl_easy_init();
+	h = given ? given : curl_easy_init();
 	if (!h) {
 		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
 		goto out;
@@ -1012,6 +1053,14 @@ int nv_http_perform(const nv_http_policy *policy, const nv_http_request *req,
 		if (curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status) ==
 		    CURLE_OK)
 			resp->status = status;
+		{
+			long opened = 0;
+
+			if (curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS,
+					      &opened) == CURLE_OK &&
+			    opened > 0)
+				*connections += opened;
+		}
 		capture_interesting(resp);
 		slist_free_wiped(hop.headers);
 		hop.headers = NULL;
@@ -1127,10 +1176,128 @@ out:
 	}
 	curl_free(url);
 	curl_url_cleanup(u);
-	if (h)
+	if (h && h != given)
 		curl_easy_cleanup(h);
+	else if (h)
+		curl_easy_reset(h); /* no pointer into this frame survives */
 	curl_slist_free_all(hop.resolve);
 	return rc;
+}
+
+int nv_http_perform(const nv_http_policy *policy, const nv_http_request *req,
+		    nv_http_response *resp, nv_err *err)
+{
+	long connections = 0;
+
+	return perform(NULL, policy, req, resp, &connections, err);
+}
+
+/* --- sessions ------------------------------------------------------------ */
+
+struct nv_http_session {
+	CURL *handle;
+	long connections;
+	/* The trust settings the open connections were made under. */
+	char *ca_bundle;
+	char *pinned_pubkey;
+	int used;
+};
+
+nv_http_session *nv_http_session_new(nv_err *err)
+{
+	nv_http_session *s;
+
+	pthread_once(&global_once, global_init);
+	if (global_result != CURLE_OK) {
+		nv_err_set(err, NV_EBACKEND, NULL,
+			   "libcurl failed to initialise: %s",
+			   curl_easy_strerror(global_result));
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s)
+		s->handle = curl_easy_init();
+	if (!s || !s->handle) {
+		free(s);
+		nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+		return NULL;
+	}
+	return s;
+}
+
+static int same_setting(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Keeps the open connections only while the trust settings stay the same:
+ * a connection verified under one CA bundle or pin never serves a request
+ * made under another. */
+static int session_policy(nv_http_session *s, const nv_http_policy *policy,
+			  nv_err *err)
+{
+	const char *ca = policy ? policy->ca_bundle : NULL;
+	const char *pin = policy ? policy->pinned_pubkey : NULL;
+	char *ca_copy = NULL, *pin_copy = NULL;
+
+	if (s->used && same_setting(ca, s->ca_bundle) &&
+	    same_setting(pin, s->pinned_pubkey))
+		return 0;
+	if ((ca && !(ca_copy = strdup(ca))) ||
+	    (pin && !(pin_copy = strdup(pin)))) {
+		free(ca_copy);
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	}
+	if (s->used) {
+		CURL *fresh = curl_easy_init();
+
+		if (!fresh) {
+			free(ca_copy);
+			free(pin_copy);
+			return nv_err_set(err, NV_ENOMEM, NULL,
+					  "out of memory");
+		}
+		curl_easy_cleanup(s->handle);
+		s->handle = fresh;
+	}
+	free(s->ca_bundle);
+	free(s->pinned_pubkey);
+	s->ca_bundle = ca_copy;
+	s->pinned_pubkey = pin_copy;
+	s->used = 1;
+	return 0;
+}
+
+int nv_http_session_perform(nv_http_session *session,
+			    const nv_http_policy *policy,
+			    const nv_http_request *req, nv_http_response *resp,
+			    nv_err *err)
+{
+	int rc;
+
+	memset(resp, 0, sizeof(*resp));
+	if (!session)
+		return nv_err_set(err, NV_EINVAL, NULL, "no HTTP session");
+	rc = session_policy(session, policy, err);
+	if (rc)
+		return rc;
+	return perform(session->handle, policy, req, resp,
+		       &session->connections, err);
+}
+
+long nv_http_session_connections(const nv_http_session *session)
+{
+	return session ? session->connections : 0;
+}
+
+void nv_http_session_free(nv_http_session *session)
+{
+	if (!session)
+		return;
+	curl_easy_cleanup(session->handle);
+	free(session->ca_bundle);
+	free(session->pinned_pubkey);
+	free(session);
 }
 
 const char *nv_http_response_header(const nv_http_response *resp,

@@ -17,8 +17,10 @@
  * - Response bodies and headers have hard caps.
  * - Messages never hold a secret value or URL userinfo.
  *
- * Thread-safety: each call uses its own curl handle; curl_global_init runs
- * once behind a pthread_once. */
+ * Thread-safety: each nv_http_perform call uses its own curl handle; a
+ * session (nv_http_session_*) keeps one handle, and so its connections, for
+ * successive requests of one thread at a time; curl_global_init runs once
+ * behind a pthread_once. */
 #ifndef NV_HTTP_H
 #define NV_HTTP_H
 
@@ -80,6 +82,10 @@ typedef struct nv_http_request {
 	 * request is refused (NV_EREFUSED) and nothing is sent. */
 	const nv_secret *credential;
 	const char *credential_host;
+	/* NULL: the credential goes in Authorization. A header name
+	 * ("X-SLURM-USER-TOKEN"): a bearer token is sent as "NAME: token"
+	 * instead, under the same binding and redirect rules. */
+	const char *credential_header;
 	/* 0: a 3xx comes back to the caller. N > 0: up to N redirects are
 	 * followed (at most NV_HTTP_REDIRECTS_MAX); one more is an error. */
 	int max_redirects;
@@ -121,6 +127,30 @@ typedef struct nv_http_response {
  * the message); NV_EIO a body reader or sink failed. */
 int nv_http_perform(const nv_http_policy *policy, const nv_http_request *req,
 		    nv_http_response *resp, nv_err *err);
+
+/* A session: successive requests reuse one curl handle, so a connection
+ * (and its TLS session) to an endpoint is kept open between them, with the
+ * same rules as nv_http_perform (same code path). Connections opened under
+ * one policy are closed before a request under another CA bundle or pin.
+ * One thread at a time per session. */
+typedef struct nv_http_session nv_http_session;
+
+/* A new session, or NULL (NV_ENOMEM / NV_EBACKEND in err). */
+nv_http_session *nv_http_session_new(nv_err *err);
+
+/* nv_http_perform on the session's connections. */
+int nv_http_session_perform(nv_http_session *session,
+			    const nv_http_policy *policy,
+			    const nv_http_request *req, nv_http_response *resp,
+			    nv_err *err);
+
+/* How many connections the session opened so far (curl's count of new
+ * connections per transfer, summed): 1 after any number of requests to one
+ * endpoint that keeps them alive. */
+long nv_http_session_connections(const nv_http_session *session);
+
+/* Closes the session's connections and frees it. NULL is fine. */
+void nv_http_session_free(nv_http_session *session);
 
 /* The first value of response header name (case-insensitive), or NULL. */
 const char *nv_http_response_header(const nv_http_response *resp,

@@ -829,6 +829,225 @@ static void test_tls(const struct server *t, const struct server *a)
 	nv_secret_free(tok);
 }
 
+/* How many connections a server accepted so far (this query's own
+ * included). */
+static long server_connections(const struct server *s, int tls)
+{
+	char url[128];
+	nv_http_response resp;
+	nv_err err;
+	long n = -1;
+
+	snprintf(url, sizeof(url), "%s://127.0.0.1:%d/_connections",
+		 tls ? "https" : "http", s->port);
+	if (get(tls ? &tls_policy : &plain_policy, url, 0, &resp, &err) == 0 &&
+	    resp.status == 200 && resp.body.data)
+		n = atol(resp.body.data);
+	nv_http_response_free(&resp);
+	return n;
+}
+
+/* Sessions: successive requests to one endpoint share one connection (seen
+ * by the server), while every rule of nv_http_perform still holds. */
+static void test_session(const struct server *a, const struct server *b)
+{
+	char url[256], bind[64];
+	nv_http_session *sess;
+	nv_http_response resp;
+	nv_secret *tok = bearer();
+	nv_err err;
+	long before, after;
+	int ok = 1;
+
+	sess = nv_http_session_new(&err);
+	CHECK(sess != NULL);
+	if (!sess)
+		goto out;
+	CHECK(nv_http_session_connections(sess) == 0);
+
+	before = server_connections(a, 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/hello", a->port);
+	for (int i = 0; i < 5; i++) {
+		nv_http_request req = {.url = url};
+
+		ok &= nv_http_session_perform(sess, &plain_policy, &req, &resp,
+					      &err) == 0 &&
+		      resp.status == 200 &&
+		      contains(resp.body.data, "hello from a");
+		nv_http_response_free(&resp);
+	}
+	CHECK(ok);
+	after = server_connections(a, 0);
+	/* five requests, one connection (+1: the count query's own) */
+	CHECK(after - before == 2);
+	CHECK(nv_http_session_connections(sess) == 1);
+
+	/* Without a session, each request is a connection of its own. */
+	before = server_connections(a, 0);
+	for (int i = 0; i < 3; i++) {
+		CHECK(get(&plain_policy, url, 0, &resp, &err) == 0);
+		nv_http_response_free(&resp);
+	}
+	CHECK(server_connections(a, 0) - before == 4);
+
+	/* A server that closes the connection: the next request opens a new
+	 * one and works. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/big-nolen?n=10",
+		 a->port);
+	{
+		nv_http_request req = {.url = url};
+
+		CHECK(nv_http_session_perform(sess, &plain_policy, &req, &resp,
+					      &err) == 0);
+		CHECK(resp.body.len == 10);
+		nv_http_response_free(&resp);
+	}
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/hello", a->port);
+	{
+		nv_http_request req = {.url = url};
+
+		CHECK(nv_http_session_perform(sess, &plain_policy, &req, &resp,
+					      &err) == 0);
+		CHECK(resp.status == 200);
+		nv_http_response_free(&resp);
+	}
+	CHECK(nv_http_session_connections(sess) == 2);
+
+	/* A token in a header of its own, bound to its host like any
+	 * credential, and left behind on a redirect to another origin. */
+	snprintf(bind, sizeof(bind), "127.0.0.1:%d", a->port);
+	{
+		nv_http_request req = {.url = url,
+				       .credential = tok,
+				       .credential_host = bind,
+				       .credential_header = "X-Test-Token",
+				       .max_redirects = 2};
+
+		snprintf(url, sizeof(url),
+			 "http://127.0.0.1:%d/echo-header?name=X-Test-Token",
+			 a->port);
+		CHECK(nv_http_session_perform(sess, &plain_policy, &req, &resp,
+					      &err) == 0);
+		CHECK_STR(resp.body.data, TOKEN);
+		nv_http_response_free(&resp);
+
+		snprintf(url, sizeof(url),
+			 "http://127.0.0.1:%d/echo-header?name=Authorization",
+			 a->port);
+		CHECK(nv_http_session_perform(sess, &plain_policy, &req, &resp,
+					      &err) == 0);
+		CHECK_STR(resp.body.data, "none");
+		nv_http_response_free(&resp);
+
+		snprintf(url, sizeof(url),
+			 "http://127.0.0.1:%d/redirect?to=http://127.0.0.1:%d/"
+			 "echo-header%%3Fname%%3DX-Test-Token",
+			 a->port, b->port);
+		CHECK(nv_http_session_perform(sess, &plain_policy, &req, &resp,
+					      &err) == 0);
+		CHECK(resp.redirects == 1);
+		CHECK_STR(resp.body.data, "none");
+		nv_http_response_free(&resp);
+
+		/* bound to a, refused for b, nothing sent */
+		snprintf(url, sizeof(url),
+			 "http://127.0.0.1:%d/echo-header?name=X-Test-Token",
+			 b->port);
+		CHECK(nv_http_session_perform(sess, &plain_policy, &req, &resp,
+					      &err) == NV_EREFUSED);
+		check_clean(&err);
+		nv_http_response_free(&resp);
+
+		/* plain http off loopback: refused in a session too */
+		req.url = "http://example.invalid/x";
+		req.credential = NULL;
+		req.credential_header = NULL;
+		CHECK(nv_http_session_perform(sess, &plain_policy, &req, &resp,
+					      &err) == NV_EREFUSED);
+		nv_http_response_free(&resp);
+
+		/* a basic credential cannot travel as a token header; the
+		 * header name is checked */
+		{
+			nv_secret *pw = basic();
+
+			req.url = url;
+			req.credential = pw;
+			req.credential_host = "127.0.0.1";
+			req.credential_header = "X-Test-Token";
+			CHECK(nv_http_session_perform(sess, &plain_policy, &req,
+						      &resp,
+						      &err) == NV_EINVAL);
+			check_clean(&err);
+			nv_http_response_free(&resp);
+			req.credential = tok;
+			req.credential_header = "X-Bad: header";
+			CHECK(nv_http_session_perform(sess, &plain_policy, &req,
+						      &resp,
+						      &err) == NV_EINVAL);
+			nv_http_response_free(&resp);
+			nv_secret_free(pw);
+		}
+	}
+out:
+	nv_http_session_free(sess);
+	nv_http_session_free(NULL);
+	nv_secret_free(tok);
+}
+
+/* Over TLS: one handshake for many requests, and a connection verified
+ * under one pin never serves a request made under another. */
+static void test_session_tls(const struct server *t)
+{
+	char url[256], pin[NV_HTTP_PIN_MAX], path[700];
+	nv_http_session *sess = nv_http_session_new(NULL);
+	nv_http_request req = {.url = url};
+	nv_http_response resp;
+	nv_http_policy pol = tls_policy;
+	nv_err err;
+	long before;
+	int ok = 1;
+
+	CHECK(sess != NULL);
+	if (!sess)
+		return;
+	snprintf(path, sizeof(path), "%s/server.pem", cert_dir);
+	CHECK(nv_http_pin_from_pem(path, pin, &err) == 0);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/hello", t->port);
+	before = server_connections(t, 1);
+	for (int i = 0; i < 4; i++) {
+		ok &= nv_http_session_perform(sess, &tls_policy, &req, &resp,
+					      &err) == 0 &&
+		      resp.status == 200;
+		nv_http_response_free(&resp);
+	}
+	CHECK(ok);
+	CHECK(server_connections(t, 1) - before == 2);
+	CHECK(nv_http_session_connections(sess) == 1);
+
+	/* A wrong pin is refused although a verified connection is open. */
+	pol.pinned_pubkey =
+		"sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+	CHECK(nv_http_session_perform(sess, &pol, &req, &resp, &err) ==
+	      NV_EREFUSED);
+	CHECK(contains(err.message, "does not match the pin"));
+	nv_http_response_free(&resp);
+	/* No CA bundle: untrusted, whatever was open before. */
+	CHECK(nv_http_session_perform(sess, &plain_policy, &req, &resp, &err) ==
+	      NV_EREFUSED);
+	CHECK(contains(err.message, "not trusted"));
+	nv_http_response_free(&resp);
+	/* The right pin: a new connection, then kept. */
+	pol.pinned_pubkey = pin;
+	for (int i = 0; i < 3; i++) {
+		CHECK(nv_http_session_perform(sess, &pol, &req, &resp, &err) ==
+		      0);
+		nv_http_response_free(&resp);
+	}
+	CHECK(nv_http_session_connections(sess) == 4);
+	nv_http_session_free(sess);
+}
+
 int main(void)
 {
 	struct server a = {-1, 0}, b = {-1, 0}, t = {-1, 0};
@@ -856,6 +1075,7 @@ int main(void)
 	test_plain(&a);
 	test_credentials(&a);
 	test_redirects(&a, &b);
+	test_session(&a, &b);
 
 	snprintf(cmd, sizeof(cmd), "sh '%s/make_certs.sh' '%s'", data_dir,
 		 cert_dir);
@@ -868,6 +1088,7 @@ int main(void)
 		CHECK(!"TLS test server starts");
 	} else {
 		test_tls(&t, &a);
+		test_session_tls(&t);
 	}
 done:
 	server_stop(&a);

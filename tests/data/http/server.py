@@ -3,14 +3,17 @@
 
 Listens on 127.0.0.1, on a port the OS chooses, and prints that port on
 stdout (one line) once ready. With --tls CERT KEY it speaks HTTPS.
-Every request but GET /_log is logged; /_log returns the log, one line
-per request: "METHOD PATH auth=<Authorization or -> cookie=<Cookie or ->".
+Every request but GET /_log and /_connections is logged; /_log returns
+the log, one line per request: "METHOD PATH auth=<Authorization or ->
+cookie=<Cookie or ->"; /_connections returns how many connections were
+accepted so far (its own included).
 
 Routes:
   /hello              200 with ETag, x-amz-request-id, Docker-Content-Digest,
                       Retry-After, Content-Type
   /echo-auth          the Authorization header received, or "none"
   /echo               "METHOD|Content-Type|body" of the request
+  /echo-header?name=N the value of request header N, or "none"
   /big?n=N            N bytes, with Content-Length
   /big-nolen?n=N      N bytes, no Content-Length (connection closed)
   /many-headers?n=N   N extra headers
@@ -29,6 +32,7 @@ import urllib.parse
 
 LOG = []
 LOCK = threading.Lock()
+CONNECTIONS = 0
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -36,6 +40,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, fmt, *args):
         pass
+
+    def setup(self):
+        global CONNECTIONS
+        with LOCK:
+            CONNECTIONS += 1
+        super().setup()
 
     def reply(self, code, body=b"", headers=(), length=True):
         self.send_response(code)
@@ -71,6 +81,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with LOCK:
                 text = "".join(line + "\n" for line in LOG)
             return self.reply(200, text.encode())
+        if url.path == "/_connections":
+            with LOCK:
+                text = "%d" % CONNECTIONS
+            return self.reply(200, text.encode())
         with LOCK:
             LOG.append("%s %s auth=%s cookie=%s" % (
                 self.command, self.path,
@@ -86,6 +100,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if url.path == "/echo-auth":
             auth = self.headers.get("Authorization", "none")
             return self.reply(200, auth.encode())
+        if url.path == "/echo-header":
+            value = self.headers.get(query.get("name", ""), "none")
+            return self.reply(200, value.encode())
         if url.path == "/echo":
             text = "%s|%s|" % (self.command,
                                self.headers.get("Content-Type", "-"))

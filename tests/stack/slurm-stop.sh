@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# tests/stack/slurm-stop.sh DIR — stops the cluster that
+# tests/stack/slurm-start.sh started in DIR: first the jobs still queued or
+# running on it (scancel through its own SLURM_CONF, so their slurmstepd
+# processes end too), then the daemons by the PIDs recorded in
+# DIR/run/*.pid (never by name): SIGTERM, a bounded wait (SLURM_STOP_WAIT
+# seconds each, 10), then SIGKILL. A PID is only signalled while its command
+# line still names a path under DIR, so a recycled PID is left alone.
+# Idempotent: a missing DIR, a missing PID file or a daemon that is already
+# gone is fine. DIR itself (logs, config) is kept; remove it yourself.
+set -uo pipefail
+
+if [ $# -ne 1 ] || [ -z "$1" ]; then
+	echo "usage: $0 DIR" >&2
+	exit 2
+fi
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+DIR=$(realpath -m "$1")
+WAIT=${SLURM_STOP_WAIT:-10}
+# shellcheck source=slurm-lib.sh
+. "$HERE/slurm-lib.sh"
+
+status=0
+if [ -f "$DIR/slurm.conf" ] && slurm_ours "$(cat "$DIR/run/slurmctld.pid" 2>/dev/null)"; then
+	export SLURM_CONF=$DIR/slurm.conf
+	timeout 20 scancel --full -u "$(id -un)" >/dev/null 2>&1 || true
+	# squeue lists pending, running and completing jobs by default.
+	ticks=$((WAIT * 10))
+	while [ "$ticks" -gt 0 ] &&
+		[ -n "$(timeout 5 squeue -h -o %i 2>/dev/null)" ]; do
+		sleep 0.1
+		ticks=$((ticks - 1))
+	done
+fi
+# REST first, the controller after the nodes, munge last.
+for name in slurmrestd slurmd-gpu-a slurmd-gpu-b slurmctld munged; do
+	slurm_stop_one "$name" || status=1
+done
+echo "slurm-stop: stopped $DIR"
+exit "$status"
