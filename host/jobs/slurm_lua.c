@@ -39,7 +39,8 @@ typedef struct l_slurm_jobs {
 	size_t n;
 } l_slurm_jobs;
 
-/* ---- boxes ---------------------------------------------------------------- */
+/* ---- boxes ----------------------------------------------------------------
+ */
 
 static int l_slurm_desc_gc(lua_State *L)
 {
@@ -85,9 +86,7 @@ static const char *value_text(lua_State *L, int idx)
 {
 	idx = lua_absindex(L, idx);
 	switch (lua_type(L, idx)) {
-	case LUA_TSTRING:
-		lua_pushvalue(L, idx);
-		break;
+	case LUA_TSTRING: lua_pushvalue(L, idx); break;
 	case LUA_TNUMBER:
 		if (lua_isinteger(L, idx))
 			lua_pushfstring(L, "%I", lua_tointeger(L, idx));
@@ -118,8 +117,7 @@ static const char *value_text(lua_State *L, int idx)
 		luaL_pushresult(&b);
 		break;
 	}
-	default:
-		return NULL;
+	default: return NULL;
 	}
 	if (strlen(lua_tostring(L, -1)) != lua_rawlen(L, -1))
 		luaL_error(L, "slurm: a value holds a NUL byte");
@@ -129,11 +127,10 @@ static const char *value_text(lua_State *L, int idx)
 /* Fills box from the description table at idx: the resource keys of
  * nv_slurm_desc_keys() and env = {NAME = "value"}. 0, or an expected
  * failure in err (an unknown key, a bad value). */
-static int fill_desc(lua_State *L, int idx, nv_slurm_job_desc *d,
-		     nv_err *err)
+static int fill_desc(lua_State *L, int idx, nv_slurm_job_desc *d, nv_err *err)
 {
 	idx = lua_absindex(L, idx);
-	lua_pushnil(L); // [.., nil]
+	lua_pushnil(L);            // [.., nil]
 	while (lua_next(L, idx)) { // [.., key, value]
 		const char *key, *text;
 		int rc;
@@ -153,10 +150,9 @@ static int fill_desc(lua_State *L, int idx, nv_slurm_job_desc *d,
 					return luaL_error(L,
 							  "slurm: env maps "
 							  "names to strings");
-				rc = nv_slurm_desc_setenv(d,
-							  lua_tostring(L, -2),
-							  lua_tostring(L, -1),
-							  err);
+				rc = nv_slurm_desc_setenv(
+					d, lua_tostring(L, -2),
+					lua_tostring(L, -1), err);
 				if (rc) {
 					lua_pop(L, 4);
 					return rc;
@@ -168,8 +164,9 @@ static int fill_desc(lua_State *L, int idx, nv_slurm_job_desc *d,
 		}
 		text = value_text(L, -1); // [.., key, value, text?]
 		if (!text)
-			return luaL_error(L, "slurm: resource %s has a value "
-					     "of type %s",
+			return luaL_error(L,
+					  "slurm: resource %s has a value "
+					  "of type %s",
 					  key, luaL_typename(L, -1));
 		rc = nv_slurm_desc_set(d, key, text, err);
 		lua_pop(L, 2); // [.., key]
@@ -335,9 +332,8 @@ static int l_slurm_open(lua_State *L)
 		} else if (type == LUA_TNIL) {                                 \
 			lua_pop(L, 1);                                         \
 		} else {                                                       \
-			return luaL_error(L,                                   \
-					  "slurm.open: %s must be a string",   \
-					  name);                               \
+			return luaL_error(                                     \
+				L, "slurm.open: %s must be a string", name);   \
 		}                                                              \
 	} while (0)
 	STRING_FIELD(cfg.endpoint, "endpoint");
@@ -490,7 +486,7 @@ static int l_slurm_find(lua_State *L)
 }
 
 /* session:jobs() -> {job, ...} | nil, err */
-static int l_slurm_jobs(lua_State *L)
+static int l_slurm_list_jobs(lua_State *L)
 {
 	nv_slurm *s = check_session(L);
 	l_slurm_jobs *box;
@@ -633,12 +629,15 @@ static int l_slurm_versions(lua_State *L)
 
 int luaopen_navette_slurm(lua_State *L)
 {
-	static const luaL_Reg methods[] = {
-		{"submit", l_slurm_submit}, {"job", l_slurm_job},
-		{"find", l_slurm_find},     {"jobs", l_slurm_jobs},
-		{"cancel", l_slurm_cancel}, {"requeue", l_slurm_requeue},
-		{"info", l_slurm_info},     {"close", l_slurm_close},
-		{NULL, NULL}};
+	static const luaL_Reg methods[] = {{"submit", l_slurm_submit},
+					   {"job", l_slurm_job},
+					   {"find", l_slurm_find},
+					   {"jobs", l_slurm_list_jobs},
+					   {"cancel", l_slurm_cancel},
+					   {"requeue", l_slurm_requeue},
+					   {"info", l_slurm_info},
+					   {"close", l_slurm_close},
+					   {NULL, NULL}};
 	static const luaL_Reg meta[] = {{"__gc", l_slurm_close},
 					{"__close", l_slurm_close},
 					{"__tostring", l_slurm_tostring},
