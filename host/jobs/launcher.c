@@ -11,25 +11,17 @@
 extern const char nv_launcher_remote_body[];
 extern const size_t nv_launcher_remote_body_len;
 
-const char *const nv_launcher_record_fields[] = {"id",
-						 "name",
-						 "project",
-						 "profile",
-						 "commit",
-						 "commit_time",
-						 "dirty",
-						 "repository",
-						 "image",
-						 "inputs",
-						 "command",
-						 "env",
-						 "resources",
-						 "success",
-						 "failure_condition",
-						 "submitted_by",
-						 "submitted_at",
-						 "backend",
-						 NULL};
+const char *const nv_launcher_record_fields[] = {
+	"id",           "name",
+	"project",      "profile",
+	"commit",       "commit_time",
+	"dirty",        "repository",
+	"image",        "image_requested",
+	"inputs",       "command",
+	"env",          "resources",
+	"success",      "failure_condition",
+	"submitted_by", "submitted_at",
+	"backend",      NULL};
 
 static const char *const reserved_env[] = {"PATH", "HOME",  "IFS",  "PS4",
 					   "ENV",  "SHELL", "USER", NULL};
@@ -178,18 +170,31 @@ static int command_function(const cJSON *spec, nv_buf *out, nv_err *err)
 
 	nv_buf_puts(out, "run_command() {\n\t");
 	if (c && !cJSON_IsNull(c)) {
-		nv_buf_puts(
-			out,
-			"\"$NAVETTE_RUNTIME\" run --rm --pull=never "
-			"--network=host \\\n"
-			"\t\t-v \"$NAVETTE_WORKSPACE:$NAVETTE_WORKSPACE:ro\" "
-			"\\\n"
-			"\t\t-v \"$NAVETTE_INPUTS:$NAVETTE_INPUTS:ro\" \\\n"
-			"\t\t-v \"$NAVETTE_OUTPUTS:$NAVETTE_OUTPUTS\" \\\n"
-			"\t\t-w \"$NAVETTE_WORKSPACE\" \\\n"
-			"\t\t-e NAVETTE_JOB_ID -e NAVETTE_COMMIT -e "
-			"NAVETTE_PROJECT -e NAVETTE_WORKSPACE \\\n"
-			"\t\t-e NAVETTE_INPUTS -e NAVETTE_OUTPUTS ");
+		const char *workdir = string_field(c, "workdir");
+		nv_buf_puts(out, "\"$NAVETTE_RUNTIME\" run --rm --pull=never "
+				 "--network=host \\\n");
+		if (workdir) {
+			/* a code layer of the job's commit: the code is in
+			 * the image, where its layer put it */
+			nv_buf_puts(out, "\t\t-w ");
+			nv_buf_sh_quote(out, workdir);
+			nv_buf_puts(out, " -e NAVETTE_WORKSPACE=");
+			nv_buf_sh_quote(out, workdir);
+			nv_buf_puts(out, " \\\n");
+		} else {
+			nv_buf_puts(out,
+				    "\t\t-v "
+				    "\"$NAVETTE_WORKSPACE:$NAVETTE_WORKSPACE:"
+				    "ro\" \\\n"
+				    "\t\t-w \"$NAVETTE_WORKSPACE\" -e "
+				    "NAVETTE_WORKSPACE \\\n");
+		}
+		nv_buf_puts(out,
+			    "\t\t-v \"$NAVETTE_INPUTS:$NAVETTE_INPUTS:ro\" \\\n"
+			    "\t\t-v \"$NAVETTE_OUTPUTS:$NAVETTE_OUTPUTS\" \\\n"
+			    "\t\t-e NAVETTE_JOB_ID -e NAVETTE_COMMIT -e "
+			    "NAVETTE_PROJECT \\\n"
+			    "\t\t-e NAVETTE_INPUTS -e NAVETTE_OUTPUTS ");
 		cJSON_ArrayForEach(item, env)
 		{
 			/* names were checked by common_header */
@@ -338,9 +343,14 @@ static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
 	char num[32];
 	int rc;
 
+	const cJSON *c = field(spec, "container");
+	int code_in_image = c && string_field(c, "workdir") != NULL;
+
 	if (!string_field(transfer, "prefix") ||
-	    !string_field(transfer, "output_url") || !cJSON_IsObject(code) ||
-	    !string_field(code, "url") || !string_field(code, "sha256") ||
+	    !string_field(transfer, "output_url") ||
+	    (!code_in_image &&
+	     (!cJSON_IsObject(code) || !string_field(code, "url") ||
+	      !string_field(code, "sha256"))) ||
 	    !post || !string_field(post, "url") || !cJSON_IsObject(fields))
 		return nv_err_set(err, NV_EINVAL,
 				  "submit the job again with this version "
@@ -391,11 +401,15 @@ static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
 	if ((rc = command_function(spec, out, err)) != 0)
 		return rc;
 
-	nv_buf_puts(out, "navette_code() {\n\tfetch_code ");
-	nv_buf_sh_quote(out, string_field(code, "url"));
-	nv_buf_puts(out, " ");
-	nv_buf_sh_quote(out, string_field(code, "sha256"));
-	nv_buf_puts(out, "\n}\n");
+	if (code_in_image) {
+		nv_buf_puts(out, "navette_code() { :; } # in the image\n");
+	} else {
+		nv_buf_puts(out, "navette_code() {\n\tfetch_code ");
+		nv_buf_sh_quote(out, string_field(code, "url"));
+		nv_buf_puts(out, " ");
+		nv_buf_sh_quote(out, string_field(code, "sha256"));
+		nv_buf_puts(out, "\n}\n");
+	}
 	{
 		static const char *const input_keys[] = {
 			"name", "url", "get", "sha256", "size", NULL};

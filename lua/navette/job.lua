@@ -106,8 +106,26 @@ function job.validate(spec)
   if spec.code ~= nil then want(spec.code, "string", "code") end
   j.code = spec.code or "HEAD"
 
-  if spec.image ~= nil then want(spec.image, "string", "image") end
-  j.image = spec.image
+  -- an image: a reference, or what navette.image.code_layer/build gave
+  -- (then its code may be the job's: see runner.spec)
+  if type(spec.image) == "table" then
+    local img = spec.image
+    if img.planned then
+      j.image = img.to or img.reference or "(planned image)"
+      j.image_planned = true
+    elseif type(img.reference) == "string" then
+      j.image = img.reference
+    else
+      bad("'image' must be a reference string or what navette.image."
+          .. "code_layer{...} or build{...} returned")
+    end
+    if type(img.into) == "string" and type(img.commit) == "string" then
+      j.image_code = { path = img.into, commit = img.commit }
+    end
+  elseif spec.image ~= nil then
+    want(spec.image, "string", "image")
+    j.image = spec.image
+  end
 
   j.inputs = {}
   if spec.inputs ~= nil then

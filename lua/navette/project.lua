@@ -15,7 +15,7 @@ local PROFILE_KEYS = { "backend", "storage", "require_pushed", "remote",
                        "description", "credentials", "max_credential_age",
                        "max_token_lifespan", "endpoints", "s3",
                        "max_url_lifetime", "url_margin",
-                       "max_output_bytes" }
+                       "max_output_bytes", "container" }
 local S3_KEYS = { "endpoint", "region", "path_style", "credential",
                   "ca_bundle", "pin" }
 local URL_LIFETIME_DEFAULT = 12 * 3600
@@ -223,6 +223,25 @@ local function validate_profile(path, name, p, home, shared_credentials)
     end
     return v
   end
+  local container
+  if p.container ~= nil then
+    if type(p.container) ~= "table" then
+      fail(path, "profile '" .. name .. "': container must be a table "
+           .. "{ runtime = \"podman\" }")
+    end
+    for k in pairs(p.container) do
+      if k ~= "runtime" then
+        fail(path, "profile '" .. name .. "': container: unknown key '"
+             .. tostring(k) .. "'", "container keys are: runtime")
+      end
+    end
+    if type(p.container.runtime) ~= "string"
+       or not p.container.runtime:match("^[%w._/+-]+$") then
+      fail(path, "profile '" .. name .. "': container.runtime must name "
+           .. "a program (podman, docker, or a path)")
+    end
+    container = { runtime = p.container.runtime }
+  end
   local endpoints = {}
   if p.endpoints ~= nil then
     if type(p.endpoints) ~= "table" then
@@ -264,6 +283,7 @@ local function validate_profile(path, name, p, home, shared_credentials)
     url_margin = bounded_duration("url_margin", URL_MARGIN_DEFAULT,
                                   URL_LIFETIME_MAX),
     max_output_bytes = output_bytes(),
+    container = container,
     -- remote profiles require the commit on a remote by default
     require_pushed = p.require_pushed == nil and name ~= "local"
                      or p.require_pushed == true,

@@ -262,9 +262,12 @@ function runner.sign_transfer(profile, store, spec, lifetime, code)
     kind = "s3",
     prefix = profile.s3.root .. spec.outputs.prefix,
     output_url = spec.outputs.url,
-    code = { key = code.key, sha256 = code.sha256, size = code.size,
-             url = signed("the code archive",
-                          store:presign_get(code.key, lifetime)) },
+    -- (none when the code is in the job's image)
+    code = code and { key = code.key, sha256 = code.sha256,
+                      size = code.size,
+                      url = signed("the code archive",
+                                   store:presign_get(code.key, lifetime)) }
+           or nil,
     inputs = json.array(inputs),
     post = post,
     max_output_bytes = profile.max_output_bytes,
@@ -276,10 +279,75 @@ end
 local function transfer(run, spec, j)
   local store = storage._s3()
   local lifetime = runner.url_lifetime(run.profile, j)
+  if spec.container and spec.container.workdir then
+    return runner.sign_transfer(run.profile, store, spec, lifetime, nil)
+  end
   local key, code = code_archive(run, store, spec)
   return runner.sign_transfer(run.profile, store, spec, lifetime,
                               { key = key, sha256 = code.sha256,
                                 size = code.size })
+end
+
+-- The image a job runs in, pinned: its reference resolved to a digest
+-- (a tag is never what a node pulls), checked to exist in the registry the
+-- node pulls from, and the container runtime that runs it (for the local
+-- backend, one of this machine's). Returns the pinned reference and the
+-- container part of the spec, or nil for a host job.
+function runner.pin_image(run, j, commit)
+  if not j.image then return nil end
+  local image = require "navette.image"
+  local profile = run.profile
+  local runtime = profile.container and profile.container.runtime
+  if profile.backend == "local" then
+    local found = runtime and sys.which(runtime)
+    if not runtime then
+      runtime = sys.which("podman") and "podman"
+                or sys.which("docker") and "docker"
+      found = runtime
+    end
+    if not found then
+      refuse("job '" .. j.name .. "' declares the image " .. j.image
+             .. " but this machine has no container runtime ("
+             .. (runtime or "podman or docker") .. ")", "install podman "
+             .. "(or docker), or remove `image` to run the job on the "
+             .. "host, recorded as such", run, j.name)
+    end
+  end
+  runtime = runtime or "podman"
+  if j.image_planned then -- pushed by this very plan: no digest yet
+    return j.image, { runtime = runtime, image = j.image }
+  end
+  local ok, parsed = pcall(image.parse, j.image)
+  if not ok then
+    refuse("job '" .. j.name .. "': image " .. j.image .. ": "
+           .. errors.from(parsed).message)
+  end
+  local digest = parsed.digest
+  if not digest then
+    local rok, got = pcall(image.resolve, j.image)
+    if not rok then
+      local e = errors.from(got)
+      refuse("job '" .. j.name .. "': cannot resolve the image " .. j.image
+             .. " to a digest: " .. e.message, e.hint or "check the "
+             .. "reference and the registry's credential", run, j.name)
+    end
+    digest = got
+  end
+  local pinned = parsed.name .. "@" .. digest
+  local eok, present = pcall(image.exists, pinned)
+  if not eok or not present then
+    local why = not eok and (": " .. errors.from(present).message) or ""
+    refuse("job '" .. j.name .. "': the image " .. pinned .. " is not in "
+           .. "its registry" .. why, "push it first (navette image "
+           .. "push-code, or image.build in the recipe): the node pulls "
+           .. "it by digest from there", run, j.name)
+  end
+  local container = { runtime = runtime, image = pinned }
+  -- a code layer of this very commit: the code is in the image
+  if j.image_code and j.image_code.commit == commit then
+    container.workdir = j.image_code.path
+  end
+  return pinned, container
 end
 
 -- Builds the spec of declaration j: everything the backend needs, pinned.
@@ -291,6 +359,7 @@ function runner.spec(run, j)
   local user, host = sys.identity()
   local repository = run.repo:remote_url() or run.repo:workdir()
   local resources = j.resources
+  local image, container = runner.pin_image(run, j, commit)
   local spec = {
     id = id,
     name = j.name,
@@ -303,7 +372,9 @@ function runner.spec(run, j)
     repository = repository,
     repository_path = run.repo:workdir(),
     recipe = run.recipe,
-    image = j.image or "host",
+    image = image or "host",
+    image_requested = image and image ~= j.image and j.image or nil,
+    container = container,
     inputs = describe_inputs(run, j),
     outputs = {
       store = run.profile.storage,
@@ -337,12 +408,6 @@ end
 function runner.submit(run)
   local specs = {}
   for _, j in ipairs(run.jobs) do
-    if j.image and run.profile.backend == "local" then
-      refuse("job '" .. j.name .. "' declares image " .. j.image
-             .. " but the local backend of this version runs jobs on the "
-             .. "host only", "remove `image` to run on the host, recorded "
-             .. "as such")
-    end
     local spec = runner.spec(run, j)
     local launcher = errors.check(_navette.jobs.launcher(json.encode(spec)))
     -- what the job's log filter must mask, without the values themselves
