@@ -12,9 +12,10 @@ local cli = {}
 
 local HELP = {
   run = [[
-usage: navette run RECIPE [--profile P] [--wait] [--json]
+usage: navette run RECIPE [--profile P] [--node NAME] [--wait] [--json]
   Evaluates RECIPE and submits every job it declares to the profile's
   backend (default profile: the project's default, else `local`).
+  --node N   run on node N (slurm backend; a node list like gpu-[1-2])
   --wait     follow the jobs until they end; exit 1 if one failed
   --json     print the jobs as JSON (see README, "--json fields")]],
   plan = [[
@@ -65,13 +66,20 @@ usage: navette audit verify [--json]
   The audit log: one hash-chained line per side effect (submit, cancel,
   upload, refusal, credential minted). `verify` checks the chain and names
   the first edited, removed, reordered or truncated line (exit 1).]],
+  migrate = [[
+usage: navette migrate JOB --to NODE [--no-wait] [--json]
+  Submits the same definition as JOB (same commit, image digest and
+  inputs) on NODE (slurm backend), waits for both, and compares their run
+  records: logs present, the same declared outputs present, and the
+  outputs' sha256 equal (where the job is deterministic). Exit 0 when the
+  comparison holds, 1 otherwise.]],
   version = [[
 usage: navette version
   Prints the versions of navette and of the libraries it runs on.]],
 }
 
 local ORDER = { "run", "plan", "status", "logs", "watch", "cancel", "jobs",
-                "creds", "audit", "storage", "image", "agent", "test",
+                "migrate", "creds", "audit", "storage", "image", "agent", "test",
                 "version" }
 
 local function usage_text()
@@ -106,6 +114,13 @@ end
 
 local function print_phase(label, phase, at)
   term.printf("  %s%-18s %s\n", label, phase, short_time(at))
+end
+
+local function local_jobs(views)
+  for _, v in pairs(views) do
+    if v.backend == "local" then return true end
+  end
+  return false
 end
 
 -- Follows jobs (ids) until all end; prints phases as they pass unless
@@ -149,7 +164,8 @@ local function follow(ids, quiet)
     if remaining > 0 then
       sys.sleep(0.1)
       polls = polls + 1
-      if polls % 30 == 0 then -- every few seconds: is an agent there?
+      if polls % 30 == 0 and local_jobs(views) then
+        -- every few seconds: is an agent there?
         _navette.jobs.ensure_agent(core.home())
       end
     end
@@ -179,11 +195,17 @@ end
 local function cmd_run(argv, plan)
   local command = plan and "plan" or "run"
   local opts, args = parse(command, argv, { profile = "value",
-                           wait = plan and nil or "bool", json = "bool" })
+                           wait = plan and nil or "bool", json = "bool",
+                           node = "value" })
   if opts.help then term.print(HELP[command]); return 0 end
   if #args ~= 1 then usage_error("expected one RECIPE", command) end
   local runner = require "navette.runner"
-  local run = runner.load(args[1], { profile = opts.profile, plan = plan })
+  if opts.node and not opts.node:match("^[%w._%[%],-]+$") then
+    usage_error("--node expects a node name (or list), got '" .. opts.node
+                .. "'", command)
+  end
+  local run = runner.load(args[1], { profile = opts.profile, plan = plan,
+                                     nodes = opts.node and { opts.node } })
   if #run.jobs == 0 and not plan then
     if not opts.json then
       term.print("recipe " .. args[1] .. " declared no job")
@@ -290,6 +312,18 @@ local function cmd_status(argv)
                .. tostring(v.profile))
     term.print("commit  " .. tostring(v.commit))
     term.print("image   " .. tostring(v.image))
+    if v.backend ~= "local" then
+      local sl = v.slurm or {}
+      term.print("backend " .. v.backend .. " · job " .. tostring(v.remote_id)
+                 .. (sl.state and (" · " .. sl.state .. ((sl.reason and
+                     sl.reason ~= "None" and sl.reason ~= "") and (" ("
+                     .. sl.reason .. ")") or "")) or "")
+                 .. ((sl.nodes and sl.nodes ~= "") and (" on " .. sl.nodes)
+                     or "")
+                 .. ((sl.restarts or 0) > 0 and (" · requeued "
+                     .. sl.restarts .. "x") or ""))
+      if sl.error then term.print("  (cannot reach Slurm: " .. sl.error .. ")") end
+    end
     term.print("phases:")
     for _, p in ipairs(v.phases) do
       term.printf("  %-18s %s\n", p.phase, p.at)
@@ -540,8 +574,15 @@ local COMMANDS = {
   creds = cmd_creds, audit = cmd_audit,
   storage = function(a) return require("navette.storage_cli").main(a) end,
   image = function(a) return require("navette.image_cli").main(a) end,
+  migrate = function(a) return require("navette.migrate").main(a) end,
   test = cmd_test,
 }
+
+-- for the commands kept in their own modules (migrate)
+cli.follow = function(ids, quiet) return follow(ids, quiet) end
+cli.print_outcome = function(v) return print_outcome(v) end
+cli.parse = function(command, argv, flags) return parse(command, argv, flags) end
+cli.HELP = HELP
 
 function cli.main(argv)
   local command = argv[1]

@@ -7,8 +7,12 @@ local util = require "navette.util"
 local job = {}
 
 local FIELDS = { "name", "code", "image", "inputs", "outputs", "command",
+                 "requeue",
                  "env", "resources", "success", "failure", "logs" }
-local RESOURCE_KEYS = { "cpus", "memory", "gpus", "time_limit" }
+-- partition, account, qos, gres and nodes are the queue's (Slurm); the
+-- local backend records them and runs on this machine
+local RESOURCE_KEYS = { "cpus", "memory", "gpus", "time_limit", "partition",
+                        "account", "qos", "gres", "nodes" }
 local SUCCESS_KEYS = { "exit_code", "exit_codes", "outputs" }
 local FAILURE_KEYS = { "log_patterns", "hint" }
 local LOG_KEYS = { "max_bytes", "publish" }
@@ -213,6 +217,30 @@ function job.validate(spec)
     end
     j.resources.time_limit = secs
   end
+  for _, k in ipairs({ "partition", "account", "qos", "gres" }) do
+    if r[k] ~= nil then
+      if type(r[k]) ~= "string" or not r[k]:match("^[%w._:,=/-]+$")
+         or #r[k] > 128 then
+        bad("'resources." .. k .. "' must be a name (letters, digits, "
+            .. "._:,=/-)")
+      end
+      j.resources[k] = r[k]
+    end
+  end
+  if r.nodes ~= nil then
+    local list = type(r.nodes) == "string" and { r.nodes }
+                 or string_list(r.nodes, "resources.nodes")
+    for i, n in ipairs(list) do
+      if not n:match("^[%w._%[%],-]+$") or #n > 128 then
+        bad("'resources.nodes[" .. i .. "]' = '" .. n .. "' is not a node "
+            .. "name", "for example \"gpu-a\" or \"gpu-[1-4]\"")
+      end
+    end
+    j.resources.nodes = list
+  end
+
+  if spec.requeue ~= nil then want(spec.requeue, "boolean", "requeue") end
+  j.requeue = spec.requeue == true
 
   local s = spec.success or {}
   want(s, "table", "success")

@@ -48,7 +48,7 @@ local function read_record(url, spec)
 end
 
 -- The stable view of a job (README: "--json fields").
-function jobs.view(row)
+function jobs.view(row, extra)
   local spec = row.spec or {}
   local v = {
     id = row.id, name = row.name, project = row.project,
@@ -62,7 +62,19 @@ function jobs.view(row)
     created = row.created, updated = row.updated,
     record_url = row.record_url,
     log_path = core.home() .. "/jobs/" .. row.id .. "/log",
+    backend = row.backend or "local",
+    remote_id = row.remote_id ~= json.null and row.remote_id or nil,
   }
+  local remote = extra and extra.job
+  if remote then
+    -- what Slurm says of it now: its state (with the reason a pending
+    -- job waits for), its node, its restarts after a node failure
+    v.slurm = { state = remote.state, reason = remote.reason,
+                nodes = remote.nodes, restarts = remote.restarts,
+                detail = extra.view and extra.view.detail or nil }
+  elseif extra and extra.error then
+    v.slurm = { error = extra.error.message }
+  end
   local record = read_record(row.record_url, spec)
   if record then
     for i, o in ipairs(record.outputs or {}) do
@@ -113,6 +125,10 @@ function jobs.get(id)
     error(errors.new(err.code == "invalid" and "usage" or err.code,
                      err.message, err.hint), 0)
   end
+  if row.backend == "slurm" then
+    local extra = require("navette.slurm").refresh(row)
+    return jobs.view(jobs.row(row.id) or row, extra)
+  end
   return jobs.view(row)
 end
 
@@ -123,6 +139,10 @@ function jobs.list(limit)
 end
 
 function jobs.cancel(id)
+  local row = jobs.row(id)
+  if row and row.backend == "slurm" then
+    return require("navette.slurm").cancel(row)
+  end
   local state, err = native.cancel(core.home(), id)
   if not state then
     error(errors.new(err.code == "invalid" and "usage" or err.code,
@@ -132,7 +152,33 @@ function jobs.cancel(id)
 end
 
 -- Bytes of the job's log from offset (local file, else the published one).
+-- A remote job's log as its launcher shipped it: the chunks in order
+-- (read once each), or the published log when no chunk was shipped.
+local remote_logs = {}
+local function remote_log_chunk(view, offset)
+  local row = jobs.row(view.id)
+  local spec = row and row.spec
+  local store = spec and jobs.s3_store(spec)
+  if not store then return "" end
+  local seen = remote_logs[view.id] or { n = 0, bytes = 0 }
+  remote_logs[view.id] = seen
+  local out = {}
+  for _, c in ipairs(jobs.remote_log_chunks(store, spec, seen.n)) do
+    seen.n, seen.bytes = c.n, seen.bytes + #c.data
+    out[#out + 1] = c.data
+  end
+  local data = table.concat(out)
+  if seen.n == 0 and offset == 0 and jobs.FINAL[view.state]
+     and view.log_url then
+    data = store:read(view.log_url) or ""
+    seen.bytes = #data
+  end
+  store:close()
+  return data
+end
+
 function jobs.log_chunk(view, offset)
+  if view.backend ~= "local" then return remote_log_chunk(view, offset) end
   local data = sys.read_from(view.log_path, offset, 1024 * 1024)
   if data then return data end
   if offset == 0 and view.log_url and view.log_url:match("^s3://") then

@@ -15,15 +15,15 @@ local PROFILE_KEYS = { "backend", "storage", "require_pushed", "remote",
                        "description", "credentials", "max_credential_age",
                        "max_token_lifespan", "endpoints", "s3",
                        "max_url_lifetime", "url_margin",
-                       "max_output_bytes", "container" }
+                       "max_output_bytes", "container", "slurm" }
 local S3_KEYS = { "endpoint", "region", "path_style", "credential",
                   "ca_bundle", "pin" }
 local URL_LIFETIME_DEFAULT = 12 * 3600
 local URL_LIFETIME_MAX = 7 * 24 * 3600 -- SigV4's limit on a signature
 local URL_MARGIN_DEFAULT = 15 * 60
 local OUTPUT_BYTES_MAX = 5 * 1024 * 1024 * 1024 -- one POST upload
-local BACKENDS = { ["local"] = true }
-local LATER_BACKENDS = { slurm = true, kubernetes = true }
+local BACKENDS = { ["local"] = true, slurm = true }
+local LATER_BACKENDS = { kubernetes = true }
 
 local function builtin_local(home)
   return {
@@ -168,7 +168,7 @@ local function validate_profile(path, name, p, home, shared_credentials)
          "use backend = \"local\" for now")
   elseif not BACKENDS[backend] then
     fail(path, "profile '" .. name .. "': unknown backend '" .. backend
-         .. "'", "backends: local")
+         .. "'", "backends: local, slurm")
   end
   local storage = p.storage or ("file://" .. home .. "/store")
   if type(storage) ~= "string" or not (storage:match("^file:///")
@@ -222,6 +222,14 @@ local function validate_profile(path, name, p, home, shared_credentials)
            .. "size of at most 5GiB", "one output is one POST upload")
     end
     return v
+  end
+  local slurm
+  if backend == "slurm" then
+    slurm = require("navette.slurm").validate(path, name, p.slurm,
+                                                credentials, storage)
+  elseif p.slurm ~= nil then
+    fail(path, "profile '" .. name .. "': slurm settings need backend = "
+         .. "\"slurm\"")
   end
   local container
   if p.container ~= nil then
@@ -284,6 +292,7 @@ local function validate_profile(path, name, p, home, shared_credentials)
                                   URL_LIFETIME_MAX),
     max_output_bytes = output_bytes(),
     container = container,
+    slurm = slurm,
     -- remote profiles require the commit on a remote by default
     require_pushed = p.require_pushed == nil and name ~= "local"
                      or p.require_pushed == true,

@@ -66,6 +66,7 @@ function runner.load(recipe, opts)
     recipe = recipe, recipe_real = real, recipe_dir = recipe_dir,
     repo = repo, project = proj, profile = profile, jobs = {},
     plan = opts.plan and true or false,
+    nodes = opts.nodes,
   }
   storage._set_context({ profile = profile, repo_root = repo:workdir(),
                          recipe_dir = recipe_dir, planned = {} })
@@ -392,6 +393,17 @@ function runner.spec(run, j)
     submitted_by = user .. "@" .. host,
     submitted_at = sys.iso8601(),
   }
+  spec.requeue = j.requeue or nil
+  if run.profile.slurm then
+    -- how to reach the cluster again for status and cancel (no secret)
+    spec.slurm = {}
+    for k, v in pairs(run.profile.slurm) do spec.slurm[k] = v end
+    spec.slurm.max_token_lifespan = run.profile.max_token_lifespan
+  end
+  if run.nodes and run.profile.backend ~= "slurm" then
+    refuse("--node applies to the slurm backend; profile '"
+           .. run.profile.name .. "' is " .. run.profile.backend)
+  end
   local s3 = run.profile.s3
   if s3 then
     -- where the CLI reads the record and log back (never a secret)
@@ -416,6 +428,29 @@ function runner.submit(run)
       core.plan("jobs", "submit", spec.id .. " (" .. spec.name .. ") on "
                 .. run.profile.name)
       spec.launcher = launcher
+    elseif run.profile.backend == "slurm" then
+      local id, adopted = require("navette.slurm").submit(spec, launcher, {
+        nodes = run.nodes, profile_max = run.profile.max_token_lifespan })
+      if not id then
+        error(errors.new("backend", "cannot record job '" .. spec.name
+                         .. "': " .. adopted.message, adopted.hint), 0)
+      end
+      if adopted then
+        -- an earlier run's submission, whose answer was lost: that job
+        -- is the one (its own spec, its own URLs)
+        local row = require("navette.jobs").row(id)
+        spec = row and row.spec or spec
+        spec.adopted = true
+        _navette.out.write("stderr", "note: job '" .. spec.name .. "' was "
+                           .. "already submitted as " .. id .. " (Slurm job "
+                           .. tostring(row and row.remote_id) .. "); its "
+                           .. "answer had been lost: nothing was submitted "
+                           .. "again\n")
+      else
+        require("navette.audit").record({ action = "job.submit",
+          target = spec.name, job = spec.id, commit = spec.commit,
+          detail = "slurm" }, run.profile)
+      end
     else
       local ok, err
       for _ = 1, 5 do

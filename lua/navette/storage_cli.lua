@@ -155,46 +155,17 @@ local function expires_arg(verb, v)
   return n
 end
 
--- Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-local function days_from_civil(y, m, d)
-  if m <= 2 then y = y - 1 end
-  local era = (y >= 0 and y or y - 399) // 400
-  local yoe = y - era * 400
-  local mp = (m + 9) % 12
-  local doy = (153 * mp + 2) // 5 + d - 1
-  local doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-  return era * 146097 + doe - 719468
-end
-
 -- "2025-01-31T12:00:00Z" (fraction, "+HH:MM" offset allowed) or seconds
 -- since 1970 -> seconds since 1970.
 local function time_arg(verb, v)
   if v == nil then return nil end
   if v:match("^%d+$") then return math.tointeger(tonumber(v)) end
-  local y, mo, d, h, mi, s, rest =
-    v:match("^(%d%d%d%d)-(%d%d)-(%d%d)[T ](%d%d):(%d%d):(%d%d)(.*)$")
-  local offset = 0
-  if y then
-    rest = rest:gsub("^%.%d+", "")
-    if rest == "Z" or rest == "" then
-      offset = 0
-    else
-      local sign, oh, om = rest:match("^([+-])(%d%d):?(%d%d)$")
-      if not sign then y = nil
-      else
-        offset = (tonumber(oh) * 3600 + tonumber(om) * 60)
-                 * (sign == "+" and 1 or -1)
-      end
-    end
-  end
-  if not y or tonumber(mo) < 1 or tonumber(mo) > 12 or tonumber(d) < 1
-     or tonumber(d) > 31 or tonumber(h) > 23 or tonumber(mi) > 59
-     or tonumber(s) > 60 then
+  local t = util.parse_iso8601(v)
+  if not t then
     usage_error("--at expects an ISO-8601 time such as "
                 .. "2025-01-31T12:00:00Z, got '" .. v .. "'", verb)
   end
-  local t = days_from_civil(tonumber(y), tonumber(mo), tonumber(d)) * 86400
-            + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(s) - offset
+  t = math.floor(t)
   if t < 0 then usage_error("--at before 1970", verb) end
   return t
 end

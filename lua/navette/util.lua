@@ -77,6 +77,42 @@ function util.parse_size(v)
   return math.floor(tonumber(n) * mult)
 end
 
+-- Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+local function days_from_civil(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local era = (y >= 0 and y or y - 399) // 400
+  local yoe = y - era * 400
+  local mp = (m + 9) % 12
+  local doy = (153 * mp + 2) // 5 + d - 1
+  local doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+  return era * 146097 + doe - 719468
+end
+
+-- "2025-01-31T12:00:00Z" (a fraction, a "+HH:MM" offset allowed) ->
+-- seconds since 1970 (with the fraction), or nil.
+function util.parse_iso8601(v)
+  if type(v) ~= "string" then return nil end
+  local y, mo, d, h, mi, s, rest =
+    v:match("^(%d%d%d%d)-(%d%d)-(%d%d)[T ](%d%d):(%d%d):(%d%d)(.*)$")
+  if not y then return nil end
+  local frac = rest:match("^(%.%d+)") or ""
+  rest = rest:sub(#frac + 1)
+  local offset = 0
+  if rest ~= "Z" and rest ~= "" then
+    local sign, oh, om = rest:match("^([+-])(%d%d):?(%d%d)$")
+    if not sign then return nil end
+    offset = (tonumber(oh) * 3600 + tonumber(om) * 60)
+             * (sign == "+" and 1 or -1)
+  end
+  y, mo, d = tonumber(y), tonumber(mo), tonumber(d)
+  h, mi, s = tonumber(h), tonumber(mi), tonumber(s)
+  if mo < 1 or mo > 12 or d < 1 or d > 31 or h > 23 or mi > 59 or s > 60 then
+    return nil
+  end
+  return days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s
+         - offset + (frac ~= "" and tonumber("0" .. frac) or 0)
+end
+
 function util.human_size(n)
   if n < 1024 then return string.format("%d B", n) end
   local units = { "KiB", "MiB", "GiB", "TiB" }

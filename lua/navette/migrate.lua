@@ -1,0 +1,178 @@
+-- `navette migrate JOB --to NODE`: a tested change of node. The same
+-- definition as JOB (same commit, same image digest, same inputs with the
+-- same sha256, same command and resources) is submitted under a new id on
+-- another node of the same Slurm profile; once both have ended their run
+-- records are compared: logs present, the same declared outputs present,
+-- and each output's sha256 equal (what a deterministic job gives).
+local errors = require "navette.errors"
+local term = require "navette.term"
+local jobs = require "navette.jobs"
+local job = require "navette.job"
+local json, sys = _navette.json, _navette.sys
+
+local M = {}
+
+local function fail(code, message, hint)
+  error(errors.new(code, message, hint), 0)
+end
+
+-- A new spec from an old one: a new id (and prefix), freshly signed URLs.
+local function respecify(spec, node)
+  if not spec.outputs or not spec.outputs.s3 or not spec.transfer then
+    fail("refused", "job " .. spec.id .. " has no S3 transfer to sign anew",
+         "submit it with this version of navette first")
+  end
+  local plain = spec.id:gsub("%-", "%%-")
+  if not spec.outputs.prefix:find(plain) then
+    fail("refused", "job " .. spec.id .. " publishes under "
+         .. spec.outputs.prefix .. ", which does not hold its id",
+         "a second run would publish over it: give the job an output "
+         .. "prefix with {id}")
+  end
+  local new = json.decode(json.encode(spec))
+  new.id = job.new_id(spec.project, spec.commit)
+  new.outputs.prefix = spec.outputs.prefix:gsub(plain, new.id)
+  new.outputs.url = spec.outputs.url:gsub(plain, new.id)
+  local user, host = sys.identity()
+  new.submitted_by = user .. "@" .. host
+  new.submitted_at = sys.iso8601()
+  new.migrated_from = spec.id
+  new.adopted = nil
+  new.node = node
+  local profile = { name = spec.profile, s3 = spec.outputs.s3,
+                    max_output_bytes = spec.transfer.max_output_bytes }
+  local store = require("navette.s3store").open(profile)
+  local code = spec.transfer.code
+  new.transfer = require("navette.runner").sign_transfer(profile, store, new,
+    spec.transfer.lifetime or 3600,
+    code and { key = code.key, sha256 = code.sha256, size = code.size })
+  store:close()
+  return new
+end
+
+local function record_of(spec)
+  local store = jobs.s3_store(spec)
+  if not store then return nil end
+  local text = store:read(spec.outputs.url .. "navette-run.json",
+                          4 * 1024 * 1024)
+  local log = text and store:head(spec.outputs.url .. "navette.log")
+  store:close()
+  local record = text and json.decode(text) or nil
+  return record, log
+end
+
+local function outputs_by_name(record)
+  local out = {}
+  for _, o in ipairs(record and record.outputs or {}) do out[o.name] = o end
+  return out
+end
+
+-- Compares the two jobs' records; returns ok, rows {what, a, b, verdict}.
+function M.compare(spec_a, spec_b)
+  local ra, la = record_of(spec_a)
+  local rb, lb = record_of(spec_b)
+  local rows, ok = {}, true
+  local function row(what, a, b, verdict, good)
+    rows[#rows + 1] = { what, a, b, verdict }
+    if not good then ok = false end
+  end
+  row("run record", ra and "present" or "missing", rb and "present"
+      or "missing", (ra and rb) and "both" or "MISSING", ra and rb)
+  row("state", ra and ra.state or "?", rb and rb.state or "?",
+      (ra and rb and ra.state == "succeeded" and rb.state == "succeeded")
+      and "both succeeded" or "NOT BOTH SUCCEEDED",
+      ra and rb and ra.state == "succeeded" and rb.state == "succeeded")
+  row("log", la and (la.size .. " B") or "missing",
+      lb and (lb.size .. " B") or "missing",
+      (la and lb) and "present in both" or "MISSING", la and lb)
+  local oa, ob = outputs_by_name(ra), outputs_by_name(rb)
+  for _, name in ipairs((spec_a.success or {}).outputs or {}) do
+    row("declared " .. name, oa[name] and "present" or "missing",
+        ob[name] and "present" or "missing",
+        (oa[name] and ob[name]) and "present in both" or "MISSING",
+        oa[name] and ob[name])
+  end
+  local names, seen = {}, {}
+  for n in pairs(oa) do names[#names + 1] = n; seen[n] = true end
+  for n in pairs(ob) do if not seen[n] then names[#names + 1] = n end end
+  table.sort(names)
+  for _, n in ipairs(names) do
+    local a, b = oa[n], ob[n]
+    local equal = a and b and a.sha256 == b.sha256
+    row(n, a and (a.sha256:sub(1, 12) .. "…") or "missing",
+        b and (b.sha256:sub(1, 12) .. "…") or "missing",
+        equal and "sha256 equal" or (a and b) and "sha256 DIFFER"
+        or "ONLY IN ONE", equal)
+  end
+  return ok, rows
+end
+
+function M.main(argv)
+  local cli = require "navette.cli"
+  local opts, args = cli.parse("migrate", argv, { to = "value",
+                               ["no-wait"] = "bool", json = "bool" })
+  if opts.help then term.print(cli.HELP.migrate); return 0 end
+  if #args ~= 1 then
+    fail("usage", "expected one JOB id", "see `navette migrate --help`")
+  end
+  if not opts.to or not opts.to:match("^[%w._%[%],-]+$") then
+    fail("usage", "--to NODE is required (a node name)",
+         "see `navette migrate --help`")
+  end
+  local row, err = jobs.row(args[1])
+  if not row then
+    fail(err.code == "invalid" and "usage" or err.code, err.message,
+         err.hint)
+  end
+  if row.backend ~= "slurm" then
+    fail("refused", "job " .. row.id .. " ran on the " .. tostring(row.backend)
+         .. " backend: migrate moves a job between nodes of a slurm profile")
+  end
+  local old = row.spec
+  local new = respecify(old, opts.to)
+  local launcher = errors.check(_navette.jobs.launcher(json.encode(new)))
+  local id = require("navette.slurm").submit(new, launcher, {
+    nodes = { opts.to },
+    profile_max = old.slurm.max_token_lifespan or 3600 })
+  require("navette.audit").record({ action = "job.submit", target = new.name,
+    job = id, commit = new.commit, profile = new.profile,
+    detail = "migrate of " .. old.id .. " to " .. opts.to },
+    { name = new.profile, storage = new.outputs.store, s3 = new.outputs.s3 })
+  if not opts.json then
+    term.print("job " .. term.style("stdout", "bold", new.name) .. " ("
+               .. old.id .. ") submitted again on " .. opts.to .. ": " .. id)
+  end
+  if opts["no-wait"] then
+    if opts.json then term.print(json.encode({ from = old.id, to = id })) end
+    return 0
+  end
+  local views = cli.follow({ old.id, id }, opts.json)
+  local ok, rows = M.compare(old, new)
+  local va, vb = views[old.id], views[id]
+  local function node_of(v)
+    return v and v.slurm and v.slurm.nodes ~= "" and v.slurm.nodes or "?"
+  end
+  if opts.json then
+    local list = {}
+    for i, r in ipairs(rows) do
+      list[i] = { what = r[1], from = r[2], to = r[3], verdict = r[4] }
+    end
+    term.print(json.encode({ from = old.id, to = id, from_node = node_of(va),
+                             to_node = node_of(vb), same = ok,
+                             rows = json.array(list) }, true))
+  else
+    term.print("")
+    term.print("comparison of " .. old.id .. " (on " .. node_of(va) .. ")")
+    term.print("          and " .. id .. " (on " .. node_of(vb) .. "):")
+    term.printf("  %-24s %-18s %-18s %s\n", "", "before", "after", "")
+    for _, r in ipairs(rows) do
+      term.printf("  %-24s %-18s %-18s %s\n", r[1], r[2], r[3], r[4])
+    end
+    term.print(ok and "the change of node holds: same logs, outputs and "
+               .. "checksums" or "the runs differ: see above (a job that "
+               .. "is not deterministic gives other checksums)")
+  end
+  return ok and 0 or 1
+end
+
+return M

@@ -1,0 +1,401 @@
+-- The slurm backend: jobs submitted to slurmrestd (Slurm's REST API) from
+-- the laptop, run on the cluster's nodes by the remote launcher (which
+-- fetches and publishes through S3 itself), and observed by combining
+-- Slurm's state of the job with what the launcher published (its status
+-- object, log chunks and run record). Nothing needs a session on the node,
+-- and closing the laptop loses nothing: the job is Slurm's, its results
+-- are in storage, and `navette status` reads both back.
+--
+-- The local job database keeps a row per job (backend "slurm", its Slurm
+-- job id), written before the submit request is sent: a submission whose
+-- answer was lost leaves a row without an id, which the next run of the
+-- same job looks up in Slurm (the navette id is the Slurm job's name)
+-- before it submits anything.
+local errors = require "navette.errors"
+local util = require "navette.util"
+local native, jobs_native, core, sys, json =
+  _navette.slurm, _navette.jobs, _navette.core, _navette.sys, _navette.json
+
+local M = {}
+
+local KEYS = { "endpoint", "user", "credential", "partition", "account",
+               "qos", "nodes", "working_directory", "requeue",
+               "environment", "api_version", "ca_bundle", "pin" }
+local STATUS_TOKEN_LIFESPAN = 300 -- a status poll's token
+local REFRESH_EVERY = 1.0         -- seconds between two looks at a job
+
+-- ---- the profile -----------------------------------------------------------
+
+-- Validates profile.slurm (t) of profile `name` in project file `path`.
+function M.validate(path, name, t, credentials, storage)
+  local function fail(message, hint)
+    error(errors.new("recipe", path .. ": profile '" .. name .. "': slurm: "
+                     .. message, hint), 0)
+  end
+  if type(t) ~= "table" then
+    fail("a slurm profile needs slurm = { endpoint = ..., user = ..., "
+         .. "credential = ... }")
+  end
+  for k in pairs(t) do
+    local known = false
+    for _, key in ipairs(KEYS) do if k == key then known = true end end
+    if not known then
+      fail("unknown key '" .. tostring(k) .. "'" .. util.suggest(tostring(k),
+           KEYS), "slurm keys are: " .. table.concat(KEYS, ", "))
+    end
+  end
+  if not storage:match("^s3://") then
+    fail("the slurm backend needs s3:// storage", "the node reads its "
+         .. "inputs and publishes its outputs there, with presigned URLs")
+  end
+  if type(t.endpoint) ~= "string"
+     or not t.endpoint:match("^https?://[^/]+") then
+    fail("endpoint must be the slurmrestd URL, https://HOST:PORT")
+  end
+  if type(t.user) ~= "string" or not t.user:match("^[%w._-]+$") then
+    fail("user must be the Slurm user name jobs run as")
+  end
+  if type(t.credential) ~= "string" then
+    fail("credential must name a declared credential: kind hs256 (the "
+         .. "cluster's JWT key, tokens minted per job) or bearer (a token)")
+  end
+  local cred = credentials[t.credential]
+  if not cred then
+    fail("credential '" .. t.credential .. "' is not declared",
+         "declare it under credentials = { ... } in navette.lua")
+  end
+  if cred.kind ~= "hs256" and cred.kind ~= "bearer" then
+    fail("credential '" .. t.credential .. "' is of kind " .. cred.kind
+         .. ", not hs256 or bearer")
+  end
+  for _, k in ipairs({ "partition", "account", "qos", "api_version",
+                       "ca_bundle", "pin" }) do
+    if t[k] ~= nil and type(t[k]) ~= "string" then
+      fail(k .. " must be a string")
+    end
+  end
+  local wd = t.working_directory or "/tmp"
+  if type(wd) ~= "string" or wd:sub(1, 1) ~= "/" then
+    fail("working_directory must be an absolute path on the nodes")
+  end
+  local nodes = {}
+  if t.nodes ~= nil then
+    if type(t.nodes) ~= "table" then
+      fail("nodes must be a list of node names { \"gpu-a\", \"gpu-b\" }")
+    end
+    for i, n in ipairs(t.nodes) do
+      if type(n) ~= "string" or not n:match("^[%w._%[%],-]+$") then
+        fail("nodes[" .. i .. "] is not a node name")
+      end
+      nodes[i] = n
+    end
+  end
+  if t.requeue ~= nil and type(t.requeue) ~= "boolean" then
+    fail("requeue must be a boolean")
+  end
+  local environment = {}
+  for k, v in pairs(t.environment or {}) do
+    if type(k) ~= "string" or not jobs_native.env_name_ok(k)
+       or type(v) ~= "string" then
+      fail("environment maps names to strings (not NAVETTE_*, PATH...)")
+    end
+    if _navette.creds.redact(v) ~= v then
+      fail("environment." .. k .. " looks like a secret",
+           "a job gets short-lived access, never a secret in its "
+           .. "environment")
+    end
+    environment[k] = v
+  end
+  return {
+    endpoint = t.endpoint:gsub("/+$", ""), user = t.user, credential = cred,
+    partition = t.partition, account = t.account, qos = t.qos,
+    nodes = nodes, working_directory = wd, requeue = t.requeue == true,
+    environment = environment, api_version = t.api_version,
+    ca_bundle = t.ca_bundle, pin = t.pin,
+  }
+end
+
+-- ---- sessions ----------------------------------------------------------------
+
+-- A session with slurmrestd as the job's spec describes it (spec.slurm),
+-- its tokens living `lifespan` seconds at most, never more than `max`.
+local function open(cfg, lifespan, max)
+  local handle, err = _navette.creds.load(cfg.credential)
+  if not handle then
+    error(errors.new("refused", "the Slurm credential '"
+                     .. tostring(cfg.credential.name) .. "' cannot be "
+                     .. "loaded: " .. err.message, err.hint), 0)
+  end
+  local session, serr = native.open {
+    endpoint = cfg.endpoint, user = cfg.user, credential = handle,
+    lifespan = math.min(lifespan, max), max_lifespan = max,
+    version = cfg.api_version, ca_bundle = cfg.ca_bundle, pin = cfg.pin,
+  }
+  if not session then
+    error(errors.new(serr.code == "refused" and "refused" or "backend",
+                     "slurmrestd at " .. cfg.endpoint .. ": "
+                     .. serr.message, serr.hint), 0)
+  end
+  return session
+end
+M.open = open
+
+-- ---- submission --------------------------------------------------------------
+
+-- The Slurm job description of a spec (the launcher is its batch script).
+local function description(spec, nodes)
+  local cfg = spec.slurm
+  local r = spec.resources or {}
+  local env = { PATH = "/usr/local/bin:/usr/bin:/bin", NAVETTE_JOB_ID = spec.id }
+  for k, v in pairs(cfg.environment or {}) do env[k] = v end
+  local log_interval = sys.getenv("NAVETTE_LOG_INTERVAL")
+  if log_interval and log_interval:match("^%d+%.?%d*$") then
+    env.NAVETTE_LOG_INTERVAL = log_interval
+  end
+  local d = {
+    name = spec.id, comment = "navette " .. spec.id,
+    partition = r.partition or cfg.partition,
+    account = r.account or cfg.account, qos = r.qos or cfg.qos,
+    time_limit = r.time_limit and math.ceil(r.time_limit) or nil,
+    cpus = r.cpus and math.ceil(r.cpus) or nil,
+    memory = r.memory, gpus = r.gpus, gres = r.gres,
+    nodes = nodes or r.nodes,
+    working_directory = cfg.working_directory,
+    stdout = cfg.working_directory .. "/navette-%j.out",
+    requeue = spec.requeue == true,
+    env = env,
+  }
+  return d
+end
+
+local function token_lifespan(spec, profile_max)
+  local limit = spec.resources and spec.resources.time_limit
+  local creds = require "navette.creds"
+  return math.min(profile_max, (limit or 0) + creds.JOB_TOKEN_MARGIN)
+end
+
+-- A submission of the same job whose answer never came (no Slurm id):
+-- found in Slurm by its name, it is adopted instead of submitted again;
+-- not found, it is marked failed. Returns the adopted row's id, or nil.
+local function settle_pending(session, spec)
+  local text = jobs_native.pending_remote(core.home(), "slurm",
+                                          spec.profile, spec.name)
+  local adopted
+  for _, row in ipairs(text and json.decode(text) or {}) do
+    if row.spec and row.spec.commit == spec.commit then
+      local found, ferr = session:find { name = row.id }
+      if found then
+        jobs_native.set_remote(core.home(), row.id,
+                               tostring(found.job_id), "queued")
+        jobs_native.phase(core.home(), row.id, "accepted", sys.now())
+        adopted = adopted or row.id
+      elseif ferr and ferr.code == "not_found" then
+        jobs_native.finish(core.home(), row.id, "failed", nil,
+          { phase = "accepted", reason = "the submission got no answer "
+            .. "and Slurm has no job by this name",
+            hint = "nothing ran: submit it again" })
+      else
+        error(errors.new("backend", "cannot look up job " .. row.id
+                         .. " in Slurm: " .. (ferr and ferr.message or "?"),
+                         ferr and ferr.hint), 0)
+      end
+    end
+  end
+  return adopted
+end
+
+-- Submits spec (its launcher: script) to Slurm; returns the job's id (an
+-- earlier submission of it, adopted, when its answer had been lost).
+-- opts: {nodes = list, profile_max = max token lifespan}.
+function M.submit(spec, script, opts)
+  local home = core.home()
+  local ok, session = pcall(open, spec.slurm,
+                            token_lifespan(spec, opts.profile_max),
+                            opts.profile_max)
+  if not ok then
+    -- refused before anything reached Slurm (identity, most often): the
+    -- job is recorded as failed where it stopped, then the error raised
+    local e = errors.from(session)
+    if jobs_native.submit(home, spec.id, spec.project, spec.profile,
+                          spec.name, json.encode(spec), "slurm") ~= nil then
+      jobs_native.finish(home, spec.id, "failed", nil,
+                         { phase = "accepted", reason = e.message,
+                           hint = e.hint })
+    end
+    error(e, 0)
+  end
+  local adopted = settle_pending(session, spec)
+  if adopted then
+    session:close()
+    return adopted, true
+  end
+  local desc = description(spec, opts.nodes)
+  local ok, cerr = native.check_desc(desc)
+  if not ok then
+    session:close()
+    error(errors.new("recipe", "job '" .. spec.name .. "': " .. cerr.message,
+                     cerr.hint), 0)
+  end
+  -- recorded first: an answer lost from here on is found again by name
+  local inserted, ierr = jobs_native.submit(home, spec.id, spec.project,
+                                            spec.profile, spec.name,
+                                            json.encode(spec), "slurm")
+  if inserted == nil then
+    session:close()
+    return nil, ierr
+  end
+  local job_id, err = session:submit(script, desc)
+  if not job_id then
+    -- refused for sure (an answer came): nothing runs
+    jobs_native.finish(home, spec.id, "failed", nil,
+      { phase = "accepted", reason = "Slurm refused the job: "
+        .. err.message, hint = err.hint or "check the profile's slurm "
+        .. "settings and the job's resources" })
+    session:close()
+    error(errors.new(err.code == "refused" and "refused" or "backend",
+                     "Slurm refused job '" .. spec.name .. "': "
+                     .. err.message, err.hint), 0)
+  end
+  jobs_native.set_remote(home, spec.id, tostring(job_id), "queued")
+  jobs_native.phase(home, spec.id, "accepted", sys.now())
+  session:close()
+  return spec.id, false
+end
+
+-- ---- observation -------------------------------------------------------------
+
+local last_refresh = {}
+
+-- The final outcome of a Slurm job that ended: the launcher's record when
+-- it ran to its end, Slurm's reason when the job was stopped from outside
+-- (time limit, node failure, cancel, memory).
+local function outcome(view, job, record)
+  local state, failure = view.state, nil
+  local stopped = { TIMEOUT = true, NODE_FAIL = true, OUT_OF_MEMORY = true,
+                    PREEMPTED = true, BOOT_FAIL = true, DEADLINE = true,
+                    CANCELLED = true }
+  if record and not stopped[job.state] then
+    state = record.state
+    failure = record.failure ~= json.null and record.failure or nil
+  elseif view.state ~= "succeeded" then
+    failure = { phase = view.phase, reason = "Slurm: " .. view.detail,
+                hint = view.hint ~= "" and view.hint or nil }
+    if record and record.failure and record.failure ~= json.null
+       and job.state == "CANCELLED" then
+      failure.phase = record.failure.phase
+    end
+  elseif not record then
+    state = "failed"
+    failure = { phase = "outputs_published", reason = "the job ended but "
+                .. "left no run record in storage",
+                hint = "read the node's output (" .. "navette-" .. job.job_id
+                .. ".out in the profile's working_directory); check the "
+                .. "node's curl and that its POST policy had not expired" }
+  end
+  return state, failure
+end
+
+-- Brings the local row of a Slurm job up to date: Slurm's state, the
+-- phases the launcher published, and, once it is over, its outcome.
+-- Returns {job = Slurm's view of it, or nil} for the CLI's view.
+function M.refresh(row, force)
+  local spec = row.spec
+  local home = core.home()
+  local extra = last_refresh[row.id]
+  local final = row.state == "succeeded" or row.state == "failed"
+                or row.state == "cancelled"
+  if extra and (final or (not force and sys.now() - extra.at < REFRESH_EVERY))
+  then
+    return extra
+  end
+  if final then
+    -- what Slurm still says of it (its node, its restarts), if anything
+    extra = { at = sys.now() }
+    last_refresh[row.id] = extra
+    if row.remote_id and row.remote_id ~= json.null then
+      local ok, session = pcall(open, spec.slurm, STATUS_TOKEN_LIFESPAN,
+                                STATUS_TOKEN_LIFESPAN)
+      if ok then
+        extra.job = session:job(tonumber(row.remote_id))
+        session:close()
+      end
+    end
+    return extra
+  end
+  extra = { at = sys.now() }
+  last_refresh[row.id] = extra
+  if not row.remote_id or row.remote_id == json.null then return extra end
+  local jobs = require "navette.jobs"
+  local store = jobs.s3_store(spec)
+  if store then
+    for _, p in ipairs(jobs.remote_phases(store, spec)) do
+      local at = util.parse_iso8601(p.at)
+      if at and p.phase ~= "succeeded" and p.phase ~= "failed"
+         and p.phase ~= "cancelled" then
+        jobs_native.phase(home, row.id, p.phase, at)
+      end
+    end
+  end
+  local ok, session = pcall(open, spec.slurm, STATUS_TOKEN_LIFESPAN,
+                            STATUS_TOKEN_LIFESPAN)
+  if not ok then
+    extra.error = errors.from(session)
+    if store then store:close() end
+    return extra
+  end
+  local job, err = session:job(tonumber(row.remote_id))
+  session:close()
+  if not job then
+    extra.error = err
+    if store then store:close() end
+    return extra
+  end
+  extra.job = job
+  local view = native.map_state(job, spec.requeue == true)
+  extra.view = view
+  if view.done then
+    local record
+    if store then
+      local text = store:read(spec.outputs.url .. "navette-run.json",
+                              4 * 1024 * 1024)
+      record = text and json.decode(text) or nil
+    end
+    local state, failure = outcome(view, job, record)
+    local code = record and math.type(record.exit_code) == "integer"
+                 and record.exit_code or (view.exit_code >= 0
+                 and view.exit_code or nil)
+    jobs_native.phase(home, row.id, state == "succeeded" and "succeeded"
+                      or "failed", job.end_time > 0 and job.end_time
+                      or sys.now())
+    jobs_native.finish(home, row.id, state, code, failure,
+                       record and (spec.outputs.url .. "navette-run.json")
+                       or nil)
+  else
+    jobs_native.set_remote(home, row.id, nil, view.state)
+  end
+  if store then store:close() end
+  return extra
+end
+
+-- Cancels a Slurm job (its launcher publishes its log and record as it
+-- stops); returns what to print.
+function M.cancel(row)
+  if not row.remote_id or row.remote_id == json.null then
+    jobs_native.finish(core.home(), row.id, "cancelled", nil,
+      { phase = row.phase, reason = "cancelled before Slurm answered",
+        hint = "submit it again with navette run" })
+    return "cancelled"
+  end
+  local session = open(row.spec.slurm, STATUS_TOKEN_LIFESPAN,
+                       STATUS_TOKEN_LIFESPAN)
+  local ok, was_done = session:cancel(tonumber(row.remote_id))
+  session:close()
+  if not ok then
+    error(errors.new("backend", "cannot cancel Slurm job " .. row.remote_id
+                     .. ": " .. was_done.message, was_done.hint), 0)
+  end
+  M.refresh(row, true)
+  return was_done and "already finished" or "cancelling"
+end
+
+return M
