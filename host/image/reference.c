@@ -275,6 +275,8 @@ int nv_image_ref_parse(nv_image_ref *out, const char *s, nv_err *err)
 					  "image reference '%.300s' has no "
 					  "repository after the registry",
 					  s);
+		if (plen > NV_IMAGE_NAME_MAX)
+			goto too_long;
 		while (p < name_end) {
 			const char *e = memchr(p, '/', (size_t)(name_end - p));
 			size_t clen =

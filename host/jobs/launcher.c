@@ -117,14 +117,53 @@ static int common_header(const cJSON *spec, nv_buf *out, nv_err *err)
 	return 0;
 }
 
+/* How a container runtime is driven, from the name of its program:
+ * podman, docker and their like take `pull` and `run`; apptainer (and
+ * singularity) pull a SIF file and `exec` it; enroot imports a squashfs
+ * image and `start`s it. */
+typedef enum { RT_OCI, RT_DOCKER, RT_APPTAINER, RT_ENROOT } rt_family;
+
+static rt_family runtime_family(const char *runtime, const char **env_prefix)
+{
+	const char *base = strrchr(runtime, '/');
+
+	base = base ? base + 1 : runtime;
+	*env_prefix = "APPTAINERENV_";
+	if (strcmp(base, "apptainer") == 0)
+		return RT_APPTAINER;
+	if (strcmp(base, "singularity") == 0) {
+		*env_prefix = "SINGULARITYENV_";
+		return RT_APPTAINER;
+	}
+	if (strcmp(base, "enroot") == 0)
+		return RT_ENROOT;
+	if (strcmp(base, "docker") == 0)
+		return RT_DOCKER;
+	return RT_OCI;
+}
+
+/* Whether the job asked for GPUs (resources.gpus > 0, or a gres naming
+ * gpu): the runtime then passes the node's GPUs into the container. */
+static int wants_gpus(const cJSON *spec)
+{
+	const cJSON *r = field(spec, "resources");
+	const char *gres = r ? string_field(r, "gres") : NULL;
+
+	return (r && number_field(r, "gpus", 0) > 0) ||
+	       (gres && strstr(gres, "gpu"));
+}
+
 /* The image step, navette_image: nothing for a host job; for a job with
- * an image, the runtime is checked and the image pulled (by digest), a
- * failure left in nv_image_error. */
+ * an image, the runtime is checked and the image pulled (by digest; to a
+ * file in the job's folder for apptainer and enroot), a failure left in
+ * nv_image_error. */
 static int image_function(const cJSON *spec, nv_buf *out, nv_err *err)
 {
 	const cJSON *c = field(spec, "container");
 	const char *image = c ? string_field(c, "image") : NULL;
 	const char *runtime = c ? string_field(c, "runtime") : NULL;
+	const char *prefix;
+	const char *slash;
 
 	if (!c || cJSON_IsNull(c)) {
 		nv_buf_puts(out, "navette_image() { :; }\n");
@@ -149,7 +188,39 @@ static int image_function(const cJSON *spec, nv_buf *out, nv_err *err)
 		"':' or ',', which a bind mount cannot name\"\n"
 		"\t\treturn 1 ;;\n"
 		"\tesac\n"
-		"\tif ! \"$NAVETTE_RUNTIME\" pull \"$NAVETTE_IMAGE\" "
+		"\tif ! ");
+	switch (runtime_family(runtime, &prefix)) {
+	case RT_APPTAINER:
+		nv_buf_puts(out, "\"$NAVETTE_RUNTIME\" pull --force "
+				 "\"$NAVETTE_JOB_DIR/image.sif\" "
+				 "\"docker://$NAVETTE_IMAGE\" ");
+		break;
+	case RT_ENROOT:
+		/* enroot names a registry apart: docker://REGISTRY#REPO */
+		slash = strchr(image, '/');
+		if (!slash)
+			return nv_err_set(err, NV_EINVAL, NULL,
+					  "job %s: image %s has no registry",
+					  string_field(spec, "id"), image);
+		nv_buf_puts(out, "\"$NAVETTE_RUNTIME\" import -o "
+				 "\"$NAVETTE_JOB_DIR/image.sqsh\" ");
+		{
+			nv_buf uri;
+
+			nv_buf_init(&uri, 4096);
+			nv_buf_printf(&uri, "docker://%.*s#%s",
+				      (int)(slash - image), image, slash + 1);
+			nv_buf_sh_quote(out, uri.data ? uri.data : "");
+			nv_buf_free(&uri);
+		}
+		nv_buf_puts(out, " ");
+		break;
+	default:
+		nv_buf_puts(out,
+			    "\"$NAVETTE_RUNTIME\" pull \"$NAVETTE_IMAGE\" ");
+	}
+	nv_buf_puts(
+		out,
 		">\"$NAVETTE_JOB_DIR/image-pull.log\" 2>&1; then\n"
 		"\t\tnv_image_error=\"cannot pull $NAVETTE_IMAGE: $(tail -n 3 "
 		"\"$NAVETTE_JOB_DIR/image-pull.log\" | tr '\\n' ' ')\"\n"
@@ -159,49 +230,146 @@ static int image_function(const cJSON *spec, nv_buf *out, nv_err *err)
 	return 0;
 }
 
+/* The variables a container gets, by name: navette's own, then the job's
+ * (names were checked by common_header). */
+static const char *const container_env[] = {"NAVETTE_JOB_ID",  "NAVETTE_COMMIT",
+					    "NAVETTE_PROJECT", "NAVETTE_INPUTS",
+					    "NAVETTE_OUTPUTS", NULL};
+
+/* The container part of run_command: the runtime's command line up to
+ * the job's command. The workspace and inputs are mounted read-only at
+ * the same paths, the outputs writable; a code layer's workdir replaces
+ * the workspace mount. */
+static void container_command(const cJSON *spec, const cJSON *c, nv_buf *out)
+{
+	const char *workdir = string_field(c, "workdir");
+	const char *prefix;
+	const cJSON *item, *env = field(spec, "env");
+	rt_family fam = runtime_family(string_field(c, "runtime"), &prefix);
+	int gpus = wants_gpus(spec);
+
+	if (fam == RT_APPTAINER) {
+		/* --cleanenv: only what is passed as PREFIX+NAME enters */
+		for (const char *const *n = container_env; *n; n++)
+			nv_buf_printf(out, "%s%s=\"$%s\" ", prefix, *n, *n);
+		cJSON_ArrayForEach(item, env)
+		{
+			if (item->string)
+				nv_buf_printf(out, "%s%s=\"$%s\" ", prefix,
+					      item->string, item->string);
+		}
+		nv_buf_printf(out, "%sNAVETTE_WORKSPACE=", prefix);
+		if (workdir)
+			nv_buf_sh_quote(out, workdir);
+		else
+			nv_buf_puts(out, "\"$NAVETTE_WORKSPACE\"");
+		nv_buf_puts(out, " \\\n\t\t\"$NAVETTE_RUNTIME\" exec "
+				 "--containall --cleanenv ");
+		if (gpus)
+			nv_buf_puts(out, "--nv ");
+		nv_buf_puts(out, "\\\n\t\t--pwd ");
+		if (workdir)
+			nv_buf_sh_quote(out, workdir);
+		else
+			nv_buf_puts(out, "\"$NAVETTE_WORKSPACE\" --bind "
+					 "\"$NAVETTE_WORKSPACE:$NAVETTE_"
+					 "WORKSPACE:ro\"");
+		nv_buf_puts(out,
+			    " \\\n\t\t--bind \"$NAVETTE_INPUTS:$NAVETTE_INPUTS:"
+			    "ro\" \\\n"
+			    "\t\t--bind \"$NAVETTE_OUTPUTS:$NAVETTE_OUTPUTS\" "
+			    "\\\n\t\t\"$NAVETTE_JOB_DIR/image.sif\" ");
+		return;
+	}
+	if (fam == RT_ENROOT) {
+		nv_buf_puts(out, "\"$NAVETTE_RUNTIME\" start ");
+		for (const char *const *n = container_env; *n; n++)
+			nv_buf_printf(out, "--env %s ", *n);
+		cJSON_ArrayForEach(item, env)
+		{
+			if (item->string)
+				nv_buf_printf(out, "--env %s ", item->string);
+		}
+		if (gpus)
+			nv_buf_puts(out, "--env NVIDIA_VISIBLE_DEVICES=\"${"
+					 "NVIDIA_VISIBLE_DEVICES:-${CUDA_"
+					 "VISIBLE_DEVICES:-all}}\" ");
+		nv_buf_puts(out, "--env NAVETTE_WORKSPACE=");
+		if (workdir)
+			nv_buf_sh_quote(out, workdir);
+		else
+			nv_buf_puts(out, "\"$NAVETTE_WORKSPACE\"");
+		nv_buf_puts(out, " \\\n");
+		if (!workdir)
+			nv_buf_puts(out, "\t\t--mount \"$NAVETTE_WORKSPACE:"
+					 "$NAVETTE_WORKSPACE:none:x-create="
+					 "dir,bind,ro\" \\\n");
+		nv_buf_puts(
+			out,
+			"\t\t--mount \"$NAVETTE_INPUTS:$NAVETTE_INPUTS:none:"
+			"x-create=dir,bind,ro\" \\\n"
+			"\t\t--mount \"$NAVETTE_OUTPUTS:$NAVETTE_OUTPUTS:"
+			"none:x-create=dir,bind\" \\\n"
+			"\t\t\"$NAVETTE_JOB_DIR/image.sqsh\" \\\n"
+			/* enroot has no workdir option */
+			"\t\tsh -c 'cd \"$1\" && shift && exec \"$@\"' sh ");
+		if (workdir)
+			nv_buf_sh_quote(out, workdir);
+		else
+			nv_buf_puts(out, "\"$NAVETTE_WORKSPACE\"");
+		nv_buf_puts(out, " ");
+		return;
+	}
+	nv_buf_puts(out, "\"$NAVETTE_RUNTIME\" run --rm --pull=never "
+			 "--network=host ");
+	if (gpus)
+		nv_buf_puts(out, fam == RT_DOCKER
+					 ? "--gpus all "
+					 : "--device nvidia.com/gpu=all ");
+	nv_buf_puts(out, "\\\n");
+	if (workdir) {
+		nv_buf_puts(out, "\t\t-w ");
+		nv_buf_sh_quote(out, workdir);
+		nv_buf_puts(out, " -e NAVETTE_WORKSPACE=");
+		nv_buf_sh_quote(out, workdir);
+		nv_buf_puts(out, " \\\n");
+	} else {
+		nv_buf_puts(out, "\t\t-v "
+				 "\"$NAVETTE_WORKSPACE:$NAVETTE_WORKSPACE:"
+				 "ro\" \\\n"
+				 "\t\t-w \"$NAVETTE_WORKSPACE\" -e "
+				 "NAVETTE_WORKSPACE \\\n");
+	}
+	nv_buf_puts(out,
+		    "\t\t-v \"$NAVETTE_INPUTS:$NAVETTE_INPUTS:ro\" \\\n"
+		    "\t\t-v \"$NAVETTE_OUTPUTS:$NAVETTE_OUTPUTS\" \\\n\t\t");
+	for (const char *const *n = container_env; *n; n++)
+		nv_buf_printf(out, "-e %s ", *n);
+	cJSON_ArrayForEach(item, env)
+	{
+		if (item->string)
+			nv_buf_printf(out, "-e %s ", item->string);
+	}
+	nv_buf_puts(out, "\\\n\t\t\"$NAVETTE_IMAGE\" ");
+}
+
 /* The command as a function; its exit status goes to the status file. In
- * a container: the workspace and inputs mounted read-only at the same
- * paths, the outputs writable, the job's environment passed by name. */
+ * a container: see container_command. */
 static int command_function(const cJSON *spec, nv_buf *out, nv_err *err)
 {
 	const cJSON *item;
 	const cJSON *c = field(spec, "container");
-	const cJSON *env = field(spec, "env");
 
 	nv_buf_puts(out, "run_command() {\n\t");
 	if (c && !cJSON_IsNull(c)) {
-		const char *workdir = string_field(c, "workdir");
-		nv_buf_puts(out, "\"$NAVETTE_RUNTIME\" run --rm --pull=never "
-				 "--network=host \\\n");
-		if (workdir) {
-			/* a code layer of the job's commit: the code is in
-			 * the image, where its layer put it */
-			nv_buf_puts(out, "\t\t-w ");
-			nv_buf_sh_quote(out, workdir);
-			nv_buf_puts(out, " -e NAVETTE_WORKSPACE=");
-			nv_buf_sh_quote(out, workdir);
-			nv_buf_puts(out, " \\\n");
-		} else {
-			nv_buf_puts(out,
-				    "\t\t-v "
-				    "\"$NAVETTE_WORKSPACE:$NAVETTE_WORKSPACE:"
-				    "ro\" \\\n"
-				    "\t\t-w \"$NAVETTE_WORKSPACE\" -e "
-				    "NAVETTE_WORKSPACE \\\n");
-		}
-		nv_buf_puts(out,
-			    "\t\t-v \"$NAVETTE_INPUTS:$NAVETTE_INPUTS:ro\" \\\n"
-			    "\t\t-v \"$NAVETTE_OUTPUTS:$NAVETTE_OUTPUTS\" \\\n"
-			    "\t\t-e NAVETTE_JOB_ID -e NAVETTE_COMMIT -e "
-			    "NAVETTE_PROJECT \\\n"
-			    "\t\t-e NAVETTE_INPUTS -e NAVETTE_OUTPUTS ");
-		cJSON_ArrayForEach(item, env)
-		{
-			/* names were checked by common_header */
-			if (item->string)
-				nv_buf_printf(out, "-e %s ", item->string);
-		}
-		nv_buf_puts(out, "\\\n\t\t\"$NAVETTE_IMAGE\" ");
+		const char *runtime = string_field(c, "runtime");
+
+		if (!runtime || !runtime[0])
+			return nv_err_set(err, NV_EINVAL, NULL,
+					  "job %s: container needs image and "
+					  "runtime",
+					  string_field(spec, "id"));
+		container_command(spec, c, out);
 	}
 	cJSON_ArrayForEach(item, field(spec, "command"))
 	{

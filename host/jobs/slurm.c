@@ -1424,8 +1424,7 @@ int nv_slurm_set_credential(nv_slurm *s, const nv_secret *credential,
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "a Slurm session keeps the kind of "
 				  "credential it was opened with");
-	if (credential != s->credential &&
-	    credential->kind == NV_SECRET_BEARER)
+	if (credential != s->credential && credential->kind == NV_SECRET_BEARER)
 		jwt_claims(credential, &s->token_exp, sun, sizeof(sun));
 	s->credential = credential;
 	return 0;

@@ -240,7 +240,7 @@ function job.validate(spec)
   end
 
   if spec.requeue ~= nil then want(spec.requeue, "boolean", "requeue") end
-  j.requeue = spec.requeue == true
+  j.requeue = spec.requeue -- nil: the profile's default
 
   local s = spec.success or {}
   want(s, "table", "success")

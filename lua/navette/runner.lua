@@ -393,7 +393,11 @@ function runner.spec(run, j)
     submitted_by = user .. "@" .. host,
     submitted_at = sys.iso8601(),
   }
-  spec.requeue = j.requeue or nil
+  local requeue = j.requeue
+  if requeue == nil and run.profile.slurm then
+    requeue = run.profile.slurm.requeue
+  end
+  spec.requeue = requeue or nil
   if run.profile.slurm then
     -- how to reach the cluster again for status and cancel (no secret)
     spec.slurm = {}
@@ -416,6 +420,18 @@ function runner.spec(run, j)
   return spec
 end
 
+-- The node list the k-th job of a run is sent to: --node's, else the
+-- job's own resources.nodes (nil here: the description has them), else
+-- the profile's node list taken in turn, one node per job, so a sweep is
+-- spread over the nodes the profile names.
+function runner.node_for(run, j, k)
+  if run.nodes then return run.nodes end
+  if j.resources and j.resources.nodes then return nil end
+  local list = run.profile.slurm and run.profile.slurm.nodes
+  if list and #list > 0 then return { list[(k - 1) % #list + 1] } end
+  return nil
+end
+
 -- Submits every declared job; returns the list of specs.
 function runner.submit(run)
   local specs = {}
@@ -430,7 +446,8 @@ function runner.submit(run)
       spec.launcher = launcher
     elseif run.profile.backend == "slurm" then
       local id, adopted = require("navette.slurm").submit(spec, launcher, {
-        nodes = run.nodes, profile_max = run.profile.max_token_lifespan })
+        nodes = runner.node_for(run, j, #specs + 1),
+        profile_max = run.profile.max_token_lifespan })
       if not id then
         error(errors.new("backend", "cannot record job '" .. spec.name
                          .. "': " .. adopted.message, adopted.hint), 0)

@@ -44,7 +44,7 @@ R=$T/repo
 mkdir -p "$R/recipes"
 cp "$NAVETTE_SOURCE/recipes/first-job.lua" "$R/recipes/"
 cp -R "$NAVETTE_SOURCE/recipes/first-job" "$R/recipes/"
-profile() { # NAME CREDENTIAL [EXTRA]
+profile() { # NAME ENDPOINT CREDENTIAL [MORE SLURM KEYS]
 	cat <<EOF
     $1 = {
       backend = "slurm",
@@ -52,7 +52,7 @@ profile() { # NAME CREDENTIAL [EXTRA]
       s3 = { endpoint = "$S3_ENDPOINT", region = "$S3_REGION" },
       slurm = { endpoint = "$2", user = "$SLURM_USER",
                 credential = "$3", partition = "$SLURM_PARTITION",
-                working_directory = "$WD" },
+                working_directory = "$WD", ${4:-} },
       max_token_lifespan = "1h",
     },
 EOF
@@ -72,6 +72,7 @@ $(profile hpc "$SLURMRESTD_URL" jwtkey)
 $(profile wrong "$SLURMRESTD_URL" wrongkey)
 $(profile pretoken "$SLURMRESTD_URL" token)
 $(profile slow "http://127.0.0.1:$PROXY_PORT" jwtkey)
+$(profile spread "$SLURMRESTD_URL" jwtkey 'nodes = { "gpu-b", "gpu-a" }, requeue = true')
   },
 }
 EOF
@@ -105,6 +106,13 @@ EOF
 put_file "$R" recipes/fragile-once.lua <<'EOF'
 local navette = require "navette"
 navette.job { name = "once", command = { "sh", "-c", "sleep 60" } }
+EOF
+put_file "$R" recipes/pair.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "one", command = { "true" } }
+navette.job { name = "two", command = { "true" } }
+navette.job { name = "own", command = { "true" }, requeue = false,
+              resources = { nodes = "gpu-a" } }
 EOF
 put_file "$R" recipes/chatty.lua <<'EOF'
 local navette = require "navette"
@@ -179,6 +187,20 @@ check_eq "the new run's record says where it came from" \
 	"$(s3cat "hpc/$B/navette-run.json" | json 'd["state"]')" succeeded
 echo "$MIGRATE_OUT" >"$T/migrate.txt"
 [ -n "${NAVETTE_KEEP_OUTPUT:-}" ] && cp "$T/migrate.txt" "$NAVETTE_KEEP_OUTPUT/"
+
+# ---- a profile's node list and requeue default ---------------------------------
+
+nv_in "$R" run recipes/pair.lua --profile spread --wait
+check_rc "a profile with a node list: the jobs succeed" 0
+P1=$(printf '%s\n' "$OUT" | sed -n 's/^job one submitted: \(.*\)$/\1/p')
+P2=$(printf '%s\n' "$OUT" | sed -n 's/^job two submitted: \(.*\)$/\1/p')
+P3=$(printf '%s\n' "$OUT" | sed -n 's/^job own submitted: \(.*\)$/\1/p')
+check_eq "the first job went to the list's first node" "$(st "$P1" 'd["slurm"]["nodes"]')" gpu-b
+check_eq "the second job to its second node" "$(st "$P2" 'd["slurm"]["nodes"]')" gpu-a
+check_eq "a job naming its nodes keeps them" "$(st "$P3" 'd["slurm"]["nodes"]')" gpu-a
+requeue_of() { scontrol -o show job "$(slurm_id "$1")" 2>/dev/null | grep -o ' Requeue=[0-9]' | cut -d= -f2; }
+check_eq "the profile's requeue = true reaches Slurm" "$(requeue_of "$P1")" 1
+check_eq "a job's requeue = false overrides the profile's" "$(requeue_of "$P3")" 0
 
 # ---- failures ---------------------------------------------------------------
 

@@ -319,8 +319,11 @@ static void test_code_layer_docs(void)
 		cJSON_Delete(doc);
 	}
 	/* a base whose diff_ids do not match its layers is refused */
+	free(c2);
+	c2 = NULL;
 	CHECK(nv_oci_code_config(CONFIG, strlen(CONFIG), 2, &meta, &c2, &l2,
 				 &err) == NV_EREFUSED);
+	CHECK(c2 == NULL);
 
 	CHECK(nv_oci_code_manifest(OCI_MANIFEST, strlen(OCI_MANIFEST), D("f"),
 				   123, D("9"), 456, NULL, D("8"), &m1, &lm1,

@@ -152,6 +152,19 @@ static void test_bounds_and_urls(void)
 	snprintf(buf, sizeof(buf), "registry.example.com/%s", name);
 	CHECK(nv_image_ref_parse(&ref, buf, &err) == NV_EINVAL);
 	CHECK(strstr(err.message, "longer than 255") != NULL);
+	/* a repository path alone longer than the name limit */
+	{
+		char big[400];
+
+		memset(big, 'a', 300);
+		big[300] = '\0';
+		snprintf(buf, sizeof(buf), "r.io/%s", big);
+		CHECK(nv_image_ref_parse(&ref, buf, &err) == NV_EINVAL);
+		CHECK(strstr(err.message, "longer than 255") != NULL);
+		big[256] = '\0';
+		snprintf(buf, sizeof(buf), "r.io/%s", big);
+		CHECK(nv_image_ref_parse(&ref, buf, &err) == NV_EINVAL);
+	}
 
 	CHECK(nv_image_ref_parse(&ref, "busybox", &err) == 0);
 	CHECK(nv_image_ref_api_base(&ref, buf, sizeof(buf)) == 0);

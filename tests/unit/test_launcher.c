@@ -312,97 +312,187 @@ static void test_remote(void)
 	nv_remove_tree(rdir, &err);
 }
 
-/* A local job in an image, through the stand-in runtime: the image is
- * pulled before anything runs, the workspace and inputs are mounted
- * read-only at their paths, outputs writable, variables passed by name. */
-static void test_container(void)
+/* Runs a local job in an image through a stand-in runtime (path): the
+ * command writes $WEIRD and its working directory to outputs/w. Returns
+ * the launcher's exit status; *status gets the status file, *w the
+ * output (NULL when missing), *log the runtime's log of its options. */
+static int run_in_container(const char *dir, const char *runtime,
+			    const char *image, int gpus, char **status,
+			    char **w, char **log)
 {
-	char dir[] = "/tmp/navette-container-XXXXXX";
-	char path[600], cmd[1600], runtime[600];
-	const char *data_dir = getenv("NAVETTE_TEST_DATA");
-	char *out = NULL;
+	char path[600], cmd[1600];
 	size_t len;
 	nv_buf b;
 	nv_err err;
+	int rc;
+	cJSON *spec = cJSON_Parse(
+		"{\"id\":\"p-3\",\"commit\":\"c\",\"project\":\"p\","
+		"\"command\":[\"sh\",\"-c\",\"printf '%s' "
+		"\\\"$WEIRD\\\" "
+		"> \\\"$NAVETTE_OUTPUTS/w\\\"; pwd >> "
+		"\\\"$NAVETTE_OUTPUTS/w\\\"; printf '%s' "
+		"\\\"$NAVETTE_JOB_ID $NAVETTE_WORKSPACE ${HOST_ONLY:-}\\\" "
+		">> \\\"$NAVETTE_OUTPUTS/w\\\"\"],"
+		"\"env\":{\"WEIRD\":\"a b'c\"}}");
+	cJSON *c = cJSON_AddObjectToObject(spec, "container");
+
+	cJSON_AddStringToObject(c, "runtime", runtime);
+	cJSON_AddStringToObject(c, "image", image);
+	if (gpus)
+		cJSON_AddNumberToObject(
+			cJSON_AddObjectToObject(spec, "resources"), "gpus", 1);
+	*status = *w = *log = NULL;
+	nv_buf_init(&b, NV_LAUNCHER_MAX);
+	CHECK(nv_launcher_script(spec, &b, &err) == 0);
+	cJSON_Delete(spec);
+	snprintf(cmd, sizeof(cmd),
+		 "rm -rf %s/j %s/runtime.log && mkdir -p %s/j/workspace "
+		 "%s/j/inputs %s/j/outputs",
+		 dir, dir, dir, dir, dir);
+	CHECK(system(cmd) == 0);
+	snprintf(path, sizeof(path), "%s/launcher.sh", dir);
+	CHECK(nv_write_file_atomic(path, b.data, b.len, 0700, &err) == 0);
+	nv_buf_free(&b);
+	snprintf(cmd, sizeof(cmd),
+		 "env -i PATH=/usr/bin:/bin NAVETTE_JOB_DIR=%s/j HOST_ONLY=x "
+		 "FAKE_RUNTIME_LOG=%s/runtime.log /bin/sh %s; exit $?",
+		 dir, dir, path);
+	rc = system(cmd);
+	snprintf(path, sizeof(path), "%s/j/status", dir);
+	CHECK(nv_read_file(status, &len, path, 4096, &err) == 0);
+	snprintf(path, sizeof(path), "%s/j/outputs/w", dir);
+	if (nv_read_file(w, &len, path, 4096, &err))
+		*w = NULL;
+	snprintf(path, sizeof(path), "%s/runtime.log", dir);
+	if (nv_read_file(log, &len, path, 8192, &err))
+		*log = NULL;
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static int has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *p = text; p && *p;) {
+		const char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+
+		if (len == n && memcmp(p, line, n) == 0)
+			return 1;
+		p = e ? e + 1 : NULL;
+	}
+	return 0;
+}
+
+/* A local job in an image, through stand-ins of each runtime family: the
+ * image is pulled before anything runs, the workspace and inputs are
+ * mounted read-only at their paths, outputs writable, only the job's
+ * variables pass in, GPUs pass when the job asks for them, and a pull
+ * failure stops the job at image_ready with nothing run. */
+static void test_container(void)
+{
+	char dir[] = "/tmp/navette-container-XXXXXX";
+	char runtime[600], want[1400];
+	const char *data_dir = getenv("NAVETTE_TEST_DATA");
+	static const char *const families[] = {"fake-runtime",
+					       "fake-apptainer/apptainer",
+					       "fake-enroot/enroot"};
+	char *status, *w, *log;
 
 	CHECK(data_dir != NULL && data_dir[0] == '/');
 	if (!data_dir || data_dir[0] != '/')
 		return;
 	CHECK(mkdtemp(dir) != NULL);
-	snprintf(runtime, sizeof(runtime), "%s/launcher/fake-runtime",
-		 data_dir);
-	for (int round = 0; round < 2; round++) {
-		cJSON *spec = cJSON_Parse(
-			"{\"id\":\"p-3\",\"commit\":\"c\",\"project\":\"p\","
-			"\"command\":[\"sh\",\"-c\",\"printf '%s' "
-			"\\\"$WEIRD\\\" "
-			"> \\\"$NAVETTE_OUTPUTS/w\\\"; pwd >> "
-			"\\\"$NAVETTE_OUTPUTS/w\\\"\"],"
-			"\"env\":{\"WEIRD\":\"a b'c\"}}");
-		cJSON *c = cJSON_AddObjectToObject(spec, "container");
-		cJSON_AddStringToObject(c, "runtime", runtime);
-		cJSON_AddStringToObject(c, "image",
-					round == 0 ? "reg/app@sha256:ab"
-						   : "reg/missing@sha256:ab");
-		nv_buf_init(&b, NV_LAUNCHER_MAX);
-		CHECK(nv_launcher_script(spec, &b, &err) == 0);
-		cJSON_Delete(spec);
-		snprintf(cmd, sizeof(cmd),
-			 "rm -rf %s/j && mkdir -p %s/j/workspace %s/j/inputs "
-			 "%s/j/outputs",
-			 dir, dir, dir, dir);
-		CHECK(system(cmd) == 0);
-		snprintf(path, sizeof(path), "%s/launcher.sh", dir);
-		CHECK(nv_write_file_atomic(path, b.data, b.len, 0700, &err) ==
-		      0);
-		nv_buf_free(&b);
-		snprintf(cmd, sizeof(cmd),
-			 "env -i PATH=/usr/bin:/bin NAVETTE_JOB_DIR=%s/j "
-			 "FAKE_RUNTIME_LOG=%s/runtime.log /bin/sh %s; exit $?",
-			 dir, dir, path);
-		int rc = system(cmd);
-		snprintf(path, sizeof(path), "%s/j/status", dir);
-		CHECK(nv_read_file(&out, &len, path, 4096, &err) == 0);
-		if (round == 0) {
-			CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
-			CHECK_STR(out, "image_ready\ndata_ready\nrunning\n"
-				       "logs_visible\nexit 0\n");
-			free(out);
-			snprintf(path, sizeof(path), "%s/j/outputs/w", dir);
-			CHECK(nv_read_file(&out, &len, path, 4096, &err) == 0);
-			snprintf(cmd, sizeof(cmd), "a b'c%s/j/workspace\n",
+	for (int f = 0; f < 3; f++) {
+		snprintf(runtime, sizeof(runtime), "%s/launcher/%s", data_dir,
+			 families[f]);
+		/* a job that runs */
+		CHECK(run_in_container(dir, runtime, "reg/app@sha256:ab",
+				       f == 1, &status, &w, &log) == 0);
+		CHECK_STR(status, "image_ready\ndata_ready\nrunning\n"
+				  "logs_visible\nexit 0\n");
+		snprintf(want, sizeof(want),
+			 "a b'c%s/j/workspace\np-3 %s/j/workspace ", dir, dir);
+		CHECK_STR(w, want);
+		if (f == 0) {
+			snprintf(want, sizeof(want),
+				 "-v %s/j/workspace:%s/j/workspace:ro", dir,
 				 dir);
-			CHECK_STR(out, cmd);
-			free(out);
-			snprintf(path, sizeof(path), "%s/runtime.log", dir);
-			CHECK(nv_read_file(&out, &len, path, 8192, &err) == 0);
-			snprintf(cmd, sizeof(cmd),
-				 "-v %s/j/workspace:%s/j/workspace:ro\n", dir,
+			CHECK(has_line(log, want));
+			snprintf(want, sizeof(want),
+				 "-v %s/j/inputs:%s/j/inputs:ro", dir, dir);
+			CHECK(has_line(log, want));
+			snprintf(want, sizeof(want),
+				 "-v %s/j/outputs:%s/j/outputs", dir, dir);
+			CHECK(has_line(log, want));
+			CHECK(has_line(log, "-e WEIRD"));
+			CHECK(has_line(log, "--pull=never"));
+			CHECK(has_line(log, "image reg/app@sha256:ab"));
+			CHECK(!strstr(log ? log : "", "nvidia"));
+		} else if (f == 1) {
+			snprintf(want, sizeof(want),
+				 "--bind %s/j/workspace:%s/j/workspace:ro", dir,
 				 dir);
-			CHECK(out && strstr(out, cmd));
-			snprintf(cmd, sizeof(cmd),
-				 "-v %s/j/inputs:%s/j/inputs:ro\n", dir, dir);
-			CHECK(out && strstr(out, cmd));
-			snprintf(cmd, sizeof(cmd),
-				 "-v %s/j/outputs:%s/j/outputs\n", dir, dir);
-			CHECK(out && strstr(out, cmd));
-			CHECK(out && strstr(out, "-e WEIRD\n"));
-			CHECK(out && strstr(out, "--pull=never\n"));
-			CHECK(out && strstr(out, "image reg/app@sha256:ab\n"));
+			CHECK(has_line(log, want));
+			snprintf(want, sizeof(want),
+				 "--bind %s/j/inputs:%s/j/inputs:ro", dir, dir);
+			CHECK(has_line(log, want));
+			snprintf(want, sizeof(want),
+				 "--bind %s/j/outputs:%s/j/outputs", dir, dir);
+			CHECK(has_line(log, want));
+			CHECK(has_line(log, "--cleanenv"));
+			CHECK(has_line(log, "--containall"));
+			CHECK(has_line(log, "--nv")); /* gpus = 1 */
+			CHECK(has_line(log,
+				       "image docker://reg/app@sha256:ab"));
 		} else {
-			CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 125);
-			CHECK(out && strncmp(out,
-					     "image_failed cannot pull "
-					     "reg/missing@sha256:ab",
-					     45) == 0);
-			CHECK(out && !strstr(out, "running"));
-			snprintf(path, sizeof(path), "%s/j/outputs/w", dir);
-			CHECK(access(path, F_OK) != 0);
+			snprintf(
+				want, sizeof(want),
+				"--mount %s/j/inputs:%s/j/inputs:none:x-create="
+				"dir,bind,ro",
+				dir, dir);
+			CHECK(has_line(log, want));
+			snprintf(want, sizeof(want),
+				 "--mount "
+				 "%s/j/outputs:%s/j/outputs:none:x-create="
+				 "dir,bind",
+				 dir, dir);
+			CHECK(has_line(log, want));
+			CHECK(has_line(log, "--env WEIRD"));
+			CHECK(has_line(log,
+				       "image docker://reg#app@sha256:ab"));
 		}
-		free(out);
-		out = NULL;
+		free(status);
+		free(w);
+		free(log);
+		/* GPUs asked for: the OCI family passes them */
+		if (f == 0) {
+			CHECK(run_in_container(dir, runtime,
+					       "reg/app@sha256:ab", 1, &status,
+					       &w, &log) == 0);
+			CHECK(has_line(log, "--device nvidia.com/gpu=all"));
+			free(status);
+			free(w);
+			free(log);
+		}
+		/* an image the node cannot pull */
+		CHECK(run_in_container(dir, runtime, "reg/missing@sha256:ab", 0,
+				       &status, &w, &log) == 125);
+		CHECK(status && strncmp(status,
+					"image_failed cannot pull "
+					"reg/missing@sha256:ab",
+					45) == 0);
+		CHECK(status && !strstr(status, "running"));
+		CHECK(w == NULL);
+		free(status);
+		free(w);
+		free(log);
 	}
-	nv_remove_tree(dir, &err);
+	{
+		nv_err err;
+
+		nv_remove_tree(dir, &err);
+	}
 }
 
 int main(void)
