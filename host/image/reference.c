@@ -233,6 +233,8 @@ int nv_image_ref_parse(nv_image_ref *out, const char *s, nv_err *err)
 				  "image reference '%.300s' has no repository "
 				  "name",
 				  s);
+	if (name_len > NV_IMAGE_NAME_MAX)
+		goto too_long;
 
 	/* domain: the first component, when it looks like one */
 	slash = memchr(s, '/', name_len);

@@ -364,9 +364,25 @@ function M.refresh(row, force)
     local code = record and math.type(record.exit_code) == "integer"
                  and record.exit_code or (view.exit_code >= 0
                  and view.exit_code or nil)
-    jobs_native.phase(home, row.id, state == "succeeded" and "succeeded"
-                      or "failed", job.end_time > 0 and job.end_time
-                      or sys.now())
+    -- the record's phases first (the status object read above may be
+    -- older than the end), then the end: never before the last phase
+    -- (Slurm's end time has whole seconds)
+    local final = state == "succeeded" and "succeeded" or "failed"
+    local last, ended = 0, nil
+    for _, p in ipairs(record and type(record.phases) == "table"
+                       and record.phases or {}) do
+      local at = type(p) == "table" and type(p.at) == "string"
+                 and util.parse_iso8601(p.at)
+      if at and (p.phase == "succeeded" or p.phase == "failed"
+                 or p.phase == "cancelled") then
+        ended = at
+      elseif at and type(p.phase) == "string" then
+        jobs_native.phase(home, row.id, p.phase, at)
+        if at > last then last = at end
+      end
+    end
+    ended = ended or (job.end_time > 0 and job.end_time or sys.now())
+    jobs_native.phase(home, row.id, final, math.max(ended, last))
     jobs_native.finish(home, row.id, state, code, failure,
                        record and (spec.outputs.url .. "navette-run.json")
                        or nil)

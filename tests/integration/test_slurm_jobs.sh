@@ -198,6 +198,12 @@ P3=$(printf '%s\n' "$OUT" | sed -n 's/^job own submitted: \(.*\)$/\1/p')
 check_eq "the first job went to the list's first node" "$(st "$P1" 'd["slurm"]["nodes"]')" gpu-b
 check_eq "the second job to its second node" "$(st "$P2" 'd["slurm"]["nodes"]')" gpu-a
 check_eq "a job naming its nodes keeps them" "$(st "$P3" 'd["slurm"]["nodes"]')" gpu-a
+for j in one two own; do
+	check_eq "watch: $j's end comes after its last phase" \
+		"$(printf '%s\n' "$OUT" | awk -v j="$j" '$1 == j && $2 ~ /^[a-z_]+$/ { last = $2 } END { print last }')" succeeded
+done
+check_eq "status: the end is the last phase, in time too" \
+	"$(st "$P1" '[p["phase"] for p in sorted(d["phases"], key=lambda p: p["at"])][-1]')" succeeded
 requeue_of() { scontrol -o show job "$(slurm_id "$1")" 2>/dev/null | grep -o ' Requeue=[0-9]' | cut -d= -f2; }
 check_eq "the profile's requeue = true reaches Slurm" "$(requeue_of "$P1")" 1
 check_eq "a job's requeue = false overrides the profile's" "$(requeue_of "$P3")" 0

@@ -164,6 +164,13 @@ static void test_bounds_and_urls(void)
 		big[256] = '\0';
 		snprintf(buf, sizeof(buf), "r.io/%s", big);
 		CHECK(nv_image_ref_parse(&ref, buf, &err) == NV_EINVAL);
+		/* a registry name alone longer than the limit */
+		big[300] = 'a';
+		big[299] = '\0';
+		memcpy(big, "r.", 2);
+		snprintf(buf, sizeof(buf), "%s/app", big);
+		CHECK(nv_image_ref_parse(&ref, buf, &err) == NV_EINVAL);
+		CHECK(strstr(err.message, "longer than 255") != NULL);
 	}
 
 	CHECK(nv_image_ref_parse(&ref, "busybox", &err) == 0);
