@@ -89,8 +89,9 @@ int main(int argc, char **argv)
 	}
 	fclose(f);
 	if (!url[0] || !key_path[0] || !user[0]) {
-		fprintf(stderr, "%s: no SLURMRESTD_URL, SLURM_JWT_KEY or "
-				"SLURM_USER\n",
+		fprintf(stderr,
+			"%s: no SLURMRESTD_URL, SLURM_JWT_KEY or "
+			"SLURM_USER\n",
 			argv[1]);
 		return 2;
 	}
