@@ -37,8 +37,10 @@ usage: navette watch JOB
 usage: navette cancel JOB
   Cancels a queued or running job (its whole process group).]],
   jobs = [[
-usage: navette jobs [--json] [--limit N]
-  Lists recent jobs, newest first.]],
+usage: navette jobs [--profile P] [--json] [--limit N]
+  Lists recent jobs, newest first (50 unless --limit). --profile keeps
+  that profile's jobs; those still queued or running on Slurm are asked
+  of Slurm first, and shown with their Slurm job, state and node.]],
   agent = [[
 usage: navette agent
   Runs the local backend's agent in the foreground (for debugging).
@@ -404,30 +406,90 @@ local function cmd_cancel(argv)
 end
 
 local function cmd_jobs(argv)
-  local opts, args = parse("jobs", argv, { json = "bool", limit = "value" })
+  local opts, args = parse("jobs", argv, { json = "bool", limit = "value",
+                                            profile = "value" })
   if opts.help then term.print(HELP.jobs); return 0 end
   if #args > 0 then usage_error("jobs takes no argument", "jobs") end
   local limit = opts.limit and math.tointeger(tonumber(opts.limit))
   if opts.limit and (not limit or limit < 1) then
     usage_error("--limit must be a positive whole number", "jobs")
   end
-  local rows = jobs.list(limit or 50)
+  limit = limit or 50
+  local rows = jobs.list(opts.profile and 100000 or limit)
+  local remote = false
+  if opts.profile then
+    local kept = {}
+    for _, r in ipairs(rows) do
+      if r.profile == opts.profile and #kept < limit then
+        if r.backend == "slurm" then
+          remote = true
+          if not jobs.FINAL[r.state] then
+            -- what Slurm and the node say now
+            local v = jobs.get(r.id)
+            r.state, r.phase, r.failure = v.state, v.phase, v.failure
+            r.slurm = v.slurm
+          end
+          r.slurm = r.slurm or {}
+          r.slurm.job_id = math.tointeger(tonumber(r.remote_id))
+        end
+        kept[#kept + 1] = r
+      end
+    end
+    rows = kept
+    -- the ended ones as Slurm still has them (state, node): one listing
+    local listing
+    for _, r in ipairs(rows) do
+      if r.slurm and not r.slurm.state and r.slurm.job_id then
+        if listing == nil then
+          local row = jobs.row(r.id)
+          listing = row and row.spec and row.spec.slurm
+                    and require("navette.slurm").listing(row.spec.slurm)
+                    or false
+        end
+        local sj = listing and listing[r.id]
+        if sj then
+          r.slurm.state, r.slurm.nodes, r.slurm.reason =
+            sj.state, sj.nodes, sj.reason
+        end
+      end
+    end
+  end
   if opts.json then
     local list = {}
     for i, r in ipairs(rows) do
       list[i] = { id = r.id, name = r.name, project = r.project,
                   profile = r.profile, state = r.state, phase = r.phase,
                   created = r.created, updated = r.updated,
-                  failure = r.failure }
+                  failure = r.failure, backend = r.backend or "local",
+                  slurm = r.slurm }
     end
     term.print(json.encode(json.array(list), true))
     return 0
   end
-  if #rows == 0 then term.print("no jobs yet"); return 0 end
-  term.printf("%-52s %-10s %-18s %s\n", "ID", "STATE", "PHASE", "NAME")
+  if #rows == 0 then
+    term.print(opts.profile and ("no jobs of profile " .. opts.profile)
+               or "no jobs yet")
+    return 0
+  end
+  if remote then
+    term.printf("%-52s %-10s %-18s %-24s %s\n", "ID", "STATE", "PHASE",
+                "SLURM", "NAME")
+  else
+    term.printf("%-52s %-10s %-18s %s\n", "ID", "STATE", "PHASE", "NAME")
+  end
   for _, r in ipairs(rows) do
-    term.printf("%-52s %-10s %-18s %s\n", r.id, r.state, r.phase,
-                tostring(r.name))
+    if remote then
+      local sl = r.slurm or {}
+      local where = sl.job_id and (tostring(sl.job_id)
+                    .. (sl.state and (" " .. sl.state) or "")
+                    .. ((sl.nodes and sl.nodes ~= "") and (" " .. sl.nodes)
+                        or "")) or "-"
+      term.printf("%-52s %-10s %-18s %-24s %s\n", r.id, r.state, r.phase,
+                  where, tostring(r.name))
+    else
+      term.printf("%-52s %-10s %-18s %s\n", r.id, r.state, r.phase,
+                  tostring(r.name))
+    end
   end
   return 0
 end

@@ -435,6 +435,12 @@ end
 -- Submits every declared job; returns the list of specs.
 function runner.submit(run)
   local specs = {}
+  -- Slurm sessions of this run, closed when it is submitted (the
+  -- garbage collector closes them when an error stops it)
+  local sessions = setmetatable({}, { __close = function(t)
+    for _, s in pairs(t) do s:close() end
+  end })
+  local _ <close> = sessions
   for _, j in ipairs(run.jobs) do
     local spec = runner.spec(run, j)
     local launcher = errors.check(_navette.jobs.launcher(json.encode(spec)))
@@ -447,7 +453,8 @@ function runner.submit(run)
     elseif run.profile.backend == "slurm" then
       local id, adopted = require("navette.slurm").submit(spec, launcher, {
         nodes = runner.node_for(run, j, #specs + 1),
-        profile_max = run.profile.max_token_lifespan })
+        profile_max = run.profile.max_token_lifespan,
+        sessions = sessions })
       if not id then
         error(errors.new("backend", "cannot record job '" .. spec.name
                          .. "': " .. adopted.message, adopted.hint), 0)

@@ -204,14 +204,28 @@ local function settle_pending(session, spec)
   return adopted
 end
 
+-- Closes a session unless the caller keeps it (see M.submit).
+local function release(session, cache)
+  if not cache then session:close() end
+end
+
 -- Submits spec (its launcher: script) to Slurm; returns the job's id (an
 -- earlier submission of it, adopted, when its answer had been lost).
--- opts: {nodes = list, profile_max = max token lifespan}.
+-- opts: {nodes = list, profile_max = max token lifespan, sessions = a
+-- table the caller keeps for one run, so a sweep goes through one session
+-- (one version discovery, kept-alive connections) per cluster, user,
+-- credential and token lifespan; the caller closes them}.
 function M.submit(spec, script, opts)
   local home = core.home()
-  local ok, session = pcall(open, spec.slurm,
-                            token_lifespan(spec, opts.profile_max),
-                            opts.profile_max)
+  local lifespan = token_lifespan(spec, opts.profile_max)
+  local cache, key = opts.sessions, table.concat({ spec.slurm.endpoint,
+    spec.slurm.user, tostring(spec.slurm.credential
+    and spec.slurm.credential.name), tostring(lifespan) }, "\0")
+  local ok, session = true, cache and cache[key]
+  if not session then
+    ok, session = pcall(open, spec.slurm, lifespan, opts.profile_max)
+    if ok and cache then cache[key] = session end
+  end
   if not ok then
     -- refused before anything reached Slurm (identity, most often): the
     -- job is recorded as failed where it stopped, then the error raised
@@ -226,13 +240,13 @@ function M.submit(spec, script, opts)
   end
   local adopted = settle_pending(session, spec)
   if adopted then
-    session:close()
+    release(session, cache)
     return adopted, true
   end
   local desc = description(spec, opts.nodes)
   local ok, cerr = native.check_desc(desc)
   if not ok then
-    session:close()
+    release(session, cache)
     error(errors.new("recipe", "job '" .. spec.name .. "': " .. cerr.message,
                      cerr.hint), 0)
   end
@@ -241,7 +255,7 @@ function M.submit(spec, script, opts)
                                             spec.profile, spec.name,
                                             json.encode(spec), "slurm")
   if inserted == nil then
-    session:close()
+    release(session, cache)
     return nil, ierr
   end
   local job_id, err = session:submit(script, desc)
@@ -251,14 +265,14 @@ function M.submit(spec, script, opts)
       { phase = "accepted", reason = "Slurm refused the job: "
         .. err.message, hint = err.hint or "check the profile's slurm "
         .. "settings and the job's resources" })
-    session:close()
+    release(session, cache)
     error(errors.new(err.code == "refused" and "refused" or "backend",
                      "Slurm refused job '" .. spec.name .. "': "
                      .. err.message, err.hint), 0)
   end
   jobs_native.set_remote(home, spec.id, tostring(job_id), "queued")
   jobs_native.phase(home, spec.id, "accepted", sys.now())
-  session:close()
+  release(session, cache)
   return spec.id, false
 end
 
@@ -391,6 +405,22 @@ function M.refresh(row, force)
   end
   if store then store:close() end
   return extra
+end
+
+-- What Slurm knows now of the session user's jobs on the cluster of
+-- spec.slurm (cfg): {[navette job id] = Slurm's job}, or nil and an error.
+function M.listing(cfg)
+  local ok, session = pcall(open, cfg, STATUS_TOKEN_LIFESPAN,
+                            STATUS_TOKEN_LIFESPAN)
+  if not ok then return nil, errors.from(session) end
+  local list, err = session:jobs()
+  session:close()
+  if not list then return nil, err end
+  local by = {}
+  for _, j in ipairs(list) do
+    if j.name then by[j.name] = j end
+  end
+  return by
 end
 
 -- Cancels a Slurm job (its launcher publishes its log and record as it

@@ -49,6 +49,7 @@ die() {
 command -v sbatch >/dev/null || die "sbatch not found (Debian: slurm-client)"
 
 WORK=$(mktemp -d "${BENCH_TMP:-/tmp}/navette-slurm-bench.XXXXXX")
+chmod 755 "$WORK" # slurmrestd runs as another user; munged wants a traversable path
 cleanup() {
 	bash "$ROOT/tests/stack/slurm-stop.sh" "$WORK/stack" >/dev/null 2>&1 || true
 	rm -rf "$WORK"

@@ -204,6 +204,11 @@ for j in one two own; do
 done
 check_eq "status: the end is the last phase, in time too" \
 	"$(st "$P1" '[p["phase"] for p in sorted(d["phases"], key=lambda p: p["at"])][-1]')" succeeded
+nv_in "$R" jobs --profile spread
+check_match "jobs --profile lists a job with its Slurm job, state and node" "$OUT" \
+	"^$P1 +succeeded +[a-z_]+ +[0-9]+ COMPLETED gpu-b +one\$"
+check_eq "jobs --profile lists that profile's three jobs" \
+	"$(printf '%s\n' "$OUT" | grep -c '^hpc-')" 3
 requeue_of() { scontrol -o show job "$(slurm_id "$1")" 2>/dev/null | grep -o ' Requeue=[0-9]' | cut -d= -f2; }
 check_eq "the profile's requeue = true reaches Slurm" "$(requeue_of "$P1")" 1
 check_eq "a job's requeue = false overrides the profile's" "$(requeue_of "$P3")" 0
@@ -248,6 +253,11 @@ check_match "it says to check the key" "$ERR" '[Kk]ey|[Tt]oken'
 nv_in "$R" run recipes/sleepy.lua
 SID=$(submitted_id)
 check_state "sleepy: running" "$SID" running 60
+nv_in "$R" jobs --profile hpc --json
+check_eq "jobs --profile: the running job as Slurm has it" \
+	"$(printf '%s' "$OUT" | json '[j["slurm"]["state"] + " " + str(j["slurm"]["job_id"] > 0) for j in d if j["id"] == "'"$SID"'"][0]')" "RUNNING True"
+check_eq "jobs --profile: only that profile's jobs" \
+	"$(printf '%s' "$OUT" | json 'sorted(set(j["profile"] for j in d))')" '["hpc"]'
 nv cancel "$SID"
 check_rc "cancel exits 0" 0
 check_state "sleepy: cancelled" "$SID" cancelled 60
