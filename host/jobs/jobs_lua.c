@@ -16,6 +16,63 @@
 #include "jobs/queue.h"
 
 /* Pushes a malloc'd string into Lua, freeing it on every path. */
+/* The job database of a home, opened once per Lua state and kept (a
+ * sweep's submissions would otherwise open, check the schema of and
+ * checkpoint the database several times per job); closed when the state
+ * is. */
+#define QUEUES_KEY "navette.jobs.queues"
+#define QUEUE_MT   "navette.jobs.queue"
+
+typedef struct {
+	nv_queue *q;
+} queue_box;
+
+static int queue_box_gc(lua_State *L)
+{
+	queue_box *b = luaL_checkudata(L, 1, QUEUE_MT);
+
+	if (b->q) {
+		nv_queue_close(b->q);
+		b->q = NULL;
+	}
+	return 0;
+}
+
+static int queue_for(lua_State *L, const char *home, nv_queue **q, nv_err *err)
+{
+	queue_box *b;
+
+	if (lua_getfield(L, LUA_REGISTRYINDEX, QUEUES_KEY) != LUA_TTABLE) {
+		lua_pop(L, 1);
+		lua_newtable(L);
+		lua_pushvalue(L, -1);
+		lua_setfield(L, LUA_REGISTRYINDEX, QUEUES_KEY);
+	}
+	if (lua_getfield(L, -1, home) == LUA_TUSERDATA) {
+		b = lua_touserdata(L, -1);
+		*q = b->q;
+		lua_pop(L, 2);
+		if (*q)
+			return 0;
+		return nv_err_set(err, NV_EIO, NULL, "job database closed");
+	}
+	lua_pop(L, 1);
+	if (nv_queue_open(q, home, err) != 0) {
+		lua_pop(L, 1);
+		return -1;
+	}
+	b = lua_newuserdatauv(L, sizeof(*b), 0);
+	b->q = *q;
+	if (luaL_newmetatable(L, QUEUE_MT)) {
+		lua_pushcfunction(L, queue_box_gc);
+		lua_setfield(L, -2, "__gc");
+	}
+	lua_setmetatable(L, -2);
+	lua_setfield(L, -2, home);
+	lua_pop(L, 1);
+	return 0;
+}
+
 static int push_owned(lua_State *L, char *s)
 {
 	lua_pushstring(L, "");
@@ -56,11 +113,10 @@ static int l_jobs_submit(lua_State *L)
 		lua_pushboolean(L, 0);
 		return 1;
 	}
-	if (nv_queue_open(&q, home, &err) != 0)
+	if (queue_for(L, home, &q, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	int rc = nv_queue_insert(q, id, project, profile, name, spec, backend,
 				 nv_now(), &err);
-	nv_queue_close(q);
 	if (rc)
 		return nv_lua_push_error(L, &err);
 	/* another backend's job is the CLI's to submit: no agent */
@@ -80,7 +136,6 @@ static int l_jobs_get(lua_State *L)
 	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
 		return nv_lua_push_error(L, &err);
 	int rc = nv_queue_get_json(q, luaL_checkstring(L, 2), &json, &err);
-	nv_queue_close(q);
 	if (rc)
 		return nv_lua_push_error(L, &err);
 	return push_owned(L, json);
@@ -97,7 +152,6 @@ static int l_jobs_list(lua_State *L)
 		return nv_lua_push_error(L, &err);
 	int rc = nv_queue_list_json(q, (int)luaL_optinteger(L, 2, 50), &json,
 				    &err);
-	nv_queue_close(q);
 	if (rc)
 		return nv_lua_push_error(L, &err);
 	return push_owned(L, json);
@@ -118,7 +172,6 @@ static int l_jobs_cancel(lua_State *L)
 	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
 		return nv_lua_push_error(L, &err);
 	int rc = nv_queue_cancel(q, luaL_checkstring(L, 2), state, &err);
-	nv_queue_close(q);
 	if (rc)
 		return nv_lua_push_error(L, &err);
 	lua_pushstring(L, state);
@@ -140,7 +193,6 @@ static int l_jobs_set_remote(lua_State *L)
 	int rc = nv_queue_set_remote(q, luaL_checkstring(L, 2),
 				     luaL_optstring(L, 3, NULL),
 				     luaL_optstring(L, 4, NULL), &err);
-	nv_queue_close(q);
 	if (rc)
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, 1);
@@ -158,7 +210,6 @@ static int l_jobs_phase(lua_State *L)
 	int rc = nv_queue_phase(q, luaL_checkstring(L, 2),
 				luaL_checkstring(L, 3), luaL_checknumber(L, 4),
 				&err);
-	nv_queue_close(q);
 	if (rc)
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, 1);
@@ -188,7 +239,6 @@ static int l_jobs_finish(lua_State *L)
 	int rc = nv_queue_finish(q, luaL_checkstring(L, 2),
 				 luaL_checkstring(L, 3), code, fphase, freason,
 				 fhint, luaL_optstring(L, 6, NULL), &err);
-	nv_queue_close(q);
 	if (rc)
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, 1);
@@ -207,7 +257,6 @@ static int l_jobs_pending_remote(lua_State *L)
 	int rc = nv_queue_pending_remote(q, luaL_checkstring(L, 2),
 					 luaL_checkstring(L, 3),
 					 luaL_checkstring(L, 4), &json, &err);
-	nv_queue_close(q);
 	if (rc)
 		return nv_lua_push_error(L, &err);
 	return push_owned(L, json);

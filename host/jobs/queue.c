@@ -106,6 +106,15 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 		}
 		sqlite3_free(msg);
 	}
+	/* a submission's look-up of earlier, unanswered ones (by name) */
+	if (sqlite3_exec(q->db,
+			 "CREATE INDEX IF NOT EXISTS jobs_by_name ON "
+			 "jobs(profile, name, created);",
+			 NULL, NULL, NULL) != SQLITE_OK) {
+		int code = db_error(q, err, "schema");
+		nv_queue_close(q);
+		return code;
+	}
 	*out = q;
 	return 0;
 }

@@ -493,7 +493,9 @@ static int call_once(const nv_s3_config *cfg, const struct call *c,
 	}
 	req.sink = c->sink;
 	req.sink_payload = c->sink_payload;
-	rc = nv_http_perform(&policy, &req, resp, err);
+	rc = cfg->session ? nv_http_session_perform(cfg->session, &policy, &req,
+						    resp, err)
+			  : nv_http_perform(&policy, &req, resp, err);
 out:
 	nv_sigv4_result_free(&sig);
 	return rc;
@@ -1167,10 +1169,13 @@ static int send_parts(const nv_s3_config *cfg, nv_s3_upload *up, int fd,
 		      nv_err *err)
 {
 	struct part_pool pool;
+	nv_s3_config worker_cfg;
 	int rc;
 
 	memset(&pool, 0, sizeof(pool));
-	pool.cfg = cfg;
+	worker_cfg = *cfg;
+	worker_cfg.session = NULL; /* one thread at a time: not the workers' */
+	pool.cfg = &worker_cfg;
 	pool.up = up;
 	pool.fd = fd;
 	pool.size = size;
@@ -2306,6 +2311,7 @@ static int get_ranged(const nv_s3_config *cfg, const char *bucket,
 {
 	struct partial p;
 	struct download d;
+	nv_s3_config worker_cfg;
 	nv_buf expect;
 	char sha[NV_SHA256_HEX_LEN + 1];
 	uint64_t part = part_size_for(cfg, headed->size);
@@ -2360,7 +2366,9 @@ static int get_ranged(const nv_s3_config *cfg, const char *bucket,
 				      "cannot open %.300s", p.state);
 		goto out;
 	}
-	d.cfg = cfg;
+	worker_cfg = *cfg;
+	worker_cfg.session = NULL; /* the range workers' own connections */
+	d.cfg = &worker_cfg;
 	d.bucket = bucket;
 	d.key = key;
 	d.etag = etag;

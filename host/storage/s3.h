@@ -37,6 +37,7 @@
 #include "core/buf.h"
 #include "core/nv_err.h"
 #include "creds/secret.h"
+#include "net/http.h"
 #include "storage/filestore.h"
 
 #define NV_S3_MULTIPART_THRESHOLD_DEFAULT ((uint64_t)16 * 1024 * 1024)
@@ -101,6 +102,12 @@ typedef struct nv_s3_config {
 	 * NV_S3_PARALLEL_PARTS_MAX. */
 	int parallel_parts;
 	nv_s3_stats *stats; /* may be NULL; see nv_s3_stats */
+	/* May be NULL. When set, the calls made on the caller's thread go
+	 * through it, so its connection is kept alive from one call to the
+	 * next (a sweep's HEADs, a listing's pages); the parallel workers of
+	 * multipart and ranged transfers use connections of their own. Not
+	 * owned; one thread at a time. */
+	nv_http_session *session;
 } nv_s3_config;
 
 /* Bucket names as S3 wants them: 3..63 of a-z 0-9 . -, starting and

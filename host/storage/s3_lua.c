@@ -283,6 +283,14 @@ static int l_s3_open(lua_State *L)
 	}
 	lua_pop(L, 1);               // [opts, client, uv]
 	lua_setiuservalue(L, -2, 1); // [opts, client]
+	{
+		nv_err err;
+
+		/* the client's calls keep one connection alive */
+		c->cfg.session = nv_http_session_new(&err);
+		if (!c->cfg.session)
+			return luaL_error(L, "s3.open: %s", err.message);
+	}
 	c->open = 1;
 	return 1;
 }
@@ -754,6 +762,7 @@ static int l_s3_close(lua_State *L)
 	l_s3_client *c = to_client(L);
 
 	c->open = 0;
+	nv_http_session_free(c->cfg.session);
 	memset(&c->cfg, 0, sizeof(c->cfg));
 	/* drop the strings and the handle: the client holds nothing now */
 	lua_pushnil(L);

@@ -4,6 +4,7 @@
 local native, core, sys = _navette.audit, _navette.core, _navette.sys
 
 local audit = {}
+local batch -- profiles whose mirror waits for the end of a batch
 
 local function store_path(url)
   if type(url) ~= "string" then return nil end
@@ -26,18 +27,43 @@ function audit.record(entry, profile)
                        .. "\n")
     return nil
   end
-  local root = profile and store_path(profile.storage)
+  if profile and batch then
+    batch[profile.name or "?"] = profile -- mirrored when the batch ends
+  elseif profile then
+    audit.mirror(profile)
+  end
+  return seq
+end
+
+-- Copies the audit log to the profile's store (a file:// folder or the
+-- S3 bucket); a failure is a warning.
+function audit.mirror(profile)
+  local root = store_path(profile.storage)
   local ok, merr = true, nil
   if root then
     ok, merr = native.mirror(root)
-  elseif profile and profile.s3 then
+  elseif profile.s3 then
     ok, merr = audit.mirror_s3(profile)
   end
   if not ok then
     _navette.out.write("stderr", "warning: audit mirror: "
                        .. (merr and merr.message or tostring(merr)) .. "\n")
   end
-  return seq
+end
+
+-- A batch of records (a sweep's submissions): each line is written and
+-- chained at once, and the mirror is made once per profile when the
+-- returned value is closed, not once per line. Use as
+--   local _ <close> = audit.batch()
+-- A batch inside a batch joins it.
+function audit.batch()
+  if batch then return nil end
+  batch = {}
+  return setmetatable({}, { __close = function()
+    local profiles = batch
+    batch = nil
+    for _, profile in pairs(profiles) do audit.mirror(profile) end
+  end })
 end
 
 -- The mirror on an s3:// store: a consistent copy made under the audit

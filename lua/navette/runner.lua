@@ -83,9 +83,15 @@ function runner.load(recipe, opts)
 end
 
 -- The commit a job runs, refusing a dirty tree or an unpushed commit.
+-- Once per run and code reference: the tree is checked once, each commit
+-- resolved, scanned and looked up on the remote once (a sweep's jobs
+-- share them).
 local function pin_commit(run, j)
+  run.pinned = run.pinned or {}
+  local pinned = run.pinned[j.code]
+  if pinned then return pinned[1], pinned[2] end
   local repo = run.repo
-  local dirty = repo:status()
+  local dirty = run.tree_clean and {} or repo:status()
   if #dirty > 0 then
     local lines = {}
     for i, e in ipairs(dirty) do
@@ -118,7 +124,10 @@ local function pin_commit(run, j)
              j.name)
     end
   end
-  return commit, repo:commit(commit)
+  run.tree_clean = true
+  local info = repo:commit(commit)
+  run.pinned[j.code] = { commit, info }
+  return commit, info
 end
 
 local function describe_inputs(run, j)
@@ -283,7 +292,14 @@ local function transfer(run, spec, j)
   if spec.container and spec.container.workdir then
     return runner.sign_transfer(run.profile, store, spec, lifetime, nil)
   end
-  local key, code = code_archive(run, store, spec)
+  -- once per run and commit: a sweep's jobs share the archive
+  run.code_archives = run.code_archives or {}
+  local known = run.code_archives[spec.commit]
+  if not known then
+    known = { code_archive(run, store, spec) }
+    run.code_archives[spec.commit] = known
+  end
+  local key, code = known[1], known[2]
   return runner.sign_transfer(run.profile, store, spec, lifetime,
                               { key = key, sha256 = code.sha256,
                                 size = code.size })
@@ -357,8 +373,11 @@ function runner.spec(run, j)
   local id = job.new_id(run.project.name, commit)
   local prefix = j.outputs:gsub("{project}", run.project.name)
                           :gsub("{id}", id)
-  local user, host = sys.identity()
-  local repository = run.repo:remote_url() or run.repo:workdir()
+  run.identity = run.identity or { sys.identity() }
+  local user, host = run.identity[1], run.identity[2]
+  run.repository = run.repository or run.repo:remote_url()
+                   or run.repo:workdir()
+  local repository = run.repository
   local resources = j.resources
   local image, container = runner.pin_image(run, j, commit)
   local spec = {
@@ -441,6 +460,7 @@ function runner.submit(run)
     for _, s in pairs(t) do s:close() end
   end })
   local _ <close> = sessions
+  local _ <close> = require("navette.audit").batch()
   for _, j in ipairs(run.jobs) do
     local spec = runner.spec(run, j)
     local launcher = errors.check(_navette.jobs.launcher(json.encode(spec)))

@@ -1,7 +1,7 @@
 /* Benchmark of the slurmrestd client (host/jobs/slurm.c): N job
- * submissions through one session (kept-alive connections, one minted
- * HS256 token reused while it lives), each job held so nothing runs, then
- * the same jobs cancelled. tests/bench/slurm_bench.sh runs it next to N
+ * submissions through one session (kept-alive connections, an HS256 token
+ * minted per request), then the same jobs cancelled; slurm_bench.sh sets
+ * the partition down first, so nothing runs, and runs this next to N
  * `sbatch` calls on the same cluster.
  *
  *   slurm_bench SLURM_ENV N SCRIPT
@@ -131,7 +131,6 @@ int main(int argc, char **argv)
 		nv_slurm_desc_init(&d);
 		if (nv_slurm_desc_set(&d, "name", name, &err) ||
 		    nv_slurm_desc_set(&d, "comment", comment, &err) ||
-		    nv_slurm_desc_set(&d, "hold", "true", &err) ||
 		    nv_slurm_desc_set(&d, "working_directory", "/tmp", &err) ||
 		    nv_slurm_desc_set(&d, "stdout", "/dev/null", &err) ||
 		    (partition[0] &&
