@@ -133,7 +133,7 @@ static int l_jobs_get(lua_State *L)
 	nv_err err;
 	char *json = NULL;
 
-	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
+	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	int rc = nv_queue_get_json(q, luaL_checkstring(L, 2), &json, &err);
 	if (rc)
@@ -148,7 +148,7 @@ static int l_jobs_list(lua_State *L)
 	nv_err err;
 	char *json = NULL;
 
-	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
+	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	int rc = nv_queue_list_json(q, (int)luaL_optinteger(L, 2, 50), &json,
 				    &err);
@@ -169,7 +169,7 @@ static int l_jobs_cancel(lua_State *L)
 		lua_pushliteral(L, "planned");
 		return 1;
 	}
-	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
+	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	int rc = nv_queue_cancel(q, luaL_checkstring(L, 2), state, &err);
 	if (rc)
@@ -188,7 +188,7 @@ static int l_jobs_set_remote(lua_State *L)
 	nv_queue *q = NULL;
 	nv_err err;
 
-	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
+	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	int rc = nv_queue_set_remote(q, luaL_checkstring(L, 2),
 				     luaL_optstring(L, 3, NULL),
@@ -205,7 +205,7 @@ static int l_jobs_phase(lua_State *L)
 	nv_queue *q = NULL;
 	nv_err err;
 
-	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
+	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	int rc = nv_queue_phase(q, luaL_checkstring(L, 2),
 				luaL_checkstring(L, 3), luaL_checknumber(L, 4),
@@ -234,7 +234,7 @@ static int l_jobs_finish(lua_State *L)
 		fhint = lua_tostring(L, -1);
 		lua_pop(L, 3);
 	}
-	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
+	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	int rc = nv_queue_finish(q, luaL_checkstring(L, 2),
 				 luaL_checkstring(L, 3), code, fphase, freason,
@@ -252,7 +252,7 @@ static int l_jobs_pending_remote(lua_State *L)
 	nv_err err;
 	char *json = NULL;
 
-	if (nv_queue_open(&q, luaL_checkstring(L, 1), &err) != 0)
+	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	int rc = nv_queue_pending_remote(q, luaL_checkstring(L, 2),
 					 luaL_checkstring(L, 3),

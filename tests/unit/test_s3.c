@@ -369,6 +369,39 @@ static void round_trip(const nv_s3_config *cfg, size_t size, unsigned seed)
 	printf("round trip %9zu bytes: %.2f s\n", size, now_s() - t0);
 }
 
+/* A client with a session keeps one connection for its calls on this
+ * thread (HEADs, a listing, small puts), while the parallel workers of a
+ * multipart upload and a ranged download use their own, and the round
+ * trips still hold. */
+static void test_session(const nv_s3_config *base)
+{
+	nv_s3_config cfg = *base;
+	nv_object_info info;
+	nv_err err;
+	char name[64];
+
+	cfg.session = nv_http_session_new(&err);
+	CHECK(cfg.session != NULL);
+	if (!cfg.session)
+		return;
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "session/%d", i);
+		CHECK(nv_s3_put_bytes(&cfg, bucket, name, "abc", 3, &info,
+				      &err) == 0);
+		CHECK(nv_s3_head(&cfg, bucket, name, &info, &err) == 0);
+		CHECK(info.size == 3);
+	}
+	CHECK(nv_s3_head(&cfg, bucket, "session/none", &info, &err) ==
+	      NV_ENOTFOUND);
+	CHECK(nv_http_session_connections(cfg.session) == 1);
+	/* multipart (3 parts, in parallel) and ranged: both still right */
+	cfg.multipart_threshold = 5 * 1024 * 1024;
+	cfg.part_size = 5 * 1024 * 1024;
+	round_trip(&cfg, 12 * 1024 * 1024 + 7, 11);
+	CHECK(nv_http_session_connections(cfg.session) <= 2);
+	nv_http_session_free(cfg.session);
+}
+
 static void test_round_trips(const nv_s3_config *cfg)
 {
 	const size_t sizes[] = {0, 1, 5 * MIB - 1, 5 * MIB, 5 * MIB + 1};
@@ -998,6 +1031,7 @@ int main(void)
 	CHECK(nv_s3_create_bucket(&cfg, bucket, &err) == 0); /* owned: ok */
 
 	test_round_trips(&cfg);
+	test_session(&cfg);
 	test_listing(&cfg);
 	test_delete_copy(&cfg);
 	test_auth_errors();
