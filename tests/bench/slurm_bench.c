@@ -1,8 +1,8 @@
 /* Benchmark of the slurmrestd client (host/jobs/slurm.c): N job
- * submissions through one session (kept-alive connections, an HS256 token
- * minted per request), then the same jobs cancelled; slurm_bench.sh sets
- * the partition down first, so nothing runs, and runs this next to N
- * `sbatch` calls on the same cluster.
+ * submissions through one session (kept-alive connections, one minted
+ * HS256 token reused until it nears its end), then the same jobs
+ * cancelled. slurm_bench.sh sets the partition down first, so nothing
+ * runs, and runs this next to N `sbatch` calls on the same cluster.
  *
  *   slurm_bench SLURM_ENV N SCRIPT
  *

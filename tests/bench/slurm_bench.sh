@@ -11,8 +11,8 @@
 # Three sweeps of N jobs (default 1000), each meeting an empty queue in a
 # partition set DOWN, so every job stays pending and nothing runs:
 #   client   build/tests/bench/slurm_bench: N submissions through one
-#            session of the slurmrestd client (host/jobs/slurm.c: one HS256
-#            token minted per request, kept-alive connections); the floor
+#            session of the slurmrestd client (host/jobs/slurm.c: one minted
+#            HS256 token reused while it lives, kept-alive connections); the floor
 #            of what navette sends;
 #   run      `navette run sweep.lua` of a recipe declaring N jobs, on a
 #            slurm profile: everything a real sweep does per job (spec,
