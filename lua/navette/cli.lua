@@ -126,8 +126,9 @@ local function local_jobs(views)
 end
 
 -- Follows jobs (ids) until all end; prints phases as they pass unless
--- quiet. Returns the final views.
-local function follow(ids, quiet)
+-- quiet, each line labelled (with several jobs) by labels[id] or the
+-- job's name. Returns the final views.
+local function follow(ids, quiet, labels)
   local seen, views, done = {}, {}, {}
   local remaining, polls = #ids, 0
   while remaining > 0 do
@@ -140,8 +141,8 @@ local function follow(ids, quiet)
           if not seen[id][p.phase] then
             seen[id][p.phase] = true
             if not quiet then
-              local label = #ids > 1
-                            and string.format("%-24s ", v.name or id) or ""
+              local label = #ids > 1 and string.format("%-24s ",
+                            labels and labels[id] or v.name or id) or ""
               if p.phase == "succeeded" or p.phase == "failed" then
                 -- pad before styling: escapes have no width
                 term.printf("  %s%s %s\n", label,
@@ -641,7 +642,9 @@ local COMMANDS = {
 }
 
 -- for the commands kept in their own modules (migrate)
-cli.follow = function(ids, quiet) return follow(ids, quiet) end
+cli.follow = function(ids, quiet, labels)
+  return follow(ids, quiet, labels)
+end
 cli.print_outcome = function(v) return print_outcome(v) end
 cli.parse = function(command, argv, flags) return parse(command, argv, flags) end
 cli.HELP = HELP

@@ -146,7 +146,8 @@ function M.main(argv)
     if opts.json then term.print(json.encode({ from = old.id, to = id })) end
     return 0
   end
-  local views = cli.follow({ old.id, id }, opts.json)
+  local views = cli.follow({ old.id, id }, opts.json,
+                           { [old.id] = "before", [id] = "after" })
   local ok, rows = M.compare(old, new)
   local va, vb = views[old.id], views[id]
   local function node_of(v)
@@ -164,9 +165,15 @@ function M.main(argv)
     term.print("")
     term.print("comparison of " .. old.id .. " (on " .. node_of(va) .. ")")
     term.print("          and " .. id .. " (on " .. node_of(vb) .. "):")
-    term.printf("  %-24s %-18s %-18s %s\n", "", "before", "after", "")
+    -- padded by characters, not bytes (the ellipsis of a sha256)
+    local function pad(text, width)
+      local n = utf8.len(text) or #text
+      return text .. string.rep(" ", math.max(1, width - n))
+    end
+    term.print("  " .. pad("", 25) .. pad("before", 19) .. "after")
     for _, r in ipairs(rows) do
-      term.printf("  %-24s %-18s %-18s %s\n", r[1], r[2], r[3], r[4])
+      term.print("  " .. pad(r[1], 25) .. pad(r[2], 19) .. pad(r[3], 19)
+                 .. r[4])
     end
     term.print(ok and "the change of node holds: same logs, outputs and "
                .. "checksums" or "the runs differ: see above (a job that "

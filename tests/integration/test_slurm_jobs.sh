@@ -273,6 +273,16 @@ check_eq "logs --follow showed every line, once" \
 	"$(printf '%s\n' "$OUT" | grep -c '^line [1-5]$')" 5
 check_eq "the job ended" "$(st "$CID" 'd["state"]')" succeeded
 
+# ---- watch from the laptop, from submission to the end -----------------------
+
+nv_in "$R" run recipes/chatty.lua
+WID=$(submitted_id)
+nv watch "$WID"
+check_rc "watch of a Slurm job exits 0 when it succeeds" 0
+WATCHED=$(printf '%s\n' "$OUT" | awk 'NF == 2 && $2 ~ /^[0-9][0-9]:[0-9][0-9]:/ { print $1 }' | tr '\n' ' ')
+check_eq "watch showed every phase, in order, the end last" "$WATCHED" \
+	"submitted accepted image_ready data_ready running logs_visible outputs_published succeeded "
+
 # ---- a node dies mid-run ---------------------------------------------------------
 
 SLURM_STACK_DIR=${SLURM_STACK_DIR:-$(dirname "$SLURM_STACK_ENV")}
