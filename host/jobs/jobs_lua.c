@@ -15,7 +15,6 @@
 #include "jobs/launcher.h"
 #include "jobs/queue.h"
 
-/* Pushes a malloc'd string into Lua, freeing it on every path. */
 /* The job database of a home, opened once per Lua state and kept (a
  * sweep's submissions would otherwise open, check the schema of and
  * checkpoint the database several times per job); closed when the state
@@ -73,6 +72,7 @@ static int queue_for(lua_State *L, const char *home, nv_queue **q, nv_err *err)
 	return 0;
 }
 
+/* Pushes a malloc'd string into Lua, freeing it on every path. */
 static int push_owned(lua_State *L, char *s)
 {
 	lua_pushstring(L, "");

@@ -157,22 +157,39 @@ static int wants_gpus(const cJSON *spec)
  * an image, the runtime is checked and the image pulled (by digest; to a
  * file in the job's folder for apptainer and enroot), a failure left in
  * nv_image_error. */
-static int image_function(const cJSON *spec, nv_buf *out, nv_err *err)
+/* The spec's container part: 0 with *c NULL for a host job, 0 with *c,
+ * its image and runtime set, or NV_EINVAL when either is missing. */
+static int container_of(const cJSON *spec, const cJSON **c, const char **image,
+			const char **runtime, nv_err *err)
 {
-	const cJSON *c = field(spec, "container");
-	const char *image = c ? string_field(c, "image") : NULL;
-	const char *runtime = c ? string_field(c, "runtime") : NULL;
-	const char *prefix;
-	const char *slash;
-
-	if (!c || cJSON_IsNull(c)) {
-		nv_buf_puts(out, "navette_image() { :; }\n");
+	*c = field(spec, "container");
+	if (!*c || cJSON_IsNull(*c)) {
+		*c = NULL;
 		return 0;
 	}
-	if (!image || !runtime || !image[0] || !runtime[0])
+	*image = string_field(*c, "image");
+	*runtime = string_field(*c, "runtime");
+	if (!*image || !*runtime || !(*image)[0] || !(*runtime)[0])
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "job %s: container needs image and runtime",
 				  string_field(spec, "id"));
+	return 0;
+}
+
+static int image_function(const cJSON *spec, nv_buf *out, nv_err *err)
+{
+	const cJSON *c;
+	const char *image = NULL, *runtime = NULL;
+	const char *prefix;
+	const char *slash;
+	int rc = container_of(spec, &c, &image, &runtime, err);
+
+	if (rc)
+		return rc;
+	if (!c) {
+		nv_buf_puts(out, "navette_image() { :; }\n");
+		return 0;
+	}
 	assign(out, "NAVETTE_IMAGE", image);
 	assign(out, "NAVETTE_RUNTIME", runtime);
 	nv_buf_puts(
@@ -236,42 +253,66 @@ static const char *const container_env[] = {"NAVETTE_JOB_ID",  "NAVETTE_COMMIT",
 					    "NAVETTE_PROJECT", "NAVETTE_INPUTS",
 					    "NAVETTE_OUTPUTS", NULL};
 
+/* Writes, for each variable a container gets (container_env, then the
+ * job's), "OPT NAME " (opt "-e", "--env"), or with by_value
+ * "OPTNAME=\"$NAME\" " (opt a prefix such as "APPTAINERENV_"). */
+static void pass_names(nv_buf *out, const cJSON *env, const char *opt,
+		       int by_value)
+{
+	const cJSON *item;
+
+	for (const char *const *n = container_env; *n; n++)
+		if (by_value)
+			nv_buf_printf(out, "%s%s=\"$%s\" ", opt, *n, *n);
+		else
+			nv_buf_printf(out, "%s %s ", opt, *n);
+	cJSON_ArrayForEach(item, env)
+	{
+		if (!item->string)
+			continue;
+		if (by_value)
+			nv_buf_printf(out, "%s%s=\"$%s\" ", opt, item->string,
+				      item->string);
+		else
+			nv_buf_printf(out, "%s %s ", opt, item->string);
+	}
+}
+
+/* The command's folder: a code layer's workdir, else the workspace. */
+static void put_workdir(nv_buf *out, const char *workdir)
+{
+	if (workdir)
+		nv_buf_sh_quote(out, workdir);
+	else
+		nv_buf_puts(out, "\"$NAVETTE_WORKSPACE\"");
+}
+
 /* The container part of run_command: the runtime's command line up to
  * the job's command. The workspace and inputs are mounted read-only at
  * the same paths, the outputs writable; a code layer's workdir replaces
  * the workspace mount. */
-static void container_command(const cJSON *spec, const cJSON *c, nv_buf *out)
+static void container_command(const cJSON *spec, const cJSON *c,
+			      const char *runtime, nv_buf *out)
 {
 	const char *workdir = string_field(c, "workdir");
 	const char *prefix;
-	const cJSON *item, *env = field(spec, "env");
-	rt_family fam = runtime_family(string_field(c, "runtime"), &prefix);
+	const cJSON *env = field(spec, "env");
+	rt_family fam = runtime_family(runtime, &prefix);
 	int gpus = wants_gpus(spec);
 
 	if (fam == RT_APPTAINER) {
 		/* --cleanenv: only what is passed as PREFIX+NAME enters */
-		for (const char *const *n = container_env; *n; n++)
-			nv_buf_printf(out, "%s%s=\"$%s\" ", prefix, *n, *n);
-		cJSON_ArrayForEach(item, env)
-		{
-			if (item->string)
-				nv_buf_printf(out, "%s%s=\"$%s\" ", prefix,
-					      item->string, item->string);
-		}
+		pass_names(out, env, prefix, 1);
 		nv_buf_printf(out, "%sNAVETTE_WORKSPACE=", prefix);
-		if (workdir)
-			nv_buf_sh_quote(out, workdir);
-		else
-			nv_buf_puts(out, "\"$NAVETTE_WORKSPACE\"");
+		put_workdir(out, workdir);
 		nv_buf_puts(out, " \\\n\t\t\"$NAVETTE_RUNTIME\" exec "
 				 "--containall --cleanenv ");
 		if (gpus)
 			nv_buf_puts(out, "--nv ");
 		nv_buf_puts(out, "\\\n\t\t--pwd ");
-		if (workdir)
-			nv_buf_sh_quote(out, workdir);
-		else
-			nv_buf_puts(out, "\"$NAVETTE_WORKSPACE\" --bind "
+		put_workdir(out, workdir);
+		if (!workdir)
+			nv_buf_puts(out, " --bind "
 					 "\"$NAVETTE_WORKSPACE:$NAVETTE_"
 					 "WORKSPACE:ro\"");
 		nv_buf_puts(out,
@@ -283,22 +324,13 @@ static void container_command(const cJSON *spec, const cJSON *c, nv_buf *out)
 	}
 	if (fam == RT_ENROOT) {
 		nv_buf_puts(out, "\"$NAVETTE_RUNTIME\" start ");
-		for (const char *const *n = container_env; *n; n++)
-			nv_buf_printf(out, "--env %s ", *n);
-		cJSON_ArrayForEach(item, env)
-		{
-			if (item->string)
-				nv_buf_printf(out, "--env %s ", item->string);
-		}
+		pass_names(out, env, "--env", 0);
 		if (gpus)
 			nv_buf_puts(out, "--env NVIDIA_VISIBLE_DEVICES=\"${"
 					 "NVIDIA_VISIBLE_DEVICES:-${CUDA_"
 					 "VISIBLE_DEVICES:-all}}\" ");
 		nv_buf_puts(out, "--env NAVETTE_WORKSPACE=");
-		if (workdir)
-			nv_buf_sh_quote(out, workdir);
-		else
-			nv_buf_puts(out, "\"$NAVETTE_WORKSPACE\"");
+		put_workdir(out, workdir);
 		nv_buf_puts(out, " \\\n");
 		if (!workdir)
 			nv_buf_puts(out, "\t\t--mount \"$NAVETTE_WORKSPACE:"
@@ -313,10 +345,7 @@ static void container_command(const cJSON *spec, const cJSON *c, nv_buf *out)
 			"\t\t\"$NAVETTE_JOB_DIR/image.sqsh\" \\\n"
 			/* enroot has no workdir option */
 			"\t\tsh -c 'cd \"$1\" && shift && exec \"$@\"' sh ");
-		if (workdir)
-			nv_buf_sh_quote(out, workdir);
-		else
-			nv_buf_puts(out, "\"$NAVETTE_WORKSPACE\"");
+		put_workdir(out, workdir);
 		nv_buf_puts(out, " ");
 		return;
 	}
@@ -329,9 +358,9 @@ static void container_command(const cJSON *spec, const cJSON *c, nv_buf *out)
 	nv_buf_puts(out, "\\\n");
 	if (workdir) {
 		nv_buf_puts(out, "\t\t-w ");
-		nv_buf_sh_quote(out, workdir);
+		put_workdir(out, workdir);
 		nv_buf_puts(out, " -e NAVETTE_WORKSPACE=");
-		nv_buf_sh_quote(out, workdir);
+		put_workdir(out, workdir);
 		nv_buf_puts(out, " \\\n");
 	} else {
 		nv_buf_puts(out, "\t\t-v "
@@ -343,13 +372,7 @@ static void container_command(const cJSON *spec, const cJSON *c, nv_buf *out)
 	nv_buf_puts(out,
 		    "\t\t-v \"$NAVETTE_INPUTS:$NAVETTE_INPUTS:ro\" \\\n"
 		    "\t\t-v \"$NAVETTE_OUTPUTS:$NAVETTE_OUTPUTS\" \\\n\t\t");
-	for (const char *const *n = container_env; *n; n++)
-		nv_buf_printf(out, "-e %s ", *n);
-	cJSON_ArrayForEach(item, env)
-	{
-		if (item->string)
-			nv_buf_printf(out, "-e %s ", item->string);
-	}
+	pass_names(out, env, "-e", 0);
 	nv_buf_puts(out, "\\\n\t\t\"$NAVETTE_IMAGE\" ");
 }
 
@@ -357,20 +380,15 @@ static void container_command(const cJSON *spec, const cJSON *c, nv_buf *out)
  * a container: see container_command. */
 static int command_function(const cJSON *spec, nv_buf *out, nv_err *err)
 {
-	const cJSON *item;
-	const cJSON *c = field(spec, "container");
+	const cJSON *item, *c;
+	const char *image = NULL, *runtime = NULL;
+	int rc = container_of(spec, &c, &image, &runtime, err);
 
+	if (rc)
+		return rc;
 	nv_buf_puts(out, "run_command() {\n\t");
-	if (c && !cJSON_IsNull(c)) {
-		const char *runtime = string_field(c, "runtime");
-
-		if (!runtime || !runtime[0])
-			return nv_err_set(err, NV_EINVAL, NULL,
-					  "job %s: container needs image and "
-					  "runtime",
-					  string_field(spec, "id"));
-		container_command(spec, c, out);
-	}
+	if (c)
+		container_command(spec, c, runtime, out);
 	cJSON_ArrayForEach(item, field(spec, "command"))
 	{
 		if (!cJSON_IsString(item))

@@ -91,7 +91,8 @@ local function pin_commit(run, j)
   local pinned = run.pinned[j.code]
   if pinned then return pinned[1], pinned[2] end
   local repo = run.repo
-  local dirty = run.tree_clean and {} or repo:status()
+  -- a commit pinned already means the tree was found clean
+  local dirty = next(run.pinned) and {} or repo:status()
   if #dirty > 0 then
     local lines = {}
     for i, e in ipairs(dirty) do
@@ -124,7 +125,6 @@ local function pin_commit(run, j)
              j.name)
     end
   end
-  run.tree_clean = true
   local info = repo:commit(commit)
   run.pinned[j.code] = { commit, info }
   return commit, info

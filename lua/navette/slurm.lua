@@ -309,6 +309,26 @@ local function outcome(view, job, record)
   return state, failure
 end
 
+-- Records the phases the launcher published ({phase, at} in ISO-8601)
+-- in the local row, all but the end, which is Slurm's and the record's
+-- to say. Returns the time of the latest one (0 when none) and the
+-- time of the end the list holds, if any.
+local function merge_phases(home, id, list)
+  local last, ended = 0, nil
+  for _, p in ipairs(list) do
+    local at = type(p) == "table" and type(p.at) == "string"
+               and util.parse_iso8601(p.at)
+    if at and (p.phase == "succeeded" or p.phase == "failed"
+               or p.phase == "cancelled") then
+      ended = at
+    elseif at and type(p.phase) == "string" then
+      jobs_native.phase(home, id, p.phase, at)
+      if at > last then last = at end
+    end
+  end
+  return last, ended
+end
+
 -- Brings the local row of a Slurm job up to date: Slurm's state, the
 -- phases the launcher published, and, once it is over, its outcome.
 -- Returns {job = Slurm's view of it, or nil} for the CLI's view.
@@ -342,13 +362,7 @@ function M.refresh(row, force)
   local jobs = require "navette.jobs"
   local store = jobs.s3_store(spec)
   if store then
-    for _, p in ipairs(jobs.remote_phases(store, spec)) do
-      local at = util.parse_iso8601(p.at)
-      if at and p.phase ~= "succeeded" and p.phase ~= "failed"
-         and p.phase ~= "cancelled" then
-        jobs_native.phase(home, row.id, p.phase, at)
-      end
-    end
+    merge_phases(home, row.id, jobs.remote_phases(store, spec))
   end
   local ok, session = pcall(open, spec.slurm, STATUS_TOKEN_LIFESPAN,
                             STATUS_TOKEN_LIFESPAN)
@@ -382,19 +396,9 @@ function M.refresh(row, force)
     -- older than the end), then the end: never before the last phase
     -- (Slurm's end time has whole seconds)
     local final = state == "succeeded" and "succeeded" or "failed"
-    local last, ended = 0, nil
-    for _, p in ipairs(record and type(record.phases) == "table"
-                       and record.phases or {}) do
-      local at = type(p) == "table" and type(p.at) == "string"
-                 and util.parse_iso8601(p.at)
-      if at and (p.phase == "succeeded" or p.phase == "failed"
-                 or p.phase == "cancelled") then
-        ended = at
-      elseif at and type(p.phase) == "string" then
-        jobs_native.phase(home, row.id, p.phase, at)
-        if at > last then last = at end
-      end
-    end
+    local last, ended = merge_phases(home, row.id, record
+                                     and type(record.phases) == "table"
+                                     and record.phases or {})
     ended = ended or (job.end_time > 0 and job.end_time or sys.now())
     jobs_native.phase(home, row.id, final, math.max(ended, last))
     jobs_native.finish(home, row.id, state, code, failure,
