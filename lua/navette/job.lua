@@ -6,17 +6,6 @@ local util = require "navette.util"
 
 local job = {}
 
-local FIELDS = { "name", "code", "image", "inputs", "outputs", "command",
-                 "requeue",
-                 "env", "resources", "success", "failure", "logs" }
--- partition, account, qos, gres and nodes are the queue's (Slurm); the
--- local backend records them and runs on this machine
-local RESOURCE_KEYS = { "cpus", "memory", "gpus", "time_limit", "partition",
-                        "account", "qos", "gres", "nodes" }
-local SUCCESS_KEYS = { "exit_code", "exit_codes", "outputs" }
-local FAILURE_KEYS = { "log_patterns", "hint" }
-local LOG_KEYS = { "max_bytes", "publish" }
-
 local function bad(message, hint)
   errors.raise("recipe", "navette.job: " .. message, hint)
 end
@@ -91,210 +80,325 @@ local function input_url(v, name)
   return v
 end
 
+-- Checks of the fields below that a type alone does not say. Each takes
+-- (value, out, key): it raises with the key's name, or stores the
+-- normalised value in out.
+local function check_name(v, out, key)
+  if not v:match("^[%w][%w._-]*$") or #v > 63 then
+    bad("'" .. key .. "' = '" .. v .. "': use letters, digits, '.', '_' "
+        .. "and '-' (at most 63)")
+  end
+  out.name = v
+end
+
+-- an image: a reference, or what navette.image.code_layer/build gave
+-- (then its code may be the job's: see runner.spec)
+local function check_image(img, out)
+  if type(img) ~= "table" then
+    want(img, "string", "image")
+    out.image = img
+    return
+  end
+  if img.planned then
+    out.image = img.to or img.reference or "(planned image)"
+    out.image_planned = true
+  elseif type(img.reference) == "string" then
+    out.image = img.reference
+  else
+    bad("'image' must be a reference string or what navette.image."
+        .. "code_layer{...} or build{...} returned")
+  end
+  if type(img.into) == "string" and type(img.commit) == "string" then
+    out.image_code = { path = img.into, commit = img.commit }
+  end
+end
+
+local function check_inputs(v, out)
+  out.inputs = {}
+  for name, input in pairs(v) do
+    if type(name) ~= "string" or not name:match("^[%w_][%w._-]*$") then
+      bad("input names are letters, digits, '.', '_' and '-' (found '"
+          .. tostring(name) .. "')")
+    end
+    out.inputs[name] = input_url(input, name)
+  end
+end
+
+local function check_outputs(v, out, key)
+  check_key_like(v, key)
+  out.outputs = v:sub(-1) == "/" and v or v .. "/"
+end
+
+local function check_command(v, out, key)
+  local list = string_list(v, key)
+  if #list == 0 then bad("'" .. key .. "' must not be empty") end
+  for i, a in ipairs(list) do
+    if _navette.creds.redact(a) ~= a then
+      bad("'" .. key .. "[" .. i .. "]' holds what looks like a secret",
+          "a command line is shown in plans, records and logs: never "
+          .. "put a secret in it")
+    end
+  end
+  out.command = list
+end
+
+local function check_env(v, out)
+  out.env = {}
+  for k, value in pairs(v) do
+    if type(k) ~= "string" or not _navette.jobs.env_name_ok(k) then
+      bad("env name '" .. tostring(k) .. "' is not allowed",
+          "names are letters, digits and '_'; NAVETTE_*, PATH, HOME "
+          .. "and the like are set by navette")
+    end
+    if type(value) == "number" or type(value) == "boolean" then
+      value = tostring(value)
+    end
+    if type(value) ~= "string" then
+      bad("env '" .. k .. "' must be a string, got a " .. type(value))
+    end
+    if _navette.creds.redact(value) ~= value then
+      bad("env '" .. k .. "' holds what looks like a secret",
+          "env is never for secrets: a job gets short-lived access "
+          .. "through navette.creds and storage URLs")
+    end
+    out.env[k] = value
+  end
+end
+
+local function check_cpus(v, out, key)
+  if type(v) ~= "number" or v <= 0 then
+    bad("'" .. key .. "' must be a positive number")
+  end
+  out.cpus = v
+end
+
+local function check_gpus(v, out, key)
+  if math.type(v) ~= "integer" or v < 0 then
+    bad("'" .. key .. "' must be a whole number >= 0")
+  end
+  out.gpus = v
+end
+
+local function check_memory(v, out, key)
+  local bytes = util.parse_size(v)
+  if not bytes then
+    bad("'" .. key .. "' = " .. tostring(v) .. " is not a size",
+        "for example \"16GiB\" or \"512MiB\"")
+  end
+  out.memory = bytes
+end
+
+local function check_time_limit(v, out, key)
+  local secs = util.parse_duration(v)
+  if not secs then
+    bad("'" .. key .. "' = " .. tostring(v) .. " is not a duration",
+        "for example 600, \"30m\" or \"2h\"")
+  end
+  out.time_limit = secs
+end
+
+-- partition, account, qos, gres: names the queue (Slurm) knows
+local function queue_name(name)
+  return function(v, out, key)
+    if type(v) ~= "string" or not v:match("^[%w._:,=/-]+$") or #v > 128 then
+      bad("'" .. key .. "' must be a name (letters, digits, ._:,=/-)")
+    end
+    out[name] = v
+  end
+end
+
+local function check_nodes(v, out, key)
+  local list = type(v) == "string" and { v } or string_list(v, key)
+  for i, n in ipairs(list) do
+    if not n:match("^[%w._%[%],-]+$") or #n > 128 then
+      bad("'" .. key .. "[" .. i .. "]' = '" .. n .. "' is not a node "
+          .. "name", "for example \"gpu-a\" or \"gpu-[1-4]\"")
+    end
+  end
+  out.nodes = list
+end
+
+local function exit_code_ok(c)
+  return math.type(c) == "integer" and c >= 0 and c <= 255
+end
+
+local function check_exit_code(v, out, key)
+  if not exit_code_ok(v) then
+    bad("'" .. key .. "' must be a whole number from 0 to 255")
+  end
+  out.exit_codes = { v }
+end
+
+local function check_exit_codes(v, out, key)
+  out.exit_codes = {}
+  for i, c in ipairs(v) do
+    if not exit_code_ok(c) then
+      bad("'" .. key .. "[" .. i .. "]' must be a whole number from 0 to 255")
+    end
+    out.exit_codes[i] = c
+  end
+end
+
+local function check_required_outputs(v, out, key)
+  out.outputs = string_list(v, key)
+  for _, o in ipairs(out.outputs) do check_key_like(o, key) end
+end
+
+local function check_log_patterns(v, out, key)
+  out.log_patterns = string_list(v, key)
+end
+
+local function check_max_bytes(v, out, key)
+  local b = util.parse_size(v)
+  if not b then bad("'" .. key .. "' must be a size") end
+  out.max_bytes = b
+end
+
+-- The fields of navette.job{...}, in the order they are checked: the one
+-- definition that validation, its messages, the LuaLS definitions
+-- (navette.luals) and the docs are made from. A field has a name, a type
+-- as LuaLS writes it, a doc line, and: `kind` (the Lua type its value
+-- must have), `check` (what a type does not say; stores the normalised
+-- value), `default` (the normalised value when absent), `required` (true,
+-- or the hint when it is missing), or `fields` (a table of its own, whose
+-- fields are checked the same way).
+job.FIELDS = {
+  { name = "name", type = "string", kind = "string", required = true,
+    check = check_name,
+    doc = "The job's name in the run: letters, digits, '.', '_' and '-', at "
+          .. "most 63." },
+  { name = "code", type = "string", kind = "string", default = "HEAD",
+    doc = "The commit the job runs (a revision: a branch, tag or commit "
+          .. "id); the tree must be clean and the commit pushed." },
+  { name = "image", type = "string|navette.image.Result",
+    check = check_image,
+    doc = "The image: a reference (pinned to its digest when submitted), or "
+          .. "what navette.image.code_layer{} or build{} returned. Without "
+          .. "it the job runs on the host." },
+  { name = "inputs", type = "table<string, string|navette.storage.Object>",
+    kind = "table", check = check_inputs, default = {},
+    doc = "Read-only inputs by name: storage URLs (file:///... or "
+          .. "s3://bucket/key) or what navette.storage.put returned; the "
+          .. "job finds them under $NAVETTE_INPUTS/<name>." },
+  { name = "outputs", type = "string", kind = "string",
+    check = check_outputs, default = "{project}/{id}/",
+    doc = "The key prefix, in the profile's store, where the job's outputs, "
+          .. "log and run record are published ({project} and {id} are "
+          .. "replaced)." },
+  { name = "command", type = "string[]", required =
+      "command = { \"python\", \"train.py\" }", check = check_command,
+    doc = "The command and its arguments (no shell); never a secret: it is "
+          .. "shown in plans, records and logs." },
+  { name = "requeue", type = "boolean", kind = "boolean",
+    doc = "Whether the queue may run the job again after a node failure "
+          .. "(default: the profile's)." },
+  { name = "env", type = "table<string, string|number|boolean>",
+    kind = "table", check = check_env, default = {},
+    doc = "Environment variables of the job (never secrets; NAVETTE_*, "
+          .. "PATH, HOME and the like are set by navette)." },
+  { name = "resources", type = "navette.job.Resources",
+    doc = "What the job needs; partition, account, qos, gres and nodes are "
+          .. "the queue's (Slurm): the local backend records them.",
+    fields = {
+      { name = "cpus", type = "number", check = check_cpus,
+        doc = "CPU cores (a positive number)." },
+      { name = "memory", type = "string|integer", check = check_memory,
+        doc = "Memory: bytes or a size such as \"16GiB\" or \"512MiB\"." },
+      { name = "gpus", type = "integer", check = check_gpus,
+        doc = "GPUs (a whole number >= 0)." },
+      { name = "time_limit", type = "integer|string",
+        check = check_time_limit,
+        doc = "Time limit: seconds or a duration such as \"30m\" or "
+              .. "\"2h\"." },
+      { name = "partition", type = "string", check = queue_name("partition"),
+        doc = "Slurm partition." },
+      { name = "account", type = "string", check = queue_name("account"),
+        doc = "Slurm account." },
+      { name = "qos", type = "string", check = queue_name("qos"),
+        doc = "Slurm quality of service." },
+      { name = "gres", type = "string", check = queue_name("gres"),
+        doc = "Slurm generic resources, such as \"gpu:a100:2\"." },
+      { name = "nodes", type = "string|string[]", check = check_nodes,
+        doc = "Nodes to run on: a name or list such as \"gpu-a\" or "
+              .. "\"gpu-[1-4]\"." },
+    } },
+  { name = "success", type = "navette.job.Success",
+    doc = "When the job counts as succeeded.",
+    fields = {
+      { name = "exit_code", type = "integer", check = check_exit_code,
+        doc = "The one exit status that means success (0 to 255)." },
+      { name = "exit_codes", type = "integer[]", check = check_exit_codes,
+        default = { 0 },
+        doc = "The exit statuses that mean success (each 0 to 255)." },
+      { name = "outputs", type = "string[]", check = check_required_outputs,
+        default = {},
+        doc = "Outputs (keys under the job's prefix) that must exist." },
+    } },
+  { name = "failure", type = "navette.job.Failure",
+    doc = "How a failure is explained.",
+    fields = {
+      { name = "log_patterns", type = "string[]", check = check_log_patterns,
+        default = {},
+        doc = "Lua patterns that, found in the log, mark the job failed." },
+      { name = "hint", type = "string", kind = "string",
+        doc = "What to check when the job fails (shown with the failure)." },
+    } },
+  { name = "logs", type = "navette.job.Logs",
+    doc = "The job's log.",
+    fields = {
+      { name = "max_bytes", type = "integer|string", check = check_max_bytes,
+        default = 64 * 1024 * 1024,
+        doc = "The most the log keeps: bytes or a size such as \"64MiB\"." },
+      { name = "publish", type = "boolean", kind = "boolean", default = true,
+        doc = "Whether the log is published beside the outputs." },
+    } },
+}
+
+local function copy(v)
+  if type(v) ~= "table" then return v end
+  local t = {}
+  for k, x in pairs(v) do t[k] = copy(x) end
+  return t
+end
+
+local function names(fields)
+  local list = {}
+  for i, f in ipairs(fields) do list[i] = f.name end
+  return list
+end
+
+-- Checks spec's fields into out; prefix names them ("resources.").
+local function check_fields(fields, spec, out, prefix)
+  for _, f in ipairs(fields) do
+    local key = prefix .. f.name
+    local value = spec[f.name]
+    if f.fields then
+      local t = value or {}
+      want(t, "table", key)
+      check_keys(t, names(f.fields), key)
+      out[f.name] = {}
+      check_fields(f.fields, t, out[f.name], key .. ".")
+    elseif value == nil then
+      if f.required then
+        bad("'" .. key .. "' is required",
+            f.required ~= true and f.required or nil)
+      end
+      if out[f.name] == nil then out[f.name] = copy(f.default) end
+    else
+      if f.kind then want(value, f.kind, key) end
+      if f.check then f.check(value, out, key) else out[f.name] = value end
+    end
+  end
+end
+
 -- Returns the normalised declaration (a new table).
 function job.validate(spec)
   if type(spec) ~= "table" then
     bad("expects a table: navette.job{ name = ..., command = {...} }")
   end
-  check_keys(spec, FIELDS, "navette.job")
+  check_keys(spec, names(job.FIELDS), "navette.job")
   local j = {}
-
-  if spec.name == nil then bad("'name' is required") end
-  want(spec.name, "string", "name")
-  if not spec.name:match("^[%w][%w._-]*$") or #spec.name > 63 then
-    bad("'name' = '" .. spec.name .. "': use letters, digits, '.', '_' "
-        .. "and '-' (at most 63)")
-  end
-  j.name = spec.name
-
-  if spec.code ~= nil then want(spec.code, "string", "code") end
-  j.code = spec.code or "HEAD"
-
-  -- an image: a reference, or what navette.image.code_layer/build gave
-  -- (then its code may be the job's: see runner.spec)
-  if type(spec.image) == "table" then
-    local img = spec.image
-    if img.planned then
-      j.image = img.to or img.reference or "(planned image)"
-      j.image_planned = true
-    elseif type(img.reference) == "string" then
-      j.image = img.reference
-    else
-      bad("'image' must be a reference string or what navette.image."
-          .. "code_layer{...} or build{...} returned")
-    end
-    if type(img.into) == "string" and type(img.commit) == "string" then
-      j.image_code = { path = img.into, commit = img.commit }
-    end
-  elseif spec.image ~= nil then
-    want(spec.image, "string", "image")
-    j.image = spec.image
-  end
-
-  j.inputs = {}
-  if spec.inputs ~= nil then
-    want(spec.inputs, "table", "inputs")
-    for name, v in pairs(spec.inputs) do
-      if type(name) ~= "string" or not name:match("^[%w_][%w._-]*$") then
-        bad("input names are letters, digits, '.', '_' and '-' (found '"
-            .. tostring(name) .. "')")
-      end
-      j.inputs[name] = input_url(v, name)
-    end
-  end
-
-  if spec.outputs ~= nil then
-    want(spec.outputs, "string", "outputs")
-    check_key_like(spec.outputs, "outputs")
-  end
-  j.outputs = spec.outputs or "{project}/{id}/"
-  if j.outputs:sub(-1) ~= "/" then j.outputs = j.outputs .. "/" end
-
-  if spec.command == nil then
-    bad("'command' is required", "command = { \"python\", \"train.py\" }")
-  end
-  j.command = string_list(spec.command, "command")
-  if #j.command == 0 then bad("'command' must not be empty") end
-  for i, a in ipairs(j.command) do
-    if _navette.creds.redact(a) ~= a then
-      bad("'command[" .. i .. "]' holds what looks like a secret",
-          "a command line is shown in plans, records and logs: never "
-          .. "put a secret in it")
-    end
-  end
-
-  j.env = {}
-  if spec.env ~= nil then
-    want(spec.env, "table", "env")
-    for k, v in pairs(spec.env) do
-      if type(k) ~= "string" or not _navette.jobs.env_name_ok(k) then
-        bad("env name '" .. tostring(k) .. "' is not allowed",
-            "names are letters, digits and '_'; NAVETTE_*, PATH, HOME "
-            .. "and the like are set by navette")
-      end
-      if type(v) == "number" or type(v) == "boolean" then v = tostring(v) end
-      if type(v) ~= "string" then
-        bad("env '" .. k .. "' must be a string, got a " .. type(v))
-      end
-      if _navette.creds.redact(v) ~= v then
-        bad("env '" .. k .. "' holds what looks like a secret",
-            "env is never for secrets: a job gets short-lived access "
-            .. "through navette.creds and storage URLs")
-      end
-      j.env[k] = v
-    end
-  end
-
-  local r = spec.resources or {}
-  want(r, "table", "resources")
-  check_keys(r, RESOURCE_KEYS, "resources")
-  j.resources = {}
-  if r.cpus ~= nil then
-    if type(r.cpus) ~= "number" or r.cpus <= 0 then
-      bad("'resources.cpus' must be a positive number")
-    end
-    j.resources.cpus = r.cpus
-  end
-  if r.gpus ~= nil then
-    if math.type(r.gpus) ~= "integer" or r.gpus < 0 then
-      bad("'resources.gpus' must be a whole number >= 0")
-    end
-    j.resources.gpus = r.gpus
-  end
-  if r.memory ~= nil then
-    local bytes = util.parse_size(r.memory)
-    if not bytes then
-      bad("'resources.memory' = " .. tostring(r.memory)
-          .. " is not a size", "for example \"16GiB\" or \"512MiB\"")
-    end
-    j.resources.memory = bytes
-  end
-  if r.time_limit ~= nil then
-    local secs = util.parse_duration(r.time_limit)
-    if not secs then
-      bad("'resources.time_limit' = " .. tostring(r.time_limit)
-          .. " is not a duration", "for example 600, \"30m\" or \"2h\"")
-    end
-    j.resources.time_limit = secs
-  end
-  for _, k in ipairs({ "partition", "account", "qos", "gres" }) do
-    if r[k] ~= nil then
-      if type(r[k]) ~= "string" or not r[k]:match("^[%w._:,=/-]+$")
-         or #r[k] > 128 then
-        bad("'resources." .. k .. "' must be a name (letters, digits, "
-            .. "._:,=/-)")
-      end
-      j.resources[k] = r[k]
-    end
-  end
-  if r.nodes ~= nil then
-    local list = type(r.nodes) == "string" and { r.nodes }
-                 or string_list(r.nodes, "resources.nodes")
-    for i, n in ipairs(list) do
-      if not n:match("^[%w._%[%],-]+$") or #n > 128 then
-        bad("'resources.nodes[" .. i .. "]' = '" .. n .. "' is not a node "
-            .. "name", "for example \"gpu-a\" or \"gpu-[1-4]\"")
-      end
-    end
-    j.resources.nodes = list
-  end
-
-  if spec.requeue ~= nil then want(spec.requeue, "boolean", "requeue") end
-  j.requeue = spec.requeue -- nil: the profile's default
-
-  local s = spec.success or {}
-  want(s, "table", "success")
-  check_keys(s, SUCCESS_KEYS, "success")
-  j.success = { exit_codes = { 0 }, outputs = {} }
-  if s.exit_code ~= nil then
-    if math.type(s.exit_code) ~= "integer" or s.exit_code < 0
-       or s.exit_code > 255 then
-      bad("'success.exit_code' must be a whole number from 0 to 255")
-    end
-    j.success.exit_codes = { s.exit_code }
-  end
-  if s.exit_codes ~= nil then
-    j.success.exit_codes = {}
-    for i, c in ipairs(s.exit_codes) do
-      if math.type(c) ~= "integer" or c < 0 or c > 255 then
-        bad("'success.exit_codes[" .. i .. "]' must be a whole number "
-            .. "from 0 to 255")
-      end
-      j.success.exit_codes[i] = c
-    end
-  end
-  if s.outputs ~= nil then
-    j.success.outputs = string_list(s.outputs, "success.outputs")
-    for _, o in ipairs(j.success.outputs) do
-      check_key_like(o, "success.outputs")
-    end
-  end
-
-  local f = spec.failure or {}
-  want(f, "table", "failure")
-  check_keys(f, FAILURE_KEYS, "failure")
-  j.failure = { log_patterns = {} }
-  if f.log_patterns ~= nil then
-    j.failure.log_patterns = string_list(f.log_patterns,
-                                         "failure.log_patterns")
-  end
-  if f.hint ~= nil then want(f.hint, "string", "failure.hint") end
-  j.failure.hint = f.hint
-
-  local l = spec.logs or {}
-  want(l, "table", "logs")
-  check_keys(l, LOG_KEYS, "logs")
-  j.logs = { max_bytes = 64 * 1024 * 1024, publish = true }
-  if l.max_bytes ~= nil then
-    local b = util.parse_size(l.max_bytes)
-    if not b then bad("'logs.max_bytes' must be a size") end
-    j.logs.max_bytes = b
-  end
-  if l.publish ~= nil then
-    want(l.publish, "boolean", "logs.publish")
-    j.logs.publish = l.publish
-  end
-
+  check_fields(job.FIELDS, spec, j, "")
   j.declared_at = errors.where():gsub(": $", "")
   return j
 end
