@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/fsname.h"
 #include "storage/sha256.h"
 
 #ifdef __APPLE__
@@ -48,6 +49,7 @@ struct nv_filestore {
 	int root_fd;
 	int meta_fd; /* -1 when the marker has no meta/ and we cannot make it */
 	int tmp_fd;  /* -1 likewise: the store is then read-only */
+	enum nv_fsname_volume volume; /* folding: refuse colliding keys */
 	char root[NV_FILESTORE_PATH_MAX];
 };
 
@@ -209,13 +211,16 @@ int nv_filestore_key_check_len(const char *key, size_t len, nv_err *err)
 					  "is %zu bytes, a file name holds at "
 					  "most %d",
 					  key, seg_len, SEGMENT_MAX);
+		/* Any case or form of the marker: a folding volume would
+		 * take it for the marker, so it is refused everywhere. */
 		if (seg_start == 0 &&
-		    seg_len == sizeof(NV_FILESTORE_MARKER) - 1 &&
-		    memcmp(key, NV_FILESTORE_MARKER, seg_len) == 0)
+		    nv_fsname_is_reserved(key, seg_len, NV_FILESTORE_MARKER))
 			return nv_err_set(err, NV_EINVAL, KEY_HINT,
-					  "invalid key '%s': '%s' is reserved "
-					  "for the store's own records",
-					  key, NV_FILESTORE_MARKER);
+					  "invalid key '%s': '%.*s' is "
+					  "reserved for the store's own "
+					  "records ('%s', in any case)",
+					  key, (int)seg_len, key,
+					  NV_FILESTORE_MARKER);
 		seg_start = i + 1;
 	}
 	return 0;
@@ -545,6 +550,9 @@ int nv_filestore_open(nv_filestore **out, const char *root, int create,
 	s->meta_fd = open_marker_sub(marker_fd, "meta");
 	s->tmp_fd = open_marker_sub(marker_fd, "tmp");
 	close(marker_fd);
+	/* probed in tmp/: on the store's volume, and ours to write in */
+	s->volume = s->tmp_fd >= 0 ? nv_fsname_volume_of(s->tmp_fd)
+				   : NV_FSNAME_SENSITIVE;
 	*out = s;
 	return 0;
 fail:
@@ -950,6 +958,91 @@ static void writer_abort(nv_filestore *s, struct writer *w)
 	w->fd = -1;
 }
 
+/* Finds, in the folder open on dir_fd, an entry other than seg that the
+ * volume takes for seg: 1 and its name in found, 0 when none (*exact set
+ * when seg itself is there), -1 when the folder cannot be read. */
+static int find_folded(int dir_fd, const char *seg, size_t seg_len,
+		       char found[SEGMENT_MAX + 1], int *exact)
+{
+	struct dirent *d;
+	DIR *dir;
+	int fd = dup(dir_fd), hit = 0;
+
+	*exact = 0;
+	if (fd < 0)
+		return -1;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return -1;
+	}
+	while ((d = readdir(dir)) != NULL) {
+		size_t n = strlen(d->d_name);
+		if (n == seg_len && memcmp(d->d_name, seg, n) == 0)
+			*exact = 1;
+		else if (!hit && n <= SEGMENT_MAX &&
+			 nv_fsname_equal(d->d_name, n, seg, seg_len)) {
+			memcpy(found, d->d_name, n + 1);
+			hit = 1;
+		}
+	}
+	closedir(dir);
+	return hit;
+}
+
+/* On a volume that folds names, a key that differs from an existing one
+ * only in case or NFC/NFD form would share its file while their records
+ * differ: refused, naming both. Each folder on the key's path is read;
+ * on a volume found folding (not forced) only where a lookup of the name
+ * hits, since a miss means nothing there can collide. */
+static int check_folded_collision(nv_filestore *s, const char *key, nv_err *err)
+{
+	char seg[SEGMENT_MAX + 1], found[SEGMENT_MAX + 1];
+	size_t start = 0, len = strlen(key), i;
+	struct stat st;
+	int cur, next, exact, hit, rc = 0;
+
+	cur = open_dir_at(s->root_fd, ".");
+	if (cur < 0)
+		return 0; /* the walk that follows reports it */
+	for (i = 0; i <= len && !rc; i++) {
+		size_t seg_len;
+		if (i < len && key[i] != '/')
+			continue;
+		seg_len = i - start;
+		memcpy(seg, key + start, seg_len);
+		seg[seg_len] = '\0';
+		if (s->volume == NV_FSNAME_FOLDING &&
+		    fstatat(cur, seg, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			break;
+		hit = find_folded(cur, seg, seg_len, found, &exact);
+		if (hit > 0 && !exact) {
+			rc = nv_err_set(
+				err, NV_EREFUSED,
+				"this store's volume does not tell case (or "
+				"accents' NFC/NFD form) apart: use the "
+				"existing spelling, or a key that differs in "
+				"more than case",
+				"key '%s' collides with the existing "
+				"'%.*s%s%s': "
+				"on this volume they would share one file",
+				key, (int)start, key, found,
+				i < len ? "/..." : "");
+			break;
+		}
+		if (i == len || !exact)
+			break;
+		next = open_dir_at(cur, seg);
+		close(cur);
+		cur = next;
+		if (cur < 0)
+			return 0;
+		start = i + 1;
+	}
+	close(cur);
+	return rc;
+}
+
 /* Checks that key can be published and opens its folder (made if needed).
  * Done before any byte is copied, so a bad destination fails fast. */
 static int prepare_destination(nv_filestore *s, const char *key, int *dir_fd,
@@ -959,6 +1052,8 @@ static int prepare_destination(nv_filestore *s, const char *key, int *dir_fd,
 	int rc;
 
 	rc = nv_filestore_key_check(key, err);
+	if (!rc && s->volume != NV_FSNAME_SENSITIVE)
+		rc = check_folded_collision(s, key, err);
 	if (rc)
 		return rc;
 	rc = walk_dirs(s, key, parent_len(key), 1, dir_fd, err);
@@ -1498,7 +1593,9 @@ static int list_dir(struct lister *l, int dir_fd, size_t key_len)
 	while ((d = readdir(dir)) != NULL) {
 		if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
 			continue;
-		if (key_len == 0 && strcmp(d->d_name, NV_FILESTORE_MARKER) == 0)
+		if (key_len == 0 &&
+		    nv_fsname_is_reserved(d->d_name, strlen(d->d_name),
+					  NV_FILESTORE_MARKER))
 			continue;
 		name_len = strlen(d->d_name);
 		/* names no key can address are not objects */

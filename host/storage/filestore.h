@@ -61,13 +61,20 @@ int nv_filestore_url(char *url_out, size_t url_cap, const nv_filestore *store,
 
 /* Key rules: 1..1024 bytes, no NUL or control byte, no backslash, not
  * absolute, no empty, "." or ".." segment, no trailing slash, segments of at
- * most 255 bytes (a file name), first segment not ".navette-store".
+ * most 255 bytes (a file name), first segment not ".navette-store" in any
+ * case or NFC/NFD form, trailing dots and spaces ignored (core/fsname.h;
+ * refused on every system, since some volume would take it for the
+ * marker).
  * The _len form also catches a NUL inside key[0..len). */
 int nv_filestore_key_check(const char *key, nv_err *err);
 int nv_filestore_key_check_len(const char *key, size_t len, nv_err *err);
 
 /* Publishes src_path (or data[0..len)) as key, replacing any object there.
- * info (may be NULL) receives what was stored. */
+ * info (may be NULL) receives what was stored. On a volume that folds
+ * names (detected at open, or NAVETTE_FS_CASE_INSENSITIVE=1), a key that
+ * an existing one differs from only in case or NFC/NFD form (a folder on
+ * its path included) is NV_EREFUSED naming both: they would share a file
+ * while their records differ. copy() checks its destination likewise. */
 int nv_filestore_put_file(nv_filestore *store, const char *key,
 			  const char *src_path, nv_object_info *info,
 			  nv_err *err);

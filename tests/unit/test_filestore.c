@@ -5,6 +5,7 @@
 #ifndef _XOPEN_SOURCE
 #define _XOPEN_SOURCE 700 /* nftw */
 #endif
+#include "core/fsname.h"
 #include "storage/filestore.h"
 #include "storage/sha256.h"
 
@@ -159,6 +160,17 @@ static void test_keys(void)
 	CHECK(nv_filestore_key_check(".navette-store/x", &err) == NV_EINVAL);
 	CHECK(strstr(err.message, "reserved") != NULL);
 	CHECK(nv_filestore_key_check(".navette-store", &err) == NV_EINVAL);
+	/* the marker in any case or with what a share drops: refused on
+	 * every system, since a folding volume would take it for the marker */
+	CHECK(nv_filestore_key_check(".NAVETTE-STORE/meta/x", &err) ==
+	      NV_EINVAL);
+	CHECK(strstr(err.message, "reserved") != NULL &&
+	      strstr(err.message, ".NAVETTE-STORE") != NULL);
+	CHECK(nv_filestore_key_check(".Navette-Store", &err) == NV_EINVAL);
+	CHECK(nv_filestore_key_check(".navette-store./x", &err) == NV_EINVAL);
+	CHECK(nv_filestore_key_check(".navette-store /x", &err) == NV_EINVAL);
+	CHECK(nv_filestore_key_check(".navette-storex/x", &err) == 0);
+	CHECK(nv_filestore_key_check("x/.NAVETTE-STORE", &err) == 0);
 	/* a NUL inside the bytes a caller (Lua) hands us */
 	CHECK(nv_filestore_key_check_len("a\0b", 3, &err) == NV_EINVAL);
 	CHECK(strstr(err.message, "NUL") != NULL);
@@ -532,6 +544,100 @@ static void test_list(void)
 	nv_filestore_free(s);
 }
 
+static int count_key(const nv_object_info *info, void *payload)
+{
+	(void)info;
+	(*(int *)payload)++;
+	return 0;
+}
+
+/* What core/fsname folds (the rules of a case-insensitive volume). */
+static void test_fold(void)
+{
+	char out[64];
+
+	CHECK(nv_fsname_equal("README", 6, "readme", 6));
+	CHECK(!nv_fsname_equal("README", 6, "readme2", 7));
+	/* e-acute precomposed (NFC), decomposed (NFD), and in capitals */
+	CHECK(nv_fsname_equal("caf\xc3\xa9", 5, "cafe\xcc\x81", 6));
+	CHECK(nv_fsname_equal("CAF\xc3\x89", 5, "cafe\xcc\x81", 6));
+	/* Latin Extended-A: S-caron both ways, and L-stroke's case */
+	CHECK(nv_fsname_equal("\xc5\xa0", 2, "s\xcc\x8c", 3));
+	CHECK(nv_fsname_equal("\xc5\x81", 2, "\xc5\x82", 2));
+	CHECK(!nv_fsname_equal("caf\xc3\xa9", 5, "cafe", 4));
+	CHECK(nv_fsname_fold("A\xc3\x80", 3, out, sizeof(out)) == 4);
+	CHECK(memcmp(out, "aa\xcc\x80", 5) == 0);
+	CHECK(nv_fsname_fold("ABCDEF", 6, out, 4) == (size_t)-1);
+	CHECK(nv_fsname_is_reserved("NAVETTE.LOG", 11, "navette.log"));
+	CHECK(nv_fsname_is_reserved("navette.log. ", 13, "navette.log"));
+	CHECK(!nv_fsname_is_reserved("navette.logs", 12, "navette.log"));
+}
+
+/* Keys that a case-insensitive volume takes for one file are refused on
+ * such a volume (forced here on any system by the switch), naming both. */
+static void test_case_insensitive(void)
+{
+	char p[700];
+	nv_filestore *s = NULL;
+	nv_object_info info;
+	nv_err err;
+	int n = 0;
+
+	setenv(NV_FSNAME_ENV, "1", 1);
+	path_in(p, sizeof(p), base, "folding");
+	CHECK(nv_filestore_open(&s, p, 1, &err) == 0);
+	unsetenv(NV_FSNAME_ENV);
+	if (!s)
+		return;
+	CHECK(nv_filestore_put_bytes(s, "proj/README", "a", 1, &info, &err) ==
+	      0);
+	CHECK(nv_filestore_put_bytes(s, "proj/readme", "b", 1, &info, &err) ==
+	      NV_EREFUSED);
+	CHECK(strstr(err.message, "proj/readme") &&
+	      strstr(err.message, "proj/README") &&
+	      strstr(err.message, "share one file"));
+	CHECK(err.hint[0] != '\0');
+	/* a folder on the path collides too */
+	CHECK(nv_filestore_put_bytes(s, "PROJ/other", "c", 1, &info, &err) ==
+	      NV_EREFUSED);
+	CHECK(strstr(err.message, "'proj/...'") != NULL);
+	/* the same key again is a plain replacement */
+	CHECK(nv_filestore_put_bytes(s, "proj/README", "d", 1, &info, &err) ==
+	      0);
+	/* NFC then NFD of the same name */
+	CHECK(nv_filestore_put_bytes(s, "proj/caf\xc3\xa9", "e", 1, &info,
+				     &err) == 0);
+	CHECK(nv_filestore_put_bytes(s, "proj/cafe\xcc\x81", "f", 1, &info,
+				     &err) == NV_EREFUSED);
+	CHECK(nv_filestore_copy(s, "proj/README", "proj/Readme", &info, &err) ==
+	      NV_EREFUSED);
+	/* nothing was written by the refusals */
+	CHECK(nv_filestore_list(s, "", NULL, 0, count_key, &n, NULL, &err) ==
+	      0);
+	CHECK(n == 2);
+	CHECK(!exists(p, "PROJ") && !exists(p, "proj/readme") &&
+	      !exists(p, "proj/cafe\xcc\x81"));
+	nv_filestore_free(s);
+
+	/* without the switch, a volume that tells case apart (Linux's)
+	 * keeps the two apart */
+	{
+		int fd = open(p, O_RDONLY | O_DIRECTORY);
+		int folds = fd >= 0 &&
+			    nv_fsname_volume_of(fd) != NV_FSNAME_SENSITIVE;
+		if (fd >= 0)
+			close(fd);
+		if (folds)
+			return;
+	}
+	CHECK(nv_filestore_open(&s, p, 0, &err) == 0);
+	if (!s)
+		return;
+	CHECK(nv_filestore_put_bytes(s, "proj/readme", "b", 1, &info, &err) ==
+	      0);
+	nv_filestore_free(s);
+}
+
 static void test_open(void)
 {
 	char p[700];
@@ -584,6 +690,8 @@ int main(void)
 		nv_filestore_free(s);
 	}
 	test_list();
+	test_fold();
+	test_case_insensitive();
 
 	nftw(base, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 	return nv_test_done();
