@@ -4,7 +4,26 @@
 -- usage error. Returns opts, args.
 local args = {}
 
+-- Set while args.flags_of runs: the next parse records its flags and stops.
+local probe
+
+-- The flags a command takes, read from the very table it hands to parse
+-- (so shell completions cannot drift from the parser): calls run(), whose
+-- first parse records its flags and raises to stop the command before it
+-- does anything. Returns that table, or nil when run() never parsed.
+function args.flags_of(run)
+  local mine = { stop = {} }
+  probe = mine
+  pcall(run)
+  probe = nil
+  return mine.flags
+end
+
 function args.parse(argv, flags, fail)
+  if probe then
+    probe.flags = flags
+    error(probe.stop, 0)
+  end
   local opts, rest = {}, {}
   local i = 1
   while i <= #argv do

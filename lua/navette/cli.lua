@@ -75,6 +75,16 @@ usage: navette migrate JOB --to NODE [--no-wait] [--json]
   records: logs present, the same declared outputs present, and the
   outputs' sha256 equal (where the job is deterministic). Exit 0 when the
   comparison holds, 1 otherwise.]],
+  completion = [[
+usage: navette completion bash|zsh|fish
+  Prints the shell's completion script for navette, made from the
+  commands' own flag tables. For example, in ~/.bashrc:
+  source <(navette completion bash)]],
+  definitions = [[
+usage: navette definitions [FILE]
+  Writes the LuaLS definitions of the recipe API (navette.job's fields,
+  the primitives and their options) to FILE, or prints them; made from
+  the tables the validators use. See README, "Editor support".]],
   version = [[
 usage: navette version
   Prints the versions of navette and of the libraries it runs on.]],
@@ -82,7 +92,7 @@ usage: navette version
 
 local ORDER = { "run", "plan", "status", "logs", "watch", "cancel", "jobs",
                 "migrate", "creds", "audit", "storage", "image", "agent", "test",
-                "version" }
+                "completion", "definitions", "version" }
 
 local function usage_text()
   local lines = { "usage: navette COMMAND [ARGS]", "", "commands:" }
@@ -198,7 +208,8 @@ end
 local function cmd_run(argv, plan)
   local command = plan and "plan" or "run"
   local opts, args = parse(command, argv, { profile = "value",
-                           wait = plan and nil or "bool", json = "bool",
+                           wait = not plan and "bool" or nil,
+                           json = "bool",
                            node = "value" })
   if opts.help then term.print(HELP[command]); return 0 end
   if #args ~= 1 then usage_error("expected one RECIPE", command) end
@@ -639,6 +650,8 @@ local COMMANDS = {
   image = function(a) return require("navette.image_cli").main(a) end,
   migrate = function(a) return require("navette.migrate").main(a) end,
   test = cmd_test,
+  completion = function(a) return require("navette.completion").main(a) end,
+  definitions = function(a) return require("navette.luals").main(a) end,
 }
 
 -- for the commands kept in their own modules (migrate)
@@ -648,6 +661,8 @@ end
 cli.print_outcome = function(v) return print_outcome(v) end
 cli.parse = function(command, argv, flags) return parse(command, argv, flags) end
 cli.HELP = HELP
+cli.ORDER = ORDER
+cli.COMMANDS = COMMANDS
 
 function cli.main(argv)
   local command = argv[1]
