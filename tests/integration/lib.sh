@@ -57,7 +57,7 @@ _cleanup() {
 	local status=$? i=0
 	# Let the agent finish and release the home (bounded).
 	if [ -e "$NAVETTE_HOME/agent.lock" ]; then
-		while ! flock -n "$NAVETTE_HOME/agent.lock" true 2>/dev/null; do
+		while ! lock_is_free "$NAVETTE_HOME/agent.lock"; do
 			i=$((i + 1))
 			if [ "$i" -gt 200 ]; then
 				echo "warning: the agent still holds" \
@@ -272,13 +272,34 @@ put_file() {
 	cat >"$1/$2"
 }
 
-# sha256 FILE
+# sha256 FILE (shasum: perl's, on macOS and Debian alike)
 sha256() {
-	if command -v sha256sum >/dev/null 2>&1; then
-		sha256sum "$1" | cut -d' ' -f1
-	else
-		shasum -a 256 "$1" | cut -d' ' -f1
-	fi
+	shasum -a 256 "$1" | cut -d' ' -f1
+}
+
+# ---- processes and locks (what macOS has too: no flock(1), no setsid) -------
+
+# lock_is_free PATH: no process holds a flock(2) lock on PATH (a missing
+# file is free). Takes the lock for an instant, as flock -n PATH true would.
+lock_is_free() {
+	perl -MFcntl=:flock -e '
+		open(my $f, "<", $ARGV[0]) or exit 0;
+		exit(flock($f, LOCK_EX | LOCK_NB) ? 0 : 1);' "$1" 2>/dev/null
+}
+
+# exec_in_new_session COMMAND...: replaces the calling (sub)shell with
+# COMMAND, leader of a new session and process group, as setsid(1) would.
+# A process that already leads its group forks first (setsid needs that).
+exec_in_new_session() {
+	exec python3 -c '
+import os, sys
+try:
+    os.setsid()
+except OSError:
+    if os.fork():
+        os._exit(0)
+    os.setsid()
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
 }
 
 # ---- jobs -------------------------------------------------------------------

@@ -38,13 +38,14 @@ check_true "the log is mirrored to the store" test -n "$MIRROR"
 check_true "the mirror matches the log" cmp -s "$LOG" "$MIRROR"
 
 cp "$LOG" "$T/audit.orig"
-sed -i '2s/"job.submit"/"job.submiT"/' "$LOG"
+# (sed into the log rather than sed -i, which BSD sed spells differently)
+sed '2s/"job.submit"/"job.submiT"/' "$T/audit.orig" >"$LOG"
 nv audit verify
 check_rc "an edited line fails verification" 1
 check_match "the edited line is named" "$OUT" 'edited at line 2'
 
 cp "$T/audit.orig" "$LOG"
-sed -i '2d' "$LOG"
+sed '2d' "$T/audit.orig" >"$LOG"
 nv audit verify
 check_rc "a removed line fails verification" 1
 check_match "the removal is named" "$OUT" 'removed at line 2'
@@ -57,7 +58,8 @@ check_rc "swapped lines fail verification" 1
 check_match "the swap is named" "$OUT" 'reordered at line 2'
 
 cp "$T/audit.orig" "$LOG"
-head -c -20 "$T/audit.orig" >"$LOG"
+# all but the last 20 bytes (head -c -N is GNU's only)
+head -c "$(($(wc -c <"$T/audit.orig") - 20))" "$T/audit.orig" >"$LOG"
 nv audit verify
 check_rc "a truncated log fails verification" 1
 check_match "the truncation is named" "$OUT" 'truncated'

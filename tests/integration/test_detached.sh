@@ -3,8 +3,6 @@
 # succeeds and publishes its output.
 . "$(dirname "$0")/lib.sh"
 
-command -v setsid >/dev/null 2>&1 || { fail "setsid (util-linux) is missing"; finish; }
-
 R=$(new_repo detached)
 put_file "$R" slow.lua <<'EOF'
 local navette = require "navette"
@@ -18,9 +16,9 @@ commit_all "$R" >/dev/null
 
 SUBMIT_OUT=$T/submit.out
 LEADER_FILE=$T/submitter.pid
-# The shell run by setsid records its pid (the new group's id), then
-# becomes the submitter.
-(cd "$R" && exec setsid sh -c 'echo $$ >"$1"; exec "$2" run slow.lua --wait' \
+# The shell run in a new session records its pid (the new group's id),
+# then becomes the submitter.
+(cd "$R" && exec_in_new_session sh -c 'echo $$ >"$1"; exec "$2" run slow.lua --wait' \
 	sh "$LEADER_FILE" "$NAVETTE") >"$SUBMIT_OUT" 2>&1 &
 SUBMITTER=$!
 
@@ -37,7 +35,7 @@ else
 fi
 check_state "the job reaches running" "$ID" 'running' 30
 
-# The submitter's process group, as setsid made it.
+# The submitter's process group, as the new session made it.
 PGID=$(cat "$LEADER_FILE" 2>/dev/null)
 if [ -z "$PGID" ] || ! kill -0 "$PGID" 2>/dev/null; then
 	fail "the submitter still runs while the job runs" \

@@ -127,7 +127,8 @@ for f in "$S/signer" "$X/rsa.pem"; do
 	if ! grep -q "BEGIN $PK" "$f" 2>/dev/null; then # no openssl: a shape
 		{
 			echo "-----BEGIN $PK-----"
-			head -c 600 /dev/urandom | base64 -w 64
+			head -c 600 /dev/urandom | base64 | tr -d '\n' | fold -w 64
+			echo
 			echo "-----END $PK-----"
 		} >"$f"
 		chmod 600 "$f"
@@ -476,8 +477,7 @@ check_true "the audit log is mirrored to the store" \
 
 # Let the agent write its last words before the scan.
 if [ -e "$NAVETTE_HOME/agent.lock" ]; then
-	agent_gone() { flock -n "$NAVETTE_HOME/agent.lock" true 2>/dev/null; }
-	wait_for 20 agent_gone
+	wait_for 20 lock_is_free "$NAVETTE_HOME/agent.lock"
 fi
 
 # ---- the scan ---------------------------------------------------------------------

@@ -295,7 +295,7 @@ check_contains "the refusal names max_url_lifetime" "$ERR$OUT" max_url_lifetime
 # URLs of 4 s: the second job waits behind the first (one slot), its URLs
 # expire before it starts, and the server refuses them. (The agent of the
 # jobs above must be gone first, so the new one has one slot.)
-wait_for 30 flock -n "$NAVETTE_HOME/agent.lock" true
+wait_for 30 lock_is_free "$NAVETTE_HOME/agent.lock"
 NAVETTE_AGENT_SLOTS=1 nv_in "$R" run recipes/late.lua --profile short --wait
 check_rc "expired URLs: run --wait exits 1" 1
 LID=$(printf '%s\n' "$OUT" | sed -n 's/^job late submitted: \([^ ]*\)$/\1/p')

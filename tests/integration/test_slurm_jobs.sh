@@ -82,7 +82,7 @@ local data = navette.storage.put_string("inputs/same.txt", "the same input\n")
 navette.job {
   name = "same",
   inputs = { d = data.url },
-  command = { "sh", "-c", "sha256sum < \"$NAVETTE_INPUTS/d\" > \"$NAVETTE_OUTPUTS/sum.txt\"; echo \"$NAVETTE_COMMIT\" > \"$NAVETTE_OUTPUTS/commit.txt\"; echo ran on $SLURMD_NODENAME" },
+  command = { "sh", "-c", "shasum -a 256 < \"$NAVETTE_INPUTS/d\" > \"$NAVETTE_OUTPUTS/sum.txt\"; echo \"$NAVETTE_COMMIT\" > \"$NAVETTE_OUTPUTS/commit.txt\"; echo ran on $SLURMD_NODENAME" },
   success = { outputs = { "sum.txt" } },
   resources = { cpus = 1, time_limit = "5m" },
 }

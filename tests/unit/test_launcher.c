@@ -41,7 +41,7 @@ static char *sha256_of(const char *path)
 {
 	static char hex[65];
 	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "sha256sum < '%s' | cut -c1-64", path);
+	snprintf(cmd, sizeof(cmd), "shasum -a 256 < '%s' | cut -c1-64", path);
 	FILE *f = popen(cmd, "r");
 	hex[0] = '\0';
 	if (f) {
@@ -266,6 +266,30 @@ static void test_remote(void)
 	CHECK_STR(rstr(rec, "failure", "phase"), "outputs_published");
 	CHECK(rstr(rec, "failure", "reason") &&
 	      strstr(rstr(rec, "failure", "reason"), "reserved"));
+	cJSON_Delete(rec);
+	cJSON_Delete(spec);
+	/* reserved in any case, and with what a share drops: a volume that
+	 * folds names would let the log overwrite the output */
+	spec = remote_spec(sha, (long)strlen(data), NULL, NULL);
+	rec = run_remote(spec,
+			 "echo x > \"$NAVETTE_OUTPUTS/ok.txt\"\n"
+			 "echo x > \"$NAVETTE_OUTPUTS/Navette.LOG\"\n",
+			 &status);
+	CHECK_STR(rstr(rec, "failure", "phase"), "outputs_published");
+	CHECK(rstr(rec, "failure", "reason") &&
+	      strstr(rstr(rec, "failure", "reason"), "'Navette.LOG'") &&
+	      strstr(rstr(rec, "failure", "reason"), "'navette.log'"));
+	CHECK(!store_has("p/p-2/Navette.LOG"));
+	cJSON_Delete(rec);
+	cJSON_Delete(spec);
+	spec = remote_spec(sha, (long)strlen(data), NULL, NULL);
+	rec = run_remote(spec,
+			 "mkdir \"$NAVETTE_OUTPUTS/NAVETTE-LOG. \"\n"
+			 "echo x > \"$NAVETTE_OUTPUTS/NAVETTE-LOG. /000001\"\n",
+			 &status);
+	CHECK_STR(rstr(rec, "failure", "phase"), "outputs_published");
+	CHECK(rstr(rec, "failure", "reason") &&
+	      strstr(rstr(rec, "failure", "reason"), "'navette-log'"));
 	cJSON_Delete(rec);
 	cJSON_Delete(spec);
 	spec = remote_spec(sha, (long)strlen(data), NULL, "model.bin");
@@ -536,6 +560,18 @@ int main(void)
 	CHECK(!nv_launcher_env_name_ok("A-B"));
 	CHECK(!nv_launcher_env_name_ok("1A"));
 	CHECK(!nv_launcher_env_name_ok(""));
+
+	/* a job's own objects, in any case, are not outputs */
+	CHECK_STR(nv_launcher_output_reserved("Navette.log"), "navette.log");
+	CHECK_STR(nv_launcher_output_reserved("NAVETTE-RUN.JSON"),
+		  "navette-run.json");
+	CHECK_STR(nv_launcher_output_reserved("navette-log/000001"),
+		  "navette-log");
+	CHECK_STR(nv_launcher_output_reserved("Navette-Status."),
+		  "navette-status");
+	CHECK(nv_launcher_output_reserved("navette.logs") == NULL);
+	CHECK(nv_launcher_output_reserved("sub/navette.log") == NULL);
+	CHECK(nv_launcher_output_reserved("result.txt") == NULL);
 	cJSON *bad = cJSON_Parse("{\"id\":\"p\",\"commit\":\"c\",\"project\":"
 				 "\"p\",\"command\":[\"true\"],"
 				 "\"env\":{\"X;rm -rf /\":\"v\"}}");

@@ -67,11 +67,7 @@ emit_splits() {
 
 emit_ordinary() {
 	echo "ordinary: commit $NAVETTE_COMMIT"
-	if command -v sha256sum >/dev/null 2>&1; then
-		sum=$(sha256sum "$NAVETTE_INPUTS/ordinary" | cut -d' ' -f1)
-	else
-		sum=$(shasum -a 256 "$NAVETTE_INPUTS/ordinary" | cut -d' ' -f1)
-	fi
+	sum=$(shasum -a 256 "$NAVETTE_INPUTS/ordinary" | cut -d' ' -f1)
 	echo "ordinary: sha256 $sum"
 	cat "$ORDINARY"
 }

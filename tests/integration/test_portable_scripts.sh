@@ -1,0 +1,82 @@
+# The scripts the test command runs use only tools macOS has too (BSD
+# userland, bash 3.2, no coreutils): tests/integration/portable/gnu_only.py
+# finds GNU-only uses in tests/, vendor/bootstrap and .ci/run; this test
+# first checks that it finds each kind, then runs it on the tree.
+. "$(dirname "$0")/lib.sh"
+
+SCAN=$NAVETTE_SOURCE/tests/integration/portable/gnu_only.py
+F=$T/fixture.sh
+
+# scan_finds WHAT LINE: the scanner reports LINE (a GNU-only use).
+scan_finds() {
+	printf '%s\n' "$2" >"$F"
+	local out
+	out=$(python3 "$SCAN" "$T" fixture.sh)
+	if [ $? = 1 ] && printf '%s\n' "$out" | grep -q '^fixture.sh:1: '; then
+		pass "found: $1"
+	else
+		fail "found: $1 (got '$out' for: $2)"
+	fi
+}
+
+# scan_passes WHAT LINE: the scanner lets LINE (a portable form) through.
+scan_passes() {
+	printf '%s\n' "$2" >"$F"
+	local out
+	out=$(python3 "$SCAN" "$T" fixture.sh)
+	if [ $? = 0 ] && [ -z "$out" ]; then
+		pass "allowed: $1"
+	else
+		fail "allowed: $1 (got '$out' for: $2)"
+	fi
+}
+
+scan_finds "sha256sum" 'sum=$(sha256sum "$f" | cut -d" " -f1)'
+scan_finds "md5sum" 'md5sum <"$file"'
+scan_finds "sed -i" "sed -i '2d' \"\$LOG\""
+scan_finds "sed -n -i" "sed -n -i.bak '2p' x"
+scan_finds "head -c -20" 'head -c -20 "$a" >"$b"'
+scan_finds "setsid" '(exec setsid sh -c "echo")'
+scan_finds "flock(1)" 'flock -n "$H/agent.lock" true'
+scan_finds "base64 -w" 'head -c 600 /dev/urandom | base64 -w 64'
+scan_finds "stat -c" 'size=$(stat -c %s "$f")'
+scan_finds "date -d" 'date -d @0 +%F'
+scan_finds "date +%N" 'started_ns=$(date +%s%N)'
+scan_finds "readlink -f" 'd=$(readlink -f "$0")'
+scan_finds "realpath -m" 'DIR=$(realpath -m "$1")'
+scan_finds "timeout" 'timeout 20 ceph status'
+scan_finds "grep -P" "grep -oP '\\d+' x"
+scan_finds "xargs -r" 'find . -name x | xargs -r rm'
+scan_finds "find -printf" 'find "$d" -type f -printf "%s\n"'
+scan_finds "mktemp --suffix" 'mktemp --suffix=.json'
+scan_finds "cp --reflink" 'cp --reflink=auto a b'
+scan_finds "tar --full-time" 'tar --numeric-owner --full-time -tvzf x'
+scan_finds "tac" 'cat x | tac'
+scan_finds "nproc" 'make -j"$(nproc)"'
+scan_finds "bash 4: mapfile" 'mapfile -t lines <x'
+scan_finds "bash 4: declare -A" 'declare -A SEEN'
+scan_finds "a C test's shell command" \
+	'CHECK(sh_out(out, sizeof(out), "sha256sum %s", f) == 0);'
+
+scan_passes "shasum -a 256" 'sum=$(shasum -a 256 "$f" | cut -d" " -f1)'
+scan_passes "sed into a new file" "sed '2d' \"\$T/orig\" >\"\$LOG\""
+scan_passes "head -c N" 'head -c "$(($(wc -c <"$a") - 20))" "$a"'
+scan_passes "perl flock" "perl -MFcntl=:flock -e 'flock(\$f, LOCK_EX)'"
+scan_passes "python setsid" "python3 -c 'import os; os.setsid()'"
+scan_passes "curl --connect-timeout" 'curl --connect-timeout 20 -sS "$u"'
+scan_passes "a fallback" 'nproc 2>/dev/null || getconf _NPROCESSORS_ONLN'
+scan_passes "a comment" '# not sha256sum: shasum -a 256'
+scan_passes "a marked line" 'sha256sum x # portable-ok: a test of sha256sum'
+scan_passes "a setting named nproc" 'ulimits = ["nproc=32768:32768"]'
+
+# The tree itself.
+out=$(python3 "$SCAN" "$NAVETTE_SOURCE" 2>"$T/scan.err")
+rc=$?
+if [ "$rc" = 0 ]; then
+	pass "the test scripts use only portable tools ($(cat "$T/scan.err"))"
+else
+	fail "the test scripts use GNU-only tools (macOS lacks them):
+$out"
+fi
+
+finish
