@@ -20,6 +20,7 @@ creds.KINDS = { "s3", "bearer", "basic", "hs256", "pem" }
 creds.SOURCES = { "env", "file", "keychain", "command" }
 local DECL_KEYS = { "kind", "source", "env", "path", "service", "account",
                     "command", "host", "description" }
+creds.DECL_KEYS = DECL_KEYS -- for the LuaLS definitions (navette.luals)
 local KIND_FIELDS = {
   s3 = { "access_key_id", "secret_access_key", "session_token" },
   bearer = { "token" }, basic = { "user", "password" },

@@ -17,6 +17,7 @@ end
 
 local OPTS = { "method", "headers", "body", "credential", "max_redirects",
                "timeout", "max_body" }
+http.OPTIONS = OPTS -- for the LuaLS definitions (navette.luals)
 local REFUSED = { insecure = true, verify = true, ssl_verify = true,
                   verify_peer = true, no_verify = true, tls_verify = true }
 

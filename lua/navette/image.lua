@@ -219,10 +219,12 @@ function image.code_layer(spec)
   return res
 end
 
+local PACK_KEYS = { "repo", "commit", "into", "output" }
+
 -- image.pack{repo=, commit=, into=, output=} -> the layer code_layer
 -- would push, written to output (diff_id, layer_digest, sizes).
 function image.pack(spec)
-  known_keys("pack", spec, { "repo", "commit", "into", "output" })
+  known_keys("pack", spec, PACK_KEYS)
   string_arg("pack", "output", spec.output)
   local res, err = native.pack { repo = repo_root(spec.repo),
                                  commit = spec.commit, into = spec.into,
@@ -234,6 +236,10 @@ end
 local BUILD_KEYS = { "builder", "file", "context", "platform", "to", "tag",
                      "build_args", "labels", "repo", "commit", "credential",
                      "docker_config", "storage_root", "run_root" }
+
+-- The keys each call accepts (for the LuaLS definitions: navette.luals).
+image.OPTION_KEYS = { read = READ_KEYS, code_layer = CODE_KEYS,
+                      pack = PACK_KEYS, build = BUILD_KEYS }
 
 -- image.build{builder=, file=, context=, platform=, to=, ...} ->
 -- {reference, digest, tag, builder}: the commit's tree (never the working

@@ -18,6 +18,9 @@ local PROFILE_KEYS = { "backend", "storage", "require_pushed", "remote",
                        "max_output_bytes", "container", "slurm" }
 local S3_KEYS = { "endpoint", "region", "path_style", "credential",
                   "ca_bundle", "pin" }
+-- the keys each table accepts (for the LuaLS definitions: navette.luals)
+project.KEYS = { project = PROJECT_KEYS, profile = PROFILE_KEYS,
+                 s3 = S3_KEYS }
 local URL_LIFETIME_DEFAULT = 12 * 3600
 local URL_LIFETIME_MAX = 7 * 24 * 3600 -- SigV4's limit on a signature
 local URL_MARGIN_DEFAULT = 15 * 60

@@ -1,0 +1,419 @@
+-- `navette definitions [FILE]`: LuaLS definitions (a `---@meta` file) of
+-- what recipes and project files reach, for editors. navette.job's fields
+-- are written from navette.job.FIELDS, the table its validator walks. The
+-- option tables of the primitives and the project file are written from
+-- the key lists their validators check; their types and doc lines are
+-- kept here, and the generator refuses a key list and an annotation that
+-- differ, so a key added to a validator cannot go unwritten.
+local errors = require "navette.errors"
+local term = require "navette.term"
+
+local luals = {}
+
+-- {type, doc, required = true|nil} per key of each validated option table. Must name exactly
+-- the keys of the list it annotates (see OPTION_CLASSES).
+local ANNOTATIONS = {
+  image_read = {
+    platform = { "string", "Platform of an index to use, \"linux/amd64\" "
+                 .. "when unsaid (\"os/arch[/variant]\")." },
+    credential = { "string|navette.creds.Handle", "A basic or bearer "
+                   .. "credential: its declared name or a handle." },
+    docker_config = { "string", "Where docker-style logins are read." },
+    ca_bundle = { "string", "A CA bundle to trust for the registry." },
+  },
+  image_code_layer = {
+    base = { "string", "The base image reference (resolved to its "
+             .. "digest).", required = true },
+    to = { "string", "The repository to push to (tagged with the commit "
+           .. "unless it has a tag).", required = true },
+    into = { "string", "Where the tree goes in the image (default "
+             .. "/workspace)." },
+    platform = { "string", "Platform of the base index to use." },
+    repo = { "string", "The repository folder (default: the recipe's)." },
+    commit = { "string", "The commit whose tree is pushed (default "
+               .. "HEAD)." },
+    source = { "string", "A folder inside the tree to push alone." },
+    credential = { "string|navette.creds.Handle", "Credential for `to`." },
+    base_credential = { "string|navette.creds.Handle", "Credential for "
+                        .. "`base`." },
+    docker_config = { "string", "Where docker-style logins are read." },
+    ca_bundle = { "string", "A CA bundle to trust for the registries." },
+    progress = { "boolean", "Show a progress bar (command line)." },
+    step = { "string", "Label of the progress lines (command line)." },
+    tmp_dir = { "string", "Where the layer is staged." },
+  },
+  image_pack = {
+    repo = { "string", "The repository folder (default: the recipe's)." },
+    commit = { "string", "The commit whose tree is packed (default "
+               .. "HEAD)." },
+    into = { "string", "Where the tree goes in the image (default "
+             .. "/workspace)." },
+    output = { "string", "The .tar.gz file to write.", required = true },
+  },
+  image_build = {
+    builder = { "\"buildah\"|\"podman\"|\"docker\"", "The builder "
+                .. "(default: the first installed)." },
+    file = { "string", "The Containerfile, in the tree (default "
+             .. "Containerfile)." },
+    context = { "string", "The build context, in the tree (default "
+                .. "\".\")." },
+    platform = { "string", "The platform to build for." },
+    to = { "string", "The repository to push to.", required = true },
+    tag = { "string", "A tag instead of the commit and lock-file one." },
+    build_args = { "table<string, string>", "Build arguments." },
+    labels = { "table<string, string>", "Labels of the image." },
+    repo = { "string", "The repository folder (default: the recipe's)." },
+    commit = { "string", "The commit whose tree is built (default "
+               .. "HEAD)." },
+    credential = { "string|navette.creds.Handle", "Credential for `to`." },
+    docker_config = { "string", "Where docker-style logins are read." },
+    storage_root = { "string", "The builder's storage folder." },
+    run_root = { "string", "The builder's run folder." },
+  },
+  http = {
+    method = { "string", "GET, POST, PUT, DELETE, HEAD... (default GET)." },
+    headers = { "table<string, string>", "Request headers." },
+    body = { "string", "The request body." },
+    credential = { "navette.creds.Handle", "Sent only to the host its "
+                   .. "declaration names, never after a redirect "
+                   .. "elsewhere." },
+    max_redirects = { "integer", "Redirects followed at most." },
+    timeout = { "number", "Seconds before the request is abandoned." },
+    max_body = { "integer", "The largest response body accepted, in "
+                 .. "bytes." },
+  },
+  project = {
+    name = { "string", "The project's name (job ids start with it)." },
+    profiles = { "table<string, navette.Profile>", "Targets by name; "
+                 .. "`local` is built in." },
+    default_profile = { "string", "The profile used without --profile." },
+    credentials = { "table<string, navette.Credential>", "Credentials "
+                    .. "every profile may use." },
+  },
+  profile = {
+    backend = { "\"local\"|\"slurm\"", "Where jobs run." },
+    storage = { "string", "The store: file:///... or s3://BUCKET/PREFIX/." },
+    require_pushed = { "boolean", "Refuse commits not on the remote." },
+    remote = { "string", "The git remote that must hold the commit." },
+    description = { "string", "A line shown in listings." },
+    credentials = { "table<string, navette.Credential>", "This "
+                    .. "profile's credentials." },
+    max_credential_age = { "integer|string", "Older credentials are "
+                           .. "refused by `creds check`." },
+    max_token_lifespan = { "integer|string", "Longest token "
+                           .. "navette.creds.jwt may mint (default 1 h)." },
+    endpoints = { "table<string, navette.Endpoint>", "TLS settings per "
+                  .. "https://host:port." },
+    s3 = { "navette.profile.S3", "How the s3:// store is reached." },
+    max_url_lifetime = { "integer|string", "Longest life of the URLs a "
+                         .. "job gets (at most 7 days)." },
+    url_margin = { "integer|string", "How long a job's URLs outlive its "
+                   .. "time limit." },
+    max_output_bytes = { "integer|string", "The largest output a job may "
+                         .. "publish." },
+    container = { "table", "The container runtime of the nodes." },
+    slurm = { "table", "Slurm settings (backend = \"slurm\"): see the "
+              .. "README." },
+  },
+  s3 = {
+    endpoint = { "string", "The S3 service's URL." },
+    region = { "string", "The region (default us-east-1)." },
+    path_style = { "boolean", "https://host/bucket/key addressing." },
+    credential = { "string", "The declared s3 credential's name." },
+    ca_bundle = { "string", "A CA bundle to trust." },
+    pin = { "string", "The endpoint's public key, \"sha256//...\"." },
+  },
+  credential = {
+    kind = { "\"s3\"|\"bearer\"|\"basic\"|\"hs256\"|\"pem\"", "What the "
+             .. "credential is.", required = true },
+    source = { "\"env\"|\"file\"|\"keychain\"|\"command\"", "Where its "
+               .. "value comes from (never the project file).",
+               required = true },
+    env = { "string|table<string, string>", "The variable(s) of source "
+            .. "\"env\"." },
+    path = { "string", "The file of source \"file\" (readable by its "
+             .. "owner only)." },
+    service = { "string", "The Keychain service (macOS)." },
+    account = { "string", "The Keychain account (macOS)." },
+    command = { "string[]", "The command that prints the value." },
+    host = { "string", "The only host it is ever sent to." },
+    description = { "string", "A line shown by `creds list`." },
+  },
+}
+
+-- The classes written from validators' key lists: class name, the list
+-- (a function, so a module loads only when definitions are made), its
+-- annotations, and a doc line.
+local OPTION_CLASSES = {
+  { "navette.image.ReadOptions", function()
+      return require("navette.image").OPTION_KEYS.read end,
+    "image_read", "Options of navette.image.resolve, exists and inspect." },
+  { "navette.image.CodeLayerSpec", function()
+      return require("navette.image").OPTION_KEYS.code_layer end,
+    "image_code_layer", "What navette.image.code_layer pushes." },
+  { "navette.image.PackSpec", function()
+      return require("navette.image").OPTION_KEYS.pack end,
+    "image_pack", "What navette.image.pack writes." },
+  { "navette.image.BuildSpec", function()
+      return require("navette.image").OPTION_KEYS.build end,
+    "image_build", "What navette.image.build builds." },
+  { "navette.http.Options", function()
+      return require("navette.http").OPTIONS end,
+    "http", "Options of navette.http.request (TLS is always verified)." },
+  { "navette.Project", function()
+      return require("navette.project").KEYS.project end,
+    "project", "The project file, navette.lua at the repository's root: "
+    .. "`return { name = ..., profiles = {...} }`." },
+  { "navette.Profile", function()
+      return require("navette.project").KEYS.profile end,
+    "profile", "A profile: a target (backend, store, policies)." },
+  { "navette.profile.S3", function()
+      return require("navette.project").KEYS.s3 end,
+    "s3", "How a profile's s3:// store is reached." },
+  { "navette.Credential", function()
+      return require("navette.creds").DECL_KEYS end,
+    "credential", "A credential's declaration: where its value comes "
+    .. "from, never the value." },
+}
+
+-- The functions recipes call, in the order they are written.
+local FUNCTIONS = {
+  { "navette.job", { { "spec", "navette.job.Spec" } }, "navette.job.Spec",
+    "Declares a job of the run; returns the validated declaration (a "
+    .. "wrong key or type is a recipe error naming the line)." },
+  { "navette.context", {}, "navette.Context?",
+    "Facts about the run in progress (nil outside one)." },
+  { "navette.storage.url", { { "key", "string" } }, "string",
+    "The URL of key in the profile's store." },
+  { "navette.storage.put", { { "key", "string" }, { "path", "string" } },
+    "navette.storage.Object", "Uploads a file of the recipe's repository "
+    .. "(a path relative to the recipe) to key." },
+  { "navette.storage.put_string", { { "key", "string" },
+    { "data", "string" } }, "navette.storage.Object",
+    "Uploads a string to key." },
+  { "navette.storage.head", { { "target", "string" } },
+    "navette.storage.Object?", "An object's size and sha256 (key or URL); "
+    .. "nil and an error when it is missing." },
+  { "navette.storage.list", { { "prefix", "string?" },
+    { "opts", "{max: integer}?" } },
+    "{objects: navette.storage.Object[], truncated: boolean}",
+    "Objects under prefix." },
+  { "navette.storage.read", { { "target", "string" },
+    { "max_bytes", "integer?" } }, "string",
+    "An object's bytes (key or URL)." },
+  { "navette.image.parse", { { "ref", "string" } }, "navette.image.Ref",
+    "The parts of an image reference." },
+  { "navette.image.resolve", { { "ref", "string" },
+    { "opts", "navette.image.ReadOptions?" } }, "string, table",
+    "The digest of ref's manifest for the platform, and details." },
+  { "navette.image.exists", { { "ref", "string" },
+    { "opts", "navette.image.ReadOptions?" } }, "boolean, string?",
+    "Whether the registry has ref, and its digest." },
+  { "navette.image.inspect", { { "ref", "string" },
+    { "opts", "navette.image.ReadOptions?" } }, "table",
+    "Digest, platform, layers, labels, manifest and config of ref." },
+  { "navette.image.code_layer", { { "spec", "navette.image.CodeLayerSpec" } },
+    "navette.image.Result", "Pushes a commit's tree as one layer on a "
+    .. "base; give the result to navette.job{image = ...}." },
+  { "navette.image.pack", { { "spec", "navette.image.PackSpec" } }, "table",
+    "Writes the layer code_layer would push; nothing is sent." },
+  { "navette.image.build", { { "spec", "navette.image.BuildSpec" } },
+    "navette.image.Result", "Builds the commit's tree with the installed "
+    .. "builder and pushes it." },
+  { "navette.creds.get", { { "name", "string" } }, "navette.creds.Handle",
+    "An opaque handle on a declared credential (never its value)." },
+  { "navette.creds.jwt", { { "key", "navette.creds.Handle" },
+    { "opts", "{claims: table, lifespan: integer|string?, name: string?, "
+      .. "job: navette.job.Spec?}" } }, "navette.creds.Handle",
+    "Mints a JWT signed with key, for at most the profile's "
+    .. "max_token_lifespan." },
+  { "navette.http.request", { { "url", "string" },
+    { "opts", "navette.http.Options?" } }, "navette.http.Response",
+    "An HTTP request under the profile's TLS policy." },
+  { "navette.http.get", { { "url", "string" },
+    { "opts", "navette.http.Options?" } }, "navette.http.Response",
+    "A GET request." },
+}
+
+-- Classes of results, written as they are.
+local RESULT_CLASSES = [[
+---@class navette.Context
+---@field project string
+---@field profile string
+---@field plan boolean true when run by `navette plan`
+---@field recipe string
+
+---@class navette.storage.Object
+---@field url string
+---@field key string
+---@field sha256? string
+---@field size? integer
+---@field planned? boolean true in plan mode (nothing was uploaded)
+
+---@class navette.image.Ref
+---@field registry string
+---@field repository string
+---@field tag? string
+---@field digest? string
+---@field name string
+---@field full string
+
+---@class navette.image.Result
+---@field reference string repository@sha256:...
+---@field digest string
+---@field tag? string
+---@field planned? boolean
+
+---An opaque credential: only C reads its value.
+---@class navette.creds.Handle: userdata
+
+---@class navette.http.Response
+---@field status integer
+---@field headers table<string, string>
+---@field body string
+
+---@class navette.Endpoint
+---@field ca_bundle? string a CA bundle to trust
+---@field pin? string the public key, "sha256//..."
+]]
+
+-- A Lua value as a short literal, for a default shown in a doc line.
+local function literal(v)
+  if type(v) == "string" then return string.format("%q", v) end
+  if type(v) ~= "table" then return tostring(v) end
+  local parts = {}
+  for i, x in ipairs(v) do parts[i] = literal(x) end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
+local function one_line(s)
+  return (s:gsub("%s*\n%s*", " "))
+end
+
+-- job.FIELDS (or a nested field list) as classes: name's own first, then
+-- the nested ones.
+local function field_classes(out, class, doc, fields)
+  local nested = {}
+  out[#out + 1] = "---" .. one_line(doc)
+  out[#out + 1] = "---@class " .. class
+  for _, f in ipairs(fields) do
+    local text = f.doc
+    if f.default ~= nil and not f.fields then
+      text = text .. " Default: " .. literal(f.default) .. "."
+    end
+    out[#out + 1] = "---@field " .. f.name .. (f.required and "" or "?")
+                    .. " " .. f.type .. " " .. one_line(text)
+    if f.fields then nested[#nested + 1] = f end
+  end
+  out[#out + 1] = ""
+  for _, f in ipairs(nested) do
+    field_classes(out, f.type, f.doc, f.fields)
+  end
+end
+
+local function sorted(t)
+  local list = {}
+  for k in pairs(t) do list[#list + 1] = k end
+  table.sort(list)
+  return list
+end
+
+-- A class from a validator's key list and its annotations; raises when
+-- they differ.
+local function option_class(out, class, keys, annotations, doc)
+  local listed = {}
+  for _, k in ipairs(keys) do
+    listed[k] = true
+    if not annotations[k] then
+      errors.raise("invalid", "navette definitions: " .. class .. " has "
+                   .. "no type or doc for '" .. k .. "', a key its "
+                   .. "validator accepts", "add it to ANNOTATIONS in "
+                   .. "lua/navette/luals.lua")
+    end
+  end
+  for _, k in ipairs(sorted(annotations)) do
+    if not listed[k] then
+      errors.raise("invalid", "navette definitions: " .. class .. " "
+                   .. "annotates '" .. k .. "', which its validator does "
+                   .. "not accept", "remove it from ANNOTATIONS in "
+                   .. "lua/navette/luals.lua")
+    end
+  end
+  out[#out + 1] = "---" .. doc
+  out[#out + 1] = "---@class " .. class
+  for _, k in ipairs(keys) do
+    local a = annotations[k]
+    out[#out + 1] = "---@field " .. k .. (a.required and " " or "? ")
+                    .. a[1] .. " " .. a[2]
+  end
+  out[#out + 1] = ""
+end
+
+-- The definitions as one ---@meta file (a string).
+function luals.generate()
+  local job = require "navette.job"
+  local out = {
+    "---@meta navette",
+    "-- LuaLS definitions of navette's recipe API, generated by `navette "
+    .. "definitions`",
+    "-- from the tables navette's validators use. Do not edit: "
+    .. "regenerate.",
+    "-- navette " .. tostring(_navette.core.version()),
+    "",
+  }
+  field_classes(out, "navette.job.Spec", "A job's declaration: "
+                .. "navette.job{...}.", job.FIELDS)
+  for _, c in ipairs(OPTION_CLASSES) do
+    option_class(out, c[1], c[2](), ANNOTATIONS[c[3]], c[4])
+  end
+  out[#out + 1] = RESULT_CLASSES
+  out[#out + 1] = "---@class navette"
+  out[#out + 1] = "---@field version string navette's version"
+  out[#out + 1] = "local navette = {}"
+  out[#out + 1] = ""
+  local tables = {}
+  for _, f in ipairs(FUNCTIONS) do
+    local owner = f[1]:match("^(.*)%.[^.]+$")
+    if owner ~= "navette" and not tables[owner] then
+      tables[owner] = true
+      out[#out + 1] = owner .. " = {}"
+      out[#out + 1] = ""
+    end
+    out[#out + 1] = "---" .. f[4]
+    local names = {}
+    for i, p in ipairs(f[2]) do
+      local optional = p[2]:sub(-1) == "?"
+      local ptype = optional and p[2]:sub(1, -2) or p[2]
+      out[#out + 1] = "---@param " .. p[1] .. (optional and "? " or " ")
+                      .. ptype
+      names[i] = p[1]
+    end
+    out[#out + 1] = "---@return " .. f[3]
+    out[#out + 1] = "function " .. f[1] .. "(" .. table.concat(names, ", ")
+                    .. ") end"
+    out[#out + 1] = ""
+  end
+  out[#out + 1] = "return navette"
+  return table.concat(out, "\n") .. "\n"
+end
+
+function luals.main(argv)
+  local cli = require "navette.cli"
+  local opts, rest = cli.parse("definitions", argv, {})
+  if opts.help then term.print(cli.HELP.definitions); return 0 end
+  if #rest > 1 then
+    error(errors.new("usage", "expected at most one FILE",
+                     "see `navette definitions --help`"), 0)
+  end
+  local text = luals.generate()
+  if #rest == 0 then term.write(text); return 0 end
+  -- written whole or not at all (a temporary file, then a rename)
+  local ok, err = _navette.sys.write_file(rest[1], text)
+  if not ok then
+    error(errors.new("refused", "cannot write " .. rest[1] .. ": "
+                     .. tostring(err and err.message)), 0)
+  end
+  return 0
+end
+
+return luals
