@@ -23,6 +23,9 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "core/buf.h"
+#include "core/fsname.h"
+
 #ifndef PATH_MAX
 #define PATH_MAX 4096
 #endif
@@ -582,8 +585,11 @@ struct export_ctx {
 	git_odb *odb;
 	nv_git_export_stats st;
 	nv_err *err;
-	char path[PATH_MAX]; /* relative path of the current folder */
+	/* relative path of the current folder (messages only: writes are
+	 * openat-relative), and a symlink's target */
+	char path[NV_GIT_EXPORT_PATH_MAX];
 	size_t path_len;
+	char target[NV_GIT_EXPORT_PATH_MAX];
 };
 
 static const char HINT_UNSAFE[] =
@@ -706,7 +712,7 @@ static int export_file(struct export_ctx *x, int dirfd, const char *name,
 static int export_symlink(struct export_ctx *x, int dirfd, const char *name,
 			  const git_oid *id)
 {
-	char target[PATH_MAX];
+	char *target = x->target;
 	git_blob *blob = NULL;
 	size_t len;
 
@@ -715,7 +721,7 @@ static int export_symlink(struct export_ctx *x, int dirfd, const char *name,
 				"export: cannot read link '%s%s'", x->path,
 				name);
 	len = (size_t)git_blob_rawsize(blob);
-	if (len == 0 || len >= sizeof(target) ||
+	if (len == 0 || len >= sizeof(x->target) ||
 	    memchr(git_blob_rawcontent(blob), '\0', len)) {
 		git_blob_free(blob);
 		return nv_err_set(x->err, NV_EREFUSED, HINT_UNSAFE,
@@ -876,31 +882,206 @@ static void remove_below(int dirfd, int depth)
 	} while (removed);
 }
 
-/* mkdir -p for the parents of path, then path itself (must be new). */
-static int make_dest(const char *path, nv_err *err)
+/* Opens dest_dir, made with its missing parents when absent, one segment
+ * at a time with openat: its length is then bounded by the project's limit
+ * and not by the system's PATH_MAX. dest_dir is the caller's and trusted,
+ * so links on the way are followed. *fd_out: the folder; *parent_out and
+ * leaf: where it sits, to remove it again; *created: made by this call. */
+static int open_dest(const char *path, int *fd_out, int *parent_out,
+		     char leaf[NAME_MAX + 1], int *created, nv_err *err)
 {
-	char buf[PATH_MAX];
-	size_t i;
+	size_t len = strlen(path), i = 0, end;
+	int cur, next;
 
-	if (strlen(path) >= sizeof(buf))
+	*fd_out = *parent_out = -1;
+	*created = 0;
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	if (len >= NV_GIT_EXPORT_PATH_MAX)
 		return nv_err_set(err, NV_EINVAL, NULL,
-				  "export folder path too long");
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (i = 1; buf[i]; i++) {
-		if (buf[i] != '/')
-			continue;
-		buf[i] = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return nv_err_set_errno(err, NV_EIO, errno, NULL,
-						"cannot create folder '%s'",
-						buf);
-		buf[i] = '/';
-	}
-	if (mkdir(path, 0755) < 0)
+				  "export folder path longer than %d bytes",
+				  NV_GIT_EXPORT_PATH_MAX - 1);
+	cur = open(path[0] == '/' ? "/" : ".",
+		   O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0)
 		return nv_err_set_errno(err, NV_EIO, errno, NULL,
-					"cannot create export folder '%s'",
-					path);
+					"cannot open export folder '%s'", path);
+	while (i < len) {
+		while (i < len && path[i] == '/')
+			i++;
+		end = i + strcspn(path + i, "/");
+		if (end > len)
+			end = len;
+		if (end - i > NAME_MAX) {
+			close(cur);
+			return nv_err_set(err, NV_EINVAL, NULL,
+					  "export folder '%.200s': a segment "
+					  "is longer than %d bytes",
+					  path, NAME_MAX);
+		}
+		memcpy(leaf, path + i, end - i);
+		leaf[end - i] = '\0';
+		if (end == len &&
+		    (strcmp(leaf, ".") == 0 || strcmp(leaf, "..") == 0)) {
+			/* an existing folder named by the path itself */
+			*fd_out = openat(cur, leaf,
+					 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			close(cur);
+			if (*fd_out < 0)
+				return nv_err_set_errno(
+					err, NV_EIO, errno, NULL,
+					"cannot open export folder '%s'", path);
+			leaf[0] = '\0';
+			return 0;
+		}
+		next = openat(cur, leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (next < 0 && errno == ENOENT) {
+			if (mkdirat(cur, leaf, 0755) == 0)
+				*created = end == len;
+			else if (errno != EEXIST)
+				goto fail;
+			next = openat(cur, leaf,
+				      O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		}
+		if (next < 0)
+			goto fail;
+		if (end == len) {
+			*parent_out = cur;
+			*fd_out = next;
+			return 0;
+		}
+		close(cur);
+		cur = next;
+		i = end;
+	}
+	/* "/" itself */
+	*fd_out = cur;
+	leaf[0] = '\0';
 	return 0;
+fail : {
+	int e = errno;
+	close(cur);
+	if (e == ENOTDIR)
+		return nv_err_set(err, NV_EREFUSED,
+				  "choose a folder path for the export",
+				  "export destination '%s' is not a "
+				  "folder",
+				  path);
+	return nv_err_set_errno(err, NV_EIO, e, NULL,
+				"cannot create export folder '%s'", path);
+}
+}
+
+/* ---- names a folding volume takes for one ---- */
+
+#define COLLISIONS_SHOWN 8
+
+struct folded_name {
+	char *fold;
+	const char *name;
+};
+
+static int folded_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct folded_name *)a)->fold,
+		      ((const struct folded_name *)b)->fold);
+}
+
+/* Lists, into report, the pairs of names of tree (and of its subtrees)
+ * that differ only in case or NFC/NFD form; *count gets their number.
+ * Reads trees only, writes nothing. */
+static int find_collisions(struct export_ctx *x, const git_tree *tree,
+			   int depth, nv_buf *report, unsigned *count)
+{
+	size_t i, n = git_tree_entrycount(tree), used = 0;
+	struct folded_name *names = calloc(n ? n : 1, sizeof(*names));
+	int rc = 0;
+
+	if (!names)
+		return nv_err_set(x->err, NV_ENOMEM, NULL, "out of memory");
+	for (i = 0; i < n; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
+		const char *name = git_tree_entry_name(e);
+		size_t len = strlen(name), cap = NV_FSNAME_FOLD_CAP(len);
+
+		if (git_tree_entry_filemode(e) == GIT_FILEMODE_COMMIT)
+			continue; /* a gitlink writes nothing */
+		names[used].fold = malloc(cap);
+		if (!names[used].fold) {
+			rc = nv_err_set(x->err, NV_ENOMEM, NULL,
+					"out of memory");
+			goto out;
+		}
+		nv_fsname_fold(name, len, names[used].fold, cap);
+		names[used++].name = name;
+	}
+	if (used > 1)
+		qsort(names, used, sizeof(*names), folded_cmp);
+	for (i = 1; i < used; i++) {
+		if (strcmp(names[i - 1].fold, names[i].fold) != 0)
+			continue;
+		if (++*count <= COLLISIONS_SHOWN)
+			nv_buf_printf(report, "\n  '%s%s' and '%s%s'", x->path,
+				      names[i - 1].name, x->path,
+				      names[i].name);
+	}
+	for (i = 0; i < n && !rc && depth < NV_GIT_EXPORT_MAX_DEPTH; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
+		const char *name = git_tree_entry_name(e);
+		size_t saved = x->path_len, nlen = strlen(name);
+		git_tree *sub = NULL;
+
+		if (git_tree_entry_filemode(e) != GIT_FILEMODE_TREE ||
+		    saved + nlen + 2 > sizeof(x->path))
+			continue; /* too long: the export refuses it */
+		if (git_tree_lookup(&sub, x->repo, git_tree_entry_id(e)) < 0) {
+			rc = git_fail(x->err, NV_EIO, NULL,
+				      "export: cannot read tree '%s%s'",
+				      x->path, name);
+			break;
+		}
+		memcpy(x->path + saved, name, nlen);
+		x->path[saved + nlen] = '/';
+		x->path[saved + nlen + 1] = '\0';
+		x->path_len = saved + nlen + 1;
+		rc = find_collisions(x, sub, depth + 1, report, count);
+		x->path[saved] = '\0';
+		x->path_len = saved;
+		git_tree_free(sub);
+	}
+out:
+	for (i = 0; i < used; i++)
+		free(names[i].fold);
+	free(names);
+	return rc;
+}
+
+/* On a volume that folds names, two names of one folder that differ only
+ * in case would meet as one file ("File exists" halfway through): refused
+ * before anything is written, listing them. */
+static int refuse_collisions(struct export_ctx *x, const git_tree *tree,
+			     const char *oid_hex)
+{
+	unsigned count = 0;
+	nv_buf report;
+	int rc;
+
+	nv_buf_init(&report, 4096);
+	rc = find_collisions(x, tree, 0, &report, &count);
+	if (!rc && count)
+		rc = nv_err_set(
+			x->err, NV_EREFUSED,
+			"this volume does not tell case (or accents' NFC/NFD "
+			"form) apart: rename one name of each pair in the "
+			"repository (git mv), or export to a case-sensitive "
+			"volume",
+			"export: commit %.12s holds %u pair%s of names that "
+			"this volume takes for one:%s%s",
+			oid_hex, count, count == 1 ? "" : "s",
+			report.data ? report.data : "",
+			count > COLLISIONS_SHOWN ? "\n  ..." : "");
+	nv_buf_free(&report);
+	return rc;
 }
 
 /* 1 when the folder open on fd has no entry, 0 when it has, -1 on error. */
@@ -934,8 +1115,8 @@ int nv_git_export(const nv_git_repo *repo, const char *oid_hex,
 	struct export_ctx *x = NULL;
 	git_commit *c = NULL;
 	git_tree *tree = NULL;
-	int created = 0, fd = -1, rc, empty;
-	struct stat st;
+	int created = 0, fd = -1, parent_fd = -1, rc, empty;
+	char leaf[NAME_MAX + 1];
 
 	if (stats)
 		memset(stats, 0, sizeof(*stats));
@@ -964,29 +1145,9 @@ int nv_git_export(const nv_git_repo *repo, const char *oid_hex,
 
 	/* dest_dir itself comes from the caller and is trusted (it may be a
 	 * symlink); only what the tree holds is not. */
-	if (stat(dest_dir, &st) < 0) {
-		if (errno != ENOENT) {
-			rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
-					      "cannot inspect '%s'", dest_dir);
-			goto out;
-		}
-		rc = make_dest(dest_dir, err);
-		if (rc)
-			goto out;
-		created = 1;
-	} else if (!S_ISDIR(st.st_mode)) {
-		rc = nv_err_set(
-			err, NV_EREFUSED, "choose a folder path for the export",
-			"export destination '%s' is not a folder", dest_dir);
+	rc = open_dest(dest_dir, &fd, &parent_fd, leaf, &created, err);
+	if (rc)
 		goto out;
-	}
-	fd = open(dest_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
-				      "cannot open export folder '%s'",
-				      dest_dir);
-		goto out;
-	}
 	empty = dir_is_empty(fd);
 	if (empty != 1) {
 		rc = empty < 0 ? nv_err_set_errno(err, NV_EIO, errno, NULL,
@@ -998,11 +1159,14 @@ int nv_git_export(const nv_git_repo *repo, const char *oid_hex,
 					    dest_dir);
 		goto out;
 	}
-	rc = export_tree(x, tree, fd, 0);
+	if (nv_fsname_volume_of(fd) != NV_FSNAME_SENSITIVE)
+		rc = refuse_collisions(x, tree, oid_hex);
+	if (!rc)
+		rc = export_tree(x, tree, fd, 0);
 	if (rc) {
 		remove_below(fd, 0);
-		if (created)
-			rmdir(dest_dir);
+		if (created && parent_fd >= 0)
+			unlinkat(parent_fd, leaf, AT_REMOVEDIR);
 		goto out;
 	}
 	if (stats)
@@ -1011,6 +1175,8 @@ int nv_git_export(const nv_git_repo *repo, const char *oid_hex,
 out:
 	if (fd >= 0)
 		close(fd);
+	if (parent_fd >= 0)
+		close(parent_fd);
 	if (x)
 		git_odb_free(x->odb);
 	free(x);

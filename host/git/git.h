@@ -28,6 +28,11 @@
 /* Trees nested deeper than this are refused by export (bounds the recursion
  * and the directory descriptors held open at once). */
 #define NV_GIT_EXPORT_MAX_DEPTH 128
+/* The longest path export writes, below or including dest_dir: a project
+ * limit, not PATH_MAX (1024 on macOS, 4096 on Linux), so that a commit
+ * exports the same on both. Every write is openat-relative, so no system
+ * call sees a path that long. */
+#define NV_GIT_EXPORT_PATH_MAX 4096
 
 typedef struct nv_git_repo nv_git_repo;
 
@@ -119,7 +124,13 @@ typedef struct nv_git_export_stats {
  * their target verbatim. Every write goes through descriptors of folders
  * this call created (openat/mkdirat, O_EXCL|O_NOFOLLOW), so a symlink entry
  * can never redirect a later write outside dest_dir. Entries named "", ".",
- * "..", ".git" (any case) or containing '/' are refused. Loose objects are
+ * "..", ".git" (any case) or containing '/' are refused. On a volume that
+ * folds names (core/fsname.h: detected in dest_dir, or
+ * NAVETTE_FS_CASE_INSENSITIVE=1), a commit whose folders hold two names
+ * that differ only in case or NFC/NFD form ("README" and "readme") is
+ * refused before anything is written, NV_EREFUSED listing the colliding
+ * paths. Paths up to NV_GIT_EXPORT_PATH_MAX bytes work on every system,
+ * dest_dir included. Loose objects are
  * streamed in bounded memory; packed blobs are read whole into memory.
  * On failure what was written is removed (best effort: dest_dir itself is
  * removed if this call created it; created parents are left) and the error

@@ -712,13 +712,18 @@ static void finalize(agent *a, job *j, outcome *o)
 				 files.paths[i]);
 			nv_pathf(src, sizeof(src), "%s/%s", outdir,
 				 files.paths[i]);
-			if (strcmp(files.paths[i], "navette.log") == 0 ||
-			    strcmp(files.paths[i], "navette-run.json") == 0) {
+			/* in any case: a folding volume (APFS) would let the
+			 * log overwrite an output named Navette.log */
+			const char *taken =
+				nv_launcher_output_reserved(files.paths[i]);
+			if (taken) {
 				fail(o, "failed", "outputs_published",
-				     "rename the output: navette.log and "
-				     "navette-run.json are navette's",
-				     "output '%s' has a reserved name",
-				     files.paths[i]);
+				     "rename the output: navette.log, "
+				     "navette-run.json, navette-status and "
+				     "navette-log/ are navette's, in any case",
+				     "output '%s' has a reserved name "
+				     "(navette's '%s', in any case)",
+				     files.paths[i], taken);
 				break;
 			}
 			if (nv_filestore_put_file(store, key, src, &info,

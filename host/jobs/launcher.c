@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/fsname.h"
+
 extern const char nv_launcher_remote_body[];
 extern const size_t nv_launcher_remote_body_len;
 
@@ -22,6 +24,20 @@ const char *const nv_launcher_record_fields[] = {
 	"success",      "failure_condition",
 	"submitted_by", "submitted_at",
 	"backend",      NULL};
+
+const char *const nv_launcher_job_objects[] = {"navette.log", "navette-log",
+					       "navette-status",
+					       "navette-run.json", NULL};
+
+const char *nv_launcher_output_reserved(const char *output)
+{
+	size_t first = strcspn(output, "/");
+
+	for (const char *const *r = nv_launcher_job_objects; *r; r++)
+		if (nv_fsname_is_reserved(output, first, *r))
+			return *r;
+	return NULL;
+}
 
 static const char *const reserved_env[] = {"PATH", "HOME",  "IFS",  "PS4",
 					   "ENV",  "SHELL", "USER", NULL};
@@ -551,6 +567,15 @@ static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
 	assign(out, "NAVETTE_TRANSFER", "s3");
 	assign(out, "NAVETTE_PREFIX", string_field(transfer, "prefix"));
 	assign(out, "NAVETTE_OUTPUT_URL", string_field(transfer, "output_url"));
+	{
+		nv_buf names;
+
+		nv_buf_init(&names, 256);
+		for (const char *const *r = nv_launcher_job_objects; *r; r++)
+			nv_buf_printf(&names, "%s%s", names.len ? " " : "", *r);
+		assign(out, "NAVETTE_RESERVED", names.data ? names.data : "");
+		nv_buf_free(&names);
+	}
 	assign(out, "NAVETTE_POST_URL", string_field(post, "url"));
 	nv_buf_puts(out, "NAVETTE_EXIT_CODES='");
 	{

@@ -334,6 +334,22 @@ publication path"
 	fi
 }
 
+# nv_reserved_name PATH: prints the job object (NAVETTE_RESERVED, lower
+# case) that PATH's first segment is in any case, trailing dots and spaces
+# ignored (a case-insensitive volume or share takes one for the other);
+# fails when none. Only ASCII letters are folded here; the names are ASCII.
+nv_reserved_name() {
+	nv_first=$(printf '%s' "${1%%/*}" | LC_ALL=C tr '[:upper:]' '[:lower:]')
+	nv_first=${nv_first%"${nv_first##*[!. ]}"}
+	for nv_r in $NAVETTE_RESERVED; do
+		if [ "$nv_first" = "$nv_r" ]; then
+			printf '%s' "$nv_r"
+			return 0
+		fi
+	done
+	return 1
+}
+
 nv_step_publish() {
 	cd "$NAVETTE_OUTPUTS" || {
 		nv_fail outputs_published "cannot read the outputs folder" \
@@ -350,13 +366,14 @@ nv_step_publish() {
 	nv_total=0
 	while IFS= read -r nv_name; do
 		nv_name=${nv_name#./}
-		case $nv_name in
-		navette.log | navette-run.json | navette-status | navette-log/*)
-			nv_fail outputs_published "output '$nv_name' has a reserved name" \
+		if nv_reserved=$(nv_reserved_name "$nv_name"); then
+			nv_fail outputs_published "output '$nv_name' has a reserved name \
+(navette's '$nv_reserved', in any case)" \
 				"rename the output: navette.log, navette-run.json, \
-navette-status and navette-log/ are navette's"
+navette-status and navette-log/ are navette's, in any case"
 			return
-			;;
+		fi
+		case $nv_name in
 		*'"'* | *'\'* | -* | *[![:print:]]*)
 			nv_fail outputs_published "output name '$nv_name' cannot be \
 published" "use names without quotes, backslashes or control characters"

@@ -6,6 +6,7 @@
 #include "git/git.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fsname.h"
 #include "nv_test.h"
 
 static char tmp[256];
@@ -389,6 +391,91 @@ static void test_hostile_trees(void)
 	nv_git_free(repo);
 }
 
+/* Names that differ only in case or NFC/NFD form, exported to a volume
+ * that folds names (forced by the switch on any system): refused before
+ * anything is written, the pairs listed. Then paths longer than macOS's
+ * PATH_MAX (1024) export, and the project limit (4096) holds. */
+static void test_case_and_long_paths(void)
+{
+	char r[PATH_MAX], p[PATH_MAX + 64], oid[64], name[256];
+	char deep[PATH_MAX], oid_deep[64], oid_over[64];
+	nv_git_repo *repo = NULL;
+	nv_git_export_stats st;
+	struct stat sb;
+	nv_err err;
+
+	snprintf(r, sizeof(r), "%s/cases", tmp);
+	CHECK(sh("git init -q -b main '%s'", r) == 0);
+	CHECK(nv_git_open(&repo, r, &err) == 0);
+	if (!repo)
+		return;
+	CHECK(sh_out(oid, sizeof(oid),
+		     "cd '%s' && b=$(echo hi | git hash-object -w --stdin) && "
+		     "s=$(printf '100644 blob %%s\tcaf\303\251\n100644 blob "
+		     "%%s\tcafe\314\201\n' $b $b | git mktree) && "
+		     "t=$(printf '100644 blob %%s\tREADME\n100644 blob "
+		     "%%s\treadme\n040000 tree %%s\tsub\n' $b $b $s | "
+		     "git mktree) && git commit-tree $t -m cases",
+		     r) == 0);
+	setenv("NAVETTE_FS_CASE_INSENSITIVE", "1", 1);
+	snprintf(p, sizeof(p), "%s/out-cases", tmp);
+	CHECK(nv_git_export(repo, oid, p, &st, &err) == NV_EREFUSED);
+	unsetenv("NAVETTE_FS_CASE_INSENSITIVE");
+	CHECK(strstr(err.message, "2 pairs") != NULL);
+	CHECK(strstr(err.message, "'README'") &&
+	      strstr(err.message, "'readme'"));
+	CHECK(strstr(err.message, "'sub/caf\303\251'") &&
+	      strstr(err.message, "'sub/cafe\314\201'"));
+	CHECK(strstr(err.hint, "git mv") != NULL);
+	CHECK(lstat(p, &sb) < 0); /* nothing written, the folder removed */
+	/* a volume that tells case apart (Linux's) takes all four */
+	CHECK(sh("mkdir -p '%s'", p) == 0);
+	{
+		int fd = open(p, O_RDONLY | O_DIRECTORY);
+		int folds = fd >= 0 &&
+			    nv_fsname_volume_of(fd) != NV_FSNAME_SENSITIVE;
+		if (fd >= 0)
+			close(fd);
+		if (!folds) {
+			CHECK(nv_git_export(repo, oid, p, &st, &err) == 0);
+			CHECK(st.files == 4);
+		}
+	}
+
+	/* six folders of 200 bytes: over 1200 bytes below the export */
+	memset(name, 'd', 200);
+	name[200] = '\0';
+	CHECK(sh_out(oid_deep, sizeof(oid_deep),
+		     "cd '%s' && b=$(echo deep | git hash-object -w --stdin) "
+		     "&& t=$(printf '100644 blob %%s\tleaf\n' $b | git mktree)"
+		     " && for i in 1 2 3 4 5 6; do t=$(printf '040000 tree "
+		     "%%s\t%%s\n' $t %s | git mktree); done && "
+		     "git commit-tree $t -m deep",
+		     r, name) == 0);
+	/* and the export folder itself over 1024 bytes */
+	snprintf(deep, sizeof(deep), "%s/%s/%s/%s/%s/%s/out", tmp, name, name,
+		 name, name, name);
+	CHECK(strlen(deep) > 1024);
+	CHECK(nv_git_export(repo, oid_deep, deep, &st, &err) == 0);
+	CHECK(st.files == 1 && st.dirs == 6);
+	snprintf(p, sizeof(p), "%s/%s/%s/%s/%s/%s/%s/leaf", deep, name, name,
+		 name, name, name, name);
+	CHECK(strlen(p) > 2200 && lstat(p, &sb) == 0);
+
+	/* 21 such folders: past the project's 4096-byte limit, refused */
+	CHECK(sh_out(oid_over, sizeof(oid_over),
+		     "cd '%s' && t=$(git rev-parse %s^{tree}) && for i in 1 2 "
+		     "3 4 5 6 7 8 9 10 11 12 13 14 15; do t=$(printf '040000 "
+		     "tree %%s\t%%s\n' $t %s | git mktree); done && "
+		     "git commit-tree $t -m over",
+		     r, oid_deep, name) == 0);
+	snprintf(p, sizeof(p), "%s/out-over", tmp);
+	CHECK(nv_git_export(repo, oid_over, p, &st, &err) == NV_EREFUSED);
+	CHECK(strstr(err.message, "too long") != NULL);
+	CHECK(lstat(p, &sb) < 0);
+	nv_git_free(repo);
+}
+
 static void test_pure_helpers(void)
 {
 	char url[128];
@@ -438,6 +525,7 @@ int main(void)
 	test_not_a_repo_and_unborn();
 	test_repo();
 	test_hostile_trees();
+	test_case_and_long_paths();
 
 	if (!getenv("NV_TEST_KEEP"))
 		sh("rm -rf '%s'", tmp);
