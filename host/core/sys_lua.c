@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,37 @@ static int l_sys_iso8601(lua_State *L)
 	return 1;
 }
 
+/* Ctrl-C while the CLI follows a job (run --wait, watch): the job goes on
+ * in the agent, so the CLI catches SIGINT, ends its sleep and says how to
+ * follow the job again, instead of dying mid-line. */
+static volatile sig_atomic_t sys_interrupted;
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	sys_interrupted = 1;
+}
+
+/* sys.trap_interrupt(on): catch SIGINT (on) or restore the default. */
+static int l_sys_trap_interrupt(lua_State *L)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = lua_toboolean(L, 1) ? on_interrupt : SIG_DFL;
+	sys_interrupted = 0;
+	sigaction(SIGINT, &sa, NULL); /* no SA_RESTART: sleeps end at once */
+	return 0;
+}
+
+/* sys.interrupted() -> whether SIGINT came since trap_interrupt(true). */
+static int l_sys_interrupted(lua_State *L)
+{
+	lua_pushboolean(L, sys_interrupted != 0);
+	return 1;
+}
+
 static int l_sys_sleep(lua_State *L)
 {
 	double s = luaL_checknumber(L, 1);
@@ -43,7 +75,7 @@ static int l_sys_sleep(lua_State *L)
 		return 0;
 	ts.tv_sec = (time_t)s;
 	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !sys_interrupted)
 		;
 	return 0;
 }
@@ -298,7 +330,17 @@ int luaopen_navette_sys(lua_State *L)
 				       {"random_hex", l_sys_random_hex},
 				       {"isatty", l_sys_isatty},
 				       {"which", l_sys_which},
+				       {"trap_interrupt", l_sys_trap_interrupt},
+				       {"interrupted", l_sys_interrupted},
 				       {NULL, NULL}};
 	luaL_newlib(L, fns);
+#if defined(__APPLE__)
+	lua_pushliteral(L, "macos"); /* [sys, os] */
+#elif defined(__linux__)
+	lua_pushliteral(L, "linux"); /* [sys, os] */
+#else
+	lua_pushliteral(L, "other"); /* [sys, os] */
+#endif
+	lua_setfield(L, -2, "os"); /* [sys] */
 	return 1;
 }

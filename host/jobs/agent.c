@@ -255,6 +255,15 @@ typedef struct outcome {
 	char hint[512];
 } outcome;
 
+/* The last phase of a timeline names how it ended: succeeded, failed or
+ * cancelled (what `status` and `watch` show last). */
+static const char *final_phase(const outcome *o)
+{
+	if (strcmp(o->state, "succeeded") == 0)
+		return "succeeded";
+	return strcmp(o->state, "cancelled") == 0 ? "cancelled" : "failed";
+}
+
 static void fail(outcome *o, const char *state, const char *ph,
 		 const char *hint, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
@@ -581,8 +590,7 @@ static void finalize_remote(agent *a, job *j, outcome *o)
 		     "the launcher left no run record");
 	}
 	/* phases the queue has not seen yet (the order is the queue's) */
-	phase(a, j,
-	      strcmp(o->state, "succeeded") == 0 ? "succeeded" : "failed");
+	phase(a, j, final_phase(o));
 	cJSON_Delete(record);
 	job_path(j, "log", path, sizeof(path));
 	if (reredact_log(j->spec, path, &err) != 0)
@@ -781,8 +789,7 @@ static void finalize(agent *a, job *j, outcome *o)
 			     "check the store's rights and free space",
 			     "cannot publish the log: %s", err.message);
 	}
-	phase(a, j,
-	      strcmp(o->state, "succeeded") == 0 ? "succeeded" : "failed");
+	phase(a, j, final_phase(o));
 
 	/* Build the record from the spec and the queue's phase timeline. */
 	{

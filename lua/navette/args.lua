@@ -1,8 +1,33 @@
 -- Command-line flags, one parser for every command: flags is {name =
 -- "bool" | "value"}; `--name value`, `--name=value`, `-h`/`--help` and
--- `--` are understood. fail(message) is called (and must raise) on a
--- usage error. Returns opts, args.
+-- `--` are understood, and `-x` for a one-letter bool flag named x. An
+-- unknown option gets the nearest known one as a suggestion.
+-- fail(message) is called (and must raise) on a usage error. Returns
+-- opts, args.
 local args = {}
+
+-- " (did you mean --name?)" for the known flag nearest to name, or "".
+local function suggest(name, flags)
+  local known = { "help" }
+  for k in pairs(flags) do
+    if #k > 1 then known[#known + 1] = k end
+  end
+  table.sort(known)
+  local util = require "navette.util"
+  local hint = util.suggest(name, known)
+  if hint == "" and #name >= 3 then
+    -- a prefix of exactly one flag (--rec for --recursive)
+    local found
+    for _, k in ipairs(known) do
+      if k:sub(1, #name) == name then
+        if found then found = nil; break end
+        found = k
+      end
+    end
+    if found then return " (did you mean --" .. found .. "?)" end
+  end
+  return (hint:gsub("'(.-)'", "--%1"))
+end
 
 -- Set while args.flags_of runs: the next parse records its flags and stops.
 local probe
@@ -30,6 +55,10 @@ function args.parse(argv, flags, fail)
     local a = argv[i]
     if a == "-h" or a == "--help" then
       opts.help = true
+    elseif a:match("^%-%a$") and flags[a:sub(2)] == "bool" then
+      opts[a:sub(2)] = true
+    elseif a:match("^%-%a") then
+      fail("unknown option " .. a)
     elseif a == "--" then
       for j = i + 1, #argv do rest[#rest + 1] = argv[j] end
       break
@@ -37,7 +66,7 @@ function args.parse(argv, flags, fail)
       local name, value = a:match("^%-%-([%w-]+)=(.*)$")
       name = name or a:sub(3)
       local kind = flags[name]
-      if not kind then fail("unknown option " .. a) end
+      if not kind then fail("unknown option " .. a .. suggest(name, flags)) end
       if kind == "value" then
         if not value then
           i = i + 1

@@ -27,18 +27,26 @@ usage: navette status JOB [--json]
   Shows a job's state, phases with timestamps, commit, image, outputs and
   failure. JOB may be a unique prefix of the id. Exit 1 if it failed.]],
   logs = [[
-usage: navette logs JOB [--follow]
-  Prints the job's log; --follow keeps printing until the job ends.]],
+usage: navette logs JOB [--follow] [--tail N] [--json]
+  Prints the job's log (its stdout and stderr, as one stream).
+  --follow   keep printing until the job ends
+  --tail N   start with the last N lines only
+  --json     one JSON object per line: {time, stream, job, line}, where
+             time is when navette read the line and stream is "output"]],
   watch = [[
 usage: navette watch JOB
   Prints the phase timeline as it passes, until the job ends.
   Exit 0 when it succeeded, 1 otherwise.]],
   cancel = [[
-usage: navette cancel JOB
-  Cancels a queued or running job (its whole process group).]],
+usage: navette cancel JOB [--no-wait]
+  Cancels a queued or running job (its whole process group), then waits
+  up to 10 s for it to stop: prints the full id and `cancelled` once it
+  has, `stopping` if it has not yet (--no-wait: do not wait).]],
   jobs = [[
-usage: navette jobs [--profile P] [--json] [--limit N]
-  Lists recent jobs, newest first (50 unless --limit). --profile keeps
+usage: navette jobs [--profile P] [--json] [--limit N] [-l]
+  Lists recent jobs, newest first (50 unless --limit), with their age.
+  Ids show as their shortest unique prefix (any command takes one);
+  -l (--long) shows them whole, as --json does. --profile keeps
   that profile's jobs; those still queued or running on Slurm are asked
   of Slurm first, and shown with their Slurm job, state and node.]],
   agent = [[
@@ -88,17 +96,54 @@ usage: navette definitions [FILE]
   version = [[
 usage: navette version
   Prints the versions of navette and of the libraries it runs on.]],
+  help = [[
+usage: navette help [COMMAND]
+  Lists the commands, one line each; with COMMAND, prints its usage
+  (the same as `navette COMMAND --help`).]],
 }
 
 local ORDER = { "run", "plan", "status", "logs", "watch", "cancel", "jobs",
                 "migrate", "creds", "audit", "storage", "image", "agent", "test",
                 "completion", "definitions", "version" }
 
+-- `navette help`: one line per command (and per verb of creds and audit),
+-- its synopsis and what it does; a command without a line here shows its
+-- usage line.
+local SUMMARY = {
+  run = { { "run RECIPE", "submit a recipe's jobs (--wait to follow)" } },
+  plan = { { "plan RECIPE", "show what run would do, doing nothing" } },
+  status = { { "status JOB", "a job's state, phases, outputs, failure" } },
+  logs = { { "logs JOB", "a job's log (--follow, --tail N, --json)" } },
+  watch = { { "watch JOB", "follow a job's phases until it ends" } },
+  cancel = { { "cancel JOB", "stop a queued or running job" } },
+  jobs = { { "jobs", "recent jobs, newest first" } },
+  migrate = { { "migrate JOB --to NODE", "rerun a Slurm job on NODE, compare" } },
+  creds = { { "creds list", "declared credentials and their status" },
+            { "creds check NAME", "load one credential, check its age" } },
+  audit = { { "audit verify", "check the audit log's hash chain" },
+            { "audit show", "list the audit log's lines" } },
+  storage = { { "storage VERB ...", "object storage over S3 (cp, ls, rm...)" } },
+  image = { { "image VERB ...", "images by digest, code layers" } },
+  agent = { { "agent", "run the local agent in the foreground" } },
+  test = { { "test FILE...", "run Lua test files with the host" } },
+  completion = { { "completion SHELL", "shell completions (bash, zsh, fish)" } },
+  definitions = { { "definitions [FILE]", "LuaLS definitions for recipes" } },
+  version = { { "version", "versions of navette and its libraries" } },
+  help = { { "help [COMMAND]", "this list, or a command's usage" } },
+}
+
 local function usage_text()
   local lines = { "usage: navette COMMAND [ARGS]", "", "commands:" }
-  for _, c in ipairs(ORDER) do
-    local first = HELP[c]:match("^usage: ([^\n]*)")
-    lines[#lines + 1] = "  " .. first
+  local order = table.move(ORDER, 1, #ORDER, 1, {})
+  order[#order + 1] = "help"
+  for _, c in ipairs(order) do
+    for _, entry in ipairs(SUMMARY[c] or {}) do
+      lines[#lines + 1] = string.format("  navette %-22s %s", entry[1],
+                                        entry[2])
+    end
+    if not SUMMARY[c] and HELP[c] then
+      lines[#lines + 1] = "  " .. HELP[c]:match("^usage: ([^\n]*)")
+    end
   end
   lines[#lines + 1] = ""
   lines[#lines + 1] = "navette help COMMAND (or COMMAND --help) for more."
@@ -137,11 +182,17 @@ end
 
 -- Follows jobs (ids) until all end; prints phases as they pass unless
 -- quiet, each line labelled (with several jobs) by labels[id] or the
--- job's name. Returns the final views.
+-- job's name. Returns the final views, and true when Ctrl-C stopped the
+-- following (the jobs go on in the agent: see interrupted()).
 local function follow(ids, quiet, labels)
   local seen, views, done = {}, {}, {}
   local remaining, polls = #ids, 0
+  sys.trap_interrupt(true)
   while remaining > 0 do
+    if sys.interrupted() then
+      sys.trap_interrupt(false)
+      return views, true
+    end
     for _, id in ipairs(ids) do
       if not done[id] then
         local v = jobs.get(id)
@@ -153,11 +204,10 @@ local function follow(ids, quiet, labels)
             if not quiet then
               local label = #ids > 1 and string.format("%-24s ",
                             labels and labels[id] or v.name or id) or ""
-              if p.phase == "succeeded" or p.phase == "failed" then
-                -- pad before styling: escapes have no width
+              if jobs.FINAL[p.phase] then
+                -- styled by its name, then padded by its own length
                 term.printf("  %s%s %s\n", label,
-                            term.state_style("stdout",
-                                             string.format("%-18s", p.phase)),
+                            term.state_style("stdout", p.phase, 18),
                             short_time(p.at))
               else
                 print_phase(label, p.phase, p.at)
@@ -168,8 +218,12 @@ local function follow(ids, quiet, labels)
         if jobs.FINAL[v.state] then
           done[id] = true
           remaining = remaining - 1
-          if v.state == "cancelled" and not quiet then
-            term.printf("  %s\n", term.state_style("stdout", "cancelled"))
+          if v.state == "cancelled" and not quiet
+             and not seen[id].cancelled then
+            -- cancelled before it started: no phase says so
+            term.printf("  %s%s\n", #ids > 1 and string.format("%-24s ",
+                        labels and labels[id] or v.name or id) or "",
+                        term.state_style("stdout", "cancelled"))
           end
         end
       end
@@ -183,7 +237,21 @@ local function follow(ids, quiet, labels)
       end
     end
   end
+  sys.trap_interrupt(false)
   return views
+end
+
+-- After Ctrl-C stopped follow(): the jobs still run; says how to follow
+-- them again. Returns the exit status of an interrupted command (130).
+local function interrupted(ids)
+  term.eprint("")
+  term.eprint("interrupted: " .. (#ids > 1 and "the jobs keep" or
+              "the job keeps") .. " running (navette cancel ID stops it)")
+  for _, id in ipairs(ids) do
+    term.eprint("  follow it: navette watch " .. id)
+    term.eprint("  its log:   navette logs " .. id .. " --follow")
+  end
+  return 130
 end
 
 local function print_outcome(v)
@@ -194,8 +262,15 @@ local function print_outcome(v)
                   o.sha256:sub(1, 16) .. "…")
     end
     if #v.outputs == 0 then term.print("  (no output files)") end
+  elseif v.state == "cancelled" then
+    -- one line: the reason says where it stopped; nothing to check
+    local reason = type(v.failure) == "table" and v.failure.reason
+    reason = type(reason) == "string" and reason:gsub("^cancelled ?", "")
+             or ""
+    term.print(term.state_style("stdout", "cancelled")
+               .. (reason ~= "" and (" " .. reason) or ""))
   elseif v.failure then
-    term.print(term.style("stdout", "red", v.state) .. " at "
+    term.print(term.state_style("stdout", v.state) .. " at "
                .. tostring(v.failure.phase) .. ": "
                .. tostring(v.failure.reason))
     if v.failure.hint then
@@ -296,7 +371,8 @@ local function cmd_run(argv, plan)
     end
     return 0
   end
-  local views = follow(ids, opts.json)
+  local views, stopped = follow(ids, opts.json)
+  if stopped then return interrupted(ids) end
   local status = 0
   local list = {}
   for i, id in ipairs(ids) do
@@ -321,7 +397,7 @@ local function cmd_status(argv)
   else
     term.print("job     " .. v.id .. " (" .. tostring(v.name) .. ")")
     term.print("state   " .. term.state_style("stdout", v.state)
-               .. " · phase " .. v.phase)
+               .. (v.phase ~= v.state and (" · phase " .. v.phase) or ""))
     term.print("project " .. tostring(v.project) .. " · profile "
                .. tostring(v.profile))
     term.print("commit  " .. tostring(v.commit))
@@ -340,7 +416,9 @@ local function cmd_status(argv)
     end
     term.print("phases:")
     for _, p in ipairs(v.phases) do
-      term.printf("  %-18s %s\n", p.phase, p.at)
+      term.printf("  %s %s\n", jobs.FINAL[p.phase]
+                  and term.state_style("stdout", p.phase, 18)
+                  or string.format("%-18s", p.phase), p.at)
     end
     if v.exit_code ~= nil and v.exit_code ~= json.null then
       term.print("exit    " .. tostring(v.exit_code))
@@ -357,16 +435,22 @@ local function cmd_watch(argv)
   if #args ~= 1 then usage_error("expected one JOB id", "watch") end
   local v = jobs.get(args[1])
   term.print("job " .. v.id .. " (" .. tostring(v.name) .. ")")
-  local views = follow({ v.id }, false)
+  local views, stopped = follow({ v.id }, false)
+  if stopped then return interrupted({ v.id }) end
   v = views[v.id]
   print_outcome(v)
   return v.state == "succeeded" and 0 or 1
 end
 
 local function cmd_logs(argv)
-  local opts, args = parse("logs", argv, { follow = "bool" })
+  local opts, args = parse("logs", argv, { follow = "bool", json = "bool",
+                                           tail = "value" })
   if opts.help then term.print(HELP.logs); return 0 end
   if #args ~= 1 then usage_error("expected one JOB id", "logs") end
+  local tail = opts.tail and math.tointeger(tonumber(opts.tail))
+  if opts.tail and (not tail or tail < 0) then
+    usage_error("--tail must be a whole number of lines", "logs")
+  end
   local v = jobs.get(args[1])
   local offset = 0
   local row = jobs.row(v.id)
@@ -375,25 +459,63 @@ local function cmd_logs(argv)
   end
   -- chunks may cut a secret in two: a redacting stream sees them whole
   local redact = _navette.creds.redact_stream()
+
+  -- what is shown: the text as it is, or (--json, --tail) line by line;
+  -- with --tail, the lines already there wait in a ring until the end of
+  -- the log is reached, then the last N show
+  local by_line = opts.json or tail ~= nil
+  local ring, tailing, pending = {}, tail ~= nil, ""
+  local function line_out(line)
+    if tailing then
+      ring[#ring + 1] = line
+      if #ring > tail then table.remove(ring, 1) end
+    elseif opts.json then
+      term.print(json.encode({ time = sys.iso8601(), stream = "output",
+                               job = v.id, line = line }))
+    else
+      term.write(line .. "\n")
+    end
+  end
+  local function put(text)
+    if not by_line then term.write(text); return end
+    pending = pending .. text
+    local start = 1
+    for line, e in pending:gmatch("([^\n]*)\n()") do
+      line_out(line)
+      start = e
+    end
+    pending = pending:sub(start)
+  end
+  local function reached_end(final)
+    if final and pending ~= "" then line_out(pending); pending = "" end
+    if tailing then
+      tailing = false
+      for _, line in ipairs(ring) do line_out(line) end
+      ring = {}
+    end
+  end
+
   local at_line_end = false
   while true do
     local chunk = jobs.log_chunk(v, offset)
     if #chunk > 0 then
       offset = offset + #chunk
-      term.write(redact:write(chunk))
+      put(redact:write(chunk))
       at_line_end = chunk:sub(-1) == "\n"
     elseif not opts.follow or jobs.FINAL[v.state] then
       -- one last read after the end, then stop
       if opts.follow then
         chunk = jobs.log_chunk(v, offset)
-        term.write(redact:write(chunk))
+        put(redact:write(chunk))
       end
-      term.write(redact:flush())
+      put(redact:flush())
+      reached_end(true)
       break
     else
       -- the log is quiet: a complete line held back is shown now (a
       -- line cut in the middle waits, so no secret shows in halves)
-      if at_line_end then term.write(redact:flush()) end
+      if at_line_end then put(redact:flush()) end
+      reached_end(false)
       sys.sleep(0.2)
       v = jobs.get(v.id)
     end
@@ -401,25 +523,90 @@ local function cmd_logs(argv)
   return 0
 end
 
+-- How long `cancel` waits for a running job to stop before it says the
+-- job is stopping (the agent sends SIGTERM, then SIGKILL after a grace).
+local CANCEL_WAIT_S = 10
+
 local function cmd_cancel(argv)
-  local opts, args = parse("cancel", argv, {})
+  local opts, args = parse("cancel", argv, { ["no-wait"] = "bool" })
   if opts.help then term.print(HELP.cancel); return 0 end
   if #args ~= 1 then usage_error("expected one JOB id", "cancel") end
-  local state = jobs.cancel(args[1])
+  -- the full id from here on (a prefix names one job or is refused)
+  local row = jobs.resolve(args[1])
+  local id = row.id
+  local state = jobs.cancel(id)
   -- the audit line is mirrored to the store of the job's own profile
-  local row = jobs.row(args[1]) or {}
   local spec = row.spec or {}
-  require("navette.audit").record({ action = "job.cancel", target = args[1],
-    job = row.id or args[1], detail = state, profile = row.profile },
+  require("navette.audit").record({ action = "job.cancel", target = id,
+    job = id, detail = state, profile = row.profile },
     spec.outputs and { name = row.profile, storage = spec.outputs.store,
                        s3 = spec.outputs.s3 })
-  term.print(args[1] .. ": " .. state)
+  if state == "cancelling" and not opts["no-wait"] then
+    local deadline = sys.now() + CANCEL_WAIT_S
+    repeat
+      sys.sleep(0.2)
+      local v = jobs.get(id)
+      if jobs.FINAL[v.state] then state = v.state end
+    until state ~= "cancelling" or sys.now() > deadline
+  end
+  if state == "cancelling" then
+    term.print(id .. ": " .. term.style("stdout", "yellow", "stopping")
+               .. " (asked to stop; `navette watch " .. id
+               .. "` shows when it has)")
+  elseif state == "cancelled" then
+    term.print(id .. ": " .. term.state_style("stdout", state))
+  elseif jobs.FINAL[state] then
+    term.print(id .. ": already " .. term.state_style("stdout", state)
+               .. ", nothing to cancel")
+  else
+    term.print(id .. ": " .. state)
+  end
   return 0
+end
+
+local function age_text(s)
+  if not s then return "-" end
+  local neg = s < 0
+  s = math.abs(s)
+  local text
+  if s < 120 then text = s .. "s"
+  elseif s < 7200 then text = math.floor(s / 60) .. "m"
+  elseif s < 172800 then text = math.floor(s / 3600) .. "h"
+  else text = math.floor(s / 86400) .. "d" end
+  return neg and ("-" .. text) or text
+end
+
+-- The shortest prefix of each listed id that names it alone among every
+-- job of the home (at least SHORT_ID_MIN characters): id -> prefix.
+local SHORT_ID_MIN = 12
+local function short_ids(rows)
+  local all = {}
+  for i, r in ipairs(jobs.list(1000000)) do all[i] = r.id end
+  table.sort(all)
+  local need = {}
+  for i, id in ipairs(all) do
+    local n = SHORT_ID_MIN
+    for _, other in pairs({ all[i - 1] or "", all[i + 1] or "" }) do
+      local common = 0
+      while common < #id and id:byte(common + 1) == other:byte(common + 1) do
+        common = common + 1
+      end
+      n = math.max(n, common + 1)
+    end
+    -- never cut right after a separator (cx-20261203- reads as cut short)
+    if id:sub(n, n) == "-" then n = n + 1 end
+    need[id] = id:sub(1, n)
+  end
+  local shown = {}
+  for _, r in ipairs(rows) do shown[r.id] = need[r.id] or r.id end
+  return shown
 end
 
 local function cmd_jobs(argv)
   local opts, args = parse("jobs", argv, { json = "bool", limit = "value",
-                                            profile = "value" })
+                                            profile = "value", long = "bool",
+                                            l = "bool" })
+  opts.long = opts.long or opts.l
   if opts.help then term.print(HELP.jobs); return 0 end
   if #args > 0 then usage_error("jobs takes no argument", "jobs") end
   local limit = opts.limit and math.tointeger(tonumber(opts.limit))
@@ -483,25 +670,39 @@ local function cmd_jobs(argv)
                or "no jobs yet")
     return 0
   end
-  if remote then
-    term.printf("%-52s %-10s %-18s %-24s %s\n", "ID", "STATE", "PHASE",
-                "SLURM", "NAME")
+  -- ids as their shortest unique prefix among every job of this home
+  -- (JOB accepts one, like git's short ids); -l shows them whole
+  local shown = {}
+  if opts.long then
+    for _, r in ipairs(rows) do shown[r.id] = r.id end
   else
-    term.printf("%-52s %-10s %-18s %s\n", "ID", "STATE", "PHASE", "NAME")
+    shown = short_ids(rows)
   end
+  local id_width = 2
+  for _, r in ipairs(rows) do id_width = math.max(id_width, #shown[r.id]) end
+  local now = sys.now()
+  local util = require "navette.util"
+  local function age(r)
+    local t = type(r.created) == "string" and util.parse_iso8601(r.created)
+    return t and age_text(math.max(0, math.floor(now - t))) or "-"
+  end
+  local header = term.pad("ID", id_width) .. " " .. term.pad("STATE", 9)
+                 .. " " .. term.pad("AGE", 4) .. " " .. term.pad("PHASE", 17)
+  term.print(header .. " " .. (remote and (term.pad("SLURM", 24) .. " ") or "")
+             .. "NAME")
   for _, r in ipairs(rows) do
+    local line = term.pad(shown[r.id], id_width) .. " "
+                 .. term.state_style("stdout", r.state, 9) .. " "
+                 .. term.pad(age(r), 4) .. " " .. term.pad(r.phase, 17)
     if remote then
       local sl = r.slurm or {}
       local where = sl.job_id and (tostring(sl.job_id)
                     .. (sl.state and (" " .. sl.state) or "")
                     .. ((sl.nodes and sl.nodes ~= "") and (" " .. sl.nodes)
                         or "")) or "-"
-      term.printf("%-52s %-10s %-18s %-24s %s\n", r.id, r.state, r.phase,
-                  where, tostring(r.name))
-    else
-      term.printf("%-52s %-10s %-18s %s\n", r.id, r.state, r.phase,
-                  tostring(r.name))
+      line = line .. " " .. term.pad(where, 24)
     end
+    term.print(line .. " " .. tostring(r.name))
   end
   return 0
 end
@@ -515,18 +716,6 @@ local function here_project(profile_name)
   if repo then repo:close() end
   local proj = project.load(cwd, root)
   return proj, project.profile(proj, profile_name)
-end
-
-local function age_text(s)
-  if not s then return "-" end
-  local neg = s < 0
-  s = math.abs(s)
-  local text
-  if s < 120 then text = s .. "s"
-  elseif s < 7200 then text = math.floor(s / 60) .. "m"
-  elseif s < 172800 then text = math.floor(s / 3600) .. "h"
-  else text = math.floor(s / 86400) .. "d" end
-  return neg and ("-" .. text) or text
 end
 
 local function cmd_creds(argv)
@@ -559,14 +748,22 @@ local function cmd_creds(argv)
     term.print("project " .. proj.name .. " declares no credentials "
                .. "(credentials = { ... } in navette.lua)")
   else
+    -- one word per row; what went wrong is told under the table
     term.printf("%-20s %-7s %-9s %-6s %-8s %s\n", "NAME", "KIND", "SOURCE",
                 "AGE", "EXPIRES", "STATUS")
     for _, r in ipairs(rows) do
-      local status = r.ok and "ok" or (r.warning or r.error)
       term.printf("%-20s %-7s %-9s %-6s %-8s %s\n", r.name, r.kind,
                   r.source, age_text(r.age_s), age_text(r.expires_in_s),
-                  status)
-      if r.hint and not r.ok then term.print("  check: " .. r.hint) end
+                  r.ok and term.style("stdout", "green", r.status)
+                  or term.style("stdout", "bold_red", r.status))
+    end
+    local told = false
+    for _, r in ipairs(rows) do
+      if not r.ok then
+        if not told then term.print(""); told = true end
+        term.print(r.name .. ": " .. tostring(r.warning or r.error))
+        if r.hint then term.print("  check: " .. r.hint) end
+      end
     end
   end
   for _, r in ipairs(rows) do
@@ -656,7 +853,13 @@ local COMMANDS = {
 
 -- for the commands kept in their own modules (migrate)
 cli.follow = function(ids, quiet, labels)
-  return follow(ids, quiet, labels)
+  local views, stopped = follow(ids, quiet, labels)
+  if stopped then
+    interrupted(ids)
+    error(errors.new("interrupted", "interrupted while following the jobs"),
+          0)
+  end
+  return views
 end
 cli.print_outcome = function(v) return print_outcome(v) end
 cli.parse = function(command, argv, flags) return parse(command, argv, flags) end
@@ -670,10 +873,13 @@ function cli.main(argv)
   if command == nil or command == "help" or command == "--help"
      or command == "-h" then
     local topic = rest[1]
+    if topic == "--help" or topic == "-h" then topic = "help" end
     if topic and HELP[topic] then
       term.print(HELP[topic])
     elseif topic then
-      term.error(errors.new("usage", "no command '" .. topic .. "'"))
+      local util = require "navette.util"
+      term.error(errors.new("usage", "no command '" .. topic .. "'"
+                 .. util.suggest(topic, ORDER), "see `navette help`"))
       return 2
     else
       term.print(usage_text())

@@ -136,6 +136,42 @@ function creds.for_host(host, kinds)
   return nil
 end
 
+-- Loads a declaration; a source this system does not have (the Keychain
+-- off macOS) is named as such instead of the failure of its tool.
+local function load(d)
+  if d.source == "keychain" and sys.os ~= "macos" then
+    return nil, { code = "refused",
+                  message = "credential " .. tostring(d.name) .. ": the "
+                            .. "keychain source exists on macOS only (this "
+                            .. "system is " .. tostring(sys.os) .. ")",
+                  hint = "on this system give it another source (env, "
+                         .. "file or command), for example in a profile "
+                         .. "of its own" }
+  end
+  return native.load(d)
+end
+
+-- One word for a credential's state in `creds list`: ok, old (past the
+-- profile's maximum age), expired, missing (variable unset, no file),
+-- unavailable (a source this system lacks), unsafe (a file others may
+-- read, or not the user's), or error.
+local function status_word(row, err)
+  if row.ok then return "ok" end
+  if row.warning then return "old" end
+  local m = err and err.message or ""
+  if m:find("macOS only", 1, true) then return "unavailable" end
+  if m:find("expired", 1, true) then return "expired" end
+  if m:find("is not set", 1, true) or m:find("No such file", 1, true)
+     or m:find("cannot read it", 1, true) then
+    return "missing"
+  end
+  if m:find("readable by group", 1, true) or m:find("owned by uid", 1, true)
+     or m:find("symbolic link", 1, true) then
+    return "unsafe"
+  end
+  return "error"
+end
+
 -- creds.get(name) -> handle (raises when it cannot be loaded)
 function creds.get(name)
   if type(name) ~= "string" then
@@ -150,7 +186,7 @@ function creds.get(name)
                  and ("declared: " .. table.concat(names, ", "))
                  or "declare it under credentials = { ... } in navette.lua")
   end
-  local handle, err = native.load(d)
+  local handle, err = load(d)
   if not handle then
     errors.raise(err.code == "invalid" and "recipe" or "refused",
                  err.message, err.hint)
@@ -208,7 +244,7 @@ function creds.inspect(declared, max_age)
   for _, name in ipairs(util.sorted_keys(declared)) do
     local d = declared[name]
     local row = { name = name, kind = d.kind, source = d.source }
-    local handle, err = native.load(d)
+    local handle, err = load(d)
     if handle then
       local info = handle:info()
       handle:close()
@@ -233,6 +269,7 @@ function creds.inspect(declared, max_age)
       row.error = err.message
       row.hint = err.hint
     end
+    row.status = status_word(row, err)
     rows[#rows + 1] = row
   end
   return rows

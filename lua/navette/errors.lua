@@ -10,6 +10,7 @@ errors.exit_status = {
   recipe = 2, invalid = 2, usage = 2, not_found = 2,
   refused = 3,
   backend = 4, io = 4, no_memory = 4,
+  interrupted = 130, -- Ctrl-C, as a shell reports SIGINT
 }
 
 local function is_library(source)

@@ -119,12 +119,38 @@ function jobs.remote_log_chunks(store, spec, after)
   return out
 end
 
-function jobs.get(id)
-  local row, err = jobs.row(id)
-  if not row then
-    error(errors.new(err.code == "invalid" and "usage" or err.code,
-                     err.message, err.hint), 0)
+-- Raises the error of a failed look-up of id; an ambiguous prefix lists
+-- the jobs it matches (newest first, at most 10).
+function jobs.lookup_error(id, err)
+  local message, hint = err.message, err.hint
+  if message:find("matches several jobs", 1, true) then
+    local lines, more = {}, 0
+    for _, r in ipairs(jobs.list(100000)) do
+      if r.id:sub(1, #id) == id then
+        if #lines < 10 then
+          lines[#lines + 1] = string.format("  %s  %-9s  %s", r.id, r.state,
+                                            tostring(r.name))
+        else
+          more = more + 1
+        end
+      end
+    end
+    if more > 0 then lines[#lines + 1] = "  ... and " .. more .. " more" end
+    if #lines > 0 then message = message .. ":\n" .. table.concat(lines, "\n") end
   end
+  error(errors.new(err.code == "invalid" and "usage" or err.code, message,
+                   hint), 0)
+end
+
+-- The queue's row of a job id or unique prefix; raises when there is none.
+function jobs.resolve(id)
+  local row, err = jobs.row(id)
+  if not row then jobs.lookup_error(id, err) end
+  return row
+end
+
+function jobs.get(id)
+  local row = jobs.resolve(id)
   if row.backend == "slurm" then
     local extra = require("navette.slurm").refresh(row)
     return jobs.view(jobs.row(row.id) or row, extra)
@@ -144,10 +170,7 @@ function jobs.cancel(id)
     return require("navette.slurm").cancel(row)
   end
   local state, err = native.cancel(core.home(), id)
-  if not state then
-    error(errors.new(err.code == "invalid" and "usage" or err.code,
-                     err.message, err.hint), 0)
-  end
+  if not state then jobs.lookup_error(id, err) end
   return state
 end
 

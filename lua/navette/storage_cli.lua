@@ -36,9 +36,11 @@ usage: navette storage cp SRC DST [options]
   the file appears only when complete. A line of progress shows on a
   terminal only.]],
   ls = [[
-usage: navette storage ls s3://BUCKET[/PREFIX] [--recursive] [options]
+usage: navette storage ls s3://BUCKET[/PREFIX] [--recursive] [--json]
+         [options]
   Lists objects (size, time, key) under PREFIX; without --recursive,
-  deeper "folders" show once as PRE NAME/.]],
+  deeper "folders" show once as PRE NAME/. --json prints an array of
+  {key, size, mtime, etag, url}, and {prefix, url} for a folder.]],
   rm = [[
 usage: navette storage rm s3://BUCKET/KEY [--recursive] [options]
   Deletes one object (a missing one is an error). With --recursive, KEY
@@ -317,7 +319,7 @@ local function cmd_cp(argv)
 end
 
 local function cmd_ls(argv)
-  local opts, args = parse("ls", argv, { recursive = "bool" })
+  local opts, args = parse("ls", argv, { recursive = "bool", json = "bool" })
   if opts.help then term.print(HELP.ls .. "\n\n" .. COMMON); return 0 end
   if #args ~= 1 then usage_error("expected s3://BUCKET[/PREFIX]", "ls") end
   local bucket, prefix = split_url(args[1])
@@ -329,13 +331,30 @@ local function cmd_ls(argv)
   local base = prefix:match("^(.*/)") or ""
   local c = client("ls", opts)
   local seen, token = {}, nil
+  local json = _navette.json
+  local listed = opts.json and json.array() or nil
   repeat
     local page = check(c:list(bucket, prefix ~= "" and prefix or nil,
                               { continuation = token }))
     for _, o in ipairs(page.objects) do
       local rel = o.key:sub(#base + 1)
       local folder = not opts.recursive and rel:match("^([^/]*/)")
-      if folder then
+      if listed then
+        -- --json: every object whole, or a folder once as its prefix
+        if folder then
+          if not seen[folder] then
+            seen[folder] = true
+            listed[#listed + 1] = { prefix = base .. folder,
+                                    url = "s3://" .. bucket .. "/" .. base
+                                          .. folder }
+          end
+        else
+          listed[#listed + 1] = { key = o.key, size = o.size,
+                                  mtime = o.mtime and sys.iso8601(o.mtime)
+                                          or nil, etag = o.etag,
+                                  url = "s3://" .. bucket .. "/" .. o.key }
+        end
+      elseif folder then
         if not seen[folder] then
           seen[folder] = true
           term.printf("%30s %s\n", "PRE", folder)
@@ -351,6 +370,7 @@ local function cmd_ls(argv)
     token = page.truncated and page.continuation or nil
   until not token
   c:close()
+  if listed then term.print(json.encode(listed, true)) end
   return 0
 end
 
