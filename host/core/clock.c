@@ -1,15 +1,52 @@
-/* Wall-clock time and its ISO-8601 form, as every record shows it. */
+/* The wall clock and its ISO-8601 form, as every record shows it, and the
+ * monotonic clock that durations and deadlines are measured with. */
 #include "core/clock.h"
 
 #include <stdio.h>
 #include <time.h>
 
-double nv_now(void)
+/* macOS: CLOCK_MONOTONIC counts sleep there; CLOCK_UPTIME_RAW (10.12+)
+ * does not, as Linux's CLOCK_MONOTONIC does not. */
+#if defined(__APPLE__)
+#define NV_MONOTONIC_CLOCK      CLOCK_UPTIME_RAW
+#define NV_MONOTONIC_CLOCK_NAME "CLOCK_UPTIME_RAW"
+#else
+#define NV_MONOTONIC_CLOCK      CLOCK_MONOTONIC
+#define NV_MONOTONIC_CLOCK_NAME "CLOCK_MONOTONIC"
+#endif
+
+static double seconds_of(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	if (clock_gettime(id, &ts) != 0)
+		return 0.0;
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double nv_now(void)
+{
+	return seconds_of(CLOCK_REALTIME);
+}
+
+double nv_monotonic(void)
+{
+	return seconds_of(NV_MONOTONIC_CLOCK);
+}
+
+const char *nv_monotonic_clock_name(void)
+{
+	return NV_MONOTONIC_CLOCK_NAME;
+}
+
+double nv_deadline_after(double seconds)
+{
+	return nv_monotonic() + seconds;
+}
+
+int nv_deadline_passed(double deadline)
+{
+	return nv_monotonic() >= deadline;
 }
 
 void nv_iso8601(double t, char out[32])

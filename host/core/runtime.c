@@ -72,7 +72,7 @@ static void runtime_hook(lua_State *L, lua_Debug *ar)
 	navette_runtime *rt = nv_runtime_of(L);
 
 	(void)ar;
-	if (rt && rt->deadline > 0 && nv_now() > rt->deadline) {
+	if (rt && rt->deadline > 0 && nv_deadline_passed(rt->deadline)) {
 		rt->deadline = 0; /* let the error handler run */
 		luaL_error(L,
 			   "the recipe ran longer than %d s; check for an "
@@ -519,7 +519,7 @@ static int l_core_call_bounded(lua_State *L)
 	int nargs = lua_gettop(L) - 1;
 
 	luaL_checktype(L, 1, LUA_TFUNCTION);
-	rt->deadline = nv_now() + rt->recipe_timeout_s;
+	rt->deadline = nv_deadline_after(rt->recipe_timeout_s);
 	lua_sethook(L, runtime_hook, LUA_MASKCOUNT, HOOK_COUNT);
 	int status = nv_pcall(L, nargs, LUA_MULTRET);
 	lua_sethook(L, NULL, 0, 0);

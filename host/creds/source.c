@@ -119,7 +119,7 @@ static int run_capture(const char *const *argv, unsigned char **out,
 	size_t cap = 4096, used = 0;
 	unsigned char *buf;
 	int status, rc;
-	double deadline = nv_now() + NV_CREDS_COMMAND_TIMEOUT_S;
+	double deadline = nv_deadline_after(NV_CREDS_COMMAND_TIMEOUT_S);
 
 	*out = NULL;
 	*len = 0;
@@ -151,7 +151,7 @@ static int run_capture(const char *const *argv, unsigned char **out,
 	}
 	for (;;) {
 		struct pollfd pfd = {pipefd[0], POLLIN, 0};
-		int left = (int)((deadline - nv_now()) * 1000);
+		int left = (int)((deadline - nv_monotonic()) * 1000);
 		if (left <= 0 || poll(&pfd, 1, left) == 0) {
 			kill(pid, SIGKILL);
 			rc = nv_err_set(err, NV_EREFUSED,
@@ -197,7 +197,7 @@ static int run_capture(const char *const *argv, unsigned char **out,
 		pid_t r = waitpid(pid, &status, WNOHANG);
 		if (r == pid || (r < 0 && errno != EINTR))
 			break;
-		if (nv_now() > deadline) {
+		if (nv_deadline_passed(deadline)) {
 			kill(pid, SIGKILL);
 			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 				;

@@ -1122,7 +1122,7 @@ static int start(agent *a, job *j, outcome *o)
 	setpgid(pid, pid);
 	j->pid = pid;
 	j->own_child = 1;
-	j->started = nv_now();
+	j->started = nv_monotonic();
 	if (nv_queue_set_pid(a->queue, j->id, (long)pid, &err) != 0)
 		agent_log("job %s: %s", j->id, err.message);
 	agent_log("job %s: launcher started, pid %ld", j->id, (long)pid);
@@ -1219,15 +1219,15 @@ static void follow(agent *a, job *j, int *done)
 	    nv_queue_cancel_requested(a->queue, j->id, &requested, &err) == 0 &&
 	    requested) {
 		j->killed = KILL_CANCEL;
-		j->kill_sent = nv_now();
+		j->kill_sent = nv_monotonic();
 		stop_reason(j, "cancelled while running");
 		signal_group(j, SIGTERM);
 		agent_log("job %s: cancel requested, SIGTERM sent", j->id);
 	}
 	if (!j->killed && j->time_limit > 0 &&
-	    nv_now() - j->started > j->time_limit) {
+	    nv_monotonic() - j->started > j->time_limit) {
 		j->killed = KILL_TIMEOUT;
-		j->kill_sent = nv_now();
+		j->kill_sent = nv_monotonic();
 		{
 			char why[128];
 			snprintf(why, sizeof(why),
@@ -1239,7 +1239,7 @@ static void follow(agent *a, job *j, int *done)
 		agent_log("job %s: time limit reached, SIGTERM sent", j->id);
 	}
 	if (j->killed && !j->kill9_sent &&
-	    nv_now() - j->kill_sent >
+	    nv_monotonic() - j->kill_sent >
 		    (j->remote ? KILL_GRACE_REMOTE_S : KILL_GRACE_S)) {
 		j->kill9_sent = 1;
 		signal_group(j, SIGKILL);
@@ -1284,7 +1284,7 @@ static void adopt(const char *id, const char *spec, long pid, void *payload)
 		return;
 	j->pid = (pid_t)pid;
 	j->own_child = 0;
-	j->started = nv_now();
+	j->started = nv_monotonic();
 	if (pid <= 0) {
 		/* Claimed but never started: the agent died while preparing.*/
 		outcome o = {.state = "succeeded", .phase = ""};
@@ -1391,20 +1391,20 @@ int nv_agent_run(const char *home, nv_err *err)
 	agent_log("agent started for %s", home);
 	nv_queue_each_running(a.queue, adopt, &a, err);
 
-	idle_since = nv_now();
+	idle_since = nv_monotonic();
 	for (;;) {
 		follow_all(&a);
 		take_jobs(&a);
 		if (a.running > 0) {
-			idle_since = nv_now();
-		} else if (nv_now() - idle_since > idle_limit) {
+			idle_since = nv_monotonic();
+		} else if (nv_monotonic() - idle_since > idle_limit) {
 			/* Release, then look once more: a submitter that saw
 			 * the lock held did not start another agent. */
 			flock(lockfd, LOCK_UN);
 			if (!work_waiting(&a) ||
 			    flock(lockfd, LOCK_EX | LOCK_NB) != 0)
 				break;
-			idle_since = nv_now();
+			idle_since = nv_monotonic();
 		}
 		nanosleep(&tick, NULL);
 	}
