@@ -8,10 +8,25 @@
 #include <unistd.h>
 
 static nv_out_filter_fn out_filter;
+static nv_out_sink_fn out_sink;
+static void *out_sink_payload;
 
 void nv_out_set_filter(nv_out_filter_fn filter)
 {
 	out_filter = filter;
+}
+
+void nv_out_set_sink(nv_out_sink_fn sink, void *payload)
+{
+	fflush(stdout);
+	fflush(stderr);
+	out_sink = sink;
+	out_sink_payload = sink ? payload : NULL;
+}
+
+bool nv_out_sink_is(nv_out_sink_fn sink, void *payload)
+{
+	return out_sink == sink && out_sink_payload == payload;
 }
 
 static FILE *stream_file(int stream)
@@ -22,6 +37,12 @@ static FILE *stream_file(int stream)
 static void emit_raw(int stream, const char *buf, size_t len)
 {
 	FILE *f = stream_file(stream);
+
+	if (out_sink) {
+		if (len)
+			out_sink(stream, buf, len, out_sink_payload);
+		return;
+	}
 
 	if (len)
 		fwrite(buf, 1, len, f);
@@ -73,6 +94,8 @@ void nv_out_printf(int stream, const char *fmt, ...)
 
 bool nv_out_tty(int stream)
 {
+	if (out_sink)
+		return false;
 	return isatty(stream == NV_OUT_STDERR ? STDERR_FILENO : STDOUT_FILENO);
 }
 

@@ -18,6 +18,15 @@ typedef void (*nv_out_filter_fn)(int stream, const char *buf, size_t len,
 
 void nv_out_set_filter(nv_out_filter_fn filter);
 
+/* Where the filtered bytes go instead of stdout and stderr (an embedding
+ * host's output callback); NULL: back to the standard streams. While a
+ * sink is set nothing is a terminal and no colour is used. */
+typedef void (*nv_out_sink_fn)(int stream, const char *buf, size_t len,
+			       void *payload);
+void nv_out_set_sink(nv_out_sink_fn sink, void *payload);
+/* Whether sink/payload is the one in place. */
+bool nv_out_sink_is(nv_out_sink_fn sink, void *payload);
+
 void nv_out_write(int stream, const char *buf, size_t len);
 void nv_out_printf(int stream, const char *fmt, ...)
 #if defined(__GNUC__)

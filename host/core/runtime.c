@@ -22,6 +22,7 @@
 #include "audit/audit.h"
 #include "creds/redact.h"
 #include "creds/secret.h"
+#include "jobs/agent.h"
 
 #define RUNTIME_KEY              "navette.runtime"
 #define SANDBOX_LOADED_KEY       "navette.sandbox.loaded"
@@ -289,8 +290,40 @@ static int module_name_ok(const char *name)
 	return 1;
 }
 
-/* require() as a recipe sees it: the library, or a module of the recipe's
- * own folder loaded into the same sandbox. upvalue 1: the sandbox env. */
+/* require "host.NAME": the module the embedding program registered
+ * (navette_register_module), opened once per sandbox. */
+static int require_host_module(lua_State *L, const char *name)
+{
+	lua_getfield(L, LUA_REGISTRYINDEX, SANDBOX_LOADED_KEY); // [loaded]
+	lua_getfield(L, -1, name);
+	if (!lua_isnil(L, -1))
+		return 1;
+	lua_pop(L, 1);
+	lua_getfield(L, LUA_REGISTRYINDEX, NV_HOST_MODULES_KEY);
+	if (lua_istable(L, -1))
+		lua_getfield(L, -1, name + 5); // [loaded, mods, opener]
+	else
+		lua_pushnil(L);
+	if (!lua_isfunction(L, -1))
+		return luaL_error(L,
+				  "module '%s' not found: the program running "
+				  "this recipe registered no host module "
+				  "'%s' (navette_register_module)",
+				  name, name + 5);
+	lua_pushstring(L, name);
+	lua_call(L, 1, 1); // [loaded, mods, value]
+	if (lua_isnil(L, -1)) {
+		lua_pop(L, 1);
+		lua_pushboolean(L, 1);
+	}
+	lua_pushvalue(L, -1);
+	lua_setfield(L, -4, name);
+	return 1;
+}
+
+/* require() as a recipe sees it: the library, a module of the host
+ * program ("host.NAME"), or a module of the recipe's own folder loaded
+ * into the same sandbox. upvalue 1: the sandbox env. */
 static int sandbox_require(lua_State *L)
 {
 	const char *name = luaL_checkstring(L, 1);
@@ -302,6 +335,8 @@ static int sandbox_require(lua_State *L)
 		lua_call(L, 1, 1);
 		return 1;
 	}
+	if (strncmp(name, "host.", 5) == 0 && module_name_ok(name))
+		return require_host_module(L, name);
 	if (!module_name_ok(name))
 		return luaL_error(L,
 				  "require '%s': module names are letters, "
@@ -702,14 +737,46 @@ void nv_runtime_install_redactor(void)
 	nv_audit_set_filter(audit_redact, NULL);
 }
 
-navette_runtime *navette_open(const navette_options *options)
+/* The output callback of navette_options, behind the redactor. */
+static void runtime_output(int stream, const char *buf, size_t len,
+			   void *payload)
 {
-	navette_runtime *rt = calloc(1, sizeof(*rt));
+	navette_runtime *rt = payload;
+	rt->output(stream, buf, len, rt->output_payload);
+}
+
+void navette_options_init(navette_options *options)
+{
+	memset(options, 0, sizeof(*options));
+	options->version = NAVETTE_OPTIONS_VERSION;
+}
+
+int navette_open(navette_runtime **out, const navette_options *options)
+{
+	navette_runtime *rt;
 	const char *env;
 
+	*out = NULL;
+	if (options && options->version != NAVETTE_OPTIONS_VERSION)
+		return NAVETTE_USAGE;
+	rt = calloc(1, sizeof(*rt));
 	if (!rt)
-		return NULL;
+		return NAVETTE_SERVICE;
+	rt->error.code = rt->error_code;
+	rt->error.message = rt->error_message;
+	rt->error.hint = rt->error_hint;
 	nv_runtime_install_redactor();
+	if (options && options->output) {
+		rt->output = options->output;
+		rt->output_payload = options->output_payload;
+		nv_out_set_sink(runtime_output, rt);
+	}
+	if (options && (options->agent_program || options->agent_is_self))
+		nv_agent_set_program(options->agent_program,
+				     options->agent_is_self);
+	if (options && options->profile)
+		snprintf(rt->profile, sizeof(rt->profile), "%s",
+			 options->profile);
 	rt->memory_limit = DEFAULT_MEMORY_LIMIT;
 	rt->recipe_timeout_s = DEFAULT_RECIPE_TIMEOUT_S;
 	if ((env = getenv("NAVETTE_RECIPE_TIMEOUT")) && atof(env) > 0)
@@ -742,8 +809,8 @@ navette_runtime *navette_open(const navette_options *options)
 
 	rt->L = lua_newstate(runtime_alloc, rt);
 	if (!rt->L) {
-		free(rt);
-		return NULL;
+		navette_close(rt);
+		return NAVETTE_SERVICE;
 	}
 	lua_State *L = rt->L;
 	luaL_openlibs(L);
@@ -765,7 +832,8 @@ navette_runtime *navette_open(const navette_options *options)
 	lua_pop(L, 2);
 
 	nv_open_natives(L);
-	return rt;
+	*out = rt;
+	return NAVETTE_OK;
 }
 
 const char *navette_home(const navette_runtime *rt)
@@ -779,6 +847,8 @@ void navette_close(navette_runtime *rt)
 		return;
 	if (rt->L)
 		lua_close(rt->L);
+	if (nv_out_sink_is(runtime_output, rt))
+		nv_out_set_sink(NULL, NULL);
 	free(rt);
 }
 

@@ -22,7 +22,22 @@ struct navette_runtime {
 	char home[4096];
 	char recipe_dir[4096];
 	char lua_path[4096]; /* "" : embedded library */
+	/* the embedding API (api.c) */
+	char profile[256]; /* "": the project's default */
+	navette_output_fn output;
+	void *output_payload;
+	navette_error error; /* points into the fields below */
+	char error_code[32];
+	char error_message[2048];
+	char error_hint[1024];
 };
+
+/* Registry table of the host's modules: name (without "host.") -> the
+ * opener given to navette_register_module. */
+#define NV_HOST_MODULES_KEY "navette.host.modules"
+
+/* Internal entry points behind navette_agent_main. */
+int navette_redact_stream(int in_fd, int out_fd);
 
 /* The runtime owning L (stored in the registry at open). */
 navette_runtime *nv_runtime_of(lua_State *L);

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -122,35 +123,127 @@ int nv_agent_alive(const char *home)
 	return alive;
 }
 
+/* The agent program (agent_program.c); the launcher's redact-stream is
+ * the same program. */
 static int executable_path(char *out, size_t cap)
 {
-	const char *env = getenv("NAVETTE_BIN");
+	nv_err err;
+	return nv_agent_program(out, cap, &err) == 0 ? 0 : -1;
+}
 
-	if (env && *env) {
-		nv_pathf(out, cap, "%s", env);
-		return 0;
+/* ---- starting the agent ------------------------------------------------ */
+
+#define AGENT_READY_ENV       "NAVETTE_AGENT_READY_FD"
+#define AGENT_READY_TIMEOUT_S 10.0
+#define AGENT_LOG_TAIL        4096
+
+/* Called by the agent once it holds the lock: tells the process that
+ * started it (the pipe named by NAVETTE_AGENT_READY_FD), then lets go of
+ * the pipe so that no job inherits it. */
+static void agent_ready(void)
+{
+	const char *env = getenv(AGENT_READY_ENV);
+	int fd = env ? atoi(env) : -1;
+
+	if (fd > 2) {
+		ssize_t n = write(fd, "ok\n", 3);
+		(void)n;
+		close(fd);
 	}
-#ifdef __APPLE__
-	uint32_t size = (uint32_t)cap;
-	char raw[PATH_CAP];
-	uint32_t rsize = sizeof(raw);
-	(void)size;
-	if (_NSGetExecutablePath(raw, &rsize) != 0 || !realpath(raw, out))
-		return -1;
-	return 0;
-#else
-	ssize_t n = readlink("/proc/self/exe", out, cap - 1);
+	unsetenv(AGENT_READY_ENV);
+}
+
+/* The last non-empty line the agent wrote to its log after offset. */
+static void log_last_line(const char *path, off_t offset, char *out, size_t cap)
+{
+	char buf[AGENT_LOG_TAIL + 1];
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = 0;
+
+	out[0] = '\0';
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && st.st_size > offset) {
+		off_t from = st.st_size - offset > AGENT_LOG_TAIL
+				     ? st.st_size - AGENT_LOG_TAIL
+				     : offset;
+		n = pread(fd, buf, AGENT_LOG_TAIL, from);
+	}
+	close(fd);
 	if (n <= 0)
-		return -1;
-	out[n] = '\0';
-	return 0;
-#endif
+		return;
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	char *line = strrchr(buf, '\n');
+	nv_pathf(out, cap, "%s", line ? line + 1 : buf);
+}
+
+/* Waits until the agent says it holds the lock, its program could not be
+ * executed, or it exited without a word. Returns 0 (running, or still
+ * starting after the timeout) or an error naming the cause. */
+static int agent_wait_ready(int fd, const char *home, const char *exe,
+			    const char *logpath, off_t log_start, nv_err *err)
+{
+	char said[64];
+	size_t len = 0;
+	double deadline = nv_deadline_after(AGENT_READY_TIMEOUT_S);
+
+	for (;;) {
+		struct pollfd p = {fd, POLLIN, 0};
+		double left = deadline - nv_monotonic();
+		if (left <= 0)
+			return 0; /* slow to start: the next check sees it */
+		int r = poll(&p, 1, (int)(left * 1000) + 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return 0;
+		ssize_t n = read(fd, said + len, sizeof(said) - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n > 0) {
+			len += (size_t)n;
+			said[len] = '\0';
+			if (strstr(said, "ok\n"))
+				return 0;
+			if (len < sizeof(said) - 1)
+				continue;
+		}
+		break; /* end of file: the program exited */
+	}
+	said[len] = '\0';
+	int exec_errno = 0;
+	if (sscanf(said, "exec %d", &exec_errno) == 1)
+		return nv_err_set(err, NV_EBACKEND,
+				  "install navette, set NAVETTE_BIN, or give "
+				  "the runtime an agent_program (navette.h)",
+				  "cannot start the agent: cannot execute %s: "
+				  "%s",
+				  exe, strerror(exec_errno));
+	if (nv_agent_alive(home))
+		return 0; /* another agent won the lock: it runs the jobs */
+	char line[512];
+	log_last_line(logpath, log_start, line, sizeof(line));
+	return nv_err_set(err, NV_EBACKEND,
+			  "the agent runs as `PROGRAM agent`: a host program "
+			  "must answer it through navette_agent_main(), or "
+			  "name an installed navette (agent_program, "
+			  "NAVETTE_BIN); the job stays queued until an agent "
+			  "starts",
+			  "the agent did not start: `%s agent` exited (%s: "
+			  "%s)",
+			  exe, logpath, line[0] ? line : "nothing logged");
 }
 
 int nv_agent_ensure(const char *home, int *started, nv_err *err)
 {
 	char exe[PATH_CAP];
 	char logpath[PATH_CAP];
+	struct stat st;
+	off_t log_start = 0;
+	int ready[2];
 	pid_t pid;
 	int status;
 
@@ -159,20 +252,41 @@ int nv_agent_ensure(const char *home, int *started, nv_err *err)
 		return err->code;
 	if (nv_agent_alive(home))
 		return 0;
-	if (executable_path(exe, sizeof(exe)) != 0)
-		return nv_err_set(err, NV_EBACKEND,
-				  "set NAVETTE_BIN to the navette binary",
-				  "cannot find the navette executable to start "
-				  "the agent");
+	if (nv_agent_program(exe, sizeof(exe), err) != 0)
+		return err->code;
 	nv_pathf(logpath, sizeof(logpath), "%s/agent.log", home);
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
+	if (stat(logpath, &st) == 0)
+		log_start = st.st_size;
+	if (pipe(ready) != 0)
 		return nv_err_set_errno(err, NV_EBACKEND, errno, NULL,
 					"cannot start the agent");
+	/* both ends close on exec; the agent's end is kept open by hand,
+	 * above stdio (which the child replaces) */
+	for (int i = 0; i < 2; i++) {
+		int fd = fcntl(ready[i], F_DUPFD_CLOEXEC, 3);
+		close(ready[i]);
+		ready[i] = fd;
+	}
+	if (ready[0] < 0 || ready[1] < 0) {
+		if (ready[0] >= 0)
+			close(ready[0]);
+		if (ready[1] >= 0)
+			close(ready[1]);
+		return nv_err_set_errno(err, NV_EBACKEND, errno, NULL,
+					"cannot start the agent");
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(ready[0]);
+		close(ready[1]);
+		return nv_err_set_errno(err, NV_EBACKEND, errno, NULL,
+					"cannot start the agent");
+	}
 	if (pid == 0) {
 		/* First child: a new session, then a grandchild so the agent
 		 * is reparented to init and never a zombie of the CLI. */
+		close(ready[0]);
 		setsid();
 		if (fork() != 0)
 			_exit(0);
@@ -184,12 +298,27 @@ int nv_agent_ensure(const char *home, int *started, nv_err *err)
 			dup2(logfd, STDOUT_FILENO);
 			dup2(logfd, STDERR_FILENO);
 		}
+		char fdtext[16];
+		snprintf(fdtext, sizeof(fdtext), "%d", ready[1]);
+		fcntl(ready[1], F_SETFD, 0);
+		setenv(AGENT_READY_ENV, fdtext, 1);
 		setenv("NAVETTE_HOME", home, 1);
 		execl(exe, exe, "agent", "--quiet-if-running", (char *)NULL);
+		char said[32];
+		int n = snprintf(said, sizeof(said), "exec %d\n", errno);
+		if (n > 0) {
+			ssize_t w = write(ready[1], said, (size_t)n);
+			(void)w;
+		}
 		_exit(127);
 	}
+	close(ready[1]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	int rc = agent_wait_ready(ready[0], home, exe, logpath, log_start, err);
+	close(ready[0]);
+	if (rc)
+		return rc;
 	*started = 1;
 	return 0;
 }
@@ -1387,6 +1516,7 @@ int nv_agent_run(const char *home, nv_err *err)
 		close(lockfd);
 		return err->code;
 	}
+	agent_ready();
 	signal(SIGPIPE, SIG_IGN);
 	agent_log("agent started for %s", home);
 	nv_queue_each_running(a.queue, adopt, &a, err);
@@ -1414,7 +1544,7 @@ int nv_agent_run(const char *home, nv_err *err)
 	return 0;
 }
 
-/* navette.h: the `navette agent` command. */
+/* agent.h: the `navette agent` command (navette_agent_main). */
 #include "core/output.h"
 #include "navette.h"
 

@@ -19,4 +19,17 @@ int nv_agent_ensure(const char *home, int *started, nv_err *err);
 /* Whether an agent holds the lock of home right now. */
 int nv_agent_alive(const char *home);
 
+/* The program nv_agent_ensure() runs as `PROGRAM agent` (and the launcher
+ * pipes job logs through as `PROGRAM redact-stream`): process-wide.
+ * program NULL or "": found (agent_program.c); self: this executable
+ * answers `agent` itself (navette_agent_main). */
+void nv_agent_set_program(const char *program, int self);
+/* The path of that program into out, or an error saying how to give one. */
+int nv_agent_program(char *out, size_t cap, nv_err *err);
+
+/* The `navette agent` command: runs the agent in the foreground for home.
+ * quiet_if_running: another agent holding the lock is not an error.
+ * Returns a navette_status. */
+int navette_agent(const char *home, int quiet_if_running);
+
 #endif

@@ -1,0 +1,100 @@
+-- The Lua half of the embedding API (navette.h: navette_plan, navette_run,
+-- navette_job_status). Each function returns a table that the C side
+-- encodes as JSON; the work itself is the runner's and the jobs module's,
+-- the same code the CLI's plan, run --wait and status go through.
+local errors = require "navette.errors"
+local jobs = require "navette.jobs"
+local core, sys, json = _navette.core, _navette.sys, _navette.json
+
+local api = {}
+
+-- How often a wait checks that the local agent is there (seconds).
+local AGENT_CHECK_S = 2
+
+-- A plan shows a job's environment with values only for allow-listed
+-- names, and the launcher rendered from that view (as `navette plan`).
+function api.shown_specs(specs)
+  for _, spec in ipairs(specs) do
+    spec.redact_fingerprints = nil
+    if spec.env then
+      local shown = {}
+      for k, v in pairs(spec.env) do
+        shown[k] = _navette.creds.env_allowed(k) and v or "<hidden>"
+      end
+      spec.env = shown
+      spec.launcher = errors.check(_navette.jobs.launcher(json.encode(spec)))
+    end
+  end
+  return specs
+end
+
+-- opts: profile. -> {project, profile, actions, jobs}
+function api.plan(recipe, opts)
+  local runner = require "navette.runner"
+  local run = runner.load(recipe, { profile = opts and opts.profile,
+                                    plan = true })
+  local specs = api.shown_specs(runner.submit(run))
+  return { project = run.project.name, profile = run.profile.name,
+           actions = core.plan(), jobs = json.array(specs) }
+end
+
+-- Polls the jobs until each has ended. A local job's agent is checked
+-- every few seconds: one that cannot be started raises at once, with the
+-- cause, instead of leaving the wait at `submitted`.
+function api.wait(ids)
+  local views, last_check = {}, sys.now()
+  while true do
+    local remaining, local_job = 0, false
+    for _, id in ipairs(ids) do
+      local v = jobs.get(id)
+      views[id] = v
+      if not jobs.FINAL[v.state] then
+        remaining = remaining + 1
+        local_job = local_job or v.backend == "local"
+      end
+    end
+    if remaining == 0 then return views end
+    if local_job and sys.now() - last_check >= AGENT_CHECK_S then
+      last_check = sys.now()
+      errors.check(_navette.jobs.ensure_agent(core.home()), nil,
+                   "the local agent")
+    end
+    sys.sleep(0.1)
+  end
+end
+
+-- opts: profile, wait. -> {project, profile, jobs = [views]}, and whether
+-- every job succeeded (always true without wait).
+function api.run(recipe, opts)
+  opts = opts or {}
+  local runner = require "navette.runner"
+  local run = runner.load(recipe, { profile = opts.profile, plan = false })
+  local specs = #run.jobs > 0 and runner.submit(run) or {}
+  local ids = {}
+  for i, s in ipairs(specs) do ids[i] = s.id end
+  local views = opts.wait and api.wait(ids) or {}
+  local list, ok = {}, true
+  for i, id in ipairs(ids) do
+    list[i] = views[id] or jobs.get(id)
+    if opts.wait and list[i].state ~= "succeeded" then ok = false end
+  end
+  return { project = run.project.name, profile = run.profile.name,
+           jobs = json.array(list) }, ok
+end
+
+function api.status(id)
+  return jobs.get(id)
+end
+
+-- The C entry: api.call(name, ...) -> status, json | status, nil, err.
+-- status is the CLI's exit status for the outcome (README "Exit codes").
+function api.call(name, ...)
+  local ok, result, good = core.pcall(api[name], ...)
+  if not ok then
+    local e = errors.from(result)
+    return errors.exit_status[e.code] or 4, nil, e
+  end
+  return good == false and 1 or 0, json.encode(result)
+end
+
+return api
