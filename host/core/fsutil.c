@@ -43,6 +43,15 @@ int nv_mkdir_p(const char *path, int mode, nv_err *err)
 	return 0;
 }
 
+int nv_fsync_durable(int fd)
+{
+#if defined(__APPLE__) && defined(F_FULLFSYNC) /* macOS: flush the drive */
+	if (fcntl(fd, F_FULLFSYNC) == 0)
+		return 0;
+#endif
+	return fsync(fd);
+}
+
 int nv_write_file_atomic(const char *path, const void *data, size_t len,
 			 int mode, nv_err *err)
 {
@@ -78,7 +87,7 @@ int nv_write_file_atomic(const char *path, const void *data, size_t len,
 		p += n;
 		left -= (size_t)n;
 	}
-	if (fsync(fd) != 0 || close(fd) != 0) {
+	if (nv_fsync_durable(fd) != 0 || close(fd) != 0) {
 		int e = errno;
 		unlink(tmp);
 		return nv_err_set_errno(err, NV_EIO, e, NULL, "cannot sync %s",

@@ -9,8 +9,15 @@
 /* mkdir -p with mode; existing folders are fine. */
 int nv_mkdir_p(const char *path, int mode, nv_err *err);
 
-/* Writes data to path atomically (temp file in the same folder, fsync,
- * rename). mode applies to the new file. */
+/* Flushes fd's data and metadata to stable storage, for the records that
+ * must survive a power cut (queue, store). 0, or -1 with errno set. On
+ * macOS fsync only hands the data to the drive, whose cache can still lose
+ * it: F_FULLFSYNC asks the drive to flush too, with fsync as the fallback
+ * where a file system refuses it (network volumes, some USB drives). */
+int nv_fsync_durable(int fd);
+
+/* Writes data to path atomically (temp file in the same folder,
+ * nv_fsync_durable, rename). mode applies to the new file. */
 int nv_write_file_atomic(const char *path, const void *data, size_t len,
 			 int mode, nv_err *err);
 

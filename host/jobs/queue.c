@@ -40,6 +40,38 @@ static int db_error(nv_queue *q, nv_err *err, const char *what)
 			  "job database: %s: %s", what, sqlite3_errmsg(q->db));
 }
 
+static int pragma_text(nv_queue *q, const char *name, char *out, size_t cap)
+{
+	char sql[64];
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	snprintf(sql, sizeof(sql), "PRAGMA %s;", name);
+	if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW) {
+		const unsigned char *v = sqlite3_column_text(st, 0);
+		rc = nv_pathf(out, cap, "%s", v ? (const char *)v : "") == 0
+			     ? 0
+			     : -1;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int nv_queue_durability(nv_queue *q, char *out, size_t cap, nv_err *err)
+{
+	char journal[32], sync[32], full[32];
+
+	if (pragma_text(q, "journal_mode", journal, sizeof(journal)) != 0 ||
+	    pragma_text(q, "synchronous", sync, sizeof(sync)) != 0 ||
+	    pragma_text(q, "fullfsync", full, sizeof(full)) != 0)
+		return db_error(q, err, "durability");
+	if (nv_pathf(out, cap, "journal_mode=%s synchronous=%s fullfsync=%s",
+		     journal, sync, full) != 0)
+		return nv_err_set(err, NV_EINVAL, NULL, "buffer too small");
+	return 0;
+}
+
 int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 {
 	char path[4200];
@@ -64,6 +96,14 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 		return rc;
 	}
 	sqlite3_busy_timeout(q->db, 10000);
+	/* macOS: SQLite's syncs use F_FULLFSYNC, so that what it syncs
+	 * reaches the drive and not only its cache (a no-op elsewhere). */
+	if (sqlite3_exec(q->db, "PRAGMA fullfsync=ON;", NULL, NULL, NULL) !=
+	    SQLITE_OK) {
+		int code = db_error(q, err, "fullfsync");
+		nv_queue_close(q);
+		return code;
+	}
 	/* Switching to WAL and creating the schema take locks for which
 	 * SQLite does not always call the busy handler (two processes opening
 	 * a new database at once): retry those steps, bounded. */

@@ -4,6 +4,8 @@
 #ifndef NV_QUEUE_H
 #define NV_QUEUE_H
 
+#include <stddef.h>
+
 #include "core/nv_err.h"
 
 typedef struct nv_queue nv_queue;
@@ -11,6 +13,10 @@ typedef struct nv_queue nv_queue;
 /* Opens (creating) HOME/jobs.db. Free with nv_queue_close(). */
 int nv_queue_open(nv_queue **out, const char *home, nv_err *err);
 void nv_queue_close(nv_queue *q);
+
+/* Writes how the database is kept on disk, "journal_mode=wal
+ * synchronous=N fullfsync=N", into out (for diagnostics and tests). */
+int nv_queue_durability(nv_queue *q, char *out, size_t cap, nv_err *err);
 
 /* Inserts a new job in state "queued", phase "submitted". backend: "local"
  * (NULL: the same) jobs are the agent's to run; other backends' jobs

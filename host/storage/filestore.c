@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "core/fsname.h"
+#include "core/fsutil.h"
 #include "storage/sha256.h"
 
 #ifdef __APPLE__
@@ -866,7 +867,8 @@ static int meta_write(nv_filestore *s, const char *key, const struct stat *st,
 				      "cannot create record of '%s'", key);
 		goto out;
 	}
-	if (write_all(fd, buf, (size_t)len) != 0 || fsync(fd) != 0) {
+	if (write_all(fd, buf, (size_t)len) != 0 ||
+	    nv_fsync_durable(fd) != 0) {
 		rc = nv_err_set_errno(err, NV_EIO, errno,
 				      "check free space on the store's disk",
 				      "cannot write record of '%s'", key);
@@ -1097,7 +1099,7 @@ static int publish(nv_filestore *s, const char *key, int dir_fd,
 	rc = nv_sha256_final(&w->hash, sha, err);
 	if (rc)
 		return rc;
-	if (fsync(w->fd) != 0 || fstat(w->fd, &st) != 0)
+	if (nv_fsync_durable(w->fd) != 0 || fstat(w->fd, &st) != 0)
 		return nv_err_set_errno(err, NV_EIO, errno,
 					"check free space on the store's disk",
 					"cannot flush object '%s'", key);
@@ -1112,7 +1114,7 @@ static int publish(nv_filestore *s, const char *key, int dir_fd,
 	close(w->fd);
 	w->fd = -1;
 	/* The rename is durable only once its folder is flushed. */
-	fsync(dir_fd);
+	nv_fsync_durable(dir_fd);
 	fill_info(info, key, &st, sha);
 	return 0;
 }
@@ -1328,7 +1330,7 @@ int nv_filestore_get_file(nv_filestore *s, const char *key,
 		return rc;
 	}
 	rc = read_object(s, key, 0, fd_sink, &fd, info, err);
-	if (!rc && fsync(fd) != 0)
+	if (!rc && nv_fsync_durable(fd) != 0)
 		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
 				      "cannot flush '%s'", dest_path);
 	close(fd);

@@ -39,6 +39,14 @@ int main(void)
 	CHECK(mkdtemp(home) != NULL);
 	CHECK(nv_queue_open(&q, home, &err) == 0);
 
+	/* kept in WAL, and SQLite's syncs reach the drive (F_FULLFSYNC on
+	 * macOS: fullfsync is on, a no-op elsewhere) */
+	char durability[128];
+	CHECK(nv_queue_durability(q, durability, sizeof(durability), &err) ==
+	      0);
+	CHECK_STR(durability, "journal_mode=wal synchronous=1 fullfsync=1");
+	CHECK(nv_queue_durability(q, durability, 8, &err) != 0);
+
 	CHECK(nv_queue_insert(q, "p-1-aaa", "p", "local", "one", "{\"n\":1}",
 			      NULL, 100.0, &err) == 0);
 	CHECK(nv_queue_insert(q, "p-2-bbb", "p", "local", "two", "{\"n\":2}",
