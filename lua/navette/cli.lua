@@ -94,8 +94,10 @@ usage: navette definitions [FILE]
   the primitives and their options) to FILE, or prints them; made from
   the tables the validators use. See README, "Editor support".]],
   version = [[
-usage: navette version
-  Prints the versions of navette and of the libraries it runs on.]],
+usage: navette version [--linked] [--json]
+  Prints the versions of navette and of the libraries it runs on.
+  libcurl, libgit2 and OpenSSL are loaded on first use and shown as
+  built against; --linked loads them and shows the ones in use.]],
   help = [[
 usage: navette help [COMMAND]
   Lists the commands, one line each; with COMMAND, prints its usage
@@ -818,9 +820,9 @@ local function cmd_audit(argv)
 end
 
 local function cmd_version(argv)
-  local opts = parse("version", argv, { json = "bool" })
+  local opts = parse("version", argv, { json = "bool", linked = "bool" })
   if opts.help then term.print(HELP.version); return 0 end
-  local v = _navette.core.versions()
+  local v = _navette.core.versions(opts.linked)
   if opts.json then term.print(json.encode(v, true)); return 0 end
   term.print("navette " .. v.navette)
   for _, k in ipairs({ "lua", "libgit2", "libcurl", "sqlite", "openssl",
