@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/fsutil.h"
+#include "image/codelayer.h"
 #include "net/http.h"
 
 extern char **environ;
@@ -180,6 +181,21 @@ static int find_digest(const char *text, char out[NV_IMAGE_DIGEST_LEN + 1])
 	return -1;
 }
 
+#ifdef __APPLE__
+/* podman on macOS is a client of the Linux VM that `podman machine` runs:
+ * storage and isolation are the VM's, and the client refuses their flags. */
+static int builder_is_remote_client(const char *builder)
+{
+	return strcmp(builder, "podman") == 0;
+}
+#else
+static int builder_is_remote_client(const char *builder)
+{
+	(void)builder;
+	return 0;
+}
+#endif
+
 /* buildah/podman's global storage flags: --root, --runroot, vfs. */
 static int storage_args(const nv_build_opts *o, const char **argv, int n)
 {
@@ -202,7 +218,7 @@ int nv_image_build(const nv_build_opts *o, nv_build_result *res, nv_err *err)
 	char tmp[4096], digest_file[4200], dest[NV_IMAGE_REF_MAX + 16];
 	char host[NV_IMAGE_NAME_MAX + 1];
 	nv_image_ref ref;
-	int n = 0, rc, daemonless, insecure;
+	int n = 0, rc, daemonless, own_storage, insecure;
 	size_t i;
 
 	memset(res, 0, sizeof(*res));
@@ -226,6 +242,8 @@ int nv_image_build(const nv_build_opts *o, nv_build_result *res, nv_err *err)
 	if (rc)
 		return rc;
 	daemonless = strcmp(res->builder, "docker") != 0;
+	/* storage and isolation flags: only for a builder working here */
+	own_storage = daemonless && !builder_is_remote_client(res->builder);
 	snprintf(host, sizeof(host), "%s", ref.registry);
 	if (host[0] == '[')
 		host[strcspn(host, "]") + 1] = '\0';
@@ -235,17 +253,17 @@ int nv_image_build(const nv_build_opts *o, nv_build_result *res, nv_err *err)
 
 	/* build */
 	argv[n++] = res->builder;
-	if (daemonless)
+	if (own_storage)
 		n = storage_args(o, argv, n);
 	argv[n++] = strcmp(res->builder, "buildah") == 0 ? "bud" : "build";
-	if (daemonless) {
+	if (own_storage) {
 		argv[n++] = "--isolation";
 		argv[n++] = "chroot";
 	}
-	if (o->platform) {
-		argv[n++] = "--platform";
-		argv[n++] = o->platform;
-	}
+	/* always: the builder's own default is this machine's platform,
+	 * arm64 on an Apple Silicon Mac, which amd64 nodes cannot run */
+	argv[n++] = "--platform";
+	argv[n++] = o->platform ? o->platform : NV_IMAGE_PLATFORM_DEFAULT;
 	argv[n++] = "-f";
 	argv[n++] = o->file;
 	argv[n++] = "-t";
@@ -293,7 +311,8 @@ int nv_image_build(const nv_build_opts *o, nv_build_result *res, nv_err *err)
 	}
 	nv_pathf(digest_file, sizeof(digest_file), "%s/digest", tmp);
 	snprintf(dest, sizeof(dest), "docker://%s", o->target);
-	n = storage_args(o, argv, n);
+	if (own_storage)
+		n = storage_args(o, argv, n);
 	argv[n++] = "push";
 	if (insecure)
 		argv[n++] = "--tls-verify=false";

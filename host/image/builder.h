@@ -16,12 +16,14 @@
 #define NV_BUILD_ARGS_MAX 64 /* build args and labels, together */
 
 typedef struct nv_build_opts {
-	const char *builder;  /* "buildah", "podman", "docker"; NULL: the
-				 first of them installed */
-	const char *file;     /* the Containerfile/Dockerfile */
-	const char *context;  /* the build context folder */
-	const char *platform; /* "linux/amd64"; NULL: the builder's own */
-	const char *target;   /* full reference to tag and push, with a tag */
+	const char *builder; /* "buildah", "podman", "docker"; NULL: the
+				first of them installed */
+	const char *file;    /* the Containerfile/Dockerfile */
+	const char *context; /* the build context folder */
+	/* always passed: NULL is NV_IMAGE_PLATFORM_DEFAULT (linux/amd64),
+	 * never the builder's own default (this machine's) */
+	const char *platform;
+	const char *target; /* full reference to tag and push, with a tag */
 	/* "KEY=VALUE" each */
 	const char *const *build_args;
 	size_t nbuild_args;

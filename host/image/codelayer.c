@@ -166,6 +166,36 @@ static int pack(struct prepared *p, const char *out_path,
 	return 0;
 }
 
+int nv_image_platform_check(const char *config, size_t len,
+			    const char *platform, const char *what, nv_err *err)
+{
+	char os[32], arch[32], variant[32];
+	nv_oci_config_info info;
+	int rc;
+
+	if (!platform)
+		platform = NV_IMAGE_PLATFORM_DEFAULT;
+	rc = nv_oci_platform_parse(platform, os, arch, variant, err);
+	if (!rc)
+		rc = nv_oci_config_info_parse(config, len, &info, err);
+	if (rc)
+		return rc;
+	if (strcmp(info.os, os) == 0 && strcmp(info.architecture, arch) == 0 &&
+	    (!variant[0] || !info.variant[0] ||
+	     strcmp(info.variant, variant) == 0))
+		return 0;
+	return nv_err_set(
+		err, NV_EREFUSED,
+		"build or choose the image for the nodes' platform (a "
+		"multi-platform index is resolved to it), or set the "
+		"profile's platform if its nodes really are that one",
+		"%.300s is %s/%s%s%s, not %s: its programs would fail on the "
+		"nodes with 'exec format error'",
+		what ? what : "the image", info.os[0] ? info.os : "(no os)",
+		info.architecture[0] ? info.architecture : "(no architecture)",
+		info.variant[0] ? "/" : "", info.variant, platform);
+}
+
 int nv_code_layer_pack(const char *repo_path, const char *commit,
 		       const char *into, const char *out_path,
 		       nv_code_layer_result *res, nv_err *err)
@@ -436,6 +466,9 @@ int nv_code_layer_push(const nv_code_layer_opts *o, nv_code_layer_result *res,
 	rc = nv_registry_resolve(o->base_registry, base.repository,
 				 base.digest[0] ? base.digest : base.tag,
 				 o->platform, 1, &img, err);
+	if (!rc)
+		rc = nv_image_platform_check(img.config.data, img.config.len,
+					     o->platform, o->base, err);
 	if (rc)
 		goto out;
 	memcpy(res->base_digest, img.digest, sizeof(res->base_digest));

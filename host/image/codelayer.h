@@ -8,7 +8,8 @@
  *  1. resolve the commit; its time, the remote URL and the lock-file hash
  *  2. scan the commit's tree for secrets (host/creds/scan.h): a finding
  *     refuses the push (NV_EREFUSED, the findings listed)
- *  3. resolve the base to one platform: its manifest digest and config
+ *  3. resolve the base to one platform: its manifest digest and config,
+ *     whose os/architecture must be that platform (nv_image_platform_check)
  *  4. write the layer, then the new config and manifest (manifest.h)
  *  5. make every blob present in the target repository, HEAD first: a
  *     blob the registry has is never sent again; a base layer missing
@@ -44,11 +45,13 @@ typedef struct nv_code_layer_opts {
 	/* The target: "registry/repository" or with a ":tag" (the tag then
 	 * replaces the one derived from the commit). A digest is refused. */
 	const char *target;
-	const char *into;     /* folder of the tree in the image; NULL:
-				 "/workspace" */
-	const char *platform; /* of the base; NULL: "linux/amd64" */
-	const char *source;   /* the source label; NULL: origin's URL */
-	const char *tmp_dir;  /* for the layer file; NULL: $TMPDIR, /tmp */
+	const char *into; /* folder of the tree in the image; NULL:
+			     "/workspace" */
+	/* of the base (an index's entry is chosen for it, and the base must
+	 * be it); NULL: NV_IMAGE_PLATFORM_DEFAULT */
+	const char *platform;
+	const char *source;  /* the source label; NULL: origin's URL */
+	const char *tmp_dir; /* for the layer file; NULL: $TMPDIR, /tmp */
 	/* Where a pushed layer's digests are kept per commit and folder, so
 	 * a second push of the commit skips packing when the target has the
 	 * layer (HEAD); NULL: no cache. */
@@ -95,5 +98,20 @@ int nv_code_layer_pack(const char *repo_path, const char *commit,
 
 /* The tag of a commit: its first NV_CODE_LAYER_TAG_LEN hex digits. */
 void nv_code_layer_tag(const char *commit, char tag[NV_IMAGE_TAG_MAX + 1]);
+
+/* The platform nodes run when a profile does not say (images built on an
+ * Apple Silicon Mac would otherwise be arm64 and fail on amd64 nodes with
+ * "exec format error"). */
+#define NV_IMAGE_PLATFORM_DEFAULT "linux/amd64"
+
+/* Whether the image whose config is config[0..len) runs on platform
+ * (NULL: NV_IMAGE_PLATFORM_DEFAULT): its os and architecture equal, and
+ * its variant when both name one. Otherwise NV_EREFUSED naming what (the
+ * image, for the message), its platform and the one wanted; a config that
+ * names no os or architecture is refused too. A malformed platform:
+ * NV_EINVAL; a malformed config: NV_EBACKEND. */
+int nv_image_platform_check(const char *config, size_t len,
+			    const char *platform, const char *what,
+			    nv_err *err);
 
 #endif

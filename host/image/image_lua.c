@@ -389,7 +389,7 @@ static int resolve_common(lua_State *L, int with_config)
 	}
 	lua_pushstring(L, img->parsed.media_type);
 	lua_setfield(L, -2, "media_type");
-	lua_pushstring(L, platform ? platform : "linux/amd64");
+	lua_pushstring(L, platform ? platform : NV_IMAGE_PLATFORM_DEFAULT);
 	lua_setfield(L, -2, "platform");
 	if (with_config) {
 		nv_oci_config_info info;
@@ -669,6 +669,22 @@ static int l_image_builder(lua_State *L)
 	return 1;
 }
 
+/* image.platform_check(config_json, platform, what) -> true | nil, err:
+ * whether the image of that config runs on platform (nil: the default). */
+static int l_image_platform_check(lua_State *L)
+{
+	size_t len;
+	const char *config = luaL_checklstring(L, 1, &len);
+	const char *platform = luaL_optstring(L, 2, NULL);
+	const char *what = luaL_optstring(L, 3, NULL);
+	nv_err err;
+
+	if (nv_image_platform_check(config, len, platform, what, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 /* image.tag_of(commit) -> the tag a code layer of that commit gets */
 static int l_image_tag_of(lua_State *L)
 {
@@ -681,16 +697,18 @@ static int l_image_tag_of(lua_State *L)
 
 int luaopen_navette_image(lua_State *L)
 {
-	static const luaL_Reg fns[] = {{"parse", l_image_parse},
-				       {"resolve", l_image_resolve},
-				       {"inspect", l_image_inspect},
-				       {"exists", l_image_exists},
-				       {"code_layer", l_image_code_layer},
-				       {"pack", l_image_pack},
-				       {"build", l_image_build},
-				       {"builder", l_image_builder},
-				       {"tag_of", l_image_tag_of},
-				       {NULL, NULL}};
+	static const luaL_Reg fns[] = {
+		{"parse", l_image_parse},
+		{"resolve", l_image_resolve},
+		{"inspect", l_image_inspect},
+		{"exists", l_image_exists},
+		{"code_layer", l_image_code_layer},
+		{"pack", l_image_pack},
+		{"build", l_image_build},
+		{"builder", l_image_builder},
+		{"tag_of", l_image_tag_of},
+		{"platform_check", l_image_platform_check},
+		{NULL, NULL}};
 
 	luaL_newmetatable(L, SESSION_MT); // [mt]
 	lua_pushcfunction(L, l_session_gc);

@@ -6,6 +6,7 @@
 #include "jobs/launcher.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/fsname.h"
@@ -169,6 +170,32 @@ static int wants_gpus(const cJSON *spec)
 	       (gres && strstr(gres, "gpu"));
 }
 
+#ifdef __APPLE__
+/* On macOS a local container runs in the Linux VM of podman machine or
+ * Docker Desktop: --network=host would be the VM's network, not this
+ * machine's, and the VM has no GPUs to hand over. */
+static int local_runtime_in_vm(void)
+{
+	return 1;
+}
+#else
+/* Elsewhere the runtime is this machine's, unless a test says otherwise
+ * (NAVETTE_LOCAL_RUNTIME_IN_VM=1 gives Linux the macOS rules). */
+static int local_runtime_in_vm(void)
+{
+	const char *v = getenv("NAVETTE_LOCAL_RUNTIME_IN_VM");
+	return v && strcmp(v, "1") == 0;
+}
+#endif
+
+/* Whether the job's container would run in such a VM: a local job. */
+static int container_in_vm(const cJSON *spec)
+{
+	const char *backend = string_field(spec, "backend");
+	return backend && strcmp(backend, "local") == 0 &&
+	       local_runtime_in_vm();
+}
+
 /* The image step, navette_image: nothing for a host job; for a job with
  * an image, the runtime is checked and the image pulled (by digest; to a
  * file in the job's folder for apptainer and enroot), a failure left in
@@ -308,7 +335,7 @@ static void put_workdir(nv_buf *out, const char *workdir)
  * the same paths, the outputs writable; a code layer's workdir replaces
  * the workspace mount. */
 static void container_command(const cJSON *spec, const cJSON *c,
-			      const char *runtime, nv_buf *out)
+			      const char *runtime, int in_vm, nv_buf *out)
 {
 	const char *workdir = string_field(c, "workdir");
 	const char *prefix;
@@ -365,8 +392,9 @@ static void container_command(const cJSON *spec, const cJSON *c,
 		nv_buf_puts(out, " ");
 		return;
 	}
-	nv_buf_puts(out, "\"$NAVETTE_RUNTIME\" run --rm --pull=never "
-			 "--network=host ");
+	nv_buf_puts(out, "\"$NAVETTE_RUNTIME\" run --rm --pull=never ");
+	if (!in_vm)
+		nv_buf_puts(out, "--network=host ");
 	if (gpus)
 		nv_buf_puts(out, fam == RT_DOCKER
 					 ? "--gpus all "
@@ -402,9 +430,17 @@ static int command_function(const cJSON *spec, nv_buf *out, nv_err *err)
 
 	if (rc)
 		return rc;
+	if (c && wants_gpus(spec) && container_in_vm(spec))
+		return nv_err_set(err, NV_EREFUSED,
+				  "run it on a profile whose nodes have GPUs, "
+				  "or drop resources.gpus for a local run",
+				  "job %s asks for GPUs, but this machine's "
+				  "containers run in a VM (podman machine, "
+				  "Docker Desktop) that has none",
+				  string_field(spec, "id"));
 	nv_buf_puts(out, "run_command() {\n\t");
 	if (c)
-		container_command(spec, c, runtime, out);
+		container_command(spec, c, runtime, container_in_vm(spec), out);
 	cJSON_ArrayForEach(item, field(spec, "command"))
 	{
 		if (!cJSON_IsString(item))

@@ -85,9 +85,33 @@ local function registry_entry(registry, credential)
   return entry
 end
 
+-- The platform the nodes run, which images are built, layered, resolved
+-- and checked for: the caller's, else the running recipe's profile's, else
+-- linux/amd64. Never this machine's: an Apple Silicon Mac would make arm64
+-- images that amd64 nodes fail to run ("exec format error").
+image.DEFAULT_PLATFORM = "linux/amd64"
+function image.target_platform(platform)
+  if platform then return platform end
+  local run = require("navette.runner").current
+  return run and run.profile and run.profile.platform
+         or image.DEFAULT_PLATFORM
+end
+
+-- image.check_platform(info, platform, what): raises "refused" unless the
+-- image of info (from inspect: its config_json) runs on platform (nil: the
+-- target platform).
+function image.check_platform(info, platform, what)
+  local ok, err = native.platform_check(info.config_json,
+                                        image.target_platform(platform),
+                                        what or info.reference)
+  if not ok then fail(err) end
+  return true
+end
+
 -- Native options for refs (list of {registry, credential}) and opts.
 local function native_options(opts, refs)
-  local o = { platform = opts.platform, registries = {},
+  local o = { platform = image.target_platform(opts.platform),
+              registries = {},
               docker_config = opts.docker_config, progress = opts.progress,
               step = opts.step }
   for _, r in ipairs(refs) do
@@ -308,7 +332,8 @@ function image.build(spec)
     check(exported, xerr, "export")
     return check(native.build {
       builder = builder, file = tmp .. "/tree/" .. file,
-      context = tmp .. "/tree/" .. ctx, platform = spec.platform, to = ref,
+      context = tmp .. "/tree/" .. ctx,
+      platform = image.target_platform(spec.platform), to = ref,
       build_args = spec.build_args, labels = labels,
       storage_root = spec.storage_root, run_root = spec.run_root })
   end)
@@ -327,6 +352,12 @@ function image.build(spec)
                  .. ref .. " is " .. tostring(head), "another push may have "
                  .. "raced this one; build again")
   end
+  -- and it must run on the nodes: a Containerfile's FROM may name an
+  -- image that has no build for the platform asked
+  local pushed = target.name .. "@" .. built.digest
+  image.check_platform(image.inspect(pushed, {
+    platform = spec.platform, credential = spec.credential,
+    docker_config = spec.docker_config }), spec.platform, pushed)
   local out = { reference = target.name .. "@" .. built.digest,
                 digest = built.digest, tag = tag, tagged = ref,
                 builder = builder, commit = commit, lockfile_hash = lock }

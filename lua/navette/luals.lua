@@ -114,6 +114,8 @@ local ANNOTATIONS = {
     container = { "table", "The container runtime of the nodes." },
     slurm = { "table", "Slurm settings (backend = \"slurm\"): see the "
               .. "README." },
+    platform = { "string", "The nodes' OS/ARCH[/VARIANT] (default "
+                 .. "linux/amd64): images are built and checked for it." },
   },
   s3 = {
     endpoint = { "string", "The S3 service's URL." },
@@ -220,6 +222,12 @@ local FUNCTIONS = {
   { "navette.image.build", { { "spec", "navette.image.BuildSpec" } },
     "navette.image.Result", "Builds the commit's tree with the installed "
     .. "builder and pushes it." },
+  { "navette.image.target_platform", { { "platform", "string?" } },
+    "string", "The nodes' platform: platform, else the profile's, else "
+    .. "linux/amd64 (never this machine's)." },
+  { "navette.image.check_platform", { { "info", "table" },
+    { "platform", "string?" }, { "what", "string?" } }, "true",
+    "Raises unless the image inspect described runs on the platform." },
   { "navette.creds.get", { { "name", "string" } }, "navette.creds.Handle",
     "An opaque handle on a declared credential (never its value)." },
   { "navette.creds.jwt", { { "key", "navette.creds.Handle" },

@@ -15,7 +15,8 @@ local PROFILE_KEYS = { "backend", "storage", "require_pushed", "remote",
                        "description", "credentials", "max_credential_age",
                        "max_token_lifespan", "endpoints", "s3",
                        "max_url_lifetime", "url_margin",
-                       "max_output_bytes", "container", "slurm" }
+                       "max_output_bytes", "container", "slurm",
+                       "platform" }
 local S3_KEYS = { "endpoint", "region", "path_style", "credential",
                   "ca_bundle", "pin" }
 -- the keys each table accepts (for the LuaLS definitions: navette.luals)
@@ -253,6 +254,15 @@ local function validate_profile(path, name, p, home, shared_credentials)
     end
     container = { runtime = p.container.runtime }
   end
+  -- the nodes' platform: images are built, layered and checked for it
+  local platform = p.platform or "linux/amd64"
+  if type(platform) ~= "string"
+     or not (platform:match("^[%l%d_.-]+/[%l%d_.-]+$")
+             or platform:match("^[%l%d_.-]+/[%l%d_.-]+/[%l%d_.-]+$")) then
+    fail(path, "profile '" .. name .. "': platform must be OS/ARCH[/VARIANT]",
+         "for example platform = \"linux/amd64\" or \"linux/arm64\" (the "
+         .. "nodes', not this machine's)")
+  end
   local endpoints = {}
   if p.endpoints ~= nil then
     if type(p.endpoints) ~= "table" then
@@ -296,6 +306,7 @@ local function validate_profile(path, name, p, home, shared_credentials)
     max_output_bytes = output_bytes(),
     container = container,
     slurm = slurm,
+    platform = platform,
     -- remote profiles require the commit on a remote by default
     require_pushed = p.require_pushed == nil and name ~= "local"
                      or p.require_pushed == true,

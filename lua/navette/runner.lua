@@ -341,7 +341,8 @@ function runner.pin_image(run, j, commit)
   end
   local digest = parsed.digest
   if not digest then
-    local rok, got = pcall(image.resolve, j.image)
+    local rok, got = pcall(image.resolve, j.image,
+                           { platform = profile.platform })
     if not rok then
       local e = errors.from(got)
       refuse("job '" .. j.name .. "': cannot resolve the image " .. j.image
@@ -351,13 +352,23 @@ function runner.pin_image(run, j, commit)
     digest = got
   end
   local pinned = parsed.name .. "@" .. digest
-  local eok, present = pcall(image.exists, pinned)
-  if not eok or not present then
-    local why = not eok and (": " .. errors.from(present).message) or ""
+  -- present (its manifest and config read), and built for the nodes
+  local eok, info = pcall(image.inspect, pinned,
+                          { platform = profile.platform })
+  if not eok then
     refuse("job '" .. j.name .. "': the image " .. pinned .. " is not in "
-           .. "its registry" .. why, "push it first (navette image "
-           .. "push-code, or image.build in the recipe): the node pulls "
-           .. "it by digest from there", run, j.name)
+           .. "its registry: " .. errors.from(info).message, "push it "
+           .. "first (navette image push-code, or image.build in the "
+           .. "recipe): the node pulls it by digest from there", run,
+           j.name)
+  end
+  local pok, perr = pcall(image.check_platform, info, profile.platform,
+                          "the image " .. pinned)
+  if not pok then
+    local e = errors.from(perr)
+    refuse("job '" .. j.name .. "': " .. e.message .. " (profile '"
+           .. profile.name .. "' runs " .. (profile.platform
+           or image.DEFAULT_PLATFORM) .. ")", e.hint, run, j.name)
   end
   local container = { runtime = runtime, image = pinned }
   -- a code layer of this very commit: the code is in the image

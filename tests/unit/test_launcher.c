@@ -572,6 +572,44 @@ int main(void)
 	CHECK(nv_launcher_output_reserved("navette.logs") == NULL);
 	CHECK(nv_launcher_output_reserved("sub/navette.log") == NULL);
 	CHECK(nv_launcher_output_reserved("result.txt") == NULL);
+
+	/* a local container in a VM (macOS; forced here): no host network,
+	 * and a GPU job is refused rather than run without its GPUs */
+	{
+		static const char vm_spec[] =
+			"{\"id\":\"p-9\",\"commit\":\"c\",\"project\":\"p\","
+			"\"backend\":\"local\",\"command\":[\"true\"],"
+			"\"container\":{\"image\":\"reg/app@sha256:ab\","
+			"\"runtime\":\"podman\"}}";
+		cJSON *vm = cJSON_Parse(vm_spec);
+
+		nv_buf_init(&b, NV_LAUNCHER_MAX);
+		CHECK(nv_launcher_script(vm, &b, &err) == 0);
+		CHECK(b.data && strstr(b.data, "--network=host") != NULL);
+		nv_buf_free(&b);
+		setenv("NAVETTE_LOCAL_RUNTIME_IN_VM", "1", 1);
+		nv_buf_init(&b, NV_LAUNCHER_MAX);
+		CHECK(nv_launcher_script(vm, &b, &err) == 0);
+		CHECK(b.data && strstr(b.data, "--pull=never") &&
+		      !strstr(b.data, "--network=host"));
+		nv_buf_free(&b);
+		cJSON_AddItemToObject(vm, "resources",
+				      cJSON_Parse("{\"gpus\":1}"));
+		nv_buf_init(&b, NV_LAUNCHER_MAX);
+		CHECK(nv_launcher_script(vm, &b, &err) == NV_EREFUSED);
+		CHECK(strstr(err.message, "GPUs") && strstr(err.message, "VM"));
+		nv_buf_free(&b);
+		/* a Slurm job's container runs on its node, not in the VM */
+		cJSON_ReplaceItemInObject(vm, "backend",
+					  cJSON_CreateString("slurm"));
+		nv_buf_init(&b, NV_LAUNCHER_MAX);
+		CHECK(nv_launcher_script(vm, &b, &err) == 0);
+		CHECK(b.data && strstr(b.data, "--network=host") &&
+		      strstr(b.data, "nvidia.com/gpu=all"));
+		nv_buf_free(&b);
+		unsetenv("NAVETTE_LOCAL_RUNTIME_IN_VM");
+		cJSON_Delete(vm);
+	}
 	cJSON *bad = cJSON_Parse("{\"id\":\"p\",\"commit\":\"c\",\"project\":"
 				 "\"p\",\"command\":[\"true\"],"
 				 "\"env\":{\"X;rm -rf /\":\"v\"}}");
