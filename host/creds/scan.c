@@ -53,7 +53,8 @@ struct scan_ctx {
 	int allowed; /* path matches the allow-list */
 	int key_ext; /* .pem/.key/.p12/.pfx: a bare marker is enough */
 	int dotenv;
-	const char *line_end;  /* end of the current line, '\r' excluded */
+	int code;             /* a programming language: bare values are code */
+	const char *line_end; /* end of the current line, '\r' excluded */
 	const char *next_line; /* start of the next one */
 	const char *data_end;  /* end of the file */
 	size_t line;           /* 1-based number of the current line */
@@ -546,24 +547,231 @@ static int detect_tokens(struct scan_ctx *c, const char *w, size_t n,
 	return 0;
 }
 
-/* ---- name = "high-entropy value" ---------------------------------------- */
+/* ---- name = "literal" ---------------------------------------------------- */
+
+/* Only a literal can leak a secret: a value computed at run time (a field,
+ * a call, a variable, an interpolated string) holds none in the tree. So the
+ * rule reads the value the way the file's language does, keeps only what is
+ * written out whole, and then asks whether it looks random. */
 
 static const char *const secret_names[] = {
 	"client_secret", "private_key", "api_key", "apikey",
 	"password",      "passwd",      "secret",  "token",
 };
 
-/* A bare (unquoted) value that reads like code: a call, an index, a dotted
- * name without digits (self.config.api_token). */
-static int bare_is_code(const char *v, size_t n)
+static int is_ident(int ch)
+{
+	return is_alnum(ch) || ch == '_';
+}
+
+/* Files in a programming language: there an unquoted value is an expression
+ * (s->token_exp = fresh->expires_at), never a literal. In the other files
+ * (configuration, shell, .env, documents) an unquoted value is a literal
+ * unless it expands something. */
+static int is_code_file(const char *base)
+{
+	static const char *const exts[] = {
+		".c",      ".h",     ".cc",      ".cpp",  ".cxx",    ".hpp",
+		".hh",     ".hxx",   ".m",       ".mm",   ".go",     ".rs",
+		".py",     ".pyi",   ".pyx",     ".js",   ".mjs",    ".cjs",
+		".jsx",    ".ts",    ".tsx",     ".mts",  ".cts",    ".rb",
+		".rake",   ".lua",   ".java",    ".kt",   ".kts",    ".scala",
+		".groovy", ".swift", ".cs",      ".php",  ".pl",     ".pm",
+		".dart",   ".ex",    ".exs",     ".erl",  ".hs",     ".ml",
+		".jl",     ".zig",   ".nim",     ".vala", ".coffee", ".vue",
+		".svelte", ".tcl",   ".gemspec",
+	};
+	static const char *const names[] = {"Rakefile", "Gemfile",
+					    "Vagrantfile", "Podfile"};
+	size_t i;
+
+	for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++)
+		if (has_suffix(base, exts[i]))
+			return 1;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(base, names[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Length of a printf conversion at v[0] == '%' (%s, %-8d, %.3f, %lu,
+ * %(name)s), or 0. Only lower-case conversions: "%2F" in a URL is not
+ * one. */
+static size_t printf_conversion(const char *v, size_t n)
+{
+	static const char flags[] = "-+ #0", mods[] = "hlqjzt",
+			  convs[] = "sdiuxfgecpvqro";
+	size_t i = 1;
+
+	if (i < n && v[i] == '(') {
+		while (i < n && v[i] != ')' && i < 64)
+			i++;
+		if (i >= n || v[i] != ')')
+			return 0;
+		i++;
+	}
+	while (i < n && v[i] && strchr(flags, v[i]))
+		i++;
+	while (i < n && is_digit((unsigned char)v[i]))
+		i++;
+	if (i < n && v[i] == '.')
+		for (i++; i < n && is_digit((unsigned char)v[i]); i++)
+			;
+	while (i < n && v[i] && strchr(mods, v[i]))
+		i++;
+	return i < n && v[i] && strchr(convs, v[i]) ? i + 1 : 0;
+}
+
+/* 1 when v[0..n) holds a part filled in at run time: $VAR, ${VAR}, $(cmd),
+ * $1 (shell, make, Perl, PHP, JavaScript `${x}`, Kotlin), #{x} (Ruby,
+ * CoffeeScript, Elixir), {x} {0} {} {x:>8} {x!r} (f-strings, str.format,
+ * C# $"", Rust format!), {{ x }} {% x %} <%= x %> (templates), %s and
+ * %(x)s (printf, Python %), %{x} %<x>s (Ruby), %VAR% (Windows), @VAR@
+ * (autoconf, CMake), \(x) (Swift), `cmd` (shell). */
+static int has_interpolation(const char *v, size_t n)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		int ch = (unsigned char)v[i];
+		int nx = i + 1 < n ? (unsigned char)v[i + 1] : 0;
+
+		switch (ch) {
+		case '$':
+			if (is_ident(nx) || (nx && strchr("{($@*#?!", nx)))
+				return 1;
+			break;
+		case '#':
+			if (nx == '{')
+				return 1;
+			break;
+		case '{':
+			if (nx == '{' || nx == '%')
+				return 1;
+			for (j = i + 1;
+			     j < n &&
+			     (is_ident((unsigned char)v[j]) || v[j] == '.' ||
+			      v[j] == '[' || v[j] == ']');
+			     j++)
+				;
+			if (j < n &&
+			    (v[j] == '}' || v[j] == ':' || v[j] == '!'))
+				return 1;
+			break;
+		case '<':
+			if (nx == '%')
+				return 1;
+			break;
+		case '%':
+			if (nx == '{' || nx == '<' ||
+			    printf_conversion(v + i, n - i))
+				return 1;
+			for (j = i + 1; j < n && is_ident((unsigned char)v[j]);
+			     j++)
+				;
+			if (j > i + 1 && j < n && v[j] == '%' &&
+			    !is_digit((unsigned char)v[i + 1]))
+				return 1;
+			break;
+		case '@':
+			for (j = i + 1; j < n && is_ident((unsigned char)v[j]);
+			     j++)
+				;
+			if (j > i + 1 && j < n && v[j] == '@')
+				return 1;
+			break;
+		case '\\':
+			if (nx == '(')
+				return 1;
+			i++; /* an escaped character */
+			break;
+		case '`': return 1;
+		}
+	}
+	return 0;
+}
+
+/* 1 when v reads as words (an identifier, a file name, a path, a media
+ * type) rather than random characters: split at separators, at case
+ * changes and between letters and digits, its words average three
+ * characters or more and its letters hold vowels as words do. A random key
+ * splits every two characters or so and has few vowels; all-hex values are
+ * never words. */
+static int reads_as_words(const char *v, size_t n)
+{
+	size_t i, alnum = 0, words = 0, letters = 0, vowels = 0;
+	int prev = 0, hex_only = 1, digits = 0; /* prev: 0 separator, 1
+						   lower, 2 upper, 3 digit */
+
+	for (i = 0; i < n; i++) {
+		int ch = (unsigned char)v[i], cls;
+
+		if (is_digit(ch))
+			cls = 3;
+		else if (ch >= 'a' && ch <= 'z')
+			cls = 1;
+		else if (ch >= 'A' && ch <= 'Z')
+			cls = 2;
+		else {
+			prev = 0;
+			continue;
+		}
+		alnum++;
+		if (cls == 3) {
+			digits = 1;
+		} else {
+			letters++;
+			if (strchr("aeiou", lower(ch)))
+				vowels++;
+			if (lower(ch) > 'f')
+				hex_only = 0;
+		}
+		if (prev == 0 || (cls == 3) != (prev == 3) ||
+		    (cls == 2 && prev == 1))
+			words++;
+		prev = cls;
+	}
+	if (alnum == 0)
+		return 1;
+	if (hex_only && digits)
+		return 0;
+	return alnum >= 3 * words && vowels * 10 >= letters * 3;
+}
+
+/* 1 when at least half of v steps to the next character (ABCDEFGH,
+ * 01234567, abcdef...): a value made up for an example or a test, never a
+ * generated key. */
+static int is_sequence(const char *v, size_t n)
+{
+	size_t i, steps = 0;
+
+	for (i = 0; i + 1 < n; i++)
+		if ((unsigned char)v[i + 1] == (unsigned char)v[i] + 1)
+			steps++;
+	return steps * 2 >= n;
+}
+
+/* A value of a configuration or shell file, unquoted, that is not a
+ * literal: an expansion, an expression, a YAML tag (!vault), alias (*x),
+ * anchor (&x) or block (| >), a flow collection, a dotted name without
+ * digits (self.config.api_token). */
+static int bare_is_not_literal(const char *v, size_t n)
 {
 	size_t i;
 	int digit = 0, other = 0;
 
+	if (v[0] && strchr("!*&|>[{(", v[0]))
+		return 1;
+	if (has_interpolation(v, n))
+		return 1;
 	for (i = 0; i < n; i++) {
 		int ch = (unsigned char)v[i];
 
 		if (ch == '(' || ch == '[' || ch == '{')
+			return 1;
+		if (ch == '-' && i + 1 < n && v[i + 1] == '>')
+			return 1;
+		if (ch == ':' && i + 1 < n && v[i + 1] == ':')
 			return 1;
 		if (is_digit(ch))
 			digit = 1;
@@ -573,12 +781,65 @@ static int bare_is_code(const char *v, size_t n)
 	return !digit && !other;
 }
 
-/* Looks for an assignment to a secret-like name at w[i]; *next receives
- * where to go on. Returns nonzero when the scan must stop. */
+/* The end of a string literal opened by the quote at v[0] (the index of
+ * the closing quote, or n when the line ends first). */
+static size_t string_end(const char *v, size_t n)
+{
+	size_t j = 1;
+
+	while (j < n && v[j] != v[0]) {
+		if (v[j] == '\\' && j + 1 < n)
+			j++;
+		j++;
+	}
+	return j;
+}
+
+/* Length of a string prefix at v (b r u f rb f" L u8 @ $ ...) directly
+ * followed by a quote, or 0. */
+static size_t string_prefix(const char *v, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && i < 3 && v[i] && strchr("rRbBuUfFL8@$", v[i]))
+		i++;
+	return i > 0 && i < n && (v[i] == '"' || v[i] == '\'') ? i : 0;
+}
+
+/* After "name:" in code, a type may come before the value: Rust
+ * "TOKEN: &str = ...", TypeScript "token: string = ...", Python
+ * "token: str = ...". Returns the index after the '=', or 0. */
+static size_t after_type(const char *w, size_t n, size_t j)
+{
+	size_t k = j;
+
+	while (k < n && (is_ident((unsigned char)w[k]) ||
+			 (w[k] && strchr("&<>'[]:. *|?,", w[k]))))
+		k++;
+	if (k == j || k >= n || w[k] != '=' ||
+	    (k + 1 < n && (w[k + 1] == '=' || w[k + 1] == '>')))
+		return 0;
+	return k + 1;
+}
+
+/* 1 when the text before w[s] ends with "#define" and blanks: C's
+ * "#define API_TOKEN "..."" assigns without an operator. */
+static int after_define(const char *w, size_t s)
+{
+	size_t k = s;
+
+	while (k > 0 && is_blank((unsigned char)w[k - 1]))
+		k--;
+	return k >= 7 && memcmp(w + k - 7, "#define", 7) == 0 && k < s;
+}
+
+/* Looks for an assignment of a literal to a secret-like name at w[i];
+ * *next receives where to go on. Returns nonzero when the scan must
+ * stop. */
 static int check_assignment(struct scan_ctx *c, const char *w, size_t n,
 			    size_t i, size_t word_len, size_t *next)
 {
-	size_t s = i, j = i + word_len, skip, vstart, vlen, after_op, name_end;
+	size_t s = i, j = i + word_len, skip, vstart, vlen, name_end, p;
 	char reason[REASON_MAX];
 	int quoted = 0;
 	double h;
@@ -588,6 +849,13 @@ static int check_assignment(struct scan_ctx *c, const char *w, size_t n,
 	while (j < n && is_name((unsigned char)w[j]))
 		j++;
 	*next = name_end = j;
+	/* C's "char api_token[] = ..." / "[64] =" */
+	if (c->code && j < n && w[j] == '[') {
+		for (p = j + 1; p < n && p < j + 16 && w[p] != ']'; p++)
+			;
+		if (p < n && w[p] == ']')
+			j = p + 1;
+	}
 	/* "name": / 'name' = / ["name"] = */
 	for (skip = 0; skip < 2 && j < n &&
 		       (is_quote((unsigned char)w[j]) || w[j] == ']');
@@ -605,25 +873,37 @@ static int check_assignment(struct scan_ctx *c, const char *w, size_t n,
 		if (j + 1 < n && w[j + 1] == ':')
 			return 0;
 		j += (j + 1 < n && w[j + 1] == '=') ? 2 : 1;
-	} else {
+		if (c->code) {
+			size_t t = j;
+
+			while (t < n && is_blank((unsigned char)w[t]))
+				t++;
+			if (t < n && !is_quote((unsigned char)w[t]) &&
+			    !string_prefix(w + t, n - t) &&
+			    (p = after_type(w, n, t)) != 0)
+				j = p;
+		}
+	} else if (!(c->code && (w[j] == '"' || w[j] == '\'') &&
+		     after_define(w, s))) {
 		return 0;
 	}
-	after_op = j;
 	while (j < n && is_blank((unsigned char)w[j]))
 		j++;
 	if (j >= n)
 		return 0;
+	j += string_prefix(w + j, n - j);
 	if (is_quote((unsigned char)w[j])) {
-		char q = w[j];
+		size_t e = string_end(w + j, n - j);
 
+		/* In shell and configuration files `...` runs a command. */
+		if (w[j] == '`' && !c->code)
+			return 0;
 		quoted = 1;
-		vstart = ++j;
-		while (j < n && w[j] != q) {
-			if (w[j] == '\\' && j + 1 < n)
-				j++;
-			j++;
-		}
+		vstart = j + 1;
+		j += e;
 	} else {
+		if (c->code)
+			return 0; /* an expression */
 		vstart = j;
 		while (j < n && !is_blank((unsigned char)w[j]) &&
 		       !is_quote((unsigned char)w[j]) && w[j] != ',' &&
@@ -633,14 +913,25 @@ static int check_assignment(struct scan_ctx *c, const char *w, size_t n,
 	vlen = j - vstart;
 	*next = j > *next ? j : *next;
 	if (vlen < MIN_SECRET_LEN || is_placeholder(w + vstart, vlen) ||
-	    is_reference(w + after_op, n - after_op) ||
-	    (!quoted && bare_is_code(w + vstart, vlen)))
+	    is_reference(w + vstart, vlen))
+		return 0;
+	if (!quoted && bare_is_not_literal(w + vstart, vlen))
+		return 0;
+	/* A secret is one run of characters: no blanks (prose), nothing
+	 * filled in at run time, not a URL, not words, not a made-up run of
+	 * the alphabet. */
+	for (p = vstart; p < vstart + vlen; p++)
+		if (is_blank((unsigned char)w[p]))
+			return 0;
+	if (has_interpolation(w + vstart, vlen) ||
+	    ci_contains(w + vstart, vlen, "://") ||
+	    reads_as_words(w + vstart, vlen) || is_sequence(w + vstart, vlen))
 		return 0;
 	h = nv_scan_entropy(w + vstart, vlen);
 	if (h < MIN_ENTROPY)
 		return 0;
 	snprintf(reason, sizeof(reason),
-		 "high-entropy value (%.1f bits/char) assigned to '%.*s'", h,
+		 "high-entropy literal (%.1f bits/char) assigned to '%.*s'", h,
 		 (int)(name_end - s > NAME_SHOWN ? NAME_SHOWN : name_end - s),
 		 w + s);
 	return report(c, c->line, "secret-assignment", reason, w + vstart,
@@ -726,7 +1017,10 @@ static int dotenv_sets(const char *p, size_t n, const char **name,
 		while (ve > vs && is_blank((unsigned char)p[ve - 1]))
 			ve--;
 	}
-	return !is_placeholder(p + vs, ve - vs);
+	/* A value made of expansions (URL=http://$HOST:$PORT) sets
+	 * nothing of its own. */
+	return !is_placeholder(p + vs, ve - vs) &&
+	       !has_interpolation(p + vs, ve - vs);
 }
 
 /* ---- files ------------------------------------------------------------- */
@@ -840,6 +1134,20 @@ static int looks_der(const char *data, size_t len)
 	return (l & 0x80) && (l & 0x7f) >= 1 && (l & 0x7f) <= 4;
 }
 
+/* 1 when data was read and holds only blanks and line ends. */
+static int is_blank_data(const char *data, size_t size)
+{
+	size_t i;
+
+	if (!data)
+		return 0;
+	for (i = 0; i < size; i++)
+		if (!is_blank((unsigned char)data[i]) && data[i] != '\n' &&
+		    data[i] != '\r')
+			return 0;
+	return 1;
+}
+
 /* Scans one file. data is NULL when the caller did not read it because
  * size is over the cap. */
 static int scan_file(struct scan_ctx *c, const char *path, const char *data,
@@ -856,6 +1164,7 @@ static int scan_file(struct scan_ctx *c, const char *path, const char *data,
 	c->key_ext =
 		pkcs12 || has_suffix(base, ".pem") || has_suffix(base, ".key");
 	c->dotenv = is_dotenv_name(base);
+	c->code = is_code_file(base);
 	c->key_blocks = 0;
 	c->dotenv_values = 0;
 	c->line_end = c->next_line = c->data_end = NULL;
@@ -886,7 +1195,10 @@ static int scan_file(struct scan_ctx *c, const char *path, const char *data,
 				return 1;
 		}
 	}
+	/* An empty (or blank) file named like a key holds none: test
+	 * fixtures of SSH tools have them. */
 	if (is_key_file_name(base) && c->key_blocks == 0 &&
+	    !is_blank_data(data, size) &&
 	    report(c, 0, "private-key-file",
 		   "file named like an SSH private key", NULL, 0))
 		return 1;

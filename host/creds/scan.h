@@ -11,6 +11,7 @@
  * Rules (stable ids, for messages and tests):
  *   private-key            a -----BEGIN ... PRIVATE KEY----- block
  *   private-key-file       a file named id_rsa, id_dsa, id_ecdsa, id_ed25519
+ *                          that is not empty
  *   pkcs12                 a binary .p12/.pfx key store
  *   dotenv                 a .env or .env.* file (not .env.example, .sample,
  *                          .template) setting at least one non-placeholder
@@ -18,10 +19,19 @@
  *   aws-access-key-id      AKIA.../ASIA... followed by 16 [A-Z0-9]
  *   aws-secret-access-key  40 characters after aws_secret_access_key or
  *                          SecretAccessKey on the same line
- *   secret-assignment      a value of 16+ characters with 3.5+ bits of
+ *   secret-assignment      a literal of 16+ characters with 3.5+ bits of
  *                          entropy per character assigned to a name holding
  *                          token, secret, password, passwd, api_key, apikey,
- *                          private_key or client_secret
+ *                          private_key or client_secret. Only what is written
+ *                          out whole counts: a quoted string, or in a file
+ *                          that is not a programming language's (YAML, INI,
+ *                          .env, shell) an unquoted value. Expressions,
+ *                          fields, calls, references and strings with
+ *                          interpolations ($VAR, ${x}, $(cmd), #{x}, {x},
+ *                          %s, %(x)s, {{ x }}, <%= x %>, @X@, %X%) are not
+ *                          literals; nor are values with blanks, URLs,
+ *                          values that read as words (identifiers, paths)
+ *                          and made-up runs of the alphabet
  *   github-token, gitlab-token, slack-token, google-api-key, stripe-key, jwt
  *                          well-known token shapes
  *   allowlist              a line of .navette-secrets-allow without a reason

@@ -142,13 +142,16 @@ check_eq "a clone of the same commit gives the same digest" \
 
 # ---- refusals before anything is sent ----------------------------------------
 git -C "$R" checkout -q main
-printf 'aws_access_key_id = AKIAABCDEFGHIJKLMNOP\naws_secret_access_key = abcdefghijABCDEFGHIJ0123456789abcdefghij\n' |
-	put_file "$R" config/credentials
+# an AWS-shaped key pair drawn now, so that this file holds none
+planted_id="AKIA$(LC_ALL=C tr -dc 'A-Z0-9' </dev/urandom | head -c 16)"
+planted_secret=$(LC_ALL=C tr -dc 'A-Za-z0-9' </dev/urandom | head -c 40)
+printf 'aws_access_key_id = %s\naws_secret_access_key = %s\n' \
+	"$planted_id" "$planted_secret" | put_file "$R" config/credentials
 C3=$(commit_all "$R" "planted secret")
 nv image push-code --base "$BASE_TAG" --to "$TO" --repo "$R"
 check_rc "a tree with a planted secret is refused (exit 3)" 3
 check_contains "the refusal names the file" "$ERR" "config/credentials"
-check_no_match "the refusal does not print the secret" "$ERR" "abcdefghijABCDEFGHIJ0123456789"
+check_no_match "the refusal does not print the secret" "$ERR" "$planted_secret"
 check_eq "nothing was pushed for that commit" \
 	"$(skopeo inspect --tls-verify=false "docker://$TO:${C3:0:12}" >/dev/null 2>&1 && echo pushed || echo absent)" absent
 

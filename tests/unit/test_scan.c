@@ -26,7 +26,7 @@
 	"MIIEowIBAAKCAQEA7x9Zq2Kp1vB3nT8wYc4LmR6sD0fH5jUaGiXoNbVeWlQtPyCz\n" \
 	"Hq3Lw9Zk2Xv7Bn4Mc8Rt1Yp5Jd0Gf6Sa3Ue9Ki2Oh7Wl4Nx1Qb8Vc5Tz0Ey3Rm6\n"
 #define AWS_ID     "AKIA" "Q3N7XK2P9RT4WVZB"
-#define AWS_SECRET "kT9v/2Lq8Zx+Wm4R" "n7Bp3Yc6Hd1Fg5Js0Ka8Ue2N"
+#define AWS_SECRET "kT9v/2Lq8Zx+" "Wm4Rn7Bp3Yc6" "Hd1Fg5Js0Ka8Ue2N"
 #define GH_TOKEN   "gh" "p_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
 #define GL_TOKEN   "gl" "pat-Xk3LmN8pQ2rS5tV7wY9z"
 #define API_TOKEN  "8f3kQ9zLx2Vb" "7Rt1Nw5Yc0Hd"
@@ -515,6 +515,201 @@ static void test_buffers(void)
 	}
 }
 
+/* secret-assignment reads literals only: in each language, a value built
+ * at run time (a field, a call, a variable, an interpolation, a template)
+ * is never reported, and a written-out key still is. */
+static void test_literals(void)
+{
+	static const struct buffer_case computed[] = {
+		/* C and C++: fields, calls, declarations */
+		{"slurm.c", "\ts->token_exp = fresh->expires_at;\n", 0, NULL},
+		{"a.c", "const char *passwd = ssl_config->key_passwd;\n", 0,
+		 NULL},
+		{"a.c", "token_max = SecurityPackage->cbMaxToken;\n", 0, NULL},
+		{"a.h",
+		 "GumboTokenizerState* tokenizer = "
+		 "parser->_tokenizer_state;\n",
+		 0, NULL},
+		{"a.c", "char *token = getenv(\"NAVETTE_API_TOKEN_2\");\n", 0,
+		 NULL},
+		{"a.c",
+		 "static const char token_fmt[] = \"%s:%08x@%lu/%zu\";\n", 0,
+		 NULL},
+		{"a.cpp", "auto api_key = std::getenv(\"API_KEY_2\");\n", 0,
+		 NULL},
+		/* shell: expansions and commands */
+		{"registry-start.sh", "REGISTRY_TOKEN=127.0.0.1:$TOKEN_PORT\n",
+		 0, NULL},
+		{"a.sh", "TOKEN_PASSWORD=$(openssl rand -hex 16)\n", 0, NULL},
+		{"a.sh", "export API_TOKEN=\"${API_TOKEN_FROM_CI:-x2}\"\n", 0,
+		 NULL},
+		{"a.sh", "password=`cat /run/secrets/db2`\n", 0, NULL},
+		{"a.sh", "local token=\"$1:$2:$3:$4:$5:$6\"\n", 0, NULL},
+		{"a.sh", "SECRET_FILE=/etc/navette/secret-token.txt\n", 0,
+		 NULL},
+		{"Makefile", "API_TOKEN = $(shell cat token2.txt)\n", 0, NULL},
+		{"a.bat", "set API_TOKEN=%API_TOKEN_FROM_CI2%\n", 0, NULL},
+		/* Python */
+		{"a.py", "token = os.getenv(\"GITHUB_TOKEN_V2\")\n", 0, NULL},
+		{"a.py", "password = f\"{user_name}:{pass_word2}\"\n", 0, NULL},
+		{"a.py", "secret = \"%(user)s:%(password)s@%(host)s2\"\n", 0,
+		 NULL},
+		{"a.py", "api_key = \"{prefix}_{key_id}_{n2}\".format(**kw)\n",
+		 0, NULL},
+		{"a.py",
+		 "    TOKEN_BLOCK_BEGIN: \"begin of statement block\",\n", 0,
+		 NULL},
+		{"a.py",
+		 "token_url = \"https://oauth2.googleapis.com/token\"\n", 0,
+		 NULL},
+		{"a.py", "SECRET_KEY = settings.SECRET_KEY_FALLBACK_2\n", 0,
+		 NULL},
+		/* JavaScript and TypeScript */
+		{"a.js", "const token = `${prefix}${suffix}-v2`;\n", 0, NULL},
+		{"a.js", "const apiKey = process.env.API_KEY_V2;\n", 0, NULL},
+		{"a.ts", "this.token = response.data.access_token2;\n", 0,
+		 NULL},
+		/* Go */
+		{"a.go", "token := os.Getenv(\"GITHUB_TOKEN_V2\")\n", 0, NULL},
+		{"a.go", "\tPassword: cfg.Database.Password2,\n", 0, NULL},
+		{"a.go", "secretFmt := \"%s:%s@tcp(%s)/%d\"\n", 0, NULL},
+		/* Rust */
+		{"a.rs", "let token = env::var(\"GITHUB_TOKEN_V2\")?;\n", 0,
+		 NULL},
+		{"a.rs",
+		 "let password: String = format!(\"{user}:{pass2}\");\n", 0,
+		 NULL},
+		{"a.rs", "const TOKEN_FMT: &str = \"{}:{}@{}/{:08x}\";\n", 0,
+		 NULL},
+		/* Ruby */
+		{"a.rb", "token = ENV.fetch(\"GITHUB_TOKEN_V2\")\n", 0, NULL},
+		{"a.rb", "password = \"#{user}:#{pass_2}@#{host}\"\n", 0, NULL},
+		{"a.rake",
+		 "TOKENIZER_DEPS = { \"lib/nokogiri/css/tokenizer.rb\" "
+		 "=> \"lib/nokogiri/css/tokenizer.rex\" }\n",
+		 0, NULL},
+		{"a.rb", "@api_key = options[:api_key2]\n", 0, NULL},
+		/* Lua */
+		{"a.lua", "local token = os.getenv(\"NAVETTE_TOKEN_V2\")\n", 0,
+		 NULL},
+		{"a.lua", "local password = store.get(\"db/password2\")\n", 0,
+		 NULL},
+		/* YAML, TOML, INI, JSON, templates */
+		{"a.yml", "token: \"{{ vault_registry_token_2 }}\"\n", 0, NULL},
+		{"a.yml", "client_secret: !vault |\n  $ANSIBLE_VAULT;1.1\n", 0,
+		 NULL},
+		{"a.yml", "api_key: *default_api_key2\n", 0, NULL},
+		{"a.yml", "password: <%= ENV[\"DB_PASSWORD_2\"] %>\n", 0, NULL},
+		{"a.yml", "secret_name: prod/app/db2-credentials\n", 0, NULL},
+		{"a.toml", "token = \"${REGISTRY_TOKEN_2}\"\n", 0, NULL},
+		{"a.ini", "password = %(db_password_2)s\n", 0, NULL},
+		{"ca.cnf", "private_key = EdelCurlRoot-ca.key\n", 0, NULL},
+		{"a.json", "{\"token\": \"{{ .Values.token2 }}\"}\n", 0, NULL},
+		{"a.json", "{\"password\": \"$(PASSWORD_FROM_ENV2)\"}\n", 0,
+		 NULL},
+		{"a.conf.in", "password = \"@DB_PASSWORD_2@\"\n", 0, NULL},
+		{"a.erb", "password: <%= @db_password_2 %>\n", 0, NULL},
+		/* Java, PHP, C#, Swift */
+		{"A.java",
+		 "String password = System.getenv(\"DB_PASSWORD_2\");\n", 0,
+		 NULL},
+		{"a.php", "$token = \"{$prefix}{$suffix}2\";\n", 0, NULL},
+		{"a.cs", "var token = $\"{prefix}{suffix2}\";\n", 0, NULL},
+		{"a.swift", "let token = \"\\(prefix)\\(suffix2)\"\n", 0, NULL},
+		/* made-up runs of the alphabet */
+		{"fuzz.c",
+		 "static const char secret_b[] = \"tok_ABCDEFGHIJKLMNOP\";\n",
+		 0, NULL},
+		{"a.yml", "password: 0123456789abcdefgh\n", 0, NULL},
+		/* .env of expansions only; an empty key-named file */
+		{".env", "API_URL=http://$HOST:$PORT/v2\nTOKEN=${CI_TOKEN}\n",
+		 0, NULL},
+		{"fixtures/.ssh/id_rsa", "", 0, NULL},
+	};
+	static const struct buffer_case literal[] = {
+		{"a.c", "static const char api_token[] = \"" PW "\";\n", 1,
+		 "secret-assignment"},
+		{"a.h", "#define API_TOKEN \"" PW "\"\n", 1,
+		 "secret-assignment"},
+		{"a.c", "\tcfg.password = \"" PW "\";\n", 1,
+		 "secret-assignment"},
+		{"a.sh", "API_TOKEN=" PW "\n", 1, "secret-assignment"},
+		{"a.sh", "export DB_PASSWORD='" PW "'\n", 1,
+		 "secret-assignment"},
+		{"a.py", "api_token = \"" API_TOKEN "\"\n", 1,
+		 "secret-assignment"},
+		{"a.py", "token: str = \"" PW "\"\n", 1, "secret-assignment"},
+		{"a.py", "password = b\"" PW "\"\n", 1, "secret-assignment"},
+		{"a.py", "connect(client_secret=r'" PW "')\n", 1,
+		 "secret-assignment"},
+		{"a.js", "const apiKey = \"" PW "\";\n", 1,
+		 "secret-assignment"},
+		{"a.js", "const token = `" PW "`;\n", 1, "secret-assignment"},
+		{"a.ts", "const token: string = '" PW "';\n", 1,
+		 "secret-assignment"},
+		{"a.go", "token := \"" PW "\"\n", 1, "secret-assignment"},
+		{"a.go", "\tPassword: \"" PW "\",\n", 1, "secret-assignment"},
+		{"a.rs", "const API_TOKEN: &str = \"" PW "\";\n", 1,
+		 "secret-assignment"},
+		{"a.rs", "let token = \"" PW "\";\n", 1, "secret-assignment"},
+		{"a.rb", "config.api_key = '" PW "'\n", 1, "secret-assignment"},
+		{"a.rb", "{ :token => \"" PW "\" }\n", 1, "secret-assignment"},
+		{"a.lua", "local api_token = \"" PW "\"\n", 1,
+		 "secret-assignment"},
+		{"a.lua", "return { password = '" PW "' }\n", 1,
+		 "secret-assignment"},
+		{"a.yml", "password: " PW "\n", 1, "secret-assignment"},
+		{"a.yml", "token: \"" PW "\"\n", 1, "secret-assignment"},
+		{"a.toml", "api_key = \"" PW "\"\n", 1, "secret-assignment"},
+		{"a.ini", "password = " PW "\n", 1, "secret-assignment"},
+		{"a.json", "{\"client_secret\": \"" PW "\"}\n", 1,
+		 "secret-assignment"},
+		{"A.java",
+		 "private static final String API_KEY = \"" PW "\";\n", 1,
+		 "secret-assignment"},
+		{"a.php", "$api_key = '" PW "';\n", 1, "secret-assignment"},
+		{"a.cs", "var token = \"" PW "\";\n", 1, "secret-assignment"},
+		/* a hex key and a UUID-shaped key are literals too */
+		{"a.py",
+		 "token = \"9f86d081884c"
+		 "7d659a2feaa0c55ad015\"\n",
+		 1, "secret-assignment"},
+		{"a.yml",
+		 "api_key: 123e4567-e89b-"
+		 "12d3-a456-426614174000\n",
+		 1, "secret-assignment"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(computed) / sizeof(computed[0]); i++) {
+		struct hits hs = {0};
+
+		nv_scan_buffer(NULL, computed[i].path, computed[i].text,
+			       strlen(computed[i].text), collect, &hs, NULL);
+		CHECK(hs.n == 0);
+		if (hs.n) {
+			fprintf(stderr, "computed case %zu: %s", i,
+				computed[i].text);
+			dump(&hs);
+		}
+	}
+	for (i = 0; i < sizeof(literal) / sizeof(literal[0]); i++) {
+		struct hits hs = {0};
+
+		nv_scan_buffer(NULL, literal[i].path, literal[i].text,
+			       strlen(literal[i].text), collect, &hs, NULL);
+		CHECK(hs.n == 1 && find(&hs, literal[i].path, literal[i].line,
+					literal[i].rule) != NULL);
+		if (hs.n != 1 || !find(&hs, literal[i].path, literal[i].line,
+				       literal[i].rule)) {
+			fprintf(stderr, "literal case %zu: %s", i,
+				literal[i].text);
+			dump(&hs);
+		}
+		CHECK(!leaks(&hs));
+	}
+}
+
 /* A PGP armored key: blank line and headers between marker and body. */
 static void test_pgp_block(void)
 {
@@ -613,6 +808,7 @@ int main(void)
 	test_clean();
 	test_allowlist();
 	test_buffers();
+	test_literals();
 	test_pgp_block();
 	test_bounds();
 
