@@ -56,8 +56,8 @@ function api.wait(ids)
     if remaining == 0 then return views end
     if local_job and sys.now() - last_check >= AGENT_CHECK_S then
       last_check = sys.now()
-      errors.check(_navette.jobs.ensure_agent(core.home()), nil,
-                   "the local agent")
+      local started, err = _navette.jobs.ensure_agent(core.home())
+      errors.check(started, err, "the local agent")
     end
     sys.sleep(0.1)
   end

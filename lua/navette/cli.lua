@@ -234,8 +234,10 @@ local function follow(ids, quiet, labels)
       sys.sleep(0.1)
       polls = polls + 1
       if polls % 30 == 0 and local_jobs(views) then
-        -- every few seconds: is an agent there?
-        _navette.jobs.ensure_agent(core.home())
+        -- every few seconds: is an agent there? One that cannot be
+        -- started is an error with its cause, not a wait without end
+        local started, err = _navette.jobs.ensure_agent(core.home())
+        errors.check(started, err, "the local agent")
       end
     end
   end

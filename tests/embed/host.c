@@ -1,0 +1,193 @@
+/* A small host program of libnavette (tests/integration/test_embed.sh
+ * builds it against the installed prefix): it registers the module
+ * host.greet, plans and runs a recipe through navette.h and reads the
+ * job's status, printing each JSON document on its own line:
+ *
+ *   PLAN <json>, RESULT <json>, STATUS <json>, OUTPUT <what the output
+ *   callback received, escaped>, ERROR <status> <message>
+ *
+ * and checks what it can itself (exit 1 on a failed check).
+ *
+ *   host [--agent PROGRAM] [--self] [--no-wait] RECIPE
+ *
+ * --agent: the agent program; --self: this program is its own agent (it
+ * answers `agent` through navette_agent_main, unless HOST_NO_DISPATCH is
+ * set, to show what happens when a host does not). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include <navette.h>
+
+static char captured[1 << 16];
+static size_t captured_len;
+static int failures;
+
+#define EXPECT(cond, what)                                                     \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "host: check failed: %s\n", what);     \
+			failures++;                                            \
+		}                                                              \
+	} while (0)
+
+/* host.greet.hello(name) -> "hello, NAME from the host" */
+static int greet_hello(lua_State *L)
+{
+	const char *name = luaL_checkstring(L, 1);
+	lua_pushfstring(L, "hello, %s from the host", name);
+	return 1;
+}
+
+static int luaopen_greet(lua_State *L)
+{
+	static const luaL_Reg fns[] = {{"hello", greet_hello}, {NULL, NULL}};
+	luaL_newlib(L, fns);
+	return 1;
+}
+
+static void on_output(int stream, const char *text, size_t len, void *payload)
+{
+	(void)payload;
+	(void)stream;
+	if (len > sizeof(captured) - 1 - captured_len)
+		len = sizeof(captured) - 1 - captured_len;
+	memcpy(captured + captured_len, text, len);
+	captured_len += len;
+	captured[captured_len] = '\0';
+}
+
+/* The first "id" of the first job of a run's result. */
+static int first_job_id(const char *json, char *out, size_t cap)
+{
+	const char *jobs = strstr(json, "\"jobs\":[");
+	const char *id = jobs ? strstr(jobs, "\"id\":\"") : NULL;
+	const char *end;
+
+	if (!id)
+		return -1;
+	id += 6;
+	end = strchr(id, '"');
+	if (!end || (size_t)(end - id) >= cap)
+		return -1;
+	memcpy(out, id, (size_t)(end - id));
+	out[end - id] = '\0';
+	return 0;
+}
+
+static void print_escaped(const char *label, const char *s)
+{
+	printf("%s ", label);
+	for (; *s; s++) {
+		if (*s == '\n')
+			fputs("\\n", stdout);
+		else if (*s == '\\')
+			fputs("\\\\", stdout);
+		else
+			putchar(*s);
+	}
+	putchar('\n');
+}
+
+int main(int argc, char **argv)
+{
+	navette_options options;
+	navette_runtime *rt;
+	const char *recipe = NULL;
+	char *json = NULL;
+	char id[128];
+	int wait = 1, status;
+
+	if (!getenv("HOST_NO_DISPATCH")) {
+		status = navette_agent_main(argc, argv);
+		if (status >= 0)
+			return status;
+	}
+	navette_options_init(&options);
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--agent") == 0 && i + 1 < argc)
+			options.agent_program = argv[++i];
+		else if (strcmp(argv[i], "--self") == 0)
+			options.agent_is_self = 1;
+		else if (strcmp(argv[i], "--no-wait") == 0)
+			wait = 0;
+		else if (!recipe && strlen(argv[i]) > 4 &&
+			 strcmp(argv[i] + strlen(argv[i]) - 4, ".lua") == 0)
+			recipe = argv[i];
+		else {
+			fprintf(stderr, "host: unknown command '%s'\n",
+				argv[i]);
+			return 2;
+		}
+	}
+	if (!recipe) {
+		fprintf(stderr, "usage: host [--agent P] [--self] RECIPE\n");
+		return 2;
+	}
+	options.output = on_output;
+	if (navette_open(&rt, &options) != NAVETTE_OK) {
+		fprintf(stderr, "host: cannot open a runtime\n");
+		return 1;
+	}
+	printf("VERSION %s\n", navette_version());
+
+	/* a module name out of the rules is refused */
+	EXPECT(navette_register_module(rt, "../x", luaopen_greet) ==
+		       NAVETTE_USAGE,
+	       "a bad module name is refused");
+	EXPECT(navette_register_module(rt, "greet", luaopen_greet) ==
+		       NAVETTE_OK,
+	       "host.greet registers");
+
+	status = navette_plan(rt, recipe, &json);
+	if (status != NAVETTE_OK) {
+		printf("ERROR %d %s\n", status,
+		       navette_last_error(rt)->message);
+		navette_close(rt);
+		return status;
+	}
+	printf("PLAN %s\n", json);
+	EXPECT(strstr(json, "\"actions\":[") != NULL, "the plan has actions");
+	navette_free(json);
+	json = NULL;
+
+	status = navette_run(rt, recipe, wait ? NAVETTE_RUN_WAIT : 0, &json);
+	print_escaped("OUTPUT", captured);
+	if (!json) {
+		const navette_error *e = navette_last_error(rt);
+		EXPECT(e->status == status, "the error slot has the status");
+		print_escaped("ERROR", e->message);
+		if (e->hint[0])
+			print_escaped("HINT", e->hint);
+		navette_close(rt);
+		return status ? status : 1;
+	}
+	printf("RESULT %s\n", json);
+	if (first_job_id(json, id, sizeof(id)) != 0) {
+		fprintf(stderr, "host: no job id in the result\n");
+		failures++;
+		id[0] = '\0';
+	}
+	navette_free(json);
+	json = NULL;
+
+	if (id[0]) {
+		EXPECT(navette_job_status(rt, id, &json) == NAVETTE_OK,
+		       "the job's status is read");
+		printf("STATUS %s\n", json ? json : "");
+		navette_free(json);
+		json = NULL;
+	}
+	EXPECT(navette_job_status(rt, "no-such-job-zz", &json) != NAVETTE_OK,
+	       "an unknown job is an error");
+	EXPECT(json == NULL, "an error hands over no JSON");
+	EXPECT(navette_last_error(rt)->message[0] != '\0',
+	       "an error has a message");
+	navette_close(rt);
+	if (failures)
+		return 1;
+	return status;
+}
