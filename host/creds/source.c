@@ -109,9 +109,10 @@ static size_t trim_end(const unsigned char *p, size_t len)
 }
 
 /* Runs argv without a shell; stdout (bounded) into a malloc'd buffer the
- * caller wipes and frees. */
+ * caller wipes and frees. *exit_status gets the exit status when the
+ * command ran and exited (-1 otherwise). */
 static int run_capture(const char *const *argv, unsigned char **out,
-		       size_t *len, nv_err *err)
+		       size_t *len, int *exit_status, nv_err *err)
 {
 	int pipefd[2];
 	posix_spawn_file_actions_t actions;
@@ -123,6 +124,7 @@ static int run_capture(const char *const *argv, unsigned char **out,
 
 	*out = NULL;
 	*len = 0;
+	*exit_status = -1;
 	if (pipe(pipefd) != 0)
 		return nv_err_set_errno(err, NV_EIO, errno, NULL, "pipe");
 	posix_spawn_file_actions_init(&actions);
@@ -206,6 +208,8 @@ static int run_capture(const char *const *argv, unsigned char **out,
 		struct timespec pause = {0, 10 * 1000 * 1000};
 		nanosleep(&pause, NULL);
 	}
+	if (WIFEXITED(status))
+		*exit_status = WEXITSTATUS(status);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		OPENSSL_cleanse(buf, cap);
 		free(buf);
@@ -444,15 +448,61 @@ static int load_file(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 	return rc;
 }
 
+/* ---- the macOS Keychain -------------------------------------------------- */
+
+/* Called by its full path: an earlier folder of PATH could otherwise answer
+ * for it. Tests point it at a stand-in. */
+static const char *keychain_tool = NV_CREDS_KEYCHAIN_TOOL;
+
+void nv_creds_set_keychain_tool(const char *path)
+{
+	keychain_tool = path ? path : NV_CREDS_KEYCHAIN_TOOL;
+}
+
+const char *nv_creds_keychain_tool(void)
+{
+	return keychain_tool;
+}
+
+static int hex_digit(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int nv_creds_keychain_hex_multiline(const unsigned char *p, size_t len)
+{
+	int newline = 0;
+
+	if (len < 4 || len % 2)
+		return 0;
+	for (size_t i = 0; i < len; i += 2) {
+		int hi = hex_digit(p[i]), lo = hex_digit(p[i + 1]);
+		if (hi < 0 || lo < 0)
+			return 0;
+		int c = hi * 16 + lo;
+		if (c == '\n')
+			newline = 1;
+		else if (c != '\r' && c != '\t' && (c < 0x20 || c > 0x7e))
+			return 0; /* not text: a hex value, kept as it is */
+	}
+	return newline;
+}
+
 static int load_keychain(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 {
-	const char *argv[] = {"security", "find-generic-password",
-			      "-s",       d->service,
-			      "-a",       d->account,
-			      "-w",       NULL};
+	const char *argv[] = {keychain_tool, "find-generic-password",
+			      "-s",          d->service,
+			      "-a",          d->account,
+			      "-w",          NULL};
 	unsigned char *out;
 	size_t len;
-	int rc;
+	int rc, exit_status;
 
 	if (!d->service || !d->account)
 		return nv_err_set(
@@ -463,7 +513,17 @@ static int load_keychain(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 			d->name);
 	snprintf(s->origin, sizeof(s->origin), "service %s, account %s",
 		 d->service, d->account);
-	rc = run_capture(argv, &out, &len, err);
+	rc = run_capture(argv, &out, &len, &exit_status, err);
+	if (rc && exit_status == NV_CREDS_KEYCHAIN_NO_INTERACTION)
+		return nv_err_set(
+			err, NV_EREFUSED,
+			"unlock it first (security unlock-keychain), or run "
+			"navette from the Mac's own login session",
+			"credential %s: the Keychain is locked and cannot ask "
+			"for its password here (no window session, as over "
+			"SSH): security said \"User interaction is not "
+			"allowed\"",
+			d->name);
 	if (rc) {
 		char cause[NV_ERR_MESSAGE_MAX];
 		memcpy(cause, err->message, sizeof(cause));
@@ -476,6 +536,18 @@ static int load_keychain(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 				  d->name, cause);
 	}
 	len = trim_end(out, len);
+	if (nv_creds_keychain_hex_multiline(out, len)) {
+		OPENSSL_cleanse(out, len);
+		free(out);
+		return nv_err_set(err, NV_EREFUSED,
+				  "store it on one line: security "
+				  "add-generic-password -U -s SERVICE -a "
+				  "ACCOUNT -w",
+				  "credential %s: the Keychain item holds a "
+				  "value of several lines, which security -w "
+				  "prints in hex; values must be single-line",
+				  d->name);
+	}
 	switch (d->kind) {
 	case NV_SECRET_S3: rc = parse_json(s, out, len, err); break;
 	case NV_SECRET_BASIC:
@@ -498,7 +570,7 @@ static int load_command(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 {
 	unsigned char *out;
 	size_t len, used = 0;
-	int rc;
+	int rc, exit_status;
 
 	if (!d->argv[0])
 		return nv_err_set(err, NV_EINVAL,
@@ -510,7 +582,7 @@ static int load_command(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 		used += (size_t)snprintf(s->origin + used,
 					 sizeof(s->origin) - used, "%s%s",
 					 i ? " " : "", d->argv[i]);
-	rc = run_capture(d->argv, &out, &len, err);
+	rc = run_capture(d->argv, &out, &len, &exit_status, err);
 	if (rc)
 		return rc;
 	rc = parse_json(s, out, len, err);

@@ -14,6 +14,13 @@
 #define NV_CREDS_COMMAND_TIMEOUT_S 30
 #define NV_CREDS_REFRESH_MARGIN_S  300
 
+/* The Keychain's command, by its full path (never looked up in PATH). */
+#define NV_CREDS_KEYCHAIN_TOOL "/usr/bin/security"
+/* security's exit status for errSecInteractionNotAllowed (-25308, of which
+ * it keeps the low byte): the Keychain is locked and cannot prompt, as in
+ * an SSH session. */
+#define NV_CREDS_KEYCHAIN_NO_INTERACTION 36
+
 typedef struct nv_creds_decl {
 	const char *name;
 	nv_secret_kind kind;
@@ -34,6 +41,16 @@ int nv_creds_load(const nv_creds_decl *decl, nv_secret **out, nv_err *err);
 
 /* Forgets cached command results (tests). */
 void nv_creds_cache_clear(void);
+
+/* The Keychain command run (NV_CREDS_KEYCHAIN_TOOL unless a test set
+ * another; NULL restores it). The path is kept, not copied. */
+void nv_creds_set_keychain_tool(const char *path);
+const char *nv_creds_keychain_tool(void);
+
+/* 1 when `security -w` output looks like the hex it prints for a value of
+ * several lines: hex digits that decode to text holding a newline. A hex
+ * token (random bytes) is not taken for one. */
+int nv_creds_keychain_hex_multiline(const unsigned char *p, size_t len);
 
 /* "2026-12-02T15:51:54Z" (optionally with fraction or +00:00) -> epoch
  * seconds; -1 when malformed. */

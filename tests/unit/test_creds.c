@@ -697,6 +697,8 @@ static void test_keychain(void)
 	char bin[1024], src[1200], dst[1200], cmd[4096], newpath[8192];
 	const char *old_path = getenv("PATH");
 	char *saved = strdup(old_path ? old_path : "/usr/bin:/bin");
+	int real_security = access(NV_CREDS_KEYCHAIN_TOOL, X_OK) == 0;
+	int rc;
 
 	path_in(bin, sizeof(bin), base, "bin");
 	CHECK(mkdir(bin, 0700) == 0);
@@ -715,6 +717,21 @@ static void test_keychain(void)
 	d = decl("registry", NV_SECRET_BEARER, "keychain");
 	d.service = "navette-registry";
 	d.account = "ci-bot";
+
+	/* security is run by its full path: a stand-in first on PATH is not
+	 * asked (on Linux there is no /usr/bin/security at all) */
+	CHECK_STR(nv_creds_keychain_tool(), "/usr/bin/security");
+	rc = nv_creds_load(&d, &s, &err);
+	CHECK(rc != 0 || !field_is(s, "token", "kcSECRET-42", 11));
+	if (!real_security) {
+		CHECK(rc == NV_EREFUSED);
+		CHECK(contains(err.message, "/usr/bin/security"));
+	}
+	nv_secret_free(s);
+	s = NULL;
+
+	nv_creds_set_keychain_tool(dst);
+	CHECK_STR(nv_creds_keychain_tool(), dst);
 	CHECK(nv_creds_load(&d, &s, &err) == 0);
 	if (s) {
 		CHECK(field_is(s, "token", "kcSECRET-42", 11));
@@ -756,15 +773,63 @@ static void test_keychain(void)
 			err.message);
 	unsetenv("FAKE_SECURITY_EXIT");
 
+	/* a locked Keychain that cannot prompt (SSH): said plainly */
+	setenv("FAKE_SECURITY_EXIT", "36", 1);
+	CHECK(nv_creds_load(&d, &s, &err) == NV_EREFUSED);
+	CHECK(s == NULL);
+	CHECK(contains(err.message, "User interaction is not allowed"));
+	CHECK(contains(err.message, "registry"));
+	CHECK(contains(err.hint, "security unlock-keychain"));
+	unsetenv("FAKE_SECURITY_EXIT");
+
+	/* a value of several lines comes out in hex: refused, not used */
+	setenv("FAKE_SECURITY_VALUE", "6c696e65310a6c696e6532", 1); /* l1\nl2 */
+	CHECK(nv_creds_load(&d, &s, &err) == NV_EREFUSED);
+	CHECK(s == NULL);
+	CHECK(contains(err.message, "single-line"));
+	CHECK(!contains(err.message, "6c696e65"));
+	/* a hex token is a value like any other */
+	setenv("FAKE_SECURITY_VALUE", "9f86d081884c7d659a2feaa0c55ad015", 1);
+	CHECK(nv_creds_load(&d, &s, &err) == 0);
+	CHECK(s &&
+	      field_is(s, "password", "9f86d081884c7d659a2feaa0c55ad015", 32));
+	nv_secret_free(s);
+	s = NULL;
+	setenv("FAKE_SECURITY_VALUE", "kcSECRET-42", 1);
+
 	/* service and account are required */
 	d.account = NULL;
 	CHECK(nv_creds_load(&d, &s, &err) == NV_EINVAL);
 
+	nv_creds_set_keychain_tool(NULL);
+	CHECK_STR(nv_creds_keychain_tool(), NV_CREDS_KEYCHAIN_TOOL);
 	setenv("PATH", saved, 1);
 	free(saved);
 	unsetenv("FAKE_SECURITY_SERVICE");
 	unsetenv("FAKE_SECURITY_ACCOUNT");
 	unsetenv("FAKE_SECURITY_VALUE");
+}
+
+/* What `security -w` prints for a value of several lines (hex of text with
+ * a newline) is told from a value that is hex (random bytes). */
+static void test_keychain_hex(void)
+{
+#define HEX(lit) (const unsigned char *)(lit), sizeof(lit) - 1
+	CHECK(nv_creds_keychain_hex_multiline(HEX("610a620")) == 0);  /* odd */
+	CHECK(nv_creds_keychain_hex_multiline(HEX("610a6200")) == 0); /* NUL */
+	CHECK(nv_creds_keychain_hex_multiline(HEX("610a6263")) == 1);
+	CHECK(nv_creds_keychain_hex_multiline(HEX("7B0D0A7D")) ==
+	      1); /* {CRLF} */
+	CHECK(nv_creds_keychain_hex_multiline(HEX("61626364")) ==
+	      0); /* 1 line */
+	CHECK(nv_creds_keychain_hex_multiline(HEX("0a0a")) == 1);
+	CHECK(nv_creds_keychain_hex_multiline(HEX("0a")) == 0); /* too short */
+	CHECK(nv_creds_keychain_hex_multiline(HEX("line1\nline2")) == 0);
+	CHECK(nv_creds_keychain_hex_multiline(HEX(
+		      "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822c")) ==
+	      0);
+	CHECK(nv_creds_keychain_hex_multiline(HEX("")) == 0);
+#undef HEX
 }
 
 /* ---- base64url and JWT -------------------------------------------------- */
@@ -1012,6 +1077,7 @@ int main(void)
 	test_parse_time();
 	test_command();
 	test_keychain();
+	test_keychain_hex();
 	test_base64url();
 	test_jwt();
 
