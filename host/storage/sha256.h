@@ -13,9 +13,16 @@
 
 /* Incremental hasher. The caller owns the struct; the OpenSSL context inside
  * is released by nv_sha256_final() or nv_sha256_dispose(), whichever comes
- * first (both are safe to call afterwards). */
+ * first (both are safe to call afterwards). The first NV_SHA256_SMALL_MAX
+ * bytes are kept here and OpenSSL is started only past them: short data is
+ * hashed without loading libcrypto (see sha256.c). */
+#define NV_SHA256_SMALL_MAX 16384
+
 typedef struct nv_sha256 {
-	struct evp_md_ctx_st *ctx;
+	struct evp_md_ctx_st *ctx; /* NULL until past small[] */
+	int open;                  /* between init and final or dispose */
+	size_t small_len;
+	unsigned char small[NV_SHA256_SMALL_MAX];
 } nv_sha256;
 
 int nv_sha256_init(nv_sha256 *hash, nv_err *err);
