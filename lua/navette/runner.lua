@@ -94,18 +94,25 @@ local function pin_commit(run, j)
   -- a commit pinned already means the tree was found clean
   local dirty = next(run.pinned) and {} or repo:status()
   if #dirty > 0 then
-    local lines = {}
+    local lines, finder = {}, false
     for i, e in ipairs(dirty) do
-      if i > 20 then
+      -- Finder leaves .DS_Store in every folder a Mac user opens
+      finder = finder or (e.path:match("[^/]+$") == ".DS_Store")
+      if i <= 20 then
+        lines[#lines + 1] = "  " .. e.status .. ": " .. e.path
+      elseif i == 21 then
         lines[#lines + 1] = "  ... and " .. (#dirty - 20) .. " more"
-        break
       end
-      lines[#lines + 1] = "  " .. e.status .. ": " .. e.path
+    end
+    local hint = "commit (or stash) these changes: a job runs a commit, "
+      .. "never the working folder"
+    if finder then
+      hint = hint .. "; .DS_Store is the Mac Finder's: add .DS_Store to a "
+        .. "global gitignore: git config --global core.excludesFile "
+        .. "~/.gitignore_global; echo .DS_Store >> ~/.gitignore_global"
     end
     refuse("the working tree of " .. repo:workdir() .. " is not clean:\n"
-           .. table.concat(lines, "\n"),
-           "commit (or stash) these changes: a job runs a commit, never "
-           .. "the working folder", run, j.name)
+           .. table.concat(lines, "\n"), hint, run, j.name)
   end
   local commit, err = repo:resolve(j.code)
   if not commit then

@@ -34,7 +34,28 @@ nv_in "$R" run ok.lua --wait
 check_rc "untracked file: run exits 3" 3
 check_contains "untracked file: stderr names it" "$ERR" untracked-notes.txt
 no_job_submitted "untracked file"
+check_no_match "untracked file: no word of Finder" "$ERR" 'DS_Store'
 rm -f "$R/untracked-notes.txt"
+
+# A .DS_Store left by the Mac's Finder (here and in a subfolder): the hint
+# says how to ignore it for good.
+mkdir -p "$R/docs"
+printf 'x\n' >"$R/docs/readme.txt"
+commit_all "$R" >/dev/null
+printf '\0\0\0\1Bud1' >"$R/docs/.DS_Store"
+nv_in "$R" run ok.lua
+check_rc ".DS_Store: run exits 3" 3
+check_contains ".DS_Store: stderr names it" "$ERR" docs/.DS_Store
+check_contains ".DS_Store: the hint names a global gitignore" "$ERR" \
+	'git config --global core.excludesFile ~/.gitignore_global'
+no_job_submitted ".DS_Store"
+printf '\0\0\0\1Bud1' >"$R/.DS_Store"
+rm -f "$R/docs/.DS_Store"
+nv_in "$R" run ok.lua
+check_contains ".DS_Store at the top: the same hint" "$ERR" \
+	'core.excludesFile'
+no_job_submitted ".DS_Store at the top"
+rm -f "$R/.DS_Store"
 
 # ---- malformed recipes (each committed, so only the recipe is wrong)
 put_file "$R" syntax.lua <<'EOF'
@@ -178,5 +199,15 @@ fi
 nv_in "$R" run no-such-recipe.lua
 check_rc "missing recipe file: run exits 2" 2
 check_contains "missing recipe file: stderr names it" "$ERR" no-such-recipe.lua
+
+# The hint's advice works: with .DS_Store in a global gitignore, the tree
+# that held one is clean again (last: this submits a job).
+printf '\0\0\0\1Bud1' >"$R/.DS_Store"
+# (the hint's very words: git and libgit2 expand the ~)
+git config --global core.excludesFile '~/.gitignore_global'
+echo .DS_Store >>"$HOME/.gitignore_global"
+nv_in "$R" run ok.lua
+check_rc ".DS_Store globally ignored: run submits" 0
+check_no_match ".DS_Store globally ignored: no refusal" "$ERR" 'not clean'
 
 finish
