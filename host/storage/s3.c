@@ -422,6 +422,37 @@ static int attempts_of(const nv_s3_config *cfg)
 }
 
 /* Signs and sends one attempt. */
+/* A request's body reader or sink that also counts the bytes it moves
+ * into cfg->progress (see nv_s3_progress). */
+struct counted {
+	nv_s3_progress *progress;
+	nv_http_read_fn read;
+	nv_http_sink_fn sink;
+	void *payload;
+};
+
+static int counted_read(void *payload, char *buf, size_t cap, size_t *nread)
+{
+	struct counted *cn = payload;
+	int rc = cn->read(cn->payload, buf, cap, nread);
+
+	if (!rc && *nread)
+		__atomic_add_fetch(&cn->progress->done, (uint64_t)*nread,
+				   __ATOMIC_RELAXED);
+	return rc;
+}
+
+static int counted_sink(void *payload, const char *data, size_t len)
+{
+	struct counted *cn = payload;
+	int rc = cn->sink(cn->payload, data, len);
+
+	if (!rc)
+		__atomic_add_fetch(&cn->progress->done, (uint64_t)len,
+				   __ATOMIC_RELAXED);
+	return rc;
+}
+
 static int call_once(const nv_s3_config *cfg, const struct call *c,
 		     const char *path, const char *host, const char *url,
 		     const char *payload_hash, nv_http_response *resp,
@@ -433,6 +464,7 @@ static int call_once(const nv_s3_config *cfg, const struct call *c,
 	nv_sigv4_request sreq;
 	nv_sigv4_result sig;
 	struct sigv4_headers sh;
+	struct counted read_count, sink_count;
 	const char *headers[CALL_HEADERS + NV_SIGV4_ADDED_MAX + 2];
 	char host_header[AUTHORITY_MAX + 80];
 	size_t n = 0;
@@ -493,6 +525,20 @@ static int call_once(const nv_s3_config *cfg, const struct call *c,
 	}
 	req.sink = c->sink;
 	req.sink_payload = c->sink_payload;
+	if (cfg->progress && c->reader) {
+		read_count.progress = cfg->progress;
+		read_count.read = c->reader->read;
+		read_count.payload = c->reader->payload;
+		req.body_read = counted_read;
+		req.body_payload = &read_count;
+	}
+	if (cfg->progress && c->sink) {
+		sink_count.progress = cfg->progress;
+		sink_count.sink = c->sink;
+		sink_count.payload = c->sink_payload;
+		req.sink = counted_sink;
+		req.sink_payload = &sink_count;
+	}
 	rc = cfg->session ? nv_http_session_perform(cfg->session, &policy, &req,
 						    resp, err)
 			  : nv_http_perform(&policy, &req, resp, err);
@@ -811,6 +857,25 @@ static void stats_reset(const nv_s3_config *cfg)
 {
 	if (cfg && cfg->stats)
 		memset(cfg->stats, 0, sizeof(*cfg->stats));
+	/* (the total stays: a fresh start of the same call has the same) */
+	if (cfg && cfg->progress)
+		__atomic_store_n(&cfg->progress->done, 0, __ATOMIC_RELAXED);
+}
+
+static void progress_total(const nv_s3_config *cfg, uint64_t total)
+{
+	if (cfg && cfg->progress)
+		__atomic_store_n(&cfg->progress->total, total,
+				 __ATOMIC_RELAXED);
+}
+
+void nv_s3_progress_read(const nv_s3_progress *p, uint64_t *done,
+			 uint64_t *total)
+{
+	if (done)
+		*done = p ? __atomic_load_n(&p->done, __ATOMIC_RELAXED) : 0;
+	if (total)
+		*total = p ? __atomic_load_n(&p->total, __ATOMIC_RELAXED) : 0;
 }
 
 /* --- digests of a file -----------------------------------------------------
@@ -1547,6 +1612,7 @@ int nv_s3_put_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 	threshold = cfg && cfg->multipart_threshold
 			    ? cfg->multipart_threshold
 			    : NV_S3_MULTIPART_THRESHOLD_DEFAULT;
+	progress_total(cfg, (uint64_t)st.st_size);
 	if ((uint64_t)st.st_size >= threshold ||
 	    (uint64_t)st.st_size > NV_S3_PART_SIZE_MAX) {
 		rc = put_multipart(cfg, bucket, key, fd, &st, info, err);
@@ -2463,6 +2529,7 @@ int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 		}
 		if (rc)
 			return rc;
+		progress_total(cfg, headed.size);
 		if (cfg->max_object_size && headed.size > cfg->max_object_size)
 			return nv_err_set(
 				err, NV_ENOMEM, NULL,

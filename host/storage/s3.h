@@ -67,6 +67,20 @@ typedef struct nv_s3_stats {
 	int parts_resumed;      /* parts (or ranges) of those */
 } nv_s3_stats;
 
+/* How far one put_file() or get_file() has got, for a progress bar that
+ * another thread draws while the call runs: the body bytes moved so far
+ * by every thread of the call (a retried request counts again) and the
+ * size of the object or file (0 until known). Both are written with
+ * atomic stores; read them with nv_s3_progress_read(). */
+typedef struct nv_s3_progress {
+	uint64_t done;
+	uint64_t total;
+} nv_s3_progress;
+
+/* done and total of p as they are now (either may be NULL). */
+void nv_s3_progress_read(const nv_s3_progress *p, uint64_t *done,
+			 uint64_t *total);
+
 /* Where and how to talk to one S3 service (from the profile). Every
  * pointer is the caller's and must outlive the calls. Zeroes mean
  * defaults. */
@@ -101,7 +115,8 @@ typedef struct nv_s3_config {
 	 * connection and thread; 0: NV_S3_PARALLEL_PARTS_DEFAULT, at most
 	 * NV_S3_PARALLEL_PARTS_MAX. */
 	int parallel_parts;
-	nv_s3_stats *stats; /* may be NULL; see nv_s3_stats */
+	nv_s3_stats *stats;       /* may be NULL; see nv_s3_stats */
+	nv_s3_progress *progress; /* may be NULL; see nv_s3_progress */
 	/* May be NULL. When set, the calls made on the caller's thread go
 	 * through it, so its connection is kept alive from one call to the
 	 * next (a sweep's HEADs, a listing's pages); the parallel workers of

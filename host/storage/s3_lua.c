@@ -11,10 +11,12 @@
  * return nil, {code, message, hint}. In plan mode every side effect is
  * recorded instead of done. No malloc'd memory is held across a Lua call
  * that can raise: C results go into userdata boxes first. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -27,11 +29,13 @@
 #include "storage/s3.h"
 #include "storage/sigv4.h"
 
-#define S3_CLIENT_MT "navette.s3.client"
-#define S3_BOX_MT    "navette.s3.box"
-#define S3_PAGE_MT   "navette.s3.page"
-#define SIGNED_MAX   ((size_t)64 * 1024) /* a URL or a POST form */
-#define EXPLAIN_MAX  NV_SIGV4_OUTPUT_MAX
+#define S3_CLIENT_MT      "navette.s3.client"
+#define S3_BOX_MT         "navette.s3.box"
+#define S3_PAGE_MT        "navette.s3.page"
+#define SIGNED_MAX        ((size_t)64 * 1024) /* a URL or a POST form */
+#define EXPLAIN_MAX       NV_SIGV4_OUTPUT_MAX
+#define PROGRESS_EVERY_NS 100000000L /* between calls of a progress function   \
+				      */
 
 typedef struct l_s3_client {
 	nv_s3_config cfg;
@@ -318,60 +322,121 @@ static int l_s3_check_bucket(lua_State *L)
 
 /* ---- client methods ----------------------------------------------------- */
 
-/* put(bucket, key, path) -> info (with bytes_sent, and bytes_resumed
- * and parts_resumed when an interrupted upload was continued) */
-static int l_s3_put(lua_State *L)
-{
-	const nv_s3_config *cfg = check_client(L);
-	nv_s3_config local;
-	nv_s3_stats stats;
-	const char *path = luaL_checkstring(L, 4);
-	const char *bucket, *key;
+/* One put_file() or get_file(). With a progress function, the transfer
+ * runs on a thread of its own while this one calls the function with
+ * (done, total) every PROGRESS_EVERY_NS and once at the end; the thread
+ * never touches the Lua state. */
+struct transfer {
+	nv_s3_config cfg;
+	int put;
+	const char *bucket, *key, *path; /* on the Lua stack: outlive it */
 	nv_object_info info;
 	nv_err err;
+	int rc;
+	int finished; /* atomic */
+};
 
-	if (!(bucket = check_bucket(L, 2, &err)) ||
-	    !(key = check_key(L, 3, &err)))
-		return nv_lua_push_error(L, &err);
-	if (nv_plan_mode(L)) {
-		lua_pushfstring(L, "s3://%s/%s <- %s", bucket, key, path);
-		return plan_stub(L, "put", key);
+static void *transfer_main(void *arg)
+{
+	struct transfer *t = arg;
+
+	t->rc = t->put ? nv_s3_put_file(&t->cfg, t->bucket, t->key, t->path,
+					&t->info, &t->err)
+		       : nv_s3_get_file(&t->cfg, t->bucket, t->key, t->path,
+					&t->info, &t->err);
+	__atomic_store_n(&t->finished, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void report_progress(lua_State *L, int fn, const nv_s3_progress *p)
+{
+	uint64_t done, total;
+
+	nv_s3_progress_read(p, &done, &total);
+	lua_pushvalue(L, fn); // [fn]
+	lua_pushinteger(L, (lua_Integer)done);
+	lua_pushinteger(L, (lua_Integer)total); // [fn, done, total]
+	if (lua_pcall(L, 2, 0, 0) != LUA_OK)
+		lua_pop(L, 1); /* a broken progress bar is no reason to stop */
+}
+
+/* Runs t (fn: the stack index of a progress function, or 0). Nothing in
+ * here raises while the thread runs: the stack room is made first and
+ * the function is called protected. */
+static int transfer_run(lua_State *L, struct transfer *t, int fn)
+{
+	nv_s3_progress progress;
+	pthread_t thread;
+	struct timespec pause = {0, PROGRESS_EVERY_NS};
+
+	if (!fn) {
+		transfer_main(t);
+		return t->rc;
 	}
-	local = *cfg;
-	local.stats = &stats;
-	if (nv_s3_put_file(&local, bucket, key, path, &info, &err))
-		return nv_lua_push_error(L, &err);
-	push_info(L, &info);
+	luaL_checkstack(L, 8, "progress");
+	memset(&progress, 0, sizeof(progress));
+	t->cfg.progress = &progress;
+	if (pthread_create(&thread, NULL, transfer_main, t) != 0) {
+		transfer_main(t);
+	} else {
+		while (!__atomic_load_n(&t->finished, __ATOMIC_ACQUIRE)) {
+			report_progress(L, fn, &progress);
+			nanosleep(&pause, NULL);
+		}
+		pthread_join(thread, NULL);
+	}
+	if (!t->rc)
+		report_progress(L, fn, &progress);
+	t->cfg.progress = NULL;
+	return t->rc;
+}
+
+/* put/get(bucket, key, path [, progress]) */
+static int put_or_get(lua_State *L, int put)
+{
+	const nv_s3_config *cfg = check_client(L);
+	nv_s3_stats stats;
+	struct transfer t;
+	int fn = 0;
+
+	memset(&t, 0, sizeof(t));
+	t.put = put;
+	t.path = luaL_checkstring(L, 4);
+	if (!lua_isnoneornil(L, 5)) {
+		luaL_checktype(L, 5, LUA_TFUNCTION);
+		fn = 5;
+	}
+	if (!(t.bucket = check_bucket(L, 2, &t.err)) ||
+	    !(t.key = check_key(L, 3, &t.err)))
+		return nv_lua_push_error(L, &t.err);
+	if (nv_plan_mode(L)) {
+		lua_pushfstring(L,
+				put ? "s3://%s/%s <- %s" : "s3://%s/%s -> %s",
+				t.bucket, t.key, t.path);
+		return plan_stub(L, put ? "put" : "get", t.key);
+	}
+	t.cfg = *cfg;
+	t.cfg.stats = &stats;
+	if (transfer_run(L, &t, fn))
+		return nv_lua_push_error(L, &t.err);
+	push_info(L, &t.info);
 	push_stats(L, &stats);
 	return 1;
 }
 
-/* get(bucket, key, path) -> info (stats as for put): path is written
- * only when complete. */
+/* put(bucket, key, path [, progress]) -> info (with bytes_sent, and
+ * bytes_resumed and parts_resumed when an interrupted upload was
+ * continued); progress(done, total) is called while it runs. */
+static int l_s3_put(lua_State *L)
+{
+	return put_or_get(L, 1);
+}
+
+/* get(bucket, key, path [, progress]) -> info (stats as for put): path is
+ * written only when complete. */
 static int l_s3_get(lua_State *L)
 {
-	const nv_s3_config *cfg = check_client(L);
-	nv_s3_config local;
-	nv_s3_stats stats;
-	const char *path = luaL_checkstring(L, 4);
-	const char *bucket, *key;
-	nv_object_info info;
-	nv_err err;
-
-	if (!(bucket = check_bucket(L, 2, &err)) ||
-	    !(key = check_key(L, 3, &err)))
-		return nv_lua_push_error(L, &err);
-	if (nv_plan_mode(L)) {
-		lua_pushfstring(L, "s3://%s/%s -> %s", bucket, key, path);
-		return plan_stub(L, "get", key);
-	}
-	local = *cfg;
-	local.stats = &stats;
-	if (nv_s3_get_file(&local, bucket, key, path, &info, &err))
-		return nv_lua_push_error(L, &err);
-	push_info(L, &info);
-	push_stats(L, &stats);
-	return 1;
+	return put_or_get(L, 0);
 }
 
 /* head(bucket, key) -> info (with etag) */

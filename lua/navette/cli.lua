@@ -1,8 +1,9 @@
 -- The navette command line. Parses arguments, runs the command, prints
 -- through navette.term, and maps every error to the README's exit codes:
--- 0 success; 1 the job failed or a check said no; 2 usage or recipe error;
--- 3 refused by a precondition or policy; 4 a service or backend
--- unreachable or refusing.
+-- 0 success; 1 the job failed or a check said no; 2 usage or recipe error,
+-- or what it names does not exist; 3 refused, by navette's preconditions
+-- or by a service that answered no; 4 a service or backend unreachable or
+-- failing; 130 Ctrl-C while following jobs.
 local errors = require "navette.errors"
 local term = require "navette.term"
 local jobs = require "navette.jobs"

@@ -188,27 +188,17 @@ local function cmd_inspect(argv)
   return 0
 end
 
--- A progress bar on stderr, on a terminal only.
+-- A progress bar on stderr, on a terminal only (term.progress, the one
+-- storage cp draws too): one line per blob, labelled by its digest.
 local function progress_printer()
-  local tty = out.tty("stderr")
-  if not tty then return nil, function() end end
-  local current
+  local progress = term.progress("stderr")
+  if not progress.tty then return nil, function() end end
   local function bar(digest, done, total)
-    local width = 24
-    local frac = total > 0 and done / total or 1
-    local filled = math.floor(frac * width + 0.5)
-    out.write("stderr", string.format("\r\27[K  upload %s %s%s %3d%% %s/%s",
-              digest:sub(8, 19), string.rep("#", filled),
-              string.rep(".", width - filled), math.floor(frac * 100),
-              util.human_size(done), util.human_size(total)))
-    current = digest
-    if done >= total then
-      out.write("stderr", "\n")
-      current = nil
-    end
+    progress:update("upload " .. digest:sub(8, 19), done, total)
+    if done >= total then progress:done() end
   end
   local function step(name, detail)
-    if current then out.write("stderr", "\n"); current = nil end
+    progress:done()
     out.write("stderr", term.style("stderr", "dim", name .. ": " .. detail)
               .. "\n")
   end

@@ -33,14 +33,15 @@ usage: navette storage cp SRC DST [options]
   Copies a local file to s3://BUCKET/KEY, an object to a local path (a
   folder, or a path ending in '/', receives the key's last segment), or
   an object to another. The object's sha256 is checked on download, and
-  the file appears only when complete. A line of progress shows on a
-  terminal only.]],
+  the file appears only when complete. On a terminal a progress bar
+  (bytes, rate, time left) shows on stderr; elsewhere one line sums the
+  transfer up when it ends.]],
   ls = [[
 usage: navette storage ls s3://BUCKET[/PREFIX] [--recursive] [--json]
          [options]
   Lists objects (size, time, key) under PREFIX; without --recursive,
   deeper "folders" show once as PRE NAME/. --json prints an array of
-  {key, size, mtime, etag, url}, and {prefix, url} for a folder.]],
+  {key, size, mtime, url}, and {prefix, url} for a folder.]],
   rm = [[
 usage: navette storage rm s3://BUCKET/KEY [--recursive] [options]
   Deletes one object (a missing one is an error). With --recursive, KEY
@@ -258,9 +259,17 @@ local function cmd_cp(argv)
   if not src_remote and not dst_remote then
     usage_error("one of SRC and DST must be an s3:// URL", "cp")
   end
-  -- progress goes to stderr (written at once), on a terminal only
-  local tty = out.tty("stderr")
+  -- on a terminal: a progress bar on stderr (term.progress, the one
+  -- image push-code draws too); on a pipe: a one-line summary at the end
+  local bar = term.progress("stderr")
+  local tty = bar.tty
   local function show(s) if tty then out.write("stderr", s) end end
+  local function progress(label)
+    if not tty then return nil end
+    return function(done, total)
+      if total > 0 then bar:update(label, math.min(done, total), total) end
+    end
+  end
   local started = sys.now()
   local c, info, what
   if src_remote and dst_remote then
@@ -287,8 +296,8 @@ local function cmd_cp(argv)
     end
     c = client("cp", opts)
     what = "upload: " .. src .. " -> s3://" .. bucket .. "/" .. key
-    show(what .. " ...")
-    info = check(c:put(bucket, key, src))
+    info = check(c:put(bucket, key, src, progress("upload")))
+    bar:done()
   else
     local bucket, key = url_arg("cp", src, "object")
     -- the destination file name comes from the checked key's last
@@ -301,8 +310,8 @@ local function cmd_cp(argv)
     end
     c = client("cp", opts)
     what = "download: " .. src .. " -> " .. dest
-    show(what .. " ...")
-    info = check(c:get(bucket, key, dest))
+    info = check(c:get(bucket, key, dest, progress("download")))
+    bar:done()
   end
   c:close()
   local seconds = sys.now() - started
@@ -311,10 +320,10 @@ local function cmd_cp(argv)
     resumed = string.format(", resumed: %s were already there",
                             util.human_size(info.bytes_resumed))
   end
-  show(string.format("\r\27[K%s: %s in %.1f s%s%s\n", what,
-                     util.human_size(info.size or 0), seconds,
-                     rate_text(info.bytes_sent or info.size or 0, seconds),
-                     resumed))
+  out.write("stderr", string.format("%s%s: %s in %.1f s%s%s\n",
+            tty and "\r\27[K" or "", what,
+            util.human_size(info.size or 0), seconds,
+            rate_text(info.bytes_sent or info.size or 0, seconds), resumed))
   return 0
 end
 
@@ -351,7 +360,7 @@ local function cmd_ls(argv)
         else
           listed[#listed + 1] = { key = o.key, size = o.size,
                                   mtime = o.mtime and sys.iso8601(o.mtime)
-                                          or nil, etag = o.etag,
+                                          or nil,
                                   url = "s3://" .. bucket .. "/" .. o.key }
         end
       elseif folder then

@@ -76,8 +76,9 @@ end
 -- A progress bar on stderr for transfers (storage cp, image push-code),
 -- drawn on a terminal only: bar:update(label, done, total) redraws
 -- "label ####.... 42% 12 MiB/30 MiB 8 MiB/s ETA 0:02" at most every
--- 0.1 s (and at the end), bar:done() ends the line. On a pipe it draws
--- nothing and the caller prints its one-line summary.
+-- 0.1 s (and once complete), bar:done() ends the line; a new label
+-- starts a new count. On a pipe it draws nothing and the caller prints
+-- its one-line summary.
 function term.progress(stream)
   stream = stream or "stderr"
   local bar = { tty = out.tty(stream), drawn = false }
@@ -85,8 +86,11 @@ function term.progress(stream)
   function bar:update(label, done, total)
     if not self.tty then return end
     local now = sys_now()
-    if label ~= label_of then started, label_of = now, label end
-    if done < total and now - last < 0.1 then return end
+    if label ~= label_of then
+      if self.drawn then out.write(stream, "\n") end
+      started, label_of, self.complete, self.drawn = now, label, false, false
+    end
+    if self.complete or (done < total and now - last < 0.1) then return end
     last = now
     local width = 24
     local frac = total > 0 and math.min(done / total, 1) or 1
@@ -104,12 +108,11 @@ function term.progress(stream)
               string.rep("#", filled), string.rep(".", width - filled),
               math.floor(frac * 100), human_size(done), human_size(total),
               tail))
-    self.drawn = true
-    if done >= total then self:done() end
+    self.drawn, self.complete = true, done >= total
   end
   function bar:done()
     if self.drawn then out.write(stream, "\n") end
-    self.drawn, label_of = false, nil
+    self.drawn, self.complete, label_of = false, false, nil
   end
   return bar
 end

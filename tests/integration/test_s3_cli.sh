@@ -46,7 +46,11 @@ printf 'hello navette\n' >"$T/small.txt"
 
 nv storage cp "$T/big.bin" "$S3/data/big.bin" "${EP[@]}"
 check_rc "cp uploads a 6 MiB file" 0
-check_eq "cp prints nothing on a pipe" "$OUT$ERR" ""
+check_eq "cp prints nothing on stdout on a pipe" "$OUT" ""
+check_match "cp sums the upload up on stderr on a pipe" "$ERR" \
+	"^upload: .*big\.bin -> $S3/data/big\.bin: 6\.0 MiB in [0-9.]+ s"
+check_eq "cp's summary on a pipe is one line" \
+	"$(printf '%s\n' "$ERR" | wc -l | tr -d ' ')" 1
 if command -v script >/dev/null 2>&1 &&
 	script -qec true /dev/null >/dev/null 2>&1; then
 	TTY_OUT=$(script -qec "$(printf '%q ' "$NAVETTE" storage cp \
