@@ -55,6 +55,8 @@ scan_finds "tac" 'cat x | tac'
 scan_finds "nproc" 'make -j"$(nproc)"'
 scan_finds "bash 4: mapfile" 'mapfile -t lines <x'
 scan_finds "bash 4: declare -A" 'declare -A SEEN'
+scan_finds "tr on random bytes" \
+	'id=$(head -c 2048 /dev/urandom | tr -dc "A-Z0-9" | head -c 16)'
 scan_finds "a C test's shell command" \
 	'CHECK(sh_out(out, sizeof(out), "sha256sum %s", f) == 0);'
 
@@ -67,6 +69,8 @@ scan_passes "curl --connect-timeout" 'curl --connect-timeout 20 -sS "$u"'
 scan_passes "a fallback" 'nproc 2>/dev/null || getconf _NPROCESSORS_ONLN'
 scan_passes "a comment" '# not sha256sum: shasum -a 256'
 scan_passes "a marked line" 'sha256sum x # portable-ok: a test of sha256sum'
+scan_passes "LC_ALL=C tr" 'LC_ALL=C tr -dc "A-Z0-9" </dev/urandom | head -c 16'
+scan_passes "tr on base64" 'head -c 48 /dev/urandom | base64 | tr -d "/+="'
 scan_passes "a setting named nproc" 'ulimits = ["nproc=32768:32768"]'
 
 # The tree itself.

@@ -86,6 +86,10 @@ RULES = [
      "mkdir -p, then install or cp"),
     ("ln -r", r"(?<![\w.-])ln\s+(-[a-zA-Z]+\s+)*(-[a-zA-Z]*r|--relative)",
      "a relative target written out"),
+    ("tr on raw bytes", r"^(?=.*/dev/urandom)(?!.*LC_ALL=C)(?!.*base64)"
+     r".*(?<![\w.-])tr\s+-",
+     "LC_ALL=C tr (macOS tr stops at bytes that are not UTF-8: "
+     "\"Illegal byte sequence\")"),
     ("bash 4", r"(?<![\w.-])(mapfile|readarray|coproc)\b|"
      r"(declare|local|typeset)\s+-[a-zA-Z]*[An]\b|wait\s+-n\b|"
      r"\$\{[a-zA-Z_][a-zA-Z_0-9]*(,,|\^\^)|EPOCHREALTIME",
