@@ -751,6 +751,24 @@ static int is_sequence(const char *v, size_t n)
 	return steps * 2 >= n;
 }
 
+/* 1 for a.b_2.c: names joined by dots, each starting with a letter or
+ * '_' (settings.SECRET_KEY_2, self.cfg.token_v2), a reference. */
+static int is_dotted_name(const char *v, size_t n)
+{
+	size_t i;
+	int dots = 0;
+
+	for (i = 0; i < n; i++) {
+		if (v[i] != '.')
+			continue;
+		if (i + 1 >= n ||
+		    !(is_alpha((unsigned char)v[i + 1]) || v[i + 1] == '_'))
+			return 0;
+		dots++;
+	}
+	return dots > 0 && (is_alpha((unsigned char)v[0]) || v[0] == '_');
+}
+
 /* A value of a configuration or shell file, unquoted, that is not a
  * literal: an expansion, an expression, a YAML tag (!vault), alias (*x),
  * anchor (&x) or block (| >), a flow collection, a dotted name without
@@ -778,7 +796,7 @@ static int bare_is_not_literal(const char *v, size_t n)
 		else if (!is_alpha(ch) && ch != '_' && ch != '.')
 			other = 1;
 	}
-	return !digit && !other;
+	return !other && (!digit || is_dotted_name(v, n));
 }
 
 /* The end of a string literal opened by the quote at v[0] (the index of
@@ -833,6 +851,25 @@ static int after_define(const char *w, size_t s)
 	return k >= 7 && memcmp(w + k - 7, "#define", 7) == 0 && k < s;
 }
 
+/* 1 when w[j] is inside a string literal opened earlier on the line (a
+ * guess: the line may continue a string or a comment): there "name=value"
+ * is text, as in "host=db password=..." or "?access_token=...". */
+static int in_string_at(const char *w, size_t j)
+{
+	size_t k;
+	char q = 0;
+
+	for (k = 0; k < j; k++) {
+		if (q && w[k] == '\\')
+			k++;
+		else if (q && w[k] == q)
+			q = 0;
+		else if (!q && is_quote((unsigned char)w[k]))
+			q = w[k];
+	}
+	return q != 0;
+}
+
 /* Looks for an assignment of a literal to a secret-like name at w[i];
  * *next receives where to go on. Returns nonzero when the scan must
  * stop. */
@@ -841,7 +878,7 @@ static int check_assignment(struct scan_ctx *c, const char *w, size_t n,
 {
 	size_t s = i, j = i + word_len, skip, vstart, vlen, name_end, p;
 	char reason[REASON_MAX];
-	int quoted = 0;
+	int quoted = 0, expression = c->code;
 	double h;
 
 	while (s > 0 && is_name((unsigned char)w[s - 1]))
@@ -891,23 +928,29 @@ static int check_assignment(struct scan_ctx *c, const char *w, size_t n,
 		j++;
 	if (j >= n)
 		return 0;
+	/* In code, an unquoted value is an expression, unless the
+	 * assignment is itself text inside a string. */
+	if (expression && in_string_at(w, j))
+		expression = 0;
 	j += string_prefix(w + j, n - j);
 	if (is_quote((unsigned char)w[j])) {
 		size_t e = string_end(w + j, n - j);
 
 		/* In shell and configuration files `...` runs a command. */
-		if (w[j] == '`' && !c->code)
+		if (w[j] == '`' && !expression)
 			return 0;
 		quoted = 1;
 		vstart = j + 1;
 		j += e;
 	} else {
-		if (c->code)
-			return 0; /* an expression */
+		if (expression)
+			return 0;
+		/* Inside a string of code an escape (\n) ends the text. */
 		vstart = j;
 		while (j < n && !is_blank((unsigned char)w[j]) &&
 		       !is_quote((unsigned char)w[j]) && w[j] != ',' &&
-		       w[j] != ';' && w[j] != ')' && w[j] != '}')
+		       w[j] != ';' && w[j] != ')' && w[j] != '}' &&
+		       !(c->code && w[j] == '\\'))
 			j++;
 	}
 	vlen = j - vstart;

@@ -601,6 +601,7 @@ static void test_literals(void)
 		{"a.yml", "api_key: *default_api_key2\n", 0, NULL},
 		{"a.yml", "password: <%= ENV[\"DB_PASSWORD_2\"] %>\n", 0, NULL},
 		{"a.yml", "secret_name: prod/app/db2-credentials\n", 0, NULL},
+		{"a.yml", "secret: settings.SECRET_KEY_FALLBACK_2\n", 0, NULL},
 		{"a.toml", "token = \"${REGISTRY_TOKEN_2}\"\n", 0, NULL},
 		{"a.ini", "password = %(db_password_2)s\n", 0, NULL},
 		{"ca.cnf", "private_key = EdelCurlRoot-ca.key\n", 0, NULL},
@@ -616,6 +617,16 @@ static void test_literals(void)
 		{"a.php", "$token = \"{$prefix}{$suffix}2\";\n", 0, NULL},
 		{"a.cs", "var token = $\"{prefix}{suffix2}\";\n", 0, NULL},
 		{"a.swift", "let token = \"\\(prefix)\\(suffix2)\"\n", 0, NULL},
+		/* inside a string, name=value is text: still not literal
+		 * when filled in, and a key of a map is not a value */
+		{"a.c", "printf(\"token=%s&id=%08lu\\n\", tok, id);\n", 0,
+		 NULL},
+		{"a.py", "url = f\"https://x.test/?access_token={tok_v2}\"\n",
+		 0, NULL},
+		{"a.py", "conf = {\"password\": self.db_password_v2}\n", 0,
+		 NULL},
+		{"a.c", "/* the client's token = parser->next_tok2 */\n", 0,
+		 NULL},
 		/* made-up runs of the alphabet */
 		{"fuzz.c",
 		 "static const char secret_b[] = \"tok_ABCDEFGHIJKLMNOP\";\n",
@@ -669,6 +680,12 @@ static void test_literals(void)
 		 "secret-assignment"},
 		{"a.php", "$api_key = '" PW "';\n", 1, "secret-assignment"},
 		{"a.cs", "var token = \"" PW "\";\n", 1, "secret-assignment"},
+		/* name=value as text inside a string literal */
+		{"a.py", "dsn = \"host=db password=" PW " port=5432\"\n", 1,
+		 "secret-assignment"},
+		{"a.js",
+		 "fetch(\"https://api.test/v1?access_token=" PW "&page=2\");\n",
+		 1, "secret-assignment"},
 		/* a hex key and a UUID-shaped key are literals too */
 		{"a.py",
 		 "token = \"9f86d081884c"
