@@ -29,6 +29,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "core/clock.h"
 #include "core/nv_lua.h"
 #include "creds/creds_lua.h"
 #include "image/builder.h"
@@ -102,10 +103,7 @@ static session *session_new(lua_State *L)
 
 static double mono_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return nv_monotonic();
 }
 
 static void on_progress(void *payload, const char *digest, uint64_t done,

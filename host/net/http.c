@@ -21,6 +21,8 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "core/clock.h"
+
 #define URL_SHOWN_MAX 512
 #define HOST_MAX      256
 
@@ -634,12 +636,10 @@ static size_t on_read(char *data, size_t size, size_t nitems, void *ud)
 
 /* --- one hop ------------------------------------------------------------- */
 
+/* (sleep does not count: see core/clock.h) */
 static long monotonic_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long)(nv_monotonic() * 1000.0);
 }
 
 enum body_mode { BODY_NONE, BODY_BYTES, BODY_READER };
