@@ -539,6 +539,7 @@ local function cmd_cancel(argv)
   -- the full id from here on (a prefix names one job or is refused)
   local row = jobs.resolve(args[1])
   local id = row.id
+  local ended = jobs.FINAL[row.state]
   local state = jobs.cancel(id)
   -- the audit line is mirrored to the store of the job's own profile
   local spec = row.spec or {}
@@ -558,7 +559,7 @@ local function cmd_cancel(argv)
     term.print(id .. ": " .. term.style("stdout", "yellow", "stopping")
                .. " (asked to stop; `navette watch " .. id
                .. "` shows when it has)")
-  elseif state == "cancelled" then
+  elseif state == "cancelled" and not ended then
     term.print(id .. ": " .. term.state_style("stdout", state))
   elseif jobs.FINAL[state] then
     term.print(id .. ": already " .. term.state_style("stdout", state)

@@ -37,9 +37,11 @@ check_true "the command's shell ($SH_PID) runs before cancel" alive "$SH_PID"
 check_true "its sleep ($CHILD_PID) runs before cancel" alive "$CHILD_PID"
 
 START=$(date +%s)
-nv cancel "$ID"
+# by a prefix: the answer names the job whole, once it has stopped
+nv cancel "${ID%??????}"
 check_rc "cancel exits 0" 0
 check_contains "cancel names the job" "$OUT" "$ID"
+check_eq "cancel waits for the job to stop and says so" "$OUT" "$ID: cancelled"
 check_state "the job is cancelled within 15 s" "$ID" 'cancelled|failed|succeeded' 15
 check_eq "final state" "$STATE" cancelled
 shell_gone() { ! alive "$SH_PID"; }
@@ -57,6 +59,36 @@ check_eq "status: no outputs" \
 	"$(printf '%s' "$OUT" | json 'd["outputs"]' 2>&1)" "[]"
 nv status "$ID"
 check_rc "status of a cancelled job exits 1" 1
+check_match "status: the state is cancelled" "$OUT" '^state +cancelled$'
+check_match "status: the last phase is cancelled" "$OUT" '^  cancelled +[0-9T:.Z-]+$'
+check_no_match "status: no failed phase" "$OUT" 'failed'
+check_eq "status: one line after the phases says how it ended" \
+	"$(printf '%s\n' "$OUT" | sed -n '/^  cancelled /,$p' | sed -n 2p)" \
+	"cancelled while running"
+nv watch "$ID"
+check_rc "watch of a cancelled job exits 1" 1
+check_match "watch: ends with the cancelled phase" "$OUT" '^  cancelled +[0-9:.]+$'
+check_no_match "watch: no failed phase" "$OUT" 'failed'
+nv cancel "$ID"
+check_rc "cancel of an ended job exits 0" 0
+check_eq "cancel of an ended job says so" "$OUT" \
+	"$ID: already cancelled, nothing to cancel"
+
+# a job that ignores SIGTERM stops only after the grace: cancel --no-wait
+# answers at once that it is stopping
+put_file "$R" stubborn.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "stubborn", command = { "sh", "-c", "trap '' TERM; echo up; while :; do sleep 1; done" } }
+EOF
+commit_all "$R" >/dev/null
+nv_in "$R" run stubborn.lua
+SID=$(submitted_id)
+check_state "the stubborn job runs" "$SID" running 30
+nv cancel "$SID" --no-wait
+check_rc "cancel --no-wait exits 0" 0
+check_match "cancel --no-wait: the job is stopping" "$OUT" "^$SID: stopping "
+check_contains "cancel --no-wait: how to see it stop" "$OUT" "navette watch $SID"
+check_state "the stubborn job is cancelled in the end" "$SID" cancelled 60
 
 nv cancel no-such-job
 check_rc "cancel of an unknown job exits 2" 2
