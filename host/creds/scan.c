@@ -176,10 +176,10 @@ double nv_scan_entropy(const char *s, size_t len)
 static int is_placeholder(const char *v, size_t n)
 {
 	static const char *const words[] = {
-		"changeme",   "change_me", "change-me",   "replaceme",
-		"replace_me", "xxx",       "placeholder", "example",
-		"redacted",   "dummy",     "your_",       "your-",
-		"****",       "...",
+		"changeme",   "change_me",   "change-me", "replaceme",
+		"replace_me", "placeholder", "example",   "redacted",
+		"dummy",      "your_",       "your-",     "****",
+		"...",
 	};
 	size_t i;
 
@@ -193,6 +193,11 @@ static int is_placeholder(const char *v, size_t n)
 		return 1;
 	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (ci_contains(v, n, words[i]))
+			return 1;
+	/* xxxx or XXXX, not a chance xXx inside a long random key */
+	for (i = 0; i + 4 <= n; i++)
+		if ((v[i] == 'x' || v[i] == 'X') && v[i + 1] == v[i] &&
+		    v[i + 2] == v[i] && v[i + 3] == v[i])
 			return 1;
 	return 0;
 }
@@ -414,7 +419,8 @@ static int detect_aws(struct scan_ctx *c, const char *w, size_t n, size_t limit)
 			for (j = i + kl; j < n;) {
 				size_t run = b64_run(w + j, w + n);
 
-				if (run == 0) {
+				/* '=' only pads the end: "key=VALUE" */
+				if (run == 0 || w[j] == '=') {
 					j++;
 					continue;
 				}
@@ -697,22 +703,26 @@ static int has_interpolation(const char *v, size_t n)
  * characters or more and its letters hold vowels as words do. A random key
  * splits every two characters or so and has few vowels; all-hex values are
  * never words. */
+/* 0 separator, 1 lower-case letter, 2 upper-case letter, 3 digit. */
+static int char_class(int ch)
+{
+	if (is_digit(ch))
+		return 3;
+	if (ch >= 'a' && ch <= 'z')
+		return 1;
+	return ch >= 'A' && ch <= 'Z' ? 2 : 0;
+}
+
 static int reads_as_words(const char *v, size_t n)
 {
 	size_t i, alnum = 0, words = 0, letters = 0, vowels = 0;
-	int prev = 0, hex_only = 1, digits = 0; /* prev: 0 separator, 1
-						   lower, 2 upper, 3 digit */
+	int prev = 0, hex_only = 1, digits = 0;
 
 	for (i = 0; i < n; i++) {
-		int ch = (unsigned char)v[i], cls;
+		int ch = (unsigned char)v[i], cls = char_class(ch);
+		int next = i + 1 < n ? char_class((unsigned char)v[i + 1]) : 0;
 
-		if (is_digit(ch))
-			cls = 3;
-		else if (ch >= 'a' && ch <= 'z')
-			cls = 1;
-		else if (ch >= 'A' && ch <= 'Z')
-			cls = 2;
-		else {
+		if (!cls) {
 			prev = 0;
 			continue;
 		}
@@ -726,8 +736,13 @@ static int reads_as_words(const char *v, size_t n)
 			if (lower(ch) > 'f')
 				hex_only = 0;
 		}
+		/* A word starts after a separator, between letters and
+		 * digits, at an upper-case letter after a lower-case one
+		 * (tokenName) and at the last capital of a run followed by
+		 * lower case (HTTPServer). */
 		if (prev == 0 || (cls == 3) != (prev == 3) ||
-		    (cls == 2 && prev == 1))
+		    (cls == 2 && prev == 1) ||
+		    (cls == 2 && prev == 2 && next == 1))
 			words++;
 		prev = cls;
 	}
@@ -752,11 +767,12 @@ static int is_sequence(const char *v, size_t n)
 }
 
 /* 1 for a.b_2.c: names joined by dots, each starting with a letter or
- * '_' (settings.SECRET_KEY_2, self.cfg.token_v2), a reference. */
+ * '_', the first one without digits (settings.SECRET_KEY_2,
+ * self.cfg.token_v2): a reference. A random token with dots in it has
+ * digits before its first dot. */
 static int is_dotted_name(const char *v, size_t n)
 {
-	size_t i;
-	int dots = 0;
+	size_t i, first = 0;
 
 	for (i = 0; i < n; i++) {
 		if (v[i] != '.')
@@ -764,15 +780,19 @@ static int is_dotted_name(const char *v, size_t n)
 		if (i + 1 >= n ||
 		    !(is_alpha((unsigned char)v[i + 1]) || v[i + 1] == '_'))
 			return 0;
-		dots++;
+		if (!first)
+			first = i;
 	}
-	return dots > 0 && (is_alpha((unsigned char)v[0]) || v[0] == '_');
+	for (i = 0; i < first; i++)
+		if (!is_alpha((unsigned char)v[i]) && v[i] != '_')
+			return 0;
+	return first > 0;
 }
 
 /* A value of a configuration or shell file, unquoted, that is not a
  * literal: an expansion, an expression, a YAML tag (!vault), alias (*x),
- * anchor (&x) or block (| >), a flow collection, a dotted name without
- * digits (self.config.api_token). */
+ * anchor (&x) or block (| >), a flow collection, a dotted name
+ * (self.config.api_token). */
 static int bare_is_not_literal(const char *v, size_t n)
 {
 	size_t i;

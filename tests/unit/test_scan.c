@@ -489,6 +489,8 @@ static void test_buffers(void)
 		{"tls/server.key", PEM_BEGIN("EC ") "\n...\n", 1,
 		 "private-key"},
 		{"cert.p12", "\x30\x82\x0a\x1b\x02\x01\x03\x30", 0, "pkcs12"},
+		{"creds.ini", "aws_secret_access_key=" AWS_SECRET "\n", 1,
+		 "aws-secret-access-key"},
 	};
 	size_t i;
 
@@ -604,6 +606,7 @@ static void test_literals(void)
 		{"a.yml", "secret: settings.SECRET_KEY_FALLBACK_2\n", 0, NULL},
 		{"a.toml", "token = \"${REGISTRY_TOKEN_2}\"\n", 0, NULL},
 		{"a.ini", "password = %(db_password_2)s\n", 0, NULL},
+		{"a.ini", "api_token = xxxxxxxxxxxxxxxxxxxxxxxx\n", 0, NULL},
 		{"ca.cnf", "private_key = EdelCurlRoot-ca.key\n", 0, NULL},
 		{"a.json", "{\"token\": \"{{ .Values.token2 }}\"}\n", 0, NULL},
 		{"a.json", "{\"password\": \"$(PASSWORD_FROM_ENV2)\"}\n", 0,
@@ -673,6 +676,16 @@ static void test_literals(void)
 		{"a.yml", "token: \"" PW "\"\n", 1, "secret-assignment"},
 		{"a.toml", "api_key = \"" PW "\"\n", 1, "secret-assignment"},
 		{"a.ini", "password = " PW "\n", 1, "secret-assignment"},
+		/* mixed case and a run of capitals are not words; xXx by
+		 * chance inside a long key is no placeholder */
+		{"a.ts",
+		 "const registryPassword: string = 'KjIFgOBdLYuy@:/"
+		 "ZEDWl54UO';\n",
+		 1, "secret-assignment"},
+		{"a.py",
+		 "token = \"q7XxXk2Lm9Pz"
+		 "4Rw8Nb3Vc6\"\n",
+		 1, "secret-assignment"},
 		{"a.json", "{\"client_secret\": \"" PW "\"}\n", 1,
 		 "secret-assignment"},
 		{"A.java",
