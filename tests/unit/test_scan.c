@@ -679,8 +679,8 @@ static void test_literals(void)
 		/* mixed case and a run of capitals are not words; xXx by
 		 * chance inside a long key is no placeholder */
 		{"a.ts",
-		 "const registryPassword: string = 'KjIFgOBdLYuy@:/"
-		 "ZEDWl54UO';\n",
+		 "const registryPassword: string = 'KjIFgOBd"
+		 "LYuy@:/ZEDWl54UO';\n",
 		 1, "secret-assignment"},
 		{"a.py",
 		 "token = \"q7XxXk2Lm9Pz"
