@@ -867,8 +867,7 @@ static int meta_write(nv_filestore *s, const char *key, const struct stat *st,
 				      "cannot create record of '%s'", key);
 		goto out;
 	}
-	if (write_all(fd, buf, (size_t)len) != 0 ||
-	    nv_fsync_durable(fd) != 0) {
+	if (write_all(fd, buf, (size_t)len) != 0 || nv_fsync_durable(fd) != 0) {
 		rc = nv_err_set_errno(err, NV_EIO, errno,
 				      "check free space on the store's disk",
 				      "cannot write record of '%s'", key);
