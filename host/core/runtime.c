@@ -185,8 +185,47 @@ static const struct nv_lua_module *embedded_find(const char *name)
 	return NULL;
 }
 
+/* Whether the embedded bytecode suits the liblua of this process: it
+ * compiles the probe into the build's bytes (core/lua_embed.h). Checked
+ * once; 1 yes, -1 no, 0 not yet. */
+static int bytecode_usable = 0;
+
+static int probe_writer(lua_State *L, const void *p, size_t size, void *ud)
+{
+	size_t *at = ud;
+
+	(void)L;
+	if (size > nv_lua_probe_length - *at ||
+	    memcmp(nv_lua_probe_bytecode + *at, p, size) != 0) {
+		*at = nv_lua_probe_length + 1; /* differs */
+		return 1;
+	}
+	*at += size;
+	return 0;
+}
+
+static int bytecode_suits(lua_State *L)
+{
+	if (bytecode_usable == 0 && nv_lua_probe_length == 0)
+		bytecode_usable = -1;
+	if (bytecode_usable == 0) {
+		size_t at = 0;
+		int same = luaL_loadbufferx(L, NV_LUA_PROBE_SOURCE,
+					    sizeof(NV_LUA_PROBE_SOURCE) - 1,
+					    NV_LUA_PROBE_CHUNKNAME,
+					    "t") == LUA_OK; // [probe or error]
+		if (same)
+			same = lua_dump(L, probe_writer, &at, 0) == 0 &&
+			       at == nv_lua_probe_length;
+		lua_pop(L, 1); // []
+		bytecode_usable = same ? 1 : -1;
+	}
+	return bytecode_usable > 0;
+}
+
 /* Loads module `name` of the library as a chunk named "=navette/x.lua"
- * (recipe frames are told apart from library frames by that prefix). */
+ * (recipe frames are told apart from library frames by that prefix; the
+ * embedded bytecode was compiled under the same name). */
 static int load_library_module(lua_State *L, navette_runtime *rt,
 			       const char *name)
 {
@@ -228,6 +267,9 @@ static int load_library_module(lua_State *L, navette_runtime *rt,
 	const struct nv_lua_module *m = embedded_find(name);
 	if (!m)
 		return LUA_ERRFILE;
+	if (m->bytecode && bytecode_suits(L))
+		return luaL_loadbufferx(L, m->bytecode, m->bytecode_length,
+					chunkname, "b");
 	return luaL_loadbufferx(L, m->source, m->length, chunkname, "t");
 }
 

@@ -1,8 +1,8 @@
 /* `navette version`: the versions of navette and of every library it runs
  * on, as linked (not as compiled against), for bug reports. The navette
- * program loads libcurl, libgit2 and libcrypto on first use
- * (host/cli/lazy_libs.c); asking them would load them, so unless the
- * caller wants them loaded they are given as built against, marked so. */
+ * program loads every library but Lua on first use (host/cli/lazy_libs.c);
+ * asking one would load it, so unless the caller wants them loaded (or
+ * they already are) they are given as built against, marked so. */
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <expat.h>
@@ -18,7 +18,7 @@
 
 int nv_core_versions(lua_State *L);
 
-#define BUILT_AGAINST " (as built; loaded on first use)"
+#define BUILT_AGAINST " (as built)"
 
 #if defined(__ELF__)
 /* Defined by the navette program when it loads libraries lazily; absent
@@ -37,6 +37,28 @@ static int pending(const char *symbol)
 }
 #endif
 
+/* t[key] = the version built against, marked so, when the library of
+ * symbol is not loaded yet and the caller does not want it loaded: 1.
+ * Otherwise 0, and the caller asks the library. */
+static int put_built(lua_State *L, int load, const char *symbol,
+		     const char *key, const char *built)
+{
+	char buf[96];
+
+	if (load || !pending(symbol))
+		return 0;
+	snprintf(buf, sizeof(buf), "%s" BUILT_AGAINST, built);
+	lua_pushstring(L, buf);
+	lua_setfield(L, -2, key);
+	return 1;
+}
+
+static void put(lua_State *L, const char *key, const char *version)
+{
+	lua_pushstring(L, version);
+	lua_setfield(L, -2, key);
+}
+
 /* _navette.core.versions([load]) -> table; load: ask every library, even
  * one not loaded yet */
 int nv_core_versions(lua_State *L)
@@ -46,44 +68,39 @@ int nv_core_versions(lua_State *L)
 	int load = lua_toboolean(L, 1);
 
 	lua_createtable(L, 0, 9);
-	lua_pushstring(L, navette_version());
-	lua_setfield(L, -2, "navette");
-	lua_pushstring(L, &LUA_RELEASE[4]); /* "Lua 5.4.4" -> "5.4.4" */
-	lua_setfield(L, -2, "lua");
-	if (!load && pending("git_libgit2_version"))
-		lua_pushstring(L, LIBGIT2_VERSION BUILT_AGAINST);
-	else {
+	put(L, "navette", navette_version());
+	put(L, "lua", &LUA_RELEASE[4]); /* "Lua 5.4.4" -> "5.4.4" */
+	if (!put_built(L, load, "git_libgit2_version", "libgit2",
+		       LIBGIT2_VERSION)) {
 		git_libgit2_version(&major, &minor, &rev);
 		snprintf(buf, sizeof(buf), "%d.%d.%d", major, minor, rev);
-		lua_pushstring(L, buf);
+		put(L, "libgit2", buf);
 	}
-	lua_setfield(L, -2, "libgit2");
-	if (!load && pending("curl_version_info")) {
-		lua_pushstring(L, LIBCURL_VERSION BUILT_AGAINST);
-		lua_setfield(L, -2, "libcurl");
-	} else {
+	if (!put_built(L, load, "curl_version_info", "libcurl",
+		       LIBCURL_VERSION)) {
 		curl_version_info_data *curl =
 			curl_version_info(CURLVERSION_NOW);
 		if (curl) {
 			snprintf(buf, sizeof(buf), "%s (%s)", curl->version,
 				 curl->ssl_version ? curl->ssl_version
 						   : "no TLS");
-			lua_pushstring(L, buf);
-			lua_setfield(L, -2, "libcurl");
+			put(L, "libcurl", buf);
 		}
 	}
-	lua_pushstring(L, sqlite3_libversion());
-	lua_setfield(L, -2, "sqlite");
-	if (!load && pending("OpenSSL_version"))
-		lua_pushstring(L, OPENSSL_VERSION_TEXT BUILT_AGAINST);
-	else
-		lua_pushstring(L, OpenSSL_version(OPENSSL_VERSION));
-	lua_setfield(L, -2, "openssl");
-	lua_pushstring(L, cJSON_Version());
-	lua_setfield(L, -2, "cjson");
-	lua_pushstring(L, zlibVersion());
-	lua_setfield(L, -2, "zlib");
-	lua_pushstring(L, XML_ExpatVersion());
-	lua_setfield(L, -2, "expat");
+	if (!put_built(L, load, "sqlite3_libversion", "sqlite", SQLITE_VERSION))
+		put(L, "sqlite", sqlite3_libversion());
+	if (!put_built(L, load, "OpenSSL_version", "openssl",
+		       OPENSSL_VERSION_TEXT))
+		put(L, "openssl", OpenSSL_version(OPENSSL_VERSION));
+	snprintf(buf, sizeof(buf), "%d.%d.%d", CJSON_VERSION_MAJOR,
+		 CJSON_VERSION_MINOR, CJSON_VERSION_PATCH);
+	if (!put_built(L, load, "cJSON_Version", "cjson", buf))
+		put(L, "cjson", cJSON_Version());
+	if (!put_built(L, load, "zlibVersion", "zlib", ZLIB_VERSION))
+		put(L, "zlib", zlibVersion());
+	snprintf(buf, sizeof(buf), "expat_%d.%d.%d", XML_MAJOR_VERSION,
+		 XML_MINOR_VERSION, XML_MICRO_VERSION);
+	if (!put_built(L, load, "XML_ExpatVersion", "expat", buf))
+		put(L, "expat", XML_ExpatVersion());
 	return 1;
 }
