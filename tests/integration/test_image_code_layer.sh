@@ -76,7 +76,7 @@ check_eq "inspect: diff_ids end with the layer's" "$LAST_DIFF_ID" \
 check_eq "pack: the layer's digest is the file's sha256" \
 	"sha256:$(sha256 "$T/layer.tar.gz")" "$(printf '%s' "$OUT" | json 'd["layer_digest"]')"
 check_eq "pack: diff_id is the uncompressed tar's sha256" \
-	"sha256:$(gzip -dc "$T/layer.tar.gz" | sha256sum | cut -d' ' -f1)" \
+	"sha256:$(gzip -dc "$T/layer.tar.gz" | shasum -a 256 | cut -d' ' -f1)" \
 	"$(printf '%s' "$OUT" | json 'd["diff_id"]')"
 check_match "the layer holds the tree under workspace/ with git's modes" \
 	"$(tar -tvzf "$T/layer.tar.gz")" '^-rwxr-xr-x 0/0 .* workspace/bin/run\.sh$'
