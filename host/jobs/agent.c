@@ -144,8 +144,10 @@ static void agent_ready(void)
 {
 	const char *env = getenv(AGENT_READY_ENV);
 	int fd = env ? atoi(env) : -1;
+	struct stat st;
 
-	if (fd > 2) {
+	/* only the pipe nv_agent_ensure handed over, never another file */
+	if (fd > 2 && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
 		ssize_t n = write(fd, "ok\n", 3);
 		(void)n;
 		close(fd);

@@ -86,6 +86,9 @@ done
 # ---- the test repository ------------------------------------------------
 R=$(new_repo embed)
 cp "$NAVETTE_SOURCE/tests/embed/recipe.lua" "$R/recipe.lua"
+put_file "$R" plain.lua <<'EOF'
+require("navette").job { name = "plain", command = { "true" } }
+EOF
 commit_all "$R" >/dev/null
 # the key the recipe prints, built here as there (no key in the tree)
 KEY="AKIA$(printf '7%.0s' 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)"
@@ -220,5 +223,22 @@ host_fails missing-program "cannot execute $T/no/navette" \
 host_fails no-dispatch "did not start.*unknown command 'agent'" \
 	HOST_NO_DISPATCH=1 -- --self
 mv "$P/bin/navette.away" "$P/bin/navette"
+
+# the CLI registers no host module: a recipe that needs one is told so
+nv_in "$R" plan recipe.lua
+check_rc "navette plan of a recipe needing host.greet exits 2" 2
+check_match "navette plan names the missing host module" "$ERR" \
+	"registered no host module 'greet'"
+
+# the CLI too: run --wait whose agent program cannot be executed says so
+export NAVETTE_HOME=$T/home-cli
+start=$(now)
+NAVETTE_BIN=$T/no/navette nv_in "$R" run plain.lua --wait
+end=$(now)
+check_ne "navette run --wait without an agent program fails" "$RC" 0
+check_match "navette run --wait says why" "$ERR" \
+	"cannot execute $T/no/navette"
+check_true "navette run --wait fails in under 10 s" python3 -c \
+	"import sys; sys.exit(0 if $end - $start < 10 else 1)"
 
 finish
