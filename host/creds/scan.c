@@ -713,6 +713,33 @@ static int char_class(int ch)
 	return ch >= 'A' && ch <= 'Z' ? 2 : 0;
 }
 
+/* 1 for set-password-custom, admin/password_change_form.html, X-Api-Key:
+ * two or more parts between separators, each of letters alone, all of one
+ * case or capitalised. A random key with separators has digits or mixed
+ * case in its parts. */
+static int words_between_separators(const char *v, size_t n)
+{
+	size_t i = 0, parts = 0;
+
+	while (i < n) {
+		size_t start = i, upper = 0;
+
+		while (i < n && is_alpha((unsigned char)v[i])) {
+			upper += char_class((unsigned char)v[i]) == 2;
+			i++;
+		}
+		if (i - start < 2 ||
+		    !(upper == 0 || upper == i - start ||
+		      (upper == 1 && char_class((unsigned char)v[start]) == 2)))
+			return 0;
+		parts++;
+		if (i < n && (!v[i] || !strchr("-_./:", v[i])))
+			return 0;
+		i++;
+	}
+	return parts >= 2;
+}
+
 static int reads_as_words(const char *v, size_t n)
 {
 	size_t i, alnum = 0, words = 0, letters = 0, vowels = 0;
@@ -750,7 +777,8 @@ static int reads_as_words(const char *v, size_t n)
 		return 1;
 	if (hex_only && digits)
 		return 0;
-	return alnum >= 3 * words && vowels * 10 >= letters * 3;
+	return (alnum >= 3 * words && vowels * 10 >= letters * 3) ||
+	       words_between_separators(v, n);
 }
 
 /* 1 when at least half of v steps to the next character (ABCDEFGH,

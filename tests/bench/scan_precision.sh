@@ -39,9 +39,10 @@ while [ $# -gt 0 ]; do
 done
 DATA=${1:-${TMPDIR:-/tmp}/navette-scan-data}
 PACKAGES=${NAVETTE_SCAN_PACKAGES:-"C:zlib C:curl Lua:lua-lpeg \
-Go:golang-github-spf13-cobra Go:golang-github-pkg-errors Python:jinja2 \
-Ruby:ruby-nokogiri Rust:rust-hex JavaScript:node-yargs JavaScript:node-ms \
-Shell:bash-completion"}
+Go:golang-github-spf13-cobra Go:golang-github-pkg-errors \
+Go:golang-github-gin-gonic-gin Python:jinja2 Python:python-django \
+Ruby:ruby-nokogiri Ruby:ruby-devise Rust:rust-hex JavaScript:node-yargs \
+JavaScript:node-ms JavaScript:node-express Shell:bash-completion"}
 case $SCAN in /*) ;; *) SCAN=$PWD/$SCAN ;; esac
 [ -x "$SCAN" ] || {
 	echo "scan_precision: no $SCAN (build the scan_tree target)" >&2

@@ -630,6 +630,14 @@ static void test_literals(void)
 		 NULL},
 		{"a.c", "/* the client's token = parser->next_tok2 */\n", 0,
 		 NULL},
+		/* words between separators: a slug, a template path */
+		{"a.go", "\tpassword := \"my-super-secret-password\"\n", 0,
+		 NULL},
+		{"a.py",
+		 "password_change_template = "
+		 "'custom_admin/password_change_form.html'\n",
+		 0, NULL},
+		{"a.py", "reset_url_token = 'set-passwordcustom'\n", 0, NULL},
 		/* made-up runs of the alphabet */
 		{"fuzz.c",
 		 "static const char secret_b[] = \"tok_ABCDEFGHIJKLMNOP\";\n",
