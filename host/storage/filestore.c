@@ -1131,7 +1131,7 @@ static int read_object(nv_filestore *s, const char *key, uint64_t max_bytes,
 	unsigned char buf[COPY_CHUNK];
 	struct stat st;
 	struct meta m;
-	nv_sha256 hash = {NULL};
+	nv_sha256 hash = {0}; /* {0}: every field, and clang accepts it */
 	char sha[65];
 	uint64_t total = 0;
 	int fd, rc, fresh;

@@ -458,8 +458,8 @@ static void test_case_and_long_paths(void)
 	CHECK(strlen(deep) > 1024);
 	CHECK(nv_git_export(repo, oid_deep, deep, &st, &err) == 0);
 	CHECK(st.files == 1 && st.dirs == 6);
-	snprintf(p, sizeof(p), "%s/%s/%s/%s/%s/%s/%s/leaf", deep, name, name,
-		 name, name, name, name);
+	CHECK((size_t)snprintf(p, sizeof(p), "%s/%s/%s/%s/%s/%s/%s/leaf", deep,
+			       name, name, name, name, name, name) < sizeof(p));
 	CHECK(strlen(p) > 2200 && lstat(p, &sb) == 0);
 
 	/* 21 such folders: past the project's 4096-byte limit, refused */
