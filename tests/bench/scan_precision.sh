@@ -69,9 +69,10 @@ scan() {
 }
 
 # ---- navette's own tree -------------------------------------------------------
-scan "navette@HEAD" "C/Lua/sh" --commit "$ROOT" "$(git -C "$ROOT" rev-parse HEAD)"
-mkdir "$WORK/self"
-git -C "$ROOT" ls-files -z | python3 -c '
+if HEAD=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null); then
+	scan "navette@HEAD" "C/Lua/sh" --commit "$ROOT" "$HEAD"
+	mkdir "$WORK/self"
+	git -C "$ROOT" ls-files -z | python3 -c '
 import os, shutil, sys
 root, dest = sys.argv[1], sys.argv[2]
 for rel in sys.stdin.buffer.read().split(b"\0"):
@@ -82,8 +83,10 @@ for rel in sys.stdin.buffer.read().split(b"\0"):
     os.makedirs(os.path.dirname(out), exist_ok=True)
     shutil.copyfile(src, out)
 ' "$ROOT" "$WORK/self"
-scan "navette(ls-files)" "C/Lua/sh" "$WORK/self"
-SELF=$(awk -F'\t' '$1 ~ /^navette/ {s += $4} END {print s + 0}' "$WORK/trees")
+	scan "navette(ls-files)" "C/Lua/sh" "$WORK/self"
+else
+	echo "scan_precision: $ROOT is not a git checkout, its own tree is skipped"
+fi
 
 # ---- public trees -------------------------------------------------------------
 unavailable=""
