@@ -13,7 +13,7 @@ nv_in "$R" run job.lua --wait
 check_rc "a clean tree runs" 0
 
 # an AWS access key id on line 3 of a config file
-key_id="AKIA$(head -c 2048 /dev/urandom | tr -dc 'A-Z0-9' | head -c 16)"
+key_id="AKIA$(head -c 2048 /dev/urandom | LC_ALL=C tr -dc 'A-Z0-9' | head -c 16)"
 printf '[default]\nregion = eu-west-3\naws_access_key_id = %s\n' "$key_id" |
 	put_file "$R" config/aws.ini
 # a private key block
