@@ -1,7 +1,8 @@
 # Included by CMakeLists.txt after the navette program is defined: links it
-# against stubs of libcurl, libgit2 and libcrypto that load each library on
-# first use (host/cli/lazy_libs.c), so that commands which never touch them
-# start without mapping and relocating their 35 shared libraries.
+# against stubs of every library but Lua (libcurl, libgit2, libcrypto,
+# sqlite3, cjson, expat, zlib) that load each library on first use
+# (host/cli/lazy_libs.c), so that commands which never touch them start
+# without mapping and relocating them and the 35 libraries they bring.
 #
 # NAVETTE_LAZY_LIBS=OFF links them as usual. It is off where the stubs are
 # not written (anything but x86-64 ELF) and under the sanitizers, which
@@ -13,7 +14,7 @@ if(CMAKE_SYSTEM_NAME STREQUAL "Linux"
    AND CMAKE_NM AND CMAKE_OBJDUMP)
   set(lazy_default ON)
 endif()
-option(NAVETTE_LAZY_LIBS "Load libcurl, libgit2, libcrypto on first use"
+option(NAVETTE_LAZY_LIBS "navette loads its libraries but Lua on first use"
        ${lazy_default})
 
 if(NAVETTE_LAZY_LIBS)

@@ -1,0 +1,112 @@
+# What keeps navette's start-up short, and what it must not cost:
+# - version and help load no library but Lua, status of a local job only
+#   SQLite and cJSON (where the program loads libraries on first use:
+#   NAVETTE_LAZY_LIBS, Linux x86-64; the loader's LD_DEBUG tells);
+# - version says which versions are as built, --linked loads and asks them;
+# - the precompiled library keeps recipe lines in errors and library lines
+#   in tracebacks; NAVETTE_LUA_PATH still loads sources from disk.
+. "$(dirname "$0")/lib.sh"
+
+# ---- the embedded library, precompiled --------------------------------------
+
+R=$(new_repo startup)
+put_file "$R" hello.lua <<'EOF'
+local navette = require "navette"
+navette.job {
+  name = "hello",
+  command = { "sh", "-c", "echo hi >\"$NAVETTE_OUTPUTS/hi.txt\"" },
+  success = { outputs = { "hi.txt" } },
+}
+EOF
+put_file "$R" bad_field.lua <<'EOF'
+local navette = require "navette"
+
+navette.job { name = "bad", command = 42 }
+EOF
+put_file "$R" bad_index.lua <<'EOF'
+local navette = require "navette"
+local nothing = nil
+return nothing.field
+EOF
+commit_all "$R" >/dev/null
+
+nv_in "$R" plan bad_field.lua
+check_rc "a recipe error exits 2" 2
+check_match "a recipe error names the recipe's line" "$ERR" \
+	'bad_field\.lua:3: navette\.job'
+nv_in "$R" plan bad_index.lua
+check_match "a Lua error in a recipe names the recipe's line" "$ERR" \
+	'bad_index\.lua:3: attempt to index a nil value'
+(cd "$R" && NAVETTE_DEBUG=1 "$NAVETTE" plan bad_index.lua) >"$T/tb.out" 2>&1
+check_match "a traceback names library frames with their lines" \
+	"$(cat "$T/tb.out")" 'navette/[a-z_]+\.lua:[0-9]+: in '
+
+# NAVETTE_LUA_PATH: the library's sources from disk, not the embedded ones
+mkdir -p "$T/lua"
+cp -R "$NAVETTE_SOURCE/lua/navette" "$T/lua/"
+python3 - "$T/lua/navette/cli.lua" <<'EOF'
+import sys
+path = sys.argv[1]
+text = open(path).read()
+marker = "Prints the versions of navette"
+assert marker in text
+open(path, "w").write(text.replace(marker, "FROM-DISK " + marker, 1))
+EOF
+NAVETTE_LUA_PATH=$T/lua "$NAVETTE" help version >"$T/help.out" 2>&1
+check_match "NAVETTE_LUA_PATH loads the library from its folder" \
+	"$(cat "$T/help.out")" 'FROM-DISK Prints the versions'
+nv help version
+check_no_match "without it, the embedded library answers" "$OUT" 'FROM-DISK'
+
+nv_in "$R" run hello.lua --wait
+check_rc "a job runs to its end" 0
+ID=$(submitted_id)
+check_match "the job has an id" "$ID" '^startup-'
+
+# ---- libraries loaded on first use -----------------------------------------
+
+# What the program loads: the files the dynamic loader maps at start and
+# later (glibc's LD_DEBUG=files), by SONAME, space-separated.
+loaded() {
+	LD_DEBUG=files "$NAVETTE" "$@" 2>&1 >/dev/null |
+		perl -ne 'print "$1\n" if /file=(\S+) \[0\];  (?:needed|dynamically loaded) by/' |
+		sort -u | tr '\n' ' '
+}
+lazy=$(sed -n 's/^NAVETTE_LAZY_LIBS:BOOL=//p' \
+	"$(dirname "$NAVETTE")/CMakeCache.txt" 2>/dev/null)
+if [ "$lazy" != "ON" ]; then
+	echo "note: this navette links its libraries as usual" \
+		"(NAVETTE_LAZY_LIBS is '${lazy:-unknown}'): their checks skipped"
+elif [ -z "$(loaded help)" ]; then
+	echo "note: the dynamic loader does not answer LD_DEBUG=files" \
+		"(not glibc): the checks of loaded libraries skipped"
+else
+	for cmd in help version; do
+		got=$(loaded "$cmd")
+		check_no_match "navette $cmd loads no library but Lua ($got)" \
+			"$got" '(curl|git2|crypto|ssl|sqlite|cjson|expat|libz)'
+		check_match "navette $cmd loads Lua" "$got" 'liblua'
+	done
+	got=$(loaded status "$ID")
+	check_match "navette status loads SQLite ($got)" "$got" 'libsqlite3'
+	check_no_match "navette status loads no network, git or crypto" \
+		"$got" '(curl|git2|crypto|ssl)'
+	got=$(loaded version --linked)
+	check_match "version --linked loads the libraries it asks" "$got" \
+		'libcurl.*libgit2|libgit2.*libcurl'
+
+	nv version
+	check_match "version gives libcurl as built" "$OUT" \
+		'libcurl +[0-9.]+ \(as built\)'
+	nv version --linked
+	check_rc "version --linked exits 0" 0
+	check_match "version --linked gives the linked libcurl and its TLS" \
+		"$OUT" 'libcurl +[0-9.]+ \([^)]*\)'
+	check_no_match "version --linked gives nothing as built" "$OUT" \
+		'as built'
+fi
+nv status "$ID"
+check_rc "status of the job exits 0" 0
+check_match "status reads the job's record" "$OUT" 'succeeded'
+
+finish
