@@ -29,13 +29,14 @@
 #include "storage/s3.h"
 #include "storage/sigv4.h"
 
-#define S3_CLIENT_MT      "navette.s3.client"
-#define S3_BOX_MT         "navette.s3.box"
-#define S3_PAGE_MT        "navette.s3.page"
-#define SIGNED_MAX        ((size_t)64 * 1024) /* a URL or a POST form */
-#define EXPLAIN_MAX       NV_SIGV4_OUTPUT_MAX
-#define PROGRESS_EVERY_NS 100000000L /* between calls of a progress function   \
-				      */
+#define S3_CLIENT_MT "navette.s3.client"
+#define S3_BOX_MT    "navette.s3.box"
+#define S3_PAGE_MT   "navette.s3.page"
+#define SIGNED_MAX   ((size_t)64 * 1024) /* a URL or a POST form */
+#define EXPLAIN_MAX  NV_SIGV4_OUTPUT_MAX
+#define PROGRESS_EVERY_NS                                                      \
+	100000000L /* between calls of a progress function                     \
+		    */
 
 typedef struct l_s3_client {
 	nv_s3_config cfg;
