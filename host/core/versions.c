@@ -22,8 +22,10 @@ int nv_core_versions(lua_State *L);
 
 #if defined(__ELF__)
 /* Defined by the navette program when it loads libraries lazily; absent
- * (NULL) in libnavette used alone, where every library is linked. */
-int nv_lazy_pending(const char *symbol) __attribute__((weak));
+ * (NULL) in libnavette used alone, where every library is linked. Hidden:
+ * never looked up in, or offered to, a host of libnavette.so. */
+int nv_lazy_pending(const char *symbol)
+	__attribute__((weak, visibility("hidden")));
 
 static int pending(const char *symbol)
 {
