@@ -206,9 +206,12 @@ static int probe_writer(lua_State *L, const void *p, size_t size, void *ud)
 
 static int bytecode_suits(lua_State *L)
 {
-	if (bytecode_usable == 0 && nv_lua_probe_length == 0)
-		bytecode_usable = -1;
-	if (bytecode_usable == 0) {
+	/* states of several threads may ask at once: each finds the same */
+	int usable = __atomic_load_n(&bytecode_usable, __ATOMIC_RELAXED);
+
+	if (usable == 0 && nv_lua_probe_length == 0)
+		usable = -1;
+	if (usable == 0) {
 		size_t at = 0;
 		int same = luaL_loadbufferx(L, NV_LUA_PROBE_SOURCE,
 					    sizeof(NV_LUA_PROBE_SOURCE) - 1,
@@ -218,9 +221,10 @@ static int bytecode_suits(lua_State *L)
 			same = lua_dump(L, probe_writer, &at, 0) == 0 &&
 			       at == nv_lua_probe_length;
 		lua_pop(L, 1); // []
-		bytecode_usable = same ? 1 : -1;
+		usable = same ? 1 : -1;
 	}
-	return bytecode_usable > 0;
+	__atomic_store_n(&bytecode_usable, usable, __ATOMIC_RELAXED);
+	return usable > 0;
 }
 
 /* Loads module `name` of the library as a chunk named "=navette/x.lua"
