@@ -94,9 +94,10 @@ foreach(f ${symbols})
   list(GET owners ${i} owner)
   math(EXPR offset "${i} * 8")
   list(APPEND asm "\t.p2align 4" "\t.globl ${f}" "\t.hidden ${f}"
-       "\t.type ${f}, @function" "${f}:"
-       "\tjmp *nv_lazy_slots+${offset}(%rip)" "\t.size ${f}, .-${f}"
-       "nv_lazy_thunk_${i}:" "\tmovl $${i}, %r11d" "\tjmp nv_lazy_enter")
+       "\t.type ${f}, @function" "${f}:" "\t.cfi_startproc"
+       "\tjmp *nv_lazy_slots+${offset}(%rip)"
+       "nv_lazy_thunk_${i}:" "\tmovl $${i}, %r11d" "\tjmp nv_lazy_enter"
+       "\t.cfi_endproc" "\t.size ${f}, .-${f}")
   list(APPEND slots "\t.quad nv_lazy_thunk_${i}")
   string(APPEND names "\t\"${f}\",\n")
   string(APPEND owner_list "${owner}, ")
@@ -106,11 +107,12 @@ endforeach()
 # vector registers of a variadic call) across the resolver, then jumps to
 # the real function as if it had been called directly. At entry %rsp is
 # 8 mod 16; seven pushes make it 0, as the call needs.
-list(APPEND asm "\t.p2align 4" "nv_lazy_enter:")
+# The .cfi lines let debuggers and profilers unwind through it.
+list(APPEND asm "\t.p2align 4" "nv_lazy_enter:" "\t.cfi_startproc")
 foreach(r rdi rsi rdx rcx r8 r9 rax)
-  list(APPEND asm "\tpushq %${r}")
+  list(APPEND asm "\tpushq %${r}" "\t.cfi_adjust_cfa_offset 8")
 endforeach()
-list(APPEND asm "\tsubq $128, %rsp")
+list(APPEND asm "\tsubq $128, %rsp" "\t.cfi_adjust_cfa_offset 128")
 foreach(r 0 1 2 3 4 5 6 7)
   math(EXPR o "${r} * 16")
   list(APPEND asm "\tmovdqu %xmm${r}, ${o}(%rsp)")
@@ -120,11 +122,12 @@ foreach(r 0 1 2 3 4 5 6 7)
   math(EXPR o "${r} * 16")
   list(APPEND asm "\tmovdqu ${o}(%rsp), %xmm${r}")
 endforeach()
-list(APPEND asm "\taddq $128, %rsp")
+list(APPEND asm "\taddq $128, %rsp" "\t.cfi_adjust_cfa_offset -128")
 foreach(r rax r9 r8 rcx rdx rsi rdi)
-  list(APPEND asm "\tpopq %${r}")
+  list(APPEND asm "\tpopq %${r}" "\t.cfi_adjust_cfa_offset -8")
 endforeach()
-list(APPEND asm "\tjmp *%r11" "\t.size nv_lazy_enter, .-nv_lazy_enter"
+list(APPEND asm "\tjmp *%r11" "\t.cfi_endproc"
+     "\t.size nv_lazy_enter, .-nv_lazy_enter"
      "\t.data" "\t.p2align 3" "\t.globl nv_lazy_slots" "\t.hidden nv_lazy_slots"
      "nv_lazy_slots:" ${slots} "\t.quad 0" "\t.text")
 
