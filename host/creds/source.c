@@ -21,6 +21,7 @@
 #include <openssl/crypto.h>
 
 #include "core/clock.h"
+#include "core/hex.h"
 
 extern char **environ;
 
@@ -464,17 +465,6 @@ const char *nv_creds_keychain_tool(void)
 	return keychain_tool;
 }
 
-static int hex_digit(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int nv_creds_keychain_hex_multiline(const unsigned char *p, size_t len)
 {
 	int newline = 0;
@@ -482,7 +472,8 @@ int nv_creds_keychain_hex_multiline(const unsigned char *p, size_t len)
 	if (len < 4 || len % 2)
 		return 0;
 	for (size_t i = 0; i < len; i += 2) {
-		int hi = hex_digit(p[i]), lo = hex_digit(p[i + 1]);
+		int hi = nv_hex_value((unsigned char)p[i]),
+		    lo = nv_hex_value((unsigned char)p[i + 1]);
 		if (hi < 0 || lo < 0)
 			return 0;
 		int c = hi * 16 + lo;

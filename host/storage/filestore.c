@@ -29,6 +29,7 @@
 #include "core/fsname.h"
 #include "core/fsutil.h"
 #include "storage/sha256.h"
+#include "core/hex.h"
 
 #ifdef __APPLE__
 #define NV_MTIM(st) ((st)->st_mtimespec)
@@ -232,17 +233,6 @@ int nv_filestore_key_check(const char *key, nv_err *err)
 	return nv_filestore_key_check_len(key, key ? strlen(key) : 0, err);
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int starts_with_scheme(const char *s)
 {
 	const char *p = s;
@@ -302,8 +292,9 @@ int nv_filestore_path_from_url(char *path_out, size_t path_cap,
 					  "encode '?' as %%3F and '#' as %%23",
 					  url_or_path);
 		if (is_url && c == '%') {
-			int hi = hex_value(p[1]);
-			int lo = hi < 0 ? -1 : hex_value(p[2]);
+			int hi = nv_hex_value((unsigned char)p[1]);
+			int lo =
+				hi < 0 ? -1 : nv_hex_value((unsigned char)p[2]);
 			if (lo < 0)
 				return nv_err_set(err, NV_EINVAL, URL_HINT,
 						  "'%s': bad percent escape "

@@ -3,6 +3,7 @@
  * document type declaration (entities) is refused outright: S3 never sends
  * one. Pure C, no I/O. */
 #include "storage/s3.h"
+#include "core/hex.h"
 
 #include <errno.h>
 #include <expat.h>
@@ -199,17 +200,6 @@ struct list_state {
 	size_t next_token_cap;
 };
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* encoding-type=url: %XX escapes, and '+' for a space (as AWS sends). */
 static int url_decode(char *out, size_t cap, const char *in, size_t *out_len)
 {
@@ -219,8 +209,9 @@ static int url_decode(char *out, size_t cap, const char *in, size_t *out_len)
 		int c = (unsigned char)*p;
 
 		if (c == '%') {
-			int hi = hex_value(p[1]),
-			    lo = hi < 0 ? -1 : hex_value(p[2]);
+			int hi = nv_hex_value((unsigned char)p[1]),
+			    lo = hi < 0 ? -1
+					: nv_hex_value((unsigned char)p[2]);
 
 			if (hi < 0 || lo < 0)
 				return -1;

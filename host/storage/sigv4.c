@@ -5,6 +5,7 @@
 #include "storage/sigv4.h"
 
 #include "storage/sha256.h"
+#include "core/hex.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,17 +34,6 @@ static int is_unreserved(unsigned char c)
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
 	       (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
 	       c == '~';
-}
-
-static int hex_value(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 static char ascii_lower(char c)
@@ -217,8 +207,8 @@ static int encode_canonical(nv_buf *out, const char *s, size_t len,
 		unsigned char c = (unsigned char)s[i];
 		int hi, lo;
 		if (c == '%' && i + 2 < len &&
-		    (hi = hex_value((unsigned char)s[i + 1])) >= 0 &&
-		    (lo = hex_value((unsigned char)s[i + 2])) >= 0) {
+		    (hi = nv_hex_value((unsigned char)s[i + 1])) >= 0 &&
+		    (lo = nv_hex_value((unsigned char)s[i + 2])) >= 0) {
 			unsigned char b = (unsigned char)(hi << 4 | lo);
 			if (nv_sigv4_uri_encode(out, &b, 1, 0))
 				return -1;
