@@ -311,19 +311,8 @@ local function cmd_run(argv, plan)
   local specs = runner.submit(run)
 
   if plan then
-    -- A job's environment is shown with values only for allow-listed
-    -- names; the launcher displayed is rendered from that view.
-    for _, spec in ipairs(specs) do
-      spec.redact_fingerprints = nil
-      if spec.env then
-        local shown = {}
-        for k, v in pairs(spec.env) do
-          shown[k] = _navette.creds.env_allowed(k) and v or "<hidden>"
-        end
-        spec.env = shown
-        spec.launcher = errors.check(_navette.jobs.launcher(json.encode(spec)))
-      end
-    end
+    -- the same view of a job's environment as the embedding API's plan
+    require("navette.api").shown_specs(specs)
     if opts.json then
       term.print(json.encode({ project = run.project.name,
                                profile = run.profile.name,
