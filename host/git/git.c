@@ -596,6 +596,32 @@ static const char HINT_UNSAFE[] =
 	"the commit holds a path that could escape the export folder; "
 	"fix the tree or export another commit";
 
+/* Whether a volume could take name for .git: in any case, with trailing
+ * dots or blanks (SMB shares drop them), or with code points HFS+ ignores
+ * (git's list: U+200C..U+200F, U+202A..U+202E, U+206A..U+206F, U+FEFF). */
+static int git_name_is_dotgit(const char *name)
+{
+	const unsigned char *p = (const unsigned char *)name;
+	char kept[64];
+	size_t n = 0;
+
+	while (*p) {
+		if ((p[0] == 0xe2 && p[1] == 0x80 &&
+		     ((p[2] >= 0x8c && p[2] <= 0x8f) ||
+		      (p[2] >= 0xaa && p[2] <= 0xae))) ||
+		    (p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xaa &&
+		     p[2] <= 0xaf) ||
+		    (p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf)) {
+			p += 3;
+			continue;
+		}
+		if (n == sizeof(kept))
+			return 0; /* far longer than .git and its dots */
+		kept[n++] = (char)*p++;
+	}
+	return nv_fsname_is_reserved(kept, n, ".git");
+}
+
 /* A tree entry name must stay a single component inside its folder. */
 int nv_git_entry_name_ok(const char *name)
 {
@@ -603,8 +629,10 @@ int nv_git_entry_name_ok(const char *name)
 		return 0;
 	if (strchr(name, '/'))
 		return 0;
-	/* Case-insensitive filesystems (macOS) see .GIT as .git. */
-	if (strcasecmp(name, ".git") == 0)
+	/* Case-insensitive filesystems (macOS) see .GIT as .git, SMB shares
+	 * drop trailing dots and blanks (.git.), and HFS+ ignores some
+	 * invisible code points (.g\u200cit), as git itself refuses. */
+	if (git_name_is_dotgit(name))
 		return 0;
 	return 1;
 }

@@ -1008,6 +1008,24 @@ static int check_folded_collision(nv_filestore *s, const char *key, nv_err *err)
 		    fstatat(cur, seg, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			break;
 		hit = find_folded(cur, seg, seg_len, found, &exact);
+		if (hit == 0 && s->volume == NV_FSNAME_FOLDING) {
+			/* the volume found an entry under this name that
+			 * navette's fold does not match (another script's
+			 * case, a form outside the Latin ranges): it would
+			 * be shared all the same */
+			rc = nv_err_set(
+				err, NV_EREFUSED,
+				"this store's volume matches names by rules "
+				"wider than navette's (case of other scripts, "
+				"other Unicode forms): use the existing "
+				"spelling, or a key that differs in more than "
+				"case or form",
+				"key '%s' names an existing entry of '%.*s' "
+				"under another spelling: on this volume they "
+				"would share one file",
+				key, (int)start, key);
+			break;
+		}
 		if (hit > 0 && !exact) {
 			rc = nv_err_set(
 				err, NV_EREFUSED,

@@ -498,6 +498,22 @@ static void test_pure_helpers(void)
 	CHECK(nv_git_is_lockfile("requirements.txt"));
 	CHECK(!nv_git_is_lockfile("requirements.md"));
 	CHECK(!nv_git_is_lockfile("README.md"));
+
+	/* names a volume could take for .git are never exported */
+	CHECK(!nv_git_entry_name_ok(".git"));
+	CHECK(!nv_git_entry_name_ok(".GIT"));
+	CHECK(!nv_git_entry_name_ok(".Git."));  /* SMB drops the dot */
+	CHECK(!nv_git_entry_name_ok(".git  ")); /* and the blanks */
+	CHECK(!nv_git_entry_name_ok(".g\xe2\x80\x8cit")); /* U+200C */
+	CHECK(!nv_git_entry_name_ok("\xef\xbb\xbf.git")); /* U+FEFF */
+	CHECK(!nv_git_entry_name_ok(".gi\xe2\x81\xaft")); /* U+206F */
+	CHECK(nv_git_entry_name_ok(".github"));
+	CHECK(nv_git_entry_name_ok(".gitignore"));
+	CHECK(nv_git_entry_name_ok("a\xe2\x80\x8c"
+				   "b")); /* only near .git */
+	CHECK(nv_git_entry_name_ok("git"));
+	CHECK(!nv_git_entry_name_ok(".."));
+	CHECK(!nv_git_entry_name_ok("a/b"));
 }
 
 int main(void)
