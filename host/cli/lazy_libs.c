@@ -8,23 +8,33 @@
  * every stub of that library at the real function, and goes on to the call
  * as if it had been direct. libnavette itself (static or shared) links
  * them as usual; only this program does this, and only on x86-64 ELF
- * systems. */
+ * systems.
+ *
+ * A missing library ends the process with 127, as the dynamic loader
+ * would; main() loads every library up front for the commands that will
+ * need them (nv_lazy_load_all), so that this happens before they do
+ * anything. A function missing from a loaded library fails only where it
+ * is called. NAVETTE_LAZY_TRACE=1 (a developer switch) prints
+ * "lazy: loaded SONAME" on stderr as each library is loaded. */
+#include "lazy_libs.h"
+
 #ifdef NAVETTE_LAZY_LIBS
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 /* host/core/lazy_libs.cmake's tables; slots are read by the stubs. */
 extern void *nv_lazy_slots[];
 extern const size_t nv_lazy_symbol_count;
-extern const size_t nv_lazy_library_count;
 extern const char *const nv_lazy_sonames[];
 extern const char *const nv_lazy_symbols[];
 extern const unsigned char nv_lazy_owners[];
 extern unsigned char nv_lazy_loaded[];
+extern unsigned char nv_lazy_missing[];
 
 void *nv_lazy_resolve(unsigned index) __attribute__((visibility("hidden")));
 int nv_lazy_pending(const char *symbol);
@@ -32,12 +42,13 @@ int nv_lazy_pending(const char *symbol);
 static pthread_mutex_t lazy_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* As the dynamic loader does when a library is missing at start: say which
- * and exit 127. Nothing else can be done from inside a stub. */
-static void lazy_fatal(const char *what, const char *name)
+ * and exit 127. nv_lazy_load_all() makes this happen at start for the
+ * commands that will need the libraries, before they do anything. */
+static void lazy_fatal_library(const char *soname)
 {
 	const char *why = dlerror();
 
-	fprintf(stderr, "navette: cannot load %s %s: %s\n", what, name,
+	fprintf(stderr, "navette: cannot load library %s: %s\n", soname,
 		why ? why : "unknown error");
 	_exit(127);
 }
@@ -58,6 +69,33 @@ static void sqlite_first_load(void *handle)
 		config(SQLITE_CONFIG_PAGECACHE, (void *)NULL, 0, 0);
 }
 
+/* Loads library lib and points its stubs at it; lazy_lock held. A
+ * function the library lacks keeps its thunk and is marked missing: only
+ * a call of it fails (nv_lazy_resolve), as with the loader's lazy binding. */
+static void load_library(unsigned lib)
+{
+	void *handle = dlopen(nv_lazy_sonames[lib], RTLD_LAZY);
+	const char *trace = getenv("NAVETTE_LAZY_TRACE");
+
+	if (!handle)
+		lazy_fatal_library(nv_lazy_sonames[lib]);
+	for (size_t i = 0; i < nv_lazy_symbol_count; i++) {
+		if (nv_lazy_owners[i] != lib)
+			continue;
+		void *real = dlsym(handle, nv_lazy_symbols[i]);
+		if (real)
+			__atomic_store_n(&nv_lazy_slots[i], real,
+					 __ATOMIC_RELEASE);
+		else
+			nv_lazy_missing[i] = 1;
+	}
+	nv_lazy_loaded[lib] = 1;
+	if (strncmp(nv_lazy_sonames[lib], "libsqlite3.", 11) == 0)
+		sqlite_first_load(handle);
+	if (trace && strcmp(trace, "1") == 0)
+		fprintf(stderr, "lazy: loaded %s\n", nv_lazy_sonames[lib]);
+}
+
 /* Called by the stub of symbol `index` while its slot still points at the
  * thunk; returns the real function. Other threads that call into the same
  * library meanwhile wait on the lock and find the slots filled. */
@@ -67,26 +105,27 @@ void *nv_lazy_resolve(unsigned index)
 	void *fn;
 
 	pthread_mutex_lock(&lazy_lock);
-	if (!nv_lazy_loaded[lib]) {
-		void *handle = dlopen(nv_lazy_sonames[lib], RTLD_LAZY);
-		if (!handle)
-			lazy_fatal("library", nv_lazy_sonames[lib]);
-		for (size_t i = 0; i < nv_lazy_symbol_count; i++) {
-			if (nv_lazy_owners[i] != lib)
-				continue;
-			void *real = dlsym(handle, nv_lazy_symbols[i]);
-			if (!real)
-				lazy_fatal("function", nv_lazy_symbols[i]);
-			__atomic_store_n(&nv_lazy_slots[i], real,
-					 __ATOMIC_RELEASE);
-		}
-		nv_lazy_loaded[lib] = 1;
-		if (strncmp(nv_lazy_sonames[lib], "libsqlite3.", 11) == 0)
-			sqlite_first_load(handle);
+	if (!nv_lazy_loaded[lib])
+		load_library(lib);
+	if (nv_lazy_missing[index]) {
+		/* as the loader's "symbol lookup error", from the call that
+		 * needs it and no other */
+		fprintf(stderr, "navette: %s has no %s\n", nv_lazy_sonames[lib],
+			nv_lazy_symbols[index]);
+		_exit(127);
 	}
 	fn = __atomic_load_n(&nv_lazy_slots[index], __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&lazy_lock);
 	return fn;
+}
+
+void nv_lazy_load_all(void)
+{
+	pthread_mutex_lock(&lazy_lock);
+	for (unsigned lib = 0; nv_lazy_sonames[lib]; lib++)
+		if (!nv_lazy_loaded[lib])
+			load_library(lib);
+	pthread_mutex_unlock(&lazy_lock);
 }
 
 /* 1 when `symbol` is reached through a stub whose library is not loaded
@@ -106,6 +145,8 @@ int nv_lazy_pending(const char *symbol)
 	return pending;
 }
 #else
-/* ISO C wants a translation unit to declare something. */
-typedef int nv_lazy_libs_unused;
+/* Linked as usual: the dynamic loader loaded everything at start. */
+void nv_lazy_load_all(void)
+{
+}
 #endif

@@ -147,6 +147,7 @@ string(APPEND c "const char *const nv_lazy_sonames[] = {\n${sonames_c}\tNULL};\n
 string(APPEND c "const char *const nv_lazy_symbols[] = {\n${names}\tNULL};\n")
 string(APPEND c "const unsigned char nv_lazy_owners[] = {${owner_list}0};\n")
 string(APPEND c "unsigned char nv_lazy_loaded[${nlib} + 1];\n")
+string(APPEND c "unsigned char nv_lazy_missing[${i} + 1];\n")
 
 file(WRITE ${OUT}.tmp "${c}")
 file(RENAME ${OUT}.tmp ${OUT})

@@ -2,6 +2,9 @@
 # - version and help load no library but Lua, status of a local job only
 #   SQLite and cJSON (where the program loads libraries on first use:
 #   NAVETTE_LAZY_LIBS, Linux x86-64; the loader's LD_DEBUG tells);
+# - every other command loads them all before doing anything, so that a
+#   library missing stops it at start (exit 127), never halfway; a function
+#   missing from a library fails only where it is called;
 # - version says which versions are as built, --linked loads and asks them;
 # - the precompiled library keeps recipe lines in errors and library lines
 #   in tracebacks; NAVETTE_LUA_PATH still loads sources from disk.
@@ -104,6 +107,58 @@ else
 		"$OUT" 'libcurl +[0-9.]+ \([^)]*\)'
 	check_no_match "version --linked gives nothing as built" "$OUT" \
 		'as built'
+
+	# Commands that will need the libraries load them all before doing
+	# anything: plan of a recipe that does not exist touches none of them.
+	got=$(cd "$R" && loaded plan no-such-recipe.lua)
+	check_match "plan loads every library at start" "$got" \
+		'libcurl.*libgit2|libgit2.*libcurl'
+	got=$(NAVETTE_LAZY_TRACE=1 "$NAVETTE" help 2>&1 >/dev/null)
+	check_no_match "NAVETTE_LAZY_TRACE: help loads nothing" "$got" 'lazy:'
+	got=$(cd "$R" && NAVETTE_LAZY_TRACE=1 "$NAVETTE" plan no-such.lua 2>&1)
+	check_match "NAVETTE_LAZY_TRACE: plan says what it loads" "$got" \
+		'lazy: loaded libcurl\.so'
+
+	# A library that cannot be loaded (a file that is not ELF, found first
+	# by its SONAME): run stops at start, exit 127, nothing queued.
+	mkdir -p "$T/broken"
+	echo "not a library" >"$T/broken/libcjson.so.1"
+	nv jobs
+	before=$(printf '%s\n' "$OUT" | grep -c 'startup-')
+	(cd "$R" && LD_LIBRARY_PATH=$T/broken "$NAVETTE" run hello.lua) \
+		>"$T/broken.out" 2>&1
+	check_eq "run with a library missing exits 127" "$?" 127
+	check_match "run names the library it cannot load" \
+		"$(cat "$T/broken.out")" 'cannot load library libcjson\.so\.1'
+	check_no_match "run queued nothing" "$(cat "$T/broken.out")" 'submitted'
+	nv jobs
+	check_eq "no job was queued" \
+		"$(printf '%s\n' "$OUT" | grep -c 'startup-')" "$before"
+	LD_LIBRARY_PATH=$T/broken "$NAVETTE" agent >/dev/null 2>&1
+	check_eq "the agent with a library missing exits 127 at start" "$?" 127
+	LD_LIBRARY_PATH=$T/broken "$NAVETTE" help >/dev/null 2>&1
+	check_eq "help needs no library" "$?" 0
+
+	# A library without a function navette links: only a call of that
+	# function fails. An empty libcjson.so.1 stands for one.
+	mkdir -p "$T/empty"
+	printf 'int nv_nothing;\n' >"$T/empty.c"
+	if ${CC:-cc} -shared -fPIC -Wl,-soname,libcjson.so.1 \
+		-o "$T/empty/libcjson.so.1" "$T/empty.c"; then
+		(cd "$R" && LD_LIBRARY_PATH=$T/empty "$NAVETTE" plan no-such.lua) \
+			>"$T/empty.out" 2>&1
+		check_eq "a function missing but never called: plan goes on" \
+			"$?" 2
+		check_no_match "plan does not stop on the missing functions" \
+			"$(cat "$T/empty.out")" 'has no'
+		LD_LIBRARY_PATH=$T/empty "$NAVETTE" jobs >"$T/empty.out" 2>&1
+		check_eq "calling a missing function exits 127" "$?" 127
+		check_match "the call names the library and the function" \
+			"$(cat "$T/empty.out")" \
+			'navette: libcjson\.so\.1 has no cJSON_[A-Za-z]+'
+	else
+		echo "note: no C compiler: the missing-function checks skipped"
+	fi
 fi
 nv status "$ID"
 check_rc "status of the job exits 0" 0
