@@ -71,7 +71,10 @@ static void sqlite_first_load(void *handle)
 
 /* Loads library lib and points its stubs at it; lazy_lock held. A
  * function the library lacks keeps its thunk and is marked missing: only
- * a call of it fails (nv_lazy_resolve), as with the loader's lazy binding. */
+ * a call of it fails (nv_lazy_resolve), as with the loader's lazy binding.
+ * SQLite is configured before any slot is filled, since sqlite3_config is
+ * not thread-safe and another thread would reach SQLite through a filled
+ * slot without taking the lock. */
 static void load_library(unsigned lib)
 {
 	void *handle = dlopen(nv_lazy_sonames[lib], RTLD_LAZY);
@@ -79,6 +82,8 @@ static void load_library(unsigned lib)
 
 	if (!handle)
 		lazy_fatal_library(nv_lazy_sonames[lib]);
+	if (strncmp(nv_lazy_sonames[lib], "libsqlite3.", 11) == 0)
+		sqlite_first_load(handle);
 	for (size_t i = 0; i < nv_lazy_symbol_count; i++) {
 		if (nv_lazy_owners[i] != lib)
 			continue;
@@ -90,8 +95,6 @@ static void load_library(unsigned lib)
 			nv_lazy_missing[i] = 1;
 	}
 	nv_lazy_loaded[lib] = 1;
-	if (strncmp(nv_lazy_sonames[lib], "libsqlite3.", 11) == 0)
-		sqlite_first_load(handle);
 	if (trace && strcmp(trace, "1") == 0)
 		fprintf(stderr, "lazy: loaded %s\n", nv_lazy_sonames[lib]);
 }
