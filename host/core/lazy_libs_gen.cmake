@@ -5,7 +5,11 @@
 # Every function that INPUTS (libnavette.a) calls and that one of LIBS
 # (shared libraries, "|"-separated paths) defines gets a stub of the same
 # name: `jmp *slot`. A slot starts at a thunk that asks nv_lazy_resolve()
-# to dlopen the library by its SONAME and fill every slot of it. A library
+# to dlopen the library by its SONAME and fill every slot of it.
+# Every place reached by an indirect jump or call (a stub: callers may
+# take its address; a thunk: reached through its slot) starts with
+# endbr64, so the code holds where indirect branch tracking is enforced
+# (a build with -fcf-protection marks the object as compatible). A library
 # whose data (not functions) navette uses is left to the linker as usual.
 #
 # x86-64 ELF only; host/core/lazy_libs.cmake turns it off elsewhere.
@@ -94,9 +98,10 @@ foreach(f ${symbols})
   list(GET owners ${i} owner)
   math(EXPR offset "${i} * 8")
   list(APPEND asm "\t.p2align 4" "\t.globl ${f}" "\t.hidden ${f}"
-       "\t.type ${f}, @function" "${f}:" "\t.cfi_startproc"
+       "\t.type ${f}, @function" "${f}:" "\t.cfi_startproc" "\tendbr64"
        "\tjmp *nv_lazy_slots+${offset}(%rip)"
-       "nv_lazy_thunk_${i}:" "\tmovl $${i}, %r11d" "\tjmp nv_lazy_enter"
+       "nv_lazy_thunk_${i}:" "\tendbr64" "\tmovl $${i}, %r11d"
+       "\tjmp nv_lazy_enter"
        "\t.cfi_endproc" "\t.size ${f}, .-${f}")
   list(APPEND slots "\t.quad nv_lazy_thunk_${i}")
   string(APPEND names "\t\"${f}\",\n")
@@ -108,7 +113,8 @@ endforeach()
 # the real function as if it had been called directly. At entry %rsp is
 # 8 mod 16; seven pushes make it 0, as the call needs.
 # The .cfi lines let debuggers and profilers unwind through it.
-list(APPEND asm "\t.p2align 4" "nv_lazy_enter:" "\t.cfi_startproc")
+list(APPEND asm "\t.p2align 4" "nv_lazy_enter:" "\t.cfi_startproc"
+     "\tendbr64")
 foreach(r rdi rsi rdx rcx r8 r9 rax)
   list(APPEND asm "\tpushq %${r}" "\t.cfi_adjust_cfa_offset 8")
 endforeach()

@@ -5,6 +5,7 @@
 # - every other command loads them all before doing anything, so that a
 #   library missing stops it at start (exit 127), never halfway; a function
 #   missing from a library fails only where it is called;
+# - the stubs and thunks start with endbr64 (indirect branch tracking);
 # - version says which versions are as built, --linked loads and asks them;
 # - the precompiled library keeps recipe lines in errors and library lines
 #   in tracebacks; NAVETTE_LUA_PATH still loads sources from disk.
@@ -158,6 +159,20 @@ else
 			'navette: libcjson\.so\.1 has no cJSON_[A-Za-z]+'
 	else
 		echo "note: no C compiler: the missing-function checks skipped"
+	fi
+
+	# Indirect branch tracking: every thunk starts with endbr64, and so
+	# does a stub (cJSON_Delete's, for one).
+	if command -v objdump >/dev/null 2>&1; then
+		bad=$(objdump -d --no-show-raw-insn "$NAVETTE" | perl -ne '
+			if (/^[0-9a-f]+ <(nv_lazy_thunk_\d+|nv_lazy_enter|cJSON_Delete)>:/) {
+				$want = $1; $n++; next;
+			}
+			if ($want && /^\s+[0-9a-f]+:\s+(\S+)/) {
+				print "$want " if $1 ne "endbr64"; $want = "";
+			}
+			END { print "none" unless $n }')
+		check_eq "every lazy thunk and stub starts with endbr64" "$bad" ""
 	fi
 fi
 nv status "$ID"
