@@ -254,11 +254,20 @@ int nv_which(const char *name, char *out, size_t cap)
 		path = "/usr/bin:/bin";
 	while (*path) {
 		size_t n = strcspn(path, ":");
-		if (n > 0 && n < sizeof(dir)) {
+		/* Only absolute folders: an empty entry, "." or "bin" would
+		 * find a program of the working folder (a checkout's own
+		 * "navette", say). The folder is made canonical; the name is
+		 * kept, since a program reached by a link (a multi-call one)
+		 * may go by the name it was called with. */
+		if (n > 0 && n < sizeof(dir) && path[0] == '/') {
 			struct stat st;
+			char real[PATH_MAX];
 			memcpy(dir, path, n);
 			dir[n] = '\0';
-			if (nv_pathf(out, cap, "%s/%s", dir, name) == 0 &&
+			if (realpath(dir, real) &&
+			    nv_pathf(out, cap, "%s/%s",
+				     strcmp(real, "/") == 0 ? "" : real,
+				     name) == 0 &&
 			    stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
 			    access(out, X_OK) == 0)
 				return 0;

@@ -32,9 +32,10 @@ int nv_remove_tree(const char *path, nv_err *err);
 /* n random bytes as 2n lowercase hex characters (+NUL) from the OS. */
 int nv_random_hex(char *out, size_t nbytes, nv_err *err);
 
-/* The first executable called name in the folders of $PATH (or
- * /usr/bin:/bin without one), copied into out; a name holding '/' is
- * checked as it is. 0 when found, NV_ENOTFOUND otherwise. */
+/* The first executable called name in the absolute folders of $PATH (or
+ * /usr/bin:/bin without one), its path made of the canonical folder and
+ * name, copied into out; relative and empty entries are skipped. A name
+ * holding '/' is checked as it is. 0 when found, NV_ENOTFOUND otherwise. */
 int nv_which(const char *name, char *out, size_t cap);
 
 /* snprintf for paths: on truncation out becomes "" and -1 is returned, so
