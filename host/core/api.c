@@ -41,12 +41,33 @@ static void copy_redacted(char *out, size_t cap, const char *s)
 	nv_buf_free(&b);
 }
 
+/* The code as the API hands it out: one of the library's own (the keys of
+ * errors.exit_status in lua/navette/errors.lua, and "internal"), else
+ * "recipe". A recipe can raise error{code = ...} with any string, a
+ * secret's among them (an access key id fits the 32-byte slot), and a
+ * code is not passed through the redactor. */
+static const char *known_code(const char *code)
+{
+	static const char *const known[] = {
+		"failed",    "recipe",      "invalid",  "usage",
+		"not_found", "refused",     "backend",  "io",
+		"no_memory", "interrupted", "internal", NULL,
+	};
+
+	if (!code || !*code)
+		return "";
+	for (size_t i = 0; known[i]; i++)
+		if (strcmp(code, known[i]) == 0)
+			return known[i];
+	return "recipe";
+}
+
 static void set_error(navette_runtime *rt, int status, const char *code,
 		      const char *message, const char *hint)
 {
 	rt->error.status = status;
 	snprintf(rt->error_code, sizeof(rt->error_code), "%s",
-		 code ? code : "");
+		 known_code(code));
 	copy_redacted(rt->error_message, sizeof(rt->error_message), message);
 	copy_redacted(rt->error_hint, sizeof(rt->error_hint), hint);
 }

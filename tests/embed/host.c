@@ -4,7 +4,8 @@
  * job's status, printing each JSON document on its own line:
  *
  *   PLAN <json>, RESULT <json>, STATUS <json>, OUTPUT <what the output
- *   callback received, escaped>, ERROR <status> <message>
+ *   callback received, escaped>, ERROR <status> <message>, CODE <the
+ *   error's code>
  *
  * and checks what it can itself (exit 1 on a failed check).
  *
@@ -146,6 +147,7 @@ int main(int argc, char **argv)
 	if (status != NAVETTE_OK) {
 		printf("ERROR %d %s\n", status,
 		       navette_last_error(rt)->message);
+		printf("CODE %s\n", navette_last_error(rt)->code);
 		navette_close(rt);
 		return status;
 	}
@@ -160,6 +162,7 @@ int main(int argc, char **argv)
 		const navette_error *e = navette_last_error(rt);
 		EXPECT(e->status == status, "the error slot has the status");
 		print_escaped("ERROR", e->message);
+		printf("CODE %s\n", e->code);
 		if (e->hint[0])
 			print_escaped("HINT", e->hint);
 		navette_close(rt);

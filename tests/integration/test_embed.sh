@@ -224,6 +224,19 @@ host_fails no-dispatch "did not start.*unknown command 'agent'" \
 	HOST_NO_DISPATCH=1 -- --self
 mv "$P/bin/navette.away" "$P/bin/navette"
 
+# a code a recipe makes up (a key id, here) is handed out as "recipe":
+# codes are the library's own, never a recipe's text
+put_file "$R" code.lua <<'EOF'
+error({ code = "AKIA" .. string.rep("7", 16), message = "made up" })
+EOF
+commit_all "$R" >/dev/null
+(cd "$R" && "${BOUNDED[@]}" "$T/cmake-host/host" code.lua) \
+	>"$LOGS/code.out" 2>&1
+check_eq "an error code a recipe made up is handed out as recipe" \
+	"$(sed -n 's/^CODE //p' "$LOGS/code.out")" "recipe"
+check_no_match "the made-up code reaches the host nowhere" \
+	"$(cat "$LOGS/code.out")" "$KEY"
+
 # the CLI registers no host module: a recipe that needs one is told so
 nv_in "$R" plan recipe.lua
 check_rc "navette plan of a recipe needing host.greet exits 2" 2
