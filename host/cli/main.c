@@ -47,9 +47,11 @@ int main(int argc, char **argv)
 		return status;
 	navette_options_init(&options);
 	options.agent_is_self = 1;
-	if (navette_open(&rt, &options) != NAVETTE_OK) {
-		fprintf(stderr, "navette: out of memory\n");
-		return NAVETTE_SERVICE;
+	status = navette_open(&rt, &options);
+	if (status != NAVETTE_OK) {
+		fprintf(stderr, "navette: %s\n",
+			navette_last_error(NULL)->message);
+		return status;
 	}
 	status = navette_main(rt, argc - 1, argv + 1);
 	navette_close(rt);

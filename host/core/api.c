@@ -94,7 +94,7 @@ static void set_error_from_table(navette_runtime *rt, int status)
 
 const navette_error *navette_last_error(const navette_runtime *rt)
 {
-	return &rt->error;
+	return rt ? &rt->error : nv_runtime_open_error();
 }
 
 void navette_free(void *p)

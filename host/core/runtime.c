@@ -735,26 +735,115 @@ void nv_open_natives(lua_State *L)
 
 /* ---- navette.h --------------------------------------------------------- */
 
-static void default_home(char *out, size_t cap)
+/* 0, or -1 when the folder does not fit in cap. */
+static int default_home(char *out, size_t cap)
 {
 	const char *env = getenv("NAVETTE_HOME");
 	const char *home = getenv("HOME");
+	int n;
 
-	if (env && *env) {
-		snprintf(out, cap, "%s", env);
-		return;
-	}
+	if (env && *env)
+		n = snprintf(out, cap, "%s", env);
+	else {
 #ifdef __APPLE__
-	snprintf(out, cap, "%s/Library/Application Support/navette",
-		 home ? home : ".");
+		n = snprintf(out, cap, "%s/Library/Application Support/navette",
+			     home ? home : ".");
 #else
-	const char *xdg = getenv("XDG_DATA_HOME");
-	if (xdg && *xdg)
-		snprintf(out, cap, "%s/navette", xdg);
-	else
-		snprintf(out, cap, "%s/.local/share/navette",
-			 home ? home : ".");
+		const char *xdg = getenv("XDG_DATA_HOME");
+		if (xdg && *xdg)
+			n = snprintf(out, cap, "%s/navette", xdg);
+		else
+			n = snprintf(out, cap, "%s/.local/share/navette",
+				     home ? home : ".");
 #endif
+	}
+	return n >= 0 && (size_t)n < cap ? 0 : -1;
+}
+
+/* The outcome of this thread's last navette_open, which has no runtime to
+ * keep it in when it fails: navette_last_error(NULL). */
+static _Thread_local navette_error open_error;
+static _Thread_local char open_message[256];
+
+const navette_error *nv_runtime_open_error(void)
+{
+	if (!open_error.code)
+		open_error.code = "";
+	open_error.message = open_message;
+	open_error.hint = "";
+	return &open_error;
+}
+
+static int open_failed(int status, const char *code, const char *message)
+{
+	open_error.status = status;
+	open_error.code = code;
+	snprintf(open_message, sizeof(open_message), "%s", message);
+	return status;
+}
+
+#define RUNTIME_FIELD_SIZE(field) sizeof(((navette_runtime *)0)->field)
+
+/* NAVETTE_USAGE, saying which, when an option (or its variable) holds a
+ * string too long for the runtime; else NAVETTE_OK. Nothing is cut short
+ * silently: a shortened agent program or profile would name another. */
+static int check_lengths(const navette_options *options)
+{
+	const char *lua_path = options && options->lua_path
+				       ? options->lua_path
+				       : getenv("NAVETTE_LUA_PATH");
+	char message[128];
+	const char *what = NULL;
+	size_t max = 0;
+
+	if (options && options->profile &&
+	    strlen(options->profile) >= RUNTIME_FIELD_SIZE(profile)) {
+		what = "profile";
+		max = RUNTIME_FIELD_SIZE(profile);
+	} else if (options && options->agent_program &&
+		   strlen(options->agent_program) >= NV_AGENT_PROGRAM_MAX) {
+		what = "agent_program";
+		max = NV_AGENT_PROGRAM_MAX;
+	} else if (lua_path &&
+		   strlen(lua_path) >= RUNTIME_FIELD_SIZE(lua_path)) {
+		what = "lua_path (or NAVETTE_LUA_PATH)";
+		max = RUNTIME_FIELD_SIZE(lua_path);
+	}
+	if (!what)
+		return NAVETTE_OK;
+	snprintf(message, sizeof(message),
+		 "navette_open: %s is longer than %zu bytes", what, max - 1);
+	return open_failed(NAVETTE_USAGE, "usage", message);
+}
+
+/* rt->home from the options or the environment, made absolute; -1 (the
+ * reason kept) when it does not fit. */
+static int resolve_home(navette_runtime *rt, const navette_options *options)
+{
+	char message[128];
+	int n = 0;
+
+	if (options && options->home)
+		n = snprintf(rt->home, sizeof(rt->home), "%s", options->home);
+	else if (default_home(rt->home, sizeof(rt->home)) != 0)
+		n = -1;
+	if (n >= 0 && (size_t)n < sizeof(rt->home) && rt->home[0] != '/') {
+		char cwd[2048];
+		char rel[sizeof(rt->home)];
+		if (getcwd(cwd, sizeof(cwd))) {
+			memcpy(rel, rt->home, sizeof(rel));
+			n = snprintf(rt->home, sizeof(rt->home), "%s/%s", cwd,
+				     rel);
+		}
+	}
+	if (n >= 0 && (size_t)n < sizeof(rt->home))
+		return 0;
+	snprintf(message, sizeof(message),
+		 "navette_open: home (or NAVETTE_HOME), made absolute, is "
+		 "longer than %zu bytes",
+		 sizeof(rt->home) - 1);
+	open_failed(NAVETTE_USAGE, "usage", message);
+	return -1;
 }
 
 /* Every loaded secret value is taught to the redactor; values shorter
@@ -803,11 +892,21 @@ int navette_open(navette_runtime **out, const navette_options *options)
 	const char *env;
 
 	*out = NULL;
+	open_failed(NAVETTE_OK, "", "");
 	if (options && options->version != NAVETTE_OPTIONS_VERSION)
+		return open_failed(NAVETTE_USAGE, "usage",
+				   "navette_open: options of another version "
+				   "(navette_options_init fills them)");
+	if (check_lengths(options) != NAVETTE_OK)
 		return NAVETTE_USAGE;
 	rt = calloc(1, sizeof(*rt));
 	if (!rt)
-		return NAVETTE_SERVICE;
+		return open_failed(NAVETTE_SERVICE, "no_memory",
+				   "out of memory");
+	if (resolve_home(rt, options) != 0) {
+		free(rt);
+		return NAVETTE_USAGE;
+	}
 	rt->error.code = rt->error_code;
 	rt->error.message = rt->error_message;
 	rt->error.hint = rt->error_hint;
@@ -833,21 +932,6 @@ int navette_open(navette_runtime **out, const navette_options *options)
 		rt->memory_limit = options->memory_limit;
 	if (options && options->recipe_timeout_s > 0)
 		rt->recipe_timeout_s = options->recipe_timeout_s;
-	if (options && options->home)
-		snprintf(rt->home, sizeof(rt->home), "%s", options->home);
-	else
-		default_home(rt->home, sizeof(rt->home));
-	if (rt->home[0] != '/') {
-		char cwd[2048];
-		char rel[sizeof(rt->home)];
-		if (getcwd(cwd, sizeof(cwd))) {
-			memcpy(rel, rt->home, sizeof(rel));
-			if ((size_t)snprintf(rt->home, sizeof(rt->home),
-					     "%s/%s", cwd,
-					     rel) >= sizeof(rt->home))
-				memcpy(rt->home, rel, sizeof(rel));
-		}
-	}
 	env = options && options->lua_path ? options->lua_path
 					   : getenv("NAVETTE_LUA_PATH");
 	if (env && *env)
@@ -856,7 +940,8 @@ int navette_open(navette_runtime **out, const navette_options *options)
 	rt->L = lua_newstate(runtime_alloc, rt);
 	if (!rt->L) {
 		navette_close(rt);
-		return NAVETTE_SERVICE;
+		return open_failed(NAVETTE_SERVICE, "no_memory",
+				   "out of memory");
 	}
 	lua_State *L = rt->L;
 	luaL_openlibs(L);

@@ -39,6 +39,10 @@ struct navette_runtime {
 /* Internal entry points behind navette_agent_main. */
 int navette_redact_stream(int in_fd, int out_fd);
 
+/* The outcome of this thread's last navette_open (navette_last_error of
+ * NULL). */
+const navette_error *nv_runtime_open_error(void);
+
 /* The runtime owning L (stored in the registry at open). */
 navette_runtime *nv_runtime_of(lua_State *L);
 

@@ -124,9 +124,12 @@ typedef struct navette_error {
 NAVETTE_API const char *navette_version(void);
 
 /* Opens a runtime into *out; options may be NULL (all defaults). The
- * strings of options are copied. Returns NAVETTE_OK, NAVETTE_USAGE for
- * options of another version, NAVETTE_SERVICE when out of memory (then
- * *out is NULL). The caller closes it with navette_close(). */
+ * strings of options are copied. Returns NAVETTE_OK; else *out is NULL
+ * and navette_last_error(NULL) says why: NAVETTE_USAGE for options of
+ * another version or a string too long (profile: 255 bytes at most;
+ * home, lua_path, agent_program and NAVETTE_HOME, NAVETTE_LUA_PATH: 4095,
+ * home once made absolute), NAVETTE_SERVICE when out of memory. Nothing
+ * is shortened silently. The caller closes it with navette_close(). */
 NAVETTE_API int navette_open(navette_runtime **out,
 			     const navette_options *options);
 /* Closes the Lua state and frees the runtime; NULL is harmless. */
@@ -136,7 +139,9 @@ NAVETTE_API void navette_close(navette_runtime *rt);
 NAVETTE_API const char *navette_home(const navette_runtime *rt);
 
 /* The error of the last call on rt that failed; never NULL, owned by rt,
- * valid until the next call on rt. */
+ * valid until the next call on rt. With rt NULL: the outcome of this
+ * thread's last navette_open (status NAVETTE_OK after a success), valid
+ * until its next navette_open. */
 NAVETTE_API const navette_error *navette_last_error(const navette_runtime *rt);
 
 /* Frees a string the API handed over (NULL is harmless). */

@@ -22,7 +22,9 @@ int nv_agent_alive(const char *home);
 /* The program nv_agent_ensure() runs as `PROGRAM agent` (and the launcher
  * pipes job logs through as `PROGRAM redact-stream`): process-wide.
  * program NULL or "": found (agent_program.c); self: this executable
- * answers `agent` itself (navette_agent_main). */
+ * answers `agent` itself (navette_agent_main). A program path is shorter
+ * than NV_AGENT_PROGRAM_MAX bytes (navette_open refuses a longer one). */
+#define NV_AGENT_PROGRAM_MAX 4096
 void nv_agent_set_program(const char *program, int self);
 /* The path of that program into out, or an error saying how to give one. */
 int nv_agent_program(char *out, size_t cap, nv_err *err);

@@ -27,7 +27,7 @@
 #define NAVETTE_LIBDIR_TO_BINDIR "../bin"
 #endif
 
-#define PROGRAM_CAP 4096
+#define PROGRAM_CAP NV_AGENT_PROGRAM_MAX
 
 static char configured_program[PROGRAM_CAP];
 static int configured_self;

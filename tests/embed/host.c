@@ -93,6 +93,34 @@ static void print_escaped(const char *label, const char *s)
 	putchar('\n');
 }
 
+/* An option too long is refused, never shortened: the runtime is not
+ * opened and navette_last_error(NULL) names the option. */
+static void check_open_refusals(const navette_options *base)
+{
+	static char long_text[5000];
+	navette_options options = *base;
+	navette_runtime *rt = (navette_runtime *)(void *)long_text;
+
+	memset(long_text, 'p', sizeof(long_text) - 1);
+	long_text[300] = '\0';
+	options.profile = long_text;
+	EXPECT(navette_open(&rt, &options) == NAVETTE_USAGE,
+	       "a profile of 300 bytes is refused");
+	EXPECT(rt == NULL, "a refused open hands over no runtime");
+	EXPECT(navette_last_error(NULL)->status == NAVETTE_USAGE &&
+		       strstr(navette_last_error(NULL)->message, "profile"),
+	       "navette_last_error(NULL) names the profile");
+
+	options = *base;
+	long_text[300] = 'p';
+	long_text[0] = '/';
+	options.agent_program = long_text;
+	EXPECT(navette_open(&rt, &options) == NAVETTE_USAGE,
+	       "an agent_program of 4999 bytes is refused");
+	EXPECT(strstr(navette_last_error(NULL)->message, "agent_program"),
+	       "navette_last_error(NULL) names agent_program");
+}
+
 int main(int argc, char **argv)
 {
 	navette_options options;
@@ -129,10 +157,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	options.output = on_output;
+	check_open_refusals(&options);
 	if (navette_open(&rt, &options) != NAVETTE_OK) {
-		fprintf(stderr, "host: cannot open a runtime\n");
+		fprintf(stderr, "host: cannot open a runtime: %s\n",
+			navette_last_error(NULL)->message);
 		return 1;
 	}
+	EXPECT(navette_last_error(NULL)->status == NAVETTE_OK,
+	       "a successful open leaves NAVETTE_OK for "
+	       "navette_last_error(NULL)");
 	printf("VERSION %s\n", navette_version());
 
 	/* a module name out of the rules is refused */

@@ -254,4 +254,10 @@ check_match "navette run --wait says why" "$ERR" \
 check_true "navette run --wait fails in under 10 s" python3 -c \
 	"import sys; sys.exit(0 if $end - $start < 10 else 1)"
 
+# a NAVETTE_HOME too long is refused with the reason, never cut short
+NAVETTE_HOME=/$(python3 -c 'print("h" * 5000)') nv jobs
+check_rc "navette with a NAVETTE_HOME of 5001 bytes exits 2" 2
+check_match "it says the home is too long" "$ERR" \
+	'^navette: navette_open: home \(or NAVETTE_HOME\).* longer than'
+
 finish
