@@ -26,12 +26,31 @@
  *                          out whole counts: a quoted string, or in a file
  *                          that is not a programming language's (YAML, INI,
  *                          .env, shell) an unquoted value. Expressions,
- *                          fields, calls, references and strings with
- *                          interpolations ($VAR, ${x}, $(cmd), #{x}, {x},
- *                          %s, %(x)s, {{ x }}, <%= x %>, @X@, %X%) are not
- *                          literals; nor are values with blanks, URLs,
- *                          values that read as words (identifiers, paths)
- *                          and made-up runs of the alphabet
+ *                          fields, calls and references are not literals.
+ *                          Interpolations count only where the file's
+ *                          language expands them ($x in shell, Perl, PHP
+ *                          and Kotlin "...", `${x}` in JavaScript, #{x} in
+ *                          Ruby, {x} in f-strings, C# $"" and Rust, %s in
+ *                          code, ${X} and {{ x }} anywhere): "q7$Lr9..." in
+ *                          Python or '...$...' in shell is a literal. They
+ *                          are cut out and the longest literal run left
+ *                          is judged (16+ characters). Not reported: values
+ *                          with blanks, URLs (see url-credentials), words
+ *                          (only [A-Za-z0-9_.-/:+]: identifiers, paths,
+ *                          slugs), made-up runs of the alphabet, stored
+ *                          password hashes ($6$..., pbkdf2_sha256$...)
+ *   url-credentials        the password of a URL's userinfo (8+ characters,
+ *                          not a placeholder such as password, pass, xxx,
+ *                          ${X}, <password>, changeme, nor a word and a
+ *                          number such as secret123), or a random value of
+ *                          a query parameter named like sig, key, secret,
+ *                          signature, pass (token= and api_key= are
+ *                          secret-assignment's). A URL whose host is filled
+ *                          in (%HOSTIP, ${HOST}) is a template. changeme
+ *                          counts as a placeholder: in committed examples
+ *                          it is a slot to fill far more often than a live
+ *                          password
+ *   slack-webhook          https://hooks.slack.com/services/T.../B.../KEY
  *   github-token, gitlab-token, slack-token, google-api-key, stripe-key, jwt
  *                          well-known token shapes
  *   allowlist              a line of .navette-secrets-allow without a reason

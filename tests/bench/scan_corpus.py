@@ -8,7 +8,9 @@ HS256 key, STS key ids, secret keys and session tokens, random JWTs, PEM
 keys made by openssl) plus the token shapes the scanner knows, each written
 into a file the way a project would commit it: as a literal assigned in
 C, shell, Python, JavaScript, TypeScript, Go, Rust, Ruby, Lua, Java, PHP,
-YAML, TOML, INI and JSON, as a .env file, as a key file. One planted
+YAML, TOML, INI and JSON, as a .env file, as a key file; values with a
+'$' or '%e' where nothing expands them, chosen passwords with punctuation,
+credentials inside URLs. One planted
 secret per file. Values are drawn from a seeded generator at run time;
 none is written in this file.
 
@@ -110,6 +112,76 @@ def main():
             rule = "secret-assignment" if len(value) >= 16 else "-"
             put("assign/%s.%s" % (name, ext), tmpl % value, rule,
                 "%s as a %s literal" % (label, ext))
+
+    # a. Values with a '$' or a '%e' inside, in languages and quotes where
+    # nothing expands them; and mostly literal values around a small
+    # expansion where something does.
+    def mixed_tail(n):
+        # Upper and lower case after the '$': no variable's name.
+        return rng.choice("abcdefghjkmnpqrstuvwxyz") + \
+            rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ") + rnd(n - 2)
+
+    for ext, tmpl in (("py", "DB_PASSWORD = \"%s\"\n"),
+                      ("yml", "db:\n  password: %s\n"),
+                      ("json", "{\"password\": \"%s\"}\n"),
+                      ("js", "const dbPassword = \"%s\";\n"),
+                      ("sh", "export DB_PASSWORD='%s'\n")):
+        value = rnd(8) + "$" + mixed_tail(10)
+        put("interp/dollar.%s" % ext, tmpl % value, "secret-assignment",
+            "'$' inside a %s literal that nothing expands" % ext)
+    for ext, tmpl in (("yml", "password: \"%s\"\n"),
+                      ("toml", "password = \"%s\"\n")):
+        value = rnd(6) + "%e" + rnd(12)
+        put("interp/percent.%s" % ext, tmpl % value, "secret-assignment",
+            "'%%e' inside a %s literal" % ext)
+    put("interp/.env", "DB_HOST=db\nDB_PASSWORD=%s$%s\n" % (
+        rnd(4), mixed_tail(11)), "dotenv", "'$' inside a .env value")
+    for ext, tmpl in (("sh", "TOKEN=\"$HOME/%s\"\n"),
+                      ("py", "password = \"%%s%s\"\n"),
+                      ("rb", "token = \"#{prefix}%s\"\n"),
+                      ("kt", "val token = \"${prefix}%s\"\n")):
+        put("interp/around.%s" % ext, tmpl % rnd(20), "secret-assignment",
+            "long literal around an expansion in %s" % ext)
+
+    # b. Chosen passwords: words, a year and punctuation.
+    for ext, tmpl in (("yml", "password: %s\n"),
+                      ("py", "password = \"%s\"\n"),
+                      ("ini", "password = %s\n")):
+        value = "%s%s%d%s" % (
+            rng.choice(["Summer", "Welcome", "Autumn", "Winter"]),
+            rng.choice(["Vacation", "Company", "Holidays", "Kingdom"]),
+            rng.randrange(2015, 2031), rng.choice("!#?*&%@"))
+        put("chosen/password.%s" % ext, tmpl % value, "secret-assignment",
+            "chosen password in %s" % ext)
+
+    # c. Credentials inside URLs: the userinfo's password, a credential
+    # parameter of the query, a Slack webhook.
+    for ext, tmpl in (("yml", "secret: %s\n"),
+                      ("py", "DATABASE_URL = \"%s\"\n"),
+                      ("sh", "psql '%s'\n"),
+                      ("json", "{\"dsn\": \"%s\"}\n")):
+        url = "%s://%s:%s@db%d.internal:5432/app" % (
+            rng.choice(["postgres", "mysql", "mongodb+srv", "redis"]),
+            rng.choice(["admin", "app", "root"]), rnd(12), rng.randrange(9))
+        put("url/userinfo.%s" % ext, tmpl % url, "url-credentials",
+            "password in a URL in %s" % ext)
+    # Names that secret-assignment knows (token, api_key) are its own,
+    # as in "?access_token=..." inside a string; url-credentials reads
+    # the others.
+    for name, rule in (("sig", "url-credentials"),
+                       ("key", "url-credentials"),
+                       ("signature", "url-credentials"),
+                       ("token", "secret-assignment"),
+                       ("api_key", "secret-assignment")):
+        put("url/query-%s.md" % name,
+            "curl 'https://api.test/v1/x?page=2&%s=%s'\n" % (name, rnd(32)),
+            rule, "%s= in a URL's query" % name)
+    for ext, tmpl in (("js", "const hook = \"%s\";\n"),
+                      ("yml", "webhook: %s\n")):
+        put("url/slack.%s" % ext, tmpl % (
+            "https://hooks.slack.com/services/T%s/B%s/%s" % (
+                rnd(8, UPPER_DIGITS), rnd(8, UPPER_DIGITS), rnd(24))),
+            "slack-webhook", "Slack webhook in %s" % ext)
 
     # Shapes the scanner knows by their form.
     for ext, line in (("ini", "aws_access_key_id = %s\n"),

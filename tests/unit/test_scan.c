@@ -748,6 +748,155 @@ static void test_literals(void)
 	}
 }
 
+/* Three classes of values the literal-only rule once dropped: a '$' or a
+ * '%e' in a language that expands neither, a chosen password with
+ * punctuation read as words, credentials inside a URL. Each is found; the
+ * false alarms of the same shape stay quiet. The values are split so that
+ * this file does not trip the scanner itself. */
+#define DOLLAR_PW                                                              \
+	"q7$Lr9vZk2"                                                           \
+	"!mXw4Tp8"
+#define URL_PW                                                                 \
+	"S3cr3tPa"                                                             \
+	"ssw0rd"
+static void test_recall_classes(void)
+{
+	static const struct buffer_case found[] = {
+		/* a. interpolation only where the language expands it */
+		{"a.py", "DB_PASSWORD = \"" DOLLAR_PW "\"\n", 1,
+		 "secret-assignment"},
+		{"a.yml", "password: " DOLLAR_PW "\n", 1, "secret-assignment"},
+		{"a.json", "{\"password\": \"" DOLLAR_PW "\"}\n", 1,
+		 "secret-assignment"},
+		{"a.sh", "export DB_PASSWORD='" DOLLAR_PW "'\n", 1,
+		 "secret-assignment"},
+		{"a.js", "const password = \"" DOLLAR_PW "\";\n", 1,
+		 "secret-assignment"},
+		{"a.yml",
+		 "password: \"Zk8q%eP2vLm"
+		 "9Xw4T\"\n",
+		 1, "secret-assignment"},
+		{"a.go", "password := \"Ab%e" PW "\"\n", 1,
+		 "secret-assignment"},
+		{".env",
+		 "DB_PASSWORD=Zk8$qP2v"
+		 "Lm9Xw4T\n",
+		 1, "dotenv"},
+		/* a mostly literal value around a small expansion */
+		{"a.sh", "TOKEN=\"$HOME/" PW "\"\n", 1, "secret-assignment"},
+		{"a.py", "password = \"%s" PW "\"\n", 1, "secret-assignment"},
+		{"a.rb", "token = \"#{prefix}" PW "\"\n", 1,
+		 "secret-assignment"},
+		/* b. chosen passwords with punctuation are not words */
+		{"a.yml",
+		 "password: SummerVa"
+		 "cation2024!\n",
+		 1, "secret-assignment"},
+		{"a.py",
+		 "password = \"Welcome2"
+		 "Company!2024\"\n",
+		 1, "secret-assignment"},
+		/* c. credentials inside a URL */
+		{"a.yml",
+		 "secret: mongodb+srv://admin:Zk8qP2"
+		 "vLm9Xw@cluster0."
+		 "example.net\n",
+		 1, "url-credentials"},
+		{"a.py", "DATABASE = \"postgres://user:" URL_PW "@db/x\"\n", 1,
+		 "url-credentials"},
+		{"a.md",
+		 "curl 'https://api.test/x?user=me&sig=Zk8qP2vLm"
+		 "9Xw4Tp8qR7"
+		 "sN1yB'\n",
+		 1, "url-credentials"},
+		{"a.js",
+		 "const hook = \"https://hooks.slack.com/services/T0A1B2"
+		 "C3D/B0E4F5G6H/Zk8qP2vLm9"
+		 "Xw4Tp8qR7sN1yB\";\n",
+		 1, "slack-webhook"},
+	};
+	static const struct buffer_case quiet[] = {
+		/* a. expansions where the language expands them */
+		{"a.sh", "DB_PASSWORD=\"Zk8$qP2vLm9Xw4T\"\n", 0, NULL},
+		{"a.sh", "TOKEN=\"$HOME/.config/navette/tok2\"\n", 0, NULL},
+		{"a.go",
+		 "password := \"Zk8q%eP2vLm"
+		 "9Xw4Tp8qR\"\n",
+		 0, NULL},
+		{"a.sh", "cat <<EOF\nTOKEN='$REGISTRY_TOKEN_2:$PORT'\nEOF\n", 0,
+		 NULL},
+		{"a.pl", "my $password = \"$user_name:$pass_word2\";\n", 0,
+		 NULL},
+		{"a.kt", "val token = \"${prefix}_${suffix}2\"\n", 0, NULL},
+		{"a.tf", "password = \"${var.db_password_2}\"\n", 0, NULL},
+		{"a.py", "api_key = \"${API_KEY_FROM_VAULT_STORE}\"\n", 0,
+		 NULL},
+		{"a.c", "run(\"REGISTRY_TOKEN=127.0.0.1:$TOKEN_PORT\\n\");\n",
+		 0, NULL},
+		{"routes.rb",
+		 "  config.secret_key = '#{SecureRandom.hex(64)}'\n", 0, NULL},
+		/* stored password hashes open nothing */
+		{"a.py",
+		 "ADMIN_PASSWORD = 'pbkdf2_sha256$30000$Vo0VlMnkR4Bk$qEvtdyZ"
+		 "RWTcOsCnI/oQ7fVOu1XAURIZYoOZ3iq8Dr4M='\n",
+		 0, NULL},
+		{"a.yml",
+		 "password: $6$rounds=5000$Zk8qP2vL$m9Xw4Tp8qR7sN1yBc3Fd\n", 0,
+		 NULL},
+		/* b. words stay words */
+		{"a.py", "password_url = 'set-password-custom/done'\n", 0,
+		 NULL},
+		{"a.yml", "token_path: /var/lib/navette/token-cache.json\n", 0,
+		 NULL},
+		/* c. URLs without a working credential */
+		{"a.yml", "url: postgres://user:password@db.internal/x2\n", 0,
+		 NULL},
+		{"a.py", "DSN = \"postgres://user:${PGPASSWORD}@db/x2\"\n", 0,
+		 NULL},
+		{"a.md", "mysql://root:<password>@localhost:3306/app2\n", 0,
+		 NULL},
+		{"a.yml", "url: mysql://root:changeme@localhost/app2\n", 0,
+		 NULL},
+		{"test191", "ftp://use%3fr:pass%3fword@%HOSTIP:%FTPPORT/x\n", 0,
+		 NULL},
+		{"a.md", "https://x.test/?token={token}&sig=%s&key=YOUR_KEY\n",
+		 0, NULL},
+		{"a.py",
+		 "token_url = \"https://oauth2.googleapis.com/token\"\n", 0,
+		 NULL},
+		{"a.md",
+		 "https://hooks.slack.com/services/T00000000/B00000000/"
+		 "XXXXXXXXXXXXXXXXXXXXXXXX\n",
+		 0, NULL},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(found) / sizeof(found[0]); i++) {
+		struct hits hs = {0};
+		const struct buffer_case *t = &found[i];
+
+		nv_scan_buffer(NULL, t->path, t->text, strlen(t->text), collect,
+			       &hs, NULL);
+		CHECK(hs.n == 1 && find(&hs, t->path, t->line, t->rule));
+		if (hs.n != 1 || !find(&hs, t->path, t->line, t->rule)) {
+			fprintf(stderr, "found case %zu: %s", i, t->text);
+			dump(&hs);
+		}
+		CHECK(!leaks(&hs));
+	}
+	for (i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++) {
+		struct hits hs = {0};
+
+		nv_scan_buffer(NULL, quiet[i].path, quiet[i].text,
+			       strlen(quiet[i].text), collect, &hs, NULL);
+		CHECK(hs.n == 0);
+		if (hs.n) {
+			fprintf(stderr, "quiet case %zu: %s", i, quiet[i].text);
+			dump(&hs);
+		}
+	}
+}
+
 /* A PGP armored key: blank line and headers between marker and body. */
 static void test_pgp_block(void)
 {
@@ -847,6 +996,7 @@ int main(void)
 	test_allowlist();
 	test_buffers();
 	test_literals();
+	test_recall_classes();
 	test_pgp_block();
 	test_bounds();
 
