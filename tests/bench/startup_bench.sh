@@ -37,6 +37,8 @@ RUNS=${1:-${RUNS:-50}}
 START_TARGET_MS=${START_TARGET_MS:-10}
 
 [[ -x $NAVETTE ]] || { echo "startup_bench: no navette at $NAVETTE (set NAVETTE)" >&2; exit 2; }
+# the runs happen in another folder: a relative path is taken from here
+[[ $NAVETTE == /* ]] || NAVETTE="$PWD/$NAVETTE"
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "startup_bench: RUNS must be a positive integer" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "startup_bench: needs python3" >&2; exit 2; }
 
