@@ -287,10 +287,16 @@ static int l_jobs_launcher(lua_State *L)
 	return push_owned(L, s);
 }
 
+/* name -> true | false, why */
 static int l_jobs_env_name_ok(lua_State *L)
 {
-	lua_pushboolean(L, nv_launcher_env_name_ok(luaL_checkstring(L, 1)));
-	return 1;
+	const char *why = nv_launcher_env_name_problem(luaL_checkstring(L, 1));
+
+	lua_pushboolean(L, why == NULL);
+	if (!why)
+		return 1;
+	lua_pushstring(L, why);
+	return 2;
 }
 
 /* jobs.ensure_agent(home) -> started: a follower whose agent died (killed,

@@ -40,28 +40,80 @@ const char *nv_launcher_output_reserved(const char *output)
 	return NULL;
 }
 
-static const char *const reserved_env[] = {"PATH", "HOME",  "IFS",  "PS4",
-					   "ENV",  "SHELL", "USER", NULL};
+/* Names navette sets, and names the shell or the dynamic loader give a
+ * meaning to: a job's variable of that name would change how the launcher
+ * runs (OPTIND kills it on dash) or what a process loads. */
+static const char *const reserved_env[] = {"PATH",
+					   "HOME",
+					   "IFS",
+					   "PS1",
+					   "PS2",
+					   "PS4",
+					   "ENV",
+					   "SHELL",
+					   "USER",
+					   "LOGNAME",
+					   "OPTIND",
+					   "OPTARG",
+					   "OPTERR",
+					   "PPID",
+					   "PWD",
+					   "OLDPWD",
+					   "CDPATH",
+					   "LINENO",
+					   "MAIL",
+					   "MAILPATH",
+					   "MAILCHECK",
+					   "BASH_ENV",
+					   "BASHOPTS",
+					   "SHELLOPTS",
+					   "GLOBIGNORE",
+					   "PROMPT_COMMAND",
+					   "FUNCNEST",
+					   "POSIXLY_CORRECT",
+					   "GLIBC_TUNABLES",
+					   "GCONV_PATH",
+					   "NLSPATH",
+					   "LOCPATH",
+					   "HOSTALIASES",
+					   "RES_OPTIONS",
+					   NULL};
+/* ... and whole families: the loaders' (LD_*, DYLD_*), bash's own and its
+ * exported functions (BASH_*, BASH_FUNC_*), malloc tuning (MALLOC_*). */
+static const char *const reserved_env_prefix[] = {
+	"NAVETTE_", "LD_", "DYLD_", "BASH_", "MALLOC_", NULL};
 
-int nv_launcher_env_name_ok(const char *name)
+const char *nv_launcher_env_name_problem(const char *name)
 {
 	size_t len = strlen(name);
 
 	if (len == 0 || len > 128)
-		return 0;
+		return "a name is 1 to 128 characters";
 	if (!((name[0] >= 'A' && name[0] <= 'Z') ||
 	      (name[0] >= 'a' && name[0] <= 'z') || name[0] == '_'))
-		return 0;
+		return "a name starts with a letter or '_'";
 	for (const char *p = name; *p; p++)
 		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
 		      (*p >= '0' && *p <= '9') || *p == '_'))
-			return 0;
+			return "a name holds only letters, digits and '_'";
 	if (strncmp(name, "NAVETTE_", 8) == 0)
-		return 0;
+		return "NAVETTE_* names are set by navette";
+	for (const char *const *r = reserved_env_prefix; *r; r++)
+		if (strncmp(name, *r, strlen(*r)) == 0)
+			return "the shell or the dynamic loader gives this "
+			       "family of names a meaning (LD_*, DYLD_*, "
+			       "BASH_*, MALLOC_*)";
 	for (const char *const *r = reserved_env; *r; r++)
 		if (strcmp(name, *r) == 0)
-			return 0;
-	return 1;
+			return "navette, the shell or the dynamic loader gives "
+			       "this name a meaning (PATH, HOME, IFS, OPTIND, "
+			       "ENV, GLIBC_TUNABLES...)";
+	return NULL;
+}
+
+int nv_launcher_env_name_ok(const char *name)
+{
+	return nv_launcher_env_name_problem(name) == NULL;
 }
 
 static const char *string_field(const cJSON *o, const char *key)

@@ -35,6 +35,8 @@ int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err);
 
 /* Whether name is usable as a job environment variable: a shell name, not
  * reserved (NAVETTE_*, PATH, HOME...). */
+/* Why name cannot be a job's environment variable, or NULL when it can. */
+const char *nv_launcher_env_name_problem(const char *name);
 int nv_launcher_env_name_ok(const char *name);
 
 #endif

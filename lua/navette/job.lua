@@ -145,10 +145,12 @@ end
 local function check_env(v, out)
   out.env = {}
   for k, value in pairs(v) do
-    if type(k) ~= "string" or not _navette.jobs.env_name_ok(k) then
-      bad("env name '" .. tostring(k) .. "' is not allowed",
-          "names are letters, digits and '_'; NAVETTE_*, PATH, HOME "
-          .. "and the like are set by navette")
+    local ok, why = false, "a name is a string"
+    if type(k) == "string" then ok, why = _navette.jobs.env_name_ok(k) end
+    if not ok then
+      bad("env name '" .. tostring(k) .. "' is not allowed: " .. why,
+          "rename the variable; names are letters, digits and '_', and "
+          .. "navette, the shell and the loader keep some for themselves")
     end
     if type(value) == "number" or type(value) == "boolean" then
       value = tostring(value)

@@ -60,6 +60,15 @@ t.test("env names reserved by navette are refused", function()
     t.raises(function() job.validate(valid({ env = { [name] = "v" } })) end,
              "env name")
   end
+  -- names the shell or the loader give a meaning to, each named with why
+  for _, name in ipairs({ "OPTIND", "IFS", "PS4", "ENV", "BASH_ENV",
+                          "LD_PRELOAD", "DYLD_LIBRARY_PATH",
+                          "GLIBC_TUNABLES", "MALLOC_ARENA_MAX" }) do
+    t.raises(function() job.validate(valid({ env = { [name] = "v" } })) end,
+             "env name '" .. name .. "' is not allowed: ")
+  end
+  t.raises(function() job.validate(valid({ env = { OPTIND = "1" } })) end,
+           "shell")
   local j = job.validate(valid({ env = { EPOCHS = 3, DEBUG = true } }))
   t.eq(j.env.EPOCHS, "3")
   t.eq(j.env.DEBUG, "true")

@@ -560,6 +560,24 @@ int main(void)
 	CHECK(!nv_launcher_env_name_ok("A-B"));
 	CHECK(!nv_launcher_env_name_ok("1A"));
 	CHECK(!nv_launcher_env_name_ok(""));
+	/* names the shell or the loader give a meaning to */
+	CHECK(!nv_launcher_env_name_ok("OPTIND"));
+	CHECK(!nv_launcher_env_name_ok("IFS"));
+	CHECK(!nv_launcher_env_name_ok("PS4"));
+	CHECK(!nv_launcher_env_name_ok("ENV"));
+	CHECK(!nv_launcher_env_name_ok("BASH_ENV"));
+	CHECK(!nv_launcher_env_name_ok("BASH_FUNC_x%%"));
+	CHECK(!nv_launcher_env_name_ok("LD_PRELOAD"));
+	CHECK(!nv_launcher_env_name_ok("LD_LIBRARY_PATH"));
+	CHECK(!nv_launcher_env_name_ok("DYLD_INSERT_LIBRARIES"));
+	CHECK(!nv_launcher_env_name_ok("GLIBC_TUNABLES"));
+	CHECK(!nv_launcher_env_name_ok("GCONV_PATH"));
+	CHECK(!nv_launcher_env_name_ok("MALLOC_CHECK_"));
+	CHECK(strstr(nv_launcher_env_name_problem("OPTIND"), "shell") != NULL);
+	CHECK(nv_launcher_env_name_problem("EPOCHS") == NULL);
+	CHECK(nv_launcher_env_name_ok("LANG"));
+	CHECK(nv_launcher_env_name_ok("OLD_LD_PATH"));
+	CHECK(nv_launcher_env_name_ok("optind_like"));
 
 	/* a job's own objects, in any case, are not outputs */
 	CHECK_STR(nv_launcher_output_reserved("Navette.log"), "navette.log");
