@@ -259,9 +259,18 @@ local function interrupted(ids)
   return 130
 end
 
+-- A field of a job's view, or nil when absent or JSON null (a view keeps
+-- null for --json; what is printed must not see it as a value).
+local function given(x)
+  if x == nil or x == json.null then return nil end
+  return x
+end
+
 local function print_outcome(v)
+  local failure = type(given(v.failure)) == "table" and v.failure or nil
   if v.state == "succeeded" then
-    term.print("outputs under " .. (v.output_prefix or "?") .. ":")
+    term.print("outputs under " .. tostring(given(v.output_prefix) or "?")
+               .. ":")
     for _, o in ipairs(v.outputs) do
       term.printf("  %-32s %10d B  sha256 %s\n", o.name, o.size,
                   o.sha256:sub(1, 16) .. "…")
@@ -269,20 +278,27 @@ local function print_outcome(v)
     if #v.outputs == 0 then term.print("  (no output files)") end
   elseif v.state == "cancelled" then
     -- one line: the reason says where it stopped; nothing to check
-    local reason = type(v.failure) == "table" and v.failure.reason
+    local reason = failure and given(failure.reason)
     reason = type(reason) == "string" and reason:gsub("^cancelled ?", "")
              or ""
     term.print(term.state_style("stdout", "cancelled")
                .. (reason ~= "" and (" " .. reason) or ""))
-  elseif v.failure then
+  elseif failure then
     term.print(term.state_style("stdout", v.state) .. " at "
-               .. tostring(v.failure.phase) .. ": "
-               .. tostring(v.failure.reason))
-    if v.failure.hint then
-      term.print("  check: " .. (v.failure.hint:gsub("ID", v.id)))
+               .. tostring(given(failure.phase) or "?") .. ": "
+               .. tostring(given(failure.reason) or "no reason recorded"))
+    local hint = given(failure.hint)
+    if type(hint) == "string" then
+      term.print("  check: " .. (hint:gsub("ID", v.id)))
     end
   end
-  if v.record_url then term.print("run record: " .. v.record_url) end
+  local record_url = given(v.record_url)
+  if record_url then
+    term.print("run record: " .. tostring(record_url))
+  elseif jobs.FINAL[v.state] and v.state ~= "succeeded" then
+    term.print("run record: not published (the job ended before its "
+               .. "outputs reached the store)")
+  end
 end
 
 local function cmd_run(argv, plan)

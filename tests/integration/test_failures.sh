@@ -113,4 +113,38 @@ check_match "time limit: reason names the time limit" \
 check_eq "time limit: only the log and run record are published" \
 	"$(prefix_listing "$ID")" "$ONLY_NAVETTE"
 
+# ---- the store cannot be written: the record is never published
+U=$(new_repo unpublished)
+put_file "$U" navette.lua <<'EOF'
+return { name = "unpub", profiles = { broken = { backend = "local",
+  storage = "file:///dev/null/store", require_pushed = false } } }
+EOF
+put_file "$U" job.lua <<'EOF'
+local navette = require "navette"
+navette.job {
+  name = "unpub",
+  command = { "sh", "-c", "echo out >\"$NAVETTE_OUTPUTS/o.txt\"" },
+  success = { outputs = { "o.txt" } },
+}
+EOF
+commit_all "$U" >/dev/null
+nv_in "$U" run job.lua --profile broken --wait
+check_rc "unpublished: run --wait exits 1 (a failed job, not a crash)" 1
+check_contains "unpublished: names the phase" "$OUT" \
+	"failed at outputs_published"
+check_contains "unpublished: says the record is not published" "$OUT" \
+	"run record: not published"
+check_no_match "unpublished: no Lua error" "$ERR" "attempt to|cli\.lua"
+ID=$(submitted_id)
+nv status "$ID"
+check_rc "unpublished: status exits 1" 1
+check_contains "unpublished: status names the phase" "$OUT" \
+	"failed at outputs_published"
+check_no_match "unpublished: status prints no Lua error" "$ERR" \
+	"attempt to|cli\.lua"
+nv watch "$ID"
+check_rc "unpublished: watch exits 1" 1
+check_no_match "unpublished: watch prints no Lua error" "$ERR" \
+	"attempt to|cli\.lua"
+
 finish
