@@ -186,24 +186,18 @@ local function bash(model)
   return table.concat(out, "\n") .. "\n"
 end
 
--- zsh: names with descriptions as "name:description" for _describe.
-local function described(list)
+-- zsh: names with descriptions as "name:description" for _describe; key
+-- is the field holding the name ("name" of a command, "word" of a flag).
+local function described(list, key)
   local out = {}
   for i, x in ipairs(list) do
     local doc = (x.doc or ""):gsub(":", "\\:")
-    out[i] = quote(x.name .. (doc ~= "" and (":" .. doc) or ""))
+    out[i] = quote(x[key or "name"] .. (doc ~= "" and (":" .. doc) or ""))
   end
   return table.concat(out, " ")
 end
 
-local function zsh_flags(flags)
-  local out = {}
-  for i, f in ipairs(flags) do
-    local doc = (f.doc or ""):gsub(":", "\\:")
-    out[i] = quote(f.word .. (doc ~= "" and (":" .. doc) or ""))
-  end
-  return table.concat(out, " ")
-end
+local function zsh_flags(flags) return described(flags, "word") end
 
 local function zsh(model)
   local out = {}
