@@ -1,6 +1,8 @@
 -- The test runner behind `navette test FILE...`: a test file registers
 -- cases with test(name, fn) and checks with the assertions below; the
--- runner prints one line per case and "N passed, N failed".
+-- runner prints one line per case and "N passed, N failed, N skipped". A
+-- file that registers no case fails (a test that checks nothing must not
+-- read as passed); a case that cannot run here calls test.skip(why).
 local term = require "navette.term"
 local errors = require "navette.errors"
 local core, sys, json = _navette.core, _navette.sys, _navette.json
@@ -10,6 +12,13 @@ local cases = {}
 
 function testing.test(name, fn)
   cases[#cases + 1] = { name = name, fn = fn }
+end
+
+-- Ends the current case as skipped, saying why (a tool or privilege that
+-- this machine lacks). A run with a skip exits 77: skipped, not passed.
+local SKIP = {}
+function testing.skip(why)
+  error({ code = "skip", message = tostring(why), [SKIP] = true }, 2)
 end
 
 local function fail(message, level)
@@ -69,7 +78,7 @@ function testing.tmpdir()
 end
 
 function testing.run_files(files)
-  local passed, failed = 0, 0
+  local passed, failed, skipped = 0, 0, 0
   for _, file in ipairs(files) do
     cases = {}
     local env = setmetatable({ test = testing }, { __index = _G })
@@ -78,12 +87,19 @@ function testing.run_files(files)
     if not ok then
       term.print("FAIL " .. file .. ": " .. tostring(e.message))
       failed = failed + 1
+    elseif #cases == 0 then
+      term.print("FAIL " .. file .. ": registers no test case (call "
+                 .. "test.test(name, fn))")
+      failed = failed + 1
     end
     for _, c in ipairs(cases) do
       local cok, ce = core.pcall(c.fn)
       if cok then
         passed = passed + 1
         term.print("ok   " .. c.name)
+      elseif type(ce) == "table" and ce[SKIP] then
+        skipped = skipped + 1
+        term.print("SKIP " .. c.name .. ": " .. tostring(ce.message))
       else
         failed = failed + 1
         term.print("FAIL " .. c.name .. ": " .. tostring(ce.message))
@@ -92,8 +108,10 @@ function testing.run_files(files)
   end
   for _, d in ipairs(temps) do sys.remove_tree(d) end
   temps = {}
-  term.print(passed .. " passed, " .. failed .. " failed")
-  return failed == 0 and 0 or 1
+  term.print(passed .. " passed, " .. failed .. " failed, " .. skipped
+             .. " skipped")
+  if failed > 0 then return 1 end
+  return skipped > 0 and 77 or 0
 end
 
 return testing
