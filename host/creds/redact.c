@@ -12,6 +12,7 @@
  * continuation state drops the rest of it from the next writes, so memory stays
  * bounded. */
 #include "creds/redact.h"
+#include "creds/token_shapes.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -81,11 +82,6 @@ static int is_alnum(unsigned c)
 static int is_b64(unsigned c)
 {
 	return is_alnum(c) || c == '+' || c == '/';
-}
-
-static int is_b64url(unsigned c)
-{
-	return is_alnum(c) || c == '-' || c == '_';
 }
 
 /* RFC 6750 b64token, the charset of a Bearer token. */
@@ -1098,9 +1094,7 @@ enum shape {
 	SH_X_AMZ_TOKEN,
 	SH_AUTHORIZATION,
 	SH_BEARER,
-	SH_JWT,
 	SH_PRIVATE_KEY,
-	SH_AWS_KEY_ID,
 	SH_AWS_SECRET,
 	SH_URL_PASSWORD,
 	SH_URL_USERINFO,
@@ -1113,9 +1107,7 @@ static const char *const shape_labels[SH_COUNT] = {
 	"<redacted:x-amz-security-token>",
 	"<redacted:authorization>",
 	"<redacted:bearer>",
-	"<redacted:jwt>",
 	"<redacted:private-key>",
-	"<redacted:aws-access-key-id>",
 	"<redacted:aws-secret-key>",
 	"<redacted:url-password>",
 	"<redacted:url-userinfo>",
@@ -1123,7 +1115,8 @@ static const char *const shape_labels[SH_COUNT] = {
 
 struct span {
 	size_t start, end;
-	int32_t id; /* >= 0: a secret; < 0: shape -(id + 1) */
+	int32_t id; /* >= 0: a secret; < 0: shape -(id + 1), from SH_COUNT
+		       on the row -(id + 1) - SH_COUNT of nv_token_shapes */
 };
 
 struct spans {
@@ -1373,7 +1366,8 @@ enum cont_mode {
 	CONT_QUERY,
 	CONT_TOKEN,
 	CONT_PEM,
-	CONT_PEM_LINES
+	CONT_PEM_LINES,
+	CONT_SHAPE /* a row of nv_token_shapes: its own run */
 };
 
 /* A PEM block whose lines carry a prefix is several spans. */
@@ -1385,11 +1379,12 @@ enum pem_lines_kind {
 
 struct hit {
 	size_t start, end;
-	enum shape shape;
-	int open; /* ran to the end of the window without a terminator */
+	int32_t id; /* its span id */
+	int open;   /* ran to the end of the window without a terminator */
 	enum cont_mode cont;
 	enum pem_lines_kind lines;
 	size_t mark, tail;
+	nv_token_run token; /* CONT_SHAPE: the run's state at the end */
 };
 
 /* 1: p[i..] starts with lit; 0: it does not; -1: the window ends first.
@@ -1424,7 +1419,7 @@ static int hit_set(struct hit *h, size_t start, size_t end, enum shape shape,
 		return SCAN_NONE;
 	h->start = start;
 	h->end = end;
-	h->shape = shape;
+	h->id = -(int32_t)shape - 1;
 	h->open = open;
 	h->cont = cont;
 	h->lines = PEM_LINES_NONE;
@@ -1541,32 +1536,6 @@ static int scan_bearer(const unsigned char *p, size_t len, size_t i, int prev,
 	return hit_set(h, j, k, SH_BEARER, k == len, CONT_TOKEN);
 }
 
-/* eyJ<header>.<payload>.<signature> (the signature may be empty). */
-static int scan_jwt(const unsigned char *p, size_t len, size_t i, int prev,
-		    int at_end, struct hit *h)
-{
-	size_t k, seg = i, dots = 0;
-
-	if (prev >= 0 && (is_b64url((unsigned)prev) || prev == '.'))
-		return SCAN_NONE;
-	NEED(has_prefix(p, len, i, "eyJ", 0));
-	for (k = i; k < len; k++) {
-		if (is_b64url(p[k]))
-			continue;
-		if (p[k] != '.' || dots == 2)
-			break;
-		if (k - seg < (dots == 0 ? 8u : 2u))
-			return SCAN_NONE;
-		dots++;
-		seg = k + 1;
-	}
-	if (k == len && !at_end)
-		return SCAN_MORE;
-	if (dots < 2)
-		return SCAN_NONE;
-	return hit_set(h, i, k, SH_JWT, k == len, CONT_TOKEN);
-}
-
 /* How much of "KEY-----" the window ends with, so a PEM continuation can
  * find the end line even when it straddles two writes. */
 static int pem_tail(const unsigned char *p, size_t len)
@@ -1655,30 +1624,30 @@ static int scan_pem(const unsigned char *p, size_t len, size_t i, int at_end,
 	return pem_lines_hit(h, i, mark, mark, mark, PEM_LINES_OPEN);
 }
 
-/* AKIA / ASIA + 16 uppercase letters or digits, as a whole word. */
-static int scan_aws_key_id(const unsigned char *p, size_t len, size_t i,
-			   int prev, int at_end, struct hit *h)
+/* A row of the table of token shapes (creds/token_shapes.h): GitHub,
+ * GitLab, Slack, Google and Stripe tokens, AWS access key ids, JWTs. A run
+ * still going at the window's end is a hit open on CONT_SHAPE, which
+ * follows the same run into the next writes, so a token of any length is
+ * masked whole. */
+static int scan_token(const unsigned char *p, size_t len, size_t i, int prev,
+		      int at_end, struct hit *h)
 {
-	size_t k;
-	int r;
+	const nv_token_shape *t;
+	size_t n;
+	nv_token_run run;
+	enum nv_token_result r =
+		nv_token_match(p + i, len - i, prev, at_end, &t, &n, &run);
 
-	if (prev >= 0 && is_alnum((unsigned)prev))
-		return SCAN_NONE;
-	r = has_prefix(p, len, i, "AKIA", 0);
-	if (r == 0)
-		r = has_prefix(p, len, i, "ASIA", 0);
-	NEED(r);
-	for (k = i + 4; k < i + 20; k++) {
-		if (k >= len)
-			return at_end ? SCAN_NONE : SCAN_MORE;
-		if (!is_upper(p[k]) && !is_digit(p[k]))
-			return SCAN_NONE;
-	}
-	if (k == len && !at_end)
+	if (r == NV_TOKEN_SHORT)
 		return SCAN_MORE;
-	if (k < len && is_alnum(p[k]))
+	if (r == NV_TOKEN_NONE)
 		return SCAN_NONE;
-	return hit_set(h, i, k, SH_AWS_KEY_ID, 0, CONT_NONE);
+	if (i + n == len && !at_end)
+		return SCAN_MORE; /* its end may come within the window */
+	hit_set(h, i, i + n, SH_COUNT, i + n == len, CONT_SHAPE);
+	h->id = -(int32_t)(SH_COUNT + (size_t)(t - nv_token_shapes)) - 1;
+	h->token = run;
+	return SCAN_MATCH;
 }
 
 /* 40 base64 characters assigned to a name containing "secret"
@@ -1755,14 +1724,18 @@ static void shape_pair_add(unsigned a, unsigned b)
 
 static void shape_pairs_init(void)
 {
-	static const char *const pairs[] = {"x-", "au", "be", "se", "ey",
-					    "AK", "AS", "--", ":/"};
+	static const char *const pairs[] = {"x-", "au", "be", "se", "--", ":/"};
 
+	for (size_t k = 0; k < NV_TOKEN_SHAPE_COUNT; k++) {
+		const char *prefix = nv_token_shapes[k].prefix; /* 3+ bytes */
+		shape_pair_add((unsigned char)prefix[0],
+			       (unsigned char)prefix[1]);
+	}
 	for (size_t i = 0; i < sizeof(pairs) / sizeof(*pairs); i++) {
 		unsigned a = (unsigned char)pairs[i][0];
 		unsigned b = (unsigned char)pairs[i][1];
 		shape_pair_add(a, b);
-		if (is_lower(a) && strcmp(pairs[i], "ey") != 0) {
+		if (is_lower(a)) {
 			/* case-insensitive names */
 			unsigned ua = a - ('a' - 'A');
 			unsigned ub = is_lower(b) ? b - ('a' - 'A') : b;
@@ -1789,22 +1762,20 @@ static int scan_shape(const unsigned char *p, size_t len, size_t i, int prev,
 
 	switch (p[i]) {
 	case 'x':
-	case 'X': return scan_x_amz(p, len, i, at_end, h);
-	case 'a': return scan_authorization(p, len, i, prev, at_end, h);
-	case 'A':
-		r = scan_authorization(p, len, i, prev, at_end, h);
-		if (r != SCAN_NONE)
-			return r;
-		return scan_aws_key_id(p, len, i, prev, at_end, h);
+	case 'X': r = scan_x_amz(p, len, i, at_end, h); break;
+	case 'a':
+	case 'A': r = scan_authorization(p, len, i, prev, at_end, h); break;
 	case 'b':
-	case 'B': return scan_bearer(p, len, i, prev, at_end, h);
-	case 'e': return scan_jwt(p, len, i, prev, at_end, h);
-	case '-': return scan_pem(p, len, i, at_end, h);
+	case 'B': r = scan_bearer(p, len, i, prev, at_end, h); break;
+	case '-': r = scan_pem(p, len, i, at_end, h); break;
 	case 's':
-	case 'S': return scan_aws_secret(p, len, i, at_end, h);
-	case ':': return scan_url(p, len, i, prev, at_end, h);
-	default: return SCAN_NONE;
+	case 'S': r = scan_aws_secret(p, len, i, at_end, h); break;
+	case ':': r = scan_url(p, len, i, prev, at_end, h); break;
+	default: r = SCAN_NONE; break;
 	}
+	if (r != SCAN_NONE || !nv_token_may_start(p[i]))
+		return r;
+	return scan_token(p, len, i, prev, at_end, h);
 }
 
 /* ---- one pass ---- */
@@ -1814,6 +1785,7 @@ struct cont {
 	int matched;  /* CONT_PEM: bytes of "KEY-----" seen */
 	int run;      /* CONT_PEM_LINES: base64 run ending here (capped) */
 	int line_run; /* CONT_PEM_LINES: this line had a masked run */
+	nv_token_run token; /* CONT_SHAPE: where the token's run stands */
 };
 
 #define PEM_SPAN_ID (-(int32_t)SH_PRIVATE_KEY - 1)
@@ -1945,15 +1917,33 @@ static size_t cont_skip(struct cont *c, const unsigned char *p, size_t len)
 				goto done;
 			}
 			break;
+		case CONT_SHAPE:
+			if (!nv_token_continues(&c->token, ch))
+				goto done;
+			break;
 		case CONT_NONE:
 		case CONT_PEM_LINES: goto done;
 		}
 	}
 	return len;
 done:
-	c->mode = CONT_NONE;
-	c->matched = 0;
+	memset(c, 0, sizeof(*c));
 	return i;
+}
+
+/* "<redacted:KIND>" for shape k (an enum shape, then the table's rows). */
+static void emit_shape_label(int32_t k, nv_redact_emit_fn emit, void *payload)
+{
+	const char *rule;
+
+	if (k < SH_COUNT) {
+		emit(shape_labels[k], strlen(shape_labels[k]), payload);
+		return;
+	}
+	rule = nv_token_shapes[k - SH_COUNT].rule;
+	emit("<redacted:", 10, payload);
+	emit(rule, strlen(rule), payload);
+	emit(">", 1, payload);
 }
 
 /* Emits p[pos..safe) with the spans replaced; a span that crosses safe
@@ -1995,9 +1985,7 @@ static size_t emit_spans(const nv_redactor *r, const struct work *w,
 				emit(r->secrets[cur.id].label,
 				     r->secrets[cur.id].label_len, payload);
 			else
-				emit(shape_labels[-cur.id - 1],
-				     strlen(shape_labels[-cur.id - 1]),
-				     payload);
+				emit_shape_label(-cur.id - 1, emit, payload);
 			pos = cur.end;
 		}
 		if (!n)
@@ -2029,7 +2017,8 @@ static int redact_pass(nv_redactor *r, struct work *w, const unsigned char *p,
 	size_t start = 0, from, lit_safe = len, shape_safe = len, safe, cut;
 	size_t end, hold;
 	struct hit open, h;
-	struct lines_seg seg = {0, 0, SIZE_MAX, {CONT_NONE, 0, 0, 0}};
+	struct lines_seg seg = {
+		0, 0, SIZE_MAX, {CONT_NONE, 0, 0, 0, {NULL, 0}}};
 	int have_open = 0;
 
 	pthread_once(&shape_pairs_once, shape_pairs_init);
@@ -2102,7 +2091,7 @@ static int redact_pass(nv_redactor *r, struct work *w, const unsigned char *p,
 			break;
 		}
 		if (spans_push(&w->shp, h.start, h.lines ? h.mark : h.end,
-			       -(int32_t)h.shape - 1))
+			       h.id))
 			return NV_ENOMEM;
 		if (h.lines == PEM_LINES_CLOSED) {
 			if (pem_push_runs(&w->shp, p, h.mark, h.tail) != 0 ||
@@ -2110,7 +2099,7 @@ static int redact_pass(nv_redactor *r, struct work *w, const unsigned char *p,
 				return NV_ENOMEM;
 		} else if (h.lines == PEM_LINES_OPEN) {
 			/* the BEGIN line counts as a line with a run */
-			struct cont c = {CONT_PEM_LINES, 0, 0, 1};
+			struct cont c = {CONT_PEM_LINES, 0, 0, 1, {NULL, 0}};
 			seg.active = 1;
 			seg.from = h.mark;
 			seg.init = c;
@@ -2141,6 +2130,7 @@ static int redact_pass(nv_redactor *r, struct work *w, const unsigned char *p,
 			cont->mode = open.cont;
 			cont->matched =
 				open.cont == CONT_PEM ? pem_tail(p, len) : 0;
+			cont->token = open.token;
 		} else {
 			w->shp.n--; /* a secret may start before it: retry */
 		}

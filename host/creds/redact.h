@@ -4,10 +4,14 @@
  * It masks (a) every secret registered in the process, in its raw, base64
  * (std and url alphabets, all three alignments, padded or not) and
  * percent-encoded forms, and (b) well-known credential shapes (AWS query
- * signatures and keys, Authorization headers, Bearer tokens, JWTs, PEM
- * private keys, also printed with a prefix on each line, URL passwords). A
- * secret becomes `<redacted:NAME>` (NAME is its credential name, never its
- * value), a shape `<redacted:KIND>`.
+ * signatures and secret keys, Authorization headers, Bearer tokens, PEM
+ * private keys, also printed with a prefix on each line, URL passwords, and
+ * every row of the table creds/token_shapes.h that the tree scanner uses
+ * too: GitHub, GitLab, Slack, Google and Stripe tokens, AWS access key ids,
+ * JWTs). A secret becomes `<redacted:NAME>` (NAME is its credential name,
+ * never its value), a shape `<redacted:KIND>`. A token shape is masked whole
+ * whatever its length: past the stream window its run is followed byte by
+ * byte and dropped, never held.
  *
  * Literal secrets are matched by one Aho-Corasick automaton (linear in the
  * input whatever the number of secrets); secrets known only by salted

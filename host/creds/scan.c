@@ -7,6 +7,7 @@
  * tripping its own rules, the markers it looks for are never written out
  * whole in it. */
 #include "creds/scan.h"
+#include "creds/token_shapes.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -55,16 +56,17 @@ struct scan_ctx {
 	int allowed; /* path matches the allow-list */
 	int key_ext; /* .pem/.key/.p12/.pfx: a bare marker is enough */
 	int dotenv;
-	int code;             /* a programming language: bare values are code */
-	int lang;             /* enum lang: how its strings interpolate */
-	const char *line_end; /* end of the current line, '\r' excluded */
-	const char *next_line; /* start of the next one */
-	const char *data_end;  /* end of the file */
-	size_t line;           /* 1-based number of the current line */
-	size_t line_hits;      /* findings on this line, allowed ones too */
-	size_t key_blocks;     /* private-key findings in this file */
-	size_t dotenv_values;  /* lines of a .env file setting a value */
-	size_t dotenv_line;    /* the first of them */
+	int code; /* a programming language: bare values are code */
+	int lang; /* enum lang: how its strings interpolate */
+	const char *line_start; /* start of the current line */
+	const char *line_end;   /* end of the current line, '\r' excluded */
+	const char *next_line;  /* start of the next one */
+	const char *data_end;   /* end of the file */
+	size_t line;            /* 1-based number of the current line */
+	size_t line_hits;       /* findings on this line, allowed ones too */
+	size_t key_blocks;      /* private-key findings in this file */
+	size_t dotenv_values;   /* lines of a .env file setting a value */
+	size_t dotenv_line;     /* the first of them */
 	char dotenv_name[NAME_SHOWN + 1];
 };
 
@@ -84,19 +86,9 @@ static int is_alnum(int ch)
 	return is_alpha(ch) || is_digit(ch);
 }
 
-static int is_upper_digit(int ch)
-{
-	return (ch >= 'A' && ch <= 'Z') || is_digit(ch);
-}
-
 static int is_b64(int ch)
 {
 	return is_alnum(ch) || ch == '+' || ch == '/' || ch == '=';
-}
-
-static int is_b64url(int ch)
-{
-	return is_alnum(ch) || ch == '_' || ch == '-';
 }
 
 /* Characters of a variable or key name: FOO_BAR, api-token, cfg.secret. */
@@ -387,31 +379,12 @@ static int detect_private_key(struct scan_ctx *c, const char *w, size_t n,
 
 /* ---- AWS --------------------------------------------------------------- */
 
+/* The access key id is a token shape (detect_tokens()). */
 static int detect_aws(struct scan_ctx *c, const char *w, size_t n, size_t limit)
 {
 	static const char *const secret_words[] = {"secret_access_key",
 						   "secretaccesskey"};
 	size_t i, j, k;
-
-	for (i = 0; i < limit && i + 20 <= n; i++) {
-		if (w[i] != 'A' || (memcmp(w + i, "AKIA", 4) != 0 &&
-				    memcmp(w + i, "ASIA", 4) != 0))
-			continue;
-		if (i > 0 && is_upper_digit((unsigned char)w[i - 1]))
-			continue;
-		for (j = 4; j < 20 && is_upper_digit((unsigned char)w[i + j]);
-		     j++)
-			;
-		if (j < 20 ||
-		    (i + 20 < n && is_upper_digit((unsigned char)w[i + 20])))
-			continue;
-		if (ci_contains(w + i, 20, "example"))
-			continue;
-		if (report(c, c->line, "aws-access-key-id", "AWS access key id",
-			   w + i, 20))
-			return 1;
-		i += 19;
-	}
 
 	/* The secret: 40 base64 characters after its key name. */
 	for (k = 0; k < 2; k++) {
@@ -445,114 +418,38 @@ static int detect_aws(struct scan_ctx *c, const char *w, size_t n, size_t limit)
 
 /* ---- well-known token shapes -------------------------------------------- */
 
-enum charset { CS_ALNUM, CS_ALNUM_UNDERSCORE, CS_B64URL, CS_ALNUM_DASH };
-
-struct token_shape {
-	const char *prefix;
-	enum charset cs;
-	size_t min, max; /* length of the part after the prefix */
-	const char *rule;
-	const char *reason;
-};
-
-static const struct token_shape token_shapes[] = {
-	{"ghp_", CS_ALNUM, 30, 255, "github-token", "GitHub personal token"},
-	{"gho_", CS_ALNUM, 30, 255, "github-token", "GitHub OAuth token"},
-	{"ghs_", CS_ALNUM, 30, 255, "github-token", "GitHub app token"},
-	{"ghu_", CS_ALNUM, 30, 255, "github-token", "GitHub user token"},
-	{"ghr_", CS_ALNUM, 30, 255, "github-token", "GitHub refresh token"},
-	{"github_pat_", CS_ALNUM_UNDERSCORE, 22, 255, "github-token",
-	 "GitHub fine-grained token"},
-	{"glpat-", CS_B64URL, 20, 255, "gitlab-token", "GitLab personal token"},
-	{"xoxb-", CS_ALNUM_DASH, 10, 255, "slack-token", "Slack bot token"},
-	{"xoxa-", CS_ALNUM_DASH, 10, 255, "slack-token", "Slack app token"},
-	{"xoxp-", CS_ALNUM_DASH, 10, 255, "slack-token", "Slack user token"},
-	{"xoxr-", CS_ALNUM_DASH, 10, 255, "slack-token", "Slack refresh token"},
-	{"xoxs-", CS_ALNUM_DASH, 10, 255, "slack-token", "Slack token"},
-	{"AIza", CS_B64URL, 35, 35, "google-api-key", "Google API key"},
-	{"sk_live_", CS_ALNUM, 16, 255, "stripe-key", "Stripe live secret key"},
-	{"rk_live_", CS_ALNUM, 16, 255, "stripe-key",
-	 "Stripe live restricted key"},
-};
-
-static int in_charset(enum charset cs, int ch)
-{
-	switch (cs) {
-	case CS_ALNUM: return is_alnum(ch);
-	case CS_ALNUM_UNDERSCORE: return is_alnum(ch) || ch == '_';
-	case CS_B64URL: return is_b64url(ch);
-	case CS_ALNUM_DASH: return is_alnum(ch) || ch == '-';
-	}
-	return 0;
-}
-
-/* Length of a JWT (three base64url segments, header and payload JSON)
- * starting at s, or 0. */
-static size_t jwt_length(const char *s, size_t n)
-{
-	size_t i = 0, seg;
-
-	for (seg = 0; seg < 3; seg++) {
-		size_t start = i;
-
-		if (seg < 2 && (n - i < 3 || memcmp(s + i, "eyJ", 3) != 0))
-			return 0;
-		while (i < n && is_b64url((unsigned char)s[i]))
-			i++;
-		if (i - start < (seg == 2 ? 16u : 10u))
-			return 0;
-		if (seg < 2) {
-			if (i >= n || s[i] != '.')
-				return 0;
-			i++;
-		}
-	}
-	return i;
-}
-
+/* The shapes are creds/token_shapes.c's table, which the log redactor
+ * masks too. A finding refuses a run, so the scanner also leaves out what
+ * only stands for a token (placeholders, EXAMPLE keys, low entropy) and a
+ * JWT header too long to decide on; masking such a value costs nothing. A
+ * token is measured over its whole line, not the window, so a long one
+ * across a window's edge is still seen whole. */
 static int detect_tokens(struct scan_ctx *c, const char *w, size_t n,
 			 size_t limit)
 {
-	size_t i, k, len;
+	const nv_token_shape *t;
+	nv_token_run run;
+	size_t i, len, rest = (size_t)(c->line_end - w);
 
+	(void)n;
 	for (i = 0; i < limit; i++) {
-		int ch = (unsigned char)w[i];
+		const char *s = w + i;
+		int prev = s > c->line_start ? (unsigned char)s[-1] : -1;
+		size_t pl;
 
-		if (i > 0 &&
-		    (is_alnum((unsigned char)w[i - 1]) || w[i - 1] == '_'))
+		if (!nv_token_may_start((unsigned char)*s))
 			continue;
-		if (ch == 'e' && (len = jwt_length(w + i, n - i)) > 0) {
-			if (report(c, c->line, "jwt", "JSON Web Token", w + i,
-				   len))
-				return 1;
-			i += len - 1;
+		if (nv_token_match((const unsigned char *)s, rest - i, prev, 1,
+				   &t, &len, &run) != NV_TOKEN_FOUND)
 			continue;
-		}
-		if (ch != 'g' && ch != 'x' && ch != 'A' && ch != 's' &&
-		    ch != 'r')
+		pl = strlen(t->prefix);
+		if (t->charset != NV_TOKEN_JWT &&
+		    (is_placeholder(s + pl, len - pl) ||
+		     nv_scan_entropy(s, len) < 3.0))
 			continue;
-		for (k = 0; k < sizeof(token_shapes) / sizeof(token_shapes[0]);
-		     k++) {
-			const struct token_shape *t = &token_shapes[k];
-			size_t pl = strlen(t->prefix), j;
-
-			if (n - i < pl || memcmp(w + i, t->prefix, pl) != 0)
-				continue;
-			for (j = i + pl;
-			     j < n && in_charset(t->cs, (unsigned char)w[j]);
-			     j++)
-				;
-			len = j - i - pl;
-			if (len < t->min || len > t->max ||
-			    is_placeholder(w + i + pl, len) ||
-			    nv_scan_entropy(w + i, j - i) < 3.0)
-				break;
-			if (report(c, c->line, t->rule, t->reason, w + i,
-				   j - i))
-				return 1;
-			i = j - 1;
-			break;
-		}
+		if (report(c, c->line, t->rule, t->reason, s, len))
+			return 1;
+		i += len - 1;
 	}
 	return 0;
 }
@@ -1785,6 +1682,7 @@ static int scan_lines(struct scan_ctx *c, const char *data, size_t len)
 		c->line_hits = 0;
 		if (le > p && le[-1] == '\r')
 			le--;
+		c->line_start = p;
 		c->line_end = le;
 		c->next_line = nl ? nl + 1 : end;
 		if (scan_line(c, p, (size_t)(le - p)))

@@ -16,7 +16,8 @@
  *   dotenv                 a .env or .env.* file (not .env.example, .sample,
  *                          .template) setting at least one non-placeholder
  *                          value; one finding per file, at the first value
- *   aws-access-key-id      AKIA.../ASIA... followed by 16 [A-Z0-9]
+ *   aws-access-key-id      AKIA.../ASIA... followed by 16 [A-Z0-9] (a
+ *                          token shape, below)
  *   aws-secret-access-key  40 characters after aws_secret_access_key or
  *                          SecretAccessKey on the same line
  *   secret-assignment      a literal of 16+ characters with 3.5+ bits of
@@ -52,7 +53,10 @@
  *                          password
  *   slack-webhook          https://hooks.slack.com/services/T.../B.../KEY
  *   github-token, gitlab-token, slack-token, google-api-key, stripe-key, jwt
- *                          well-known token shapes
+ *                          well-known token shapes: the table of
+ *                          creds/token_shapes.h, which the log redactor
+ *                          masks too. Placeholders (EXAMPLE, xxxx...) and
+ *                          low-entropy runs are not reported
  *   allowlist              a line of .navette-secrets-allow without a reason
  *
  * Allow-list: a file .navette-secrets-allow at the root of the tree, one
