@@ -5,8 +5,12 @@
 # Needs NAVETTE (the navette binary) and NAVETTE_SOURCE (the repository
 # root); ctest sets both. Every test file gets a fresh NAVETTE_HOME, an
 # isolated git configuration and HOME, and a cleanup that waits for the
-# agent to let go of the home before removing it.
+# agent to let go of the home before removing it. A pipeline fails when any
+# of its commands fails (pipefail): a listing that failed never reads as an
+# empty one. A check that cannot run here calls skip (exit 77: ctest's
+# SKIP_RETURN_CODE, so it counts as skipped, never as passed).
 set -u
+set -o pipefail
 
 : "${NAVETTE:?set NAVETTE to the navette binary}"
 : "${NAVETTE_SOURCE:?set NAVETTE_SOURCE to the repository root}"
@@ -47,6 +51,7 @@ EOF
 
 PASSED=0
 FAILED=0
+SKIPPED=0
 TEST_NAME=$(basename "$0" .sh)
 # What the last nv call printed and returned.
 OUT=
@@ -127,6 +132,13 @@ fail() {
 	_show_last
 }
 
+# skip WHAT WHY: a check that cannot run here; said on stdout and counted.
+# A script with a skip ends with status 77 (skipped) unless a check failed.
+skip() {
+	SKIPPED=$((SKIPPED + 1))
+	echo "SKIP: $1 ($2)"
+}
+
 # check_eq WHAT GOT EXPECTED
 check_eq() {
 	if [ "$2" = "$3" ]; then
@@ -155,8 +167,9 @@ check_rc() {
 }
 
 # check_match WHAT TEXT ERE: TEXT holds a line matching the extended regex.
+# (grep reads a here-string: grep -q quitting early must not fail a pipe.)
 check_match() {
-	if printf '%s\n' "$2" | grep -Eq -- "$3"; then
+	if grep -Eq -- "$3" <<<"$2"; then
 		pass "$1"
 	else
 		fail "$1 (got no line matching /$3/ in: $(printf '%s' "$2" |
@@ -166,7 +179,7 @@ check_match() {
 
 # check_no_match WHAT TEXT ERE
 check_no_match() {
-	if printf '%s\n' "$2" | grep -Eq -- "$3"; then
+	if grep -Eq -- "$3" <<<"$2"; then
 		fail "$1 (got a line matching /$3/, expected none: $(
 			printf '%s\n' "$2" | grep -E -- "$3" | head -3))"
 	else
@@ -213,10 +226,17 @@ check_true() {
 	fi
 }
 
-# finish: prints the counts; the script's status says whether all passed.
+# finish: prints the counts; the script's status says whether all passed
+# (0), a check failed or none ran (1), or some were skipped (77).
 finish() {
-	echo "$TEST_NAME: $PASSED passed, $FAILED failed"
-	if [ "$FAILED" -gt 0 ] || [ "$PASSED" -eq 0 ]; then
+	echo "$TEST_NAME: $PASSED passed, $FAILED failed, $SKIPPED skipped"
+	if [ "$FAILED" -gt 0 ]; then
+		exit 1
+	fi
+	if [ "$SKIPPED" -gt 0 ]; then
+		exit 77
+	fi
+	if [ "$PASSED" -eq 0 ]; then
 		exit 1
 	fi
 	exit 0
@@ -328,7 +348,7 @@ wait_state() {
 	fi
 	while :; do
 		STATE=$(job_state "$id")
-		if printf '%s\n' "$STATE" | grep -Eqx -- "$want"; then
+		if grep -Eqx -- "$want" <<<"$STATE"; then
 			return 0
 		fi
 		if [ "$(date +%s)" -ge "$deadline" ]; then

@@ -1,12 +1,22 @@
 /* A minimal unit-test harness: CHECK records a failure and goes on;
- * nv_test_done() prints "N passed, N failed" and returns the exit status. */
+ * SKIP says why a part cannot run here; nv_test_done() prints "N passed,
+ * N failed, N skipped" and returns the exit status: 1 on a failure, else
+ * 77 (ctest's SKIP_RETURN_CODE) when a part was skipped, else 0. */
 #ifndef NV_TEST_H
 #define NV_TEST_H
 
 #include <stdio.h>
 #include <string.h>
 
-static int nv_test_passed, nv_test_failed;
+static int nv_test_passed, nv_test_failed, nv_test_skipped;
+
+/* A part of the test that cannot run here (a tool or privilege missing):
+ * said on stdout, and the whole test counts as skipped, not passed. */
+#define SKIP(why)                                                              \
+	do {                                                                   \
+		nv_test_skipped++;                                             \
+		printf("SKIP: %s\n", (why));                                   \
+	} while (0)
 
 #define CHECK(cond)                                                            \
 	do {                                                                   \
@@ -34,8 +44,11 @@ static int nv_test_passed, nv_test_failed;
 
 static inline int nv_test_done(void)
 {
-	printf("%d passed, %d failed\n", nv_test_passed, nv_test_failed);
-	return nv_test_failed ? 1 : 0;
+	printf("%d passed, %d failed, %d skipped\n", nv_test_passed,
+	       nv_test_failed, nv_test_skipped);
+	if (nv_test_failed)
+		return 1;
+	return nv_test_skipped ? 77 : 0;
 }
 
 #endif

@@ -495,8 +495,7 @@ static void test_file(void)
 		nv_secret_free(s);
 		s = NULL;
 	} else {
-		printf("note: not root, skipping the file-owned-by-another-"
-		       "user case\n");
+		SKIP("a file owned by another user: needs root to chown");
 	}
 }
 
