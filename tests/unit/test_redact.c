@@ -9,7 +9,9 @@
 #include <openssl/evp.h>
 
 #include "creds/redact.h"
+#include "creds/token_shapes.h"
 #include "nv_test.h"
+#include "token_samples.h"
 
 static char outbuf[1 << 20];
 
@@ -390,6 +392,178 @@ static size_t stream_mismatches(nv_redactor *r, const char *in, size_t len,
 		nv_buf_free(&b);
 	}
 	return bad;
+}
+
+/* "<redacted:RULE>" of a table row. */
+static const char *token_label(const nv_token_shape *t)
+{
+	static char label[64];
+
+	snprintf(label, sizeof(label), "<redacted:%s>", t->rule);
+	return label;
+}
+
+/* Every row of the table of token shapes (the one the tree scanner uses):
+ * masked in one write, byte by byte and at every two-write split, at its
+ * shortest and at 300 characters (fixed-length rows: their length), next
+ * to text; the near misses (one character short, one too many for a fixed
+ * length, glued to a word before or after) left alone, split or not. */
+static void test_token_table(nv_redactor *r)
+{
+	char tok[512], text[1280], expect[640], miss[640];
+	size_t masked = 0;
+
+	for (size_t k = 0; k < NV_TOKEN_SHAPE_COUNT; k++) {
+		const nv_token_shape *t = &nv_token_shapes[k];
+		size_t min = t->charset == NV_TOKEN_JWT ? 8 : t->min;
+		size_t runs[2] = {min, t->max ? t->max : 300};
+		char label[64];
+
+		snprintf(label, sizeof(label), "%s", token_label(t));
+		for (size_t v = 0; v < 2; v++) {
+			token_sample(t, runs[v], tok, sizeof(tok));
+			snprintf(text, sizeof(text), "k=%s, \"%s\"\n", tok,
+				 tok);
+			snprintf(expect, sizeof(expect), "k=%s, \"%s\"\n",
+				 label, label);
+			CHECK_STR(red(r, text), expect);
+			CHECK(stream_mismatches(r, text, strlen(text),
+						expect) == 0);
+			masked += strcmp(red(r, text), expect) == 0;
+		}
+
+		/* one character short of a token */
+		token_sample(t, min - 1, tok, sizeof(tok));
+		snprintf(miss, sizeof(miss), "k=%s end\n", tok);
+		CHECK_STR(red(r, miss), miss);
+		CHECK(stream_mismatches(r, miss, strlen(miss), miss) == 0);
+		/* inside a word */
+		token_sample(t, runs[0], tok, sizeof(tok));
+		snprintf(miss, sizeof(miss), "k=a%s end\n", tok);
+		CHECK_STR(red(r, miss), miss);
+		snprintf(miss, sizeof(miss), "k=_%s end\n", tok);
+		CHECK_STR(red(r, miss), miss);
+		if (t->charset == NV_TOKEN_UPPER_DIGIT) {
+			/* a letter its class lacks glued after it */
+			snprintf(miss, sizeof(miss), "k=%sq end\n", tok);
+			CHECK_STR(red(r, miss), miss);
+		}
+		if (t->max) {
+			/* a fixed-length shape one character too long */
+			token_sample(t, t->max + 1, tok, sizeof(tok));
+			snprintf(miss, sizeof(miss), "k=%s end\n", tok);
+			CHECK_STR(red(r, miss), miss);
+			CHECK(stream_mismatches(r, miss, strlen(miss), miss) ==
+			      0);
+		}
+	}
+	CHECK(masked == 2 * NV_TOKEN_SHAPE_COUNT);
+
+	/* JWT near misses: a short header, a short payload, no payload, a
+	 * start glued to a dot; prefixes alone */
+	static const char *const near[] = {
+		"t=eyJhbGci.eyJzdWIiOiIxMjM0 end\n",
+		"t=eyJhbGciOiJIUzI1NiJ9.eyJzdWI end\n",
+		"t=eyJhbGciOiJIUzI1NiJ9. end\n",
+		"t=.eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0 end\n",
+		"see eyJ and glpat- and xoxb- and ghp_ and AKIA\n",
+	};
+	for (size_t i = 0; i < sizeof(near) / sizeof(*near); i++) {
+		CHECK_STR(red(r, near[i]), near[i]);
+		CHECK(stream_mismatches(r, near[i], strlen(near[i]), near[i]) ==
+		      0);
+	}
+}
+
+/* Streams in through writes of `size` bytes; 1 when the output is
+ * expect. */
+static int stream_equals(nv_redactor *r, const nv_buf *in, size_t size,
+			 const char *expect)
+{
+	nv_buf out;
+	int ok;
+
+	nv_buf_init(&out, 1 << 22);
+	ok = stream_through(r, in->data, in->len, &size, 1, &out) == 0 &&
+	     out.data && strcmp(out.data, expect) == 0;
+	if (!ok)
+		fprintf(stderr, "write size %zu: %.80s...\n", size,
+			out.data ? out.data : "(none)");
+	nv_buf_free(&out);
+	return ok;
+}
+
+/* A token of any length is masked whole, with the text around it shown:
+ * JWTs of 64 KiB and 1 MiB (a JWT past the 64 KiB stream block was shown
+ * in clear), a 1 MiB GitHub token, and a JWT header too long to wait for
+ * its dot, in one buffer and through writes of several sizes. A header
+ * without a dot under that bound is left alone. */
+static void test_long_tokens(nv_redactor *r)
+{
+	static const size_t sizes[] = {7, 4096, 65536, 65537, 1000003};
+	static const size_t lengths[] = {64 * 1024, 1024 * 1024};
+	static const char gh_expect[] = "a=<redacted:github-token> end\n";
+	static const char jwt_expect[] = "a=<redacted:jwt> end\n";
+	const nv_token_shape *gh = NULL;
+	char small[512];
+	nv_buf in;
+
+	for (size_t k = 0; k < NV_TOKEN_SHAPE_COUNT; k++)
+		if (strcmp(nv_token_shapes[k].prefix, "ghp_") == 0)
+			gh = &nv_token_shapes[k];
+	CHECK(gh != NULL);
+	if (!gh)
+		return;
+	token_sample(gh, 40, small, sizeof(small));
+	for (size_t l = 0; l < 2; l++) {
+		static const char expect[] =
+			"a=<redacted:jwt> then <redacted:github-token> end\n";
+		nv_buf_init(&in, 4 << 20);
+		nv_buf_puts(&in, "a=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIx");
+		while (in.len < lengths[l])
+			nv_buf_puts(&in, "MjM0NTY3ODkwIiwibmFtZSI6IkpvaG4");
+		nv_buf_puts(&in, ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9");
+		nv_buf_printf(&in, " then %s end\n", small);
+		CHECK(!in.failed);
+		CHECK(in.len > lengths[l]);
+		CHECK_STR(red(r, in.data), expect);
+		for (size_t s = 0; s < sizeof(sizes) / sizeof(*sizes); s++)
+			CHECK(stream_equals(r, &in, sizes[s], expect));
+		nv_buf_free(&in);
+	}
+
+	/* a GitHub token of 1 MiB */
+	nv_buf_init(&in, 4 << 20);
+	nv_buf_puts(&in, "a=ghp_");
+	while (in.len < (1u << 20))
+		nv_buf_puts(&in, "Q3N7XK2P9RT4WVZBaB3dE5fG7hJ9kL1m");
+	nv_buf_puts(&in, " end\n");
+	CHECK_STR(red(r, in.data), gh_expect);
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(*sizes); s++)
+		CHECK(stream_equals(r, &in, sizes[s], gh_expect));
+	nv_buf_free(&in);
+
+	/* a header past NV_TOKEN_DECIDE_MAX without its dot: masked (it
+	 * cannot be held until the dot comes) */
+	nv_buf_init(&in, 1 << 20);
+	nv_buf_puts(&in, "a=eyJ");
+	while (in.len < 3 * NV_TOKEN_DECIDE_MAX)
+		nv_buf_puts(&in, "hbGciOiJIUzI1NiJ9");
+	nv_buf_puts(&in, " end\n");
+	CHECK_STR(red(r, in.data), jwt_expect);
+	for (size_t s = 0; s < 3; s++)
+		CHECK(stream_equals(r, &in, sizes[s], jwt_expect));
+	nv_buf_free(&in);
+	/* under it, a header without a payload is not a JWT */
+	nv_buf_init(&in, 1 << 20);
+	nv_buf_puts(&in, "a=eyJ");
+	while (in.len < NV_TOKEN_DECIDE_MAX / 2)
+		nv_buf_puts(&in, "hbGciOiJIUzI1NiJ9");
+	nv_buf_puts(&in, " end\n");
+	CHECK_STR(red(r, in.data), in.data);
+	for (size_t s = 0; s < 3; s++)
+		CHECK(stream_equals(r, &in, sizes[s], in.data));
+	nv_buf_free(&in);
 }
 
 static const struct {
@@ -1020,6 +1194,8 @@ int main(void)
 	test_splits(r);
 	test_long_pem(r);
 	test_pem_prefixed(r);
+	test_token_table(r);
+	test_long_tokens(r);
 	nv_redactor_free(r);
 	test_short_and_names();
 	test_thousand();

@@ -15,7 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "creds/token_shapes.h"
 #include "nv_test.h"
+#include "token_samples.h"
 
 /* Planted values, split so that this file holds none of them whole. */
 /* clang-format off */
@@ -977,6 +979,96 @@ static void test_bounds(void)
 	CHECK(rc == NV_EREFUSED);
 }
 
+/* Scans text as file a.txt; the number of findings, rule of the first. */
+static size_t scan_text(const char *text, size_t len, char rule[32])
+{
+	struct hits *hs = calloc(1, sizeof(*hs));
+	nv_scan_stats st = {0};
+	size_t n;
+
+	if (!hs)
+		return (size_t)-1;
+	CHECK(nv_scan_buffer(NULL, "a.txt", text, len, collect, hs, &st) == 0);
+	snprintf(rule, 32, "%s", hs->n ? hs->h[0].rule : "");
+	n = hs->n;
+	free(hs);
+	return n;
+}
+
+/* Every row of the table of token shapes (the one the log redactor masks
+ * with) is found, at its shortest and at 300 characters (fixed-length
+ * rows: their length), with the same values test_redact.c uses; the near
+ * misses the redactor leaves alone are not findings either. */
+static void test_token_table(void)
+{
+	char tok[512], text[640], rule[32];
+	size_t found = 0;
+
+	for (size_t k = 0; k < NV_TOKEN_SHAPE_COUNT; k++) {
+		const nv_token_shape *t = &nv_token_shapes[k];
+		size_t min = t->charset == NV_TOKEN_JWT ? 8 : t->min;
+		size_t runs[2] = {min, t->max ? t->max : 300};
+
+		for (size_t v = 0; v < 2; v++) {
+			token_sample(t, runs[v], tok, sizeof(tok));
+			snprintf(text, sizeof(text), "value %s, end\n", tok);
+			if (scan_text(text, strlen(text), rule) == 1 &&
+			    strcmp(rule, t->rule) == 0)
+				found++;
+			else
+				fprintf(stderr, "row %s, %zu: not found\n",
+					t->prefix, runs[v]);
+		}
+		token_sample(t, min - 1, tok, sizeof(tok));
+		snprintf(text, sizeof(text), "value %s end\n", tok);
+		CHECK(scan_text(text, strlen(text), rule) == 0);
+		token_sample(t, runs[0], tok, sizeof(tok));
+		snprintf(text, sizeof(text), "value a%s end\n", tok);
+		CHECK(scan_text(text, strlen(text), rule) == 0);
+		if (t->charset == NV_TOKEN_UPPER_DIGIT) {
+			snprintf(text, sizeof(text), "value %sq end\n", tok);
+			CHECK(scan_text(text, strlen(text), rule) == 0);
+		}
+		if (t->max) {
+			token_sample(t, t->max + 1, tok, sizeof(tok));
+			snprintf(text, sizeof(text), "value %s end\n", tok);
+			CHECK(scan_text(text, strlen(text), rule) == 0);
+		}
+	}
+	CHECK(found == 2 * NV_TOKEN_SHAPE_COUNT);
+}
+
+/* A long token across the edge of a long line's scan window is found
+ * once, whole: a 2000-character GitHub token and a 3000-character JWT
+ * starting 3500 bytes into a line. */
+static void test_long_token_lines(void)
+{
+	static const char *const prefixes[] = {"ghp_", "eyJ"};
+	char *text = malloc(16384), *tok = malloc(8192), rule[32];
+
+	CHECK(text && tok);
+	for (size_t p = 0; text && tok && p < 2; p++) {
+		const nv_token_shape *t = NULL;
+		size_t o = 0;
+
+		for (size_t k = 0; k < NV_TOKEN_SHAPE_COUNT; k++)
+			if (strcmp(nv_token_shapes[k].prefix, prefixes[p]) == 0)
+				t = &nv_token_shapes[k];
+		CHECK(t != NULL);
+		if (!t)
+			continue;
+		token_sample(t, p == 0 ? 2000 : 3000, tok, 8192);
+		while (o < 3500)
+			o += (size_t)snprintf(text + o, 16384 - o, "%s",
+					      "plain words ");
+		o += (size_t)snprintf(text + o, 16384 - o, "%s tail\n", tok);
+		CHECK(scan_text(text, o, rule) == 1);
+		CHECK_STR(rule, t->rule);
+	}
+	free(text);
+	free(tok);
+}
+
 int main(void)
 {
 	snprintf(tmp, sizeof(tmp), "/tmp/nv-test-scan-XXXXXX");
@@ -999,6 +1091,8 @@ int main(void)
 	test_recall_classes();
 	test_pgp_block();
 	test_bounds();
+	test_token_table();
+	test_long_token_lines();
 
 	if (!getenv("NV_TEST_KEEP"))
 		sh("rm -rf '%s'", tmp);
