@@ -66,6 +66,7 @@ const char *nv_err_code_name(int code)
 	case NV_EBACKEND: return "backend";
 	case NV_ENOMEM: return "no_memory";
 	case NV_EFAILED: return "failed";
+	case NV_ENOTRUN: return "not_run";
 	default: return "error";
 	}
 }
@@ -79,6 +80,7 @@ int nv_err_exit_status(int code)
 	case NV_ENOTFOUND: return 2;
 	case NV_EREFUSED: return 3;
 	case NV_EBACKEND: return 4;
+	case NV_ENOTRUN: return 3;
 	default: return 4;
 	}
 }

@@ -17,7 +17,9 @@ enum nv_code {
 	NV_EIO = -4,      /* local filesystem failure */
 	NV_EBACKEND = -5, /* a service or backend unreachable or refusing */
 	NV_ENOMEM = -6,   /* allocation failed or a size cap was hit */
-	NV_EFAILED = -7   /* the job or check ran and said no */
+	NV_EFAILED = -7,  /* the job or check ran and said no */
+	NV_ENOTRUN = -8   /* would execute a program where none may run (plan,
+			     read-only commands): not done */
 };
 
 #define NV_ERR_MESSAGE_MAX 1024

@@ -20,6 +20,12 @@ int nv_lua_push_error(lua_State *L, const nv_err *err);
  * must then call nv_plan_record() and do nothing. */
 bool nv_plan_mode(lua_State *L);
 
+/* True when nothing may execute a program (a credential command, the
+ * Keychain's tool, an image builder): in plan mode, and for good once a
+ * read-only command called _navette.core.forbid_exec(). A binding that
+ * would spawn one checks this, not nv_plan_mode alone. */
+bool nv_exec_forbidden(lua_State *L);
+
 /* Appends one entry {primitive=, action=, detail=} to the plan record.
  * May raise (memory). */
 void nv_plan_record(lua_State *L, const char *primitive, const char *action,

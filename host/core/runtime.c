@@ -147,6 +147,12 @@ bool nv_plan_mode(lua_State *L)
 	return rt && rt->plan;
 }
 
+bool nv_exec_forbidden(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+	return rt && (rt->plan || rt->no_exec);
+}
+
 void nv_plan_record(lua_State *L, const char *primitive, const char *action,
 		    const char *detail)
 {
@@ -627,7 +633,27 @@ static int l_core_set_plan(lua_State *L)
 	navette_runtime *rt = nv_runtime_of(L);
 
 	rt->plan = lua_toboolean(L, 1);
+	if (lua_toboolean(L, 2)) { /* a fresh plan record */
+		luaL_unref(L, LUA_REGISTRYINDEX, rt->plan_ref);
+		lua_newtable(L);
+		rt->plan_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	}
 	return 0;
+}
+
+/* _navette.core.forbid_exec(): from now on, in this runtime, nothing
+ * executes a program (a read-only command calls it first). There is no
+ * way back: code that runs later cannot lift it. */
+static int l_core_forbid_exec(lua_State *L)
+{
+	nv_runtime_of(L)->no_exec = true;
+	return 0;
+}
+
+static int l_core_no_exec(lua_State *L)
+{
+	lua_pushboolean(L, nv_exec_forbidden(L));
+	return 1;
 }
 
 static int l_core_plan_mode(lua_State *L)
@@ -696,6 +722,8 @@ int luaopen_navette_core(lua_State *L)
 				       {"pcall", l_core_pcall},
 				       {"set_plan", l_core_set_plan},
 				       {"plan_mode", l_core_plan_mode},
+				       {"forbid_exec", l_core_forbid_exec},
+				       {"exec_forbidden", l_core_no_exec},
 				       {"plan", l_core_plan_record},
 				       {"home", l_core_home},
 				       {"version", l_core_version},

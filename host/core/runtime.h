@@ -18,6 +18,9 @@ struct navette_runtime {
 	double recipe_timeout_s;
 	double deadline; /* 0: no bound in force */
 	bool plan;
+	/* set once by a read-only command: nothing may execute a program
+	 * (nv_exec_forbidden); never cleared */
+	bool no_exec;
 	int plan_ref; /* registry ref of the plan record (array) */
 	char home[4096];
 	char recipe_dir[4096];

@@ -19,6 +19,9 @@
 
 typedef struct handle {
 	nv_secret *secret; /* NULL once closed */
+	/* a stand-in for a credential whose source was not run (plan mode):
+	 * metadata only, refused by every primitive */
+	int not_run;
 } handle;
 
 static handle *to_handle(lua_State *L, int idx)
@@ -26,20 +29,34 @@ static handle *to_handle(lua_State *L, int idx)
 	return luaL_checkudata(L, idx, NV_SECRET_MT);
 }
 
-const nv_secret *nv_creds_check(lua_State *L, int idx)
+/* The live handle at idx, loaded or a stand-in. */
+static handle *check_open(lua_State *L, int idx)
 {
 	handle *h = to_handle(L, idx);
 	if (!h->secret)
 		luaL_error(L, "attempt to use a closed credential");
+	return h;
+}
+
+const nv_secret *nv_creds_check(lua_State *L, int idx)
+{
+	handle *h = check_open(L, idx);
+	if (h->not_run)
+		luaL_error(L,
+			   "credential %s was not loaded: its source runs a "
+			   "program, which plan and read-only commands never "
+			   "do (it is loaded when a job needs it)",
+			   h->secret->name);
 	return h->secret;
 }
 
 /* Takes ownership of s: it is in the userdata before anything can raise
  * again. */
-static void push_handle(lua_State *L, nv_secret *s)
+static void push_handle(lua_State *L, nv_secret *s, int not_run)
 {
 	handle *h = lua_newuserdatauv(L, sizeof(*h), 0);
 	h->secret = NULL;
+	h->not_run = not_run;
 	luaL_setmetatable(L, NV_SECRET_MT);
 	h->secret = s;
 }
@@ -55,7 +72,9 @@ static int l_secret_close(lua_State *L)
 static int l_secret_tostring(lua_State *L)
 {
 	handle *h = to_handle(L, 1);
-	if (h->secret)
+	if (h->secret && h->not_run)
+		lua_pushfstring(L, "<secret:%s, not run>", h->secret->name);
+	else if (h->secret)
 		lua_pushfstring(L, "<secret:%s>", h->secret->name);
 	else
 		lua_pushliteral(L, "<secret:closed>");
@@ -78,12 +97,18 @@ static void push_time(lua_State *L, double t, const char *key)
 }
 
 /* handle:info() -> {name, kind, source, origin, loaded_at, created_at,
- * expires_at, fields = {...}} (never a value) */
+ * expires_at, fields = {...}, not_run = true for a stand-in} (never a
+ * value) */
 static int l_secret_info(lua_State *L)
 {
-	const nv_secret *s = nv_creds_check(L, 1);
+	const handle *h = check_open(L, 1);
+	const nv_secret *s = h->secret;
 
-	lua_createtable(L, 0, 8);
+	lua_createtable(L, 0, 9);
+	if (h->not_run) {
+		lua_pushboolean(L, 1);
+		lua_setfield(L, -2, "not_run");
+	}
 	lua_pushstring(L, s->name);
 	lua_setfield(L, -2, "name");
 	lua_pushstring(L, nv_secret_kind_name(s->kind));
@@ -122,7 +147,7 @@ static int l_secret_equals(lua_State *L)
 
 static int l_secret_name(lua_State *L)
 {
-	lua_pushstring(L, nv_creds_check(L, 1)->name);
+	lua_pushstring(L, check_open(L, 1)->secret->name);
 	return 1;
 }
 
@@ -175,17 +200,52 @@ static int l_creds_load(lua_State *L)
 			d.argv[i - 1] = luaL_checkstring(L, -1);
 		}
 	}
+	/* The one place that decides whether a program may run for a
+	 * credential: the runtime's flag, never a caller's argument. */
+	d.no_exec = nv_exec_forbidden(L);
 	luaL_checkstack(L, 2, NULL);
 	if (nv_creds_load(&d, &s, &err) != 0)
 		return nv_lua_push_error(L, &err);
-	push_handle(L, s);
+	push_handle(L, s, 0);
+	return 1;
+}
+
+/* creds.not_run{name=, kind=, source=, origin=} -> a stand-in handle for a
+ * credential that plan mode did not load (nv_creds_load said not_run): a
+ * recipe can hold it and pass it on, and a primitive that needs its value
+ * raises. Only in plan mode, where nothing uses a value. */
+static int l_creds_not_run(lua_State *L)
+{
+	nv_secret *s;
+	nv_err err;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	luaL_checkstack(L, 8, NULL);
+	const char *name = opt_field(L, 1, "name");
+	const char *kind = opt_field(L, 1, "kind");
+	const char *source = opt_field(L, 1, "source");
+	const char *origin = opt_field(L, 1, "origin");
+	luaL_argcheck(L, name && kind && source, 1,
+		      "name, kind and source are required");
+	luaL_argcheck(L, nv_secret_kind_parse(kind) != 0, 1, "unknown kind");
+	if (!nv_plan_mode(L))
+		return luaL_error(L, "creds.not_run: only in plan mode");
+	s = nv_secret_new(name, nv_secret_kind_parse(kind), source, &err);
+	if (!s)
+		return nv_lua_push_error(L, &err);
+	snprintf(s->origin, sizeof(s->origin), "%s", origin ? origin : "");
+	lua_newtable(L); /* room for the handle before ownership moves */
+	lua_pop(L, 1);
+	push_handle(L, s, 1);
 	return 1;
 }
 
 /* creds.mint_jwt(key_handle, name, claims_json, lifespan_s) -> handle */
 static int l_creds_mint_jwt(lua_State *L)
 {
-	const nv_secret *key = nv_creds_check(L, 1);
+	/* a stand-in key is fine in plan mode, where nothing is minted */
+	const nv_secret *key = nv_plan_mode(L) ? check_open(L, 1)->secret
+					       : nv_creds_check(L, 1);
 	const char *name = luaL_checkstring(L, 2);
 	const char *claims = luaL_checkstring(L, 3);
 	double lifespan = luaL_checknumber(L, 4);
@@ -203,7 +263,7 @@ static int l_creds_mint_jwt(lua_State *L)
 	lua_pop(L, 1);
 	if (nv_jwt_mint_hs256(key, name, claims, lifespan, &token, &err) != 0)
 		return nv_lua_push_error(L, &err);
-	push_handle(L, token);
+	push_handle(L, token, 0);
 	return 1;
 }
 
@@ -451,6 +511,7 @@ int luaopen_navette_creds(lua_State *L)
 					{NULL, NULL}};
 	static const luaL_Reg fns[] = {
 		{"load", l_creds_load},
+		{"not_run", l_creds_not_run},
 		{"mint_jwt", l_creds_mint_jwt},
 		{"cache_clear", l_creds_cache_clear},
 		{"redact", l_creds_redact},

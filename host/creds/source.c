@@ -582,6 +582,33 @@ static int load_command(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 	return rc;
 }
 
+int nv_creds_source_executes(const char *source)
+{
+	return source && (strcmp(source, "command") == 0 ||
+			  strcmp(source, "keychain") == 0);
+}
+
+/* What a caller that runs no program gets instead of the credential. */
+static int not_run(const nv_creds_decl *d, nv_err *err)
+{
+	char hint[NV_ERR_HINT_MAX];
+
+	snprintf(hint, sizeof(hint),
+		 "it is loaded when a job needs it (navette run), or now with: "
+		 "navette creds check %s",
+		 d->name);
+	if (strcmp(d->source, "keychain") == 0)
+		return nv_err_set(err, NV_ENOTRUN, hint,
+				  "credential %s: the Keychain was not asked "
+				  "(its tool %s is a program, and plan and "
+				  "read-only commands run none)",
+				  d->name, keychain_tool);
+	return nv_err_set(err, NV_ENOTRUN, hint,
+			  "credential %s: its command (%s) was not run: plan "
+			  "and read-only commands run no program",
+			  d->name, d->argv[0] ? d->argv[0] : "none");
+}
+
 int nv_creds_load(const nv_creds_decl *d, nv_secret **out, nv_err *err)
 {
 	nv_secret *s;
@@ -602,6 +629,10 @@ int nv_creds_load(const nv_creds_decl *d, nv_secret **out, nv_err *err)
 			}
 		}
 	}
+	/* Checked here, under every caller: no flag of a Lua caller can
+	 * forget it. */
+	if (d->no_exec && nv_creds_source_executes(d->source))
+		return not_run(d, err);
 	s = nv_secret_new(d->name, d->kind, d->source, err);
 	if (!s)
 		return err->code;

@@ -32,12 +32,21 @@ typedef struct nv_creds_decl {
 	const char *service; /* keychain */
 	const char *account; /* keychain; also the user of a basic cred */
 	const char *argv[NV_CREDS_ARGV_MAX + 1]; /* command, NULL-ended */
+	/* the caller runs no program (plan mode, a read-only command): a
+	 * source that would execute one (command, keychain) is not loaded */
+	int no_exec;
 } nv_creds_decl;
 
 /* Loads the credential; *out is freed with nv_secret_free. Refusals
  * (bad file mode, missing variable, expired) are NV_EREFUSED with the
- * reason and what to do. */
+ * reason and what to do. With decl->no_exec, a source that executes a
+ * program (nv_creds_source_executes) is NV_ENOTRUN and nothing runs,
+ * unless this process already holds its result (the command cache). */
 int nv_creds_load(const nv_creds_decl *decl, nv_secret **out, nv_err *err);
+
+/* 1 when loading from source executes a program: "command" (the
+ * declared one) and "keychain" (security). env and file only read. */
+int nv_creds_source_executes(const char *source);
 
 /* Forgets cached command results (tests). */
 void nv_creds_cache_clear(void);

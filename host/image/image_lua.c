@@ -645,6 +645,14 @@ static int l_image_build(lua_State *L)
 		lua_pushliteral(L, "planned");
 		return 2;
 	}
+	/* a builder is a program: a read-only command runs none */
+	if (nv_exec_forbidden(L)) {
+		nv_err_set(&err, NV_ENOTRUN,
+			   "build with navette run or navette image build",
+			   "the image builder was not run: read-only "
+			   "commands run no program");
+		return nv_lua_push_error(L, &err);
+	}
 	if (nv_image_build(&o, &res, &err))
 		return nv_lua_push_error(L, &err);
 	lua_createtable(L, 0, 2);

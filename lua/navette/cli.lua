@@ -765,20 +765,22 @@ local function cmd_creds(argv)
     for _, r in ipairs(rows) do
       term.printf("%-20s %-7s %-9s %-6s %-8s %s\n", r.name, r.kind,
                   r.source, age_text(r.age_s), age_text(r.expires_in_s),
-                  r.ok and term.style("stdout", "green", r.status)
-                  or term.style("stdout", "bold_red", r.status))
+                  term.style("stdout", r.ok and "green" or r.not_run
+                             and "yellow" or "bold_red", r.status))
     end
     local told = false
     for _, r in ipairs(rows) do
       if not r.ok then
         if not told then term.print(""); told = true end
-        term.print(r.name .. ": " .. tostring(r.warning or r.error))
+        term.print(r.name .. ": " .. (r.not_run and ("not checked ("
+                   .. r.note .. ")") or tostring(r.warning or r.error)))
         if r.hint then term.print("  check: " .. r.hint) end
       end
     end
   end
+  -- a credential not run is no failure: list never runs one
   for _, r in ipairs(rows) do
-    if not r.ok then return r.error and 3 or 1 end
+    if not r.ok and not r.not_run then return r.error and 3 or 1 end
   end
   return 0
 end
@@ -848,6 +850,29 @@ local function cmd_test(argv)
   return require("navette.testing").run_files(args)
 end
 
+-- Read-only commands (issue 11): they execute no program, whatever the
+-- project file or a recipe declares: no credential command, no Keychain
+-- tool, no image builder. cli.main calls core.forbid_exec() before them,
+-- and the C loaders refuse (code not_run). Plan mode forbids the same.
+--   read-only, forbidden: plan (plan mode), creds list, audit show and
+--     verify, version, completion, definitions, help, and the read verbs
+--     of `image` (resolve, inspect, exists) unless a --credential names
+--     what to load (image_cli.lua);
+--   read-only, following jobs `run` submitted: status, logs, watch, jobs
+--     (which asks Slurm with --profile). They load only the
+--     credentials named in that job's recorded spec: the declaration
+--     that `run` accepted and ran then, never a project file read now,
+--     so they can still read an S3 record or ask Slurm;
+--   acting, may execute: run, cancel, migrate, test (runs the project's
+--     test files), agent (runs jobs), creds check NAME (loads NAME on
+--     request: how to check one whose source is a command), storage
+--     (its verbs load only the credential --credential names, or the
+--     AWS_* variables), image push-code, pack and build.
+local READ_ONLY = { plan = true, version = true, completion = true,
+                    definitions = true }
+local READ_ONLY_VERBS = { creds = { list = true },
+                          audit = { show = true, verify = true } }
+
 local COMMANDS = {
   run = function(a) return cmd_run(a, false) end,
   plan = function(a) return cmd_run(a, true) end,
@@ -904,6 +929,10 @@ function cli.main(argv)
     term.error(errors.new("usage", "unknown command '" .. command .. "'"
                .. util.suggest(command, ORDER), "see `navette help`"))
     return 2
+  end
+  local verbs = READ_ONLY_VERBS[command]
+  if READ_ONLY[command] or (verbs and verbs[rest[1]]) then
+    core.forbid_exec() -- for good: nothing later can lift it
   end
   local ok, result = core.pcall(fn, rest)
   if ok then return result or 0 end

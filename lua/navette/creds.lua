@@ -12,6 +12,7 @@
 local errors = require "navette.errors"
 local util = require "navette.util"
 local native, sys, json = _navette.creds, _navette.sys, _navette.json
+local core = _navette.core
 
 local creds = {}
 
@@ -136,6 +137,12 @@ function creds.for_host(host, kinds)
   return nil
 end
 
+-- Sources that execute a program to load (the declared command, the
+-- Keychain's tool). In plan mode and in read-only commands the C loader
+-- refuses them with code "not_run" (nv_creds_load checks the runtime's
+-- flag, so no caller here can forget it); env and file sources are read.
+creds.EXECUTING_SOURCES = { command = true, keychain = true }
+
 -- Loads a declaration; a source this system does not have (the Keychain
 -- off macOS) is named as such instead of the failure of its tool.
 local function load(d)
@@ -151,12 +158,49 @@ local function load(d)
   return native.load(d)
 end
 
+-- What would run to load d, for a person reading a plan: the command
+-- (its words as declared: a declaration, never a value) or the Keychain.
+local function what_runs(d)
+  local text
+  if d.source == "keychain" then
+    text = "the Keychain's tool (security) for credential " .. d.name
+  else
+    text = "the command of credential " .. d.name .. ": "
+           .. table.concat(d.command or {}, " ")
+  end
+  text = text:gsub("[%c\127]", "?")
+  if #text > 200 then text = text:sub(1, 197) .. "..." end
+  return text
+end
+
+-- The plan's line saying what would run to load d (once per credential
+-- and run).
+function creds.plan_not_run(d)
+  context.planned_not_run = context.planned_not_run or {}
+  if context.planned_not_run[d.name] then return end
+  context.planned_not_run[d.name] = true
+  core.plan("creds", "would run", what_runs(d))
+end
+
+-- The stand-in handle plan mode gives for a credential it did not run,
+-- with the plan's line saying what would have run.
+local function stand_in(d)
+  creds.plan_not_run(d)
+  return native.not_run { name = d.name, kind = d.kind, source = d.source,
+                          origin = d.source == "command"
+                                   and table.concat(d.command or {}, " ")
+                                   or d.service }
+end
+creds._stand_in = stand_in
+
 -- One word for a credential's state in `creds list`: ok, old (past the
 -- profile's maximum age), expired, missing (variable unset, no file),
 -- unavailable (a source this system lacks), unsafe (a file others may
--- read, or not the user's), or error.
+-- read, or not the user's), "not checked" (a source that runs a program,
+-- which creds list never does), or error.
 local function status_word(row, err)
   if row.ok then return "ok" end
+  if row.not_run then return "not checked" end
   if row.warning then return "old" end
   local m = err and err.message or ""
   if m:find("macOS only", 1, true) then return "unavailable" end
@@ -187,7 +231,11 @@ function creds.get(name)
                  or "declare it under credentials = { ... } in navette.lua")
   end
   local handle, err = load(d)
-  if not handle then
+  if not handle and err.code == "not_run" and core.plan_mode() then
+    -- plan carries on with a handle that names the credential; a
+    -- primitive that needs its value refuses it
+    handle = stand_in(d)
+  elseif not handle then
     errors.raise(err.code == "invalid" and "recipe" or "refused",
                  err.message, err.hint)
   end
@@ -238,7 +286,9 @@ function creds.jwt(key, opts)
 end
 
 -- Loads every declared credential for `creds list/check`: returns rows of
--- metadata (never values) with `error` when it could not be loaded.
+-- metadata (never values) with `error` when it could not be loaded, and
+-- `not_run` (with `note` and `hint`) for a source that runs a program
+-- where none may run (`creds list` is read-only: cli.lua).
 function creds.inspect(declared, max_age)
   local rows, now = {}, sys.now()
   for _, name in ipairs(util.sorted_keys(declared)) do
@@ -264,6 +314,11 @@ function creds.inspect(declared, max_age)
         row.warning = "older than the profile's maximum age of "
                       .. max_age .. " s: rotate it"
       end
+    elseif err.code == "not_run" then
+      row.ok = false
+      row.not_run = true
+      row.note = d.source .. " source: runs only when a job needs it"
+      row.hint = err.hint
     else
       row.ok = false
       row.error = err.message

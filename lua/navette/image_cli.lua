@@ -116,6 +116,14 @@ local function load_project(opts, dir)
   return root
 end
 
+-- resolve, exists and inspect are read-only: they run no program, so a
+-- credential bound to the registry's host in the project file is not
+-- loaded if its source is a command (cli.lua, READ_ONLY). One named with
+-- --credential is loaded on request, as `creds check NAME` does.
+local function read_only(opts)
+  if not opts.credential then _navette.core.forbid_exec() end
+end
+
 local function read_opts(opts)
   return { platform = opts.platform, credential = opts.credential,
            docker_config = opts["docker-config"],
@@ -131,6 +139,7 @@ local function cmd_resolve(argv)
   local opts, args = parse("resolve", argv)
   if opts.help then term.print(HELP.resolve .. "\n\n" .. COMMON); return 0 end
   local ref = one_ref("resolve", args)
+  read_only(opts)
   load_project(opts)
   local _, info = image.resolve(ref, read_opts(opts))
   if opts.json then term.print(json.encode(info, true)) return 0 end
@@ -142,6 +151,7 @@ local function cmd_exists(argv)
   local opts, args = parse("exists", argv)
   if opts.help then term.print(HELP.exists .. "\n\n" .. COMMON); return 0 end
   local ref = one_ref("exists", args)
+  read_only(opts)
   load_project(opts)
   local present, digest = image.exists(ref, read_opts(opts))
   if opts.json then
@@ -156,6 +166,7 @@ local function cmd_inspect(argv)
   local opts, args = parse("inspect", argv)
   if opts.help then term.print(HELP.inspect .. "\n\n" .. COMMON); return 0 end
   local ref = one_ref("inspect", args)
+  read_only(opts)
   load_project(opts)
   local info = image.inspect(ref, read_opts(opts))
   if opts.json then

@@ -19,6 +19,15 @@ end
 local Store = {}
 Store.__index = Store
 
+-- The store of a plan whose credential was not loaded, because loading it
+-- runs a program (a command source) and plan mode runs none: the same
+-- calls, answered without a request. What would change the store is
+-- recorded in the plan; an object is taken to be there with its sha256
+-- unknown; URLs and the POST policy, which need the key, are named
+-- instead of signed. Reading an object's bytes cannot be answered.
+local Unsigned = setmetatable({}, { __index = Store })
+Unsigned.__index = Unsigned
+
 local function check(value, err, what)
   if value ~= nil then return value end
   return errors.check(nil, err, what)
@@ -34,6 +43,12 @@ function M.open(profile, credential)
   end
   if not credential then
     local handle, err = _navette.creds.load(cfg.credential)
+    if not handle and err.code == "not_run" and core.plan_mode() then
+      -- a plan carries on without it: see Unsigned below
+      require("navette.creds").plan_not_run(cfg.credential)
+      return setmetatable({ bucket = cfg.bucket, root = cfg.root,
+                            profile = profile, not_run = err }, Unsigned)
+    end
     if not handle then
       errors.raise("refused", "the S3 credential of profile '"
                    .. tostring(profile.name) .. "' cannot be loaded: "
@@ -174,6 +189,64 @@ function Store:post_policy(prefix, expires_s, max_bytes)
   if not text then return nil, err end
   return _navette.json.decode(text)
 end
+
+-- ---- Unsigned (plan mode, credential not run) ---------------------------
+
+function Unsigned:unavailable(what)
+  return nil, { code = "refused", message = what .. ": "
+                .. self.not_run.message, hint = self.not_run.hint }
+end
+
+function Unsigned:put(key, path)
+  local full = self:full_key(key)
+  core.plan("s3", "put", "s3://" .. self.bucket .. "/" .. full .. " <- "
+            .. path)
+  return with_url(self, { planned = true }, self.bucket, full)
+end
+
+function Unsigned:put_string(key, s)
+  local full = self:full_key(key)
+  core.plan("s3", "put", "s3://" .. self.bucket .. "/" .. full .. " <- ("
+            .. #s .. " bytes)")
+  return with_url(self, { planned = true }, self.bucket, full)
+end
+
+-- Taken to be there, its sha256 and size unknown (nil).
+function Unsigned:head(target)
+  local bucket, key = self:locate(target)
+  return with_url(self, { unknown = true }, bucket, key)
+end
+
+function Unsigned:read(target)
+  return self:unavailable("cannot read " .. tostring(target)
+                          .. " in this plan")
+end
+
+function Unsigned:list(prefix)
+  return self:unavailable("cannot list " .. self:url(prefix or "")
+                          .. " in this plan")
+end
+
+function Unsigned:delete(target)
+  local bucket, key = self:locate(target)
+  core.plan("s3", "delete", "s3://" .. bucket .. "/" .. key)
+  return true
+end
+
+function Unsigned:presign_get(target)
+  local bucket, key = self:locate(target)
+  return "(a GET URL of s3://" .. bucket .. "/" .. key .. ", signed when "
+         .. "the job is submitted)"
+end
+
+function Unsigned:post_policy(prefix)
+  return { url = "(a POST policy for s3://" .. self.bucket .. "/"
+                 .. self.root .. prefix .. ", signed when the job is "
+                 .. "submitted)", fields = {} }
+end
+
+function Unsigned:dispose() end
+function Unsigned:close() end
 
 -- close() is harmless on a store shared by a run (storage.lua's), which
 -- dispose() closes.

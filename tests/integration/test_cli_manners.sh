@@ -192,7 +192,7 @@ fi
 nv_in "$C" creds list --json
 check_eq "creds list --json: a status word per credential" \
 	"$(printf '%s' "$OUT" | json '[r["status"] for r in d]')" \
-	"$( [ "$(uname)" = Darwin ] && echo '["missing", "missing"]' ||
+	"$( [ "$(uname)" = Darwin ] && echo '["missing", "not checked"]' ||
 		echo '["missing", "unavailable"]')"
 
 # ---- storage: ls --json, progress, exit statuses of services ------------------
