@@ -94,6 +94,28 @@ function audit.mirror_s3(profile)
 end
 
 audit.verify = function() return native.verify() end
+
+-- The damage verify finds, as an error object ("failed": exit 1) that
+-- names the line and what to check; nil when the log is intact. A read
+-- error of the files comes back as that error.
+function audit.damage()
+  local report, err = native.verify()
+  if not report then
+    return { code = err.code, message = err.message, hint = err.hint }
+  end
+  if report.ok then return nil end
+  local where = (report.line or 0) > 0
+    and ("line " .. tostring(report.line)) or "its genesis or head"
+  return {
+    code = "failed",
+    message = "the audit log is damaged (" .. tostring(report.kind)
+      .. " at " .. where .. "): " .. tostring(report.message)
+      .. "; the lines it holds are not proven",
+    hint = core.home() .. "/audit/ was changed outside navette: compare "
+      .. "it with its mirror under _audit/ in the profile's store; "
+      .. "`navette audit verify --json` gives the details",
+  }
+end
 audit.lines = function(job) return native.lines(job) end
 
 return audit

@@ -76,7 +76,8 @@ usage: navette audit verify [--json]
        navette audit show [--job ID] [--json]
   The audit log: one hash-chained line per side effect (submit, cancel,
   upload, refusal, credential minted). `verify` checks the chain and names
-  the first edited, removed, reordered or truncated line (exit 1).]],
+  the first edited, removed, reordered or truncated line (exit 1); `show`
+  on a damaged log names the damage after the lines it read (exit 1).]],
   migrate = [[
 usage: navette migrate JOB --to NODE [--no-wait] [--json]
   Submits the same definition as JOB (same commit, image digest and
@@ -811,13 +812,18 @@ local function cmd_audit(argv)
   elseif verb == "show" then
     local lines, err = audit.lines(opts.job)
     if not lines then error(errors.new(err.code, err.message, err.hint), 0) end
+    -- a line that is not a record is left out; the damage is raised below
+    local records = {}
+    for _, l in ipairs(lines) do
+      local e = json.decode(l)
+      if type(e) == "table" and math.type(e.seq) == "integer" then
+        records[#records + 1] = e
+      end
+    end
     if opts.json then
-      local list = {}
-      for i, l in ipairs(lines) do list[i] = json.decode(l) end
-      term.print(json.encode(json.array(list), true))
+      term.print(json.encode(json.array(records), true))
     else
-      for _, l in ipairs(lines) do
-        local e = json.decode(l) or {}
+      for _, e in ipairs(records) do
         term.printf("%5s %s %-16s %-8s %s%s\n", tostring(e.seq),
                     tostring(e.time), tostring(e.action),
                     tostring(e.result), tostring(e.target),
@@ -825,6 +831,9 @@ local function cmd_audit(argv)
                       and ("  job " .. tostring(e.job)) or "")
       end
     end
+    local damage = audit.damage()
+    if damage then error(errors.new(damage.code, damage.message,
+                                    damage.hint), 0) end
     return 0
   end
   usage_error("expected `audit verify` or `audit show`", "audit")

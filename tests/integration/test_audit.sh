@@ -64,8 +64,42 @@ nv audit verify
 check_rc "a truncated log fails verification" 1
 check_match "the truncation is named" "$OUT" 'truncated'
 
+# the last line cut off whole, at a line boundary: only audit/head tells
+head -n 2 "$T/audit.orig" >"$LOG"
+nv audit verify
+check_rc "a log cut at a line boundary fails verification" 1
+check_match "the cut at a line boundary is named" "$OUT" \
+	'truncated at line 3: .*cut off the end'
+nv audit show
+check_rc "show on a log cut at a line boundary exits 1" 1
+check_contains "show names the damage" "$ERR" "truncated at line 3"
+
+# show on a damaged log: the lines it can read, then the damage, exit 1
+awk 'NR==2{print "not a record"; next} {print}' "$T/audit.orig" >"$LOG"
+nv audit show
+check_rc "show on a log with a broken line exits 1" 1
+check_no_match "show never prints nil for a broken line" "$OUT" 'nil'
+check_match "show lists the lines that are records" "$OUT" \
+	'^ +1 .*storage\.put'
+check_contains "show names the broken line" "$ERR" "line 2"
+check_contains "show says the log is damaged" "$ERR" "audit log is damaged"
+check_contains "show says what to check: the mirror" "$ERR" "_audit/"
+check_contains "show says what to check: verify" "$ERR" "navette audit verify"
+nv audit show --json
+check_rc "show --json on a damaged log exits 1" 1
+check_eq "show --json lists the records it could read" \
+	"$(printf '%s' "$OUT" | json '[e["seq"] for e in d]')" '[1, 3]'
+cp "$T/audit.orig" "$LOG"
+sed '2s/"job.submit"/"job.submiT"/' "$T/audit.orig" >"$LOG"
+nv audit show --job "$ID"
+check_rc "show --job on a log with an edited line exits 1" 1
+check_contains "the edit is named" "$ERR" "edited at line 2"
+
 cp "$T/audit.orig" "$LOG"
 nv audit verify
 check_rc "restored, it verifies again" 0
+nv audit show
+check_rc "restored, show exits 0" 0
+check_eq "restored, show prints nothing on stderr" "$ERR" ""
 
 finish
