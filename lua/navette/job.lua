@@ -167,16 +167,21 @@ local function check_env(v, out)
   end
 end
 
+-- counts the queue takes as a C int (NaN and infinities fail the test)
+local COUNT_MAX = 2 ^ 31 - 1
+
 local function check_cpus(v, out, key)
-  if type(v) ~= "number" or v <= 0 then
-    bad("'" .. key .. "' must be a positive number")
+  if type(v) ~= "number" or not (v > 0 and v <= COUNT_MAX) then
+    bad("'" .. key .. "' must be a positive number (at most "
+        .. math.tointeger(COUNT_MAX) .. ")")
   end
   out.cpus = v
 end
 
 local function check_gpus(v, out, key)
-  if math.type(v) ~= "integer" or v < 0 then
-    bad("'" .. key .. "' must be a whole number >= 0")
+  if math.type(v) ~= "integer" or v < 0 or v > COUNT_MAX then
+    bad("'" .. key .. "' must be a whole number >= 0 (at most "
+        .. math.tointeger(COUNT_MAX) .. ")")
   end
   out.gpus = v
 end
@@ -393,6 +398,30 @@ local function check_fields(fields, spec, out, prefix)
   end
 end
 
+-- Every string of a job reaches JSON (plans, the queue, run records) and
+-- C strings (the launcher): a NUL would cut it short there and a byte
+-- that is not UTF-8 would make the JSON invalid. Both are refused, naming
+-- the key, in what validation kept (keys included).
+local function check_text(v, key)
+  if type(v) == "string" then
+    if v:find("%z") then
+      bad("'" .. key .. "' holds a NUL byte",
+          "a NUL cannot pass to a program, a file name or JSON")
+    end
+    if not utf8.len(v) then
+      bad("'" .. key .. "' holds bytes that are not UTF-8 text",
+          "write the text in UTF-8")
+    end
+  elseif type(v) == "table" then
+    for k, x in pairs(v) do
+      local sub = math.type(k) == "integer" and key .. "[" .. k .. "]"
+                  or key .. "." .. tostring(k)
+      check_text(k, sub)
+      check_text(x, sub)
+    end
+  end
+end
+
 -- Returns the normalised declaration (a new table).
 function job.validate(spec)
   if type(spec) ~= "table" then
@@ -401,6 +430,7 @@ function job.validate(spec)
   check_keys(spec, names(job.FIELDS), "navette.job")
   local j = {}
   check_fields(job.FIELDS, spec, j, "")
+  for k, v in pairs(j) do check_text(v, k) end
   j.declared_at = errors.where():gsub(": $", "")
   return j
 end

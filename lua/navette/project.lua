@@ -39,6 +39,10 @@ local function builtin_local(home)
   }
 end
 
+local function fail(path, message, hint)
+  error(errors.new("recipe", path .. ": " .. message, hint), 0)
+end
+
 local function validate_credentials(path, t, where)
   local creds = require "navette.creds"
   if type(t) ~= "table" then
@@ -60,10 +64,6 @@ function project.find(dir)
     d = util.dirname(d)
   end
   return nil
-end
-
-local function fail(path, message, hint)
-  error(errors.new("recipe", path .. ": " .. message, hint), 0)
 end
 
 local function slug(name)

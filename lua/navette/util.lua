@@ -50,20 +50,29 @@ function util.join(a, b)
   return a .. "/" .. b
 end
 
+-- The largest size or duration taken: a double holds every whole number
+-- up to it exactly and C's int64 takes it (8 PiB; 285 million years).
+-- Beyond it, and NaN and infinities, are mistakes, refused.
+util.NUMBER_MAX = 2 ^ 53
+
 -- "90", "90s", "30m", "2h", "1d" -> seconds
 function util.parse_duration(v)
-  if type(v) == "number" then return v > 0 and v or nil end
+  if type(v) == "number" then
+    return v > 0 and v <= util.NUMBER_MAX and v or nil
+  end
   if type(v) ~= "string" then return nil end
   local n, unit = v:match("^(%d+%.?%d*)%s*([smhd]?)$")
   if not n then return nil end
   local mult = ({ [""] = 1, s = 1, m = 60, h = 3600, d = 86400 })[unit]
   local secs = tonumber(n) * mult
-  return secs > 0 and secs or nil
+  return secs > 0 and secs <= util.NUMBER_MAX and secs or nil
 end
 
 -- 1024, "512MiB", "4GiB", "2G", "100MB" -> bytes
 function util.parse_size(v)
-  if type(v) == "number" then return v > 0 and math.floor(v) or nil end
+  if type(v) == "number" then
+    return v > 0 and v <= util.NUMBER_MAX and math.floor(v) or nil
+  end
   if type(v) ~= "string" then return nil end
   local n, unit = v:match("^(%d+%.?%d*)%s*(%a*)$")
   if not n then return nil end
@@ -74,7 +83,8 @@ function util.parse_size(v)
   }
   local mult = units[unit]
   if not mult then return nil end
-  return math.floor(tonumber(n) * mult)
+  local bytes = tonumber(n) * mult
+  return bytes <= util.NUMBER_MAX and math.floor(bytes) or nil
 end
 
 -- Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).

@@ -87,6 +87,48 @@ t.test("durations and sizes are parsed", function()
   end, "memory")
 end)
 
+-- found by fuzz_job_spec: each was accepted, then failed or changed on its
+-- way to JSON and the launcher
+t.test("numbers JSON or C cannot hold are refused", function()
+  for _, resources in ipairs({ { cpus = math.huge }, { cpus = 0 / 0 },
+                               { cpus = 2 ^ 40 }, { gpus = math.maxinteger },
+                               { memory = 2 ^ 63 }, { memory = 1e300 },
+                               { memory = "9999999TiB" },
+                               { time_limit = math.huge },
+                               { time_limit = "1e300" } }) do
+    local key = next(resources)
+    t.raises(function() job.validate(valid({ resources = resources })) end,
+             "resources%." .. key)
+  end
+  t.raises(function() job.validate(valid({ logs = { max_bytes = 2 ^ 63 } }))
+  end, "logs%.max_bytes")
+  local j = job.validate(valid({ resources = { memory = 2 ^ 53, cpus = 0.5 },
+                                 logs = { max_bytes = "8MiB" } }))
+  t.eq(math.type(j.resources.memory), "integer", "a size is an integer")
+  t.eq(j.logs.max_bytes, 8 * 1024 * 1024)
+end)
+
+t.test("a NUL or bytes that are not UTF-8 are refused, naming the key",
+       function()
+  local cases = {
+    { { command = { "echo", "a\0b" } }, "'command%[2%]' holds a NUL" },
+    { { command = { "\xff\xfe" } }, "'command%[1%]' holds bytes that are "
+                                       .. "not UTF%-8" },
+    { { code = "HEAD\0x" }, "'code' holds a NUL" },
+    { { env = { A = "x\0y" } }, "'env%.A' holds a NUL" },
+    { { failure = { hint = "\xc3" } }, "'failure%.hint' holds bytes" },
+    { { failure = { log_patterns = { "\xed\xa0\x80" } } },
+      "'failure%.log_patterns%[1%]' holds bytes" },
+    { { image = "img:\0" }, "'image' holds a NUL" },
+    { { inputs = { d = "s3://b/\xff" } }, "'inputs%.d' holds bytes" },
+  }
+  for _, c in ipairs(cases) do
+    t.raises(function() job.validate(valid(c[1])) end, c[2])
+  end
+  local j = job.validate(valid({ command = { "echo", "héllo ✓" } }))
+  t.eq(j.command[2], "héllo ✓", "UTF-8 text passes unchanged")
+end)
+
 t.test("inputs must be storage URLs", function()
   t.raises(function()
     job.validate(valid({ inputs = { data = "/etc/passwd" } }))
