@@ -65,6 +65,62 @@ check_rc "jobs --json on a fresh home: exits 0" 0
 check_eq "jobs --json on a fresh home: []" \
 	"$(printf '%s' "$OUT" | json 'd' 2>&1)" "[]"
 
-check_no_match "NO_COLOR: no escape sequences in output" "$OUT" $'\033'
+# NO_COLOR, on a terminal (pty_run.py): the same human output, coloured
+# without it (so the checks with it can fail), plain with it; an empty
+# NO_COLOR means colour, as no-color.org says
+HERE=$(cd "$(dirname "$0")" && pwd)
+R=$(new_repo colours)
+put_file "$R" ok.lua <<'RECIPE'
+local navette = require "navette"
+navette.job { name = "ok", command = { "true" } }
+RECIPE
+commit_all "$R" >/dev/null
+nv_in "$R" run ok.lua --wait
+check_rc "a job for the colour checks succeeds" 0
+# on_tty NO_COLOR_VALUE|- ARGS...: navette on a terminal ("-": unset)
+on_tty() {
+	local nc=$1
+	shift
+	if [ "$nc" = - ]; then
+		OUT=$(env -u NO_COLOR TERM=xterm python3 "$HERE/pty_run.py" -- \
+			"$NAVETTE" "$@")
+	else
+		OUT=$(env NO_COLOR="$nc" TERM=xterm python3 "$HERE/pty_run.py" -- \
+			"$NAVETTE" "$@")
+	fi
+	RC=$?
+	ERR=
+	LAST_CMD="(on a terminal, NO_COLOR=$nc) navette $*"
+}
+on_tty - jobs
+check_match "without NO_COLOR, jobs is coloured on a terminal" "$OUT" $'\033\\['
+on_tty 1 jobs
+check_rc "with NO_COLOR, jobs exits 0" 0
+check_match "with NO_COLOR, jobs lists the job" "$OUT" 'succeeded'
+check_no_match "with NO_COLOR, jobs has no escape sequence" "$OUT" $'\033'
+on_tty - status no-such-job
+check_match "without NO_COLOR, an error is coloured on a terminal" "$OUT" \
+	$'\033\\[[0-9;]*merror:'
+on_tty 1 status no-such-job
+check_match "with NO_COLOR, the error is printed" "$OUT" '^error: '
+check_no_match "with NO_COLOR, the error has no escape sequence" "$OUT" $'\033'
+on_tty "" jobs
+check_match "an empty NO_COLOR leaves colour on" "$OUT" $'\033\\['
+
+# navette test: a file that registers no case fails, a skip is a skip
+printf 'local x = 1\n' >"$T/empty_test.lua"
+nv test "$T/empty_test.lua"
+check_rc "navette test of a file with no case: exits 1" 1
+check_contains "navette test of a file with no case: says so" "$OUT" \
+	"registers no test case"
+cat >"$T/skip_test.lua" <<'CASES'
+test.test("runs", function() test.eq(1, 1) end)
+test.test("cannot run here", function() test.skip("no such tool") end)
+CASES
+nv test "$T/skip_test.lua"
+check_rc "navette test with a skipped case: exits 77" 77
+check_match "the skip is said with its reason" "$OUT" \
+	'^SKIP cannot run here: no such tool$'
+check_match "and counted" "$OUT" '^1 passed, 0 failed, 1 skipped$'
 
 finish
