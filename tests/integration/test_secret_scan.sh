@@ -50,11 +50,32 @@ commit_all "$R" >/dev/null
 nv_in "$R" run job.lua --wait
 check_rc "paths exempted with reasons run" 0
 
-# the scan reads the commit, not the working folder
-printf 'token = "%s"\n' "$(head -c 48 /dev/urandom | base64 | tr -d '/+=\n' | head -c 32)" |
-	put_file "$R" uncommitted_settings.py
-git -C "$R" stash -u -q 2>/dev/null
+# The scan reads the commit a job runs, not the working folder. A commit
+# that holds a secret (then removed by a later commit) is refused when a
+# job runs it by code = COMMIT, although HEAD and the folder are clean;
+# HEAD itself runs.
+key_id2="AKIA$(head -c 2048 /dev/urandom | LC_ALL=C tr -dc 'A-Z0-9' | head -c 16)"
+printf 'aws_access_key_id = %s\n' "$key_id2" | put_file "$R" leaked.ini
+LEAK=$(commit_all "$R" "a secret")
+git -C "$R" rm -q leaked.ini
+commit_all "$R" "the secret removed" >/dev/null
+put_file "$R" old.lua <<EOF2
+local navette = require "navette"
+navette.job { name = "old", code = "$LEAK", command = { "true" } }
+EOF2
+commit_all "$R" >/dev/null
+nv_in "$R" run old.lua --wait
+check_rc "a job of an older commit holding a secret is refused (exit 3)" 3
+check_match "the secret of that commit is named" "$ERR" \
+	'leaked.ini:1: .*aws-access-key-id'
+check_no_match "its value is never printed" "$ERR$OUT" "$key_id2"
 nv_in "$R" run job.lua --wait
-check_rc "a stashed secret is not in the commit" 0
+check_rc "HEAD, without the secret, runs" 0
+# A secret only in the folder, in an ignored file, is in no commit: it runs.
+printf 'ignored.ini\n' | put_file "$R" .gitignore
+commit_all "$R" >/dev/null
+printf 'aws_access_key_id = %s\n' "$key_id2" | put_file "$R" ignored.ini
+nv_in "$R" run job.lua --wait
+check_rc "a secret in an ignored file of the folder is in no commit: it runs" 0
 
 finish
