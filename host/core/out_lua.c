@@ -1,5 +1,6 @@
 /* _navette.out: the Lua face of the output module. The CLI (Lua) prints
- * only through these functions. */
+ * only through these functions: out.write (escaped on stderr, see
+ * output.h) and out.raw for navette's own control sequences. */
 #include <lauxlib.h>
 #include <lua.h>
 
@@ -27,6 +28,21 @@ static int l_out_write(lua_State *L)
 	return 0;
 }
 
+/* out.raw(stream, s...): navette's own control sequences (styles, line
+ * erasing), which out.write would show escaped on stderr. */
+static int l_out_raw(lua_State *L)
+{
+	int stream = stream_arg(L, 1);
+	int n = lua_gettop(L);
+
+	for (int i = 2; i <= n; i++) {
+		size_t len;
+		const char *s = luaL_checklstring(L, i, &len);
+		nv_out_write_raw(stream, s, len);
+	}
+	return 0;
+}
+
 static int l_out_color(lua_State *L)
 {
 	lua_pushboolean(L, nv_out_color(stream_arg(L, 1)));
@@ -42,6 +58,7 @@ static int l_out_tty(lua_State *L)
 int luaopen_navette_out(lua_State *L)
 {
 	static const luaL_Reg fns[] = {{"write", l_out_write},
+				       {"raw", l_out_raw},
 				       {"color", l_out_color},
 				       {"tty", l_out_tty},
 				       {NULL, NULL}};

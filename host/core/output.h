@@ -1,6 +1,14 @@
 /* The one output module: everything the CLI prints passes through here, so
  * a filter (the redactor) has a single place to sit. Colour is used only on
- * a terminal and never when NO_COLOR is set or TERM is "dumb". */
+ * a terminal and never when NO_COLOR is set or TERM is "dumb".
+ *
+ * stderr carries messages (errors, warnings, notes, progress), and these
+ * quote user input: recipe and job names, keys, paths, server replies. So
+ * every byte written to stderr through nv_out_write() shows the characters
+ * a terminal would act on as visible escapes (nv_out_term_char()): no
+ * recipe or server can move the cursor, retitle the window or hide text.
+ * navette's own styles and line erasing go through nv_out_write_raw().
+ * stdout carries data (logs, objects, JSON) and is written as it is. */
 #ifndef NV_OUTPUT_H
 #define NV_OUTPUT_H
 
@@ -28,6 +36,22 @@ void nv_out_set_sink(nv_out_sink_fn sink, void *payload);
 bool nv_out_sink_is(nv_out_sink_fn sink, void *payload);
 
 void nv_out_write(int stream, const char *buf, size_t len);
+/* Like nv_out_write() (the filter applies) but never escaped: only for
+ * control sequences navette itself writes (a style, "\r\33[K"). */
+void nv_out_write_raw(int stream, const char *buf, size_t len);
+
+/* Longest visible escape of one character ("\u202e"). */
+#define NV_OUT_ESCAPE_MAX 8
+
+/* How a terminal-bound message shows the character at s[0..len), len > 0.
+ * Returns its length in bytes. *shown gets 0 when it is shown as it is;
+ * else the length of the escape written to esc: "\xNN" for C0 controls
+ * other than tab and newline, DEL and each byte that is not part of valid
+ * UTF-8 (a lone 0x9b is a CSI to an 8-bit terminal); "\uNNNN" for the C1
+ * controls U+0080..U+009F, the line and paragraph separators and the
+ * bidirectional embeddings, overrides and isolates. */
+size_t nv_out_term_char(const char *s, size_t len, char esc[NV_OUT_ESCAPE_MAX],
+			size_t *shown);
 void nv_out_printf(int stream, const char *fmt, ...)
 #if defined(__GNUC__)
 	__attribute__((format(printf, 2, 3)))

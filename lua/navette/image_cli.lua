@@ -210,8 +210,8 @@ local function progress_printer()
   end
   local function step(name, detail)
     progress:done()
-    out.write("stderr", term.style("stderr", "dim", name .. ": " .. detail)
-              .. "\n")
+    term.write_styled("stderr", "dim", name .. ": " .. detail)
+    out.write("stderr", "\n")
   end
   return bar, step
 end

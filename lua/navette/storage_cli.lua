@@ -320,8 +320,8 @@ local function cmd_cp(argv)
     resumed = string.format(", resumed: %s were already there",
                             util.human_size(info.bytes_resumed))
   end
-  out.write("stderr", string.format("%s%s: %s in %.1f s%s%s\n",
-            tty and "\r\27[K" or "", what,
+  if tty then term.clear_line("stderr") end
+  out.write("stderr", string.format("%s: %s in %.1f s%s%s\n", what,
             util.human_size(info.size or 0), seconds,
             rate_text(info.bytes_sent or info.size or 0, seconds), resumed))
   return 0

@@ -31,13 +31,29 @@ end
 
 function term.write(s) out.write("stdout", s) end
 
+-- Writes s in a style where colour is allowed. The style's codes go raw;
+-- s goes through out.write, which on stderr shows any control character
+-- in it as a visible escape (output.h), so text from a recipe or a server
+-- never drives the terminal.
+function term.write_styled(stream, name, s)
+  local styled = out.color(stream)
+  if styled then out.raw(stream, "\27[" .. codes[name] .. "m") end
+  out.write(stream, s)
+  if styled then out.raw(stream, "\27[0m") end
+end
+
 -- Reports an error object: "error: message" and "  check: hint".
 function term.error(e)
-  out.write("stderr", term.style("stderr", "red", "error: ")
-            .. tostring(e.message) .. "\n")
+  term.write_styled("stderr", "red", "error: ")
+  out.write("stderr", tostring(e.message) .. "\n")
   if e.hint and e.hint ~= "" then
-    out.write("stderr", "  check: " .. e.hint .. "\n")
+    out.write("stderr", "  check: " .. tostring(e.hint) .. "\n")
   end
+end
+
+-- Goes back to the start of a terminal line and clears it (progress).
+function term.clear_line(stream)
+  out.raw(stream, "\r\27[K")
 end
 
 -- A job's state (or final phase) in its colour: succeeded green, failed
@@ -104,7 +120,8 @@ function term.progress(stream)
         tail = tail .. " ETA " .. clock_text((total - done) / rate)
       end
     end
-    out.write(stream, string.format("\r\27[K  %s %s%s %3d%% %s/%s%s", label,
+    term.clear_line(stream)
+    out.write(stream, string.format("  %s %s%s %3d%% %s/%s%s", label,
               string.rep("#", filled), string.rep(".", width - filled),
               math.floor(frac * 100), human_size(done), human_size(total),
               tail))
