@@ -7,6 +7,12 @@
  * trusted code sees (a sandbox escape) is itself a finding, checked
  * after every input.
  *
+ * libFuzzer sees the coverage of C only, and the validators are Lua: a
+ * line hook on the library's chunks ("=navette/...") counts the lines
+ * they run into libFuzzer's extra counters, so an input that reaches a
+ * new check is kept. It chains to whatever hook the runtime has set (the
+ * count hook of its time bound), which keeps running as before.
+ *
  * The sandbox's `require` is taken away here: a fuzzer that found a way
  * to a module that runs commands would run them on the fuzzing machine.
  * The Lua tests (tests/lua/sandbox_test.lua) cover require. */
@@ -26,7 +32,7 @@
 #include "navette.h"
 
 #define HARNESS_MEMORY_LIMIT ((size_t)64 * 1024 * 1024)
-#define HARNESS_TIMEOUT_S    0.25
+#define HARNESS_TIMEOUT_S    0.05
 #define HARNESS_MAX_INPUT    ((size_t)64 * 1024)
 
 /* The trusted side. Returns a table of checks; each takes the source and
@@ -38,6 +44,16 @@ static const char harness_lua[] =
 	"local job = require 'navette.job'\n"
 	"local project = require 'navette.project'\n"
 	"local H = {}\n"
+	/* every bounded call counts lines; the runtime's call_bounded
+	 * replaces the hook when it starts and clears it when it ends */
+	"local cover = ...\n"
+	"local bounded = core.call_bounded\n"
+	"core.call_bounded = function(fn, ...)\n"
+	"  local r = table.pack(bounded(function(...) cover() return fn(...) "
+	"end, ...))\n"
+	"  cover()\n"
+	"  return table.unpack(r, 1, r.n)\n"
+	"end\n"
 	/* what trusted code must keep seeing, whatever an input does */
 	"local function snapshot()\n"
 	"  local s = {}\n"
@@ -75,11 +91,13 @@ static const char harness_lua[] =
 	"end\n"
 	"core.sandbox = function(dir, ...)\n"
 	"  local env = sandbox(dir, ...)\n"
-	"  if type(env) == 'table' then rawset(env, 'require', no_require) "
-	"end\n"
+	"  if type(env) == 'table' and rawget(env, 'require') ~= nil then\n"
+	"    rawset(env, 'require', no_require)\n"
+	"  end\n"
 	"  return env\n"
 	"end\n"
 	"before['core.sandbox'] = core.sandbox\n"
+	"before['core.call_bounded'] = core.call_bounded\n"
 	/* An error of validation is the library's own (a table with a code
 	 * and a message) or the recipe's; a Lua error raised at a line of
 	 * the library is a bug, except running out of time or memory. */
@@ -211,7 +229,7 @@ static const char harness_lua[] =
 	"  end\n"
 	"end\n"
 	"function H.job(src, dir)\n"
-	"  local env = core.sandbox(dir)\n"
+	"  local env = core.sandbox(dir, { require = false })\n"
 	"  local chunk = load(src, '=fuzz', 't', env)\n"
 	"  if not chunk then return end\n"
 	"  local ok, spec = core.call_bounded(chunk)\n"
@@ -271,6 +289,44 @@ static const char harness_lua[] =
 	"end\n"
 	"return H\n";
 
+/* libFuzzer's extra counters; a plain array in the replay build */
+#define HARNESS_LINE_COUNTERS 65536
+__attribute__((section("__libfuzzer_extra_counters"))) static uint8_t
+	harness_lines[HARNESS_LINE_COUNTERS];
+
+static lua_Hook harness_chained;
+static int harness_chained_mask;
+
+static void harness_line_hook(lua_State *L, lua_Debug *ar)
+{
+	if (ar->event == LUA_HOOKLINE && lua_getinfo(L, "S", ar) &&
+	    strncmp(ar->source, "=navette/", 9) == 0) {
+		uintptr_t h = (uintptr_t)ar->source * 31u +
+			      (uintptr_t)ar->currentline * 2654435761u;
+		uint8_t *c = &harness_lines[(h >> 4) % HARNESS_LINE_COUNTERS];
+		if (*c < 255)
+			(*c)++;
+	}
+	if (harness_chained && (harness_chained_mask & (1 << ar->event)) != 0)
+		harness_chained(L, ar);
+}
+
+/* cover(): adds the line hook to the hook in force (kept and called). */
+static int harness_cover(lua_State *L)
+{
+	lua_Hook hook = lua_gethook(L);
+	int mask = lua_gethookmask(L);
+	int count = lua_gethookcount(L);
+
+	if (hook != harness_line_hook) {
+		harness_chained = hook;
+		harness_chained_mask = hook ? mask : 0;
+	}
+	lua_sethook(L, harness_line_hook, harness_chained_mask | LUA_MASKLINE,
+		    count);
+	return 0;
+}
+
 static navette_runtime *harness_rt;
 static int harness_ref = LUA_NOREF;
 static char harness_dir[256];
@@ -326,8 +382,11 @@ static lua_State *harness_state(void)
 		harness_die("navette_open", navette_last_error(NULL)->message);
 	L = harness_rt->L;
 	if (luaL_loadbufferx(L, harness_lua, sizeof(harness_lua) - 1,
-			     "=fuzz_harness", "t") != LUA_OK ||
-	    nv_pcall(L, 0, 1) != LUA_OK) {
+			     "=fuzz_harness", "t") != LUA_OK) {
+		harness_die("harness", lua_tostring(L, -1));
+	}
+	lua_pushcfunction(L, harness_cover);
+	if (nv_pcall(L, 1, 1) != LUA_OK) {
 		lua_getfield(L, -1, "message");
 		harness_die("harness", lua_tostring(L, -1));
 	}
@@ -353,6 +412,7 @@ static void harness_run(const char *check, const uint8_t *data, size_t size)
 		lua_getfield(L, -1, "message");
 		harness_die("the harness raised", lua_tostring(L, -1));
 	}
+	lua_sethook(L, NULL, 0, 0);
 	if (lua_isstring(L, -1))
 		why = lua_tostring(L, -1);
 	if (why)
