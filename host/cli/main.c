@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/process.h"
 #include "lazy_libs.h"
 #include "navette.h"
 
@@ -40,6 +41,10 @@ int main(int argc, char **argv)
 	navette_runtime *rt;
 	int status;
 
+	/* The CLI may hold a credential, and `run --wait` or `watch` live
+	 * as long as a job of the same user: keep it out of this process
+	 * (programs it executes get their usual rights back). */
+	nv_process_deny_inspection();
 	if (!is_fast_command(argc, argv))
 		nv_lazy_load_all();
 	status = navette_agent_main(argc, argv);

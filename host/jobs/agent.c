@@ -33,6 +33,7 @@
 #include "core/clock.h"
 #include "core/fsutil.h"
 #include "core/output.h"
+#include "core/process.h"
 #include "creds/redact.h"
 #include "git/git.h"
 #include "jobs/launcher.h"
@@ -57,7 +58,8 @@ typedef struct job {
 	char dir[PATH_CAP];
 	cJSON *spec;
 	pid_t pid;
-	int own_child; /* started by this agent: reaped with waitpid */
+	char start_time[32]; /* the launcher's (process.h); "" unknown */
+	int own_child;       /* started by this agent: reaped with waitpid */
 	int reaped;
 	double started;
 	double time_limit; /* 0: none */
@@ -129,6 +131,75 @@ static int executable_path(char *out, size_t cap)
 {
 	nv_err err;
 	return nv_agent_program(out, cap, &err) == 0 ? 0 : -1;
+}
+
+/* ---- the agent's environment ------------------------------------------- */
+
+/* What the agent keeps of the environment of whoever started it: what
+ * finding its program and libraries, git, a container runtime and its own
+ * settings need, by name. Nothing else (a storage key, a token) reaches
+ * the agent, whose jobs run as the same user for as long as it lives. */
+static const char *const agent_env_names[] = {
+	"PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "LC_ALL",
+	"LC_CTYPE", "LC_COLLATE", "LC_MESSAGES", "LC_MONETARY", "LC_NUMERIC",
+	"LC_TIME", "LC_ADDRESS", "LC_IDENTIFICATION", "LC_MEASUREMENT",
+	"LC_NAME", "LC_PAPER", "LC_TELEPHONE",
+	/* the program's libraries, as the CLI that started it found them */
+	"LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_FALLBACK_LIBRARY_PATH",
+	"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", "LLVM_PROFILE_FILE",
+	/* git's configuration (safe.directory) */
+	"XDG_CONFIG_HOME", "XDG_DATA_HOME", "GIT_CONFIG_GLOBAL",
+	"GIT_CONFIG_NOSYSTEM",
+	/* what the launcher hands a container runtime */
+	"XDG_RUNTIME_DIR", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF",
+	"CONTAINERS_REGISTRIES_CONF", "DOCKER_HOST", "DOCKER_CONFIG",
+	/* navette's own settings */
+	"NAVETTE_HOME", "NAVETTE_AGENT_IDLE", "NAVETTE_AGENT_SLOTS",
+	"NAVETTE_LOG_INTERVAL", "NAVETTE_KEEP_WORKSPACE", "NAVETTE_BIN",
+	"NAVETTE_LOCAL_RUNTIME_IN_VM", "NAVETTE_LUA_PATH",
+	"NAVETTE_FS_CASE_INSENSITIVE", "NAVETTE_DEBUG", "NAVETTE_LAZY_TRACE",
+	"NAVETTE_FAULT", "NAVETTE_AGENT_READY_FD", NULL};
+
+#define AGENT_ENV_MAX 64 /* entries of agent_env_names, and room */
+
+extern char **environ;
+
+static int agent_env_allowed(const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+	size_t len = eq ? (size_t)(eq - entry) : strlen(entry);
+
+	for (const char *const *n = agent_env_names; *n; n++)
+		if (strlen(*n) == len && strncmp(entry, *n, len) == 0)
+			return 1;
+	return 0;
+}
+
+/* envp: the allowed entries of this process's environment (pointers into
+ * it), but NAVETTE_HOME and the ready pipe, which extra gives (NULL
+ * ended). cap entries at most, the NULL included. */
+static void agent_env_build(char **envp, size_t cap, char *const *extra)
+{
+	size_t n = 0;
+
+	for (char *const *e = extra; e && *e && n + 1 < cap; e++)
+		envp[n++] = *e;
+	for (char **e = environ; e && *e && n + 1 < cap; e++) {
+		if (!agent_env_allowed(*e) ||
+		    strncmp(*e, "NAVETTE_HOME=", 13) == 0 ||
+		    strncmp(*e, "NAVETTE_AGENT_READY_FD=", 23) == 0)
+			continue;
+		envp[n++] = *e;
+	}
+	envp[n] = NULL;
+}
+
+static int agent_env_is_minimal(void)
+{
+	for (char **e = environ; e && *e; e++)
+		if (!agent_env_allowed(*e))
+			return 0;
+	return 1;
 }
 
 /* ---- starting the agent ------------------------------------------------ */
@@ -277,6 +348,18 @@ int nv_agent_ensure(const char *home, int *started, nv_err *err)
 		return nv_err_set_errno(err, NV_EBACKEND, errno, NULL,
 					"cannot start the agent");
 	}
+	/* built before the fork: the child only executes */
+	char fdtext[40], hometext[PATH_CAP + 16];
+	char *envp[AGENT_ENV_MAX];
+	snprintf(fdtext, sizeof(fdtext), AGENT_READY_ENV "=%d", ready[1]);
+	if (nv_pathf(hometext, sizeof(hometext), "NAVETTE_HOME=%s", home) !=
+	    0) {
+		close(ready[0]);
+		close(ready[1]);
+		return nv_err_set(err, NV_EINVAL, NULL, "home path too long");
+	}
+	char *extra[] = {fdtext, hometext, NULL};
+	agent_env_build(envp, AGENT_ENV_MAX, extra);
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
@@ -300,12 +383,9 @@ int nv_agent_ensure(const char *home, int *started, nv_err *err)
 			dup2(logfd, STDOUT_FILENO);
 			dup2(logfd, STDERR_FILENO);
 		}
-		char fdtext[16];
-		snprintf(fdtext, sizeof(fdtext), "%d", ready[1]);
 		fcntl(ready[1], F_SETFD, 0);
-		setenv(AGENT_READY_ENV, fdtext, 1);
-		setenv("NAVETTE_HOME", home, 1);
-		execl(exe, exe, "agent", "--quiet-if-running", (char *)NULL);
+		execle(exe, exe, "agent", "--quiet-if-running", (char *)NULL,
+		       envp);
 		char said[32];
 		int n = snprintf(said, sizeof(said), "exec %d\n", errno);
 		if (n > 0) {
@@ -1162,6 +1242,40 @@ static int prepare(agent *a, job *j, outcome *o)
 	return 0;
 }
 
+/* The launcher's pid and start time, kept in the job folder, so that an
+ * agent adopting the job after this one died tells the launcher from a
+ * later process given the same pid. */
+static void launcher_identity_write(job *j)
+{
+	char path[PATH_CAP], text[64];
+	nv_err err;
+
+	if (nv_process_start_time(j->pid, j->start_time,
+				  sizeof(j->start_time)) != 0)
+		return;
+	snprintf(text, sizeof(text), "%ld %s\n", (long)j->pid, j->start_time);
+	job_path(j, "launcher.pid", path, sizeof(path));
+	if (nv_write_file_atomic(path, text, strlen(text), 0600, &err) != 0)
+		agent_log("job %s: %s", j->id, err.message);
+}
+
+static void launcher_identity_read(job *j)
+{
+	char path[PATH_CAP], start[32];
+	char *text = NULL;
+	size_t len;
+	long pid = 0;
+	nv_err err;
+
+	j->start_time[0] = '\0';
+	job_path(j, "launcher.pid", path, sizeof(path));
+	if (nv_read_file(&text, &len, path, 64, &err) != 0)
+		return;
+	if (sscanf(text, "%ld %31s", &pid, start) == 2 && pid == (long)j->pid)
+		nv_pathf(j->start_time, sizeof(j->start_time), "%s", start);
+	free(text);
+}
+
 static int start(agent *a, job *j, outcome *o)
 {
 	nv_buf script;
@@ -1254,6 +1368,7 @@ static int start(agent *a, job *j, outcome *o)
 	j->pid = pid;
 	j->own_child = 1;
 	j->started = nv_monotonic();
+	launcher_identity_write(j);
 	if (nv_queue_set_pid(a->queue, j->id, (long)pid, &err) != 0)
 		agent_log("job %s: %s", j->id, err.message);
 	agent_log("job %s: launcher started, pid %ld", j->id, (long)pid);
@@ -1317,7 +1432,16 @@ static int process_gone(job *j)
 		/* The group may outlive the launcher: wait for it too. */
 		return j->reaped && (kill(-j->pid, 0) != 0 && errno == ESRCH);
 	}
-	return kill(j->pid, 0) != 0 && errno == ESRCH;
+	/* Adopted: the launcher's pid may name a later process by now. While
+	 * any process of its group lives, the system gives that pid to no
+	 * other, so a later process means the whole group ended. */
+	char now[32];
+	if (kill(j->pid, 0) == 0 || errno != ESRCH) {
+		return j->start_time[0] &&
+		       nv_process_start_time(j->pid, now, sizeof(now)) == 0 &&
+		       strcmp(now, j->start_time) != 0;
+	}
+	return kill(-j->pid, 0) != 0 && errno == ESRCH;
 }
 
 static void signal_group(job *j, int sig)
@@ -1393,6 +1517,16 @@ static void follow(agent *a, job *j, int *done)
 		     "check the image reference and that this machine can "
 		     "reach its registry (network, credentials)",
 		     "%s", j->image_failed);
+	} else if (!j->have_exit && !j->own_child &&
+		   !(j->remote && j->final_seen)) {
+		/* adopted: the agent that started it died, and the launcher
+		 * ended without a word (killed with it, or the machine
+		 * restarted) */
+		fail(&o, "failed", "running",
+		     "the job's processes were stopped while no agent watched "
+		     "them; submit the job again with navette run",
+		     "the agent that ran the job stopped, and the job's "
+		     "launcher ended without reporting an exit status");
 	} else if (!j->have_exit && !(j->remote && j->final_seen)) {
 		/* (a remote launcher that ended says why in its record) */
 		fail(&o, "failed", "running",
@@ -1416,6 +1550,7 @@ static void adopt(const char *id, const char *spec, long pid, void *payload)
 	j->pid = (pid_t)pid;
 	j->own_child = 0;
 	j->started = nv_monotonic();
+	launcher_identity_read(j);
 	if (pid <= 0) {
 		/* Claimed but never started: the agent died while preparing.*/
 		outcome o = {.state = "succeeded", .phase = ""};
@@ -1487,6 +1622,19 @@ static int work_waiting(agent *a)
 	return queued > 0;
 }
 
+/* The lock file holds the agent's pid, for people and tests; the lock,
+ * not the pid, says whether the agent lives (a pid can be reused). */
+static void lock_write_pid(int lockfd)
+{
+	char text[32];
+	int n = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
+
+	if (ftruncate(lockfd, 0) != 0 ||
+	    pwrite(lockfd, text, (size_t)n, 0) != (ssize_t)n)
+		agent_log("cannot write the pid into agent.lock: %s",
+			  strerror(errno));
+}
+
 int nv_agent_run(const char *home, nv_err *err)
 {
 	agent a;
@@ -1518,10 +1666,18 @@ int nv_agent_run(const char *home, nv_err *err)
 		close(lockfd);
 		return err->code;
 	}
-	agent_ready();
+	lock_write_pid(lockfd);
 	signal(SIGPIPE, SIG_IGN);
 	agent_log("agent started for %s", home);
+	if (nv_process_deny_inspection() != 0)
+		agent_log("cannot keep other processes out of the agent: %s",
+			  strerror(errno));
+	/* The jobs a previous agent left: each is adopted or ended before
+	 * the starter hears "ready", so a read that started this agent
+	 * shows where they are now. */
 	nv_queue_each_running(a.queue, adopt, &a, err);
+	follow_all(&a);
+	agent_ready();
 
 	idle_since = nv_monotonic();
 	for (;;) {
@@ -1550,10 +1706,52 @@ int nv_agent_run(const char *home, nv_err *err)
 #include "core/output.h"
 #include "navette.h"
 
+/* An agent started by hand (`navette agent` in a shell) starts again with
+ * the minimal environment nv_agent_ensure gives: the exec also drops the
+ * memory that held the rest. Where it cannot, the rest is only unset. */
+static void agent_restart_minimal(const char *home, int quiet_if_running)
+{
+	char exe[PATH_CAP], hometext[PATH_CAP + 16];
+	char *envp[AGENT_ENV_MAX], *extra[] = {hometext, NULL};
+	char name[256];
+
+	if (agent_env_is_minimal())
+		return;
+	if (executable_path(exe, sizeof(exe)) == 0 &&
+	    nv_pathf(hometext, sizeof(hometext), "NAVETTE_HOME=%s", home) ==
+		    0) {
+		agent_env_build(envp, AGENT_ENV_MAX, extra);
+		fflush(NULL);
+		execve(exe,
+		       (char *[]){exe, "agent",
+				  quiet_if_running ? "--quiet-if-running"
+						   : NULL,
+				  NULL},
+		       envp);
+	}
+	for (char **e = environ; e && *e;) {
+		const char *eq = strchr(*e, '=');
+		size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+		if (agent_env_allowed(*e) || len == 0 || len >= sizeof(name)) {
+			e++;
+			continue;
+		}
+		memcpy(name, *e, len);
+		name[len] = '\0';
+		/* removed: environ shifted, *e is the next entry */
+		if (unsetenv(name) != 0 ||
+		    (*e && strncmp(*e, name, len) == 0 && (*e)[len] == '='))
+			e++;
+	}
+}
+
 int navette_agent(const char *home, int quiet_if_running)
 {
 	nv_err err;
-	int rc = nv_agent_run(home, &err);
+	int rc;
+
+	agent_restart_minimal(home, quiet_if_running);
+	rc = nv_agent_run(home, &err);
 
 	if (rc == NV_EREFUSED) {
 		if (!quiet_if_running)

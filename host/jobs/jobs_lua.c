@@ -312,6 +312,30 @@ static int l_jobs_ensure_agent(lua_State *L)
 	return 1;
 }
 
+/* jobs.revive_agent(home) -> started | nil, err: a read of the jobs finds
+ * the agent dead while local jobs are queued or running (it was killed;
+ * they would show `running` for ever): a new agent adopts or ends each
+ * before this returns. false when there was nothing to do. */
+static int l_jobs_revive_agent(lua_State *L)
+{
+	const char *home = luaL_checkstring(L, 1);
+	int queued = 0, running = 0, started = 0;
+	nv_queue *q;
+	nv_err err;
+
+	if (nv_agent_alive(home)) {
+		lua_pushboolean(L, 0);
+		return 1;
+	}
+	if (queue_for(L, home, &q, &err) != 0 ||
+	    nv_queue_active(q, &queued, &running, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	if (queued + running > 0 && nv_agent_ensure(home, &started, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, started);
+	return 1;
+}
+
 static int l_jobs_agent_alive(lua_State *L)
 {
 	lua_pushboolean(L, nv_agent_alive(luaL_checkstring(L, 1)));
@@ -329,6 +353,7 @@ int luaopen_navette_jobs(lua_State *L)
 		{"env_name_ok", l_jobs_env_name_ok},
 		{"agent_alive", l_jobs_agent_alive},
 		{"ensure_agent", l_jobs_ensure_agent},
+		{"revive_agent", l_jobs_revive_agent},
 		{"set_remote", l_jobs_set_remote},
 		{"phase", l_jobs_phase},
 		{"finish", l_jobs_finish},

@@ -944,6 +944,13 @@ function cli.main(argv)
     core.forbid_exec() -- for good: nothing later can lift it
   end
   local ok, result = core.pcall(fn, rest)
+  local problem = jobs.agent_problem
+  if problem then
+    -- a read went on without an agent: the states shown may be stale
+    term.eprint("warning: the local agent is not running and could not "
+                .. "be started: " .. tostring(problem.message)
+                .. (problem.hint and ("\n  check: " .. problem.hint) or ""))
+  end
   if ok then return result or 0 end
   local e = result
   term.error(e)

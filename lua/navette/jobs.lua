@@ -11,6 +11,24 @@ jobs.PHASES = { "submitted", "accepted", "image_ready", "data_ready",
                 "running", "logs_visible", "outputs_published" }
 jobs.FINAL = { succeeded = true, failed = true, cancelled = true }
 
+-- Every read of the jobs first makes sure an agent follows the local
+-- ones: one that died (killed, out of memory) would leave them `running`
+-- for ever. A new one adopts each job whose launcher still runs and ends
+-- the others from their status files before the read goes on. Checked at
+-- most every AGENT_CHECK_S seconds; what stopped a start is kept in
+-- jobs.agent_problem (the CLI warns), the read goes on with the queue's
+-- rows as they are.
+local AGENT_CHECK_S = 2
+local agent_checked
+function jobs.revive_agent()
+  local now = sys.now()
+  if agent_checked and now - agent_checked < AGENT_CHECK_S then return end
+  agent_checked = now
+  local started, err = native.revive_agent(core.home())
+  jobs.agent_problem = started == nil and err or nil
+  return started
+end
+
 function jobs.row(id)
   local text, err = native.get(core.home(), id)
   if not text then return nil, err end
@@ -150,6 +168,7 @@ function jobs.resolve(id)
 end
 
 function jobs.get(id)
+  jobs.revive_agent()
   local row = jobs.resolve(id)
   if row.backend == "slurm" then
     local extra = require("navette.slurm").refresh(row)
@@ -159,6 +178,7 @@ function jobs.get(id)
 end
 
 function jobs.list(limit)
+  jobs.revive_agent()
   local text, err = native.list(core.home(), limit)
   if not text then error(errors.new("io", err.message, err.hint), 0) end
   return json.decode(text)
@@ -171,6 +191,7 @@ function jobs.cancel(id)
   end
   local state, err = native.cancel(core.home(), id)
   if not state then jobs.lookup_error(id, err) end
+  jobs.revive_agent() -- an agent stops a running job
   return state
 end
 

@@ -1,0 +1,23 @@
+/* Processes as navette sees them: keeping other processes of the same
+ * user out of this one, and telling a process from a later one that was
+ * given the same pid. No Lua. */
+#ifndef NV_PROCESS_H
+#define NV_PROCESS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Keeps other processes of this user out of this one: no core dump, no
+ * debugger attaching, and (Linux) /proc/PID/environ, /proc/PID/mem and
+ * the like readable by no one but root. For the processes that hold a
+ * credential or outlive a job of the same user (the agent, the CLI). A
+ * program this process executes gets the usual rights back: give it a
+ * minimal environment. Returns 0, or -1 where the system refused. */
+int nv_process_deny_inspection(void);
+
+/* When pid started, as text that only compares equal for the same
+ * process (the pid alone can be reused). 0, or -1 when the process is
+ * gone or this system cannot tell (then out is ""). */
+int nv_process_start_time(pid_t pid, char *out, size_t cap);
+
+#endif
