@@ -7,9 +7,11 @@
 #include <cjson/cJSON.h>
 #include <lauxlib.h>
 #include <lua.h>
+#include <openssl/sha.h>
 
 #include "core/buf.h"
 #include "core/clock.h"
+#include "core/fault.h"
 #include "core/nv_lua.h"
 #include "jobs/agent.h"
 #include "jobs/launcher.h"
@@ -92,8 +94,10 @@ static int push_owned(lua_State *L, char *s)
 	return 1;
 }
 
-/* jobs.submit(home, id, project, profile, name, spec_json)
- *   -> agent_started | nil, err */
+/* jobs.submit(home, id, project, profile, name, spec_json [, backend
+ *   [, submit_key [, start_agent]]]) -> agent_started | nil, err
+ * submit_key: see nv_queue_insert_keyed; start_agent (default true) false
+ * leaves a local job's agent to jobs.ensure_agent. */
 static int l_jobs_submit(lua_State *L)
 {
 	const char *home = luaL_checkstring(L, 1);
@@ -103,7 +107,9 @@ static int l_jobs_submit(lua_State *L)
 	const char *name = luaL_checkstring(L, 5);
 	const char *spec = luaL_checkstring(L, 6);
 	const char *backend = luaL_optstring(L, 7, "local");
+	const char *submit_key = luaL_optstring(L, 8, NULL);
 	int local = strcmp(backend, "local") == 0;
+	int start_agent = lua_isnoneornil(L, 9) || lua_toboolean(L, 9);
 	nv_queue *q = NULL;
 	nv_err err;
 	int started = 0;
@@ -115,15 +121,77 @@ static int l_jobs_submit(lua_State *L)
 	}
 	if (queue_for(L, home, &q, &err) != 0)
 		return nv_lua_push_error(L, &err);
-	int rc = nv_queue_insert(q, id, project, profile, name, spec, backend,
-				 nv_now(), &err);
+	int rc = nv_queue_insert_keyed(q, id, project, profile, name, spec,
+				       backend, submit_key, nv_now(), &err);
 	if (rc)
 		return nv_lua_push_error(L, &err);
+	nv_fault_point("submit-row-written", name);
 	/* another backend's job is the CLI's to submit: no agent */
-	if (local && nv_agent_ensure(home, &started, &err) != 0)
+	if (local && start_agent && nv_agent_ensure(home, &started, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, started);
 	return 1;
+}
+
+/* jobs.submitted(home, id) -> true | nil, err: the submission of job id
+ * is complete (a re-run no longer resumes it). */
+static int l_jobs_submitted(lua_State *L)
+{
+	nv_queue *q = NULL;
+	nv_err err;
+
+	if (nv_plan_mode(L)) {
+		lua_pushboolean(L, 1);
+		return 1;
+	}
+	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	if (nv_queue_submitted(q, luaL_checkstring(L, 2), &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* jobs.interrupted(home, submit_key) -> json | false | nil, err: the job
+ * of an unfinished submission of that key, if any. */
+static int l_jobs_interrupted(lua_State *L)
+{
+	nv_queue *q = NULL;
+	nv_err err;
+	char *json = NULL;
+
+	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	if (nv_queue_interrupted(q, luaL_checkstring(L, 2), &json, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	if (!json) {
+		lua_pushboolean(L, 0);
+		return 1;
+	}
+	return push_owned(L, json);
+}
+
+/* jobs.submit_key(text) -> hex: the SHA-256 of a submission's canonical
+ * description (the key is stored, never the description twice). */
+static int l_jobs_submit_key(lua_State *L)
+{
+	size_t len;
+	const char *text = luaL_checklstring(L, 1, &len);
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	char hex[2 * SHA256_DIGEST_LENGTH + 1];
+
+	SHA256((const unsigned char *)text, len, md);
+	for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	lua_pushstring(L, hex);
+	return 1;
+}
+
+/* jobs.fault_point(point [, detail]): tests only, see core/fault.h. */
+static int l_jobs_fault_point(lua_State *L)
+{
+	nv_fault_point(luaL_checkstring(L, 1), luaL_optstring(L, 2, NULL));
+	return 0;
 }
 
 /* jobs.get(home, id) -> json | nil, err */
@@ -358,6 +426,10 @@ int luaopen_navette_jobs(lua_State *L)
 		{"phase", l_jobs_phase},
 		{"finish", l_jobs_finish},
 		{"pending_remote", l_jobs_pending_remote},
+		{"submitted", l_jobs_submitted},
+		{"interrupted", l_jobs_interrupted},
+		{"submit_key", l_jobs_submit_key},
+		{"fault_point", l_jobs_fault_point},
 		{NULL, NULL}};
 	luaL_newlib(L, fns);
 	return 1;

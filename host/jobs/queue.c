@@ -27,7 +27,7 @@ static const char schema[] =
 	" pid INTEGER, exit_code INTEGER, cancel_requested INTEGER DEFAULT 0,"
 	" failure_phase TEXT, failure_reason TEXT, failure_hint TEXT,"
 	" record_url TEXT, backend TEXT NOT NULL DEFAULT 'local',"
-	" remote_id TEXT);"
+	" remote_id TEXT, submit_key TEXT);"
 	"CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, created);"
 	"CREATE TABLE IF NOT EXISTS phases("
 	" job_id TEXT NOT NULL, phase TEXT NOT NULL, at REAL NOT NULL,"
@@ -132,7 +132,8 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 	static const char *const added[] = {
 		"ALTER TABLE jobs ADD COLUMN backend TEXT NOT NULL"
 		" DEFAULT 'local'",
-		"ALTER TABLE jobs ADD COLUMN remote_id TEXT", NULL};
+		"ALTER TABLE jobs ADD COLUMN remote_id TEXT",
+		"ALTER TABLE jobs ADD COLUMN submit_key TEXT", NULL};
 	for (const char *const *a = added; *a; a++) {
 		char *msg = NULL;
 		if (sqlite3_exec(q->db, *a, NULL, NULL, &msg) != SQLITE_OK &&
@@ -149,7 +150,9 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 	/* a submission's look-up of earlier, unanswered ones (by name) */
 	if (sqlite3_exec(q->db,
 			 "CREATE INDEX IF NOT EXISTS jobs_by_name ON "
-			 "jobs(profile, name, created);",
+			 "jobs(profile, name, created);"
+			 "CREATE INDEX IF NOT EXISTS jobs_by_submit_key ON "
+			 "jobs(submit_key) WHERE submit_key IS NOT NULL;",
 			 NULL, NULL, NULL) != SQLITE_OK) {
 		int code = db_error(q, err, "schema");
 		nv_queue_close(q);
@@ -216,17 +219,48 @@ int nv_queue_insert(nv_queue *q, const char *id, const char *project,
 		    const char *spec_json, const char *backend, double at,
 		    nv_err *err)
 {
-	int rc = exec_bound(q, err,
-			    "INSERT INTO jobs(id, project, profile, name, spec,"
-			    " state, phase, created, updated, backend)"
-			    " VALUES(?,?,?,?,?,'queued','submitted',?,?,?)",
-			    "sssssdds", id, project, profile, name, spec_json,
-			    at, at, backend ? backend : "local");
+	return nv_queue_insert_keyed(q, id, project, profile, name, spec_json,
+				     backend, NULL, at, err);
+}
+
+int nv_queue_insert_keyed(nv_queue *q, const char *id, const char *project,
+			  const char *profile, const char *name,
+			  const char *spec_json, const char *backend,
+			  const char *submit_key, double at, nv_err *err)
+{
+	int rc;
+
+	/* the row of an interrupted submission of the same key is completed
+	 * in place (its spec replaced), never inserted twice; any other row
+	 * with this id makes the insert a duplicate */
+	if (submit_key) {
+		rc = exec_bound(q, err,
+				"UPDATE jobs SET spec=?, updated=? WHERE id=?"
+				" AND submit_key=? AND remote_id IS NULL"
+				" AND state='queued'",
+				"sdss", spec_json, at, id, submit_key);
+		if (rc)
+			return rc;
+		if (sqlite3_changes(q->db) > 0)
+			return 0;
+	}
+	rc = exec_bound(q, err,
+			"INSERT INTO jobs(id, project, profile, name, spec,"
+			" state, phase, created, updated, backend, submit_key)"
+			" VALUES(?,?,?,?,?,'queued','submitted',?,?,?,?)",
+			"sssssddss", id, project, profile, name, spec_json, at,
+			at, backend ? backend : "local", submit_key);
 	if (rc)
 		return rc;
 	return exec_bound(
 		q, err, "INSERT OR IGNORE INTO phases VALUES(?,'submitted',?)",
 		"sd", id, at);
+}
+
+int nv_queue_submitted(nv_queue *q, const char *id, nv_err *err)
+{
+	return exec_bound(q, err, "UPDATE jobs SET submit_key=NULL WHERE id=?",
+			  "s", id);
 }
 
 int nv_queue_phase(nv_queue *q, const char *id, const char *phase, double at,
@@ -643,6 +677,40 @@ int nv_queue_pending_remote(nv_queue *q, const char *backend,
 	sqlite3_finalize(st);
 	*json_out = cJSON_PrintUnformatted(arr);
 	cJSON_Delete(arr);
+	if (!*json_out)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	return 0;
+}
+
+int nv_queue_interrupted(nv_queue *q, const char *submit_key, char **json_out,
+			 nv_err *err)
+{
+	char sql[512];
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	*json_out = NULL;
+	snprintf(sql, sizeof(sql),
+		 "SELECT %s FROM jobs WHERE submit_key=?"
+		 " AND state NOT IN ('cancelled','failed')"
+		 " ORDER BY created DESC LIMIT 1",
+		 job_columns);
+	if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return db_error(q, err, "prepare");
+	sqlite3_bind_text(st, 1, submit_key, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		sqlite3_finalize(st);
+		return 0;
+	}
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		return db_error(q, err, "read");
+	}
+	cJSON *o = row_to_json(q, st, 1);
+	sqlite3_finalize(st);
+	*json_out = o ? cJSON_PrintUnformatted(o) : NULL;
+	cJSON_Delete(o);
 	if (!*json_out)
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
 	return 0;

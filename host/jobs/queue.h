@@ -27,6 +27,26 @@ int nv_queue_insert(nv_queue *q, const char *id, const char *project,
 		    const char *spec_json, const char *backend, double at,
 		    nv_err *err);
 
+/* The same, for a submission that may be interrupted: submit_key (NULL:
+ * none) names the submission (see lua/navette/runner.lua) and stays on the
+ * row until nv_queue_submitted() says the submission is complete. When id
+ * is already the row of an unfinished submission of the same key (still
+ * queued, no remote id), its spec is replaced instead (a re-run completing
+ * it). */
+int nv_queue_insert_keyed(nv_queue *q, const char *id, const char *project,
+			  const char *profile, const char *name,
+			  const char *spec_json, const char *backend,
+			  const char *submit_key, double at, nv_err *err);
+
+/* Marks the submission of job id complete (its key cleared). */
+int nv_queue_submitted(nv_queue *q, const char *id, nv_err *err);
+
+/* The newest job whose submission of submit_key never completed and that
+ * is not cancelled or failed, as a JSON object with its spec (caller
+ * frees); *json_out NULL when there is none. */
+int nv_queue_interrupted(nv_queue *q, const char *submit_key, char **json_out,
+			 nv_err *err);
+
 /* A remote backend's job: its id there (may be NULL: unchanged) and a
  * state ("queued", "running"; NULL: unchanged) that a final state is never
  * replaced by. */

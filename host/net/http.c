@@ -22,6 +22,7 @@
 #include <openssl/x509.h>
 
 #include "core/clock.h"
+#include "core/fault.h"
 
 #define URL_SHOWN_MAX 512
 #define HOST_MAX      256
@@ -56,6 +57,7 @@ struct transfer {
 	int out_of_memory;
 	int sink_failed;
 	int read_failed;
+	size_t body_sent; /* bytes of the request body handed to curl */
 };
 
 static void strip_brackets(const char *host, char *out, size_t cap)
@@ -541,6 +543,13 @@ static size_t on_header(char *data, size_t size, size_t nitems, void *ud)
 	const char *colon, *v, *end = data + len;
 	nv_http_header *h;
 
+	/* tests: die once the server has answered, before the answer is
+	 * read (core/fault.h); "100 Continue" is not the answer */
+	if (len > 12 && memcmp(data, "HTTP/", 5) == 0) {
+		const char *sp = memchr(data, ' ', len - 4);
+		if (sp && memcmp(sp + 1, "100", 3) != 0)
+			nv_fault_point("http-answer", t->req->url);
+	}
 	while (end > data && (end[-1] == '\r' || end[-1] == '\n'))
 		end--;
 	if (end - data >= 5 && memcmp(data, "HTTP/", 5) == 0) {
@@ -627,10 +636,14 @@ static size_t on_read(char *data, size_t size, size_t nitems, void *ud)
 	struct transfer *t = ud;
 	size_t n = 0, cap = size * nitems;
 
+	/* tests: die with part of the body sent (core/fault.h) */
+	if (t->body_sent > 0)
+		nv_fault_point("http-upload", t->req->url);
 	if (t->req->body_read(t->req->body_payload, data, cap, &n) || n > cap) {
 		t->read_failed = 1;
 		return CURL_READFUNC_ABORT;
 	}
+	t->body_sent += n;
 	return n;
 }
 

@@ -385,12 +385,32 @@ function runner.pin_image(run, j, commit)
   return pinned, container
 end
 
+-- What makes two submissions the same one: the project, profile and
+-- backend, the recipe file, the job's name, the commit, and everything the
+-- job runs with (image digest, inputs with their sha256, command, env,
+-- resources, outputs template, success and failure rules, logs, requeue,
+-- who submits it). Not the id, the time, or the signed URLs, which each
+-- attempt draws anew. A submission is recorded with this key before
+-- anything is sent and the key is cleared once it is complete, so a run
+-- killed part way leaves a row that the next run of the same job at the
+-- same commit completes instead of minting a second job. A completed
+-- submission is never resumed: running a recipe again runs its jobs again.
+local function submission_key(run, j, spec)
+  return _navette.jobs.submit_key(json.encode({
+    spec.project, spec.profile, spec.backend, run.recipe_real, spec.name,
+    spec.commit, spec.image, spec.container or false, spec.inputs,
+    spec.outputs.store, j.outputs, spec.command, spec.env or false,
+    spec.resources or false, spec.success, spec.failure_condition,
+    spec.logs or false, spec.requeue or false, spec.submitted_by,
+    run.nodes or false,
+  }))
+end
+
 -- Builds the spec of declaration j: everything the backend needs, pinned.
+-- The id is that of an interrupted submission of the same job when there
+-- is one (run.submissions[spec].resumed: its row), else a new one.
 function runner.spec(run, j)
   local commit, info = pin_commit(run, j)
-  local id = job.new_id(run.project.name, commit)
-  local prefix = j.outputs:gsub("{project}", run.project.name)
-                          :gsub("{id}", id)
   run.identity = run.identity or { sys.identity() }
   local user, host = run.identity[1], run.identity[2]
   run.repository = run.repository or run.repo:remote_url()
@@ -399,7 +419,6 @@ function runner.spec(run, j)
   local resources = j.resources
   local image, container = runner.pin_image(run, j, commit)
   local spec = {
-    id = id,
     name = j.name,
     project = run.project.name,
     profile = run.profile.name,
@@ -414,11 +433,7 @@ function runner.spec(run, j)
     image_requested = image and image ~= j.image and j.image or nil,
     container = container,
     inputs = describe_inputs(run, j),
-    outputs = {
-      store = run.profile.storage,
-      prefix = prefix,
-      url = run.profile.storage:gsub("/$", "") .. "/" .. prefix,
-    },
+    outputs = { store = run.profile.storage },
     command = j.command,
     env = next(j.env) and j.env or nil,
     resources = next(resources) and resources or nil,
@@ -435,6 +450,20 @@ function runner.spec(run, j)
     requeue = run.profile.slurm.requeue
   end
   spec.requeue = requeue or nil
+  local key = submission_key(run, j, spec)
+  local resumed = false
+  if not run.plan then
+    local text = errors.check(_navette.jobs.interrupted(core.home(), key))
+    resumed = text and json.decode(text)
+  end
+  local id = resumed and resumed.id or job.new_id(run.project.name, commit)
+  spec.id = id
+  local prefix = j.outputs:gsub("{project}", run.project.name)
+                          :gsub("{id}", id)
+  spec.outputs.prefix = prefix
+  spec.outputs.url = run.profile.storage:gsub("/$", "") .. "/" .. prefix
+  run.submissions = run.submissions or setmetatable({}, { __mode = "k" })
+  run.submissions[spec] = { key = key, resumed = resumed or nil }
   if run.profile.slurm then
     -- how to reach the cluster again for status and cancel (no secret)
     spec.slurm = {}
@@ -489,10 +518,17 @@ function runner.submit(run)
                 .. run.profile.name)
       spec.launcher = launcher
     elseif run.profile.backend == "slurm" then
-      local id, adopted = require("navette.slurm").submit(spec, launcher, {
-        nodes = runner.node_for(run, j, #specs + 1),
-        profile_max = run.profile.max_token_lifespan,
-        sessions = sessions })
+      local sub = run.submissions[spec]
+      local id, adopted
+      if sub.resumed and type(sub.resumed.remote_id) == "string" then
+        -- Slurm's id was recorded; only the end of the submission was lost
+        id, adopted = sub.resumed.id, true
+      else
+        id, adopted = require("navette.slurm").submit(spec, launcher, {
+          nodes = runner.node_for(run, j, #specs + 1),
+          profile_max = run.profile.max_token_lifespan,
+          sessions = sessions, submit_key = sub.key })
+      end
       if not id then
         error(errors.new("backend", "cannot record job '" .. spec.name
                          .. "': " .. adopted.message, adopted.hint), 0)
@@ -513,22 +549,48 @@ function runner.submit(run)
           target = spec.name, job = spec.id, commit = spec.commit,
           detail = "slurm" }, run.profile)
       end
+      errors.check(_navette.jobs.submitted(core.home(), id))
     else
-      local ok, err
-      for _ = 1, 5 do
-        ok, err = _navette.jobs.submit(core.home(), spec.id, spec.project,
-                                       spec.profile, spec.name,
-                                       json.encode(spec))
-        if ok ~= nil or err.code ~= "refused" then break end
-        spec.id = job.new_id(run.project.name, spec.commit) -- id taken
-      end
-      if ok == nil then
-        error(errors.new("backend", "cannot submit job '" .. spec.name
-                         .. "': " .. err.message, err.hint), 0)
+      local sub = run.submissions[spec]
+      local home = core.home()
+      if sub.resumed then
+        -- recorded by a run killed before its submission completed: that
+        -- row is the job, completed here (never a second one)
+        spec = sub.resumed.spec or spec
+        spec.adopted = true
+        _navette.out.write("stderr", "note: job '" .. spec.name .. "' was "
+                           .. "already recorded as " .. spec.id .. " by a "
+                           .. "run that was interrupted: that submission "
+                           .. "is completed, nothing new is queued\n")
+      else
+        local ok, err
+        for _ = 1, 5 do
+          ok, err = _navette.jobs.submit(home, spec.id, spec.project,
+                                         spec.profile, spec.name,
+                                         json.encode(spec), "local",
+                                         sub.key, false)
+          if ok ~= nil or err.code ~= "refused" then break end
+          spec.id = job.new_id(run.project.name, spec.commit) -- id taken
+        end
+        if ok == nil then
+          error(errors.new("backend", "cannot submit job '" .. spec.name
+                           .. "': " .. err.message, err.hint), 0)
+        end
       end
       require("navette.audit").record({ action = "job.submit",
-        target = spec.name, job = spec.id, commit = spec.commit },
-        run.profile)
+        target = spec.name, job = spec.id, commit = spec.commit,
+        detail = sub.resumed and "completes an interrupted submission"
+                 or nil }, run.profile)
+      _navette.jobs.fault_point("submit-before-agent", spec.name)
+      local started, aerr = _navette.jobs.ensure_agent(home)
+      if started == nil then
+        error(errors.new("backend", "job '" .. spec.name .. "' is queued as "
+                         .. spec.id .. " but the agent cannot start: "
+                         .. aerr.message, (aerr.hint and aerr.hint .. "; "
+                         or "") .. "run `navette run` again to complete the "
+                         .. "submission"), 0)
+      end
+      errors.check(_navette.jobs.submitted(home, spec.id))
     end
     specs[#specs + 1] = spec
   end

@@ -189,6 +189,9 @@ local function settle_pending(session, spec)
                                tostring(found.job_id), "queued")
         jobs_native.phase(core.home(), row.id, "accepted", sys.now())
         adopted = adopted or row.id
+      elseif ferr and ferr.code == "not_found" and row.id == spec.id then
+        -- this very submission, resumed (runner.spec): never reached
+        -- Slurm, so it is sent now under its recorded id
       elseif ferr and ferr.code == "not_found" then
         jobs_native.finish(core.home(), row.id, "failed", nil,
           { phase = "accepted", reason = "the submission got no answer "
@@ -253,7 +256,8 @@ function M.submit(spec, script, opts)
   -- recorded first: an answer lost from here on is found again by name
   local inserted, ierr = jobs_native.submit(home, spec.id, spec.project,
                                             spec.profile, spec.name,
-                                            json.encode(spec), "slurm")
+                                            json.encode(spec), "slurm",
+                                            opts.submit_key)
   if inserted == nil then
     release(session, cache)
     return nil, ierr
@@ -270,7 +274,20 @@ function M.submit(spec, script, opts)
                      "Slurm refused job '" .. spec.name .. "': "
                      .. err.message, err.hint), 0)
   end
-  jobs_native.set_remote(home, spec.id, tostring(job_id), "queued")
+  -- tests: accepted by Slurm, not yet recorded (core/fault.h)
+  jobs_native.fault_point("submit-accepted", spec.name)
+  local recorded, rerr = jobs_native.set_remote(home, spec.id,
+                                                tostring(job_id), "queued")
+  if not recorded then
+    -- Slurm runs it; the next run of the same job finds it by name
+    release(session, cache)
+    error(errors.new("backend", "Slurm accepted job '" .. spec.name
+                     .. "' as " .. tostring(job_id) .. " but its id could "
+                     .. "not be recorded: " .. rerr.message, "run the same "
+                     .. "`navette run` again: it finds the job in Slurm by "
+                     .. "its name " .. spec.id .. " and submits nothing "
+                     .. "twice"), 0)
+  end
   jobs_native.phase(home, spec.id, "accepted", sys.now())
   release(session, cache)
   return spec.id, false
