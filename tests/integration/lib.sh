@@ -126,8 +126,11 @@ pass() {
 	echo "ok: $1"
 }
 
+# (each failure is also a line of $T/.failures, so that one found in a
+# subshell, such as a helper inside $(...), still fails the script)
 fail() {
 	FAILED=$((FAILED + 1))
+	printf '%s\n' "$1" | head -1 >>"$T/.failures"
 	echo "FAIL: $1" >&2
 	_show_last
 }
@@ -229,6 +232,9 @@ check_true() {
 # finish: prints the counts; the script's status says whether all passed
 # (0), a check failed or none ran (1), or some were skipped (77).
 finish() {
+	if [ -f "$T/.failures" ]; then
+		FAILED=$(wc -l <"$T/.failures" | tr -d ' ')
+	fi
 	echo "$TEST_NAME: $PASSED passed, $FAILED failed, $SKIPPED skipped"
 	if [ "$FAILED" -gt 0 ]; then
 		exit 1

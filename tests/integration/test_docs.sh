@@ -99,7 +99,8 @@ check_match "completion zsh: a #compdef file" "$OUT" '^#compdef navette$'
 if command -v zsh >/dev/null 2>&1; then
 	check_true "completion zsh: zsh -n accepts it" zsh -n "$T/_navette"
 else
-	echo "skip: zsh is not installed (vendor/packages.txt, group test)"
+	skip "completion zsh: zsh -n" \
+		"zsh is not installed (vendor/packages.txt, group test)"
 fi
 nv completion fish
 check_rc "completion fish: exits 0" 0
@@ -112,7 +113,8 @@ if command -v fish >/dev/null 2>&1; then
 	check_match "completion fish: 'storage ls --rec' offers --recursive" \
 		"$got" '^--recursive'
 else
-	echo "skip: fish is not installed (vendor/packages.txt, group test)"
+	skip "completion fish: fish -n and its completions" \
+		"fish is not installed (vendor/packages.txt, group test)"
 fi
 
 # bash: what COMPREPLY holds for a command line (the last word is the one
@@ -177,7 +179,8 @@ if [ -d "$share" ]; then
 	check_eq "build: the definitions are the binary's" \
 		"$(cat "$share/navette/lua/navette.lua")" "$(cat "$T/navette.lua")"
 else
-	echo "skip: $share not built (the navette_docs target)"
+	skip "build: the installed completions and definitions" \
+		"$share not built (the navette_docs target)"
 fi
 
 finish

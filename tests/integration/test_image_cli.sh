@@ -110,6 +110,9 @@ if command -v script >/dev/null 2>&1 && script -qec true /dev/null >/dev/null 2>
 	check_match "a progress bar for the layer's upload on a terminal" "$TTY_OUT" \
 		'upload [0-9a-f]{12} #+ 100% '
 	check_match "and the pushed reference" "$TTY_OUT" "$PLAIN/team/$RUN_ID-tty@sha256:"
+else
+	skip "a progress bar on a terminal" \
+		"no script(1) that takes -qec (util-linux's)"
 fi
 
 # ---- recipes: plan records, run pushes ------------------------------------

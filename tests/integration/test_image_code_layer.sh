@@ -202,7 +202,8 @@ if command -v podman >/dev/null 2>&1 &&
 	check_eq "podman runs the code layer image by digest, in the commit's tree" \
 		"$RUN_OUT" "$(printf '/workspace\nhello from the commit\nexec-ok\nsrc/pkg/deep.txt\ndeep')"
 else
-	echo "SKIP: podman cannot run containers here: $(tail -3 "$T/podman.log" 2>/dev/null)" >&2
+	skip "podman runs the code layer image" \
+		"podman cannot run containers here: $(tail -3 "$T/podman.log" 2>/dev/null)"
 fi
 
 finish

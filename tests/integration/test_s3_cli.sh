@@ -59,6 +59,8 @@ if command -v script >/dev/null 2>&1 &&
 		"upload: .*: 14 B in [0-9.]+ s"
 	nv storage rm "$S3/data/tty.txt" "${EP[@]}"
 	check_rc "the upload made on a terminal landed" 0
+else
+	skip "cp on a terminal" "no script(1) that takes -qec (util-linux's)"
 fi
 nv storage cp "$T/empty" "$S3/data/empty" "${EP[@]}"
 check_rc "cp uploads a 0-byte file" 0
@@ -292,6 +294,8 @@ if command -v script >/dev/null 2>&1 &&
 	check_match "the next cp continues it (on a terminal it says so)" \
 		"$TTY_OUT" "resumed: [0-9.]+ MiB were already there"
 else
+	skip "the next cp says it resumed, on a terminal" \
+		"no script(1) that takes -qec (util-linux's)"
 	nv storage cp "$T/resume.bin" "$S3/resume/r.bin" "${EP[@]}"
 fi
 nv storage cp "$S3/resume/r.bin" "$T/down/r.bin" "${EP[@]}"

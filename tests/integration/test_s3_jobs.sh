@@ -118,14 +118,25 @@ git -C "$R" push -q origin HEAD:main 2>/dev/null
 git -C "$R" fetch -q origin
 
 # s3ls PREFIX: the keys under s3://BUCKET/PREFIX, one per line
+# (a listing that fails is a failure of the test, never an empty listing)
 s3ls() {
-	"$NAVETTE" storage ls "s3://$BUCKET/$1" --recursive "${EP[@]}" 2>&1 |
-		awk '{print $NF}' | LC_ALL=C sort
+	local out
+	if ! out=$("$NAVETTE" storage ls "s3://$BUCKET/$1" --recursive \
+		"${EP[@]}" 2>&1); then
+		fail "listing s3://$BUCKET/$1 failed: $out"
+		return 1
+	fi
+	printf '%s\n' "$out" | awk 'NF {print $NF}' | LC_ALL=C sort
 }
+# s3cat KEY: the object's bytes; a failed read is a failure of the test
 s3cat() {
 	rm -f "$T/got"
-	"$NAVETTE" storage cp "s3://$BUCKET/$1" "$T/got" "${EP[@]}" >/dev/null 2>&1 &&
-		cat "$T/got"
+	if ! "$NAVETTE" storage cp "s3://$BUCKET/$1" "$T/got" "${EP[@]}" \
+		>"$T/s3cat.err" 2>&1; then
+		fail "reading s3://$BUCKET/$1 failed: $(head -3 "$T/s3cat.err")"
+		return 1
+	fi
+	cat "$T/got"
 }
 
 # ---- the first job, end to end ------------------------------------------------
@@ -170,9 +181,23 @@ check_eq "record: exit code" "$(r 'd["exit_code"]')" 0
 check_eq "record: the log's URL" "$(r 'd["log"]["url"]')" \
 	"s3://$BUCKET/$P/navette.log"
 
-# the object's own recorded sha256 (x-amz-meta-sha256, sent by the node)
-HEADSUM=$("$NAVETTE" storage ls "s3://$BUCKET/$P/result.txt" "${EP[@]}" 2>&1)
-check_contains "ls shows the result object" "$HEADSUM" "result.txt"
+# the object's own recorded sha256 (x-amz-meta-sha256, sent by the node),
+# read by a HEAD request signed with curl's SigV4: the bytes' sha256, and
+# the one in the run record
+s3head() {
+	curl -sS -I --max-time 10 --aws-sigv4 "aws:amz:$S3_REGION:s3" \
+		--user "$S3_ACCESS_KEY:$S3_SECRET_KEY" \
+		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+		"$S3_ENDPOINT/$BUCKET/$1" | tr -d '\r'
+}
+HEADERS=$(s3head "$P/result.txt")
+check_match "HEAD of the result object answers 200" "$HEADERS" '^HTTP/[0-9.]+ 200'
+META_SUM=$(printf '%s\n' "$HEADERS" |
+	sed -n 's/^[Xx]-[Aa]mz-[Mm]eta-[Ss]ha256: *//p')
+check_eq "the object's recorded sha256 is its bytes' sha256" \
+	"$META_SUM" "$RESULT_SUM"
+check_eq "the object's recorded sha256 is the run record's" "$META_SUM" \
+	"$(r '[o["sha256"] for o in d["outputs"] if o["name"]=="result.txt"][0]')"
 
 nv status "$ID" --json
 check_rc "status of the S3 job exits 0" 0
@@ -199,12 +224,34 @@ check_eq "the bucket holds only the input, the code and the audit besides the jo
 AUD=$(s3cat "$(printf '%s\n' "$ALL" | grep '_audit/.*/audit.jsonl')")
 check_contains "the audit mirror in S3 holds the submission" "$AUD" "\"job\":\"$ID\""
 
-# A second run of the same commit reuses the code archive.
+# A second run of the same commit reuses the code archive: one upload
+# request in all, as the server's access log counts it (radosgw logs each
+# request: "PUT /BUCKET/KEY HTTP/1.1" STATUS), and one in the audit log.
+RGW_LOG=$(dirname "$S3_STACK_ENV")/log/client.rgw.a.log
+CODE_KEY=team/_code/s3proj/$HEAD.tar.gz
+# uploads KEY: the upload requests (PUT, or a multipart POST) of KEY
+uploads() {
+	grep -cE "\"(PUT|POST) /$BUCKET/$1([?][^ ]*)? HTTP/" "$RGW_LOG"
+}
+code_puts_audited() {
+	"$NAVETTE" audit show --json |
+		json "len([e for e in d if e['action'] == 'storage.put' and (e.get('target') or '').endswith('$CODE_KEY')])"
+}
 nv_in "$R" run recipes/first-job.lua --wait
 check_rc "a second run succeeds" 0
 ID2=$(submitted_id)
-check_eq "the code archive is uploaded once per commit" \
+# (radosgw writes its log asynchronously: the first upload shows first)
+[ -r "$RGW_LOG" ] && wait_for 10 grep -E "$CODE_KEY HTTP/" "$RGW_LOG" >/dev/null
+check_eq "one code archive in the store" \
 	"$(s3ls team/_code/ | wc -l | tr -d ' ')" 1
+if [ -r "$RGW_LOG" ]; then
+	check_eq "the code archive is uploaded once per commit (server log)" \
+		"$(uploads "$CODE_KEY")" 1
+else
+	skip "uploads counted in the server's log" "cannot read $RGW_LOG"
+fi
+check_eq "the code archive is uploaded once per commit (audit log)" \
+	"$(code_puts_audited)" 1
 check_eq "both runs record the same code" \
 	"$(s3cat "team/s3proj/$ID2/result.txt" | grep commit=)" "commit=$HEAD"
 
@@ -258,11 +305,18 @@ check_eq "missing output: other.txt is not published" \
 nv_in "$R" run recipes/chatty.lua
 CID=$(submitted_id)
 check_state "chatty: running" "$CID" 'running' 20
-wait_for 20 sh -c "\"$NAVETTE\" storage ls s3://$BUCKET/team/s3proj/$CID/navette-log/ \
-	${EP[*]} 2>/dev/null | grep -q 000001"
-check_true "chatty: a log chunk is in S3 before the job ends" \
-	sh -c "[ \"\$(\"$NAVETTE\" status $CID --json | python3 -c \
-	'import json,sys; print(json.load(sys.stdin)[\"state\"])')\" = running ]"
+# a chunk is listed, and then the job is still running: it was shipped
+# before the job ended
+chunk_listed() {
+	"$NAVETTE" storage ls "s3://$BUCKET/team/s3proj/$CID/navette-log/" \
+		"${EP[@]}" 2>/dev/null | grep 000001 >/dev/null
+}
+if wait_for 20 chunk_listed; then
+	check_eq "chatty: a log chunk is in S3 before the job ends" \
+		"$(job_state "$CID")" running
+else
+	fail "chatty: a log chunk is in S3 before the job ends (none listed in 20 s)"
+fi
 check_state "chatty: succeeded" "$CID" 'succeeded' 30
 CHUNKS=$(s3ls "team/s3proj/$CID/navette-log/")
 check_true "chatty: more than one chunk was shipped" \

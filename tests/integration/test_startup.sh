@@ -79,11 +79,11 @@ loaded() {
 lazy=$(sed -n 's/^NAVETTE_LAZY_LIBS:BOOL=//p' \
 	"$(dirname "$NAVETTE")/CMakeCache.txt" 2>/dev/null)
 if [ "$lazy" != "ON" ]; then
-	echo "note: this navette links its libraries as usual" \
-		"(NAVETTE_LAZY_LIBS is '${lazy:-unknown}'): their checks skipped"
+	skip "the checks of lazily loaded libraries" \
+		"this navette links its libraries as usual (NAVETTE_LAZY_LIBS is '${lazy:-unknown}')"
 elif [ -z "$(loaded help)" ]; then
-	echo "note: the dynamic loader does not answer LD_DEBUG=files" \
-		"(not glibc): the checks of loaded libraries skipped"
+	skip "the checks of loaded libraries" \
+		"the dynamic loader does not answer LD_DEBUG=files (not glibc)"
 else
 	for cmd in help version; do
 		got=$(loaded "$cmd")
@@ -158,7 +158,7 @@ else
 			"$(cat "$T/empty.out")" \
 			'navette: libcjson\.so\.1 has no cJSON_[A-Za-z]+'
 	else
-		echo "note: no C compiler: the missing-function checks skipped"
+		skip "the missing-function checks" "no C compiler"
 	fi
 
 	# Indirect branch tracking: every thunk starts with endbr64, and so
