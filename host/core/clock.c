@@ -51,6 +51,11 @@ int nv_deadline_passed(double deadline)
 
 void nv_iso8601(double t, char out[32])
 {
+	/* converting a double outside time_t's range is undefined */
+	if (!(t >= 0))
+		t = 0;
+	if (t > NV_TIME_MAX)
+		t = NV_TIME_MAX;
 	time_t secs = (time_t)t;
 	int millis = (int)((t - (double)secs) * 1000.0);
 	struct tm tm;

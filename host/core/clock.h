@@ -12,7 +12,12 @@
  * timestamps only, never for durations. */
 double nv_now(void);
 
-/* Writes "2026-12-02T15:51:54.123Z" (UTC, milliseconds). */
+/* The last wall-clock time navette writes or takes from Lua:
+ * 9999-12-31T23:59:59Z (ISO-8601 has four digits for the year). */
+#define NV_TIME_MAX 253402300799.0
+
+/* Writes "2026-12-02T15:51:54.123Z" (UTC, milliseconds). t outside
+ * 0..NV_TIME_MAX (NaN included) is written as the nearer end. */
 void nv_iso8601(double t, char out[32]);
 
 /* Monotonic clock: seconds from an arbitrary origin (about the boot),

@@ -1,7 +1,15 @@
 /* _navette.json: encode Lua values to JSON (keys sorted, so output is stable
  * and diffable) and decode JSON into Lua values, over cJSON. Bounded in size
  * and depth. json.null stands for JSON null; a table with the metatable
- * json.array_mt encodes as an array even when empty. */
+ * json.array_mt encodes as an array even when empty.
+ *
+ * Text is refused, never escaped: a string or key that holds a NUL (which
+ * C would cut short) or a byte that is not UTF-8 (which would make the
+ * JSON invalid) raises an error naming the key and the byte offset. JSON
+ * has no way to carry raw bytes, and a silent replacement would make a
+ * plan or record that no longer says what ran; job.lua refuses such text
+ * in a recipe before it gets here. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +18,7 @@
 #include <lua.h>
 
 #include "core/runtime.h"
+#include "core/utf8.h"
 
 #define JSON_MAX_BYTES ((size_t)64 * 1024 * 1024)
 #define JSON_MAX_DEPTH 64
@@ -78,6 +87,57 @@ static int table_is_array(lua_State *L, int idx, size_t *n_out)
 	return 0;
 }
 
+/* Writes s[0..len) for a message: printable ASCII as it is, other bytes
+ * as \xNN, at most 48 bytes of it. */
+static void show_text(char *out, size_t cap, const char *s, size_t len)
+{
+	size_t o = 0, i;
+
+	for (i = 0; i < len && i < 48 && o + 5 < cap; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c < 0x7f && c != '\\') {
+			out[o++] = (char)c;
+		} else {
+			snprintf(out + o, cap - o, "\\x%02x", c);
+			o += 4;
+		}
+	}
+	if (i < len && o + 4 < cap) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o] = '\0';
+}
+
+/* The string at idx as JSON takes it, or raises naming where it is: an
+ * object key when is_key, else a value under key (NULL in an array). */
+static const char *check_text(lua_State *L, int idx, int is_key,
+			      const char *key)
+{
+	size_t len, at;
+	const char *s = lua_tolstring(L, idx, &len);
+	const char *nul = memchr(s, '\0', len);
+	char shown[48 * 4 + 8];
+
+	at = nul ? (size_t)(nul - s) : nv_utf8_invalid_at(s, len);
+	if (at == NV_UTF8_VALID)
+		return s;
+	if (is_key)
+		show_text(shown, sizeof(shown), s, len);
+	else if (key)
+		show_text(shown, sizeof(shown), key, strlen(key));
+	luaL_error(L,
+		   "json: %s%s%s holds %s at byte offset %d: JSON takes "
+		   "UTF-8 text only",
+		   is_key ? "the key '"
+		   : key  ? "the string at key '"
+			  : "a string in an array",
+		   is_key || key ? shown : "", is_key || key ? "'" : "",
+		   nul ? "a NUL byte" : "a byte that is not UTF-8",
+		   (int)(at > 2147483647 ? 2147483647 : at));
+	return NULL;
+}
+
 static int cmp_keys(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -132,7 +192,8 @@ static void encode_table(lua_State *L, int idx, int depth, cJSON *parent,
 	lua_pushnil(L);
 	while (lua_next(L, idx)) {
 		lua_pop(L, 1);
-		keys[i++] = lua_tostring(L, -1); /* anchored by the table */
+		/* anchored by the table */
+		keys[i++] = check_text(L, -1, 1, NULL);
 	}
 	qsort(keys, count, sizeof(char *), cmp_keys);
 	cJSON *obj = cJSON_CreateObject();
@@ -166,7 +227,7 @@ static void encode_into(lua_State *L, int idx, int depth, cJSON *parent,
 	}
 	case LUA_TSTRING:
 		attach(L, parent, key,
-		       cJSON_CreateString(lua_tostring(L, idx)));
+		       cJSON_CreateString(check_text(L, idx, 0, key)));
 		return;
 	case LUA_TTABLE: encode_table(L, idx, depth, parent, key); return;
 	case LUA_TLIGHTUSERDATA:

@@ -37,4 +37,23 @@ const char *nv_lua_recipe_dir(lua_State *L);
 /* NAVETTE_HOME of this runtime (absolute, never NULL). */
 const char *nv_lua_home(lua_State *L);
 
+/* Numbers from Lua (nv_lua.c). Every number a binding turns into a C
+ * size, count, duration, mode or port is read with one of these: they
+ * raise "WHAT must be a whole number from MIN to MAX (got V)" for a value
+ * out of range, a float without an exact integer value, NaN, an infinity
+ * or a non-number, where a plain cast would be undefined behaviour. A
+ * float with an integer value (2.0, 1e3) and a numeric string are taken,
+ * as luaL_checkinteger takes them. */
+lua_Integer nv_lua_checkrange(lua_State *L, int idx, lua_Integer min,
+			      lua_Integer max, const char *what);
+/* The same, dflt when the argument is none or nil. */
+lua_Integer nv_lua_optrange(lua_State *L, int idx, lua_Integer min,
+			    lua_Integer max, lua_Integer dflt,
+			    const char *what);
+/* A number (not necessarily whole) in [min, max]; NaN never is. */
+lua_Number nv_lua_checkrangef(lua_State *L, int idx, lua_Number min,
+			      lua_Number max, const char *what);
+lua_Number nv_lua_optrangef(lua_State *L, int idx, lua_Number min,
+			    lua_Number max, lua_Number dflt, const char *what);
+
 #endif

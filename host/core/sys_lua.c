@@ -2,6 +2,7 @@
  * operating system: clock, sleep, paths, small files, identity. */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <pwd.h>
 #include <signal.h>
@@ -68,7 +69,9 @@ static int l_sys_interrupted(lua_State *L)
 
 static int l_sys_sleep(lua_State *L)
 {
-	double s = luaL_checknumber(L, 1);
+	/* (a deadline already passed gives a negative time: no sleep) */
+	double s =
+		nv_lua_checkrangef(L, 1, -HUGE_VAL, 1e9, "sys.sleep: seconds");
 	struct timespec ts;
 
 	if (s <= 0)
@@ -145,8 +148,10 @@ static int l_sys_stat(lua_State *L)
 static int l_sys_mkdir_p(lua_State *L)
 {
 	nv_err err;
-	if (nv_mkdir_p(luaL_checkstring(L, 1), (int)luaL_optinteger(L, 2, 0755),
-		       &err) != 0)
+	const char *path = luaL_checkstring(L, 1);
+	int mode = (int)nv_lua_optrange(L, 2, 0, 07777, 0755, "mkdir_p: mode");
+
+	if (nv_mkdir_p(path, mode, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, 1);
 	return 1;
@@ -157,10 +162,11 @@ static int l_sys_write_file(lua_State *L)
 	size_t len;
 	const char *path = luaL_checkstring(L, 1);
 	const char *data = luaL_checklstring(L, 2, &len);
+	int mode =
+		(int)nv_lua_optrange(L, 3, 0, 07777, 0644, "write_file: mode");
 	nv_err err;
 
-	if (nv_write_file_atomic(path, data, len,
-				 (int)luaL_optinteger(L, 3, 0644), &err) != 0)
+	if (nv_write_file_atomic(path, data, len, mode, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, 1);
 	return 1;
@@ -171,7 +177,9 @@ static int l_sys_write_file(lua_State *L)
 static int l_sys_read_file(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1);
-	lua_Integer max = luaL_optinteger(L, 2, (lua_Integer)SYS_READ_MAX);
+	lua_Integer max =
+		nv_lua_optrange(L, 2, 0, (lua_Integer)1 << 40,
+				(lua_Integer)SYS_READ_MAX, "read_file: max");
 	char *buf;
 	size_t len;
 	nv_err err;
@@ -188,13 +196,13 @@ static int l_sys_read_file(lua_State *L)
 static int l_sys_read_from(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1);
-	lua_Integer offset = luaL_checkinteger(L, 2);
-	lua_Integer max = luaL_optinteger(L, 3, 65536);
+	lua_Integer offset =
+		nv_lua_checkrange(L, 2, 0, LUA_MAXINTEGER, "read_from: offset");
+	lua_Integer max =
+		nv_lua_optrange(L, 3, 1, 1 << 24, 65536, "read_from: max");
 	FILE *f;
 	luaL_Buffer b;
 
-	luaL_argcheck(L, offset >= 0, 2, "offset must be >= 0");
-	luaL_argcheck(L, max > 0 && max <= (1 << 24), 3, "1..16 MiB");
 	/* The buffer first: it may raise, the open file must not leak. */
 	char *p = luaL_buffinitsize(L, &b, (size_t)max);
 	f = fopen(path, "rb");
@@ -282,10 +290,9 @@ static int l_sys_pid(lua_State *L)
 static int l_sys_random_hex(lua_State *L)
 {
 	char buf[129];
-	lua_Integer n = luaL_checkinteger(L, 1);
+	lua_Integer n = nv_lua_checkrange(L, 1, 1, 64, "random_hex: bytes");
 	nv_err err;
 
-	luaL_argcheck(L, n > 0 && n <= 64, 1, "1..64 bytes");
 	if (nv_random_hex(buf, (size_t)n, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	lua_pushstring(L, buf);
@@ -305,7 +312,8 @@ static int l_sys_which(lua_State *L)
 
 static int l_sys_isatty(lua_State *L)
 {
-	lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
+	lua_pushboolean(L, isatty((int)nv_lua_checkrange(L, 1, 0, INT_MAX,
+							 "isatty: fd")));
 	return 1;
 }
 

@@ -248,7 +248,9 @@ static int l_creds_mint_jwt(lua_State *L)
 					       : nv_creds_check(L, 1);
 	const char *name = luaL_checkstring(L, 2);
 	const char *claims = luaL_checkstring(L, 3);
-	double lifespan = luaL_checknumber(L, 4);
+	/* (ten years at most: a bound, and never inf or NaN in "exp") */
+	double lifespan =
+		nv_lua_checkrangef(L, 4, 0, 3.2e8, "creds.mint_jwt: lifespan");
 	nv_secret *token = NULL;
 	nv_err err;
 

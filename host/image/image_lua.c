@@ -224,7 +224,9 @@ static nv_registry *session_client_for(lua_State *L, session *s, int opts,
 		c->cfg.pinned_pubkey = opt_string(L, t, "pinned_pubkey");
 		lua_getfield(L, t, "chunk_size");
 		if (!lua_isnil(L, -1))
-			c->cfg.chunk_size = (uint64_t)luaL_checkinteger(L, -1);
+			c->cfg.chunk_size = (uint64_t)nv_lua_checkrange(
+				L, -1, 0, (lua_Integer)1 << 40,
+				"image: chunk_size");
 		lua_pop(L, 1);
 		lua_getfield(L, t, "token_hosts");
 		if (lua_istable(L, -1)) {

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -32,6 +33,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/fsutil.h"
+#include "core/jobid.h"
 #include "core/output.h"
 #include "core/process.h"
 #include "creds/redact.h"
@@ -428,8 +430,16 @@ static void phase(agent *a, job *j, const char *name)
 
 static job *job_new(const char *home, const char *id, const char *spec_json)
 {
-	job *j = calloc(1, sizeof(*j));
+	job *j;
+	nv_err err;
 
+	/* the id becomes a folder that is wiped and reused: never one
+	 * outside NAVETTE_HOME/jobs (the queue fails such rows itself) */
+	if (nv_job_id_check(id, &err)) {
+		agent_log("job not run: %s", err.message);
+		return NULL;
+	}
+	j = calloc(1, sizeof(*j));
 	if (!j)
 		return NULL;
 	nv_pathf(j->id, sizeof(j->id), "%s", id);
@@ -777,7 +787,10 @@ static void finalize_remote(agent *a, job *j, outcome *o)
 		const char *state = sfield(record, "state");
 		const cJSON *f = ofield(record, "failure");
 		const cJSON *code = ofield(record, "exit_code");
-		if (cJSON_IsNumber(code) && !j->have_exit) {
+		/* (a cast of a double outside int's range is undefined) */
+		if (cJSON_IsNumber(code) && !j->have_exit &&
+		    code->valuedouble >= INT_MIN &&
+		    code->valuedouble <= INT_MAX) {
 			j->have_exit = 1;
 			j->exit_code = (int)code->valuedouble;
 		}
@@ -990,10 +1003,13 @@ static void finalize(agent *a, job *j, outcome *o)
 	if (store) {
 		const cJSON *logs = ofield(spec, "logs");
 		const cJSON *maxb = logs ? ofield(logs, "max_bytes") : NULL;
-		long long max_bytes =
-			cJSON_IsNumber(maxb) && maxb->valuedouble > 0
-				? (long long)maxb->valuedouble
-				: LOG_MAX_DEFAULT;
+		long long max_bytes = LOG_MAX_DEFAULT;
+		/* validated already; a cast of a double outside long long's
+		 * range would be undefined, so larger ones mean 2^53 */
+		if (cJSON_IsNumber(maxb) && maxb->valuedouble >= 1)
+			max_bytes = maxb->valuedouble < 9007199254740992.0
+					    ? (long long)maxb->valuedouble
+					    : 9007199254740992LL;
 		if (publish_log(store, prefix, logpath, max_bytes, record_log,
 				&err) != 0)
 			fail(o, "failed", "outputs_published",

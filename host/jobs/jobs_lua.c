@@ -1,6 +1,7 @@
 /* _navette.jobs: the local backend as the library sees it: submit into the
  * durable queue (starting the agent), read a job or the list (as JSON text,
  * decoded by lua/navette/jobs.lua), cancel, and render a launcher. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 
 #include "core/buf.h"
 #include "core/clock.h"
+#include "core/jobid.h"
 #include "core/fault.h"
 #include "core/nv_lua.h"
 #include "jobs/agent.h"
@@ -114,6 +116,8 @@ static int l_jobs_submit(lua_State *L)
 	nv_err err;
 	int started = 0;
 
+	if (nv_job_id_check(id, &err))
+		return nv_lua_push_error(L, &err);
 	if (nv_plan_mode(L)) {
 		nv_plan_record(L, "jobs", "submit", id);
 		lua_pushboolean(L, 0);
@@ -218,8 +222,9 @@ static int l_jobs_list(lua_State *L)
 
 	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
 		return nv_lua_push_error(L, &err);
-	int rc = nv_queue_list_json(q, (int)luaL_optinteger(L, 2, 50), &json,
-				    &err);
+	int limit =
+		(int)nv_lua_optrange(L, 2, 1, INT_MAX, 50, "jobs.list: limit");
+	int rc = nv_queue_list_json(q, limit, &json, &err);
 	if (rc)
 		return nv_lua_push_error(L, &err);
 	return push_owned(L, json);
@@ -275,9 +280,10 @@ static int l_jobs_phase(lua_State *L)
 
 	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
 		return nv_lua_push_error(L, &err);
-	int rc = nv_queue_phase(q, luaL_checkstring(L, 2),
-				luaL_checkstring(L, 3), luaL_checknumber(L, 4),
-				&err);
+	int rc = nv_queue_phase(
+		q, luaL_checkstring(L, 2), luaL_checkstring(L, 3),
+		nv_lua_checkrangef(L, 4, 0, NV_TIME_MAX, "jobs.phase: at"),
+		&err);
 	if (rc)
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, 1);
@@ -291,7 +297,11 @@ static int l_jobs_finish(lua_State *L)
 	nv_queue *q = NULL;
 	nv_err err;
 	const char *fphase = NULL, *freason = NULL, *fhint = NULL;
-	int code = lua_isinteger(L, 4) ? (int)lua_tointeger(L, 4) : -1001;
+	/* (the queue takes -1001 for none) */
+	int code = lua_isnoneornil(L, 4)
+			   ? -1001
+			   : (int)nv_lua_checkrange(L, 4, -1000, INT_MAX,
+						    "jobs.finish: exit_code");
 
 	if (lua_istable(L, 5)) {
 		lua_getfield(L, 5, "phase"); // [.., phase] kept by arg 5
@@ -353,6 +363,20 @@ static int l_jobs_launcher(lua_State *L)
 		return 1;
 	}
 	return push_owned(L, s);
+}
+
+/* jobs.id_ok(id) -> true | false, why: the job id grammar (core/jobid.h) */
+static int l_jobs_id_ok(lua_State *L)
+{
+	nv_err err;
+
+	if (nv_job_id_check(luaL_checkstring(L, 1), &err) == 0) {
+		lua_pushboolean(L, 1);
+		return 1;
+	}
+	lua_pushboolean(L, 0);
+	lua_pushstring(L, err.message);
+	return 2;
 }
 
 /* name -> true | false, why */
@@ -419,6 +443,7 @@ int luaopen_navette_jobs(lua_State *L)
 		{"cancel", l_jobs_cancel},
 		{"launcher", l_jobs_launcher},
 		{"env_name_ok", l_jobs_env_name_ok},
+		{"id_ok", l_jobs_id_ok},
 		{"agent_alive", l_jobs_agent_alive},
 		{"ensure_agent", l_jobs_ensure_agent},
 		{"revive_agent", l_jobs_revive_agent},

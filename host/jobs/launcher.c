@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/fsname.h"
+#include "core/jobid.h"
 
 extern const char nv_launcher_remote_body[];
 extern const size_t nv_launcher_remote_body_len;
@@ -131,6 +132,24 @@ static double number_field(const cJSON *o, const char *key, double dflt)
 {
 	const cJSON *v = field(o, key);
 	return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+/* A byte count for the shell's arithmetic, as decimal text: a whole
+ * number in 0..2^53 (every such double is exact, and a shell's integers
+ * hold it); anything else (1e300, inf, a fraction) is refused, not
+ * printed as a number the shell would overflow. */
+static int bytes_text(const cJSON *o, const char *key, double dflt,
+		      char out[32], const char *id, nv_err *err)
+{
+	const cJSON *v = o ? field(o, key) : NULL;
+	double n = cJSON_IsNumber(v) ? v->valuedouble : dflt;
+
+	if (!(n >= 0 && n <= 9007199254740992.0) || n != (double)(long long)n)
+		return nv_err_set(err, NV_EINVAL,
+				  "give a whole number of bytes up to 2^53",
+				  "job %s: %s is not a byte count", id, key);
+	snprintf(out, 32, "%lld", (long long)n);
+	return 0;
 }
 
 /* NAME='value' on a line of its own. */
@@ -680,17 +699,18 @@ static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
 			nv_buf_puts(out, "0");
 	}
 	nv_buf_puts(out, "'\n");
-	snprintf(num, sizeof(num), "%.0f",
-		 number_field(logs, "max_bytes", 64.0 * 1024 * 1024));
+	if ((rc = bytes_text(logs, "max_bytes", 64.0 * 1024 * 1024, num, id,
+			     err)) != 0)
+		return rc;
 	assign(out, "NAVETTE_LOG_MAX", num);
 	{
 		const cJSON *pub = logs ? field(logs, "publish") : NULL;
 		assign(out, "NAVETTE_LOG_PUBLISH",
 		       cJSON_IsFalse(pub) ? "0" : "1");
 	}
-	snprintf(num, sizeof(num), "%.0f",
-		 number_field(transfer, "max_output_bytes",
-			      5.0 * 1024 * 1024 * 1024));
+	if ((rc = bytes_text(transfer, "max_output_bytes",
+			     5.0 * 1024 * 1024 * 1024, num, id, err)) != 0)
+		return rc;
 	assign(out, "NAVETTE_OUTPUT_MAX", num);
 	nv_buf_puts(out, "NAVETTE_LOG_INTERVAL=${NAVETTE_LOG_INTERVAL:-5}\n");
 	assign(out, "NAVETTE_FAILURE_HINT",
@@ -772,6 +792,9 @@ int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err)
 	    !string_field(spec, "project"))
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "job spec lacks id, commit or project");
+	/* the launcher makes folders, keys and log lines of it */
+	if (nv_job_id_check(id, err))
+		return err->code;
 	if (!cJSON_IsArray(command) || cJSON_GetArraySize(command) == 0)
 		return nv_err_set(err, NV_EINVAL,
 				  "command is a list of strings: { \"sh\", "

@@ -14,9 +14,11 @@
 
 #include "core/clock.h"
 #include "core/fsutil.h"
+#include "core/jobid.h"
 
 struct nv_queue {
 	sqlite3 *db;
+	char path[4200]; /* of jobs.db, for the recovery hint */
 };
 
 static const char schema[] =
@@ -33,8 +35,27 @@ static const char schema[] =
 	" job_id TEXT NOT NULL, phase TEXT NOT NULL, at REAL NOT NULL,"
 	" PRIMARY KEY(job_id, phase));";
 
+/* A database SQLite cannot read (not a database, a damaged page) is not
+ * fixed by retrying: the hint says how to start again and what is lost. */
+static int db_damaged(nv_queue *q, nv_err *err, const char *what)
+{
+	return nv_err_set(
+		err, NV_EIO,
+		"move that file aside (rename it to jobs.db.damaged): the next "
+		"command starts an empty job database. Its jobs are then no "
+		"longer listed or followed; their folders under "
+		"NAVETTE_HOME/jobs (launcher, log) and what they published in "
+		"the store (outputs, navette.log, navette-run.json) stay",
+		"the job database %s is damaged (%s: %s)", q->path, what,
+		sqlite3_errmsg(q->db));
+}
+
 static int db_error(nv_queue *q, nv_err *err, const char *what)
 {
+	int code = sqlite3_errcode(q->db);
+
+	if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
+		return db_damaged(q, err, what);
 	return nv_err_set(err, NV_EIO,
 			  "check that NAVETTE_HOME is writable and not full",
 			  "job database: %s: %s", what, sqlite3_errmsg(q->db));
@@ -84,6 +105,7 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	memcpy(q->path, path, sizeof(q->path));
 	if (sqlite3_open_v2(path, &q->db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 				    SQLITE_OPEN_FULLMUTEX,
@@ -230,6 +252,8 @@ int nv_queue_insert_keyed(nv_queue *q, const char *id, const char *project,
 {
 	int rc;
 
+	if (nv_job_id_check(id, err))
+		return err->code;
 	/* the row of an interrupted submission of the same key is completed
 	 * in place (its spec replaced), never inserted twice; any other row
 	 * with this id makes the insert a duplicate */
@@ -266,6 +290,8 @@ int nv_queue_submitted(nv_queue *q, const char *id, nv_err *err)
 int nv_queue_phase(nv_queue *q, const char *id, const char *phase, double at,
 		   nv_err *err)
 {
+	if (nv_job_id_check(id, err))
+		return err->code;
 	int rc =
 		exec_bound(q, err, "INSERT OR IGNORE INTO phases VALUES(?,?,?)",
 			   "ssd", id, phase, at);
@@ -282,6 +308,40 @@ static char *dup_column(sqlite3_stmt *st, int col)
 	return t ? strdup((const char *)t) : NULL;
 }
 
+/* Local rows in state whose id breaks the grammar (written by hand, or
+ * by something other than navette) are failed in place, by rowid, so that
+ * the agent never makes a folder of their id. Returns how many. */
+static int fail_bad_ids(nv_queue *q, const char *state)
+{
+	sqlite3_int64 bad[64];
+	sqlite3_stmt *st = NULL;
+	nv_err ignored;
+	int n = 0;
+
+	if (sqlite3_prepare_v2(q->db,
+			       "SELECT rowid, id FROM jobs WHERE state=?"
+			       " AND backend='local'",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
+	while (n < 64 && sqlite3_step(st) == SQLITE_ROW)
+		if (nv_job_id_check((const char *)sqlite3_column_text(st, 1),
+				    &ignored))
+			bad[n++] = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	for (int i = 0; i < n; i++)
+		if (exec_bound(
+			    q, &ignored,
+			    "UPDATE jobs SET state='failed', phase='failed',"
+			    " failure_phase='accepted', failure_reason='its id"
+			    " is not a job id navette makes: not run',"
+			    " failure_hint='submit it again with navette run',"
+			    " updated=? WHERE rowid=?",
+			    "dl", nv_now(), (long)bad[i]) != 0)
+			return 0; /* (a read-only database: no loop) */
+	return n;
+}
+
 int nv_queue_claim(nv_queue *q, char **id_out, char **spec_out, nv_err *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -291,6 +351,8 @@ int nv_queue_claim(nv_queue *q, char **id_out, char **spec_out, nv_err *err)
 	if (sqlite3_exec(q->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
 	    SQLITE_OK)
 		return db_error(q, err, "begin");
+	while (fail_bad_ids(q, "queued") == 64)
+		;
 	if (sqlite3_prepare_v2(q->db,
 			       "SELECT id, spec FROM jobs WHERE state='queued'"
 			       " AND backend='local' ORDER BY created LIMIT 1",
@@ -332,6 +394,8 @@ rollback:
 int nv_queue_set_remote(nv_queue *q, const char *id, const char *remote_id,
 			const char *state, nv_err *err)
 {
+	if (nv_job_id_check(id, err))
+		return err->code;
 	if (remote_id &&
 	    exec_bound(q, err, "UPDATE jobs SET remote_id=? WHERE id=?", "ss",
 		       remote_id, id))
@@ -347,6 +411,8 @@ int nv_queue_set_remote(nv_queue *q, const char *id, const char *remote_id,
 
 int nv_queue_set_pid(nv_queue *q, const char *id, long pid, nv_err *err)
 {
+	if (nv_job_id_check(id, err))
+		return err->code;
 	return exec_bound(q, err, "UPDATE jobs SET pid=? WHERE id=?", "ls", pid,
 			  id);
 }
@@ -359,6 +425,8 @@ int nv_queue_finish(nv_queue *q, const char *id, const char *state,
 	double now = nv_now();
 	int rc;
 
+	if (nv_job_id_check(id, err))
+		return err->code;
 	rc = exec_bound(q, err,
 			"UPDATE jobs SET state=?, failure_phase=?,"
 			" failure_reason=?, failure_hint=?, record_url=?,"
@@ -381,10 +449,13 @@ static int resolve_id(nv_queue *q, const char *id, char *out, nv_err *err)
 	char pattern[80];
 	int found = 0;
 
-	if (strlen(id) == 0 || strlen(id) > 63 || strpbrk(id, "%_"))
-		return nv_err_set(err, NV_ENOTFOUND,
-				  "list jobs with `navette jobs`",
-				  "no job '%s'", id);
+	/* (the grammar also keeps LIKE's '%' and '_' out); no job can have
+	 * such a name: not found, saying why */
+	if (nv_job_id_prefix_check(id, err)) {
+		if (err)
+			err->code = NV_ENOTFOUND;
+		return NV_ENOTFOUND;
+	}
 	snprintf(pattern, sizeof(pattern), "%s%%", id);
 	if (sqlite3_prepare_v2(q->db,
 			       "SELECT id FROM jobs WHERE id=?1 OR id LIKE ?2"
@@ -465,6 +536,8 @@ int nv_queue_cancel_requested(nv_queue *q, const char *id, int *requested,
 	sqlite3_stmt *st = NULL;
 
 	*requested = 0;
+	if (nv_job_id_check(id, err))
+		return err->code;
 	if (sqlite3_prepare_v2(q->db,
 			       "SELECT cancel_requested FROM jobs WHERE id=?",
 			       -1, &st, NULL) != SQLITE_OK)
@@ -567,8 +640,10 @@ int nv_queue_get_json(nv_queue *q, const char *id, char **json_out, nv_err *err)
 	if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
 		return db_error(q, err, "prepare");
 	sqlite3_bind_text(st, 1, full, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(st) != SQLITE_ROW) {
+	if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
 		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			return db_error(q, err, "read");
 		return nv_err_set(err, NV_ENOTFOUND, NULL, "no job '%s'", id);
 	}
 	cJSON *o = row_to_json(q, st, 1);
@@ -585,6 +660,7 @@ int nv_queue_list_json(nv_queue *q, int limit, char **json_out, nv_err *err)
 	char sql[512];
 	sqlite3_stmt *st = NULL;
 	cJSON *arr = cJSON_CreateArray();
+	int rc;
 
 	*json_out = NULL;
 	snprintf(sql, sizeof(sql),
@@ -595,9 +671,13 @@ int nv_queue_list_json(nv_queue *q, int limit, char **json_out, nv_err *err)
 		return db_error(q, err, "prepare");
 	}
 	sqlite3_bind_int(st, 1, limit > 0 ? limit : 50);
-	while (sqlite3_step(st) == SQLITE_ROW)
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		cJSON_AddItemToArray(arr, row_to_json(q, st, 0));
 	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) { /* a damaged page: not a shorter list */
+		cJSON_Delete(arr);
+		return db_error(q, err, "read");
+	}
 	*json_out = cJSON_PrintUnformatted(arr);
 	cJSON_Delete(arr);
 	if (!*json_out)
@@ -634,6 +714,8 @@ int nv_queue_each_running(nv_queue *q,
 {
 	sqlite3_stmt *st = NULL;
 
+	while (fail_bad_ids(q, "running") == 64)
+		;
 	if (sqlite3_prepare_v2(q->db,
 			       "SELECT id, spec, pid FROM jobs"
 			       " WHERE state='running' AND backend='local'",

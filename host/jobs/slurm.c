@@ -19,6 +19,7 @@
 
 #include "core/buf.h"
 #include "core/clock.h"
+#include "core/jobid.h"
 #include "creds/jwt.h"
 
 #define URL_MAX       2048
@@ -311,6 +312,9 @@ int nv_slurm_desc_setenv(nv_slurm_job_desc *d, const char *name,
 	if (!value)
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "environment variable %s has no value", name);
+	/* the node's launcher makes folders and keys of it */
+	if (strcmp(name, "NAVETTE_JOB_ID") == 0 && nv_job_id_check(value, err))
+		return err->code;
 	vlen = strlen(value);
 	if (vlen > 64 * 1024)
 		return nv_err_set(err, NV_EINVAL, NULL,
@@ -1017,6 +1021,7 @@ struct nv_slurm {
 	double lifespan, max;
 	double token_exp; /* 0: unknown */
 	long requests;
+	long last_status; /* HTTP status of the last call; 0: no answer */
 };
 
 /* Reads exp and sun from a JWT's payload (not verified: slurmctld does
@@ -1162,6 +1167,11 @@ static int call(nv_slurm *s, const char *method, const char *path,
 	nv_http_request req;
 	int rc, n = 0;
 
+	/* slurmrestd answers in well under a second: one that sends nothing
+	 * for 20 s is stalled, and the caller says so (and what to check)
+	 * instead of waiting for the total timeout */
+	policy.stall_timeout_ms = 20000;
+
 	memset(resp, 0, sizeof(*resp));
 	if (slurm_errno)
 		*slurm_errno = 0;
@@ -1191,7 +1201,10 @@ static int call(nv_slurm *s, const char *method, const char *path,
 	req.credential_header = "X-SLURM-USER-TOKEN";
 	req.max_redirects = 0; /* a redirect is an error, never followed */
 	s->requests++;
+	s->last_status = 0;
 	rc = nv_http_session_perform(s->http, &policy, &req, resp, err);
+	if (rc == 0)
+		s->last_status = resp->status;
 	if (rc) {
 		nv_http_response_free(resp);
 		return rc;
@@ -1472,6 +1485,11 @@ int nv_slurm_submit(nv_slurm *s, const char *script, const nv_slurm_job_desc *d,
 				   job_id, err);
 	nv_http_response_free(&resp);
 	return rc;
+}
+
+int nv_slurm_submit_refused(const nv_slurm *s)
+{
+	return s->last_status >= 400 && s->last_status < 500;
 }
 
 int nv_slurm_job_get(nv_slurm *s, long long job_id, nv_slurm_job *job,

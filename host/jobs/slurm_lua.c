@@ -12,6 +12,7 @@
  * side effect are recorded, queries return nil and a "refused" error. No
  * malloc'd memory is held across a Lua call that can raise: descriptions
  * and job lists live in userdata boxes collected by Lua. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,26 @@ static void table_text(lua_State *L, int t, const char *k, char *dst,
 	lua_pop(L, 1);
 }
 
+/* An integer field in [min, max] (a boolean is 0 or 1, nil is 0): a
+ * plain cast of a float out of range is undefined behaviour. */
+static lua_Integer table_int(lua_State *L, int t, const char *k,
+			     lua_Integer min, lua_Integer max)
+{
+	lua_Integer n = 0;
+	char what[64];
+
+	if (lua_getfield(L, t, k) == LUA_TNUMBER) {
+		snprintf(what, sizeof(what), "slurm.map_state: %s", k);
+		n = nv_lua_checkrange(L, -1, min, max, what);
+	} else if (lua_isboolean(L, -1)) {
+		n = lua_toboolean(L, -1);
+	} else if (!lua_isnil(L, -1)) {
+		luaL_error(L, "slurm.map_state: %s must be a number", k);
+	}
+	lua_pop(L, 1);
+	return n;
+}
+
 static lua_Number table_num(lua_State *L, int t, const char *k)
 {
 	lua_Number n = 0;
@@ -294,10 +315,7 @@ static nv_slurm *check_session(lua_State *L)
 
 static lua_Integer check_job_id(lua_State *L, int idx)
 {
-	lua_Integer id = luaL_checkinteger(L, idx);
-
-	luaL_argcheck(L, id > 0 && id <= 4294967295LL, idx, "bad job id");
-	return id;
+	return nv_lua_checkrange(L, idx, 1, 4294967295LL, "slurm: job id");
 }
 
 /* open{endpoint=, user=, credential=, lifespan=, max_lifespan=, version=,
@@ -350,7 +368,9 @@ static int l_slurm_open(lua_State *L)
 	lua_getfield(L, 1, "max_lifespan");
 	cfg.token_max_s = luaL_optnumber(L, -1, 0);
 	lua_getfield(L, 1, "timeout_ms");
-	cfg.policy.total_timeout_ms = (long)luaL_optinteger(L, -1, 0);
+	cfg.policy.total_timeout_ms = (long)nv_lua_optrange(
+		L, -1, 0, (lua_Integer)7 * 24 * 3600 * 1000, 0,
+		"slurm.open: timeout_ms");
 	lua_pop(L, 3);
 	lua_getfield(L, 1, "credential"); // [.., handle]
 	cfg.credential = nv_creds_check(L, -1);
@@ -439,8 +459,11 @@ static int l_slurm_submit(lua_State *L)
 		lua_pushliteral(L, "planned");
 		return 2;
 	}
-	if (nv_slurm_submit(s, script, d, &id, &err))
-		return nv_lua_push_error(L, &err);
+	if (nv_slurm_submit(s, script, d, &id, &err)) {
+		nv_lua_push_error(L, &err); // [.., nil, err]
+		lua_pushboolean(L, nv_slurm_submit_refused(s));
+		return 3; // [.., nil, err, refused for certain]
+	}
 	lua_pushinteger(L, (lua_Integer)id);
 	return 1;
 }
@@ -567,12 +590,14 @@ static int l_slurm_map_state(lua_State *L)
 	table_text(L, 1, "state", j.state, sizeof(j.state));
 	table_text(L, 1, "reason", j.reason, sizeof(j.reason));
 	table_text(L, 1, "nodes", j.nodes, sizeof(j.nodes));
-	j.job_id = (long long)table_num(L, 1, "job_id");
-	j.exit_code = (int)table_num(L, 1, "exit_code");
-	j.exit_signal = (int)table_num(L, 1, "exit_signal");
-	j.restarts = (int)table_num(L, 1, "restarts");
-	j.requeue = table_num(L, 1, "requeue") != 0;
-	j.time_limit_min = (long)table_num(L, 1, "time_limit_min");
+	j.job_id = (long long)table_int(L, 1, "job_id", 0, 4294967295LL);
+	j.exit_code = (int)table_int(L, 1, "exit_code", INT_MIN, INT_MAX);
+	j.exit_signal = (int)table_int(L, 1, "exit_signal", INT_MIN, INT_MAX);
+	j.restarts = (int)table_int(L, 1, "restarts", 0, INT_MAX);
+	j.requeue =
+		table_int(L, 1, "requeue", LUA_MININTEGER, LUA_MAXINTEGER) != 0;
+	j.time_limit_min =
+		(long)table_int(L, 1, "time_limit_min", 0, LUA_MAXINTEGER);
 	j.start_time = table_num(L, 1, "start_time");
 	luaL_argcheck(L, j.state[0], 1, "state is required");
 	nv_slurm_map(&j, requeue, &v);

@@ -59,11 +59,15 @@ static int l_net_request(lua_State *L)
 	policy.ca_bundle = opt_string(L, 1, "ca_bundle");
 	policy.pinned_pubkey = opt_string(L, 1, "pin");
 	lua_getfield(L, 1, "timeout_ms");
-	policy.total_timeout_ms = (long)luaL_optinteger(L, -1, 0);
+	policy.total_timeout_ms = (long)nv_lua_optrange(
+		L, -1, 0, (lua_Integer)7 * 24 * 3600 * 1000, 0,
+		"http: timeout_ms");
 	lua_getfield(L, 1, "max_body");
-	policy.max_body = (size_t)luaL_optinteger(L, -1, 0);
+	policy.max_body = (size_t)nv_lua_optrange(
+		L, -1, 0, (lua_Integer)1 << 40, 0, "http: max_body");
 	lua_getfield(L, 1, "max_redirects");
-	req.max_redirects = (int)luaL_optinteger(L, -1, 0);
+	req.max_redirects =
+		(int)nv_lua_optrange(L, -1, 0, 100, 0, "http: max_redirects");
 	lua_getfield(L, 1, "body");
 	if (!lua_isnil(L, -1)) {
 		req.body = luaL_checklstring(L, -1, &body_len);

@@ -28,6 +28,7 @@
 
 #include "core/fsname.h"
 #include "core/fsutil.h"
+#include "core/jobid.h"
 #include "storage/sha256.h"
 #include "core/hex.h"
 
@@ -231,6 +232,43 @@ int nv_filestore_key_check_len(const char *key, size_t len, nv_err *err)
 int nv_filestore_key_check(const char *key, nv_err *err)
 {
 	return nv_filestore_key_check_len(key, key ? strlen(key) : 0, err);
+}
+
+int nv_filestore_job_prefix(char *out, size_t cap, const char *template_text,
+			    const char *project, const char *id, nv_err *err)
+{
+	size_t o = 0;
+
+	if (nv_job_id_check(id, err))
+		return err->code;
+	if (!project || !*project || strchr(project, '/'))
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "job %s: bad project name for its prefix",
+				  id);
+	if (!template_text || cap == 0)
+		return nv_err_set(err, NV_EINVAL, NULL, "no output prefix");
+	for (const char *p = template_text; *p;) {
+		const char *with = NULL;
+		size_t skip = 1, n;
+
+		if (strncmp(p, "{project}", 9) == 0)
+			with = project, skip = 9;
+		else if (strncmp(p, "{id}", 4) == 0)
+			with = id, skip = 4;
+		n = with ? strlen(with) : 1;
+		if (o + n >= cap || o + n > NV_FILESTORE_KEY_MAX)
+			return nv_err_set(err, NV_EINVAL, KEY_HINT,
+					  "job %s: output prefix longer than "
+					  "%d bytes",
+					  id, NV_FILESTORE_KEY_MAX);
+		memcpy(out + o, with ? with : p, n);
+		o += n;
+		p += skip;
+	}
+	out[o] = '\0';
+	/* "a/b/" is checked as the key "a/b" */
+	return nv_filestore_key_check_len(
+		out, o && out[o - 1] == '/' ? o - 1 : o, err);
 }
 
 static int starts_with_scheme(const char *s)

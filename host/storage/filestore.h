@@ -69,6 +69,14 @@ int nv_filestore_url(char *url_out, size_t url_cap, const nv_filestore *store,
 int nv_filestore_key_check(const char *key, nv_err *err);
 int nv_filestore_key_check_len(const char *key, size_t len, nv_err *err);
 
+/* A job's key prefix in a store (file or S3: one key grammar): template
+ * with every "{project}" and "{id}" replaced. id must follow the job id
+ * grammar (core/jobid.h), project must be one segment (no '/'), and the
+ * prefix, without its trailing '/', must be a key; otherwise NV_EINVAL
+ * naming what is wrong. */
+int nv_filestore_job_prefix(char *out, size_t cap, const char *template_text,
+			    const char *project, const char *id, nv_err *err);
+
 /* Publishes src_path (or data[0..len)) as key, replacing any object there.
  * info (may be NULL) receives what was stored. On a volume that folds
  * names (detected at open, or NAVETTE_FS_CASE_INSENSITIVE=1), a key that

@@ -22,6 +22,7 @@
 #include <lua.h>
 
 #include "core/buf.h"
+#include "core/clock.h"
 #include "core/nv_err.h"
 #include "core/nv_lua.h"
 #include "core/output.h"
@@ -183,21 +184,16 @@ static int plan_stub(lua_State *L, const char *action, const char *key)
 /* Seconds since the epoch of an optional argument (nil or 0: now). */
 static time_t opt_time(lua_State *L, int idx)
 {
-	lua_Integer at = luaL_optinteger(L, idx, 0);
-
-	luaL_argcheck(L, at >= 0, idx, "time before 1970");
-	return (time_t)at;
+	return (time_t)nv_lua_optrange(L, idx, 0, (lua_Integer)NV_TIME_MAX, 0,
+				       "s3: signing time");
 }
 
 static int check_expires(lua_State *L, int idx)
 {
-	lua_Integer e = luaL_checkinteger(L, idx);
-
 	/* out of range is an expected failure the C layer names; only a
 	 * value that does not fit an int is misuse */
-	luaL_argcheck(L, e >= INT32_MIN && e <= INT32_MAX, idx,
-		      "expiry out of range");
-	return (int)e;
+	return (int)nv_lua_checkrange(L, idx, INT32_MIN, INT32_MAX,
+				      "s3: expiry (seconds)");
 }
 
 /* Keeps the last text this client signed in its user value, so that
@@ -265,11 +261,8 @@ static int l_s3_open(lua_State *L)
 
 	lua_getfield(L, -1, "attempts"); // [.., opts, n]
 	if (!lua_isnil(L, -1)) {
-		lua_Integer n = luaL_checkinteger(L, -1);
-		if (n < 1 || n > NV_S3_ATTEMPTS_MAX)
-			return luaL_error(L, "s3.open: attempts is 1..%d",
-					  NV_S3_ATTEMPTS_MAX);
-		c->cfg.max_attempts = (int)n;
+		c->cfg.max_attempts = (int)nv_lua_checkrange(
+			L, -1, 1, NV_S3_ATTEMPTS_MAX, "s3.open: attempts");
 	}
 	lua_pop(L, 1);
 
@@ -502,10 +495,8 @@ static int l_s3_list(lua_State *L)
 		start_after = opt_option(L, 4, "start_after");
 		continuation = opt_option(L, 4, "continuation");
 		if (lua_getfield(L, 4, "max_keys") != LUA_TNIL) {
-			lua_Integer n = luaL_checkinteger(L, -1);
-			luaL_argcheck(L, n >= 1 && n <= NV_S3_LIST_MAX, 4,
-				      "max_keys is 1..1000");
-			max_keys = (unsigned)n;
+			max_keys = (unsigned)nv_lua_checkrange(
+				L, -1, 1, NV_S3_LIST_MAX, "s3.list: max_keys");
 		}
 		lua_pop(L, 1);
 	}
@@ -738,7 +729,9 @@ static int l_s3_post_policy(lua_State *L)
 	size_t plen;
 	const char *prefix = luaL_checklstring(L, 3, &plen);
 	int expires = check_expires(L, 4);
-	lua_Integer max_bytes = luaL_checkinteger(L, 5);
+	lua_Integer max_bytes =
+		nv_lua_checkrange(L, 5, LUA_MININTEGER, LUA_MAXINTEGER,
+				  "s3.post_policy: max_bytes");
 	time_t at = opt_time(L, 6);
 	const char *meta[NV_S3_POST_META_MAX + 2] = {NULL};
 	const char *bucket;

@@ -293,7 +293,8 @@ static int l_storage_buffer_gc(lua_State *L)
 static int l_storage_read(lua_State *L)
 {
 	l_store *s = check_store(L);
-	lua_Integer max = luaL_optinteger(L, 3, READ_DEFAULT_MAX);
+	lua_Integer max = nv_lua_optrange(L, 3, 1, LUA_MAXINTEGER,
+					  READ_DEFAULT_MAX, "read: max_bytes");
 	nv_object_info info;
 	const char *key;
 	l_buffer *b;
@@ -375,12 +376,8 @@ static int l_storage_list(lua_State *L)
 		/* the string stays referenced by the options table */
 		lua_pop(L, 1);
 		if (lua_getfield(L, 3, "max_keys") != LUA_TNIL) {
-			luaL_argcheck(L, lua_isinteger(L, -1), 3,
-				      "max_keys must be an integer");
-			max = lua_tointeger(L, -1);
-			luaL_argcheck(L,
-				      max >= 1 && max <= NV_FILESTORE_LIST_MAX,
-				      3, "max_keys must be within 1..1000");
+			max = nv_lua_checkrange(L, -1, 1, NV_FILESTORE_LIST_MAX,
+						"list: max_keys");
 		}
 		lua_pop(L, 1);
 	}
@@ -538,8 +535,34 @@ static const luaL_Reg store_meta[] = {
 	{NULL, NULL},
 };
 
+/* job_prefix(template, project, id) -> prefix | nil, err: where a job
+ * publishes, checked in C (the id's grammar, the key rules) */
+static int l_storage_job_prefix(lua_State *L)
+{
+	char prefix[NV_FILESTORE_KEY_MAX + 1];
+	size_t tlen, plen, ilen;
+	const char *tmpl = luaL_checklstring(L, 1, &tlen);
+	const char *project = luaL_checklstring(L, 2, &plen);
+	const char *id = luaL_checklstring(L, 3, &ilen);
+	nv_err err;
+
+	if (strlen(tmpl) != tlen || strlen(project) != plen ||
+	    strlen(id) != ilen) {
+		nv_err_set(&err, NV_EINVAL, NULL,
+			   "job prefix: a NUL byte in the prefix, project or "
+			   "id");
+		return nv_lua_push_error(L, &err);
+	}
+	if (nv_filestore_job_prefix(prefix, sizeof(prefix), tmpl, project, id,
+				    &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, prefix);
+	return 1;
+}
+
 static const luaL_Reg storage_functions[] = {
 	{"open", l_storage_open},
+	{"job_prefix", l_storage_job_prefix},
 	{"find", l_storage_find},
 	{NULL, NULL},
 };

@@ -404,12 +404,15 @@ end
 -- the key, in what validation kept (keys included).
 local function check_text(v, key)
   if type(v) == "string" then
-    if v:find("%z") then
-      bad("'" .. key .. "' holds a NUL byte",
+    local nul = v:find("%z")
+    if nul then
+      bad("'" .. key .. "' holds a NUL byte at byte offset " .. (nul - 1),
           "a NUL cannot pass to a program, a file name or JSON")
     end
-    if not utf8.len(v) then
-      bad("'" .. key .. "' holds bytes that are not UTF-8 text",
+    local ok, at = utf8.len(v)
+    if not ok then
+      bad(string.format("'%s' holds bytes that are not UTF-8 text (0x%02x "
+                        .. "at byte offset %d)", key, v:byte(at), at - 1),
           "write the text in UTF-8")
     end
   elseif type(v) == "table" then
@@ -447,8 +450,9 @@ function job.new_id(project_slug, commit)
   return head .. tail
 end
 
+-- the grammar is C's (core/jobid.h), which every boundary checks
 function job.is_valid_id(id)
-  return #id <= 63 and id:match("^[a-z0-9][a-z0-9-]*[a-z0-9]$") ~= nil
+  return (_navette.jobs.id_ok(id))
 end
 
 return job

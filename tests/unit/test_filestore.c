@@ -656,6 +656,44 @@ static void test_open(void)
 	nv_filestore_free(NULL);
 }
 
+/* A job's prefix is built in C: the id's grammar and the key rules */
+static void test_job_prefix(void)
+{
+	static char longid[100];
+	const char *const bad[] = {
+		"..",   "../../victim",  "/",    "/tmp/abs", "",
+		"-rf",  "caf\xc3\xa9-1", "a\nb", "a/b",      "A-1",
+		"p-1-", longid,          NULL};
+	char out[NV_FILESTORE_KEY_MAX + 1];
+	nv_err err;
+
+	CHECK(nv_filestore_job_prefix(out, sizeof(out), "{project}/{id}/", "p",
+				      "p-1-abc", &err) == 0);
+	CHECK_STR(out, "p/p-1-abc/");
+	CHECK(nv_filestore_job_prefix(out, sizeof(out),
+				      "r/{id}/{id}-x/{project}", "p", "ab",
+				      &err) == 0);
+	CHECK_STR(out, "r/ab/ab-x/p");
+	memset(longid, 'a', sizeof(longid) - 1);
+	for (int i = 0; bad[i]; i++) {
+		nv_err_clear(&err);
+		CHECK(nv_filestore_job_prefix(out, sizeof(out),
+					      "{project}/{id}/", "p", bad[i],
+					      &err) == NV_EINVAL);
+		CHECK(strstr(err.message, "job id") != NULL);
+	}
+	/* a project of two segments, a template that climbs out, one too
+	 * long for a key */
+	CHECK(nv_filestore_job_prefix(out, sizeof(out), "{project}/{id}/",
+				      "a/b", "p-1", &err) == NV_EINVAL);
+	CHECK(nv_filestore_job_prefix(out, sizeof(out), "../{id}/", "p", "p-1",
+				      &err) == NV_EINVAL);
+	CHECK(nv_filestore_job_prefix(out, sizeof(out), "/{id}/", "p", "p-1",
+				      &err) == NV_EINVAL);
+	CHECK(nv_filestore_job_prefix(out, 8, "{project}/{id}/", "p",
+				      "p-1-abcdef", &err) == NV_EINVAL);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -679,6 +717,7 @@ int main(void)
 
 	test_sha256();
 	test_keys();
+	test_job_prefix();
 	test_open();
 	CHECK(nv_filestore_open(&s, root, 1, &err) == 0);
 	if (s) {

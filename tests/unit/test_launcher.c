@@ -511,6 +511,76 @@ static void test_container(void)
 	}
 }
 
+/* The launcher makes folders, keys and log lines of the job id: a spec
+ * whose id breaks the grammar (core/jobid.h) gets no script, local or
+ * remote, and the refusal names the id. A byte count the shell's
+ * arithmetic would overflow is refused too, not printed. */
+static void test_bad_ids_and_counts(void)
+{
+	static char longid[100]; /* NUL-free but overlong */
+	const char *const bad[] = {
+		"..",   "../../victim",  "/",    "/tmp/abs", "",
+		"-rf",  "caf\xc3\xa9-1", "a\nb", "a/b",      "A-1",
+		"p-1-", longid,          NULL};
+	nv_buf b;
+	nv_err err;
+
+	memset(longid, 'a', sizeof(longid) - 1);
+	for (int i = 0; bad[i]; i++) {
+		const char *id = bad[i];
+		for (int remote = 0; remote < 2; remote++) {
+			cJSON *spec = remote ? remote_spec("00", 1, NULL, NULL)
+					     : cJSON_Parse(spec_text);
+			cJSON_ReplaceItemInObject(spec, "id",
+						  cJSON_CreateString(id));
+			nv_buf_init(&b, NV_LAUNCHER_MAX);
+			nv_err_clear(&err);
+			CHECK(nv_launcher_script(spec, &b, &err) == NV_EINVAL);
+			CHECK(strstr(err.message, "job id") != NULL);
+			CHECK(b.len == 0);
+			nv_buf_free(&b);
+			cJSON_Delete(spec);
+		}
+	}
+	cJSON *spec = cJSON_Parse(spec_text);
+	cJSON_ReplaceItemInObject(spec, "id",
+				  cJSON_CreateString("../../victim"));
+	nv_buf_init(&b, NV_LAUNCHER_MAX);
+	CHECK(nv_launcher_script(spec, &b, &err) == NV_EINVAL);
+	CHECK(strstr(err.message, "'../../victim'") != NULL);
+	nv_buf_free(&b);
+	cJSON_Delete(spec);
+
+	/* logs.max_bytes and max_output_bytes: whole, 0..2^53 */
+	static const double counts[] = {9223372036854775808.0, 1e300, -1, 2.5,
+					9007199254740994.0};
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		for (int which = 0; which < 2; which++) {
+			cJSON *r = remote_spec("00", 1, NULL, NULL);
+			cJSON *o = cJSON_GetObjectItemCaseSensitive(
+				r, which ? "transfer" : "logs");
+			const char *key =
+				which ? "max_output_bytes" : "max_bytes";
+			cJSON_DeleteItemFromObject(o, key);
+			cJSON_AddNumberToObject(o, key, counts[i]);
+			nv_buf_init(&b, NV_LAUNCHER_MAX);
+			CHECK(nv_launcher_script(r, &b, &err) == NV_EINVAL);
+			CHECK(strstr(err.message, key) != NULL);
+			nv_buf_free(&b);
+			cJSON_Delete(r);
+		}
+	}
+	cJSON *r = remote_spec("00", 1, NULL, NULL);
+	cJSON *logs = cJSON_GetObjectItemCaseSensitive(r, "logs");
+	cJSON_DeleteItemFromObject(logs, "max_bytes");
+	cJSON_AddNumberToObject(logs, "max_bytes", 9007199254740992.0);
+	nv_buf_init(&b, NV_LAUNCHER_MAX);
+	CHECK(nv_launcher_script(r, &b, &err) == 0);
+	CHECK(b.data && strstr(b.data, "NAVETTE_LOG_MAX='9007199254740992'"));
+	nv_buf_free(&b);
+	cJSON_Delete(r);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/navette-launcher-XXXXXX";
@@ -552,6 +622,8 @@ int main(void)
 	CHECK_STR(out, "running\nlogs_visible\nexit 7\n");
 	free(out);
 	nv_buf_free(&b);
+
+	test_bad_ids_and_counts();
 
 	/* reserved and malformed environment names */
 	CHECK(nv_launcher_env_name_ok("EPOCHS"));

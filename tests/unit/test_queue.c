@@ -27,6 +27,163 @@ static const char *str(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* Runs python3 on code with the folder as sys.argv[1]. */
+static int python(const char *dir, const char *code)
+{
+	char path[600], cmd[1400];
+	nv_err err;
+
+	snprintf(path, sizeof(path), "%s/step.py", dir);
+	if (nv_write_file_atomic(path, code, strlen(code), 0600, &err) != 0)
+		return -1;
+	snprintf(cmd, sizeof(cmd), "python3 '%s' '%s'", path, dir);
+	return system(cmd);
+}
+
+static void count_running(const char *id, const char *spec, long pid,
+			  void *payload)
+{
+	(void)id, (void)spec, (void)pid;
+	(*(int *)payload)++;
+}
+
+/* Ids are checked by the database itself: every entry point that takes
+ * one refuses a bad one, naming it; rows with a bad id written around it
+ * are failed, never handed to the agent (which makes a folder of the id);
+ * a damaged file says how to recover. */
+static void test_ids_and_damage(void)
+{
+	static const char *const bad[] = {
+		"..",  "../../victim", "/",           "/tmp/abs",
+		"",    "-rf",          "caf\xc3\xa9", "a\nb",
+		"A-1", "a/b",          "p-1-aaa-",    NULL};
+	char home[] = "/tmp/navette-queue-ids-XXXXXX";
+	char longid[100], name[64], *id = NULL, *spec = NULL, *list = NULL;
+	nv_queue *q = NULL;
+	nv_err err;
+	int requested, adopted = 0, failed = 0;
+
+	CHECK(mkdtemp(home) != NULL);
+	CHECK(nv_queue_open(&q, home, &err) == 0);
+	for (int i = 0; bad[i]; i++) {
+		const char *b = bad[i];
+		nv_err_clear(&err);
+		CHECK(nv_queue_insert(q, b, "p", "local", "x", "{}", NULL, 1.0,
+				      &err) == NV_EINVAL);
+		CHECK(strstr(err.message, "job id") != NULL);
+		CHECK(nv_queue_phase(q, b, "accepted", 2.0, &err) == NV_EINVAL);
+		CHECK(nv_queue_finish(q, b, "failed", 1, NULL, NULL, NULL, NULL,
+				      &err) == NV_EINVAL);
+		CHECK(nv_queue_set_remote(q, b, "1", "running", &err) ==
+		      NV_EINVAL);
+		CHECK(nv_queue_set_pid(q, b, 1, &err) == NV_EINVAL);
+		CHECK(nv_queue_cancel_requested(q, b, &requested, &err) ==
+		      NV_EINVAL);
+	}
+	/* NUL-free but overlong */
+	memset(longid, 'a', sizeof(longid) - 1);
+	longid[sizeof(longid) - 1] = '\0';
+	CHECK(nv_queue_insert(q, longid, "p", "local", "x", "{}", NULL, 1.0,
+			      &err) == NV_EINVAL);
+	CHECK(strstr(err.message, "longer than 63") != NULL);
+	/* the message names the id, a control byte shown as \xNN */
+	CHECK(nv_queue_insert(q, "a\nb", "p", "local", "x", "{}", NULL, 1.0,
+			      &err) == NV_EINVAL);
+	CHECK(strstr(err.message, "'a\\x0ab'") != NULL);
+	/* a look-up by a prefix that no id can have: not found, saying why */
+	CHECK(nv_queue_get_json(q, "../x", &id, &err) == NV_ENOTFOUND);
+	CHECK(strstr(err.message, "'../x'") != NULL);
+	CHECK(nv_queue_list_json(q, 10, &list, &err) == 0);
+	CHECK_STR(list, "[]"); /* nothing was written */
+	free(list);
+
+	/* rows written around the checks (by hand, another program): the
+	 * queued one, older than the good one, is failed and skipped; the
+	 * running one is never adopted */
+	CHECK(nv_queue_insert(q, "p-1-good", "p", "local", "good", "{}", NULL,
+			      5.0, &err) == 0);
+	CHECK(python(home,
+		     "import sqlite3, sys\n"
+		     "c = sqlite3.connect(sys.argv[1] + '/jobs.db')\n"
+		     "sql = 'INSERT INTO jobs(id, project, profile, name, spec,"
+		     " state, phase, created, updated, pid)"
+		     " VALUES(?, \"p\", \"local\", \"evil\", \"{}\", ?, ?, ?, "
+		     "?,"
+		     " 1)'\n"
+		     "c.execute(sql, ('../../victim', 'queued', 'submitted', 1,"
+		     " 1))\n"
+		     "c.execute(sql, ('/tmp/abs', 'running', 'running', 2, "
+		     "2))\n"
+		     "c.commit()\n") == 0);
+	CHECK(nv_queue_claim(q, &id, &spec, &err) == 0);
+	CHECK_STR(id, "p-1-good");
+	free(id);
+	free(spec);
+	CHECK(nv_queue_claim(q, &id, &spec, &err) == 0);
+	CHECK(id == NULL);
+	CHECK(nv_queue_each_running(q, count_running, &adopted, &err) == 0);
+	CHECK(adopted == 1); /* p-1-good only */
+	CHECK(nv_queue_list_json(q, 10, &list, &err) == 0);
+	cJSON *arr = cJSON_Parse(list);
+	const cJSON *row;
+	cJSON_ArrayForEach(row, arr)
+	{
+		const char *rid = str(row, "id");
+		if (rid && (strcmp(rid, "../../victim") == 0 ||
+			    strcmp(rid, "/tmp/abs") == 0)) {
+			CHECK_STR(str(row, "state"), "failed");
+			failed++;
+		}
+	}
+	CHECK(failed == 2);
+	cJSON_Delete(arr);
+	free(list);
+
+	/* a damaged page: an error with the recovery hint, not a shorter
+	 * list */
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "p-%d-fill", i);
+		CHECK(nv_queue_insert(q, name, "p", "local", name,
+				      "{\"pad\":\"0123456789012345678901234567"
+				      "8901234567890123456789\"}",
+				      NULL, 10.0 + i, &err) == 0);
+	}
+	nv_queue_close(q);
+	CHECK(python(home, "import os, sqlite3, sys\n"
+			   "p = sys.argv[1] + '/jobs.db'\n"
+			   "c = sqlite3.connect(p)\n"
+			   "c.execute('PRAGMA wal_checkpoint(TRUNCATE)')\n"
+			   "c.close()\n"
+			   "size = os.path.getsize(p)\n"
+			   "f = open(p, 'r+b')\n"
+			   "f.seek(4096)\n" /* all but the schema's page */
+			   "f.write(b'\\xa5' * (size - 4096))\n"
+			   "f.close()\n") == 0);
+	nv_err_clear(&err);
+	if (nv_queue_open(&q, home, &err) == 0) {
+		CHECK(nv_queue_list_json(q, 1000, &list, &err) == NV_EIO);
+		nv_queue_close(q);
+	}
+	CHECK(strstr(err.message, "is damaged") != NULL);
+	CHECK(strstr(err.hint, "jobs.db.damaged") != NULL);
+
+	/* not a database at all */
+	CHECK(python(home,
+		     "import sys, os\n"
+		     "d = sys.argv[1]\n"
+		     "open(d + '/jobs.db', 'wb').write(b'garbage ' * 600)\n"
+		     "for x in ('-wal', '-shm'):\n"
+		     "    if os.path.exists(d + '/jobs.db' + x):\n"
+		     "        os.unlink(d + '/jobs.db' + x)\n") == 0);
+	CHECK(nv_queue_open(&q, home, &err) == NV_EIO);
+	CHECK(q == NULL);
+	CHECK(strstr(err.message, "is damaged") != NULL);
+	CHECK(strstr(err.message, "/jobs.db") != NULL);
+	CHECK(strstr(err.hint, "jobs.db.damaged") != NULL);
+	CHECK(strstr(err.hint, "navette-run.json") != NULL);
+	nv_remove_tree(home, &err);
+}
+
 int main(void)
 {
 	char home[] = "/tmp/navette-queue-XXXXXX";
@@ -176,5 +333,6 @@ int main(void)
 	CHECK(nv_queue_open(&q, old, &err) == 0); /* upgraded once only */
 	nv_queue_close(q);
 	nv_remove_tree(old, &err);
+	test_ids_and_damage();
 	return nv_test_done();
 }

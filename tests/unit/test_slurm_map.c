@@ -135,6 +135,30 @@ static void test_desc(void)
 	CHECK(nv_slurm_desc_setenv(&d, "1BAD", "x", &err) == NV_EINVAL);
 	CHECK(nv_slurm_desc_setenv(&d, "A=B", "x", &err) == NV_EINVAL);
 	CHECK(nv_slurm_desc_setenv(&d, "", "x", &err) == NV_EINVAL);
+	/* the job id the node's launcher makes folders and keys of */
+	{
+		static char longid[100];
+		const char *const bad[] = {"..",
+					   "../../victim",
+					   "/",
+					   "/tmp/abs",
+					   "",
+					   "-rf",
+					   "caf\xc3\xa9-1",
+					   "a\nb",
+					   "a/b",
+					   "A-1",
+					   longid,
+					   NULL};
+		memset(longid, 'a', sizeof(longid) - 1);
+		for (int i = 0; bad[i]; i++) {
+			CHECK(nv_slurm_desc_setenv(&d, "NAVETTE_JOB_ID", bad[i],
+						   &err) == NV_EINVAL);
+			CHECK(strstr(err.message, "job id") != NULL);
+		}
+		CHECK(d.nenv == 2);
+		CHECK_STR(d.env[0], "NAVETTE_JOB_ID=j2");
+	}
 	nv_slurm_desc_free(&d);
 	CHECK(d.name == NULL && d.nenv == 0 && d.requeue == -1);
 	nv_slurm_desc_free(&d); /* twice is harmless */
