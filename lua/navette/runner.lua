@@ -458,8 +458,9 @@ function runner.spec(run, j)
   end
   local id = resumed and resumed.id or job.new_id(run.project.name, commit)
   spec.id = id
-  local prefix = j.outputs:gsub("{project}", run.project.name)
-                          :gsub("{id}", id)
+  -- built in C: the id's grammar and the store's key rules checked there
+  local prefix = errors.check(_navette.storage.job_prefix(j.outputs,
+                                                          run.project.name, id))
   spec.outputs.prefix = prefix
   spec.outputs.url = run.profile.storage:gsub("/$", "") .. "/" .. prefix
   run.submissions = run.submissions or setmetatable({}, { __mode = "k" })
