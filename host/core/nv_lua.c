@@ -11,13 +11,15 @@
 static int range_error(lua_State *L, int idx, const char *what,
 		       const char *range)
 {
-	const char *got;
+	char got[72];
 
+	/* (lua_pushfstring takes no precision: the value is cut here) */
 	if (lua_type(L, idx) == LUA_TNUMBER || lua_type(L, idx) == LUA_TSTRING)
-		got = luaL_tolstring(L, idx, NULL); // [.., text]
+		snprintf(got, sizeof(got), "%.64s",
+			 luaL_tolstring(L, idx, NULL)); // [.., text]
 	else
-		got = luaL_typename(L, idx);
-	return luaL_error(L, "%s must be %s (got %.64s)", what, range, got);
+		snprintf(got, sizeof(got), "a %s", luaL_typename(L, idx));
+	return luaL_error(L, "%s must be %s (got %s)", what, range, got);
 }
 
 lua_Integer nv_lua_checkrange(lua_State *L, int idx, lua_Integer min,

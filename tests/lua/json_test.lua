@@ -31,3 +31,28 @@ t.test("deep documents are bounded", function()
   local deep = string.rep("[", 100) .. string.rep("]", 100)
   t.raises(function() json.decode(deep) end, "deeper")
 end)
+
+-- JSON carries UTF-8 text only: a NUL (C would cut the string short) or a
+-- byte that is not UTF-8 (invalid JSON) is refused, naming the key and
+-- the byte offset, never written
+t.test("text that JSON cannot carry is refused, naming key and offset",
+       function()
+  t.raises(function() json.encode({ arg = "ab\0cd" }) end,
+           "string at key 'arg' holds a NUL byte at byte offset 2")
+  t.raises(function() json.encode({ arg = "abc\xff" }) end,
+           "string at key 'arg' holds a byte that is not UTF%-8 at byte "
+           .. "offset 3")
+  t.raises(function() json.encode({ "ok", "\xed\xa0\x80" }) end,
+           "a string in an array holds a byte that is not UTF%-8 at byte "
+           .. "offset 0")
+  t.raises(function() json.encode({ ["k\xc0\xaf"] = 1 }) end,
+           "the key 'k\\xc0\\xaf' holds a byte that is not UTF%-8 at "
+           .. "byte offset 1")
+  t.raises(function() json.encode({ ["a\0b"] = 1 }) end,
+           "the key 'a\\x00b' holds a NUL byte at byte offset 1")
+  t.raises(function() json.encode({ x = { y = "\xf4\x90\x80\x80" } }) end,
+           "key 'y'")
+  t.raises(function() json.encode("\xe2\x82") end, "offset 0")
+  t.eq(json.encode({ s = "héllo ✓ 日本 \u{10FFFF}" }),
+       '{"s":"héllo ✓ 日本 \u{10FFFF}"}')
+end)
