@@ -593,10 +593,12 @@ static int not_run(const nv_creds_decl *d, nv_err *err)
 {
 	char hint[NV_ERR_HINT_MAX];
 
-	snprintf(hint, sizeof(hint),
-		 "it is loaded when a job needs it (navette run), or now with: "
-		 "navette creds check %s",
-		 d->name);
+	snprintf(
+		hint, sizeof(hint),
+		"it is loaded when a job needs it (navette run), or when named "
+		"on the command line: navette creds check %s (or --credential "
+		"%s)",
+		d->name, d->name);
 	if (strcmp(d->source, "keychain") == 0)
 		return nv_err_set(err, NV_ENOTRUN, hint,
 				  "credential %s: the Keychain was not asked "

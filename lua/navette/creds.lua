@@ -221,7 +221,11 @@ function creds.get(name)
   if type(name) ~= "string" then
     errors.raise("recipe", "navette.creds.get: expects a credential name")
   end
-  if context.loaded[name] then return context.loaded[name] end
+  local held = context.loaded[name]
+  -- a plan's stand-in is never handed out once execution is allowed
+  if held and not (held:info().not_run and not core.exec_forbidden()) then
+    return held
+  end
   local d = context.declared[name]
   if not d then
     local names = util.sorted_keys(context.declared)

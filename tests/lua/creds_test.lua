@@ -380,3 +380,123 @@ test.test("a job's token lives its time limit plus a margin, bounded", function(
   end, "exceeds the profile's maximum")
   creds._set_context({}, nil)
 end)
+
+-- Plan mode and read-only commands run no program (issue 11): a command
+-- source is not loaded (code not_run), the plan says what would run, and
+-- a recipe gets a stand-in handle that no primitive accepts.
+
+local function marker_command(marker)
+  return { "sh", "-c", "touch '" .. marker .. "'; echo '{\"AccessKeyId\": "
+           .. "\"AKIDPLAN\", \"SecretAccessKey\": \"sk-plan\"}'" }
+end
+
+test.test("plan mode runs no credential command: a stand-in, one plan line", function()
+  local creds = require "navette.creds"
+  local dir = test.tmpdir()
+  local marker = dir .. "/ran"
+  local decl = creds.validate("sts", { kind = "s3", source = "command",
+                                       command = marker_command(marker) },
+                              "navette.lua")
+  native.cache_clear()
+  creds._set_context({ sts = decl }, { name = "p" })
+  core.set_plan(true)
+  local forbidden = core.exec_forbidden()
+  local before = #core.plan()
+  local direct, err = native.load(decl)
+  local ok, h = pcall(creds.get, "sts")
+  local again = ok and creds.get("sts")
+  local rows = creds.inspect({ sts = decl })
+  local jwt_ok, jwt = pcall(creds.jwt, ok and h or nil, { claims = {} })
+  local actions = table.move(core.plan(), before + 1, #core.plan(), 1, {})
+  core.set_plan(false)
+  test.eq(forbidden, true)
+  test.eq(direct, nil)
+  test.eq(err.code, "not_run")
+  test.match(err.message, "credential sts: its command %(sh%) was not run")
+  test.match(err.hint, "navette creds check sts")
+  test.ok(ok, not ok and tostring(h.message or h))
+  test.eq(tostring(h), "<secret:sts, not run>")
+  test.eq(h:name(), "sts")
+  test.eq(h:info().not_run, true)
+  test.eq(h:info().source, "command")
+  test.eq(again, h)
+  test.raises(function() return h:equals(h) end, "was not loaded")
+  test.eq(jwt_ok and jwt, nil) -- minting is planned, not done
+  test.eq(rows[1].status, "not checked")
+  test.eq(rows[1].not_run, true)
+  test.eq(rows[1].error, nil)
+  test.eq(sys.stat(marker), nil) -- nothing ran
+  local would = {}
+  for _, a in ipairs(actions) do
+    if a.primitive == "creds" and a.action == "would run" then
+      would[#would + 1] = a.detail
+    end
+  end
+  test.eq(#would, 1)
+  test.match(would[1] or "", "^the command of credential sts: sh %-c touch")
+  -- outside plan mode the same declaration runs, and the stand-in held
+  -- by the run is not handed out again
+  test.eq(core.exec_forbidden(), false)
+  test.raises(function()
+    return native.not_run { name = "x", kind = "s3", source = "command" }
+  end, "only in plan mode")
+  local real = creds.get("sts")
+  test.eq(tostring(real), "<secret:sts>")
+  test.ok(sys.stat(marker), "the command ran")
+  test.eq(real:info().not_run, nil)
+  creds._set_context({}, nil)
+  native.cache_clear()
+end)
+
+test.test("a plan's s3:// store whose credential was not run answers without it", function()
+  local creds = require "navette.creds"
+  local s3store = require "navette.s3store"
+  local dir = test.tmpdir()
+  local marker = dir .. "/ran"
+  local decl = creds.validate("sts", { kind = "s3", source = "command",
+                                       command = marker_command(marker) },
+                              "navette.lua")
+  decl.name = "sts"
+  native.cache_clear()
+  creds._set_context({ sts = decl }, { name = "p" })
+  local profile = { name = "p", s3 = { bucket = "bkt", root = "team/",
+                    endpoint = "http://127.0.0.1:9", region = "us-east-1",
+                    credential = decl } }
+  assert(sys.write_file(dir .. "/f", "data"))
+  core.set_plan(true)
+  local before = #core.plan()
+  local ok, store = pcall(s3store.open, profile)
+  local head, put, url, post, read, rerr
+  if ok then
+    head = store:head("inputs/x.txt")
+    put = store:put("inputs/y.txt", dir .. "/f")
+    url = store:presign_get("inputs/x.txt", 60)
+    post = store:post_policy("out/", 60, 100)
+    read, rerr = store:read("inputs/x.txt")
+  end
+  local actions = table.move(core.plan(), before + 1, #core.plan(), 1, {})
+  core.set_plan(false)
+  test.ok(ok, not ok and tostring(store.message or store))
+  test.eq(head.url, "s3://bkt/team/inputs/x.txt")
+  test.eq(head.sha256, nil) -- unknown, not refused
+  test.eq(put.planned, true)
+  test.eq(put.url, "s3://bkt/team/inputs/y.txt")
+  test.match(url, "signed when the job is submitted")
+  test.match(post.url, "s3://bkt/team/out/")
+  test.eq(next(post.fields), nil)
+  test.eq(read, nil)
+  test.match(rerr.message, "was not run")
+  local seen = {}
+  for _, a in ipairs(actions) do seen[a.primitive .. " " .. a.action] = a.detail end
+  test.match(seen["creds would run"] or "", "credential sts")
+  test.match(seen["s3 put"] or "", "s3://bkt/team/inputs/y.txt")
+  test.eq(sys.stat(marker), nil)
+  -- outside plan mode the command runs and the store has its client
+  local real = s3store.open(profile)
+  test.ok(sys.stat(marker), "the command ran")
+  test.eq(real.not_run, nil)
+  test.ok(real.client, "a signing client")
+  real:dispose()
+  creds._set_context({}, nil)
+  native.cache_clear()
+end)

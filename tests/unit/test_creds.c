@@ -811,6 +811,107 @@ static void test_keychain(void)
 
 /* What `security -w` prints for a value of several lines (hex of text with
  * a newline) is told from a value that is hex (random bytes). */
+/* ---- no execution (plan mode, read-only commands) ------------------------ */
+
+static int exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+/* With no_exec, a source that would run a program (command, keychain) is
+ * NV_ENOTRUN and nothing runs; env and file sources still load. */
+static void test_no_exec(void)
+{
+	nv_err err;
+	nv_secret *s = NULL;
+	nv_creds_decl d;
+	char marker[1024], script[2400], tool[1200], path[1200];
+
+	path_in(marker, sizeof(marker), base, "ran");
+	unlink(marker);
+	snprintf(script, sizeof(script),
+		 "touch '%s'; echo '{\"AccessKeyId\": \"AKIDX\", "
+		 "\"SecretAccessKey\": \"sk-x\"}'",
+		 marker);
+	d = decl("sts", NV_SECRET_S3, "command");
+	d.argv[0] = "sh";
+	d.argv[1] = "-c";
+	d.argv[2] = script;
+	d.no_exec = 1;
+	nv_creds_cache_clear();
+	CHECK(nv_creds_load(&d, &s, &err) == NV_ENOTRUN);
+	CHECK(s == NULL);
+	CHECK(!exists(marker));
+	CHECK_STR(nv_err_code_name(err.code), "not_run");
+	CHECK(contains(err.message, "credential sts"));
+	CHECK(contains(err.message, "was not run"));
+	CHECK(contains(err.hint, "navette creds check sts"));
+	CHECK(nv_creds_source_executes("command"));
+	CHECK(nv_creds_source_executes("keychain"));
+	CHECK(!nv_creds_source_executes("env"));
+	CHECK(!nv_creds_source_executes("file"));
+
+	/* allowed, the same declaration runs */
+	d.no_exec = 0;
+	CHECK(nv_creds_load(&d, &s, &err) == 0);
+	CHECK(exists(marker));
+	nv_secret_free(s);
+	s = NULL;
+	/* a result this process already holds is given without running */
+	unlink(marker);
+	d.no_exec = 1;
+	CHECK(nv_creds_load(&d, &s, &err) == 0);
+	CHECK(s && field_is(s, "access_key_id", "AKIDX", 5));
+	CHECK(!exists(marker));
+	nv_secret_free(s);
+	s = NULL;
+	nv_creds_cache_clear();
+	CHECK(nv_creds_load(&d, &s, &err) == NV_ENOTRUN);
+	CHECK(!exists(marker));
+
+	/* the Keychain's tool is a program too */
+	path_in(tool, sizeof(tool), base, "security-marker");
+	snprintf(script, sizeof(script), "#!/bin/sh\ntouch '%s'\necho kcv\n",
+		 marker);
+	CHECK(write_file(tool, script, strlen(script), 0700) == 0);
+	nv_creds_set_keychain_tool(tool);
+	d = decl("registry", NV_SECRET_BEARER, "keychain");
+	d.service = "svc";
+	d.account = "me";
+	d.no_exec = 1;
+	CHECK(nv_creds_load(&d, &s, &err) == NV_ENOTRUN);
+	CHECK(s == NULL);
+	CHECK(!exists(marker));
+	CHECK(contains(err.message, "Keychain was not asked"));
+	d.no_exec = 0;
+	CHECK(nv_creds_load(&d, &s, &err) == 0);
+	CHECK(exists(marker));
+	CHECK(s && field_is(s, "token", "kcv", 3));
+	nv_secret_free(s);
+	s = NULL;
+	nv_creds_set_keychain_tool(NULL);
+
+	/* env and file sources only read: they load with no_exec */
+	setenv("NAVETTE_TEST_NO_EXEC_TOKEN", "tok-env", 1);
+	d = decl("envtok", NV_SECRET_BEARER, "env");
+	d.env[0] = "NAVETTE_TEST_NO_EXEC_TOKEN";
+	d.no_exec = 1;
+	CHECK(nv_creds_load(&d, &s, &err) == 0);
+	CHECK(s && field_is(s, "token", "tok-env", 7));
+	nv_secret_free(s);
+	s = NULL;
+	unsetenv("NAVETTE_TEST_NO_EXEC_TOKEN");
+	path_in(path, sizeof(path), base, "no-exec-token");
+	CHECK(write_file(path, "tok-file\n", 9, 0600) == 0);
+	d = decl("filetok", NV_SECRET_BEARER, "file");
+	d.path = path;
+	d.no_exec = 1;
+	CHECK(nv_creds_load(&d, &s, &err) == 0);
+	CHECK(s && field_is(s, "token", "tok-file", 8));
+	nv_secret_free(s);
+}
+
 static void test_keychain_hex(void)
 {
 #define HEX(lit) (const unsigned char *)(lit), sizeof(lit) - 1
@@ -1076,6 +1177,7 @@ int main(void)
 	test_parse_time();
 	test_command();
 	test_keychain();
+	test_no_exec();
 	test_keychain_hex();
 	test_base64url();
 	test_jwt();
