@@ -560,6 +560,8 @@ int nv_registry_open(nv_registry **out, const nv_registry_config *cfg,
 	r->policy.pinned_pubkey = cfg->pinned_pubkey;
 	r->policy.connect_timeout_ms = cfg->connect_timeout_ms;
 	r->policy.total_timeout_ms = cfg->total_timeout_ms;
+	/* a registry verifying a large blob may be silent a while */
+	r->policy.stall_timeout_ms = 60000;
 	r->mode = AUTH_UNKNOWN;
 	*out = r;
 	return 0;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -474,7 +475,35 @@ typedef struct outcome {
 	const char *phase; /* where it failed */
 	char reason[1024];
 	char hint[512];
+	int disk_full; /* NAVETTE_HOME's disk was full when the job ended */
 } outcome;
+
+/* A job that failed on a disk that is now (nearly) full says so: its log
+ * or outputs were cut short there, whatever the command's own error. */
+static int disk_nearly_full(const char *dir)
+{
+	struct statvfs st;
+
+	return statvfs(dir, &st) == 0 &&
+	       (unsigned long long)st.f_bavail * st.f_frsize < 256 * 1024;
+}
+
+static void disk_full_note(const job *j, outcome *o)
+{
+	size_t n;
+
+	if (strcmp(o->state, "failed") != 0 ||
+	    !(o->disk_full || disk_nearly_full(j->dir)))
+		return;
+	n = strlen(o->reason);
+	if (!strstr(o->reason, "No space left") && n < sizeof(o->reason))
+		snprintf(o->reason + n, sizeof(o->reason) - n,
+			 " (the disk of NAVETTE_HOME was full)");
+	snprintf(o->hint, sizeof(o->hint),
+		 "free space on the disk of NAVETTE_HOME (%.300s), then run "
+		 "the job again",
+		 j->dir);
+}
 
 /* The last phase of a timeline names how it ended: succeeded, failed or
  * cancelled (what `status` and `watch` show last). */
@@ -819,6 +848,7 @@ static void finalize_remote(agent *a, job *j, outcome *o)
 	job_path(j, "log", path, sizeof(path));
 	if (reredact_log(j->spec, path, &err) != 0)
 		agent_log("job %s: %s", j->id, err.message);
+	disk_full_note(j, o);
 	if (nv_queue_finish(a->queue, j->id, o->state,
 			    j->have_exit ? j->exit_code : -1001,
 			    strcmp(o->state, "succeeded") ? o->phase : NULL,
@@ -1094,6 +1124,7 @@ static void finalize(agent *a, job *j, outcome *o)
 	cJSON_Delete(record);
 	nv_filestore_free(store);
 
+	disk_full_note(j, o);
 	if (nv_queue_finish(a->queue, j->id, o->state,
 			    j->have_exit ? j->exit_code : -1001,
 			    strcmp(o->state, "succeeded") ? o->phase : NULL,
@@ -1520,6 +1551,7 @@ static void follow(agent *a, job *j, int *done)
 	read_status(a, j);
 
 	outcome o = {.state = "succeeded", .phase = ""};
+	o.disk_full = disk_nearly_full(j->dir);
 	if (j->killed == KILL_CANCEL) {
 		fail(&o, "cancelled", "running",
 		     "submit it again with navette run",

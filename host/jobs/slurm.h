@@ -199,6 +199,12 @@ long nv_slurm_requests(const nv_slurm *s);
 
 int nv_slurm_submit(nv_slurm *s, const char *script, const nv_slurm_job_desc *d,
 		    long long *job_id, nv_err *err);
+
+/* After a failed nv_slurm_submit: 1 when slurmrestd answered with a 4xx,
+ * so the job is certainly not in Slurm; 0 when no answer came (reset,
+ * timeout), the answer was a 5xx (a gateway's, maybe after slurmrestd took
+ * the job) or a 2xx that could not be read: the job may be in Slurm. */
+int nv_slurm_submit_refused(const nv_slurm *s);
 /* NV_ENOTFOUND when Slurm does not know the job (any more). */
 int nv_slurm_job_get(nv_slurm *s, long long job_id, nv_slurm_job *job,
 		     nv_err *err);

@@ -675,6 +675,21 @@ struct hop {
 			goto out;                                              \
 	} while (0)
 
+/* The stall window of policy in seconds (0: none), see http.h. */
+static long stall_seconds(const nv_http_policy *policy)
+{
+	const char *env = getenv("NAVETTE_HTTP_STALL_TIMEOUT");
+	long ms = policy->stall_timeout_ms;
+
+	if (ms > 0 && env && *env) {
+		char *end = NULL;
+		long s = strtol(env, &end, 10);
+		if (end && *end == '\0' && s > 0 && s <= 86400)
+			return s;
+	}
+	return ms > 0 ? (ms + 999) / 1000 : 0;
+}
+
 static CURLcode hop_setup(CURL *h, const nv_http_policy *policy,
 			  const struct hop *hop, struct transfer *t,
 			  char *errbuf)
@@ -707,6 +722,9 @@ static CURLcode hop_setup(CURL *h, const nv_http_policy *policy,
 		SETOPT(CURLOPT_UPLOAD_BUFFERSIZE, (long)NV_HTTP_STREAM_BUFFER);
 	SETOPT(CURLOPT_CONNECTTIMEOUT_MS, hop->connect_ms);
 	SETOPT(CURLOPT_TIMEOUT_MS, hop->total_ms);
+	/* a stall: under 1 byte/s for the whole window */
+	SETOPT(CURLOPT_LOW_SPEED_LIMIT, stall_seconds(policy) > 0 ? 1L : 0L);
+	SETOPT(CURLOPT_LOW_SPEED_TIME, stall_seconds(policy));
 	SETOPT(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)t->max_body);
 	SETOPT(CURLOPT_HEADERFUNCTION, on_header);
 	SETOPT(CURLOPT_HEADERDATA, t);

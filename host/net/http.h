@@ -48,6 +48,10 @@ typedef struct nv_http_policy {
 	long connect_timeout_ms;   /* 0: ..._CONNECT_TIMEOUT_MS_DEFAULT */
 	long total_timeout_ms;     /* whole request, all hops; 0: default */
 	size_t max_body;           /* response body cap; 0: default */
+	/* no byte either way for this long (a stalled server or link) ends
+	 * the request; 0: only the total timeout. NAVETTE_HTTP_STALL_TIMEOUT
+	 * (seconds) replaces a nonzero value. */
+	long stall_timeout_ms;
 } nv_http_policy;
 
 /* Streams a request body: fills buf with up to cap bytes, sets *nread

@@ -262,9 +262,22 @@ function M.submit(spec, script, opts)
     release(session, cache)
     return nil, ierr
   end
-  local job_id, err = session:submit(script, desc)
+  local job_id, err, refused = session:submit(script, desc)
+  if not job_id and not refused then
+    -- no answer, or none that says no: Slurm may have the job. The row
+    -- stays pending (no Slurm id) for the next run to find by name.
+    release(session, cache)
+    error(errors.new("backend", "slurmrestd at " .. spec.slurm.endpoint
+                     .. ": the submission of job '" .. spec.name .. "' got "
+                     .. "no usable answer (" .. err.message .. "): it may "
+                     .. "or may not be in Slurm", "check that slurmrestd "
+                     .. "is reachable, then run the same `navette run` "
+                     .. "again: it looks the job up in Slurm by its name "
+                     .. spec.id .. " and submits it only if Slurm has "
+                     .. "none"), 0)
+  end
   if not job_id then
-    -- refused for sure (an answer came): nothing runs
+    -- refused for sure (a 4xx answer): nothing runs
     jobs_native.finish(home, spec.id, "failed", nil,
       { phase = "accepted", reason = "Slurm refused the job: "
         .. err.message, hint = err.hint or "check the profile's slurm "

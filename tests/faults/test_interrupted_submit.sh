@@ -123,6 +123,8 @@ profile_of() { # STEP BACKEND
 # one iteration: a fresh commit (a new submission), a killed run, a re-run
 iteration() { # STEP BACKEND K
 	local step=$1 backend=$2 k=$3 cell="$1/$2" fault profile commit rc
+	local t0
+	t0=$(date +%s)
 	fault=$(fault_of "$step" "$backend")
 	profile=$(profile_of "$step" "$backend")
 	git -C "$R" commit -q --allow-empty -m "$cell $k" || return 1
@@ -150,6 +152,7 @@ iteration() { # STEP BACKEND K
 		fail "$cell #$k: the killed run left $before, the re-run made $id"
 	fi
 	PENDING[$cell]="${PENDING[$cell]:-} $commit:$profile:$id"
+	echo "$cell #$k: killed at $fault, re-run: $id ($(($(date +%s) - t0)) s)"
 }
 
 for k in $(seq 1 "$N"); do

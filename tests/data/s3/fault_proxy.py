@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""A TCP proxy that injects faults, for the S3 fault tests.
+"""A TCP proxy that injects faults, for the S3, registry and slurmrestd
+fault tests (tests/unit/test_s3_faults.c, tests/faults/).
 
     fault_proxy.py UPSTREAM SEED FRACTION [--lifetime S] [--min-bytes N]
                    [--max-bytes N] [--max-run N] [--match REGEX]
                    [--direction both|up|down] [--force-first N]
                    [--answer STATUS [--answer-code CODE] [--retry-after V]]
                    [--delay S] [--stall-after N [--stall-direction D]]
+                   [--port P]
 
-Listens on 127.0.0.1 on a port of its choosing, prints that port on
-stdout (one line), and forwards every connection to UPSTREAM ("host:port",
+Listens on 127.0.0.1 on a port of its choosing (--port: that one), prints
+that port on stdout (one line), and forwards every connection to UPSTREAM ("host:port",
 the S3 server) byte for byte. A FRACTION (0..1) of the connections, drawn
 with a random.Random(SEED) in the order they are accepted, are marked, and
 a marked connection gets a fault:
@@ -287,7 +289,7 @@ class Proxy:
             loop.add_signal_handler(sig, stop.set)
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", 0))
+        listener.bind(("127.0.0.1", self.args.port))
         listener.listen(64)
         listener.setblocking(False)
         print(listener.getsockname()[1], flush=True)
@@ -340,6 +342,7 @@ def main():
     p.add_argument("--stall-after", type=int)
     p.add_argument("--stall-direction", choices=("up", "down"),
                    default="up")
+    p.add_argument("--port", type=int, default=0)
     args = p.parse_args()
     if not 0.0 <= args.fraction <= 1.0:
         p.error("fraction must be within 0..1")
