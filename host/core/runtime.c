@@ -19,13 +19,14 @@
 #include "core/lua_embed.h"
 #include "core/nv_lua.h"
 #include "core/output.h"
+#include "core/sandbox.h"
+#include "core/watchdog.h"
 #include "audit/audit.h"
 #include "creds/redact.h"
 #include "creds/secret.h"
 #include "jobs/agent.h"
 
 #define RUNTIME_KEY              "navette.runtime"
-#define SANDBOX_LOADED_KEY       "navette.sandbox.loaded"
 #define DEFAULT_MEMORY_LIMIT     ((size_t)512 * 1024 * 1024)
 #define DEFAULT_RECIPE_TIMEOUT_S 120.0
 #define HOOK_COUNT               100000
@@ -74,41 +75,72 @@ static void runtime_hook(lua_State *L, lua_Debug *ar)
 
 	(void)ar;
 	if (rt && rt->deadline > 0 && nv_deadline_passed(rt->deadline)) {
-		rt->deadline = 0; /* let the error handler run */
-		luaL_error(L,
-			   "the recipe ran longer than %d s; check for an "
-			   "endless loop (NAVETTE_RECIPE_TIMEOUT raises the "
-			   "bound)",
-			   (int)(rt->recipe_timeout_s + 0.5));
+		/* From now on every instruction of this thread raises: a
+		 * recipe that catches the error (pcall in a loop, a message
+		 * handler) cannot go on. */
+		lua_sethook(L, runtime_hook, LUA_MASKCOUNT, 1);
+		luaL_where(L, 0); /* the line running (level 1: its caller) */
+		lua_pushfstring(L,
+				"the recipe ran longer than %d s; check for "
+				"an endless loop (NAVETTE_RECIPE_TIMEOUT raises "
+				"the bound)",
+				(int)(rt->recipe_timeout_s + 0.5));
+		lua_concat(L, 2);
+		lua_error(L);
 	}
 }
 
-/* Message handler: every error becomes a table {code, message, hint,
- * traceback}; error tables raised by the library keep their fields. */
+/* Message handler: every error becomes a fresh table {code, message, hint,
+ * traceback}. A table raised is read with raw access (its scalar fields
+ * copied), so a recipe's error object with metamethods runs no code here
+ * but its __tostring, and only when it has no message. */
 static int error_handler(lua_State *L)
 {
-	if (lua_type(L, 1) == LUA_TTABLE) {
-		luaL_traceback(L, L, NULL, 1);
-		lua_setfield(L, 1, "traceback");
-		lua_settop(L, 1);
-		return 1;
+	const char *msg = NULL;
+	int t = lua_type(L, 1);
+
+	lua_createtable(L, 0, 4); // [err, out]
+	if (t == LUA_TTABLE) {
+		lua_pushnil(L);
+		while (lua_next(L, 1)) { // [err, out, k, v]
+			int vt = lua_type(L, -1);
+			if (lua_type(L, -2) == LUA_TSTRING &&
+			    (vt == LUA_TSTRING || vt == LUA_TNUMBER ||
+			     vt == LUA_TBOOLEAN)) {
+				lua_pushvalue(L, -2);
+				lua_insert(L, -2);
+				lua_rawset(L, 2);
+			} else {
+				lua_pop(L, 1);
+			}
+		}
+		if (lua_getfield(L, 2, "message") == LUA_TSTRING)
+			msg = lua_tostring(L, -1);
+		lua_pop(L, 1);
+	} else if (t == LUA_TSTRING || t == LUA_TNUMBER) {
+		msg = lua_tostring(L, 1);
 	}
-	const char *msg = lua_tostring(L, 1);
 	if (!msg) {
-		if (luaL_callmeta(L, 1, "__tostring") &&
+		if (t != LUA_TSTRING && luaL_callmeta(L, 1, "__tostring") &&
 		    lua_type(L, -1) == LUA_TSTRING)
 			msg = lua_tostring(L, -1);
 		else
 			msg = lua_pushfstring(L, "(error object is a %s value)",
 					      luaL_typename(L, 1));
+		lua_pushstring(L, msg);
+		lua_setfield(L, 2, "message");
+		lua_settop(L, 2);
+	} else if (t != LUA_TTABLE) {
+		lua_pushstring(L, msg);
+		lua_setfield(L, 2, "message");
 	}
-	lua_createtable(L, 0, 4); // [err, ..., t]
-	lua_pushstring(L, msg);
-	lua_setfield(L, -2, "message");
-	lua_pushliteral(L, "recipe");
-	lua_setfield(L, -2, "code");
+	if (lua_getfield(L, 2, "code") != LUA_TSTRING) {
+		lua_pushliteral(L, "recipe");
+		lua_setfield(L, 2, "code");
+	}
+	lua_settop(L, 2);
 	luaL_traceback(L, L, NULL, 1);
-	lua_setfield(L, -2, "traceback");
+	lua_setfield(L, 2, "traceback");
 	return 1;
 }
 
@@ -306,258 +338,21 @@ static int library_searcher(lua_State *L)
 	return 2;
 }
 
-/* ---- the sandbox of recipes -------------------------------------------- */
-
-static int strict_index(lua_State *L)
-{
-	const char *name = lua_tostring(L, 2);
-	return luaL_error(L,
-			  "undeclared global '%s' (check the spelling, or "
-			  "require the module that defines it)",
-			  name ? name : "?");
-}
-
-static int strict_newindex(lua_State *L)
-{
-	const char *name = lua_tostring(L, 2);
-	return luaL_error(L,
-			  "assignment to undeclared global '%s' (recipes "
-			  "declare variables with 'local')",
-			  name ? name : "?");
-}
-
-static int module_name_ok(const char *name)
-{
-	if (!name[0] || name[0] == '.' || strlen(name) >= MODULE_NAME_MAX)
-		return 0;
-	for (const char *p = name; *p; p++) {
-		char c = *p;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-		      c == '.'))
-			return 0;
-		if (c == '.' && p[1] == '.')
-			return 0;
-	}
-	return 1;
-}
-
-/* require "host.NAME": the module the embedding program registered
- * (navette_register_module), opened once per sandbox. */
-static int require_host_module(lua_State *L, const char *name)
-{
-	lua_getfield(L, LUA_REGISTRYINDEX, SANDBOX_LOADED_KEY); // [loaded]
-	lua_getfield(L, -1, name);
-	if (!lua_isnil(L, -1))
-		return 1;
-	lua_pop(L, 1);
-	lua_getfield(L, LUA_REGISTRYINDEX, NV_HOST_MODULES_KEY);
-	if (lua_istable(L, -1))
-		lua_getfield(L, -1, name + 5); // [loaded, mods, opener]
-	else
-		lua_pushnil(L);
-	if (!lua_isfunction(L, -1))
-		return luaL_error(L,
-				  "module '%s' not found: the program running "
-				  "this recipe registered no host module "
-				  "'%s' (navette_register_module)",
-				  name, name + 5);
-	lua_pushstring(L, name);
-	lua_call(L, 1, 1); // [loaded, mods, value]
-	if (lua_isnil(L, -1)) {
-		lua_pop(L, 1);
-		lua_pushboolean(L, 1);
-	}
-	lua_pushvalue(L, -1);
-	lua_setfield(L, -4, name);
-	return 1;
-}
-
-/* require() as a recipe sees it: the library, a module of the host
- * program ("host.NAME"), or a module of the recipe's own folder loaded
- * into the same sandbox. upvalue 1: the sandbox env. */
-static int sandbox_require(lua_State *L)
-{
-	const char *name = luaL_checkstring(L, 1);
-	navette_runtime *rt = nv_runtime_of(L);
-
-	if (strcmp(name, "navette") == 0 || strncmp(name, "navette.", 8) == 0) {
-		lua_getglobal(L, "require");
-		lua_pushstring(L, name);
-		lua_call(L, 1, 1);
-		return 1;
-	}
-	if (strncmp(name, "host.", 5) == 0 && module_name_ok(name))
-		return require_host_module(L, name);
-	if (!module_name_ok(name))
-		return luaL_error(L,
-				  "require '%s': module names are letters, "
-				  "digits, '_', '-' and '.'",
-				  name);
-	lua_getfield(L, LUA_REGISTRYINDEX, SANDBOX_LOADED_KEY); // [loaded]
-	lua_getfield(L, -1, name);
-	if (!lua_isnil(L, -1))
-		return 1;
-	lua_pop(L, 1);
-
-	char rel[MODULE_NAME_MAX];
-	size_t i;
-	for (i = 0; name[i]; i++)
-		rel[i] = name[i] == '.' ? '/' : name[i];
-	rel[i] = '\0';
-	char path[4096 + MODULE_NAME_MAX + 8];
-	snprintf(path, sizeof(path), "%s/%s.lua", rt->recipe_dir, rel);
-	struct stat st;
-	if (!rt->recipe_dir[0] || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-		return luaL_error(L,
-				  "module '%s' not found: recipes may require "
-				  "the navette library or a file of their own "
-				  "folder (%s)",
-				  name, path);
-	if (luaL_loadfilex(L, path, "t") != LUA_OK)
-		return lua_error(L);
-	lua_pushvalue(L, lua_upvalueindex(1)); // [loaded, chunk, env]
-	lua_setupvalue(L, -2, 1);
-	lua_pushstring(L, name);
-	lua_call(L, 1, 1); // [loaded, result]
-	if (lua_isnil(L, -1)) {
-		lua_pop(L, 1);
-		lua_pushboolean(L, 1);
-	}
-	lua_pushvalue(L, -1);
-	lua_setfield(L, -3, name);
-	return 1;
-}
-
-static int sandbox_print(lua_State *L)
-{
-	int n = lua_gettop(L);
-	luaL_Buffer b;
-
-	luaL_buffinit(L, &b);
-	for (int i = 1; i <= n; i++) {
-		size_t len;
-		const char *s = luaL_tolstring(L, i, &len);
-		if (i > 1)
-			luaL_addchar(&b, '\t');
-		luaL_addvalue(&b);
-		(void)s;
-		(void)len;
-	}
-	luaL_addchar(&b, '\n');
-	luaL_pushresult(&b);
-	size_t len;
-	const char *s = lua_tolstring(L, -1, &len);
-	nv_out_write(NV_OUT_STDOUT, s, len);
-	return 0;
-}
-
-/* rawset as a recipe sees it: the frozen globals cannot be bypassed.
- * upvalue 1: the sandbox env. */
-static int sandbox_rawset(lua_State *L)
-{
-	luaL_checktype(L, 1, LUA_TTABLE);
-	if (lua_rawequal(L, 1, lua_upvalueindex(1)))
-		return luaL_error(L, "the globals of a recipe are frozen "
-				     "(declare variables with 'local')");
-	luaL_checkany(L, 2);
-	luaL_checkany(L, 3);
-	lua_settop(L, 3);
-	lua_rawset(L, 1);
-	return 1;
-}
-
-static void copy_fields(lua_State *L, int from, const char *const *names)
-{
-	for (; *names; names++) {
-		lua_getfield(L, from, *names);
-		lua_setfield(L, -2, *names);
-	}
-}
-
-static void copy_library(lua_State *L, const char *lib)
-{
-	lua_getglobal(L, lib); // [env, lib]
-	lua_newtable(L);       // [env, lib, copy]
-	lua_pushnil(L);
-	while (lua_next(L, -3)) {
-		lua_pushvalue(L, -2);
-		lua_insert(L, -2);
-		lua_rawset(L, -4);
-	}
-	lua_setfield(L, -3, lib);
-	lua_pop(L, 1);
-}
-
-/* _navette.core.sandbox(recipe_dir) -> env: an allow-listed global table
- * (base, string, table, math, utf8, coroutine, os.time/clock/date), frozen
- * against new globals, with require limited to the library and the
- * recipe's own folder. */
-static int l_core_sandbox(lua_State *L)
-{
-	static const char *const base[] = {
-		"assert",       "error",    "ipairs",   "next",
-		"pairs",        "pcall",    "rawequal", "rawget",
-		"rawlen",       "rawset",   "select",   "setmetatable",
-		"getmetatable", "tonumber", "tostring", "type",
-		"xpcall",       "_VERSION", NULL};
-	static const char *const os_allowed[] = {"time", "clock", "date",
-						 "difftime", NULL};
-	navette_runtime *rt = nv_runtime_of(L);
-	size_t len;
-	const char *dir = luaL_checklstring(L, 1, &len);
-
-	if (len >= sizeof(rt->recipe_dir))
-		return luaL_argerror(L, 1, "path too long");
-	memcpy(rt->recipe_dir, dir, len + 1);
-
-	lua_newtable(L); // [dir, env]
-	lua_pushglobaltable(L);
-	lua_insert(L, -2); // [dir, G, env]
-	copy_fields(L, -2, base);
-	lua_pushcfunction(L, sandbox_print);
-	lua_setfield(L, -2, "print");
-	copy_library(L, "string");
-	copy_library(L, "table");
-	copy_library(L, "math");
-	copy_library(L, "utf8");
-	copy_library(L, "coroutine");
-	lua_getglobal(L, "os");
-	lua_newtable(L); // [dir, G, env, os, os']
-	copy_fields(L, -2, os_allowed);
-	lua_setfield(L, -3, "os");
-	lua_pop(L, 1);
-	lua_pushvalue(L, -1);
-	lua_pushcclosure(L, sandbox_require, 1);
-	lua_setfield(L, -2, "require");
-	lua_pushvalue(L, -1);
-	lua_pushcclosure(L, sandbox_rawset, 1);
-	lua_setfield(L, -2, "rawset");
-	lua_pushvalue(L, -1);
-	lua_setfield(L, -2, "_G");
-
-	lua_newtable(L);
-	lua_setfield(L, LUA_REGISTRYINDEX, SANDBOX_LOADED_KEY);
-
-	lua_createtable(L, 0, 3); // [dir, G, env, mt]
-	lua_pushcfunction(L, strict_index);
-	lua_setfield(L, -2, "__index");
-	lua_pushcfunction(L, strict_newindex);
-	lua_setfield(L, -2, "__newindex");
-	lua_pushliteral(L, "the globals of a recipe are frozen");
-	lua_setfield(L, -2, "__metatable");
-	lua_setmetatable(L, -2);
-	return 1;
-}
-
-/* _navette.core.load_recipe(path, env [, chunkname]) -> fn | nil, err */
+/* _navette.core.load_recipe(path, env [, chunkname [, source]]) -> fn |
+ * nil, err. source: the text to load instead of the file's. */
 static int l_core_load_recipe(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1);
 	luaL_checktype(L, 2, LUA_TTABLE);
 	const char *shown = luaL_optstring(L, 3, path);
-	FILE *f = fopen(path, "rb");
+	FILE *f;
 
+	if (lua_type(L, 4) == LUA_TSTRING) { /* the source, read already */
+		lua_settop(L, 4);
+		goto loaded;
+	}
+	lua_settop(L, 3);
+	f = fopen(path, "rb");
 	if (!f) {
 		nv_err err;
 		nv_err_set_errno(&err, NV_EINVAL, errno,
@@ -572,7 +367,8 @@ static int l_core_load_recipe(lua_State *L)
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
 		luaL_addlstring(&b, chunk, n);
 	fclose(f);
-	luaL_pushresult(&b); // [path, env, (shown), src]
+	luaL_pushresult(&b); // [path, env, shown, src]
+loaded:;
 	size_t len;
 	const char *src = lua_tolstring(L, -1, &len);
 	if (len >= 1 && src[0] == '#') { /* skip a shebang line */
@@ -604,12 +400,26 @@ static int l_core_call_bounded(lua_State *L)
 {
 	navette_runtime *rt = nv_runtime_of(L);
 	int nargs = lua_gettop(L) - 1;
+	lua_Debug ar;
+	char message[1024];
 
 	luaL_checktype(L, 1, LUA_TFUNCTION);
+	lua_pushvalue(L, 1);
+	lua_getinfo(L, ">S", &ar);
 	rt->deadline = nv_deadline_after(rt->recipe_timeout_s);
+	snprintf(message, sizeof(message),
+		 "error: %s: the recipe ran longer than %d s and did not stop "
+		 "at its limit (it was inside a C function: a pattern match "
+		 "that backtracks, a huge string operation); navette ended "
+		 "it one second later\n  check: simplify the pattern (nested "
+		 "repetitions such as \"a*a*a*b\" backtrack exponentially), "
+		 "or raise NAVETTE_RECIPE_TIMEOUT\n",
+		 ar.short_src, (int)(rt->recipe_timeout_s + 0.5));
+	nv_watchdog_arm(&rt->watchdog, rt->deadline + 1.0, message);
 	lua_sethook(L, runtime_hook, LUA_MASKCOUNT, HOOK_COUNT);
 	int status = nv_pcall(L, nargs, LUA_MULTRET);
 	lua_sethook(L, NULL, 0, 0);
+	nv_watchdog_disarm(rt->watchdog);
 	rt->deadline = 0;
 	lua_pushboolean(L, status == LUA_OK);
 	lua_insert(L, 1);
@@ -716,7 +526,9 @@ int nv_core_versions(lua_State *L);
 
 int luaopen_navette_core(lua_State *L)
 {
-	static const luaL_Reg fns[] = {{"sandbox", l_core_sandbox},
+	static const luaL_Reg fns[] = {{"sandbox", nv_core_sandbox},
+				       {"seal", nv_core_seal},
+				       {"copy", nv_core_copy},
 				       {"load_recipe", l_core_load_recipe},
 				       {"call_bounded", l_core_call_bounded},
 				       {"pcall", l_core_pcall},
@@ -1006,6 +818,7 @@ void navette_close(navette_runtime *rt)
 		return;
 	if (rt->L)
 		lua_close(rt->L);
+	nv_watchdog_free(rt->watchdog);
 	if (nv_out_sink_is(runtime_output, rt))
 		nv_out_set_sink(NULL, NULL);
 	free(rt);

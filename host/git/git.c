@@ -1344,3 +1344,82 @@ out:
 	git_commit_free(c);
 	return rc;
 }
+
+/* The blob at path in the tree of commit oid_hex (regular files only). */
+static int lookup_file(git_blob **out, const nv_git_repo *repo,
+		       const char *oid_hex, const char *path, nv_err *err)
+{
+	git_commit *c = NULL;
+	git_tree *tree = NULL;
+	git_tree_entry *e = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = lookup_commit(&c, repo->repo, oid_hex, err);
+	if (rc)
+		return rc;
+	if (git_commit_tree(&tree, c) < 0) {
+		rc = git_fail(err, NV_EIO, NULL, "cannot read tree of %s",
+			      oid_hex);
+		goto out;
+	}
+	if (git_tree_entry_bypath(&e, tree, path) < 0) {
+		git_error_clear();
+		rc = nv_err_set(err, NV_ENOTFOUND,
+				"commit it (git add, git commit): what runs "
+				"comes from the commit",
+				"'%s' is not in commit %.12s", path, oid_hex);
+		goto out;
+	}
+	if (git_tree_entry_filemode(e) != GIT_FILEMODE_BLOB &&
+	    git_tree_entry_filemode(e) != GIT_FILEMODE_BLOB_EXECUTABLE) {
+		rc = nv_err_set(err, NV_EINVAL, NULL,
+				"'%s' in commit %.12s is not a regular file",
+				path, oid_hex);
+		goto out;
+	}
+	if (git_blob_lookup(out, repo->repo, git_tree_entry_id(e)) < 0)
+		rc = git_fail(err, NV_EIO, NULL, "cannot read '%s'", path);
+out:
+	git_tree_entry_free(e);
+	git_tree_free(tree);
+	git_commit_free(c);
+	return rc;
+}
+
+int nv_git_file_size(const nv_git_repo *repo, const char *oid_hex,
+		     const char *path, size_t *size, nv_err *err)
+{
+	git_blob *blob = NULL;
+	int rc = lookup_file(&blob, repo, oid_hex, path, err);
+
+	*size = 0;
+	if (rc)
+		return rc;
+	*size = (size_t)git_blob_rawsize(blob);
+	git_blob_free(blob);
+	return 0;
+}
+
+int nv_git_read_file(const nv_git_repo *repo, const char *oid_hex,
+		     const char *path, char *buf, size_t cap, size_t *len,
+		     nv_err *err)
+{
+	git_blob *blob = NULL;
+	int rc = lookup_file(&blob, repo, oid_hex, path, err);
+	size_t n;
+
+	*len = 0;
+	if (rc)
+		return rc;
+	n = (size_t)git_blob_rawsize(blob);
+	if (n > cap) {
+		git_blob_free(blob);
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "'%s' changed size while it was read", path);
+	}
+	memcpy(buf, git_blob_rawcontent(blob), n);
+	*len = n;
+	git_blob_free(blob);
+	return 0;
+}

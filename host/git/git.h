@@ -160,4 +160,13 @@ int nv_git_entry_name_ok(const char *name);
  * (archive.c) that walk objects themselves. Owned by repo. */
 struct git_repository *nv_git_libgit2(const nv_git_repo *repo);
 
+/* The size of the regular file at path (relative to the repository's
+ * root) in commit oid_hex, and its bytes (cap: the size nv_git_file_size
+ * gave). A path the commit does not hold: NV_ENOTFOUND. */
+int nv_git_file_size(const nv_git_repo *repo, const char *oid_hex,
+		     const char *path, size_t *size, nv_err *err);
+int nv_git_read_file(const nv_git_repo *repo, const char *oid_hex,
+		     const char *path, char *buf, size_t cap, size_t *len,
+		     nv_err *err);
+
 #endif

@@ -367,7 +367,38 @@ static int l_git_lockfile_hash(lua_State *L)
 	return 1;
 }
 
+/* repo:read_file(ref, path [, max_bytes]) -> bytes | nil, err: a file of
+ * the commit (the recipe's modules are loaded from there). */
+static int l_git_read_file(lua_State *L)
+{
+	nv_git_repo *repo = check_repo(L, 1);
+	const char *ref = luaL_checkstring(L, 2);
+	const char *path = luaL_checkstring(L, 3);
+	lua_Integer max = luaL_optinteger(L, 4, 16 * 1024 * 1024);
+	char oid[NV_GIT_OID_HEX_LEN + 1];
+	size_t size = 0, len = 0;
+	nv_err err;
+
+	luaL_argcheck(L, max >= 0, 4, "must not be negative");
+	nv_err_clear(&err);
+	if (nv_git_resolve(repo, ref, oid, &err) ||
+	    nv_git_file_size(repo, oid, path, &size, &err))
+		return nv_lua_push_error(L, &err);
+	if (size > (size_t)max) {
+		nv_err_set(&err, NV_EINVAL, NULL,
+			   "'%s' is larger than %lld bytes", path,
+			   (long long)max);
+		return nv_lua_push_error(L, &err);
+	}
+	char *buf = lua_newuserdatauv(L, size ? size : 1, 0);
+	if (nv_git_read_file(repo, oid, path, buf, size, &len, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushlstring(L, buf, len);
+	return 1;
+}
+
 static const luaL_Reg repo_methods[] = {
+	{"read_file", l_git_read_file},
 	{"workdir", l_git_workdir},
 	{"head", l_git_head},
 	{"resolve", l_git_resolve},

@@ -68,8 +68,7 @@ end
 function api.run(recipe, opts)
   opts = opts or {}
   local runner = require "navette.runner"
-  local run = runner.load(recipe, { profile = opts.profile, plan = false })
-  local specs = #run.jobs > 0 and runner.submit(run) or {}
+  local run, specs = runner.run(recipe, { profile = opts.profile })
   local ids = {}
   for i, s in ipairs(specs) do ids[i] = s.id end
   local views = opts.wait and api.wait(ids) or {}

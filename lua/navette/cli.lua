@@ -315,8 +315,16 @@ local function cmd_run(argv, plan)
     usage_error("--node expects a node name (or list), got '" .. opts.node
                 .. "'", command)
   end
-  local run = runner.load(args[1], { profile = opts.profile, plan = plan,
-                                     nodes = opts.node and { opts.node } })
+  local nodes = opts.node and { opts.node }
+  local run, specs
+  if plan then
+    run = runner.load(args[1], { profile = opts.profile, plan = true,
+                                 nodes = nodes })
+    specs = runner.submit(run)
+  else
+    run, specs = runner.run(args[1], { profile = opts.profile,
+                                       nodes = nodes })
+  end
   if #run.jobs == 0 and not plan then
     if not opts.json then
       term.print("recipe " .. args[1] .. " declared no job")
@@ -325,7 +333,6 @@ local function cmd_run(argv, plan)
     end
     return 0
   end
-  local specs = runner.submit(run)
 
   if plan then
     -- the same view of a job's environment as the embedding API's plan

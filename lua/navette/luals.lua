@@ -358,6 +358,14 @@ local function option_class(out, class, keys, annotations, doc)
 end
 
 -- The definitions as one ---@meta file (a string).
+-- The documented functions, "job", "storage.put", ... (the public API
+-- must be exactly these: tests/lua/sandbox_test.lua).
+function luals.functions()
+  local names = {}
+  for i, f in ipairs(FUNCTIONS) do names[i] = f[1]:gsub("^navette%.", "") end
+  return names
+end
+
 function luals.generate()
   local job = require "navette.job"
   local out = {

@@ -329,7 +329,8 @@ function project.load(recipe_dir, repo_root)
   if not path then return proj end
   proj.root = util.dirname(path)
 
-  local env = core.sandbox(util.dirname(path))
+  -- the project file is data: no module, nothing with a side effect
+  local env = core.sandbox(util.dirname(path), { require = false })
   local chunk = errors.check(core.load_recipe(path, env, path))
   local ok, value = core.call_bounded(chunk)
   if not ok then error(errors.from(value), 0) end

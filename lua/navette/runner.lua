@@ -35,14 +35,95 @@ end
 
 local function refuse(message, hint, run, target)
   if run then
-    require("navette.audit").record({ action = "policy.refuse",
-      target = target or run.recipe, result = "refused",
-      detail = message:match("^[^\n]*") }, run.profile)
+    -- the checking pass of a run evaluates in plan mode, where the audit
+    -- only records: a refusal is written for real all the same
+    local was_plan = core.plan_mode()
+    if run.checking then core.set_plan(false) end
+    local ok, err = pcall(require("navette.audit").record,
+      { action = "policy.refuse", target = target or run.recipe,
+        result = "refused", detail = message:match("^[^\n]*") },
+      run.profile)
+    core.set_plan(was_plan)
+    if not ok then error(err, 0) end
   end
   error(errors.new("refused", message, hint), 0)
 end
 
--- Loads and evaluates the recipe. opts: profile, plan.
+-- Read-only facts about the run in progress (navette.context()).
+function runner.context()
+  local run = runner.current
+  if not run then return nil end
+  return {
+    project = run.project.name,
+    profile = run.profile.name,
+    plan = run.plan,
+    recipe = run.recipe,
+  }
+end
+
+-- The path of an absolute file under the repository's work tree, or nil.
+local function repo_relative(run, path)
+  local root = run.repo:workdir():gsub("/$", "")
+  if path:sub(1, #root + 1) ~= root .. "/" then return nil end
+  return path:sub(#root + 2)
+end
+
+-- The source of a recipe file: from the commit (HEAD) when the file is
+-- there, so that what is evaluated is what the commit holds; a file the
+-- commit lacks (untracked, gitignored) is read from the folder and noted,
+-- and the run is refused before anything is done (plan shows it too).
+local function committed_source(run, path, shown)
+  local rel = repo_relative(run, path)
+  if rel then
+    local src = run.repo:read_file("HEAD", rel)
+    if src then return src end
+  end
+  local f = io.open(path, "rb")
+  if not f then return nil, "no such file (" .. shown .. ")" end
+  local src = f:read("a")
+  f:close()
+  run.uncommitted[#run.uncommitted + 1] = rel or path
+  return src
+end
+
+-- Refuses a run whose recipe or modules were not read from the commit.
+local function check_committed(run)
+  if #run.uncommitted == 0 then return end
+  refuse("the recipe's code is not all in commit HEAD of "
+         .. run.repo:workdir() .. ":\n  " .. table.concat(run.uncommitted,
+         "\n  ") .. "\n(untracked or ignored by .gitignore)",
+         "commit these files (git add -f for an ignored one): recipe code "
+         .. "comes from the commit, never from the working folder", run)
+end
+runner.check_committed = check_committed
+
+-- The working tree must be clean before anything is done.
+local function check_tree(run)
+  local dirty = run.repo:status()
+  if #dirty == 0 then return end
+  local lines, finder = {}, false
+  for i, e in ipairs(dirty) do
+    -- Finder leaves .DS_Store in every folder a Mac user opens
+    finder = finder or (e.path:match("[^/]+$") == ".DS_Store")
+    if i <= 20 then
+      lines[#lines + 1] = "  " .. e.status .. ": " .. e.path
+    elseif i == 21 then
+      lines[#lines + 1] = "  ... and " .. (#dirty - 20) .. " more"
+    end
+  end
+  local hint = "commit (or stash) these changes: a job runs a commit, "
+    .. "never the working folder"
+  if finder then
+    hint = hint .. "; .DS_Store is the Mac Finder's: add .DS_Store to a "
+      .. "global gitignore: git config --global core.excludesFile "
+      .. "~/.gitignore_global; echo .DS_Store >> ~/.gitignore_global"
+  end
+  refuse("the working tree of " .. run.repo:workdir() .. " is not clean:\n"
+         .. table.concat(lines, "\n"), hint, run, run.recipe)
+end
+
+-- Loads and evaluates the recipe. opts: profile, plan, nodes, checking
+-- (the first pass of a run: evaluated in plan mode, refusals audited).
 function runner.load(recipe, opts)
   opts = opts or {}
   local st = sys.stat(recipe)
@@ -61,24 +142,37 @@ function runner.load(recipe, opts)
   local proj = project.load(recipe_dir, repo:workdir())
   local profile = project.profile(proj, opts.profile)
 
-  core.set_plan(opts.plan and true or false)
+  local plan = opts.plan or opts.checking
+  core.set_plan(plan and true or false)
   local run = {
     recipe = recipe, recipe_real = real, recipe_dir = recipe_dir,
     repo = repo, project = proj, profile = profile, jobs = {},
-    plan = opts.plan and true or false,
-    nodes = opts.nodes,
+    plan = plan and true or false, checking = opts.checking,
+    nodes = opts.nodes, uncommitted = {},
   }
+  -- a run's preconditions on the tree hold before anything is evaluated
+  if not opts.plan then check_tree(run) end
   storage._set_context({ profile = profile, repo_root = repo:workdir(),
                          recipe_dir = recipe_dir, planned = {} })
   require("navette.creds")._set_context(profile.credentials, profile)
   require("navette.http")._set_context(profile)
 
-  local env = core.sandbox(recipe_dir)
-  local chunk = errors.check(core.load_recipe(real, env, recipe))
+  local env = core.sandbox(recipe_dir, {
+    navette = require("navette.public").new(),
+    print = opts.print,
+    load_module = function(_, rel)
+      local path = recipe_dir .. "/" .. rel
+      return committed_source(run, path, rel), rel
+    end,
+  })
+  local src, why = committed_source(run, real, recipe)
+  if not src then errors.raise("usage", why) end
+  local chunk = errors.check(core.load_recipe(real, env, recipe, src))
   runner.current = run
   local ok, result = core.call_bounded(chunk)
   runner.current = nil
   if not ok then error(errors.from(result), 0) end
+  if not opts.plan then check_committed(run) end
   return run
 end
 
@@ -92,27 +186,9 @@ local function pin_commit(run, j)
   if pinned then return pinned[1], pinned[2] end
   local repo = run.repo
   -- a commit pinned already means the tree was found clean
-  local dirty = next(run.pinned) and {} or repo:status()
-  if #dirty > 0 then
-    local lines, finder = {}, false
-    for i, e in ipairs(dirty) do
-      -- Finder leaves .DS_Store in every folder a Mac user opens
-      finder = finder or (e.path:match("[^/]+$") == ".DS_Store")
-      if i <= 20 then
-        lines[#lines + 1] = "  " .. e.status .. ": " .. e.path
-      elseif i == 21 then
-        lines[#lines + 1] = "  ... and " .. (#dirty - 20) .. " more"
-      end
-    end
-    local hint = "commit (or stash) these changes: a job runs a commit, "
-      .. "never the working folder"
-    if finder then
-      hint = hint .. "; .DS_Store is the Mac Finder's: add .DS_Store to a "
-        .. "global gitignore: git config --global core.excludesFile "
-        .. "~/.gitignore_global; echo .DS_Store >> ~/.gitignore_global"
-    end
-    refuse("the working tree of " .. repo:workdir() .. " is not clean:\n"
-           .. table.concat(lines, "\n"), hint, run, j.name)
+  if not next(run.pinned) then
+    check_tree(run)
+    check_committed(run)
   end
   local commit, err = repo:resolve(j.code)
   if not commit then
@@ -497,6 +573,55 @@ function runner.node_for(run, j, k)
   local list = run.profile.slurm and run.profile.slurm.nodes
   if list and #list > 0 then return { list[(k - 1) % #list + 1] } end
   return nil
+end
+
+-- A run in two passes, so that a refused run has no side effect. The
+-- first pass is a plan: the recipe is evaluated with every side effect
+-- recorded instead of done (uploads, image pushes, credential commands),
+-- and every precondition is checked (a clean tree, committed recipe code,
+-- the secret scan, pushed commits, inputs and images, the profile's
+-- policy); a refusal there leaves the store, the queue and the services as
+-- they were, and the audit log holds only the refusal. The second pass
+-- evaluates the recipe again and does it. opts: profile, nodes.
+-- -> run, specs
+function runner.run(recipe, opts)
+  opts = opts or {}
+  -- what the recipe prints is shown once: the checking pass's only when
+  -- it is refused
+  local printed = {}
+  local function keep(line) printed[#printed + 1] = line end
+  local ok, check = pcall(function()
+    local c = runner.load(recipe, { profile = opts.profile,
+                                    nodes = opts.nodes, checking = true,
+                                    print = keep })
+    if #c.jobs > 0 then runner.submit(c) end
+    return c
+  end)
+  if not ok then
+    _navette.out.write("stdout", table.concat(printed))
+    error(check, 0)
+  end
+  core.set_plan(false, true) -- (the checking pass's record is not shown)
+  local run = runner.load(recipe, { profile = opts.profile,
+                                    nodes = opts.nodes })
+  -- the same jobs as checked: a recipe that declares others the second
+  -- time (it reads the clock, or a random number) is refused
+  local function shape(r)
+    local names = {}
+    for i, j in ipairs(r.jobs) do
+      names[i] = j.name .. "@" .. tostring(j.code)
+    end
+    return table.concat(names, ",")
+  end
+  if shape(run) ~= shape(check) then
+    refuse("recipe " .. recipe .. " declared other jobs when run ("
+           .. shape(run) .. ") than when checked (" .. shape(check) .. ")",
+           "a recipe must declare the same jobs each time it is evaluated: "
+           .. "does it depend on the time or on a random number?", run)
+  end
+  run.scanned = check.scanned
+  local specs = #run.jobs > 0 and runner.submit(run) or {}
+  return run, specs
 end
 
 -- Submits every declared job; returns the list of specs.

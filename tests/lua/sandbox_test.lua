@@ -4,14 +4,24 @@
 local t = test
 local core, sys = _navette.core, _navette.sys
 
-local function run_source(source, files)
+-- opts: the sandbox's (default: the public API, files of dir)
+local function run_source(source, files, opts)
   local dir = t.tmpdir()
   for name, text in pairs(files or {}) do
     assert(sys.write_file(dir .. "/" .. name, text))
   end
   local path = dir .. "/recipe.lua"
   assert(sys.write_file(path, source))
-  local env = core.sandbox(dir)
+  local env = core.sandbox(dir, opts or {
+    navette = require("navette.public").new(),
+    load_module = function(_, rel)
+      local f = io.open(dir .. "/" .. rel, "rb")
+      if not f then return nil, "no file " .. rel end
+      local text = f:read("a")
+      f:close()
+      return text, rel
+    end,
+  })
   local chunk, err = core.load_recipe(path, env, "recipe.lua")
   if not chunk then return false, err end
   return core.call_bounded(chunk)
@@ -102,4 +112,147 @@ t.test("memory is capped", function()
   -- a memory error skips the message handler: normalised by errors.from
   e = require("navette.errors").from(e)
   t.match(e.message, "out of memory")
+end)
+
+t.test("internal modules cannot be required", function()
+  for _, name in ipairs({ "navette.runner", "navette.testing",
+      "navette.storage", "navette.job", "navette.api", "navette.luals",
+      "navette.completion", "navette.cli", "navette.public", "_navette",
+      "navette.", "navette.x.y" }) do
+    local ok, e = run_source("return require('" .. name .. "')")
+    t.ok(not ok, "refused: " .. name)
+    t.match(e.message, "internal to navette", name)
+  end
+end)
+
+t.test("the public API is the documented list, sealed", function()
+  local ok, r = run_source([[
+    local navette = require "navette"
+    local names = {}
+    for k, v in pairs(navette) do
+      if type(v) == "function" then names[#names + 1] = k
+      elseif type(v) == "table" then
+        for k2 in pairs(v) do names[#names + 1] = k .. "." .. k2 end
+      end
+    end
+    table.sort(names)
+    return table.concat(names, " ")
+  ]])
+  t.ok(ok, type(r) == "table" and r.message or "ran")
+  local want = require("navette.public").names()
+  table.sort(want)
+  t.eq(r, table.concat(want, " "))
+  -- every documented function (the editor definitions) is there
+  local defs = require("navette.luals").functions()
+  table.sort(defs)
+  t.eq(r, table.concat(defs, " "))
+  for _, src in ipairs({
+    "local n = require 'navette'; n.job = function() end",
+    "local n = require 'navette'; n.storage.put = function() end",
+    "local n = require 'navette'; n.extra = 1",
+    "local n = require 'navette'; rawset(n, 'job', print)",
+    "local n = require 'navette'; rawset(n.storage, 'put', print)",
+    "local n = require 'navette'; setmetatable(n, {})",
+    "local n = require 'navette'; table.insert(n, 1)",
+    "local n = require 'navette'; getmetatable(n).__index = {}",
+  }) do
+    local ok2 = run_source(src)
+    t.ok(not ok2, "refused: " .. src)
+  end
+  ok, r = run_source("return getmetatable(require 'navette')")
+  t.ok(ok); t.eq(r, "sealed by navette")
+end)
+
+t.test("the trusted string table is out of reach", function()
+  local ok, r = run_source([[
+    string.rep = function() return "evil" end
+    return getmetatable(""), ("ab"):rep(2)
+  ]])
+  t.ok(ok, type(r) == "table" and r.message or "ran")
+  t.eq(r, nil)
+  t.eq(("ab"):rep(2), "abab", "the trusted string.rep is intact")
+  ok = run_source("getmetatable('').__index.rep = nil")
+  t.ok(not ok, "getmetatable('') hands out nothing")
+  t.eq(("x"):upper(), "X")
+  -- a recipe's own metatables are its to read
+  ok, r = run_source([[
+    local mt = {}
+    local obj = setmetatable({}, mt)
+    return getmetatable(obj) == mt
+  ]])
+  t.ok(ok); t.eq(r, true)
+end)
+
+t.test("finalizers are refused", function()
+  local ok, e = run_source("setmetatable({}, { __gc = function() end })")
+  t.ok(not ok)
+  t.match(e.message, "finalizers")
+end)
+
+t.test("a require loop names the modules", function()
+  local ok, e = run_source("require 'a'", {
+    ["a.lua"] = "require 'b'", ["b.lua"] = "require 'a'" })
+  t.ok(not ok)
+  t.match(e.message, "require loop: a %-> b %-> a")
+end)
+
+t.test("a project file reaches no module", function()
+  for _, src in ipairs({ "return require 'navette'",
+                         "return require 'navette.testing'",
+                         "return require 'helper'" }) do
+    local ok = run_source(src, { ["helper.lua"] = "return 1" },
+                          { require = false })
+    t.ok(not ok, "refused: " .. src)
+  end
+end)
+
+t.test("a caught time-out cannot keep the recipe going", function()
+  core.set_limits(0.3)
+  local started = os.clock()
+  local ok, e = run_source([[
+    while true do pcall(function() while true do end end) end
+  ]])
+  local ok2, e2 = run_source([[
+    local function loop() while true do end end
+    for _ = 1, 1e9 do xpcall(loop, function() while true do end end) end
+  ]])
+  local ok3, e3 = run_source([[
+    local co = coroutine.wrap(function()
+      while true do pcall(function() while true do end end) end
+    end)
+    while true do pcall(co) end
+  ]])
+  core.set_limits(120)
+  t.ok(not ok and not ok2 and not ok3, "all three were stopped")
+  t.match(e.message, "ran longer than")
+  t.ok(os.clock() - started < 3, "within the bound (" .. (os.clock()
+       - started) .. " s of CPU)")
+  t.ok(e2 and e3)
+end)
+
+t.test("an error object with __tostring is reported", function()
+  local ok, e = run_source([[
+    error(setmetatable({}, { __tostring = function() return "custom" end }))
+  ]])
+  t.ok(not ok)
+  t.eq(e.message, "custom")
+  ok, e = run_source("error({ message = 'plain table' })")
+  t.eq(e.message, "plain table")
+  ok, e = run_source("error(nil)")
+  t.match(e.message, "nil value")
+end)
+
+t.test("arguments are copied with raw reads at the boundary", function()
+  local ok, r = run_source([[
+    local navette = require "navette"
+    local n = 0
+    local sneaky = setmetatable({}, { __index = function(_, k)
+      n = n + 1
+      return k == "name" and ("job" .. n) or nil
+    end })
+    local ok, e = pcall(navette.job, sneaky)
+    return ok, n
+  ]])
+  t.ok(ok, type(r) == "table" and r.message or "ran")
+  t.eq(r, false, "the copy has no name: refused")
 end)
