@@ -1,6 +1,9 @@
 /* Strict UTF-8 validation (see utf8.h). */
 #include "core/utf8.h"
 
+#include <stdio.h>
+#include <string.h>
+
 size_t nv_utf8_invalid_at(const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -35,4 +38,27 @@ size_t nv_utf8_invalid_at(const char *s, size_t len)
 		i += n + 1;
 	}
 	return NV_UTF8_VALID;
+}
+
+void nv_utf8_show(char *out, size_t cap, const char *s, size_t len)
+{
+	size_t o = 0, i;
+
+	if (cap == 0)
+		return;
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		size_t need = c >= 0x20 && c < 0x7f && c != '\\' ? 1 : 4;
+		if (o + need + 4 > cap) /* room for "..." and the NUL */
+			break;
+		if (need == 1)
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
+	}
+	if (i < len && o + 4 <= cap) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o < cap ? o : cap - 1] = '\0';
 }

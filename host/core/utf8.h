@@ -14,4 +14,9 @@
  * themselves), or NV_UTF8_VALID when all of it is valid. */
 size_t nv_utf8_invalid_at(const char *s, size_t len);
 
+/* Writes s[0..len) into out (cap bytes, NUL-terminated) for a message or
+ * a record: printable ASCII as it is, every other byte and the backslash
+ * as \xNN, shortened with "..." when it does not fit. */
+void nv_utf8_show(char *out, size_t cap, const char *s, size_t len);
+
 #endif

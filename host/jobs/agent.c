@@ -37,6 +37,7 @@
 #include "core/jobid.h"
 #include "core/output.h"
 #include "core/process.h"
+#include "core/utf8.h"
 #include "creds/redact.h"
 #include "git/git.h"
 #include "jobs/launcher.h"
@@ -602,6 +603,22 @@ static int walk_outputs(const char *root, const char *rel, file_list *l,
 		struct stat st;
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
+		/* a name that is not UTF-8 would make the run record invalid
+		 * JSON (and no store shows it the same way twice) */
+		size_t bad_at =
+			nv_utf8_invalid_at(e->d_name, strlen(e->d_name));
+		if (bad_at != NV_UTF8_VALID) {
+			char shown[400];
+			nv_utf8_show(shown, sizeof(shown), e->d_name,
+				     strlen(e->d_name));
+			snprintf(l->bad, sizeof(l->bad),
+				 "output name '%s%s%s' is not UTF-8 text (byte "
+				 "0x%02x at offset %zu): name outputs in UTF-8",
+				 rel, rel[0] ? "/" : "", shown,
+				 (unsigned char)e->d_name[bad_at], bad_at);
+			closedir(d);
+			return -1;
+		}
 		nv_pathf(child, sizeof(child), "%s%s%s", rel, rel[0] ? "/" : "",
 			 e->d_name);
 		nv_pathf(full, sizeof(full), "%s/%s", root, child);

@@ -80,6 +80,10 @@ put_file "$R" huge_mem.lua <<'EOF'
 require("navette").job { name = "huge-mem", command = { "true" },
                          resources = { memory = 2^63 } }
 EOF
+put_file "$R" ff_file.lua <<'EOF'
+require("navette").job { name = "ff-file",
+                         command = { "sh", "-c", "printf x > \"$NAVETTE_OUTPUTS/ok.txt\"; mkdir -p \"$NAVETTE_OUTPUTS/d\"; printf x > \"$NAVETTE_OUTPUTS/d/$(printf 'r\\351sum\\351.txt')\"" } }
+EOF
 commit_all "$R" >/dev/null
 
 # ---- bytes: recipe, key and offset in the refusal, for plan and run
@@ -140,6 +144,30 @@ nv status "$ID" --json
 parses "utf8_ok: status --json" "$OUT"
 nv jobs --json
 parses "jobs --json" "$OUT"
+
+# a job that writes an output whose name is not UTF-8 (Latin-1 here): it
+# fails at publication naming it, and its record and status stay JSON
+# (APFS refuses such names itself)
+if ! (: >"$T/$(printf 'r\351')") 2>/dev/null; then
+	skip "an output name that is not UTF-8" \
+		"this file system refuses such names"
+else
+nv_in "$R" run ff_file.lua --wait --json
+check_rc "ff_file: run --wait exits 1" 1
+parses "ff_file: run --json" "$OUT"
+FID=$(printf '%s' "$OUT" | json 'd[0]["id"]' 2>/dev/null)
+check_eq "ff_file: failed at outputs_published" \
+	"$(printf '%s' "$OUT" | json 'd[0]["failure"]["phase"]')" outputs_published
+check_contains "ff_file: the reason names the file, escaped" \
+	"$(printf '%s' "$OUT" | json 'd[0]["failure"]["reason"]')" \
+	"output name 'd/r\\xe9sum\\xe9.txt' is not UTF-8 text (byte 0xe9 at offset 1)"
+parses "ff_file: navette-run.json" \
+	"$(cat "$NAVETTE_HOME/store/bytes/$FID/navette-run.json" 2>/dev/null)"
+check_absent "ff_file: no output published" \
+	"$NAVETTE_HOME/store/bytes/$FID/ok.txt"
+nv status "$FID" --json
+parses "ff_file: status --json" "$OUT"
+fi
 
 # ---- a job id that is not one navette makes never becomes a folder:
 # rows written around navette (by hand, another program) are failed by

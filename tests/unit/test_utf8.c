@@ -35,5 +35,16 @@ int main(void)
 	CHECK(at("\xfe\xff") == 0);
 	/* a length that ends inside a sequence */
 	CHECK(nv_utf8_invalid_at("\xc3\xa9", 1) == 0);
+
+	/* shown for a message or a record: ASCII text as it is */
+	char out[16];
+	nv_utf8_show(out, sizeof(out), "r\xe9s\\u", 5);
+	CHECK_STR(out, "r\\xe9s\\x5cu");
+	nv_utf8_show(out, sizeof(out), "abcdefghijklmnopqrstuvwxyz", 26);
+	CHECK_STR(out, "abcdefghijkl...");
+	nv_utf8_show(out, sizeof(out), "\xff\xff\xff\xff\xff", 5);
+	CHECK_STR(out, "\\xff\\xff\\xff...");
+	nv_utf8_show(out, 1, "abc", 3);
+	CHECK_STR(out, "");
 	return nv_test_done();
 }
