@@ -80,11 +80,12 @@ static void runtime_hook(lua_State *L, lua_Debug *ar)
 		 * handler) cannot go on. */
 		lua_sethook(L, runtime_hook, LUA_MASKCOUNT, 1);
 		luaL_where(L, 0); /* the line running (level 1: its caller) */
-		lua_pushfstring(L,
-				"the recipe ran longer than %d s; check for "
-				"an endless loop (NAVETTE_RECIPE_TIMEOUT raises "
-				"the bound)",
-				(int)(rt->recipe_timeout_s + 0.5));
+		lua_pushfstring(
+			L,
+			"the recipe ran longer than %d s; check for "
+			"an endless loop (NAVETTE_RECIPE_TIMEOUT raises "
+			"the bound)",
+			(int)(rt->recipe_timeout_s + 0.5));
 		lua_concat(L, 2);
 		lua_error(L);
 	}

@@ -43,8 +43,8 @@ static void push_weak_set(lua_State *L, const char *key)
 	if (lua_getfield(L, LUA_REGISTRYINDEX, key) == LUA_TTABLE)
 		return;
 	lua_pop(L, 1);
-	lua_newtable(L);               // [set]
-	lua_createtable(L, 0, 1);      // [set, mt]
+	lua_newtable(L);          // [set]
+	lua_createtable(L, 0, 1); // [set, mt]
 	lua_pushliteral(L, "k");
 	lua_setfield(L, -2, "__mode");
 	lua_setmetatable(L, -2);
@@ -126,8 +126,7 @@ static int push_sealed_contents(lua_State *L, int idx)
 /* Pushes a copy of the value at idx. seen (absolute index): table ->
  * copy, so shared parts and cycles stay shared. sealed: wrap each table
  * copy in a read-only proxy. */
-static void copy_value(lua_State *L, int idx, int seen, int sealed,
-		       int depth)
+static void copy_value(lua_State *L, int idx, int seen, int sealed, int depth)
 {
 	idx = lua_absindex(L, idx);
 	if (lua_type(L, idx) != LUA_TTABLE) {
@@ -150,7 +149,7 @@ static void copy_value(lua_State *L, int idx, int seen, int sealed,
 	int src = idx;
 	if (!sealed && push_sealed_contents(L, idx))
 		src = lua_gettop(L); /* a sealed object copies as plain */
-	lua_newtable(L); // [(contents), copy]
+	lua_newtable(L);             // [(contents), copy]
 	int copy = lua_gettop(L);
 	int result = copy;
 	if (sealed) {
@@ -304,7 +303,8 @@ static int sandbox_require(lua_State *L)
 	const char *name = luaL_checkstring(L, 1);
 
 	lua_settop(L, 1);
-	lua_getfield(L, LUA_REGISTRYINDEX, SANDBOX_LOADED_KEY); // [name, loaded]
+	lua_getfield(L, LUA_REGISTRYINDEX,
+		     SANDBOX_LOADED_KEY); // [name, loaded]
 	if (strcmp(name, "navette") == 0) {
 		if (lua_getfield(L, -1, "navette") != LUA_TNIL)
 			return 1;
@@ -313,11 +313,12 @@ static int sandbox_require(lua_State *L)
 				     "and reaches no module");
 	}
 	if (strncmp(name, "navette.", 8) == 0 || strcmp(name, "_navette") == 0)
-		return luaL_error(L,
-				  "module '%s' is internal to navette: recipes "
-				  "and libraries use the public API, "
-				  "require \"navette\" (README: Security model)",
-				  name);
+		return luaL_error(
+			L,
+			"module '%s' is internal to navette: recipes "
+			"and libraries use the public API, "
+			"require \"navette\" (README: Security model)",
+			name);
 	if (!module_name_ok(name))
 		return luaL_error(L,
 				  "require '%s': module names are letters, "
@@ -336,9 +337,10 @@ static int sandbox_require(lua_State *L)
 		return 1;
 	lua_pop(L, 1);
 	if (lua_isnil(L, lua_upvalueindex(2)))
-		return luaL_error(L, "module '%s' not found: a project file "
-				     "(navette.lua) is data and requires "
-				     "nothing",
+		return luaL_error(L,
+				  "module '%s' not found: a project file "
+				  "(navette.lua) is data and requires "
+				  "nothing",
 				  name);
 
 	char rel[MODULE_NAME_MAX + 8];
@@ -468,7 +470,8 @@ static int sandbox_setmetatable(lua_State *L)
 	int t = lua_type(L, 2);
 
 	luaL_checktype(L, 1, LUA_TTABLE);
-	luaL_argexpected(L, t == LUA_TNIL || t == LUA_TTABLE, 2, "nil or table");
+	luaL_argexpected(L, t == LUA_TNIL || t == LUA_TTABLE, 2,
+			 "nil or table");
 	if (t == LUA_TTABLE) {
 		lua_pushliteral(L, "__gc");
 		if (lua_rawget(L, 2) != LUA_TNIL)
@@ -553,10 +556,9 @@ static void copy_library(lua_State *L, const char *lib)
 int nv_core_sandbox(lua_State *L)
 {
 	static const char *const base[] = {
-		"assert",   "error",    "ipairs",   "next",     "pairs",
-		"pcall",    "rawequal", "rawget",   "rawlen",   "select",
-		"tonumber", "tostring", "type",     "_VERSION",
-		NULL};
+		"assert",   "error",    "ipairs", "next",     "pairs",
+		"pcall",    "rawequal", "rawget", "rawlen",   "select",
+		"tonumber", "tostring", "type",   "_VERSION", NULL};
 	static const char *const os_allowed[] = {"time", "clock", "date",
 						 "difftime", NULL};
 	navette_runtime *rt = nv_runtime_of(L);

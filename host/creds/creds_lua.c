@@ -3,6 +3,7 @@
  * JSON encoding, exposes only metadata to Lua, and wipes its values when
  * collected or closed (liolib-style: closing twice is harmless, use after
  * close raises). Values are read only by C modules (nv_creds_check). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -447,6 +448,8 @@ static int collect_finding(const nv_scan_finding *f, void *payload)
 	return 0;
 }
 
+static int push_report(lua_State *L, findings *all, const nv_scan_stats *stats);
+
 /* creds.scan_commit(repo_path, oid) -> {findings = {...}, allowed = n,
  * files = n, truncated = bool} | nil, err */
 static int l_creds_scan_commit(lua_State *L)
@@ -462,6 +465,103 @@ static int l_creds_scan_commit(lua_State *L)
 	int rc = nv_scan_commit(repo, oid, collect_finding, all, &stats, &err);
 	if (rc < 0)
 		return nv_lua_push_error(L, &err);
+	return push_report(L, all, &stats);
+}
+
+/* A file scanned in chunks cut after a newline: the findings' lines are
+ * counted from the start of the file. */
+typedef struct chunk_scan {
+	findings *all;
+	size_t lines_before;
+} chunk_scan;
+
+static int collect_chunk_finding(const nv_scan_finding *f, void *payload)
+{
+	chunk_scan *cs = payload;
+	nv_scan_finding shifted = *f;
+
+	if (shifted.line > 0)
+		shifted.line += cs->lines_before;
+	return collect_finding(&shifted, cs->all);
+}
+
+/* creds.scan_file(path, shown [, allow_text]) -> report | nil, err: one
+ * local file that is about to leave the laptop (navette.storage.put),
+ * under the name rules of `shown` and the repository's allow-list. A file
+ * of any size is read in bounded chunks. */
+static int l_creds_scan_file(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	const char *shown = luaL_checkstring(L, 2);
+	size_t allow_len = 0;
+	const char *allow = luaL_optlstring(L, 3, NULL, &allow_len);
+	const size_t cap = NV_SCAN_MAX_FILE_SIZE;
+	findings *all = lua_newuserdatauv(L, sizeof(*all), 0);
+	char *buf = lua_newuserdatauv(L, cap, 0);
+	nv_scan_allowlist *al = NULL;
+	nv_scan_stats stats;
+	chunk_scan cs = {all, 0};
+	size_t used = 0;
+	nv_err err;
+	FILE *f;
+
+	memset(all, 0, sizeof(*all));
+	memset(&stats, 0, sizeof(stats));
+	nv_err_clear(&err);
+	if (allow &&
+	    nv_scan_allowlist_load(&al, allow, allow_len, collect_finding, all,
+				   &stats, &err) < 0)
+		return nv_lua_push_error(L, &err);
+	f = fopen(path, "rb");
+	if (!f) {
+		nv_scan_allowlist_free(al);
+		nv_err_set_errno(&err, NV_EIO, errno, NULL, "cannot read %s",
+				 shown);
+		return nv_lua_push_error(L, &err);
+	}
+	for (;;) {
+		size_t n = fread(buf + used, 1, cap - used, f);
+		int eof = n == 0;
+		used += n;
+		if (used == 0)
+			break;
+		/* a full chunk is cut after its last newline (a line longer
+		 * than the chunk is cut where it is) */
+		size_t take = used;
+		if (!eof && used == cap) {
+			const char *nl = NULL;
+			for (size_t i = used; i > 0; i--)
+				if (buf[i - 1] == '\n') {
+					nl = buf + i - 1;
+					break;
+				}
+			if (nl)
+				take = (size_t)(nl - buf) + 1;
+		} else if (!eof) {
+			continue; /* a short read: fill the chunk first */
+		}
+		if (nv_scan_buffer(al, shown, buf, take, collect_chunk_finding,
+				   &cs, &stats) != 0)
+			break;
+		for (size_t i = 0; i < take; i++)
+			cs.lines_before += buf[i] == '\n';
+		memmove(buf, buf + take, used - take);
+		used -= take;
+		if (eof && used == 0)
+			break;
+	}
+	int failed = ferror(f);
+	fclose(f);
+	nv_scan_allowlist_free(al);
+	if (failed) {
+		nv_err_set(&err, NV_EIO, NULL, "cannot read %s", shown);
+		return nv_lua_push_error(L, &err);
+	}
+	return push_report(L, all, &stats);
+}
+
+static int push_report(lua_State *L, findings *all, const nv_scan_stats *stats)
+{
 	lua_createtable(L, 0, 4);
 	lua_createtable(L, (int)all->count, 0);
 	for (size_t i = 0; i < all->count; i++) {
@@ -480,12 +580,12 @@ static int l_creds_scan_commit(lua_State *L)
 		lua_rawseti(L, -2, (lua_Integer)i + 1);
 	}
 	lua_setfield(L, -2, "findings");
-	lua_pushinteger(L, (lua_Integer)stats.allowed);
+	lua_pushinteger(L, (lua_Integer)stats->allowed);
 	lua_setfield(L, -2, "allowed");
-	lua_pushinteger(L, (lua_Integer)stats.files);
+	lua_pushinteger(L, (lua_Integer)stats->files);
 	lua_setfield(L, -2, "files");
 	lua_pushboolean(L,
-			stats.truncated || all->count == NV_SCAN_MAX_FINDINGS);
+			stats->truncated || all->count == NV_SCAN_MAX_FINDINGS);
 	lua_setfield(L, -2, "truncated");
 	return 1;
 }
@@ -520,6 +620,7 @@ int luaopen_navette_creds(lua_State *L)
 		{"redact_stream", l_creds_redact_stream},
 		{"env_allowed", l_creds_env_allowed},
 		{"scan_commit", l_creds_scan_commit},
+		{"scan_file", l_creds_scan_file},
 		{"fingerprints", l_creds_fingerprints},
 		{"add_fingerprints", l_creds_add_fingerprints},
 		{NULL, NULL}};

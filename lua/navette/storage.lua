@@ -93,12 +93,41 @@ local function repository_file(path)
   return real
 end
 
+-- Every local file that leaves the laptop is scanned for secrets first,
+-- under the repository's allow-list (.navette-secrets-allow).
+local function scan_upload(src, path)
+  local root = context.repo_root
+  local shown = root and src:sub(#root + 2) or path
+  local allow
+  if root then
+    local f = io.open(root .. "/.navette-secrets-allow", "rb")
+    if f then allow = f:read("a"); f:close() end
+  end
+  local report, err = _navette.creds.scan_file(src, shown, allow)
+  errors.check(report, err, "navette.storage.put: scanning '" .. path .. "'")
+  if #report.findings == 0 then return end
+  local lines = {}
+  for i, f in ipairs(report.findings) do
+    if i > 20 then
+      lines[#lines + 1] = "  ... and " .. (#report.findings - 20) .. " more"
+      break
+    end
+    lines[#lines + 1] = "  " .. f.path .. (f.line > 0 and (":" .. f.line)
+                        or "") .. ": " .. f.reason .. " [" .. f.rule .. "]"
+  end
+  errors.raise("refused", "navette.storage.put: '" .. path .. "' holds what "
+               .. "looks like secrets:\n" .. table.concat(lines, "\n"),
+               "remove them (and rotate them), or exempt the path with a "
+               .. "written reason in .navette-secrets-allow")
+end
+
 -- storage.put(key, path) -> {url, key, sha256, size}
 function storage.put(key, path)
   if type(key) ~= "string" then
     errors.raise("recipe", "navette.storage.put: key must be a string")
   end
   local src = repository_file(path)
+  scan_upload(src, path)
   local store = open_store(true)
   if not store then -- plan mode with a store that does not exist yet
     core.plan("storage", "put", storage.url(key) .. " <- " .. src)

@@ -301,4 +301,44 @@ check_file "clean tree: the upload happened" \
 check_eq "clean tree: the committed bytes were uploaded" \
 	"$(cat "$NAVETTE_HOME/store/inputs/data.txt")" "committed data"
 
+# ---- every local file that leaves the laptop is scanned ----------------------
+U=$(repo uploads) || exit 1
+put_file "$U" up-secret.lua <<'EOF'
+require("navette").storage.put("inputs/config.env", "config.env")
+EOF
+put_file "$U" up-big.lua <<'EOF'
+require("navette").storage.put("inputs/big.csv", "big.csv")
+EOF
+put_file "$U" up-allowed.lua <<'EOF'
+require("navette").storage.put("inputs/fixture.env", "fixture.env")
+EOF
+printf 'GITHUB_TOKEN=ghp_%s\n' "$(python3 -c 'import random; r=random.Random(3); print("".join(r.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") for _ in range(36)))')" >"$U/config.env"
+cp "$U/config.env" "$U/fixture.env"
+printf 'fixture.env  a test fixture: the token is not a live one\n' >"$U/.navette-secrets-allow"
+# a secret deep in a data file larger than one scanning chunk (2 MiB)
+python3 - "$U/big.csv" "$key_id" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(120000):
+        f.write("%d,%d,%d\n" % (i, i * 7, i * 13))
+    f.write("aws_access_key_id,%s\n" % sys.argv[2])
+PY
+commit_all "$U" >/dev/null
+nv_in "$U" run up-secret.lua
+check_rc "storage.put of a file holding a token: refused" 3
+check_contains "storage.put of a token: names the file" "$ERR" config.env
+check_absent "storage.put of a token: nothing uploaded" \
+	"$NAVETTE_HOME/store/inputs/config.env"
+nv_in "$U" plan up-secret.lua
+check_rc "storage.put of a token: plan refuses it too" 3
+nv_in "$U" run up-big.lua
+check_rc "a secret after 2 MiB of data: refused" 3
+check_contains "a secret after 2 MiB of data: its line" "$ERR" "big.csv:120001"
+check_absent "a secret after 2 MiB of data: nothing uploaded" \
+	"$NAVETTE_HOME/store/inputs/big.csv"
+nv_in "$U" run up-allowed.lua
+check_rc "an allow-listed fixture: uploaded" 0
+check_file "an allow-listed fixture: in the store" \
+	"$NAVETTE_HOME/store/inputs/fixture.env"
+
 finish
