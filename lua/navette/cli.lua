@@ -55,8 +55,13 @@ usage: navette agent
   Runs the local backend's agent in the foreground (for debugging).
   `navette run` starts one on demand, detached from the terminal.]],
   test = [[
-usage: navette test FILE...
-  Runs Lua test files with the host (see tests/lua/).]],
+usage: navette test [--host] FILE...
+  Runs Lua test files: each registers cases with test.test(name, fn) and
+  checks with test.eq, test.ok, test.match, test.raises (test.skip(why)
+  skips a case). A test file is untrusted like a recipe: it runs in the
+  recipe sandbox with the public API. --host gives it navette's whole
+  library (_navette and the internal modules): only for navette's own
+  tests (tests/lua/), never for files you have not read.]],
   creds = [[
 usage: navette creds list [--profile P] [--json]
        navette creds check NAME [--profile P] [--json]
@@ -860,10 +865,10 @@ local function cmd_version(argv)
 end
 
 local function cmd_test(argv)
-  local opts, args = parse("test", argv, {})
+  local opts, args = parse("test", argv, { host = "bool" })
   if opts.help then term.print(HELP.test); return 0 end
   if #args == 0 then usage_error("expected test files", "test") end
-  return require("navette.testing").run_files(args)
+  return require("navette.testing").run_files(args, { host = opts.host })
 end
 
 -- Read-only commands (issue 11): they execute no program, whatever the

@@ -77,13 +77,45 @@ function testing.tmpdir()
   return dir
 end
 
-function testing.run_files(files)
+-- What a sandboxed test file gets as `test`: the assertions, sealed.
+local function sandboxed_test_api()
+  return core.seal({ test = testing.test, eq = testing.eq, ok = testing.ok,
+                     match = testing.match, raises = testing.raises,
+                     skip = testing.skip })
+end
+
+-- The environment of a test file. host: navette's own tests, run with the
+-- host's whole library (_navette, internal modules); otherwise the file
+-- is untrusted like a recipe: the recipe sandbox, the public API, `test`,
+-- modules of its own folder, and the recipe time bound.
+local function environment(file, host)
+  if host then
+    return setmetatable({ test = testing }, { __index = _G }), core.pcall
+  end
+  local dir = file:match("^(.*)/[^/]*$") or "."
+  local env = core.sandbox(dir, {
+    navette = require("navette.public").new(),
+    globals = { test = sandboxed_test_api() },
+    load_module = function(_, rel)
+      local f = io.open(dir .. "/" .. rel, "rb")
+      if not f then return nil, "no file " .. dir .. "/" .. rel end
+      local text = f:read("a")
+      f:close()
+      return text, rel
+    end,
+  })
+  return env, core.call_bounded
+end
+
+-- opts.host: run with the host's whole library (navette's own tests).
+function testing.run_files(files, opts)
+  local host = opts and opts.host
   local passed, failed, skipped = 0, 0, 0
   for _, file in ipairs(files) do
     cases = {}
-    local env = setmetatable({ test = testing }, { __index = _G })
+    local env, call = environment(file, host)
     local chunk = errors.check(core.load_recipe(file, env, file))
-    local ok, e = core.pcall(chunk)
+    local ok, e = call(chunk)
     if not ok then
       term.print("FAIL " .. file .. ": " .. tostring(e.message))
       failed = failed + 1
@@ -93,7 +125,7 @@ function testing.run_files(files)
       failed = failed + 1
     end
     for _, c in ipairs(cases) do
-      local cok, ce = core.pcall(c.fn)
+      local cok, ce = call(c.fn)
       if cok then
         passed = passed + 1
         term.print("ok   " .. c.name)

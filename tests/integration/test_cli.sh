@@ -123,4 +123,25 @@ check_match "the skip is said with its reason" "$OUT" \
 	'^SKIP cannot run here: no such tool$'
 check_match "and counted" "$OUT" '^1 passed, 0 failed, 1 skipped$'
 
+# navette test runs a file as untrusted as a recipe: no io, no _navette,
+# no internal module, the time bound; --host is for navette's own tests
+cat >"$T/escape_test.lua" <<'CASES'
+test.test("io", function() io.open("/tmp/x", "w") end)
+test.test("_navette", function() return _navette.sys end)
+test.test("internal", function() require("navette.runner") end)
+test.test("public", function() test.eq(type(require("navette").job), "function") end)
+CASES
+nv test "$T/escape_test.lua"
+check_rc "navette test of a file reaching internals: fails" 1
+check_match "its public API works" "$OUT" '^ok   public$'
+check_match "no io" "$OUT" "^FAIL io: .*undeclared global 'io'"
+check_match "no _navette" "$OUT" "^FAIL _navette: .*undeclared global '_navette'"
+check_match "no internal module" "$OUT" '^FAIL internal: .*internal to navette'
+printf 'test.test("loop", function() while true do end end)\n' >"$T/loop_test.lua"
+NAVETTE_RECIPE_TIMEOUT=1 nv test "$T/loop_test.lua"
+check_match "a test case is bounded in time" "$OUT" '^FAIL loop: .*ran longer than 1 s'
+printf 'test.test("host", function() test.eq(type(_navette.sys), "table") end)\n' >"$T/host_test.lua"
+nv test --host "$T/host_test.lua"
+check_rc "navette test --host: the host's library" 0
+
 finish

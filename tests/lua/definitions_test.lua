@@ -113,7 +113,7 @@ end)
 
 t.test("every function a recipe can call is declared", function()
   local text = luals.generate()
-  local navette = require "navette"
+  local navette = require("navette.public").new() -- what recipes get
   local count = 0
   local function walk(prefix, tbl)
     for k, v in pairs(tbl) do
