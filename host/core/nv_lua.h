@@ -21,9 +21,10 @@ int nv_lua_push_error(lua_State *L, const nv_err *err);
 bool nv_plan_mode(lua_State *L);
 
 /* True when nothing may execute a program (a credential command, the
- * Keychain's tool, an image builder): in plan mode, and for good once a
- * read-only command called _navette.core.forbid_exec(). A binding that
- * would spawn one checks this, not nv_plan_mode alone. */
+ * Keychain's tool, an image builder): in plan mode (except a run's
+ * checking pass, core.set_checking), and for good once a read-only
+ * command called _navette.core.forbid_exec(). A binding that would spawn
+ * one checks this, not nv_plan_mode alone. */
 bool nv_exec_forbidden(lua_State *L);
 
 /* Appends one entry {primitive=, action=, detail=} to the plan record.

@@ -183,7 +183,7 @@ bool nv_plan_mode(lua_State *L)
 bool nv_exec_forbidden(lua_State *L)
 {
 	navette_runtime *rt = nv_runtime_of(L);
-	return rt && (rt->plan || rt->no_exec);
+	return rt && (rt->no_exec || (rt->plan && !rt->checking));
 }
 
 void nv_plan_record(lua_State *L, const char *primitive, const char *action,
@@ -444,6 +444,7 @@ static int l_core_set_plan(lua_State *L)
 	navette_runtime *rt = nv_runtime_of(L);
 
 	rt->plan = lua_toboolean(L, 1);
+	rt->checking = false;
 	if (lua_toboolean(L, 2)) { /* a fresh plan record */
 		luaL_unref(L, LUA_REGISTRYINDEX, rt->plan_ref);
 		lua_newtable(L);
@@ -458,6 +459,20 @@ static int l_core_set_plan(lua_State *L)
 static int l_core_forbid_exec(lua_State *L)
 {
 	nv_runtime_of(L)->no_exec = true;
+	return 0;
+}
+
+/* _navette.core.set_checking(): plan mode for the first pass of `run`,
+ * which checks every precondition before any side effect. Unlike a plan
+ * (`navette plan`, navette_plan), it may run a credential's program: the
+ * user asked to run, and the check then covers the credential loading and
+ * reads with it. forbid_exec still wins; set_plan leaves it. */
+static int l_core_set_checking(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+
+	rt->plan = true;
+	rt->checking = true;
 	return 0;
 }
 
@@ -536,6 +551,7 @@ int luaopen_navette_core(lua_State *L)
 				       {"set_plan", l_core_set_plan},
 				       {"plan_mode", l_core_plan_mode},
 				       {"forbid_exec", l_core_forbid_exec},
+				       {"set_checking", l_core_set_checking},
 				       {"exec_forbidden", l_core_no_exec},
 				       {"plan", l_core_plan_record},
 				       {"home", l_core_home},

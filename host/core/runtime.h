@@ -22,6 +22,9 @@ struct navette_runtime {
 	/* set once by a read-only command: nothing may execute a program
 	 * (nv_exec_forbidden); never cleared */
 	bool no_exec;
+	/* plan mode of a run's first pass (core.set_checking): the user ran
+	 * `run`, so a credential's program may run; set_plan clears it */
+	bool checking;
 	int plan_ref; /* registry ref of the plan record (array) */
 	char home[4096];
 	char recipe_dir[4096];

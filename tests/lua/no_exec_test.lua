@@ -1,5 +1,6 @@
--- The runtime's no-execution latch (issue 11): once a read-only command
--- calls core.forbid_exec(), nothing in this process executes a program:
+-- Plan mode runs no program, a run's checking pass may (issue 11), and
+-- the runtime's no-execution latch: once a read-only command calls
+-- core.forbid_exec(), nothing in this process executes a program:
 -- the credential loader refuses a command or Keychain source (code
 -- not_run) and image.build refuses to start a builder, outside plan mode
 -- too, and nothing lifts it. This file latches its own process: ctest runs
@@ -25,6 +26,30 @@ t.test("before the latch a command source runs", function()
   assert(sys.remove(marker))
 end)
 
+t.test("plan mode runs nothing; a run's checking pass may", function()
+  core.set_plan(true)
+  t.eq(core.exec_forbidden(), true)
+  local h, err = native.load(decl)
+  t.eq(err and err.code, "not_run")
+  t.eq(sys.stat(marker), nil)
+  -- the first pass of `run`: plan mode, credentials loaded
+  core.set_checking()
+  local plan, forbidden = core.plan_mode(), core.exec_forbidden()
+  h, err = native.load(decl)
+  -- set_plan leaves the checking pass: a later plan runs nothing again
+  core.set_plan(true)
+  local after = core.exec_forbidden()
+  core.set_plan(false)
+  t.eq(plan, true)
+  t.eq(forbidden, false)
+  t.ok(h, err and err.message)
+  t.ok(sys.stat(marker), "the checking pass ran the command")
+  t.eq(after, true)
+  if h then h:close() end
+  native.cache_clear()
+  assert(sys.remove(marker))
+end)
+
 t.test("after forbid_exec nothing runs, and nothing lifts it", function()
   core.forbid_exec()
   t.eq(core.exec_forbidden(), true)
@@ -32,10 +57,13 @@ t.test("after forbid_exec nothing runs, and nothing lifts it", function()
   t.eq(h, nil)
   t.eq(err.code, "not_run")
   t.match(err.message, "was not run")
-  -- plan mode toggled on and off does not lift the latch
+  -- plan mode toggled on and off, or a checking pass, does not lift it
   core.set_plan(true)
   core.set_plan(false)
   t.eq(core.exec_forbidden(), true)
+  core.set_checking()
+  t.eq(core.exec_forbidden(), true)
+  core.set_plan(false)
   h, err = native.load(decl)
   t.eq(err and err.code, "not_run")
   -- an env source only reads: it still loads
