@@ -1773,7 +1773,10 @@ static int scan_shape(const unsigned char *p, size_t len, size_t i, int prev,
 	case ':': r = scan_url(p, len, i, prev, at_end, h); break;
 	default: r = SCAN_NONE; break;
 	}
-	if (r != SCAN_NONE || !nv_token_may_start(p[i]))
+	/* no token starts inside a word (the common "gh" of "night") */
+	if (r != SCAN_NONE ||
+	    (prev >= 0 && (is_alnum((unsigned)prev) || prev == '_')) ||
+	    !nv_token_may_start(p[i]))
 		return r;
 	return scan_token(p, len, i, prev, at_end, h);
 }

@@ -437,7 +437,8 @@ static int detect_tokens(struct scan_ctx *c, const char *w, size_t n,
 		int prev = s > c->line_start ? (unsigned char)s[-1] : -1;
 		size_t pl;
 
-		if (!nv_token_may_start((unsigned char)*s))
+		if (!nv_token_may_start((unsigned char)*s) ||
+		    (prev >= 0 && (is_alnum(prev) || prev == '_')))
 			continue;
 		if (nv_token_match((const unsigned char *)s, rest - i, prev, 1,
 				   &t, &len, &run) != NV_TOKEN_FOUND)

@@ -3,6 +3,7 @@
  * test_redact.c and test_scan.c walk the whole table. */
 #include "creds/token_shapes.h"
 
+#include <pthread.h>
 #include <string.h>
 
 /* A JWT's header run at which the matcher gives up waiting for its '.'
@@ -12,7 +13,8 @@
 #define JWT_HEADER_MAX  (NV_TOKEN_DECIDE_MAX - JWT_PAYLOAD_MIN - 1)
 
 /* GitHub documents its tokens as up to 255 characters and others give no
- * bound: those runs are taken whole, at any length. */
+ * bound: those runs are taken whole, at any length. Rows that share a
+ * first byte are kept together (the matcher looks at that group only). */
 const nv_token_shape nv_token_shapes[] = {
 	{"ghp_", NV_TOKEN_ALNUM, 30, 0, "github-token",
 	 "GitHub personal token"},
@@ -33,11 +35,11 @@ const nv_token_shape nv_token_shapes[] = {
 	{"xoxs-", NV_TOKEN_ALNUM_DASH, 10, 0, "slack-token", "Slack token"},
 	{"xoxe-", NV_TOKEN_ALNUM_DASH, 10, 0, "slack-token",
 	 "Slack configuration token"},
-	{"AIza", NV_TOKEN_B64URL, 35, 35, "google-api-key", "Google API key"},
 	{"sk_live_", NV_TOKEN_ALNUM, 16, 0, "stripe-key",
 	 "Stripe live secret key"},
 	{"rk_live_", NV_TOKEN_ALNUM, 16, 0, "stripe-key",
 	 "Stripe live restricted key"},
+	{"AIza", NV_TOKEN_B64URL, 35, 35, "google-api-key", "Google API key"},
 	{"AKIA", NV_TOKEN_UPPER_DIGIT, 16, 16, "aws-access-key-id",
 	 "AWS access key id"},
 	{"ASIA", NV_TOKEN_UPPER_DIGIT, 16, 16, "aws-access-key-id",
@@ -48,6 +50,7 @@ const nv_token_shape nv_token_shapes[] = {
 _Static_assert(sizeof(nv_token_shapes) / sizeof(nv_token_shapes[0]) ==
 		       NV_TOKEN_SHAPE_COUNT,
 	       "NV_TOKEN_SHAPE_COUNT is the number of rows");
+_Static_assert(NV_TOKEN_SHAPE_COUNT < 256, "row indexes fit a byte");
 
 static int is_upper(unsigned c)
 {
@@ -89,12 +92,26 @@ static int starts_here(const nv_token_shape *t, int prev)
 	return !(t->charset == NV_TOKEN_JWT && p == '.');
 }
 
+/* Per byte value, the rows whose prefix starts with it: [first, end). */
+static struct {
+	unsigned char first, end;
+} groups[256];
+static pthread_once_t groups_once = PTHREAD_ONCE_INIT;
+
+static void groups_init(void)
+{
+	for (size_t k = NV_TOKEN_SHAPE_COUNT; k-- > 0;) {
+		unsigned c = (unsigned char)nv_token_shapes[k].prefix[0];
+		if (groups[c].end == 0)
+			groups[c].end = (unsigned char)(k + 1);
+		groups[c].first = (unsigned char)k;
+	}
+}
+
 int nv_token_may_start(unsigned ch)
 {
-	for (size_t k = 0; k < NV_TOKEN_SHAPE_COUNT; k++)
-		if ((unsigned char)nv_token_shapes[k].prefix[0] == ch)
-			return 1;
-	return 0;
+	pthread_once(&groups_once, groups_init);
+	return ch < 256 && groups[ch].end != 0;
 }
 
 int nv_token_continues(nv_token_run *run, unsigned ch)
@@ -183,13 +200,21 @@ enum nv_token_result nv_token_match(const unsigned char *s, size_t n, int prev,
 
 	if (n == 0)
 		return complete ? NV_TOKEN_NONE : NV_TOKEN_SHORT;
-	for (size_t k = 0; k < NV_TOKEN_SHAPE_COUNT; k++) {
+	/* inside a word: no row starts (see starts_here()) */
+	if (prev >= 0 && (is_alnum((unsigned)prev) || prev == '_'))
+		return NV_TOKEN_NONE;
+	if (!nv_token_may_start(s[0]))
+		return NV_TOKEN_NONE;
+	for (size_t k = groups[s[0]].first; k < groups[s[0]].end; k++) {
 		const nv_token_shape *t = &nv_token_shapes[k];
-		size_t pl = strlen(t->prefix), m = pl < n ? pl : n;
+		size_t m = 0;
 
-		if (memcmp(s, t->prefix, m) != 0 || !starts_here(t, prev))
+		while (t->prefix[m] && m < n &&
+		       (unsigned char)t->prefix[m] == s[m])
+			m++;
+		if ((t->prefix[m] && m < n) || !starts_here(t, prev))
 			continue;
-		if (m < pl) {
+		if (t->prefix[m]) { /* s ends inside the prefix */
 			if (!complete)
 				best = NV_TOKEN_SHORT;
 			continue;
