@@ -460,19 +460,38 @@ end
 -- Cancels a Slurm job (its launcher publishes its log and record as it
 -- stops); returns what to print.
 function M.cancel(row)
-  if not row.remote_id or row.remote_id == json.null then
-    jobs_native.finish(core.home(), row.id, "cancelled", nil,
-      { phase = row.phase, reason = "cancelled before Slurm answered",
-        hint = "submit it again with navette run" })
-    return "cancelled"
-  end
   local session = open(row.spec.slurm, STATUS_TOKEN_LIFESPAN,
                        STATUS_TOKEN_LIFESPAN)
+  local endpoint = "slurmrestd at " .. tostring(row.spec.slurm.endpoint)
+  if not row.remote_id or row.remote_id == json.null then
+    -- a submission whose answer was lost: Slurm may run it all the same,
+    -- so it is looked up by name before the row is said cancelled
+    local found, ferr = session:find { name = row.id }
+    if not found and not (ferr and ferr.code == "not_found") then
+      session:close()
+      error(errors.new("backend", endpoint .. ": cannot look up job "
+                       .. row.id .. " before cancelling it: "
+                       .. (ferr and ferr.message or "?"), "check that "
+                       .. "slurmrestd is reachable, then cancel again"), 0)
+    end
+    if not found then
+      session:close()
+      jobs_native.finish(core.home(), row.id, "cancelled", nil,
+        { phase = row.phase, reason = "cancelled before Slurm answered",
+          hint = "submit it again with navette run" })
+      return "cancelled"
+    end
+    row.remote_id = tostring(found.job_id)
+    jobs_native.set_remote(core.home(), row.id, row.remote_id, nil)
+  end
   local ok, was_done = session:cancel(tonumber(row.remote_id))
   session:close()
   if not ok then
-    error(errors.new("backend", "cannot cancel Slurm job " .. row.remote_id
-                     .. ": " .. was_done.message, was_done.hint), 0)
+    error(errors.new("backend", endpoint .. ": cannot cancel Slurm job "
+                     .. row.remote_id .. ": " .. was_done.message,
+                     (was_done.hint and was_done.hint .. "; " or "")
+                     .. "the job was not cancelled: cancel it again once "
+                     .. "slurmrestd answers"), 0)
   end
   M.refresh(row, true)
   return was_done and "already finished" or "cancelling"

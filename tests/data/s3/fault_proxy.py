@@ -28,6 +28,12 @@ a marked connection gets a fault:
 - --delay S: the proxy waits S seconds before forwarding anything (a
   client with a shorter timeout gives up).
 
+A client keeps connections alive, so a request that --match selects may
+come on a connection opened by another: the proxy then closes that
+connection without forwarding the request (logged "reopen"), and the
+client sends it again on a new connection, where it is the first request
+and meets its fault.
+
 Below 1.0, at most --max-run marked connections come in a row, so a client
 that retries always gets through; 1.0 marks every one. --match keeps the
 marks to connections whose first request line matches the regular
@@ -60,6 +66,7 @@ import sys
 import time
 
 CHUNK = 64 * 1024
+REQUEST_LINE = re.compile(rb"^[A-Z]+ [^ ]+ HTTP/1\.[01]\r\n")
 START = time.monotonic()
 REASONS = {500: "Internal Server Error", 503: "Service Unavailable",
            429: "Too Many Requests", 502: "Bad Gateway"}
@@ -215,6 +222,8 @@ class Proxy:
         moved = [0, 0]
         reset = asyncio.Event()
         broken = asyncio.Event()
+        reopen = asyncio.Event()
+        ended = asyncio.Event()  # reset or reopen
         names = ("up", "down")
         stall_d = -1 if self.args.stall_after is None else \
             names.index(self.args.stall_direction)
@@ -228,6 +237,7 @@ class Proxy:
                 moved[d] += len(data)
                 self.bytes[d] += len(data)
                 reset.set()
+                ended.set()
                 return False
             await loop.sock_sendall(dst, data)
             moved[d] += len(data)
@@ -247,6 +257,15 @@ class Proxy:
                         except OSError:
                             pass
                         return
+                    if d == 0 and data is not first and self.args.match \
+                            and not mark and REQUEST_LINE.match(data):
+                        again = data.split(b"\r\n", 1)[0].decode("latin-1")
+                        if re.search(self.args.match, again):
+                            log("conn %d: %s on a kept-alive connection -> "
+                                "reopen" % (n, again))
+                            reopen.set()
+                            ended.set()
+                            return
                     if not await send(dst, data, d):
                         return
                     data = None
@@ -260,9 +279,10 @@ class Proxy:
 
         tasks = [asyncio.ensure_future(pump(client, upstream, 0, first)),
                  asyncio.ensure_future(pump(upstream, client, 1, None))]
-        waiter = asyncio.ensure_future(reset.wait())
+        waiter = asyncio.ensure_future(ended.wait())
         pending = set(tasks)
-        while pending and not reset.is_set() and not broken.is_set():
+        while pending and not reset.is_set() and not broken.is_set() \
+                and not reopen.is_set():
             _, pending = await asyncio.wait(
                 pending | {waiter}, return_when=asyncio.FIRST_COMPLETED)
             pending.discard(waiter)
