@@ -84,6 +84,7 @@ proxy() { # UPSTREAM PORT FRACTION [ARGS...]: (re)starts the proxy
 	shift 3
 	proxy_stop
 	python3 "$PROXY_PY" "$up" 7 "$fraction" --port "$port" --lifetime 600 \
+		--reopen \
 		"$@" >"$T/proxy.port" 2>>"$T/proxy.log" &
 	PROXY_PID=$!
 	while [ ! -s "$T/proxy.port" ] && [ "$i" -lt 100 ]; do

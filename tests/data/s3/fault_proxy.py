@@ -7,7 +7,7 @@ fault tests (tests/unit/test_s3_faults.c, tests/faults/).
                    [--direction both|up|down] [--force-first N]
                    [--answer STATUS [--answer-code CODE] [--retry-after V]]
                    [--delay S] [--stall-after N [--stall-direction D]]
-                   [--port P]
+                   [--port P] [--reopen]
 
 Listens on 127.0.0.1 on a port of its choosing (--port: that one), prints
 that port on stdout (one line), and forwards every connection to UPSTREAM ("host:port",
@@ -29,10 +29,10 @@ a marked connection gets a fault:
   client with a shorter timeout gives up).
 
 A client keeps connections alive, so a request that --match selects may
-come on a connection opened by another: the proxy then closes that
-connection without forwarding the request (logged "reopen"), and the
-client sends it again on a new connection, where it is the first request
-and meets its fault.
+come on a connection opened by another. With --reopen the proxy then
+closes that connection without forwarding the request (logged "reopen"),
+and the client sends it again on a new connection, where it is the first
+request and meets its fault; without it such a request passes.
 
 Below 1.0, at most --max-run marked connections come in a row, so a client
 that retries always gets through; 1.0 marks every one. --match keeps the
@@ -257,7 +257,8 @@ class Proxy:
                         except OSError:
                             pass
                         return
-                    if d == 0 and data is not first and self.args.match \
+                    if d == 0 and data is not first and self.args.reopen \
+                            and self.args.match \
                             and not mark and REQUEST_LINE.match(data):
                         again = data.split(b"\r\n", 1)[0].decode("latin-1")
                         if re.search(self.args.match, again):
@@ -363,6 +364,7 @@ def main():
     p.add_argument("--stall-direction", choices=("up", "down"),
                    default="up")
     p.add_argument("--port", type=int, default=0)
+    p.add_argument("--reopen", action="store_true")
     args = p.parse_args()
     if not 0.0 <= args.fraction <= 1.0:
         p.error("fraction must be within 0..1")
