@@ -3,6 +3,7 @@
  * gets neither and says so (-1). */
 #include "core/process.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -81,6 +82,7 @@ int nv_process_start_time(pid_t pid, char *out, size_t cap)
 #else
 int nv_process_deny_inspection(void)
 {
+	errno = ENOSYS;
 	return -1;
 }
 

@@ -139,44 +139,58 @@ static int executable_path(char *out, size_t cap)
 
 /* ---- the agent's environment ------------------------------------------- */
 
-/* What the agent keeps of the environment of whoever started it: what
- * finding its program and libraries, git, a container runtime and its own
- * settings need, by name. Nothing else (a storage key, a token) reaches
- * the agent, whose jobs run as the same user for as long as it lives. */
+/* What a launcher gets of the agent's environment (and a container
+ * runtime of the launcher's), beside navette's variables: nothing of the
+ * shell that started the agent leaks into the job. */
+static const char *const launcher_env_names[] = {
+	"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "LANG", "TZ",
+	"NAVETTE_LOG_INTERVAL",
+	/* what a container runtime reads of its own */
+	"CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF",
+	"CONTAINERS_REGISTRIES_CONF", "XDG_RUNTIME_DIR", "DOCKER_HOST",
+	"DOCKER_CONFIG", NULL};
+
+/* What the agent keeps of the environment of whoever started it: what it
+ * hands its launchers, and what finding its program and libraries, git
+ * and its own settings need, by name. Nothing else (a storage key, a
+ * token) reaches the agent, whose jobs run as the same user for as long
+ * as it lives. */
 static const char *const agent_env_names[] = {
-	"PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "LC_ALL",
-	"LC_CTYPE", "LC_COLLATE", "LC_MESSAGES", "LC_MONETARY", "LC_NUMERIC",
-	"LC_TIME", "LC_ADDRESS", "LC_IDENTIFICATION", "LC_MEASUREMENT",
-	"LC_NAME", "LC_PAPER", "LC_TELEPHONE",
+	"LC_ALL", "LC_CTYPE", "LC_COLLATE", "LC_MESSAGES", "LC_MONETARY",
+	"LC_NUMERIC", "LC_TIME", "LC_ADDRESS", "LC_IDENTIFICATION",
+	"LC_MEASUREMENT", "LC_NAME", "LC_PAPER", "LC_TELEPHONE",
 	/* the program's libraries, as the CLI that started it found them */
 	"LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_FALLBACK_LIBRARY_PATH",
 	"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", "LLVM_PROFILE_FILE",
 	/* git's configuration (safe.directory) */
 	"XDG_CONFIG_HOME", "XDG_DATA_HOME", "GIT_CONFIG_GLOBAL",
 	"GIT_CONFIG_NOSYSTEM",
-	/* what the launcher hands a container runtime */
-	"XDG_RUNTIME_DIR", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF",
-	"CONTAINERS_REGISTRIES_CONF", "DOCKER_HOST", "DOCKER_CONFIG",
 	/* navette's own settings */
 	"NAVETTE_HOME", "NAVETTE_AGENT_IDLE", "NAVETTE_AGENT_SLOTS",
-	"NAVETTE_LOG_INTERVAL", "NAVETTE_KEEP_WORKSPACE", "NAVETTE_BIN",
-	"NAVETTE_LOCAL_RUNTIME_IN_VM", "NAVETTE_LUA_PATH",
-	"NAVETTE_FS_CASE_INSENSITIVE", "NAVETTE_DEBUG", "NAVETTE_LAZY_TRACE",
-	"NAVETTE_FAULT", "NAVETTE_AGENT_READY_FD", NULL};
+	"NAVETTE_KEEP_WORKSPACE", "NAVETTE_BIN", "NAVETTE_LOCAL_RUNTIME_IN_VM",
+	"NAVETTE_LUA_PATH", "NAVETTE_FS_CASE_INSENSITIVE", "NAVETTE_DEBUG",
+	"NAVETTE_LAZY_TRACE", "NAVETTE_FAULT", "NAVETTE_AGENT_READY_FD", NULL};
 
-#define AGENT_ENV_MAX 64 /* entries of agent_env_names, and room */
+/* entries of both lists, and room */
+#define AGENT_ENV_MAX 72
 
 extern char **environ;
 
-static int agent_env_allowed(const char *entry)
+static int env_name_in(const char *const *names, const char *entry)
 {
 	const char *eq = strchr(entry, '=');
 	size_t len = eq ? (size_t)(eq - entry) : strlen(entry);
 
-	for (const char *const *n = agent_env_names; *n; n++)
+	for (const char *const *n = names; *n; n++)
 		if (strlen(*n) == len && strncmp(entry, *n, len) == 0)
 			return 1;
 	return 0;
+}
+
+static int agent_env_allowed(const char *entry)
+{
+	return env_name_in(agent_env_names, entry) ||
+	       env_name_in(launcher_env_names, entry);
 }
 
 /* envp: the allowed entries of this process's environment (pointers into
@@ -1373,24 +1387,8 @@ static int start(agent *a, job *j, outcome *o)
 	}
 	if (pid == 0) {
 		/* The launcher gets its own process group (cancel kills the
-		 * whole group) and a small, known environment: nothing of
-		 * the shell that started the agent leaks into the job. */
-		/* ...and what a container runtime reads of its own */
-		const char *keep[] = {"PATH",
-				      "HOME",
-				      "USER",
-				      "LOGNAME",
-				      "TMPDIR",
-				      "LANG",
-				      "TZ",
-				      "NAVETTE_LOG_INTERVAL",
-				      "CONTAINERS_CONF",
-				      "CONTAINERS_STORAGE_CONF",
-				      "CONTAINERS_REGISTRIES_CONF",
-				      "XDG_RUNTIME_DIR",
-				      "DOCKER_HOST",
-				      "DOCKER_CONFIG",
-				      NULL};
+		 * whole group) and a small, known environment. */
+		const char *const *keep = launcher_env_names;
 		char *envp[24];
 		int n = 0;
 		static char store[16][PATH_CAP];

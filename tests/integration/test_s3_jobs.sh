@@ -85,6 +85,29 @@ put_file "$R" recipes/hostile.lua <<'EOF'
 local navette = require "navette"
 navette.job { name = "hostile", command = { "sh", "recipes/hostile.sh" } }
 EOF
+# A job that reports the environment it sees, and the agent's (its pid
+# from agent.lock, two folders above its job folder), letter-spaced as a
+# job that meant to get past the masking would print it.
+put_file "$R" recipes/creds.py <<'EOF'
+import json, os
+home = os.path.dirname(os.path.dirname(os.environ["NAVETTE_JOB_DIR"]))
+pid = open(os.path.join(home, "agent.lock")).read().strip()
+r = {"env": dict(os.environ), "agent_pid": pid, "agent_names": None}
+try:
+    with open("/proc/%s/environ" % pid, "rb") as f:
+        data = f.read().decode("utf-8", "replace")
+    r["agent_names"] = sorted(e.split("=", 1)[0] for e in data.split("\0") if e)
+    r["agent_spaced"] = " ".join(data)
+except OSError as e:
+    r["agent_error"] = e.strerror
+with open(os.path.join(os.environ["NAVETTE_OUTPUTS"], "creds.json"), "w") as f:
+    json.dump(r, f)
+EOF
+put_file "$R" recipes/creds.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "creds", command = { "python3", "recipes/creds.py" },
+              success = { outputs = { "creds.json" } } }
+EOF
 put_file "$R" recipes/chatty.lua <<'EOF'
 local navette = require "navette"
 navette.job {
@@ -269,6 +292,31 @@ check_match "a POST at the bucket's root is refused by the server" \
 	"$CODES" '^root=403$'
 check_eq "nothing landed outside the prefix" \
 	"$(s3ls "" | grep -c escape)" 0
+
+# ---- no storage key reaches the job, nor any process it can read ----------
+
+nv_in "$R" run recipes/creds.lua --wait
+check_rc "the credential probe succeeds" 0
+CRED=$(s3cat "team/s3proj/$(submitted_id)/creds.json")
+CRED_NAMES='^AWS_|SECRET|TOKEN|PASSW|_KEY$|CREDENTIAL'
+check_eq "the job's environment has no AWS_* or credential-shaped name" \
+	"$(printf '%s' "$CRED" | json '"\n".join(sorted(d["env"]))' |
+	grep -E "$CRED_NAMES" | tr '\n' ' ')" ""
+if [ -e /proc/self/environ ] && [ "$(id -u)" != 0 ]; then
+	check_eq "the job cannot read the agent's environment" \
+		"$(printf '%s' "$CRED" | json 'd["agent_names"]')" null
+elif [ -e /proc/self/environ ]; then
+	# root reads any process's: the agent's must hold no key
+	check_eq "the agent's environment has no AWS_* or credential-shaped name" \
+		"$(printf '%s' "$CRED" | json '"\n".join(d["agent_names"])' |
+		grep -E "$CRED_NAMES" | tr '\n' ' ')" ""
+else
+	skip "the agent's environment as a job sees it" "no /proc here"
+fi
+case $CRED$(printf '%s' "$CRED" | tr -d ' ') in
+*"$S3_SECRET_KEY"*) fail "the job saw the storage secret key" ;;
+*) pass "the job never saw the storage secret key, even letter-spaced" ;;
+esac
 
 # ---- failures ---------------------------------------------------------------
 
