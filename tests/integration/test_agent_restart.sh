@@ -1,5 +1,5 @@
 # An agent killed with kill -9 while its jobs run: the next read (status,
-# jobs, logs) finds it dead, starts a new one, and shows each job where it
+# jobs, logs) or cancel finds it dead, starts a new one, and shows each job where it
 # really is, never a stale `running`: a job whose launcher still runs is
 # adopted and ends normally; one whose launcher died with the agent fails,
 # saying so; one that ended while no agent watched gets its real outcome.
@@ -8,7 +8,7 @@
 R=$(new_repo restart)
 # Each job waits for its gate file (at most 90 s), so that it ends when
 # the test says: before, while or after the agent is dead.
-for n in 1 2 3 4; do
+for n in 1 2 3 4 5; do
 	put_file "$R" "gated-$n.lua" <<EOF
 local navette = require "navette"
 navette.job {
@@ -136,5 +136,15 @@ check_eq "4: status shows it failed, not running" "$(read_state "$ID")" failed
 check_true "4: the other process was left alone" kill -0 "$OTHER"
 kill "$OTHER" 2>/dev/null
 wait "$OTHER" 2>/dev/null
+
+# ---- 5. cancel with no agent: a new one stops the job --------------------
+wait_for 20 lock_is_free "$NAVETTE_HOME/agent.lock"
+submit 5
+kill_agent
+nv cancel "$ID"
+check_rc "5: cancel exits 0" 0
+check_match "5: cancel saw the job stop" "$OUT" "^$ID: cancelled"
+check_eq "5: status shows it cancelled" "$(read_state "$ID")" cancelled
+check_true "5: its launcher is gone" wait_for 10 gone "$L"
 
 finish
