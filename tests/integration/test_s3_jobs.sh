@@ -108,12 +108,15 @@ local navette = require "navette"
 navette.job { name = "creds", command = { "python3", "recipes/creds.py" },
               success = { outputs = { "creds.json" } } }
 EOF
-put_file "$R" recipes/chatty.lua <<'EOF'
+# chatty holds after its third line until the test creates $CHATTY_GO
+# (at most 30 s): a chunk listed before that was shipped while it ran
+CHATTY_GO=$T/chatty-go
+put_file "$R" recipes/chatty.lua <<EOF
 local navette = require "navette"
 navette.job {
   name = "chatty",
   -- lines longer than what the log's redacting filter holds back
-  command = { "sh", "-c", "pad=$(printf '%0300d' 0); for i in 1 2 3 4 5 6; do echo line $i $pad; sleep 0.7; done" },
+  command = { "sh", "-c", "pad=\$(printf '%0300d' 0); for i in 1 2 3; do echo line \$i \$pad; sleep 0.7; done; w=0; while [ ! -e '$CHATTY_GO' ] && [ \$w -lt 300 ]; do sleep 0.1; w=\$((w + 1)); done; for i in 4 5 6; do echo line \$i \$pad; sleep 0.7; done" },
 }
 EOF
 put_file "$R" recipes/sleepy.lua <<'EOF'
@@ -353,7 +356,7 @@ check_eq "missing output: other.txt is not published" \
 nv_in "$R" run recipes/chatty.lua
 CID=$(submitted_id)
 check_state "chatty: running" "$CID" 'running' 20
-# a chunk is listed, and then the job is still running: it was shipped
+# a chunk is listed while the job waits for $CHATTY_GO: it was shipped
 # before the job ended
 chunk_listed() {
 	"$NAVETTE" storage ls "s3://$BUCKET/team/s3proj/$CID/navette-log/" \
@@ -365,6 +368,7 @@ if wait_for 20 chunk_listed; then
 else
 	fail "chatty: a log chunk is in S3 before the job ends (none listed in 20 s)"
 fi
+: >"$CHATTY_GO"
 check_state "chatty: succeeded" "$CID" 'succeeded' 30
 CHUNKS=$(s3ls "team/s3proj/$CID/navette-log/")
 check_true "chatty: more than one chunk was shipped" \
