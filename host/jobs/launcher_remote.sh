@@ -55,6 +55,12 @@ nv_json() {
 		sed 's/\\/\\\\/g; s/"/\\"/g')"
 }
 
+# A name as a message shows it: bytes that are not printable ASCII as '?',
+# so that a reason stays text and the run record valid JSON.
+nv_shown() {
+	printf '%s' "$1" | LC_ALL=C tr -c '[:print:]' '?'
+}
+
 nv_sha256() {
 	if command -v sha256sum >/dev/null 2>&1; then
 		sha256sum <"$1" | cut -d' ' -f1
@@ -358,7 +364,7 @@ nv_step_publish() {
 	}
 	nv_bad=$(find . ! -type f ! -type d | head -n 1)
 	if [ -n "$nv_bad" ]; then
-		nv_fail outputs_published "output '${nv_bad#./}' is not a plain file" \
+		nv_fail outputs_published "output '$(nv_shown "${nv_bad#./}")' is not a plain file" \
 			"write plain files into \$NAVETTE_OUTPUTS (no links, no devices)"
 		return
 	fi
@@ -367,7 +373,7 @@ nv_step_publish() {
 	while IFS= read -r nv_name; do
 		nv_name=${nv_name#./}
 		if nv_reserved=$(nv_reserved_name "$nv_name"); then
-			nv_fail outputs_published "output '$nv_name' has a reserved name \
+			nv_fail outputs_published "output '$(nv_shown "$nv_name")' has a reserved name \
 (navette's '$nv_reserved', in any case)" \
 				"rename the output: navette.log, navette-run.json, \
 navette-status and navette-log/ are navette's, in any case"
@@ -375,7 +381,7 @@ navette-status and navette-log/ are navette's, in any case"
 		fi
 		case $nv_name in
 		*'"'* | *'\'* | -* | *[![:print:]]*)
-			nv_fail outputs_published "output name '$nv_name' cannot be \
+			nv_fail outputs_published "output name '$(nv_shown "$nv_name")' cannot be \
 published" "use names without quotes, backslashes or control characters"
 			return
 			;;

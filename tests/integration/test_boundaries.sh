@@ -145,6 +145,36 @@ parses "utf8_ok: status --json" "$OUT"
 nv jobs --json
 parses "jobs --json" "$OUT"
 
+# a spec that reached the queue around validation (an older navette, a
+# hand-written row) with numbers C cannot hold: the agent runs the job and
+# publishes its log, never converting them (UBSan's float-cast-overflow
+# would stop it otherwise)
+python3 - "$NAVETTE_HOME/jobs.db" "$ID" <<'EOF'
+import json, sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+spec = json.loads(c.execute("SELECT spec FROM jobs WHERE id=?",
+                            (sys.argv[2],)).fetchone()[0])
+for n, big in enumerate((2.0 ** 63, 1e300, -1e300)):
+    s = dict(spec)
+    s["id"] = "bytes-20000101-000000-0000000-big%03d" % n
+    s["outputs"] = dict(s["outputs"])
+    s["outputs"]["prefix"] = "bytes/%s/" % s["id"]
+    s["outputs"]["url"] = s["outputs"]["url"].replace(sys.argv[2], s["id"])
+    s["logs"] = dict(s.get("logs") or {}, max_bytes=big)
+    s["resources"] = dict(s.get("resources") or {}, time_limit=1e300)
+    c.execute("INSERT INTO jobs(id, project, profile, name, spec, state,"
+              " phase, created, updated, backend) VALUES(?, 'bytes',"
+              " 'local', 'big', ?, 'queued', 'submitted', 1, 1, 'local')",
+              (s["id"], json.dumps(s)))
+c.commit()
+EOF
+for n in 000 001 002; do
+	nv watch "bytes-20000101-000000-0000000-big$n"
+	check_rc "spec with huge numbers ($n): the job succeeds" 0
+	check_file "spec with huge numbers ($n): its log is published" \
+		"$NAVETTE_HOME/store/bytes/bytes-20000101-000000-0000000-big$n/navette.log"
+done
+
 # a job that writes an output whose name is not UTF-8 (Latin-1 here): it
 # fails at publication naming it, and its record and status stay JSON
 # (APFS refuses such names itself)

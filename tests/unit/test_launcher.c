@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/fsutil.h"
+#include "core/utf8.h"
 #include "jobs/launcher.h"
 #include "nv_test.h"
 
@@ -292,6 +293,32 @@ static void test_remote(void)
 	      strstr(rstr(rec, "failure", "reason"), "'navette-log'"));
 	cJSON_Delete(rec);
 	cJSON_Delete(spec);
+	/* output names that are not UTF-8 (a file, a symlink, a reserved
+	 * name): refused, and the reason shows them as text, so that the
+	 * record stays valid JSON (cJSON_Parse would take raw bytes: the
+	 * file is checked as UTF-8 itself) */
+	static const char *const bad_names[] = {
+		"echo x > \"$NAVETTE_OUTPUTS/$(printf 'r\\351sum\\351')\"\n",
+		"ln -s /etc/passwd \"$NAVETTE_OUTPUTS/$(printf 'l\\377')\"\n",
+		"mkdir \"$NAVETTE_OUTPUTS/navette-log\"\n"
+		"echo x > \"$NAVETTE_OUTPUTS/navette-log/$(printf '\\377')\"\n",
+		NULL};
+	for (int i = 0; bad_names[i]; i++) {
+		char *text = NULL;
+		size_t tlen = 0;
+		spec = remote_spec(sha, (long)strlen(data), NULL, NULL);
+		rec = run_remote(spec, bad_names[i], &status);
+		CHECK_STR(rstr(rec, "failure", "phase"), "outputs_published");
+		CHECK(rstr(rec, "failure", "reason") &&
+		      strchr(rstr(rec, "failure", "reason"), '?'));
+		snprintf(path, sizeof(path), "%s/store/p/p-2/navette-run.json",
+			 rdir);
+		CHECK(nv_read_file(&text, &tlen, path, 1 << 20, &err) == 0);
+		CHECK(text && nv_utf8_invalid_at(text, tlen) == NV_UTF8_VALID);
+		free(text);
+		cJSON_Delete(rec);
+		cJSON_Delete(spec);
+	}
 	spec = remote_spec(sha, (long)strlen(data), NULL, "model.bin");
 	rec = run_remote(spec, "exit 0\n", &status);
 	CHECK_STR(rstr(rec, "failure", "phase"), "outputs_published");
