@@ -337,9 +337,15 @@ submitted_id() {
 }
 
 # job_state ID: prints the state from `navette status ID --json` (or "?").
+# (status exits 1 for a failed or cancelled job: its output is what counts)
 job_state() {
-	"$NAVETTE" status "$1" --json 2>/dev/null | json 'd["state"]' \
-		2>/dev/null || echo "?"
+	local doc state
+	doc=$("$NAVETTE" status "$1" --json 2>/dev/null)
+	if state=$(printf '%s' "$doc" | json 'd["state"]' 2>/dev/null); then
+		printf '%s\n' "$state"
+	else
+		echo "?"
+	fi
 }
 
 # wait_state JOB STATE_REGEX TIMEOUT: polls `navette status JOB --json`

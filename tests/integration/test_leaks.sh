@@ -27,7 +27,7 @@ check_contains() {
 	esac
 }
 check_match() {
-	if printf '%s\n' "$2" | grep -Eq -- "$3"; then
+	if grep -Eq -- "$3" <<<"$2"; then
 		pass "$1"
 	else
 		fail "$1 (no line matching /$3/)"
@@ -440,7 +440,8 @@ cap run-slow run recipes/slow.lua
 SLOW=$(printf '%s\n' "$OUT" | sed -n 's/^job .* submitted: \([^ ]*\)$/\1/p' |
 	head -1)
 check_match "the slow job has an id" "$SLOW" '^leaks-'
-logs_say() { "$NAVETTE" logs "$SLOW" 2>/dev/null | grep -q "$1"; }
+# (grep reads all: with pipefail, grep -q quitting first fails the pipe)
+logs_say() { "$NAVETTE" logs "$SLOW" 2>/dev/null | grep -- "$1" >/dev/null; }
 check_true "the slow job reaches its pause" wait_for 30 logs_say "slow: waiting"
 (cd "$R" && exec "$NAVETTE" logs "$SLOW" --follow) \
 	>"$CAP/logs-follow.out" 2>"$CAP/logs-follow.err" &
