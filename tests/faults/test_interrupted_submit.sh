@@ -175,8 +175,9 @@ PY
 		fail "$left jobs still queued or running after the wait"
 		break
 	fi
-	# the Slurm rows move only when something looks at them
-	"$NAVETTE" jobs --profile hpc >/dev/null 2>&1
+	# the Slurm rows move only when something looks at them (all of
+	# them: a listing asks Slurm of the jobs it shows)
+	"$NAVETTE" jobs --profile hpc --limit 1000 >/dev/null 2>&1
 	sleep 2
 done
 slurm_jobs >"$T/slurm.txt"
