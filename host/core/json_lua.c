@@ -279,7 +279,9 @@ static void decode_value(lua_State *L, const cJSON *item, int depth)
 		lua_pushboolean(L, cJSON_IsTrue(item));
 	} else if (cJSON_IsNumber(item)) {
 		double d = item->valuedouble;
-		if (d == (double)(lua_Integer)d && d < 9.0e15 && d > -9.0e15)
+		/* the range first: casting a double beyond lua_Integer's
+		 * range (2^63, 1e300 in a record) is undefined */
+		if (d < 9.0e15 && d > -9.0e15 && d == (double)(lua_Integer)d)
 			lua_pushinteger(L, (lua_Integer)d);
 		else
 			lua_pushnumber(L, d);

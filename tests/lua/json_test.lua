@@ -56,3 +56,15 @@ t.test("text that JSON cannot carry is refused, naming key and offset",
   t.eq(json.encode({ s = "héllo ✓ 日本 \u{10FFFF}" }),
        '{"s":"héllo ✓ 日本 \u{10FFFF}"}')
 end)
+
+-- numbers beyond an integer's range decode as floats, never through an
+-- undefined conversion (the UBSan build runs this file)
+t.test("huge numbers decode as floats", function()
+  local v = json.decode('[9223372036854775808, 1e300, -1e300, 3, 2.5]')
+  t.eq(math.type(v[1]), "float")
+  t.eq(v[1], 2 ^ 63)
+  t.eq(v[2], 1e300)
+  t.eq(v[3], -1e300)
+  t.eq(math.type(v[4]), "integer")
+  t.eq(v[5], 2.5)
+end)
