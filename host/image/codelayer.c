@@ -259,7 +259,8 @@ static int cache_load(const char *dir, nv_code_layer_result *res)
 			 v->valuestring);
 #define NUM(field, key)                                                        \
 	v = cJSON_GetObjectItemCaseSensitive(doc, key);                        \
-	if (cJSON_IsNumber(v) && v->valuedouble >= 0)                          \
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 &&                        \
+	    v->valuedouble < 18446744073709551616.0) /* 2^64: no UB cast */    \
 		res->archive.field = (uint64_t)v->valuedouble;
 	NUM(size, "size")
 	NUM(tar_size, "tar_size")
