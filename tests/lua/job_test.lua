@@ -152,3 +152,30 @@ t.test("job ids are DNS-1123 labels, unique within one second", function()
     seen[id] = true
   end
 end)
+
+-- (the mutation experiment of issue 11: dropping this check in
+-- check_env passed every other test)
+t.test("an env value that looks like a secret is refused, naming the key",
+       function()
+  -- token shapes made here, never whole in the file
+  local alnum = "ABCDEFGHIJKLMNOPQRSTUVWYZabcdefghijklmnopqrstuvwyz0123456789"
+  local function run(n, seed)
+    local out = {}
+    for i = 1, n do
+      local k = (seed * 31 + i * 17) % #alnum + 1
+      out[i] = alnum:sub(k, k)
+    end
+    return table.concat(out)
+  end
+  for _, value in ipairs({ "ghp_" .. run(36, 1), "glpat-" .. run(20, 2),
+                           "xoxb-" .. run(24, 3),
+                           "AKIA" .. run(16, 4):upper():gsub("[^A-Z0-9]",
+                                                             "Q") }) do
+    t.raises(function()
+      job.validate(valid({ env = { TOKEN_HOLDER = value } }))
+    end, "env 'TOKEN_HOLDER' holds what looks like a secret")
+  end
+  -- a plain value of the same length passes
+  local j = job.validate(valid({ env = { TOKEN_HOLDER = run(40, 5) } }))
+  t.eq(#j.env.TOKEN_HOLDER, 40)
+end)

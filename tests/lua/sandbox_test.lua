@@ -256,3 +256,35 @@ t.test("arguments are copied with raw reads at the boundary", function()
   t.ok(ok, type(r) == "table" and r.message or "ran")
   t.eq(r, false, "the copy has no name: refused")
 end)
+
+-- Added by the mutation experiment (issue 11): with the arguments not
+-- copied, or the results not sealed, at public.lua's boundary, every case
+-- above still passed.
+t.test("a spec is copied raw: a name shown by __index is not seen",
+       function()
+  -- every other field is valid: without the copy, __index would hand
+  -- the validator a name and the job would be accepted
+  local ok, r = run_source([[
+    local navette = require "navette"
+    local spec = setmetatable({ command = { "true" } },
+                              { __index = { name = "shown-by-index" } })
+    local ok, e = pcall(navette.job, spec)
+    return tostring(ok) .. " "
+           .. tostring(type(e) == "table" and e.message or e)
+  ]])
+  t.ok(ok, type(r) == "table" and r.message or "ran")
+  -- refused for its name, before anything asks for a recipe run
+  t.match(r, "^false .*'name' is required")
+end)
+
+t.test("what a public function returns is sealed", function()
+  local ok, r = run_source([[
+    local navette = require "navette"
+    local ref = navette.image.parse("registry.example/team/app:1.0")
+    local changed = pcall(function() ref.name = "evil" end)
+    local raw = pcall(rawset, ref, "name", "evil")
+    return changed or raw, getmetatable(ref)
+  ]])
+  t.ok(ok, type(r) == "table" and r.message or "ran")
+  t.eq(r, false, "the result could not be changed")
+end)
