@@ -152,6 +152,8 @@ iteration() { # STEP BACKEND K
 		fail "$cell #$k: the killed run left $before, the re-run made $id"
 	fi
 	PENDING[$cell]="${PENDING[$cell]:-} $commit:$profile:$id"
+	# Slurm forgets an ended job after MinJobAge (10 min): kept as seen
+	[ "$backend" = slurm ] && slurm_jobs >>"$T/slurm-seen.txt"
 	echo "$cell #$k: killed at $fault, re-run: $id ($(($(date +%s) - t0)) s)"
 }
 
@@ -180,7 +182,9 @@ PY
 	"$NAVETTE" jobs --profile hpc --limit 1000 >/dev/null 2>&1
 	sleep 2
 done
-slurm_jobs >"$T/slurm.txt"
+slurm_jobs >>"$T/slurm-seen.txt"
+# one line per Slurm job
+awk '!seen[$2]++' "$T/slurm-seen.txt" >"$T/slurm.txt"
 
 for cell in "${!PENDING[@]}"; do
 	for entry in ${PENDING[$cell]}; do
