@@ -341,4 +341,94 @@ check_rc "an allow-listed fixture: uploaded" 0
 check_file "an allow-listed fixture: in the store" \
 	"$NAVETTE_HOME/store/inputs/fixture.env"
 
+# ---- checks added by the mutation experiment (issue 11) -----------------
+# Each fails with one deliberate bug that the checks above let through.
+
+# no_job_named WHAT NAME: no job of that name is in `navette jobs` (jobs
+# of the checks above are there already)
+no_job_named() {
+	local list
+	list=$("$NAVETTE" jobs --json 2>&1)
+	check_eq "$1: nothing submitted" \
+		"$(printf '%s' "$list" | json "len([j for j in d if j['name'] == '$2'])" 2>&1)" 0
+}
+
+# Recipe code is read from the commit even where the folder differs: plan
+# (which refuses a dirty tree only when it pins a job's commit) evaluates
+# the committed recipe and module, not the edited ones. (Mutant:
+# committed_source read the folder.)
+H=$(repo fromhead) || exit 1
+put_file "$H" recipe.lua <<'EOF'
+local helper = require "helper"
+print("helper says " .. helper.name)
+EOF
+put_file "$H" helper.lua <<'EOF'
+return { name = "committed-helper" }
+EOF
+commit_all "$H" >/dev/null
+printf 'return { name = "edited-helper" }\n' >"$H/helper.lua"
+nv_in "$H" plan recipe.lua
+check_rc "edited module: plan ok" 0
+check_contains "edited module: plan evaluates the committed one" "$OUT" \
+	"helper says committed-helper"
+git -C "$H" checkout -q -- helper.lua
+printf 'print("the edited recipe ran")\n' >"$H/recipe.lua"
+nv_in "$H" plan recipe.lua
+check_rc "edited recipe: plan ok" 0
+check_contains "edited recipe: plan evaluates the committed one" "$OUT" \
+	"helper says committed-helper"
+
+# A dirty tree is refused before the recipe is evaluated, also when the
+# recipe declares no job (no commit is pinned then): nothing is uploaded.
+# (Mutant: the tree checked only when a job's commit is pinned.)
+E=$(repo dirtynojob) || exit 1
+put_file "$E" upload-only.lua <<'EOF'
+require("navette").storage.put("inputs/nojob.txt", "data.txt")
+EOF
+printf 'committed data\n' >"$E/data.txt"
+commit_all "$E" >/dev/null
+echo "uncommitted edit" >>"$E/data.txt"
+nv_in "$E" run upload-only.lua
+check_rc "dirty tree, a recipe without jobs: run refused" 3
+check_contains "dirty tree, a recipe without jobs: names the file" "$ERR" data.txt
+check_absent "dirty tree, a recipe without jobs: nothing uploaded" \
+	"$NAVETTE_HOME/store/inputs/nojob.txt"
+
+# A refusal found when the jobs are checked (here the secret scan of the
+# commit) comes before the recipe's uploads: the store is left as it was.
+# (Mutant: the checking pass evaluated the recipe without checking its
+# jobs, so the second pass uploaded, then was refused.)
+K=$(repo scanbeforeupload) || exit 1
+put_file "$K" recipe.lua <<'EOF'
+local navette = require "navette"
+local info = navette.storage.put("inputs/scanned-first.txt", "data.txt")
+navette.job { name = "scan-reader", command = { "cat", "inputs/data.txt" },
+              inputs = { ["data.txt"] = info.url } }
+EOF
+printf 'clean data\n' >"$K/data.txt"
+printf 'AWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n' "$key_id" "$secret" >"$K/.env"
+commit_all "$K" >/dev/null
+nv_in "$K" run recipe.lua
+check_rc "secret in the commit, recipe uploads: refused" 3
+check_contains "secret in the commit, recipe uploads: names .env" "$ERR" ".env"
+check_absent "secret in the commit, recipe uploads: nothing uploaded" \
+	"$NAVETTE_HOME/store/inputs/scanned-first.txt"
+no_job_named "secret in the commit, recipe uploads" scan-reader
+
+# A recipe that declares other jobs when run than when checked is refused,
+# and nothing is submitted. (Mutant: the comparison removed.)
+V=$(repo twofaced) || exit 1
+put_file "$V" recipe.lua <<'EOF'
+local navette = require "navette"
+local name = navette.context().plan and "checked" or "submitted"
+navette.job { name = name, command = { "true" } }
+EOF
+commit_all "$V" >/dev/null
+nv_in "$V" run recipe.lua
+check_rc "other jobs when run than when checked: refused" 3
+check_contains "other jobs when run than when checked: says so" "$ERR" \
+	"declared other jobs"
+no_job_named "other jobs when run than when checked: checked" checked
+no_job_named "other jobs when run than when checked: submitted" submitted
+
 finish
