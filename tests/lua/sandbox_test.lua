@@ -288,3 +288,13 @@ t.test("what a public function returns is sealed", function()
   t.ok(ok, type(r) == "table" and r.message or "ran")
   t.eq(r, false, "the result could not be changed")
 end)
+
+-- (mutation experiment, issue 11: a project file's sandbox given require
+-- passed "a project file reaches no module", since that require found
+-- nothing to load there)
+t.test("a project file has no require at all", function()
+  local ok, r = run_source("return type(rawget(_ENV, 'require'))", nil,
+                           { require = false })
+  t.ok(ok, type(r) == "table" and r.message or "ran")
+  t.eq(r, "nil")
+end)
