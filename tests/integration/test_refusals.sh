@@ -210,4 +210,21 @@ nv_in "$R" run ok.lua
 check_rc ".DS_Store globally ignored: run submits" 0
 check_no_match ".DS_Store globally ignored: no refusal" "$ERR" 'not clean'
 
+# An input the store does not hold is refused before anything is
+# submitted (the mutation experiment of issue 11: dropping this refusal
+# passed every test). A new repository: a job was submitted above.
+M=$(new_repo missing-input)
+put_file "$M" missing.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "needs-input", command = { "cat", "inputs/x.csv" },
+              inputs = { ["x.csv"] = navette.storage.url("inputs/never-put.csv") } }
+EOF
+commit_all "$M" >/dev/null
+nv_in "$M" run missing.lua
+check_rc "an input not in the store: run exits 3" 3
+check_contains "an input not in the store: names it" "$ERR" "never-put.csv"
+nv jobs --json
+check_eq "an input not in the store: nothing submitted" \
+	"$(printf '%s' "$OUT" | json "len([j for j in d if j['name'] == 'needs-input'])" 2>&1)" 0
+
 finish
