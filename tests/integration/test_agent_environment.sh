@@ -118,7 +118,7 @@ commit_all "$R" >/dev/null
 # ---- the shell that starts it all holds credentials -----------------------
 # Each made-up value is joined from two pieces, so that no file of the
 # repository holds a whole one (navette's own secret scan reads this tree).
-SECRET_AWS=wJalrXUtnFEMIK7MDENG"bPxRfiCYagentenvSECRET1"
+SECRET_AWS=wJalrXU"tnFEMIK7MDENG""bPxRfiCYagentenvSECRET1"
 SECRET_GH=ghp_"AgentEnvProbe0123456789abcdefghijklmn"
 SECRET_SESSION=FwoGZXIvYXdzEAgentEnv"SessionToken0123456789"
 SECRET_DB=agentenv-db-"Passw0rd-1234"

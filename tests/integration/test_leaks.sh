@@ -490,7 +490,14 @@ check_eq "the scan ran" "$?" 0
 check_match "the scan read the home and the captures" "$(cat "$X/scan")" \
 	'^SCANNED	[0-9]+$'
 for i in "${!VALUES[@]}"; do
-	hits=$(awk -F'\t' -v i="$i" '$1 == "LEAK" && $2 == i {
+	# `navette plan` runs no credential command (issue 11), so it never
+	# learns the value of sts (a command source) and cannot mask it by
+	# value; no recipe can hold it either (handles are opaque): only the
+	# plan captures are spared, and only for sts.
+	plan_blind=0
+	case ${LABELS[$i]} in "s3 sts "*) plan_blind=1 ;; esac
+	hits=$(awk -F'\t' -v i="$i" -v blind="$plan_blind" '$1 == "LEAK" &&
+		$2 == i && !(blind && $6 ~ /-plan\.(out|err)$/) {
 		printf "%s%s (%s, x%s)", sep, $6, $5, $7; sep = "; " }' "$X/scan")
 	if [ -z "$hits" ]; then
 		pass "entry #$i (${LABELS[$i]}, ${#VALUES[$i]} bytes) leaks nowhere"
