@@ -485,6 +485,32 @@ static int collect_chunk_finding(const nv_scan_finding *f, void *payload)
 	return collect_finding(&shifted, cs->all);
 }
 
+/* The length of the next chunk to scan out of the n bytes at p: all of
+ * them when they end the text or fit in a chunk, else cut after the last
+ * newline (a line longer than a chunk is cut where it is). */
+static size_t chunk_length(const char *p, size_t n, int last)
+{
+	if (last || n < NV_SCAN_MAX_FILE_SIZE)
+		return n;
+	for (size_t i = n; i > 0; i--)
+		if (p[i - 1] == '\n')
+			return i;
+	return n;
+}
+
+/* Scans one chunk and counts its lines; nonzero when the findings are
+ * full and scanning stops. */
+static int scan_chunk(nv_scan_allowlist *al, const char *shown, const char *p,
+		      size_t n, chunk_scan *cs, nv_scan_stats *stats)
+{
+	if (nv_scan_buffer(al, shown, p, n, collect_chunk_finding, cs, stats) !=
+	    0)
+		return 1;
+	for (size_t i = 0; i < n; i++)
+		cs->lines_before += p[i] == '\n';
+	return 0;
+}
+
 /* creds.scan_file(path, shown [, allow_text]) -> report | nil, err: one
  * local file that is about to leave the laptop (navette.storage.put),
  * under the name rules of `shown` and the repository's allow-list. A file
@@ -525,26 +551,11 @@ static int l_creds_scan_file(lua_State *L)
 		used += n;
 		if (used == 0)
 			break;
-		/* a full chunk is cut after its last newline (a line longer
-		 * than the chunk is cut where it is) */
-		size_t take = used;
-		if (!eof && used == cap) {
-			const char *nl = NULL;
-			for (size_t i = used; i > 0; i--)
-				if (buf[i - 1] == '\n') {
-					nl = buf + i - 1;
-					break;
-				}
-			if (nl)
-				take = (size_t)(nl - buf) + 1;
-		} else if (!eof) {
+		if (!eof && used < cap)
 			continue; /* a short read: fill the chunk first */
-		}
-		if (nv_scan_buffer(al, shown, buf, take, collect_chunk_finding,
-				   &cs, &stats) != 0)
+		size_t take = chunk_length(buf, used, eof);
+		if (scan_chunk(al, shown, buf, take, &cs, &stats))
 			break;
-		for (size_t i = 0; i < take; i++)
-			cs.lines_before += buf[i] == '\n';
 		memmove(buf, buf + take, used - take);
 		used -= take;
 		if (eof && used == 0)
@@ -557,6 +568,34 @@ static int l_creds_scan_file(lua_State *L)
 		nv_err_set(&err, NV_EIO, NULL, "cannot read %s", shown);
 		return nv_lua_push_error(L, &err);
 	}
+	return push_report(L, all, &stats);
+}
+
+/* creds.scan_string(text, shown) -> report: text a recipe made that is
+ * about to leave the laptop (navette.storage.put_string), under the name
+ * rules of `shown` (its key). No allow-list applies: a recipe's own text
+ * is not a file a reviewer exempted. */
+static int l_creds_scan_string(lua_State *L)
+{
+	size_t len;
+	const char *text = luaL_checklstring(L, 1, &len);
+	const char *shown = luaL_checkstring(L, 2);
+	findings *all = lua_newuserdatauv(L, sizeof(*all), 0);
+	nv_scan_stats stats;
+	chunk_scan cs = {all, 0};
+	size_t off = 0;
+
+	memset(all, 0, sizeof(*all));
+	memset(&stats, 0, sizeof(stats));
+	do {
+		size_t left = len - off;
+		size_t n = left < NV_SCAN_MAX_FILE_SIZE ? left
+							: NV_SCAN_MAX_FILE_SIZE;
+		size_t take = chunk_length(text + off, n, off + n == len);
+		if (scan_chunk(NULL, shown, text + off, take, &cs, &stats))
+			break;
+		off += take;
+	} while (off < len);
 	return push_report(L, all, &stats);
 }
 
@@ -621,6 +660,7 @@ int luaopen_navette_creds(lua_State *L)
 		{"env_allowed", l_creds_env_allowed},
 		{"scan_commit", l_creds_scan_commit},
 		{"scan_file", l_creds_scan_file},
+		{"scan_string", l_creds_scan_string},
 		{"fingerprints", l_creds_fingerprints},
 		{"add_fingerprints", l_creds_add_fingerprints},
 		{NULL, NULL}};

@@ -33,17 +33,23 @@ function runner.declare(decl)
   return j
 end
 
+-- Puts the runtime in the run's mode: `navette plan` (nothing executes),
+-- the checking pass of `navette run` (plan mode in which a credential's
+-- program may run, since the user asked to run), or a real run.
+local function set_mode(run)
+  if run.checking then core.set_checking() else core.set_plan(run.plan) end
+end
+
 local function refuse(message, hint, run, target)
   if run then
     -- the checking pass of a run evaluates in plan mode, where the audit
     -- only records: a refusal is written for real all the same
-    local was_plan = core.plan_mode()
     if run.checking then core.set_plan(false) end
     local ok, err = pcall(require("navette.audit").record,
       { action = "policy.refuse", target = target or run.recipe,
         result = "refused", detail = message:match("^[^\n]*") },
       run.profile)
-    core.set_plan(was_plan)
+    set_mode(run)
     if not ok then error(err, 0) end
   end
   error(errors.new("refused", message, hint), 0)
@@ -56,7 +62,9 @@ function runner.context()
   return {
     project = run.project.name,
     profile = run.profile.name,
-    plan = run.plan,
+    -- true only under `navette plan`: the checking pass of a run must not
+    -- show itself, or a recipe could act differently when checked
+    plan = run.plan_command,
     recipe = run.recipe,
   }
 end
@@ -143,13 +151,14 @@ function runner.load(recipe, opts)
   local profile = project.profile(proj, opts.profile)
 
   local plan = opts.plan or opts.checking
-  core.set_plan(plan and true or false)
   local run = {
     recipe = recipe, recipe_real = real, recipe_dir = recipe_dir,
     repo = repo, project = proj, profile = profile, jobs = {},
-    plan = plan and true or false, checking = opts.checking,
+    plan = plan and true or false, checking = opts.checking and true or false,
+    plan_command = opts.plan and true or false,
     nodes = opts.nodes, uncommitted = {},
   }
+  set_mode(run)
   -- a run's preconditions on the tree hold before anything is evaluated
   if not opts.plan then check_tree(run) end
   storage._set_context({ profile = profile, repo_root = repo:workdir(),

@@ -93,6 +93,22 @@ local function repository_file(path)
   return real
 end
 
+-- Refuses an upload whose scan found what looks like secrets.
+local function refuse_findings(report, what, hint)
+  if #report.findings == 0 then return end
+  local lines = {}
+  for i, f in ipairs(report.findings) do
+    if i > 20 then
+      lines[#lines + 1] = "  ... and " .. (#report.findings - 20) .. " more"
+      break
+    end
+    lines[#lines + 1] = "  " .. f.path .. (f.line > 0 and (":" .. f.line)
+                        or "") .. ": " .. f.reason .. " [" .. f.rule .. "]"
+  end
+  errors.raise("refused", what .. " holds what looks like secrets:\n"
+               .. table.concat(lines, "\n"), hint)
+end
+
 -- Every local file that leaves the laptop is scanned for secrets first,
 -- under the repository's allow-list (.navette-secrets-allow).
 local function scan_upload(src, path)
@@ -105,20 +121,9 @@ local function scan_upload(src, path)
   end
   local report, err = _navette.creds.scan_file(src, shown, allow)
   errors.check(report, err, "navette.storage.put: scanning '" .. path .. "'")
-  if #report.findings == 0 then return end
-  local lines = {}
-  for i, f in ipairs(report.findings) do
-    if i > 20 then
-      lines[#lines + 1] = "  ... and " .. (#report.findings - 20) .. " more"
-      break
-    end
-    lines[#lines + 1] = "  " .. f.path .. (f.line > 0 and (":" .. f.line)
-                        or "") .. ": " .. f.reason .. " [" .. f.rule .. "]"
-  end
-  errors.raise("refused", "navette.storage.put: '" .. path .. "' holds what "
-               .. "looks like secrets:\n" .. table.concat(lines, "\n"),
-               "remove them (and rotate them), or exempt the path with a "
-               .. "written reason in .navette-secrets-allow")
+  refuse_findings(report, "navette.storage.put: '" .. path .. "'",
+                  "remove them (and rotate them), or exempt the path with a "
+                  .. "written reason in .navette-secrets-allow")
 end
 
 -- storage.put(key, path) -> {url, key, sha256, size}
@@ -152,6 +157,13 @@ function storage.put_string(key, s)
   if type(key) ~= "string" or type(s) ~= "string" then
     errors.raise("recipe", "navette.storage.put_string(key, string)")
   end
+  -- text made by the recipe leaves the laptop too: scanned the same way
+  refuse_findings(_navette.creds.scan_string(s, key),
+                  "navette.storage.put_string: the text for '" .. key .. "'",
+                  "remove them (and rotate them); no allow-list covers a "
+                  .. "recipe's own text: to upload a reviewed fixture, "
+                  .. "commit it as a file listed in .navette-secrets-allow "
+                  .. "and use navette.storage.put")
   local store = open_store(true)
   if not store then
     core.plan("storage", "put", storage.url(key) .. " <- (" .. #s

@@ -341,6 +341,43 @@ check_rc "an allow-listed fixture: uploaded" 0
 check_file "an allow-listed fixture: in the store" \
 	"$NAVETTE_HOME/store/inputs/fixture.env"
 
+# text a recipe makes is scanned too (navette.storage.put_string): the
+# token is built at evaluation, so no file of the commit holds it
+put_file "$U" ps-secret.lua <<'EOF'
+local t = "ghp" .. "_" .. ("Qx7LmZ2pRv9K"):rep(3)
+require("navette").storage.put_string("inputs/made.txt", "token=" .. t .. "\n")
+EOF
+put_file "$U" ps-big.lua <<'EOF'
+local rows = {}
+for i = 1, 120000 do rows[i] = i .. "," .. i * 7 .. "," .. i * 13 end
+local k = "AKIA" .. "J4WQ" .. "T7RZ" .. "M2KD" .. "P9XB"
+rows[#rows + 1] = "aws_access_key_id," .. k
+require("navette").storage.put_string("inputs/made-big.csv",
+                                      table.concat(rows, "\n") .. "\n")
+EOF
+put_file "$U" ps-clean.lua <<'EOF'
+require("navette").storage.put_string("inputs/made-clean.txt", "lr=0.001\n")
+EOF
+commit_all "$U" >/dev/null
+nv_in "$U" run ps-secret.lua
+check_rc "put_string of a token: refused" 3
+check_contains "put_string of a token: names the key" "$ERR" inputs/made.txt
+check_contains "put_string of a token: names the rule" "$ERR" github-token
+check_absent "put_string of a token: nothing uploaded" \
+	"$NAVETTE_HOME/store/inputs/made.txt"
+nv_in "$U" plan ps-secret.lua
+check_rc "put_string of a token: plan refuses it too" 3
+nv_in "$U" run ps-big.lua
+check_rc "put_string, a key after 2 MiB of text: refused" 3
+check_contains "put_string, a key after 2 MiB: its line" "$ERR" \
+	"inputs/made-big.csv:120001"
+check_absent "put_string, a key after 2 MiB: nothing uploaded" \
+	"$NAVETTE_HOME/store/inputs/made-big.csv"
+nv_in "$U" run ps-clean.lua
+check_rc "put_string of ordinary text: uploaded" 0
+check_eq "put_string of ordinary text: the bytes in the store" \
+	"$(cat "$NAVETTE_HOME/store/inputs/made-clean.txt")" "lr=0.001"
+
 # ---- checks added by the mutation experiment (issue 11) -----------------
 # Each fails with one deliberate bug that the checks above let through.
 
@@ -432,5 +469,26 @@ check_contains "other jobs when run than when checked: says so" "$ERR" \
 nv jobs --json
 check_eq "other jobs when run than when checked: nothing submitted" \
 	"$(printf '%s' "$OUT" | json "len([j for j in d if j['name'].startswith('drawn-')])" 2>&1)" 0
+
+# navette.context().plan is true under `navette plan` only: the checking
+# pass of a run does not show itself, so a recipe cannot act one way when
+# checked and another when run (mutant: context().plan = plan mode, which
+# made this run refuse, its passes declaring different jobs).
+P=$(repo planflag) || exit 1
+put_file "$P" recipe.lua <<'EOF'
+local navette = require "navette"
+local c = navette.context()
+navette.job { name = c.plan and "seen-as-plan" or "seen-as-run",
+              command = { "true" } }
+EOF
+commit_all "$P" >/dev/null
+nv_in "$P" plan recipe.lua
+check_rc "context().plan: plan ok" 0
+check_contains "context().plan: true under navette plan" "$OUT" seen-as-plan
+nv_in "$P" run recipe.lua
+check_rc "context().plan: run ok (both passes see a run)" 0
+nv jobs --json
+check_eq "context().plan: the run submitted the job it saw as run" \
+	"$(printf '%s' "$OUT" | json "len([j for j in d if j['name'] == 'seen-as-run'])" 2>&1)" 1
 
 finish
