@@ -4,11 +4,15 @@
 . "$(dirname "$0")/lib.sh"
 
 R=$(new_repo detached)
-put_file "$R" slow.lua <<'EOF'
+# The job runs until the test says go (a file), at most 120 s, so it is
+# still running when its submitter is killed however slow the machine.
+GO=$T/go
+put_file "$R" slow.lua <<EOF
 local navette = require "navette"
 navette.job {
   name = "slow",
-  command = { "sh", "-c", "echo started; sleep 3; echo survived >\"$NAVETTE_OUTPUTS/survived.txt\"; echo finished" },
+  command = { "sh", "-c", "echo started; i=0; while [ ! -e \"\$GO\" ] && [ \$i -lt 1200 ]; do sleep 0.1; i=\$((i+1)); done; echo survived >\"\$NAVETTE_OUTPUTS/survived.txt\"; echo finished" },
+  env = { GO = "$GO" },
   success = { outputs = { "survived.txt" } },
 }
 EOF
@@ -56,6 +60,7 @@ else
 		"$(job_state "$ID")" running
 fi
 
+touch "$GO"
 check_state "the job succeeds without its submitter" "$ID" \
 	'succeeded|failed|cancelled' 60
 check_eq "final state" "$STATE" succeeded
