@@ -491,6 +491,20 @@ local function submission_key(run, j, spec)
   }))
 end
 
+-- Gives spec the id `id` and what follows from it: the output prefix and
+-- URL, and on S3 the presigned transfer URLs under that prefix. Called
+-- again when a drawn id turns out to be taken, so that nothing of the
+-- spec still points at the other job's prefix.
+local function place(run, spec, j, id)
+  spec.id = id
+  -- built in C: the id's grammar and the store's key rules checked there
+  local prefix = errors.check(_navette.storage.job_prefix(j.outputs,
+                                                          run.project.name, id))
+  spec.outputs.prefix = prefix
+  spec.outputs.url = run.profile.storage:gsub("/$", "") .. "/" .. prefix
+  if spec.outputs.s3 then spec.transfer = transfer(run, spec, j) end
+end
+
 -- Builds the spec of declaration j: everything the backend needs, pinned.
 -- The id is that of an interrupted submission of the same job when there
 -- is one (run.submissions[spec].resumed: its row), else a new one.
@@ -541,15 +555,8 @@ function runner.spec(run, j)
     local text = errors.check(_navette.jobs.interrupted(core.home(), key))
     resumed = text and json.decode(text)
   end
-  local id = resumed and resumed.id or job.new_id(run.project.name, commit)
-  spec.id = id
-  -- built in C: the id's grammar and the store's key rules checked there
-  local prefix = errors.check(_navette.storage.job_prefix(j.outputs,
-                                                          run.project.name, id))
-  spec.outputs.prefix = prefix
-  spec.outputs.url = run.profile.storage:gsub("/$", "") .. "/" .. prefix
   run.submissions = run.submissions or setmetatable({}, { __mode = "k" })
-  run.submissions[spec] = { key = key, resumed = resumed or nil }
+  run.submissions[spec] = { key = key, resumed = resumed or nil, job = j }
   if run.profile.slurm then
     -- how to reach the cluster again for status and cancel (no secret)
     spec.slurm = {}
@@ -567,8 +574,9 @@ function runner.spec(run, j)
                         path_style = s3.path_style, ca_bundle = s3.ca_bundle,
                         pin = s3.pin, credential = s3.credential,
                         bucket = s3.bucket, root = s3.root }
-    spec.transfer = transfer(run, spec, j)
   end
+  place(run, spec, j, resumed and resumed.id
+                      or job.new_id(run.project.name, commit))
   return spec
 end
 
@@ -705,7 +713,8 @@ function runner.submit(run)
                                          json.encode(spec), "local",
                                          sub.key, false)
           if ok ~= nil or err.code ~= "refused" then break end
-          spec.id = job.new_id(run.project.name, spec.commit) -- id taken
+          -- the id is taken: another is drawn, with its own prefix
+          place(run, spec, sub.job, job.new_id(run.project.name, spec.commit))
         end
         if ok == nil then
           error(errors.new("backend", "cannot submit job '" .. spec.name

@@ -257,4 +257,46 @@ check_rc "moved aside: jobs exits 0" 0
 check_match "moved aside: an empty job database" "$OUT" '^no jobs yet$'
 check_file "moved aside: the run record stays" "$D/navette-run.json"
 
+# ---- a drawn id that is taken: the job gets another, with its own prefix
+# navette's own code (`navette test --host`) replaces the id drawing so that
+# the second job of a run draws the id the first one just took; the runner
+# must draw again and rebuild everything that follows from the id.
+I=$(new_repo idtaken)
+put_file "$I" two.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "first", command = { "true" } }
+navette.job { name = "second", command = { "true" } }
+EOF
+put_file "$I" collide_test.lua <<'EOF'
+local job = require "navette.job"
+local runner = require "navette.runner"
+local draw, calls = job.new_id, 0
+test.test("the second job draws a taken id", function()
+  job.new_id = function(project, commit)
+    calls = calls + 1
+    -- checking pass: calls 1, 2; real pass: 3 (first), 4 (second, taken)
+    if calls <= 4 then return project .. "-20270101-000000-"
+                              .. commit:sub(1, 7) .. "-abcdef" end
+    return draw(project, commit)
+  end
+  local ok, err = pcall(runner.run, "two.lua", {})
+  job.new_id = draw
+  test.ok(ok, tostring(err and (err.message or err)))
+  test.eq(calls, 5)
+end)
+EOF
+commit_all "$I" >/dev/null
+nv_in "$I" test --host collide_test.lua
+check_rc "a taken id: the run goes through" 0
+nv jobs --json
+check_eq "a taken id: two jobs with two ids" \
+	"$(printf '%s' "$OUT" | json "len(set(j['id'] for j in d if j['name'] in ('first', 'second')))" 2>&1)" 2
+for name in first second; do
+	id=$(printf '%s' "$OUT" | json "[j['id'] for j in d if j['name'] == '$name'][0]" 2>&1)
+	check_state "a taken id: job $name ends" "$id" \
+		'succeeded|failed|cancelled' 60
+	check_eq "a taken id: job $name publishes its record under its own id" \
+		"$(json "d['id']" <"$(store_dir idtaken "$id")/navette-run.json" 2>&1)" "$id"
+done
+
 finish
