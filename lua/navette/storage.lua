@@ -126,6 +126,20 @@ local function scan_upload(src, path)
                   .. "written reason in .navette-secrets-allow")
 end
 
+-- What an upload returns, recorded: a planned one (plan mode, and the
+-- checking pass of a run) is noted so that the jobs declared after it see
+-- the input as present; a done one is audited.
+local function uploaded(info)
+  if info.planned then
+    context.planned[info.url] = info
+  else
+    require("navette.audit").record({ action = "storage.put",
+      target = info.url, detail = "sha256 " .. info.sha256 },
+      context.profile)
+  end
+  return info
+end
+
 -- storage.put(key, path) -> {url, key, sha256, size}
 function storage.put(key, path)
   if type(key) ~= "string" then
@@ -136,21 +150,12 @@ function storage.put(key, path)
   local store = open_store(true)
   if not store then -- plan mode with a store that does not exist yet
     core.plan("storage", "put", storage.url(key) .. " <- " .. src)
-    local info = { key = key, url = storage.url(key), planned = true }
-    context.planned[info.url] = info
-    return info
+    return uploaded({ key = key, url = storage.url(key), planned = true })
   end
   local info, err = store:put(key, src)
   store:close()
-  info = errors.check(info, err, "navette.storage.put '" .. key .. "'")
-  if info.planned then
-    context.planned[info.url] = info
-  else
-    require("navette.audit").record({ action = "storage.put",
-      target = info.url, detail = "sha256 " .. info.sha256 },
-      context.profile)
-  end
-  return info
+  return uploaded(errors.check(info, err, "navette.storage.put '" .. key
+                                           .. "'"))
 end
 
 function storage.put_string(key, s)
@@ -168,17 +173,12 @@ function storage.put_string(key, s)
   if not store then
     core.plan("storage", "put", storage.url(key) .. " <- (" .. #s
               .. " bytes)")
-    return { key = key, url = storage.url(key), planned = true }
+    return uploaded({ key = key, url = storage.url(key), planned = true })
   end
   local info, err = store:put_string(key, s)
   store:close()
-  info = errors.check(info, err)
-  if not info.planned then
-    require("navette.audit").record({ action = "storage.put",
-      target = info.url, detail = "sha256 " .. info.sha256 },
-      context.profile)
-  end
-  return info
+  return uploaded(errors.check(info, err, "navette.storage.put_string '"
+                                           .. key .. "'"))
 end
 
 -- head(key_or_url) -> info | nil, err (a missing object is not an error)

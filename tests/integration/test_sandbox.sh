@@ -378,6 +378,22 @@ check_rc "put_string of ordinary text: uploaded" 0
 check_eq "put_string of ordinary text: the bytes in the store" \
 	"$(cat "$NAVETTE_HOME/store/inputs/made-clean.txt")" "lr=0.001"
 
+# text uploaded by put_string is an input the run's jobs can take: the
+# checking pass notes it as planned (it uploads nothing), so the job
+# declared after it is not refused for an input missing from the store
+PI=$(repo putstring-input) || exit 1
+put_file "$PI" ps-input.lua <<'EOF'
+local navette = require "navette"
+local made = navette.storage.put_string("inputs/made-input.txt", "seed=3\n")
+navette.job { name = "ps-input", command = { "cat", "inputs/seed.txt" },
+              inputs = { ["seed.txt"] = made.url } }
+EOF
+commit_all "$PI" >/dev/null
+nv_in "$PI" run ps-input.lua
+check_rc "put_string then a job taking it as input: the run goes through" 0
+check_eq "put_string then a job taking it: the text is in the store" \
+	"$(cat "$NAVETTE_HOME/store/inputs/made-input.txt")" "seed=3"
+
 # ---- checks added by the mutation experiment (issue 11) -----------------
 # Each fails with one deliberate bug that the checks above let through.
 
