@@ -27,6 +27,11 @@ bool nv_plan_mode(lua_State *L);
  * one checks this, not nv_plan_mode alone. */
 bool nv_exec_forbidden(lua_State *L);
 
+/* True in the checking pass of a run (plan mode, core.set_checking, with
+ * execution allowed): a primitive may then do its reads and checks, and
+ * compute what it would make, as long as it changes nothing. */
+bool nv_checking_mode(lua_State *L);
+
 /* Appends one entry {primitive=, action=, detail=} to the plan record.
  * May raise (memory). */
 void nv_plan_record(lua_State *L, const char *primitive, const char *action,

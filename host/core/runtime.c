@@ -180,6 +180,12 @@ bool nv_plan_mode(lua_State *L)
 	return rt && rt->plan;
 }
 
+bool nv_checking_mode(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+	return rt && rt->plan && rt->checking && !rt->no_exec;
+}
+
 bool nv_exec_forbidden(lua_State *L)
 {
 	navette_runtime *rt = nv_runtime_of(L);

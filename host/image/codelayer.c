@@ -539,6 +539,14 @@ int nv_code_layer_push(const nv_code_layer_opts *o, nv_code_layer_result *res,
 				  res->media_type, err);
 	if (rc)
 		goto out;
+	if (o->check_only) {
+		/* what the push would make, exactly; nothing is sent */
+		rc = nv_sha256_bytes(manifest, manifest_len, hex, err);
+		if (rc)
+			goto out;
+		snprintf(res->digest, sizeof(res->digest), "sha256:%s", hex);
+		goto named;
+	}
 
 	/* 5: blobs, HEAD first */
 	snprintf(detail, sizeof(detail), "%s/%s", target.registry,
@@ -568,6 +576,7 @@ int nv_code_layer_push(const nv_code_layer_opts *o, nv_code_layer_result *res,
 				      manifest_len, res->digest, err);
 	if (rc)
 		goto out;
+named:
 	nv_image_ref_name(&target, name, sizeof(name));
 	snprintf(res->reference, sizeof(res->reference), "%.255s@%.71s", name,
 		 res->digest);

@@ -23,6 +23,7 @@
 #ifndef NV_IMAGE_CODELAYER_H
 #define NV_IMAGE_CODELAYER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,6 +63,9 @@ typedef struct nv_code_layer_opts {
 	nv_registry *target_registry;
 	nv_code_layer_step_fn step;
 	void *step_payload;
+	/* Steps 1-4 only (the checking pass of a run): every check and the
+	 * exact reference the push would make, with nothing sent. */
+	bool check_only;
 } nv_code_layer_opts;
 
 typedef struct nv_code_layer_result {

@@ -540,9 +540,15 @@ static int l_image_code_layer(lua_State *L)
 	if (nv_plan_mode(L)) {
 		lua_pushfstring(L, "%s on %s", o.target, o.base);
 		nv_plan_record(L, "image", "push-code", lua_tostring(L, -1));
-		lua_pushnil(L);
-		lua_pushliteral(L, "planned");
-		return 2;
+		/* the checking pass of a run checks all and computes the
+		 * exact reference (the recipe and its jobs use it as in the
+		 * real pass); a plan does nothing */
+		if (!nv_checking_mode(L)) {
+			lua_pushnil(L);
+			lua_pushliteral(L, "planned");
+			return 2;
+		}
+		o.check_only = true;
 	}
 	n = parse_or_push(L, o.base, &base);
 	if (!n)
@@ -566,7 +572,11 @@ static int l_image_code_layer(lua_State *L)
 	session_release(ses);
 	if (rc)
 		return nv_lua_push_error(L, &err);
-	push_code_result(L, res, 1);
+	push_code_result(L, res, 1); /* check_only: all but the counts */
+	if (o.check_only) {
+		lua_pushboolean(L, 1);
+		lua_setfield(L, -2, "planned");
+	}
 	return 1;
 }
 

@@ -238,6 +238,9 @@ function image.code_layer(spec)
     audit("image.push", spec.to, "failed", err and err.message)
     fail(err, "code layer for " .. spec.to)
   end
+  -- the checking pass of a run: all checked and the reference computed,
+  -- nothing pushed (the real pass pushes)
+  if res.planned then return res end
   audit("image.push", res.reference, "ok", "code layer of " .. res.commit
         .. " on " .. res.base)
   return res

@@ -13,7 +13,9 @@
  *
  * --agent: the agent program; --self: this program is its own agent (it
  * answers `agent` through navette_agent_main, unless HOST_NO_DISPATCH is
- * set, to show what happens when a host does not). */
+ * set, to show what happens when a host does not). The agent navette
+ * starts gets a minimal environment without HOST_NO_DISPATCH, so the
+ * started copy learns it from a file, host-no-dispatch in NAVETTE_HOME. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +123,24 @@ static void check_open_refusals(const navette_options *base)
 	       "navette_last_error(NULL) names agent_program");
 }
 
+/* HOST_NO_DISPATCH, in the environment or as a file in NAVETTE_HOME */
+static int no_dispatch(void)
+{
+	const char *home = getenv("NAVETTE_HOME");
+	char path[4096];
+	FILE *f;
+
+	if (getenv("HOST_NO_DISPATCH"))
+		return 1;
+	if (!home || snprintf(path, sizeof(path), "%s/host-no-dispatch",
+			      home) >= (int)sizeof(path))
+		return 0;
+	f = fopen(path, "r");
+	if (f)
+		fclose(f);
+	return f != NULL;
+}
+
 int main(int argc, char **argv)
 {
 	navette_options options;
@@ -130,7 +150,7 @@ int main(int argc, char **argv)
 	char id[128];
 	int wait = 1, status;
 
-	if (!getenv("HOST_NO_DISPATCH")) {
+	if (!no_dispatch()) {
 		status = navette_agent_main(argc, argv);
 		if (status >= 0)
 			return status;

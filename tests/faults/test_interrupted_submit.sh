@@ -99,8 +99,15 @@ slurm_jobs() {
 		sed -n 's/^JobId=\([0-9]*\) JobName=\([^ ]*\) .* JobState=\([A-Z_]*\) .*/\2 \1 \3/p'
 }
 
-# counters per step/backend
-declare -A RUNS DUPS LOSSES CONV PENDING
+# counters per step/backend, as lines "KIND CELL N" in a file (bash 3.2
+# has no associative arrays): count KIND CELL N adds, count_of KIND CELL sums
+: >"$T/counts"
+: >"$T/pending"
+count() { printf '%s %s %d\n' "$1" "$2" "$3" >>"$T/counts"; }
+count_of() {
+	awk -v k="$1" -v c="$2" '$1 == k && $2 == c { s += $3 } END { print s + 0 }' \
+		"$T/counts"
+}
 STEPS_LOCAL="row-written code-upload before-agent"
 STEPS_SLURM="row-written code-upload slurm-request before-agent"
 fault_of() { # STEP BACKEND -> NAVETTE_FAULT value
@@ -129,7 +136,7 @@ iteration() { # STEP BACKEND K
 	profile=$(profile_of "$step" "$backend")
 	git -C "$R" commit -q --allow-empty -m "$cell $k" || return 1
 	commit=$(git -C "$R" rev-parse HEAD)
-	RUNS[$cell]=$((${RUNS[$cell]:-0} + 1))
+	count runs "$cell" 1
 	(cd "$R" && NAVETTE_FAULT=$fault exec "$NAVETTE" run recipes/one.lua \
 		--profile "$profile" >"$T/killed.out" 2>&1)
 	rc=$?
@@ -151,7 +158,7 @@ iteration() { # STEP BACKEND K
 	if [ -n "$before" ] && [ "$before" != "$id" ]; then
 		fail "$cell #$k: the killed run left $before, the re-run made $id"
 	fi
-	PENDING[$cell]="${PENDING[$cell]:-} $commit:$profile:$id"
+	printf '%s %s\n' "$cell" "$commit:$profile:$id" >>"$T/pending"
 	# Slurm forgets an ended job after MinJobAge (10 min): kept as seen
 	[ "$backend" = slurm ] && slurm_jobs >>"$T/slurm-seen.txt"
 	echo "$cell #$k: killed at $fault, re-run: $id ($(($(date +%s) - t0)) s)"
@@ -186,40 +193,38 @@ slurm_jobs >>"$T/slurm-seen.txt"
 # one line per Slurm job
 awk '!seen[$2]++' "$T/slurm-seen.txt" >"$T/slurm.txt"
 
-for cell in "${!PENDING[@]}"; do
-	for entry in ${PENDING[$cell]}; do
-		IFS=: read -r commit profile id <<<"$entry"
-		rows "$commit" "$profile" >"$T/rows.txt"
-		live=$(awk '$2 != "failed" && $2 != "cancelled"' "$T/rows.txt" | wc -l)
-		state=$(awk -v id="$id" '$1 == id {print $2}' "$T/rows.txt")
-		dup=0 lost=0
-		[ "$live" -gt 1 ] && dup=$((live - 1))
-		if [ "$profile" = hpc ]; then
-			# the Slurm jobs of this submission's rows, each the one
-			# its row records
-			n=0
-			while read -r rid rstate rremote; do
-				while read -r name jid jstate; do
-					[ "$name" = "$rid" ] || continue
-					n=$((n + 1))
-					[ "$jid" = "$rremote" ] || lost=$((lost + 1))
-				done <"$T/slurm.txt"
-			done <"$T/rows.txt"
-			[ "$n" -gt 1 ] && dup=$((dup + n - 1))
-			[ "$n" -eq 0 ] && lost=$((lost + 1))
-		fi
-		[ -z "$state" ] && lost=$((lost + 1))
-		DUPS[$cell]=$((${DUPS[$cell]:-0} + dup))
-		LOSSES[$cell]=$((${LOSSES[$cell]:-0} + lost))
-		if [ "$state" = succeeded ] && [ "$dup" -eq 0 ] &&
-			[ "$lost" -eq 0 ]; then
-			CONV[$cell]=$((${CONV[$cell]:-0} + 1))
-		else
-			echo "  $cell $id: state ${state:-none}, $dup duplicate(s), $lost lost" >&2
-			sed 's/^/    row /' "$T/rows.txt" >&2
-		fi
-	done
-done
+while read -r cell entry <&3; do
+	IFS=: read -r commit profile id <<<"$entry"
+	rows "$commit" "$profile" >"$T/rows.txt"
+	live=$(awk '$2 != "failed" && $2 != "cancelled"' "$T/rows.txt" | wc -l)
+	state=$(awk -v id="$id" '$1 == id {print $2}' "$T/rows.txt")
+	dup=0 lost=0
+	[ "$live" -gt 1 ] && dup=$((live - 1))
+	if [ "$profile" = hpc ]; then
+		# the Slurm jobs of this submission's rows, each the one
+		# its row records
+		n=0
+		while read -r rid rstate rremote; do
+			while read -r name jid jstate; do
+				[ "$name" = "$rid" ] || continue
+				n=$((n + 1))
+				[ "$jid" = "$rremote" ] || lost=$((lost + 1))
+			done <"$T/slurm.txt"
+		done <"$T/rows.txt"
+		[ "$n" -gt 1 ] && dup=$((dup + n - 1))
+		[ "$n" -eq 0 ] && lost=$((lost + 1))
+	fi
+	[ -z "$state" ] && lost=$((lost + 1))
+	count dups "$cell" "$dup"
+	count losses "$cell" "$lost"
+	if [ "$state" = succeeded ] && [ "$dup" -eq 0 ] &&
+		[ "$lost" -eq 0 ]; then
+		count conv "$cell" 1
+	else
+		echo "  $cell $id: state ${state:-none}, $dup duplicate(s), $lost lost" >&2
+		sed 's/^/    row /' "$T/rows.txt" >&2
+	fi
+done 3<"$T/pending"
 
 printf '\n%-14s %-7s %5s %10s %7s %10s\n' step backend runs duplicates losses converged
 for backend in local slurm; do
@@ -227,13 +232,15 @@ for backend in local slurm; do
 	[ "$backend" = slurm ] && steps=$STEPS_SLURM
 	for step in $steps; do
 		cell=$step/$backend
+		runs=$(count_of runs "$cell")
+		dups=$(count_of dups "$cell")
+		losses=$(count_of losses "$cell")
+		conv=$(count_of conv "$cell")
 		printf '%-14s %-7s %5d %10d %7d %10d\n' "$step" "$backend" \
-			"${RUNS[$cell]:-0}" "${DUPS[$cell]:-0}" \
-			"${LOSSES[$cell]:-0}" "${CONV[$cell]:-0}"
-		check_eq "$cell: no duplicate" "${DUPS[$cell]:-0}" 0
-		check_eq "$cell: no job lost" "${LOSSES[$cell]:-0}" 0
-		check_eq "$cell: every re-run converged" "${CONV[$cell]:-0}" \
-			"${RUNS[$cell]:-0}"
+			"$runs" "$dups" "$losses" "$conv"
+		check_eq "$cell: no duplicate" "$dups" 0
+		check_eq "$cell: no job lost" "$losses" 0
+		check_eq "$cell: every re-run converged" "$conv" "$runs"
 	done
 done
 echo

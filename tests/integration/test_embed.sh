@@ -220,6 +220,8 @@ host_fails() {
 host_fails missing-program "cannot execute $T/no/navette" \
 	X=1 -- --agent "$T/no/navette"
 # a host that says it is its own agent but does not answer `agent`
+mkdir -p "$T/home-no-dispatch"
+: >"$T/home-no-dispatch/host-no-dispatch"
 host_fails no-dispatch "did not start.*unknown command 'agent'" \
 	HOST_NO_DISPATCH=1 -- --self
 mv "$P/bin/navette.away" "$P/bin/navette"
