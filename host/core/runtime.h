@@ -16,7 +16,7 @@ struct navette_runtime {
 	size_t memory_used;
 	size_t memory_limit;
 	double recipe_timeout_s;
-	double deadline; /* 0: no bound in force */
+	double deadline;              /* 0: no bound in force */
 	struct nv_watchdog *watchdog; /* created on the first bounded call */
 	bool plan;
 	/* set once by a read-only command: nothing may execute a program
