@@ -11,14 +11,17 @@
  *
  * Every path inside the store is opened one segment at a time with
  * O_NOFOLLOW from the root's descriptor, so a symlink planted in the store
- * can neither redirect a write nor expose a file outside the root. */
+ * can neither redirect a write nor expose a file outside the root.
+ *
+ * This file opens the store, walks it, keeps the records and holds the
+ * operations on one object; keys and URLs are in filestore_keys.c,
+ * listing in filestore_list.c, what they share in filestore_internal.h. */
 #include "storage/filestore.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +31,8 @@
 
 #include "core/fsname.h"
 #include "core/fsutil.h"
-#include "core/jobid.h"
+#include "storage/filestore_internal.h"
 #include "storage/sha256.h"
-#include "core/hex.h"
 
 #ifdef __APPLE__
 #define NV_MTIM(st) ((st)->st_mtimespec)
@@ -38,40 +40,11 @@
 #define NV_MTIM(st) ((st)->st_mtim)
 #endif
 
-#define SEGMENT_MAX   255 /* NAME_MAX on the filesystems we target */
-#define COPY_CHUNK    65536
-#define META_MAX      (NV_FILESTORE_KEY_MAX + 512)
-#define DIR_ENTRY_MAX 1000000 /* entries read from one folder by list() */
-#define UNIQUE_TRIES  100
-#define KEY_HINT                                                               \
-	"a key is a relative path like 'project/job-id/result.txt': "          \
-	"1..1024 bytes, '/'-separated, no empty, '.' or '..' segment, "        \
-	"no backslash or control character"
-
-struct nv_filestore {
-	int root_fd;
-	int meta_fd; /* -1 when the marker has no meta/ and we cannot make it */
-	int tmp_fd;  /* -1 likewise: the store is then read-only */
-	enum nv_fsname_volume volume; /* folding: refuse colliding keys */
-	char root[NV_FILESTORE_PATH_MAX];
-};
-
-/* The record kept for each object in meta/. */
-struct meta {
-	uint64_t size;
-	int64_t mtime_sec;
-	long mtime_nsec;
-	uint64_t ino;
-	char sha256[65];
-};
+#define COPY_CHUNK   65536
+#define META_MAX     (NV_FILESTORE_KEY_MAX + 512)
+#define UNIQUE_TRIES 100
 
 /* ---- small helpers ---------------------------------------------------- */
-
-static int open_dir_at(int dir_fd, const char *name)
-{
-	return openat(dir_fd, name,
-		      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-}
 
 static void close_fd(int *fd)
 {
@@ -130,8 +103,8 @@ static int create_unique(int dir_fd, const char *tag, char *name,
 	return -1;
 }
 
-static void fill_info(nv_object_info *info, const char *key,
-		      const struct stat *st, const char *sha256)
+void nv_filestore_fill_info(nv_object_info *info, const char *key,
+			    const struct stat *st, const char *sha256)
 {
 	/* callers checked the key; the bound only keeps the copy safe */
 	size_t key_len = strnlen(key, NV_FILESTORE_KEY_MAX);
@@ -145,344 +118,6 @@ static void fill_info(nv_object_info *info, const char *key,
 	memcpy(info->sha256, sha256, sha_len);
 	info->sha256[sha_len] = '\0';
 	info->mtime = (int64_t)st->st_mtime;
-}
-
-/* ---- keys and URLs ---------------------------------------------------- */
-
-int nv_filestore_key_check_len(const char *key, size_t len, nv_err *err)
-{
-	size_t i, seg_start = 0;
-
-	if (!key || len == 0)
-		return nv_err_set(err, NV_EINVAL, KEY_HINT,
-				  "invalid key '': a key cannot be empty");
-	if (len > NV_FILESTORE_KEY_MAX)
-		return nv_err_set(err, NV_EINVAL, KEY_HINT,
-				  "invalid key '%.40s...': %zu bytes, the "
-				  "limit is %d",
-				  key, len, NV_FILESTORE_KEY_MAX);
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)key[i];
-		if (c == 0)
-			return nv_err_set(err, NV_EINVAL, KEY_HINT,
-					  "invalid key '%s': NUL byte at "
-					  "offset %zu",
-					  key, i);
-		if (c < 0x20 || c == 0x7f)
-			return nv_err_set(err, NV_EINVAL, KEY_HINT,
-					  "invalid key '%.*s': control "
-					  "character 0x%02x at offset %zu",
-					  (int)i, key, c, i);
-		if (c == '\\')
-			return nv_err_set(err, NV_EINVAL, KEY_HINT,
-					  "invalid key '%s': backslash at "
-					  "offset %zu (use '/' between "
-					  "segments)",
-					  key, i);
-	}
-	if (key[0] == '/')
-		return nv_err_set(err, NV_EINVAL, KEY_HINT,
-				  "invalid key '%s': a key is relative to the "
-				  "store and cannot start with '/'",
-				  key);
-	if (key[len - 1] == '/')
-		return nv_err_set(err, NV_EINVAL, KEY_HINT,
-				  "invalid key '%s': a key names an object and "
-				  "cannot end with '/'",
-				  key);
-	for (i = 0; i <= len; i++) {
-		size_t seg_len;
-		if (i < len && key[i] != '/')
-			continue;
-		seg_len = i - seg_start;
-		if (seg_len == 0)
-			return nv_err_set(err, NV_EINVAL, KEY_HINT,
-					  "invalid key '%s': empty segment "
-					  "('//') at offset %zu",
-					  key, seg_start);
-		if ((seg_len == 1 && key[seg_start] == '.') ||
-		    (seg_len == 2 && key[seg_start] == '.' &&
-		     key[seg_start + 1] == '.'))
-			return nv_err_set(err, NV_EINVAL, KEY_HINT,
-					  "invalid key '%s': '%.*s' segment "
-					  "at offset %zu",
-					  key, (int)seg_len, key + seg_start,
-					  seg_start);
-		if (seg_len > SEGMENT_MAX)
-			return nv_err_set(err, NV_EINVAL, KEY_HINT,
-					  "invalid key '%.60s...': a segment "
-					  "is %zu bytes, a file name holds at "
-					  "most %d",
-					  key, seg_len, SEGMENT_MAX);
-		/* Any case or form of the marker: a folding volume would
-		 * take it for the marker, so it is refused everywhere. */
-		if (seg_start == 0 &&
-		    nv_fsname_is_reserved(key, seg_len, NV_FILESTORE_MARKER))
-			return nv_err_set(err, NV_EINVAL, KEY_HINT,
-					  "invalid key '%s': '%.*s' is "
-					  "reserved for the store's own "
-					  "records ('%s', in any case)",
-					  key, (int)seg_len, key,
-					  NV_FILESTORE_MARKER);
-		seg_start = i + 1;
-	}
-	return 0;
-}
-
-int nv_filestore_key_check(const char *key, nv_err *err)
-{
-	return nv_filestore_key_check_len(key, key ? strlen(key) : 0, err);
-}
-
-int nv_filestore_job_prefix(char *out, size_t cap, const char *template_text,
-			    const char *project, const char *id, nv_err *err)
-{
-	size_t o = 0;
-
-	if (nv_job_id_check(id, err))
-		return err->code;
-	if (!project || !*project || strchr(project, '/'))
-		return nv_err_set(err, NV_EINVAL, NULL,
-				  "job %s: bad project name for its prefix",
-				  id);
-	if (!template_text || cap == 0)
-		return nv_err_set(err, NV_EINVAL, NULL, "no output prefix");
-	for (const char *p = template_text; *p;) {
-		const char *with = NULL;
-		size_t skip = 1, n;
-
-		if (strncmp(p, "{project}", 9) == 0)
-			with = project, skip = 9;
-		else if (strncmp(p, "{id}", 4) == 0)
-			with = id, skip = 4;
-		n = with ? strlen(with) : 1;
-		if (o + n >= cap || o + n > NV_FILESTORE_KEY_MAX)
-			return nv_err_set(err, NV_EINVAL, KEY_HINT,
-					  "job %s: output prefix longer than "
-					  "%d bytes",
-					  id, NV_FILESTORE_KEY_MAX);
-		memcpy(out + o, with ? with : p, n);
-		o += n;
-		p += skip;
-	}
-	out[o] = '\0';
-	/* "a/b/" is checked as the key "a/b" */
-	return nv_filestore_key_check_len(
-		out, o && out[o - 1] == '/' ? o - 1 : o, err);
-}
-
-static int starts_with_scheme(const char *s)
-{
-	const char *p = s;
-
-	if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
-		return 0;
-	while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-	       (*p >= '0' && *p <= '9') || *p == '+' || *p == '-' || *p == '.')
-		p++;
-	return *p == ':';
-}
-
-#define URL_HINT                                                               \
-	"use an absolute path or a URL like 'file:///abs/path' with "          \
-	"reserved characters percent-encoded"
-
-int nv_filestore_path_from_url(char *path_out, size_t path_cap,
-			       const char *url_or_path, nv_err *err)
-{
-	const char *p = url_or_path;
-	size_t n = 0, seg_start;
-	int is_url = 0;
-
-	if (!p || !path_out || path_cap < 2)
-		return nv_err_set(err, NV_EINVAL, URL_HINT, "no path given");
-	if (strncmp(p, "file:", 5) == 0) {
-		is_url = 1;
-		if (strncmp(p, "file://", 7) != 0)
-			return nv_err_set(err, NV_EINVAL, URL_HINT,
-					  "'%s' is not a file:// URL "
-					  "(expected 'file:///abs/path')",
-					  url_or_path);
-		p += 7;
-		if (strncmp(p, "localhost/", 10) == 0)
-			p += 9;
-		else if (*p != '/')
-			return nv_err_set(err, NV_EINVAL,
-					  "a file:// URL names the local "
-					  "machine: 'file:///abs/path'",
-					  "'%s' names another host; only local "
-					  "files are served",
-					  url_or_path);
-	} else if (starts_with_scheme(p)) {
-		return nv_err_set(err, NV_EINVAL,
-				  "this store serves file:// URLs; s3:// URLs "
-				  "go to the S3 backend",
-				  "'%s' is not a file:// URL", url_or_path);
-	} else if (*p != '/') {
-		return nv_err_set(err, NV_EINVAL, URL_HINT,
-				  "'%s' is not an absolute path", url_or_path);
-	}
-	for (; *p; p++) {
-		char c = *p;
-		if (is_url && (c == '?' || c == '#'))
-			return nv_err_set(err, NV_EINVAL, URL_HINT,
-					  "'%s' has a query or fragment; "
-					  "encode '?' as %%3F and '#' as %%23",
-					  url_or_path);
-		if (is_url && c == '%') {
-			int hi = nv_hex_value((unsigned char)p[1]);
-			int lo =
-				hi < 0 ? -1 : nv_hex_value((unsigned char)p[2]);
-			if (lo < 0)
-				return nv_err_set(err, NV_EINVAL, URL_HINT,
-						  "'%s': bad percent escape "
-						  "'%.3s'",
-						  url_or_path, p);
-			c = (char)(hi * 16 + lo);
-			if (c == '\0' || c == '/')
-				return nv_err_set(err, NV_EINVAL, URL_HINT,
-						  "'%s': '%.3s' would put a "
-						  "%s inside a path segment",
-						  url_or_path, p,
-						  c ? "'/'" : "NUL");
-			p += 2;
-		}
-		if (n + 1 >= path_cap)
-			return nv_err_set(err, NV_EINVAL, URL_HINT,
-					  "'%.80s...' is longer than %zu "
-					  "bytes",
-					  url_or_path, path_cap - 1);
-		path_out[n++] = c;
-	}
-	path_out[n] = '\0';
-	if (n > 1 && path_out[n - 1] == '/')
-		path_out[--n] = '\0';
-	/* Segments are checked after decoding: "%2E%2E" is still "..". */
-	seg_start = 1;
-	for (size_t i = 1; i <= n; i++) {
-		size_t len;
-		if (i < n && path_out[i] != '/')
-			continue;
-		len = i - seg_start;
-		if (n > 1 &&
-		    (len == 0 || (len == 1 && path_out[seg_start] == '.') ||
-		     (len == 2 && path_out[seg_start] == '.' &&
-		      path_out[seg_start + 1] == '.')))
-			return nv_err_set(err, NV_EINVAL, URL_HINT,
-					  "'%s': empty, '.' or '..' segment in "
-					  "the path",
-					  url_or_path);
-		seg_start = i + 1;
-	}
-	return 0;
-}
-
-static int is_store_root(const char *path)
-{
-	char marker[NV_FILESTORE_PATH_MAX];
-	struct stat st;
-	int len;
-
-	len = snprintf(marker, sizeof(marker), "%s/%s",
-		       strcmp(path, "/") == 0 ? "" : path, NV_FILESTORE_MARKER);
-	if (len < 0 || (size_t)len >= sizeof(marker))
-		return 0;
-	return lstat(marker, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-int nv_filestore_find(char *root_out, size_t root_cap, char *key_out,
-		      size_t key_cap, const char *url_or_path, nv_err *err)
-{
-	char path[NV_FILESTORE_PATH_MAX];
-	size_t cut;
-	int rc;
-
-	rc = nv_filestore_path_from_url(path, sizeof(path), url_or_path, err);
-	if (rc)
-		return rc;
-	cut = strlen(path);
-	for (;;) {
-		char saved = path[cut];
-		int found;
-		const char *key;
-
-		path[cut] = '\0';
-		found = is_store_root(cut ? path : "/");
-		path[cut] = saved;
-		if (found) {
-			key = path[cut] ? path + cut + 1 : "";
-			if (*key) {
-				rc = nv_filestore_key_check(key, err);
-				if (rc)
-					return rc;
-			}
-			if (cut + 1 > root_cap || strlen(key) + 1 > key_cap)
-				return nv_err_set(err, NV_EINVAL, NULL,
-						  "'%.80s': root or key longer "
-						  "than the caller's buffer",
-						  url_or_path);
-			memcpy(root_out, cut ? path : "/", cut ? cut : 1);
-			root_out[cut ? cut : 1] = '\0';
-			memcpy(key_out, key, strlen(key) + 1);
-			return 0;
-		}
-		if (cut == 0)
-			break;
-		while (cut > 0 && path[cut - 1] != '/')
-			cut--;
-		if (cut > 0)
-			cut--; /* drop the slash too */
-	}
-	return nv_err_set(err, NV_ENOTFOUND,
-			  "a store is a folder holding '" NV_FILESTORE_MARKER
-			  "/'; create one with open(path, create=true)",
-			  "no navette store at or above '%s'", path);
-}
-
-static int url_unreserved(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
-	       c == '~' || c == '/';
-}
-
-int nv_filestore_url(char *url_out, size_t url_cap, const nv_filestore *store,
-		     const char *key, nv_err *err)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	char path[NV_FILESTORE_PATH_MAX];
-	size_t n, i;
-	int rc, len;
-
-	rc = nv_filestore_key_check(key, err);
-	if (rc)
-		return rc;
-	len = snprintf(path, sizeof(path), "%s/%s",
-		       strcmp(store->root, "/") == 0 ? "" : store->root, key);
-	if (len < 0 || (size_t)len >= sizeof(path))
-		return nv_err_set(err, NV_EINVAL, NULL,
-				  "path of key '%s' is too long", key);
-	if (url_cap < 8)
-		return nv_err_set(err, NV_EINVAL, NULL, "URL buffer too small");
-	memcpy(url_out, "file://", 7);
-	n = 7;
-	for (i = 0; path[i]; i++) {
-		unsigned char c = (unsigned char)path[i];
-		if (n + 4 > url_cap)
-			return nv_err_set(err, NV_EINVAL, NULL,
-					  "URL of key '%s' is longer than %zu "
-					  "bytes",
-					  key, url_cap - 1);
-		if (url_unreserved(c)) {
-			url_out[n++] = (char)c;
-		} else {
-			url_out[n++] = '%';
-			url_out[n++] = hex[c >> 4];
-			url_out[n++] = hex[c & 0xf];
-		}
-	}
-	url_out[n] = '\0';
-	return 0;
 }
 
 /* ---- open / free ------------------------------------------------------ */
@@ -804,7 +439,7 @@ static int meta_name(const char *key, char hex[65], nv_err *err)
 }
 
 /* Reads key's record; returns 1 when present and well formed, else 0. */
-static int meta_read(nv_filestore *s, const char *key, struct meta *m)
+int nv_filestore_meta_read(nv_filestore *s, const char *key, struct meta *m)
 {
 	char hex[65], sub[3], buf[META_MAX + 1];
 	const char *key_line;
@@ -845,7 +480,7 @@ static int meta_read(nv_filestore *s, const char *key, struct meta *m)
 	       key_line[strlen(key)] == '\n';
 }
 
-static int meta_fresh(const struct meta *m, const struct stat *st)
+int nv_filestore_meta_fresh(const struct meta *m, const struct stat *st)
 {
 	return m->size == (uint64_t)st->st_size &&
 	       m->mtime_sec == (int64_t)NV_MTIM(st).tv_sec &&
@@ -1161,7 +796,7 @@ static int publish(nv_filestore *s, const char *key, int dir_fd,
 	w->fd = -1;
 	/* The rename is durable only once its folder is flushed. */
 	nv_fsync_durable(dir_fd);
-	fill_info(info, key, &st, sha);
+	nv_filestore_fill_info(info, key, &st, sha);
 	return 0;
 }
 
@@ -1196,7 +831,8 @@ static int read_object(nv_filestore *s, const char *key, uint64_t max_bytes,
 				key, (uint64_t)st.st_size, max_bytes);
 		goto out;
 	}
-	fresh = meta_read(s, key, &m) && meta_fresh(&m, &st);
+	fresh = nv_filestore_meta_read(s, key, &m) &&
+		nv_filestore_meta_fresh(&m, &st);
 	rc = nv_sha256_init(&hash, err);
 	if (rc)
 		goto out;
@@ -1234,7 +870,7 @@ static int read_object(nv_filestore *s, const char *key, uint64_t max_bytes,
 		goto out;
 	}
 	st.st_size = (off_t)total;
-	fill_info(info, key, &st, sha);
+	nv_filestore_fill_info(info, key, &st, sha);
 out:
 	nv_sha256_dispose(&hash);
 	close(fd);
@@ -1458,14 +1094,15 @@ int nv_filestore_head(nv_filestore *s, const char *key, nv_object_info *info,
 	rc = open_object(s, key, &fd, &st, err);
 	if (rc)
 		return rc;
-	if (meta_read(s, key, &m) && meta_fresh(&m, &st)) {
-		fill_info(info, key, &st, m.sha256);
+	if (nv_filestore_meta_read(s, key, &m) &&
+	    nv_filestore_meta_fresh(&m, &st)) {
+		nv_filestore_fill_info(info, key, &st, m.sha256);
 	} else {
 		uint64_t size;
 		rc = nv_sha256_fd(fd, sha, &size, err);
 		if (!rc) {
 			st.st_size = (off_t)size;
-			fill_info(info, key, &st, sha);
+			nv_filestore_fill_info(info, key, &st, sha);
 		}
 	}
 	close(fd);
@@ -1513,243 +1150,4 @@ int nv_filestore_delete(nv_filestore *s, const char *key, nv_err *err)
 	meta_remove(s, key);
 	prune_parents(s, key);
 	return 0;
-}
-
-/* ---- list ------------------------------------------------------------- */
-
-struct lister {
-	nv_filestore *s;
-	const char *prefix;
-	size_t prefix_len;
-	const char *start_after;
-	unsigned max_keys, count;
-	int truncated;
-	nv_filestore_list_cb callback;
-	void *payload;
-	nv_err *err;
-	nv_object_info info;
-	/* the key being built: room for a full key plus one segment */
-	char key[NV_FILESTORE_KEY_MAX + SEGMENT_MAX + 3];
-};
-
-struct entry {
-	char *sort_name; /* name, with '/' appended for a folder */
-	int is_dir;
-};
-
-/* internal: max_keys reached; far from any value a callback returns */
-#define LIST_STOP INT_MIN
-
-static int entry_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct entry *)a)->sort_name,
-		      ((const struct entry *)b)->sort_name);
-}
-
-static int name_is_key_safe(const char *name)
-{
-	for (; *name; name++)
-		if ((unsigned char)*name < 0x20 || *name == 0x7f ||
-		    *name == '\\')
-			return 0;
-	return 1;
-}
-
-/* Can a key starting with candidate (key + "/" for a folder) be listed? */
-static int may_match(const struct lister *l, const char *candidate, size_t len,
-		     int is_dir)
-{
-	size_t n = len < l->prefix_len ? len : l->prefix_len;
-
-	if (strncmp(candidate, l->prefix, n) != 0)
-		return 0;
-	if (!is_dir && len < l->prefix_len)
-		return 0;
-	if (l->start_after) {
-		int c = strcmp(candidate, l->start_after);
-		if (!is_dir)
-			return c > 0;
-		/* every key below sorts before start_after */
-		if (c < 0 && strncmp(l->start_after, candidate, len) != 0)
-			return 0;
-	}
-	return 1;
-}
-
-static void free_entries(struct entry *e, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(e[i].sort_name);
-	free(e);
-}
-
-static int list_dir(struct lister *l, int dir_fd, size_t key_len);
-
-static int list_entry(struct lister *l, int dir_fd, size_t key_len,
-		      const struct entry *e)
-{
-	size_t name_len = strlen(e->sort_name) - (size_t)e->is_dir;
-	char name[SEGMENT_MAX + 2];
-	struct stat st;
-	struct meta m;
-	int fd;
-
-	memcpy(name, e->sort_name, name_len);
-	name[name_len] = '\0';
-	memcpy(l->key + key_len, e->sort_name, name_len + (size_t)e->is_dir);
-	l->key[key_len + name_len + (size_t)e->is_dir] = '\0';
-	if (e->is_dir) {
-		fd = open_dir_at(dir_fd, name);
-		if (fd < 0)
-			return 0; /* gone, or swapped for a link: skip */
-		return list_dir(l, fd, key_len + name_len + 1);
-	}
-	if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-	    !S_ISREG(st.st_mode))
-		return 0;
-	if (l->count == l->max_keys) {
-		l->truncated = 1;
-		return LIST_STOP;
-	}
-	fill_info(&l->info, l->key, &st,
-		  meta_read(l->s, l->key, &m) && meta_fresh(&m, &st) ? m.sha256
-								     : "");
-	l->count++;
-	return l->callback(&l->info, l->payload);
-}
-
-/* Lists the folder dir_fd (whose keys start with l->key[0..key_len)) in key
- * order. Takes ownership of dir_fd. */
-static int list_dir(struct lister *l, int dir_fd, size_t key_len)
-{
-	struct entry *entries = NULL, *grown;
-	size_t n = 0, cap = 0, i, name_len;
-	struct dirent *d;
-	struct stat st;
-	DIR *dir;
-	int rc = 0, is_dir;
-
-	dir = fdopendir(dir_fd);
-	if (!dir) {
-		close(dir_fd);
-		return nv_err_set_errno(l->err, NV_EIO, errno, NULL,
-					"cannot list folder '%.*s'",
-					(int)key_len, l->key);
-	}
-	while ((d = readdir(dir)) != NULL) {
-		if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
-			continue;
-		if (key_len == 0 &&
-		    nv_fsname_is_reserved(d->d_name, strlen(d->d_name),
-					  NV_FILESTORE_MARKER))
-			continue;
-		name_len = strlen(d->d_name);
-		/* names no key can address are not objects */
-		if (name_len > SEGMENT_MAX ||
-		    key_len + name_len > NV_FILESTORE_KEY_MAX ||
-		    !name_is_key_safe(d->d_name))
-			continue;
-		if (d->d_type == DT_DIR || d->d_type == DT_REG) {
-			is_dir = d->d_type == DT_DIR;
-		} else if (d->d_type == DT_UNKNOWN &&
-			   fstatat(dir_fd, d->d_name, &st,
-				   AT_SYMLINK_NOFOLLOW) == 0 &&
-			   (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
-			is_dir = S_ISDIR(st.st_mode);
-		} else {
-			continue; /* links and special files are skipped */
-		}
-		memcpy(l->key + key_len, d->d_name, name_len);
-		if (is_dir)
-			l->key[key_len + name_len] = '/';
-		l->key[key_len + name_len + (size_t)is_dir] = '\0';
-		if (!may_match(l, l->key, key_len + name_len + (size_t)is_dir,
-			       is_dir))
-			continue;
-		if (n == cap) {
-			if (cap >= DIR_ENTRY_MAX) {
-				rc = nv_err_set(l->err, NV_ENOMEM,
-						"split the folder into "
-						"sub-prefixes",
-						"folder '%.*s' holds more than "
-						"%d entries",
-						(int)key_len, l->key,
-						DIR_ENTRY_MAX);
-				goto out;
-			}
-			cap = cap ? cap * 2 : 32;
-			grown = realloc(entries, cap * sizeof(*entries));
-			if (!grown) {
-				rc = nv_err_set(l->err, NV_ENOMEM, NULL,
-						"out of memory listing");
-				goto out;
-			}
-			entries = grown;
-		}
-		entries[n].sort_name = malloc(name_len + 2);
-		if (!entries[n].sort_name) {
-			rc = nv_err_set(l->err, NV_ENOMEM, NULL,
-					"out of memory listing");
-			goto out;
-		}
-		memcpy(entries[n].sort_name, l->key + key_len,
-		       name_len + (size_t)is_dir + 1);
-		entries[n].is_dir = is_dir;
-		n++;
-	}
-	if (n)
-		qsort(entries, n, sizeof(*entries), entry_cmp);
-	for (i = 0; i < n && !rc; i++)
-		rc = list_entry(l, dirfd(dir), key_len, &entries[i]);
-out:
-	free_entries(entries, n);
-	closedir(dir);
-	return rc;
-}
-
-int nv_filestore_list(nv_filestore *s, const char *prefix,
-		      const char *start_after, unsigned max_keys,
-		      nv_filestore_list_cb callback, void *payload,
-		      int *truncated, nv_err *err)
-{
-	struct lister *l;
-	int fd, rc;
-
-	if (truncated)
-		*truncated = 0;
-	if (!callback)
-		return nv_err_set(err, NV_EINVAL, NULL, "list: no callback");
-	if (prefix && strlen(prefix) > NV_FILESTORE_KEY_MAX)
-		return nv_err_set(err, NV_EINVAL, KEY_HINT,
-				  "list: prefix longer than %d bytes",
-				  NV_FILESTORE_KEY_MAX);
-	/* Big: keep it off the stack. */
-	l = calloc(1, sizeof(*l));
-	if (!l)
-		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-	l->s = s;
-	l->prefix = prefix ? prefix : "";
-	l->prefix_len = strlen(l->prefix);
-	l->start_after = start_after && *start_after ? start_after : NULL;
-	l->max_keys = max_keys == 0 || max_keys > NV_FILESTORE_LIST_MAX
-			      ? NV_FILESTORE_LIST_MAX
-			      : max_keys;
-	l->callback = callback;
-	l->payload = payload;
-	l->err = err;
-	fd = open_dir_at(s->root_fd, ".");
-	if (fd < 0) {
-		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
-				      "cannot open store root '%s'", s->root);
-	} else {
-		rc = list_dir(l, fd, 0);
-	}
-	if (rc == LIST_STOP)
-		rc = 0;
-	if (truncated)
-		*truncated = l->truncated;
-	free(l);
-	return rc;
 }

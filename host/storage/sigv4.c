@@ -690,105 +690,110 @@ static int check_params(const nv_sigv4_request *req, const nv_sigv4_params *p,
 	return 0;
 }
 
-static int sign(nv_sigv4_result *r, const nv_sigv4_request *req,
-		const nv_sigv4_params *p, enum sign_mode mode, nv_err *err)
-{
-	sigv4_table *headers = NULL, *query = NULL;
+/* One signing in progress: what the steps of sign() share. */
+struct signing {
+	nv_sigv4_result *r;
+	const nv_sigv4_request *req;
+	const nv_sigv4_params *p;
+	enum sign_mode mode;
+	int is_s3;
+	const char *token;
+	int sign_token; /* the token is signed, not only sent */
+	char date8[9];
+	char scope[3 * SCOPE_PART_MAX];
+	sigv4_table *headers, *query;
 	nv_buf signed_names;
-	char date8[9], scope[3 * SCOPE_PART_MAX], cr_hash[NV_SIGV4_HEX_LEN + 1];
-	int is_s3, rc;
-	const char *token = p->session_token;
-	int sign_token = token && !p->omit_session_token;
-	nv_buf *cr = &r->canonical_request;
+};
 
-	nv_buf_init(&signed_names, NV_SIGV4_OUTPUT_MAX);
-	result_reset(r);
-	rc = check_params(req, p, mode, err);
-	if (rc)
-		goto done;
-	rc = format_time(p->time, date8, r->amz_date, err);
-	if (rc)
-		goto done;
-	snprintf(scope, sizeof(scope), "%s/%s/%s/aws4_request", date8,
-		 p->region, p->service);
-	is_s3 = strcmp(p->service, "s3") == 0;
+/* The payload's hash: the caller's, UNSIGNED-PAYLOAD for a presigned S3
+ * request without a body, or the body's sha256. */
+static int payload_hash(struct signing *s, nv_err *err)
+{
+	const nv_sigv4_request *req = s->req;
+	nv_sigv4_result *r = s->r;
 
 	if (req->payload_hash)
 		snprintf(r->payload_hash, sizeof(r->payload_hash), "%s",
 			 req->payload_hash);
-	else if (mode == SIGN_QUERY && is_s3 && !req->body)
+	else if (s->mode == SIGN_QUERY && s->is_s3 && !req->body)
 		snprintf(r->payload_hash, sizeof(r->payload_hash), "%s",
 			 NV_SIGV4_UNSIGNED_PAYLOAD);
-	else if ((rc = nv_sha256_bytes(req->body ? req->body : "",
-				       req->body_len, r->payload_hash, err)))
-		goto done;
+	else
+		return nv_sha256_bytes(req->body ? req->body : "",
+				       req->body_len, r->payload_hash, err);
+	return 0;
+}
 
-	headers = malloc(sizeof(*headers));
-	query = malloc(sizeof(*query));
-	if (!headers || !query) {
-		rc = nv_err_set(err, NV_ENOMEM, NULL, "sigv4: out of memory");
-		goto done;
-	}
-	table_init(headers);
-	table_init(query);
+/* Headers: the request's, then the signer's; sorted, and their names
+ * listed once each in signed_names. */
+static int signed_headers(struct signing *s, nv_err *err)
+{
+	sigv4_table *headers = s->headers;
+	int rc;
 
-	/* Headers: the request's, then the signer's. */
-	rc = collect_headers(headers, req, err);
+	rc = collect_headers(headers, s->req, err);
 	if (rc)
-		goto done;
-	if (mode == SIGN_HEADERS) {
-		table_add(headers, "x-amz-date", r->amz_date, 0);
-		if (p->add_content_sha256 || is_s3)
+		return rc;
+	if (s->mode == SIGN_HEADERS) {
+		table_add(headers, "x-amz-date", s->r->amz_date, 0);
+		if (s->p->add_content_sha256 || s->is_s3)
 			table_add(headers, "x-amz-content-sha256",
-				  r->payload_hash, 0);
-		if (sign_token)
-			table_add(headers, "x-amz-security-token", token, 0);
+				  s->r->payload_hash, 0);
+		if (s->sign_token)
+			table_add(headers, "x-amz-security-token", s->token, 0);
 	}
 	table_sort(headers, compare_headers);
 	for (size_t i = 0; i < headers->n; i++) {
 		if (i && strcmp(headers->entries[i].name,
 				headers->entries[i - 1].name) == 0)
 			continue;
-		if (signed_names.len)
-			nv_buf_append(&signed_names, ";", 1);
-		nv_buf_puts(&signed_names, headers->entries[i].name);
+		if (s->signed_names.len)
+			nv_buf_append(&s->signed_names, ";", 1);
+		nv_buf_puts(&s->signed_names, headers->entries[i].name);
 	}
+	return 0;
+}
 
-	/* Query: the request's, then the presigner's. */
-	rc = collect_query(query, req->query, mode, err);
-	if (rc)
-		goto done;
-	if (mode == SIGN_QUERY) {
-		char credential[ACCESS_KEY_MAX + sizeof(scope) + 2];
-		char expires[16];
-		snprintf(credential, sizeof(credential), "%s/%s",
-			 p->access_key_id, scope);
-		snprintf(expires, sizeof(expires), "%d", p->expires);
-		table_add(query, "X-Amz-Algorithm", ALGORITHM, 1);
-		table_add(query, "X-Amz-Credential", credential, 1);
-		table_add(query, "X-Amz-Date", r->amz_date, 1);
-		table_add(query, "X-Amz-Expires", expires, 1);
-		if (!signed_names.failed)
-			table_add(query, "X-Amz-SignedHeaders",
-				  signed_names.data, 1);
-		if (sign_token)
-			table_add(query, "X-Amz-Security-Token", token, 1);
-	}
-	if (headers->store.failed || query->store.failed ||
-	    signed_names.failed) {
-		rc = nv_err_set(err, NV_ENOMEM, HINT_LIMITS,
-				"sigv4: request too large to sign");
-		goto done;
-	}
-	table_sort(query, compare_query);
+/* Query: the request's, then the presigner's (unsorted yet). */
+static int signed_query(struct signing *s, nv_err *err)
+{
+	const nv_sigv4_params *p = s->p;
+	sigv4_table *query = s->query;
+	char credential[ACCESS_KEY_MAX + sizeof(s->scope) + 2];
+	char expires[16];
+	int rc;
 
-	/* The canonical request. */
-	nv_buf_puts(cr, req->method);
+	rc = collect_query(query, s->req->query, s->mode, err);
+	if (rc || s->mode != SIGN_QUERY)
+		return rc;
+	snprintf(credential, sizeof(credential), "%s/%s", p->access_key_id,
+		 s->scope);
+	snprintf(expires, sizeof(expires), "%d", p->expires);
+	table_add(query, "X-Amz-Algorithm", ALGORITHM, 1);
+	table_add(query, "X-Amz-Credential", credential, 1);
+	table_add(query, "X-Amz-Date", s->r->amz_date, 1);
+	table_add(query, "X-Amz-Expires", expires, 1);
+	if (!s->signed_names.failed)
+		table_add(query, "X-Amz-SignedHeaders", s->signed_names.data,
+			  1);
+	if (s->sign_token)
+		table_add(query, "X-Amz-Security-Token", s->token, 1);
+	return 0;
+}
+
+/* The canonical request, into r->canonical_request. */
+static int canonical_request(struct signing *s, nv_err *err)
+{
+	const sigv4_table *headers = s->headers, *query = s->query;
+	nv_buf *cr = &s->r->canonical_request;
+	int rc;
+
+	nv_buf_puts(cr, s->req->method);
 	nv_buf_append(cr, "\n", 1);
-	rc = canonical_uri(cr, req->path, p->normalize_path,
-			   p->encode_path_once || is_s3, err);
+	rc = canonical_uri(cr, s->req->path, s->p->normalize_path,
+			   s->p->encode_path_once || s->is_s3, err);
 	if (rc)
-		goto done;
+		return rc;
 	nv_buf_append(cr, "\n", 1);
 	for (size_t i = 0; i < query->n; i++)
 		nv_buf_printf(cr, "%s%s=%s", i ? "&" : "",
@@ -809,33 +814,43 @@ static int sign(nv_sigv4_result *r, const nv_sigv4_request *req,
 		if (last)
 			nv_buf_append(cr, "\n", 1);
 	}
-	nv_buf_printf(cr, "\n%s\n%s", signed_names.data, r->payload_hash);
-	if (cr->failed) {
-		rc = nv_err_set(err, NV_ENOMEM, HINT_LIMITS,
-				"sigv4: canonical request too large");
-		goto done;
-	}
+	nv_buf_printf(cr, "\n%s\n%s", s->signed_names.data, s->r->payload_hash);
+	if (cr->failed)
+		return nv_err_set(err, NV_ENOMEM, HINT_LIMITS,
+				  "sigv4: canonical request too large");
+	return 0;
+}
 
-	/* String to sign, then the signature. */
-	rc = nv_sha256_bytes(cr->data, cr->len, cr_hash, err);
+/* The string to sign, then the signature. */
+static int string_to_sign(struct signing *s, nv_err *err)
+{
+	nv_sigv4_result *r = s->r;
+	char cr_hash[NV_SIGV4_HEX_LEN + 1];
+	int rc;
+
+	rc = nv_sha256_bytes(r->canonical_request.data,
+			     r->canonical_request.len, cr_hash, err);
 	if (rc)
-		goto done;
+		return rc;
 	nv_buf_printf(&r->string_to_sign, ALGORITHM "\n%s\n%s\n%s", r->amz_date,
-		      scope, cr_hash);
-	if (r->string_to_sign.failed) {
-		rc = nv_err_set(err, NV_ENOMEM, NULL, "sigv4: out of memory");
-		goto done;
-	}
-	rc = sign_with_key(p, date8, r->string_to_sign.data,
-			   r->string_to_sign.len, r->signature, err);
-	if (rc)
-		goto done;
+		      s->scope, cr_hash);
+	if (r->string_to_sign.failed)
+		return nv_err_set(err, NV_ENOMEM, NULL, "sigv4: out of memory");
+	return sign_with_key(s->p, s->date8, r->string_to_sign.data,
+			     r->string_to_sign.len, r->signature, err);
+}
 
-	/* What goes on the wire. */
-	if (mode == SIGN_HEADERS) {
+/* What goes on the wire: the headers to add, or the presigned query. */
+static int wire_form(struct signing *s, nv_err *err)
+{
+	nv_sigv4_result *r = s->r;
+	const char *token = s->token;
+	int failed = 0;
+
+	if (s->mode == SIGN_HEADERS) {
 		nv_buf *h = r->headers;
 		nv_buf_printf(&h[r->nheaders++], "X-Amz-Date: %s", r->amz_date);
-		if (p->add_content_sha256 || is_s3)
+		if (s->p->add_content_sha256 || s->is_s3)
 			nv_buf_printf(&h[r->nheaders++],
 				      "X-Amz-Content-Sha256: %s",
 				      r->payload_hash);
@@ -845,35 +860,87 @@ static int sign(nv_sigv4_result *r, const nv_sigv4_request *req,
 		nv_buf_printf(&h[r->nheaders++],
 			      "Authorization: " ALGORITHM " Credential=%s/%s, "
 			      "SignedHeaders=%s, Signature=%s",
-			      p->access_key_id, scope, signed_names.data,
-			      r->signature);
+			      s->p->access_key_id, s->scope,
+			      s->signed_names.data, r->signature);
 		for (int i = 0; i < r->nheaders; i++)
-			if (h[i].failed)
-				rc = -1;
+			failed |= h[i].failed;
 	} else {
 		nv_buf *q = &r->query;
-		for (size_t i = 0; i < query->n; i++)
-			nv_buf_printf(q, "%s=%s&", query->entries[i].name,
-				      query->entries[i].value);
+		for (size_t i = 0; i < s->query->n; i++)
+			nv_buf_printf(q, "%s=%s&", s->query->entries[i].name,
+				      s->query->entries[i].value);
 		nv_buf_printf(q, "X-Amz-Signature=%s", r->signature);
-		if (token && !sign_token) {
+		if (token && !s->sign_token) {
 			nv_buf_puts(q, "&X-Amz-Security-Token=");
 			nv_sigv4_uri_encode(q, token, strlen(token), 0);
 		}
-		if (q->failed)
-			rc = -1;
+		failed = q->failed;
 	}
+	if (failed)
+		return nv_err_set(err, NV_ENOMEM, HINT_LIMITS,
+				  "sigv4: signed request too large");
+	return 0;
+}
+
+static int sign(nv_sigv4_result *r, const nv_sigv4_request *req,
+		const nv_sigv4_params *p, enum sign_mode mode, nv_err *err)
+{
+	struct signing s;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	s.r = r;
+	s.req = req;
+	s.p = p;
+	s.mode = mode;
+	s.token = p->session_token;
+	s.sign_token = s.token && !p->omit_session_token;
+	nv_buf_init(&s.signed_names, NV_SIGV4_OUTPUT_MAX);
+	result_reset(r);
+	rc = check_params(req, p, mode, err);
+	if (!rc)
+		rc = format_time(p->time, s.date8, r->amz_date, err);
 	if (rc)
+		goto done;
+	snprintf(s.scope, sizeof(s.scope), "%s/%s/%s/aws4_request", s.date8,
+		 p->region, p->service);
+	s.is_s3 = strcmp(p->service, "s3") == 0;
+	rc = payload_hash(&s, err);
+	if (rc)
+		goto done;
+	s.headers = malloc(sizeof(*s.headers));
+	s.query = malloc(sizeof(*s.query));
+	if (!s.headers || !s.query) {
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "sigv4: out of memory");
+		goto done;
+	}
+	table_init(s.headers);
+	table_init(s.query);
+	rc = signed_headers(&s, err);
+	if (!rc)
+		rc = signed_query(&s, err);
+	if (rc)
+		goto done;
+	if (s.headers->store.failed || s.query->store.failed ||
+	    s.signed_names.failed) {
 		rc = nv_err_set(err, NV_ENOMEM, HINT_LIMITS,
-				"sigv4: signed request too large");
+				"sigv4: request too large to sign");
+		goto done;
+	}
+	table_sort(s.query, compare_query);
+	rc = canonical_request(&s, err);
+	if (!rc)
+		rc = string_to_sign(&s, err);
+	if (!rc)
+		rc = wire_form(&s, err);
 done:
-	if (headers)
-		table_free(headers);
-	if (query)
-		table_free(query);
-	free(headers);
-	free(query);
-	nv_buf_free(&signed_names);
+	if (s.headers)
+		table_free(s.headers);
+	if (s.query)
+		table_free(s.query);
+	free(s.headers);
+	free(s.query);
+	nv_buf_free(&s.signed_names);
 	if (rc)
 		result_reset(r);
 	return rc;

@@ -1,4 +1,4 @@
-/* Unit tests of the file:// object store (host/storage/filestore.c) and its
+/* Unit tests of the file:// object store (host/storage/filestore*.c) and its
  * sha256 helpers: what a recipe relies on when it publishes outputs and
  * fetches inputs, including the refusals that keep a store safe. Works in a
  * fresh folder under $TMPDIR (or /tmp) and removes it afterwards. */

@@ -1,4 +1,4 @@
-/* Tests of the s3:// store (host/storage/s3.c, s3_xml.c) against a real
+/* Tests of the s3:// store (host/storage/s3*.c) against a real
  * radosgw: round trips of awkward sizes and a multipart upload with their
  * sha256, head, paged and prefix listings, delete, copy, the errors a user
  * meets (wrong secret, unknown key id) with their hints, keys refused

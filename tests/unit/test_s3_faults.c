@@ -1,4 +1,4 @@
-/* Fault tests of the s3:// store (host/storage/s3.c): its requests go
+/* Fault tests of the s3:// store (host/storage/s3*.c): its requests go
  * through tests/data/s3/fault_proxy.py, a TCP proxy in front of the
  * radosgw fixture that resets (RST) a seeded fraction of the connections
  * after a random number of bytes. What must hold:
@@ -476,7 +476,7 @@ static void test_upload(const nv_secret *cred, unsigned seed)
 	       now_s() - t0);
 	CHECK(resets > 0);
 	check_stored(cred, key, want, 3);
-	/* Lost answers to an initiation may leave an upload behind (s3.c
+	/* Lost answers to an initiation may leave an upload behind (s3_put.c
 	 * says so); a completed one must not. */
 	printf("uploads left under %s: %d\n", prefix,
 	       uploads_left(cred, prefix));
