@@ -1,8 +1,9 @@
 /* Token shapes: the one table of credentials recognised by their form
  * alone (GitHub, GitLab, Slack, Google and Stripe tokens, AWS access key
- * ids, JSON Web Tokens), shared by the log redactor (creds/redact.c), which
- * masks them, and the tree scanner (creds/scan.c), which reports them, so
- * that what one knows the other knows. Pure C, no allocation.
+ * ids, JSON Web Tokens), shared by the log redactor
+ * (creds/redact_shapes.c), which masks them, and the tree scanner
+ * (creds/scan.c), which reports them, so that what one knows the other
+ * knows. Pure C, no allocation.
  *
  * A shape is a case-sensitive prefix followed by a run of one character
  * class whose length lies in [min, max]. It starts only where the byte
