@@ -412,36 +412,38 @@ static int make_tmp(const char *base, char *out, size_t cap, nv_err *err)
 	return 0;
 }
 
-int nv_code_layer_push(const nv_code_layer_opts *o, nv_code_layer_result *res,
-		       nv_err *err)
-{
-	char tmp[4096], layer_path[4200], detail[600];
-	char name[NV_IMAGE_NAME_MAX + 1];
-	char *config = NULL, *manifest = NULL;
-	size_t config_len = 0, manifest_len = 0, i;
-	nv_image_ref base, target;
-	nv_registry_image img;
-	nv_code_layer_meta meta;
-	struct prepared p;
-	uint64_t before;
-	char hex[65];
-	int rc, have_tmp = 0, layer_present = 0;
+/* ---- the push, step by step ---- */
 
-	memset(res, 0, sizeof(*res));
-	memset(&p, 0, sizeof(p));
-	memset(&img, 0, sizeof(img));
-	tmp[0] = '\0';
+/* What the steps of one push hand to each other. */
+struct push {
+	const nv_code_layer_opts *o;
+	nv_code_layer_result *res;
+	nv_image_ref base, target;
+	nv_registry_image img; /* the base, pinned */
+	struct prepared p;
+	char tmp[4096], layer_path[4200];
+	int have_tmp, layer_present;
+	char *config, *manifest;
+	size_t config_len, manifest_len;
+};
+
+/* The options: base and target parsed, the target without a digest. */
+static int push_check(struct push *s, nv_err *err)
+{
+	const nv_code_layer_opts *o = s->o;
+	int rc;
+
 	if (!o || !o->base || !o->target || !o->base_registry ||
 	    !o->target_registry)
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "code layer: base, target and their "
 				  "registries are required");
-	rc = nv_image_ref_parse(&base, o->base, err);
+	rc = nv_image_ref_parse(&s->base, o->base, err);
 	if (!rc)
-		rc = nv_image_ref_parse(&target, o->target, err);
+		rc = nv_image_ref_parse(&s->target, o->target, err);
 	if (rc)
 		return rc;
-	if (target.digest[0])
+	if (s->target.digest[0])
 		return nv_err_set(
 			err, NV_EINVAL,
 			"give the repository to push to, e.g. "
@@ -449,147 +451,221 @@ int nv_code_layer_push(const nv_code_layer_opts *o, nv_code_layer_result *res,
 			"the target '%s' names a digest: the digest is "
 			"what the push produces",
 			o->target);
-	rc = normalise_into(o->into, res->into, sizeof(res->into), err);
+	return normalise_into(o->into, s->res->into, sizeof(s->res->into), err);
+}
+
+/* 3: the base, pinned to its digest for the platform. */
+static int push_base(struct push *s, nv_err *err)
+{
+	const nv_code_layer_opts *o = s->o;
+	nv_code_layer_result *res = s->res;
+	char name[NV_IMAGE_NAME_MAX + 1];
+	int rc;
+
+	step(o, "base", o->base);
+	rc = nv_registry_resolve(o->base_registry, s->base.repository,
+				 s->base.digest[0] ? s->base.digest
+						   : s->base.tag,
+				 o->platform, 1, &s->img, err);
+	if (!rc)
+		rc = nv_image_platform_check(s->img.config.data,
+					     s->img.config.len, o->platform,
+					     o->base, err);
 	if (rc)
 		return rc;
-
-	/* 1-2: commit, facts, secret scan */
-	rc = prepare(o->repo_path, o->commit, o, &p, res, err);
-	if (rc)
-		goto out;
-	if (target.implicit_tag)
-		nv_code_layer_tag(res->commit, res->tag);
-	else
-		snprintf(res->tag, sizeof(res->tag), "%s", target.tag);
-
-	/* 3: the base, pinned */
-	step(o, "base", o->base);
-	rc = nv_registry_resolve(o->base_registry, base.repository,
-				 base.digest[0] ? base.digest : base.tag,
-				 o->platform, 1, &img, err);
-	if (!rc)
-		rc = nv_image_platform_check(img.config.data, img.config.len,
-					     o->platform, o->base, err);
-	if (rc)
-		goto out;
-	memcpy(res->base_digest, img.digest, sizeof(res->base_digest));
-	nv_image_ref_name(&base, name, sizeof(name));
+	memcpy(res->base_digest, s->img.digest, sizeof(res->base_digest));
+	nv_image_ref_name(&s->base, name, sizeof(name));
 	snprintf(res->base_reference, sizeof(res->base_reference),
-		 "%.255s@%.71s", name, img.digest);
+		 "%.255s@%.71s", name, s->img.digest);
+	return 0;
+}
 
-	/* 4: layer, config, manifest */
-	rc = make_tmp(o->tmp_dir, tmp, sizeof(tmp), err);
+/* 4, the layer: from the cache when the target has it, packed otherwise. */
+static int push_layer(struct push *s, nv_err *err)
+{
+	nv_code_layer_result *res = s->res;
+	char detail[600];
+	int rc;
+
+	rc = make_tmp(s->o->tmp_dir, s->tmp, sizeof(s->tmp), err);
 	if (rc)
-		goto out;
-	have_tmp = 1;
-	if (nv_pathf(layer_path, sizeof(layer_path), "%s/layer.tar.gz", tmp)) {
-		rc = nv_err_set(err, NV_EINVAL, NULL, "temp path too long");
-		goto out;
-	}
+		return rc;
+	s->have_tmp = 1;
+	if (nv_pathf(s->layer_path, sizeof(s->layer_path), "%s/layer.tar.gz",
+		     s->tmp))
+		return nv_err_set(err, NV_EINVAL, NULL, "temp path too long");
 	/* a layer the target already has need not be packed again */
-	if (cache_load(o->cache_dir, res)) {
-		rc = target_has(o, &target, res->layer_digest, res, err);
+	if (cache_load(s->o->cache_dir, res)) {
+		rc = target_has(s->o, &s->target, res->layer_digest, res, err);
 		if (rc < 0)
-			goto out;
-		layer_present = rc;
-		if (!layer_present) {
+			return rc;
+		s->layer_present = rc;
+		if (!s->layer_present) {
 			res->diff_id[0] = res->layer_digest[0] = '\0';
 			memset(&res->archive, 0, sizeof(res->archive));
 		}
-		rc = 0;
 	}
-	if (!layer_present) {
-		snprintf(detail, sizeof(detail), "%.12s into %.500s",
-			 res->commit, res->into);
-		step(o, "pack", detail);
-		rc = pack(&p, layer_path, res, err);
-		if (rc)
-			goto out;
-		cache_store(o->cache_dir, res);
-	}
-	{
-		char created_by[400];
+	if (s->layer_present)
+		return 0;
+	snprintf(detail, sizeof(detail), "%.12s into %.500s", res->commit,
+		 res->into);
+	step(s->o, "pack", detail);
+	rc = pack(&s->p, s->layer_path, res, err);
+	if (rc)
+		return rc;
+	cache_store(s->o->cache_dir, res);
+	return 0;
+}
 
-		snprintf(created_by, sizeof(created_by),
-			 "navette code layer: commit %s into %.300s",
-			 res->commit, res->into);
-		memset(&meta, 0, sizeof(meta));
-		meta.diff_id = res->diff_id;
-		meta.created = res->created;
-		meta.revision = res->commit;
-		meta.source = res->source;
-		meta.lockfile_hash = res->lockfile_hash;
-		meta.into = strcmp(res->into, "/") == 0 ? NULL : res->into;
-		meta.created_by = created_by;
-		rc = nv_oci_code_config(img.config.data, img.config.len,
-					img.parsed.nentries, &meta, &config,
-					&config_len, err);
-	}
+/* 4, the config and the manifest over the base's. */
+static int push_documents(struct push *s, nv_err *err)
+{
+	nv_code_layer_result *res = s->res;
+	nv_code_layer_meta meta;
+	char created_by[400], hex[65];
+	int rc;
+
+	snprintf(created_by, sizeof(created_by),
+		 "navette code layer: commit %s into %.300s", res->commit,
+		 res->into);
+	memset(&meta, 0, sizeof(meta));
+	meta.diff_id = res->diff_id;
+	meta.created = res->created;
+	meta.revision = res->commit;
+	meta.source = res->source;
+	meta.lockfile_hash = res->lockfile_hash;
+	meta.into = strcmp(res->into, "/") == 0 ? NULL : res->into;
+	meta.created_by = created_by;
+	rc = nv_oci_code_config(s->img.config.data, s->img.config.len,
+				s->img.parsed.nentries, &meta, &s->config,
+				&s->config_len, err);
 	if (rc)
-		goto out;
-	rc = nv_sha256_bytes(config, config_len, hex, err);
+		return rc;
+	rc = nv_sha256_bytes(s->config, s->config_len, hex, err);
 	if (rc)
-		goto out;
+		return rc;
 	snprintf(res->config_digest, sizeof(res->config_digest), "sha256:%s",
 		 hex);
-	rc = nv_oci_code_manifest(img.manifest.body.data, img.manifest.body.len,
-				  res->config_digest, (int64_t)config_len,
-				  res->layer_digest, (int64_t)res->archive.size,
-				  NULL, img.digest, &manifest, &manifest_len,
-				  res->media_type, err);
-	if (rc)
-		goto out;
-	if (o->check_only) {
-		/* what the push would make, exactly; nothing is sent */
-		rc = nv_sha256_bytes(manifest, manifest_len, hex, err);
-		if (rc)
-			goto out;
-		snprintf(res->digest, sizeof(res->digest), "sha256:%s", hex);
-		goto named;
-	}
+	return nv_oci_code_manifest(
+		s->img.manifest.body.data, s->img.manifest.body.len,
+		res->config_digest, (int64_t)s->config_len, res->layer_digest,
+		(int64_t)res->archive.size, NULL, s->img.digest, &s->manifest,
+		&s->manifest_len, res->media_type, err);
+}
 
-	/* 5: blobs, HEAD first */
-	snprintf(detail, sizeof(detail), "%s/%s", target.registry,
-		 target.repository);
-	step(o, "push", detail);
-	before = nv_registry_stats_get(o->target_registry)->bytes_uploaded;
-	for (i = 0; i < img.parsed.nentries && !rc; i++)
-		rc = ensure_base_blob(o, &base, &target,
-				      img.parsed.entries[i].digest, tmp, res,
-				      err);
-	if (!rc && !layer_present)
-		rc = ensure_blob(o, &target, res->layer_digest, layer_path,
-				 NULL, 0, res, err);
-	if (!rc)
-		rc = ensure_blob(o, &target, res->config_digest, NULL, config,
-				 config_len, res, err);
-	res->bytes_uploaded =
-		nv_registry_stats_get(o->target_registry)->bytes_uploaded -
-		before;
-	if (rc)
-		goto out;
+/* The references the result carries, once its digest is known. */
+static void push_name(struct push *s)
+{
+	nv_code_layer_result *res = s->res;
+	char name[NV_IMAGE_NAME_MAX + 1];
 
-	/* 6: the manifest, under the tag */
-	step(o, "manifest", res->tag);
-	rc = nv_registry_manifest_put(o->target_registry, target.repository,
-				      res->tag, res->media_type, manifest,
-				      manifest_len, res->digest, err);
-	if (rc)
-		goto out;
-named:
-	nv_image_ref_name(&target, name, sizeof(name));
+	nv_image_ref_name(&s->target, name, sizeof(name));
 	snprintf(res->reference, sizeof(res->reference), "%.255s@%.71s", name,
 		 res->digest);
 	snprintf(res->tagged, sizeof(res->tagged), "%.255s:%.128s", name,
 		 res->tag);
+}
+
+/* check_only: what the push would make, exactly; nothing is sent. */
+static int push_digest_only(struct push *s, nv_err *err)
+{
+	char hex[65];
+	int rc = nv_sha256_bytes(s->manifest, s->manifest_len, hex, err);
+
+	if (rc)
+		return rc;
+	snprintf(s->res->digest, sizeof(s->res->digest), "sha256:%s", hex);
+	push_name(s);
+	return 0;
+}
+
+/* 5: blobs, HEAD first. */
+static int push_blobs(struct push *s, nv_err *err)
+{
+	const nv_code_layer_opts *o = s->o;
+	nv_code_layer_result *res = s->res;
+	char detail[600];
+	uint64_t before;
+	int rc = 0;
+
+	snprintf(detail, sizeof(detail), "%s/%s", s->target.registry,
+		 s->target.repository);
+	step(o, "push", detail);
+	before = nv_registry_stats_get(o->target_registry)->bytes_uploaded;
+	for (size_t i = 0; i < s->img.parsed.nentries && !rc; i++)
+		rc = ensure_base_blob(o, &s->base, &s->target,
+				      s->img.parsed.entries[i].digest, s->tmp,
+				      res, err);
+	if (!rc && !s->layer_present)
+		rc = ensure_blob(o, &s->target, res->layer_digest,
+				 s->layer_path, NULL, 0, res, err);
+	if (!rc)
+		rc = ensure_blob(o, &s->target, res->config_digest, NULL,
+				 s->config, s->config_len, res, err);
+	res->bytes_uploaded =
+		nv_registry_stats_get(o->target_registry)->bytes_uploaded -
+		before;
+	return rc;
+}
+
+/* 6: the manifest, under the tag. */
+static int push_manifest(struct push *s, nv_err *err)
+{
+	nv_code_layer_result *res = s->res;
+	int rc;
+
+	step(s->o, "manifest", res->tag);
+	rc = nv_registry_manifest_put(s->o->target_registry,
+				      s->target.repository, res->tag,
+				      res->media_type, s->manifest,
+				      s->manifest_len, res->digest, err);
+	if (rc)
+		return rc;
+	push_name(s);
+	return 0;
+}
+
+int nv_code_layer_push(const nv_code_layer_opts *o, nv_code_layer_result *res,
+		       nv_err *err)
+{
+	struct push s;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	memset(&s, 0, sizeof(s));
+	s.o = o;
+	s.res = res;
+	rc = push_check(&s, err);
+	if (rc)
+		return rc;
+
+	/* 1-2: commit, facts, secret scan */
+	rc = prepare(o->repo_path, o->commit, o, &s.p, res, err);
+	if (rc)
+		goto out;
+	if (s.target.implicit_tag)
+		nv_code_layer_tag(res->commit, res->tag);
+	else
+		snprintf(res->tag, sizeof(res->tag), "%s", s.target.tag);
+	rc = push_base(&s, err);
+	if (!rc)
+		rc = push_layer(&s, err);
+	if (!rc)
+		rc = push_documents(&s, err);
+	if (!rc && o->check_only)
+		rc = push_digest_only(&s, err);
+	else if (!rc)
+		rc = push_blobs(&s, err);
+	if (!rc && !o->check_only)
+		rc = push_manifest(&s, err);
 out:
-	if (have_tmp) {
+	if (s.have_tmp) {
 		nv_err ignored;
-		nv_remove_tree(tmp, &ignored);
+		nv_remove_tree(s.tmp, &ignored);
 	}
-	free(config);
-	free(manifest);
-	nv_registry_image_free(&img);
-	nv_git_free(p.repo);
+	free(s.config);
+	free(s.manifest);
+	nv_registry_image_free(&s.img);
+	nv_git_free(s.p.repo);
 	return rc;
 }

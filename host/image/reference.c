@@ -154,12 +154,19 @@ static int tag_ok(const char *t, size_t len)
 	return 1;
 }
 
-int nv_image_ref_parse(nv_image_ref *out, const char *s, nv_err *err)
+static int name_too_long(const char *s, nv_err *err)
 {
-	const char *at, *name_end, *slash, *last_slash, *colon, *path;
-	size_t name_len, i;
+	return nv_err_set(err, NV_EINVAL, HINT_REF,
+			  "image reference '%.300s': the name is longer than "
+			  "%d characters",
+			  s, NV_IMAGE_NAME_MAX);
+}
 
-	memset(out, 0, sizeof(*out));
+/* Not empty, not too long, printable ASCII without spaces. */
+static int ref_chars_check(const char *s, nv_err *err)
+{
+	size_t i;
+
 	if (!s || !s[0])
 		return nv_err_set(err, NV_EINVAL, HINT_REF,
 				  "empty image reference");
@@ -175,75 +182,80 @@ int nv_image_ref_parse(nv_image_ref *out, const char *s, nv_err *err)
 					  "space or a non-ASCII character at "
 					  "offset %zu",
 					  s, i);
+	return 0;
+}
 
-	/* @digest */
-	at = strchr(s, '@');
-	name_end = at ? at : s + strlen(s);
-	if (at) {
-		const char *d = at + 1;
+/* "@digest", at the '@' of s, into out->digest. */
+static int ref_digest(nv_image_ref *out, const char *s, const char *at,
+		      nv_err *err)
+{
+	const char *d = at + 1;
 
-		if (strchr(d, '@'))
-			return nv_err_set(err, NV_EINVAL, HINT_REF,
-					  "image reference '%.300s' has more "
-					  "than one '@'",
-					  s);
-		if (strncmp(d, "sha256:", 7) != 0)
-			return nv_err_set(err, NV_EINVAL,
-					  "pin images with a sha256 digest",
-					  "image reference '%.300s': digest "
-					  "'%.100s' is not sha256:<hex>",
-					  s, d);
-		if (!nv_image_digest_valid(d))
-			return nv_err_set(err, NV_EINVAL, HINT_REF,
-					  "image reference '%.300s': digest "
-					  "'%.100s' is not 64 lowercase hex "
-					  "digits after sha256:",
-					  s, d);
-		memcpy(out->digest, d, NV_IMAGE_DIGEST_LEN + 1);
-	}
+	if (strchr(d, '@'))
+		return nv_err_set(err, NV_EINVAL, HINT_REF,
+				  "image reference '%.300s' has more than one "
+				  "'@'",
+				  s);
+	if (strncmp(d, "sha256:", 7) != 0)
+		return nv_err_set(err, NV_EINVAL,
+				  "pin images with a sha256 digest",
+				  "image reference '%.300s': digest '%.100s' "
+				  "is not sha256:<hex>",
+				  s, d);
+	if (!nv_image_digest_valid(d))
+		return nv_err_set(err, NV_EINVAL, HINT_REF,
+				  "image reference '%.300s': digest '%.100s' "
+				  "is not 64 lowercase hex digits after "
+				  "sha256:",
+				  s, d);
+	memcpy(out->digest, d, NV_IMAGE_DIGEST_LEN + 1);
+	return 0;
+}
 
-	/* :tag, after the last '/' only (a ':' before it is a port) */
-	last_slash = NULL;
-	for (const char *p = s; p < name_end; p++)
+/* ":tag", after the last '/' of the name s..*name_end only (a ':' before
+ * it is a port), into out->tag; *name_end moves to the ':'. */
+static int ref_tag(nv_image_ref *out, const char *s, const char **name_end,
+		   nv_err *err)
+{
+	const char *last_slash = NULL, *colon = NULL;
+	size_t tlen;
+
+	for (const char *p = s; p < *name_end; p++)
 		if (*p == '/')
 			last_slash = p;
-	colon = NULL;
-	for (const char *p = last_slash ? last_slash : s; p < name_end; p++)
+	for (const char *p = last_slash ? last_slash : s; p < *name_end; p++)
 		if (*p == ':')
 			colon = p;
-	if (colon && (!last_slash || colon > last_slash)) {
-		/* "host:5000" with no '/' is a name and a tag, as in Docker */
-		size_t tlen = (size_t)(name_end - colon - 1);
-
-		if (!tag_ok(colon + 1, tlen))
-			return nv_err_set(err, NV_EINVAL, HINT_REF,
-					  "image reference '%.300s': tag "
-					  "'%.*s' must be 1 to 128 of "
-					  "[A-Za-z0-9_.-], not starting with "
-					  "'.' or '-'",
-					  s, (int)(tlen > 140 ? 140 : tlen),
-					  colon + 1);
-		memcpy(out->tag, colon + 1, tlen);
-		out->tag[tlen] = '\0';
-		name_end = colon;
-	}
-	name_len = (size_t)(name_end - s);
-	if (name_len == 0)
+	if (!(colon && (!last_slash || colon > last_slash)))
+		return 0;
+	/* "host:5000" with no '/' is a name and a tag, as in Docker */
+	tlen = (size_t)(*name_end - colon - 1);
+	if (!tag_ok(colon + 1, tlen))
 		return nv_err_set(err, NV_EINVAL, HINT_REF,
-				  "image reference '%.300s' has no repository "
-				  "name",
-				  s);
-	if (name_len > NV_IMAGE_NAME_MAX)
-		goto too_long;
+				  "image reference '%.300s': tag '%.*s' must "
+				  "be 1 to 128 of [A-Za-z0-9_.-], not starting "
+				  "with '.' or '-'",
+				  s, (int)(tlen > 140 ? 140 : tlen), colon + 1);
+	memcpy(out->tag, colon + 1, tlen);
+	out->tag[tlen] = '\0';
+	*name_end = colon;
+	return 0;
+}
 
-	/* domain: the first component, when it looks like one */
-	slash = memchr(s, '/', name_len);
-	path = s;
+/* The registry: the first component of the name s (name_len long) when it
+ * looks like a domain, docker.io otherwise; *path is where the repository
+ * starts. */
+static int ref_domain(nv_image_ref *out, const char *s, size_t name_len,
+		      const char **path, nv_err *err)
+{
+	const char *slash = memchr(s, '/', name_len);
+
+	*path = s;
 	if (slash) {
 		size_t dlen = (size_t)(slash - s);
 		int is_domain = dlen == 9 && strncmp(s, "localhost", 9) == 0;
 
-		for (i = 0; i < dlen && !is_domain; i++)
+		for (size_t i = 0; i < dlen && !is_domain; i++)
 			if (s[i] == '.' || s[i] == ':' ||
 			    (s[i] >= 'A' && s[i] <= 'Z'))
 				is_domain = 1;
@@ -260,81 +272,120 @@ int nv_image_ref_parse(nv_image_ref *out, const char *s, nv_err *err)
 				memcpy(out->registry, s, dlen);
 				out->registry[dlen] = '\0';
 			}
-			path = slash + 1;
+			*path = slash + 1;
 		}
 	}
 	if (!out->registry[0])
 		snprintf(out->registry, sizeof(out->registry), "%s",
 			 NV_IMAGE_DEFAULT_REGISTRY);
+	return 0;
+}
 
-	/* the repository path, component by component */
-	{
-		const char *p = path;
-		size_t plen = (size_t)(name_end - path);
+/* Why component p (clen long) of the reference s is refused. */
+static int component_error(const char *s, const char *p, size_t clen,
+			   nv_err *err)
+{
+	int upper = 0;
 
-		if (plen == 0)
+	for (size_t i = 0; i < clen; i++)
+		if (p[i] >= 'A' && p[i] <= 'Z')
+			upper = 1;
+	return nv_err_set(err, NV_EINVAL, HINT_REF,
+			  "image reference '%.300s': repository component "
+			  "'%.*s' %s",
+			  s, (int)(clen > 140 ? 140 : clen), p,
+			  upper       ? "must be lowercase"
+			  : clen == 0 ? "is empty (a '/' too many)"
+				      : "must be [a-z0-9] words joined by '.', "
+					"'_', '__' or '-'");
+}
+
+/* The repository path..name_end, component by component, into
+ * out->repository ("library/" in front of a one-component docker.io
+ * name). */
+static int ref_path(nv_image_ref *out, const char *s, const char *path,
+		    const char *name_end, nv_err *err)
+{
+	const char *p = path;
+	size_t plen = (size_t)(name_end - path);
+
+	if (plen == 0)
+		return nv_err_set(err, NV_EINVAL, HINT_REF,
+				  "image reference '%.300s' has no repository "
+				  "after the registry",
+				  s);
+	if (plen > NV_IMAGE_NAME_MAX)
+		return name_too_long(s, err);
+	while (p < name_end) {
+		const char *e = memchr(p, '/', (size_t)(name_end - p));
+		size_t clen = e ? (size_t)(e - p) : (size_t)(name_end - p);
+
+		if (!component_ok(p, clen))
+			return component_error(s, p, clen, err);
+		p += clen;
+		if (p < name_end)
+			p++; /* the '/' */
+		if (e && p == name_end)
 			return nv_err_set(err, NV_EINVAL, HINT_REF,
-					  "image reference '%.300s' has no "
-					  "repository after the registry",
+					  "image reference '%.300s' ends its "
+					  "name with '/'",
 					  s);
-		if (plen > NV_IMAGE_NAME_MAX)
-			goto too_long;
-		while (p < name_end) {
-			const char *e = memchr(p, '/', (size_t)(name_end - p));
-			size_t clen =
-				e ? (size_t)(e - p) : (size_t)(name_end - p);
-
-			if (!component_ok(p, clen)) {
-				int upper = 0;
-
-				for (i = 0; i < clen; i++)
-					if (p[i] >= 'A' && p[i] <= 'Z')
-						upper = 1;
-				return nv_err_set(
-					err, NV_EINVAL, HINT_REF,
-					"image reference '%.300s': repository "
-					"component '%.*s' %s",
-					s, (int)(clen > 140 ? 140 : clen), p,
-					upper ? "must be lowercase"
-					: clen == 0
-						? "is empty (a '/' too many)"
-						: "must be [a-z0-9] words "
-						  "joined by '.', '_', '__' "
-						  "or '-'");
-			}
-			p += clen;
-			if (p < name_end)
-				p++; /* the '/' */
-			if (e && p == name_end)
-				return nv_err_set(err, NV_EINVAL, HINT_REF,
-						  "image reference '%.300s' "
-						  "ends its name with '/'",
-						  s);
-		}
-		if (strcmp(out->registry, NV_IMAGE_DEFAULT_REGISTRY) == 0 &&
-		    !memchr(path, '/', plen)) {
-			if (plen + 8 > NV_IMAGE_NAME_MAX)
-				goto too_long;
-			snprintf(out->repository, sizeof(out->repository),
-				 "library/%.*s", (int)plen, path);
-		} else {
-			memcpy(out->repository, path, plen);
-			out->repository[plen] = '\0';
-		}
 	}
+	if (strcmp(out->registry, NV_IMAGE_DEFAULT_REGISTRY) == 0 &&
+	    !memchr(path, '/', plen)) {
+		if (plen + 8 > NV_IMAGE_NAME_MAX)
+			return name_too_long(s, err);
+		snprintf(out->repository, sizeof(out->repository),
+			 "library/%.*s", (int)plen, path);
+	} else {
+		memcpy(out->repository, path, plen);
+		out->repository[plen] = '\0';
+	}
+	return 0;
+}
+
+int nv_image_ref_parse(nv_image_ref *out, const char *s, nv_err *err)
+{
+	const char *at, *name_end, *path;
+	size_t name_len;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = ref_chars_check(s, err);
+	if (rc)
+		return rc;
+	at = strchr(s, '@');
+	name_end = at ? at : s + strlen(s);
+	if (at) {
+		rc = ref_digest(out, s, at, err);
+		if (rc)
+			return rc;
+	}
+	rc = ref_tag(out, s, &name_end, err);
+	if (rc)
+		return rc;
+	name_len = (size_t)(name_end - s);
+	if (name_len == 0)
+		return nv_err_set(err, NV_EINVAL, HINT_REF,
+				  "image reference '%.300s' has no repository "
+				  "name",
+				  s);
+	if (name_len > NV_IMAGE_NAME_MAX)
+		return name_too_long(s, err);
+	rc = ref_domain(out, s, name_len, &path, err);
+	if (rc)
+		return rc;
+	rc = ref_path(out, s, path, name_end, err);
+	if (rc)
+		return rc;
 	if (strlen(out->registry) + 1 + strlen(out->repository) >
 	    NV_IMAGE_NAME_MAX)
-		goto too_long;
+		return name_too_long(s, err);
 	if (!out->tag[0] && !out->digest[0]) {
 		snprintf(out->tag, sizeof(out->tag), "latest");
 		out->implicit_tag = 1;
 	}
 	return 0;
-too_long:
-	return nv_err_set(err, NV_EINVAL, HINT_REF,
-			  "image reference '%.300s': the name is longer than "
-			  "%d characters",
-			  s, NV_IMAGE_NAME_MAX);
 }
 
 int nv_image_ref_format(const nv_image_ref *ref, int with_tag, char *buf,

@@ -933,260 +933,241 @@ static int set_effective_url(nv_http_response *resp, const char *shown,
 	return 0;
 }
 
-/* One request, all its hops, on handle `given` (a session's) or on a handle
- * of its own when given is NULL. *connections grows by the connections
- * curl had to open. */
-static int perform(CURL *given, const nv_http_policy *policy,
-		   const nv_http_request *req, nv_http_response *resp,
-		   long *connections, nv_err *err)
-{
-	static const nv_http_policy no_policy;
-	struct transfer t;
-	struct origin first, cur, next;
-	struct hop hop;
-	char shown[URL_SHOWN_MAX], errbuf[CURL_ERROR_SIZE];
-	char *auth = NULL, *url = NULL, *url_password = NULL;
-	size_t auth_len = 0;
-	CURLU *u = NULL;
-	CURL *h = NULL;
-	CURLcode cc;
-	int rc, same_origin = 1;
-	long connect_ms, total_ms, deadline;
+/* --- one request, hop by hop --------------------------------------------- */
 
-	memset(resp, 0, sizeof(*resp));
-	memset(&t, 0, sizeof(t));
-	memset(&hop, 0, sizeof(hop));
-	if (!policy)
-		policy = &no_policy;
-	t.max_body =
-		policy->max_body ? policy->max_body : NV_HTTP_MAX_BODY_DEFAULT;
-	nv_buf_init(&resp->body, t.max_body);
-	rc = validate(req, err);
+/* Everything one request carries from hop to hop. */
+struct exchange {
+	const nv_http_policy *policy;
+	const nv_http_request *req;
+	nv_http_response *resp;
+	struct transfer t;
+	struct origin first, cur;
+	struct hop hop;
+	char shown[URL_SHOWN_MAX];
+	char errbuf[CURL_ERROR_SIZE];
+	char *auth, *url, *url_password;
+	size_t auth_len;
+	CURLU *u;
+	CURL *given, *h;
+	int same_origin; /* 0 once a redirect left the first origin */
+	long connect_ms, total_ms, deadline;
+	long *connections;
+};
+
+/* The request's URL, origin and credential, before the first hop. */
+static int exchange_open(struct exchange *x, nv_err *err)
+{
+	const nv_http_request *req = x->req;
+	int rc;
+
+	nv_http_url_for_display(req->url, x->shown, sizeof(x->shown));
+	x->u = curl_url();
+	if (!x->u)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	if (curl_url_set(x->u, CURLUPART_URL, req->url, 0))
+		return nv_err_set(err, NV_EINVAL,
+				  "give an absolute https:// URL",
+				  "malformed URL %s", x->shown);
+	if (curl_url_get(x->u, CURLUPART_PASSWORD, &x->url_password, 0))
+		x->url_password = NULL;
+	rc = origin_of(x->u, &x->first, x->shown, err);
 	if (rc)
 		return rc;
-	t.req = req;
-	t.resp = resp;
-	connect_ms = policy->connect_timeout_ms > 0
-			     ? policy->connect_timeout_ms
-			     : NV_HTTP_CONNECT_TIMEOUT_MS_DEFAULT;
-	total_ms = policy->total_timeout_ms > 0
-			   ? policy->total_timeout_ms
-			   : NV_HTTP_TOTAL_TIMEOUT_MS_DEFAULT;
-
-	pthread_once(&global_once, global_init);
-	if (global_result != CURLE_OK)
-		return nv_err_set(err, NV_EBACKEND, NULL,
-				  "libcurl failed to initialise: %s",
-				  curl_easy_strerror(global_result));
-
-	nv_http_url_for_display(req->url, shown, sizeof(shown));
-	u = curl_url();
-	if (!u) {
-		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-		goto out;
-	}
-	if (curl_url_set(u, CURLUPART_URL, req->url, 0)) {
-		rc = nv_err_set(err, NV_EINVAL, "give an absolute https:// URL",
-				"malformed URL %s", shown);
-		goto out;
-	}
-	if (curl_url_get(u, CURLUPART_PASSWORD, &url_password, 0))
-		url_password = NULL;
-	rc = origin_of(u, &first, shown, err);
+	x->cur = x->first;
+	rc = scheme_check(&x->first, x->shown, err);
 	if (rc)
-		goto out;
-	cur = first;
-	rc = scheme_check(&first, shown, err);
-	if (rc)
-		goto out;
+		return rc;
 	if (req->credential) {
-		rc = binding_check(req, &first, err);
+		rc = binding_check(req, &x->first, err);
 		if (rc)
-			goto out;
-		rc = auth_header(req->credential, req->credential_header, &auth,
-				 &auth_len, err);
+			return rc;
+		rc = auth_header(req->credential, req->credential_header,
+				 &x->auth, &x->auth_len, err);
 		if (rc)
-			goto out;
+			return rc;
 	}
 
-	memset(&hop, 0, sizeof(hop));
-	hop.method = req->method
-			     ? req->method
-			     : (req->body || req->body_read ? "POST" : "GET");
-	hop.body = req->body_read ? BODY_READER
-		   : req->body    ? BODY_BYTES
-				  : BODY_NONE;
-	if (hop.body == BODY_NONE && (strcmp(hop.method, "POST") == 0 ||
-				      strcmp(hop.method, "PUT") == 0 ||
-				      strcmp(hop.method, "PATCH") == 0))
-		hop.body = BODY_BYTES; /* an empty body, with its length */
-	hop.shown = shown;
-	h = given ? given : curl_easy_init();
-	if (!h) {
-		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-		goto out;
+	x->hop.method =
+		req->method ? req->method
+			    : (req->body || req->body_read ? "POST" : "GET");
+	x->hop.body = req->body_read ? BODY_READER
+		      : req->body    ? BODY_BYTES
+				     : BODY_NONE;
+	if (x->hop.body == BODY_NONE && (strcmp(x->hop.method, "POST") == 0 ||
+					 strcmp(x->hop.method, "PUT") == 0 ||
+					 strcmp(x->hop.method, "PATCH") == 0))
+		x->hop.body = BODY_BYTES; /* an empty body, with its length */
+	x->hop.shown = x->shown;
+	x->h = x->given ? x->given : curl_easy_init();
+	if (!x->h)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	x->t.handle = x->h;
+	x->deadline = monotonic_ms() + x->total_ms;
+	return 0;
+}
+
+/* The next hop's URL, pins, time left and headers. */
+static int hop_prepare(struct exchange *x, nv_err *err)
+{
+	struct hop *hop = &x->hop;
+	long left = x->deadline - monotonic_ms();
+	int rc;
+
+	hop->loopback = nv_http_host_is_loopback(x->cur.host);
+	curl_slist_free_all(hop->resolve);
+	hop->resolve = NULL;
+	if (localhost_name(x->cur.host)) {
+		char pin[HOST_MAX + 40];
+
+		snprintf(pin, sizeof(pin), "%s:%ld:127.0.0.1", x->cur.host,
+			 x->cur.port);
+		hop->resolve = curl_slist_append(NULL, pin);
+		if (!hop->resolve)
+			return nv_err_set(err, NV_ENOMEM, NULL,
+					  "out of memory");
 	}
-	t.handle = h;
-	deadline = monotonic_ms() + total_ms;
+	rc = scheme_check(&x->cur, x->shown, err);
+	if (rc)
+		return rc;
+	if (left <= 0)
+		return nv_err_set(err, NV_EBACKEND,
+				  "raise the profile's timeouts",
+				  "%s: timed out (limit %ld ms) after %d "
+				  "redirects",
+				  x->shown, x->total_ms, x->resp->redirects);
+	hop->total_ms = left;
+	hop->connect_ms = x->connect_ms < left ? x->connect_ms : left;
+	curl_free(x->url);
+	x->url = NULL;
+	if (curl_url_get(x->u, CURLUPART_URL, &x->url, 0))
+		return nv_err_set(err, NV_EINVAL, NULL, "malformed URL %s",
+				  x->shown);
+	hop->url = x->url;
+	rc = set_effective_url(x->resp, x->shown, err);
+	if (rc)
+		return rc;
+	rc = hop_headers(x->req, x->auth, x->same_origin, hop->body,
+			 &hop->headers, err);
+	if (rc)
+		return rc;
+	reset_for_hop(x->resp, &x->t);
+	return 0;
+}
 
-	for (;;) {
-		long left = deadline - monotonic_ms(), status = 0;
-		char *location;
+/* Sends one hop and reads its answer; *status is the answer's code. */
+static int hop_send(struct exchange *x, long *status, nv_err *err)
+{
+	CURL *h = x->h;
+	CURLcode cc;
+	long opened = 0;
 
-		hop.loopback = nv_http_host_is_loopback(cur.host);
-		curl_slist_free_all(hop.resolve);
-		hop.resolve = NULL;
-		if (localhost_name(cur.host)) {
-			char pin[HOST_MAX + 40];
+	x->errbuf[0] = '\0';
+	cc = hop_setup(h, x->policy, &x->hop, &x->t, x->errbuf);
+	if (cc == CURLE_OK)
+		cc = curl_easy_perform(h);
+	if (curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status) == CURLE_OK)
+		x->resp->status = *status;
+	if (curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &opened) == CURLE_OK &&
+	    opened > 0)
+		*x->connections += opened;
+	capture_interesting(x->resp);
+	slist_free_wiped(x->hop.headers);
+	x->hop.headers = NULL;
+	if (cc != CURLE_OK)
+		return curl_failure(cc, &x->t, x->policy, x->shown, x->errbuf,
+				    x->total_ms, err);
+	return 0;
+}
 
-			snprintf(pin, sizeof(pin), "%s:%ld:127.0.0.1", cur.host,
-				 cur.port);
-			hop.resolve = curl_slist_append(NULL, pin);
-			if (!hop.resolve) {
-				rc = nv_err_set(err, NV_ENOMEM, NULL,
-						"out of memory");
-				goto out;
-			}
-		}
-		rc = scheme_check(&cur, shown, err);
-		if (rc)
-			goto out;
-		if (left <= 0) {
-			rc = nv_err_set(err, NV_EBACKEND,
-					"raise the profile's timeouts",
-					"%s: timed out (limit %ld ms) after %d "
-					"redirects",
-					shown, total_ms, resp->redirects);
-			goto out;
-		}
-		hop.total_ms = left;
-		hop.connect_ms = connect_ms < left ? connect_ms : left;
-		curl_free(url);
-		url = NULL;
-		if (curl_url_get(u, CURLUPART_URL, &url, 0)) {
-			rc = nv_err_set(err, NV_EINVAL, NULL,
-					"malformed URL %s", shown);
-			goto out;
-		}
-		hop.url = url;
-		rc = set_effective_url(resp, shown, err);
-		if (rc)
-			goto out;
-		rc = hop_headers(req, auth, same_origin, hop.body, &hop.headers,
-				 err);
-		if (rc)
-			goto out;
-		reset_for_hop(resp, &t);
-		errbuf[0] = '\0';
-		cc = hop_setup(h, policy, &hop, &t, errbuf);
-		if (cc == CURLE_OK)
-			cc = curl_easy_perform(h);
-		if (curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status) ==
-		    CURLE_OK)
-			resp->status = status;
-		{
-			long opened = 0;
+/* Moves x->u to the answer's Location and *next to its origin; refuses a
+ * downgrade from https to plain http off loopback. */
+static int redirect_target(struct exchange *x, struct origin *next, nv_err *err)
+{
+	char from[URL_SHOWN_MAX];
+	char *location = strdup(x->resp->location);
+	int rc;
 
-			if (curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS,
-					      &opened) == CURLE_OK &&
-			    opened > 0)
-				*connections += opened;
-		}
-		capture_interesting(resp);
-		slist_free_wiped(hop.headers);
-		hop.headers = NULL;
-		if (cc != CURLE_OK) {
-			rc = curl_failure(cc, &t, policy, shown, errbuf,
-					  total_ms, err);
-			goto out;
-		}
-		if (!req->max_redirects || !is_redirect(status) ||
-		    !resp->location)
-			break;
-		if (resp->redirects >= req->max_redirects) {
-			rc = nv_err_set(err, NV_EBACKEND,
-					"a redirect loop, or raise "
-					"max_redirects",
-					"too many redirects: stopped after %d "
-					"(the cap), at %s",
-					resp->redirects, shown);
-			goto out;
-		}
-		if ((status == 307 || status == 308) &&
-		    hop.body == BODY_READER) {
-			rc = nv_err_set(err, NV_EINVAL,
-					"send the body as bytes, or to the "
-					"final URL",
-					"%s answered %ld: a streamed body "
-					"cannot be sent again",
-					shown, status);
-			goto out;
-		}
-		if ((status == 303 && strcmp(hop.method, "HEAD") != 0) ||
-		    ((status == 301 || status == 302) &&
-		     strcmp(hop.method, "POST") == 0)) {
-			hop.method = "GET";
-			hop.body = BODY_NONE;
-		}
+	if (!location)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	/* Resolved against the current URL. */
+	if (curl_url_set(x->u, CURLUPART_URL, location, 0)) {
+		char bad[URL_SHOWN_MAX];
 
-		/* Resolve Location against the current URL. */
-		location = strdup(resp->location);
-		if (!location) {
-			rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-			goto out;
-		}
-		if (curl_url_set(u, CURLUPART_URL, location, 0)) {
-			char bad[URL_SHOWN_MAX];
-
-			nv_http_url_for_display(location, bad, sizeof(bad));
-			free(location);
-			rc = nv_err_set(err, NV_EBACKEND,
-					"the server misbehaves",
-					"%s redirects to a malformed Location "
-					"%s",
-					shown, bad);
-			goto out;
-		}
+		nv_http_url_for_display(location, bad, sizeof(bad));
 		free(location);
-		{
-			char from[URL_SHOWN_MAX];
-
-			memcpy(from, shown, sizeof(from));
-			curl_free(url);
-			url = NULL;
-			if (curl_url_get(u, CURLUPART_URL, &url, 0)) {
-				rc = nv_err_set(err, NV_EBACKEND, NULL,
-						"%s redirects to a malformed "
-						"URL",
-						from);
-				goto out;
-			}
-			nv_http_url_for_display(url, shown, sizeof(shown));
-			rc = origin_of(u, &next, shown, err);
-			if (rc)
-				goto out;
-			if (strcmp(cur.scheme, "https") == 0 &&
-			    strcmp(next.scheme, "http") == 0 &&
-			    !nv_http_host_is_loopback(next.host)) {
-				rc = nv_err_set(err, NV_EREFUSED,
-						"the server should redirect "
-						"to https",
-						"redirect from %s to %s "
-						"refused: a downgrade from "
-						"https to plain http",
-						from, shown);
-				goto out;
-			}
-		}
-		/* Once the origin changes, the credential stays behind for
-		 * this hop and every later one. */
-		if (!origin_equal(&next, &first))
-			same_origin = 0;
-		cur = next;
-		resp->redirects++;
+		return nv_err_set(err, NV_EBACKEND, "the server misbehaves",
+				  "%s redirects to a malformed Location %s",
+				  x->shown, bad);
 	}
-	rc = 0;
-out:
+	free(location);
+	memcpy(from, x->shown, sizeof(from));
+	curl_free(x->url);
+	x->url = NULL;
+	if (curl_url_get(x->u, CURLUPART_URL, &x->url, 0))
+		return nv_err_set(err, NV_EBACKEND, NULL,
+				  "%s redirects to a malformed URL", from);
+	nv_http_url_for_display(x->url, x->shown, sizeof(x->shown));
+	rc = origin_of(x->u, next, x->shown, err);
+	if (rc)
+		return rc;
+	if (strcmp(x->cur.scheme, "https") == 0 &&
+	    strcmp(next->scheme, "http") == 0 &&
+	    !nv_http_host_is_loopback(next->host))
+		return nv_err_set(err, NV_EREFUSED,
+				  "the server should redirect to https",
+				  "redirect from %s to %s refused: a downgrade "
+				  "from https to plain http",
+				  from, x->shown);
+	return 0;
+}
+
+/* Follows the answer of the hop just sent when it redirects (*again set
+ * to 1, x pointing at the next hop); *again stays 0 for a final answer. */
+static int hop_follow(struct exchange *x, long status, int *again, nv_err *err)
+{
+	const nv_http_request *req = x->req;
+	struct hop *hop = &x->hop;
+	struct origin next;
+	int rc;
+
+	if (!req->max_redirects || !is_redirect(status) || !x->resp->location)
+		return 0;
+	if (x->resp->redirects >= req->max_redirects)
+		return nv_err_set(err, NV_EBACKEND,
+				  "a redirect loop, or raise max_redirects",
+				  "too many redirects: stopped after %d (the "
+				  "cap), at %s",
+				  x->resp->redirects, x->shown);
+	if ((status == 307 || status == 308) && hop->body == BODY_READER)
+		return nv_err_set(err, NV_EINVAL,
+				  "send the body as bytes, or to the final URL",
+				  "%s answered %ld: a streamed body cannot be "
+				  "sent again",
+				  x->shown, status);
+	if ((status == 303 && strcmp(hop->method, "HEAD") != 0) ||
+	    ((status == 301 || status == 302) &&
+	     strcmp(hop->method, "POST") == 0)) {
+		hop->method = "GET";
+		hop->body = BODY_NONE;
+	}
+	rc = redirect_target(x, &next, err);
+	if (rc)
+		return rc;
+	/* Once the origin changes, the credential stays behind for this hop
+	 * and every later one. */
+	if (!origin_equal(&next, &x->first))
+		x->same_origin = 0;
+	x->cur = next;
+	x->resp->redirects++;
+	*again = 1;
+	return 0;
+}
+
+/* Frees what the request held; on failure, no secret stays in err. */
+static void exchange_close(struct exchange *x, int rc, nv_err *err)
+{
+	const nv_http_request *req = x->req;
+
 	if (rc && req && req->credential) {
 		for (int i = 0; i < req->credential->nfields; i++) {
 			const nv_secret_field *f = &req->credential->fields[i];
@@ -1195,23 +1176,81 @@ out:
 				scrub_err(err, f->value, f->len);
 		}
 	}
-	if (rc && url_password)
-		scrub_err(err, url_password, strlen(url_password));
-	if (auth) {
-		OPENSSL_cleanse(auth, auth_len);
-		free(auth);
+	if (rc && x->url_password)
+		scrub_err(err, x->url_password, strlen(x->url_password));
+	if (x->auth) {
+		OPENSSL_cleanse(x->auth, x->auth_len);
+		free(x->auth);
 	}
-	if (url_password) {
-		OPENSSL_cleanse(url_password, strlen(url_password));
-		curl_free(url_password);
+	if (x->url_password) {
+		OPENSSL_cleanse(x->url_password, strlen(x->url_password));
+		curl_free(x->url_password);
 	}
-	curl_free(url);
-	curl_url_cleanup(u);
-	if (h && h != given)
-		curl_easy_cleanup(h);
-	else if (h)
-		curl_easy_reset(h); /* no pointer into this frame survives */
-	curl_slist_free_all(hop.resolve);
+	curl_free(x->url);
+	curl_url_cleanup(x->u);
+	if (x->h && x->h != x->given)
+		curl_easy_cleanup(x->h);
+	else if (x->h)
+		curl_easy_reset(x->h); /* no pointer into this frame survives */
+	curl_slist_free_all(x->hop.resolve);
+}
+
+/* One request, all its hops, on handle `given` (a session's) or on a handle
+ * of its own when given is NULL. *connections grows by the connections
+ * curl had to open. */
+static int perform(CURL *given, const nv_http_policy *policy,
+		   const nv_http_request *req, nv_http_response *resp,
+		   long *connections, nv_err *err)
+{
+	static const nv_http_policy no_policy;
+	struct exchange x;
+	int rc;
+
+	memset(resp, 0, sizeof(*resp));
+	memset(&x, 0, sizeof(x));
+	if (!policy)
+		policy = &no_policy;
+	x.t.max_body =
+		policy->max_body ? policy->max_body : NV_HTTP_MAX_BODY_DEFAULT;
+	nv_buf_init(&resp->body, x.t.max_body);
+	rc = validate(req, err);
+	if (rc)
+		return rc;
+	x.policy = policy;
+	x.req = req;
+	x.resp = resp;
+	x.t.req = req;
+	x.t.resp = resp;
+	x.given = given;
+	x.connections = connections;
+	x.same_origin = 1;
+	x.connect_ms = policy->connect_timeout_ms > 0
+			       ? policy->connect_timeout_ms
+			       : NV_HTTP_CONNECT_TIMEOUT_MS_DEFAULT;
+	x.total_ms = policy->total_timeout_ms > 0
+			     ? policy->total_timeout_ms
+			     : NV_HTTP_TOTAL_TIMEOUT_MS_DEFAULT;
+
+	pthread_once(&global_once, global_init);
+	if (global_result != CURLE_OK)
+		return nv_err_set(err, NV_EBACKEND, NULL,
+				  "libcurl failed to initialise: %s",
+				  curl_easy_strerror(global_result));
+
+	rc = exchange_open(&x, err);
+	while (!rc) {
+		long status = 0;
+		int again = 0;
+
+		rc = hop_prepare(&x, err);
+		if (!rc)
+			rc = hop_send(&x, &status, err);
+		if (!rc)
+			rc = hop_follow(&x, status, &again, err);
+		if (!again)
+			break; /* the final answer, or a failure */
+	}
+	exchange_close(&x, rc, err);
 	return rc;
 }
 
