@@ -378,24 +378,24 @@ int nv_agent_ensure(const char *home, int *started, nv_err *err)
 
 /* ---- helpers ----------------------------------------------------------- */
 
-void agent_phase(agent *a, job *j, nv_record_phase phase)
+/* A phase of the timeline, by name, into the queue. */
+static void queue_phase(agent *a, const job *j, const char *name)
 {
 	nv_err err;
-	const char *name = nv_record_phase_name(phase);
 
 	if (nv_queue_phase(a->queue, j->id, name, nv_now(), &err) != 0)
 		agent_log("job %s: cannot record phase %s: %s", j->id, name,
 			  err.message);
 }
 
+void agent_phase(agent *a, job *j, nv_record_phase phase)
+{
+	queue_phase(a, j, nv_record_phase_name(phase));
+}
+
 void agent_phase_end(agent *a, job *j, nv_record_state state)
 {
-	nv_err err;
-	const char *name = nv_record_state_name(state);
-
-	if (nv_queue_phase(a->queue, j->id, name, nv_now(), &err) != 0)
-		agent_log("job %s: cannot record phase %s: %s", j->id, name,
-			  err.message);
+	queue_phase(a, j, nv_record_state_name(state));
 }
 
 static job *job_new(const char *home, const char *id, const char *spec_json)
