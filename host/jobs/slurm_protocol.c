@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "jobs/record.h"
 #include "jobs/slurm_internal.h"
 
 /* ---- reading answers ---------------------------------------------------- */
@@ -503,12 +504,24 @@ static const char *pending_hint(const char *reason, int *blocked)
 	return "";
 }
 
-static void view_set(nv_slurm_view *v, int done, const char *state,
-		     const char *phase)
+/* A job that goes on: state is the queue's (queued, running). */
+static void view_wait(nv_slurm_view *v, const char *state,
+		      nv_record_phase phase)
 {
-	v->done = done;
+	v->done = 0;
 	v->state = state;
-	v->phase = phase;
+	v->phase = nv_record_phase_name(phase);
+}
+
+/* A job that ended, and the phase its failure belongs to (a success's
+ * phase is its end). */
+static void view_end(nv_slurm_view *v, nv_record_state state,
+		     nv_record_phase phase)
+{
+	v->done = 1;
+	v->state = nv_record_state_name(state);
+	v->phase = state == NV_STATE_SUCCEEDED ? v->state
+					       : nv_record_phase_name(phase);
 }
 
 void nv_slurm_map(const nv_slurm_job *job, int requeue_allowed,
@@ -518,7 +531,8 @@ void nv_slurm_map(const nv_slurm_job *job, int requeue_allowed,
 	const char *node = job->nodes[0] ? job->nodes : "its node";
 	/* A pending job's start_time is Slurm's estimate, so "it ran" is
 	 * read from its allocated nodes. */
-	const char *ran = job->nodes[0] ? "running" : "accepted";
+	nv_record_phase ran =
+		job->nodes[0] ? NV_PHASE_RUNNING : NV_PHASE_ACCEPTED;
 	int requeue = requeue_allowed >= 0 ? requeue_allowed : job->requeue;
 
 	memset(v, 0, sizeof(*v));
@@ -531,7 +545,7 @@ void nv_slurm_map(const nv_slurm_job *job, int requeue_allowed,
 	if (strcmp(st, "PENDING") == 0 || strcmp(st, "REQUEUED") == 0 ||
 	    strcmp(st, "REQUEUE_FED") == 0 || strcmp(st, "REQUEUE_HOLD") == 0 ||
 	    strcmp(st, "RESV_DEL_HOLD") == 0) {
-		view_set(v, 0, "queued", "accepted");
+		view_wait(v, "queued", NV_PHASE_ACCEPTED);
 		if (strcmp(st, "REQUEUE_HOLD") == 0 ||
 		    strcmp(st, "RESV_DEL_HOLD") == 0) {
 			v->blocked = 1;
@@ -548,7 +562,7 @@ void nv_slurm_map(const nv_slurm_job *job, int requeue_allowed,
 				 "%d); it starts again when resources allow",
 				 job->restarts);
 	} else if (strcmp(st, "CONFIGURING") == 0) {
-		view_set(v, 0, "queued", "accepted");
+		view_wait(v, "queued", NV_PHASE_ACCEPTED);
 		snprintf(v->hint, sizeof(v->hint),
 			 "nodes are allocated and being prepared");
 	} else if (strcmp(st, "RUNNING") == 0 ||
@@ -556,21 +570,21 @@ void nv_slurm_map(const nv_slurm_job *job, int requeue_allowed,
 		   strcmp(st, "RESIZING") == 0 ||
 		   strcmp(st, "SIGNALING") == 0 ||
 		   strcmp(st, "STAGE_OUT") == 0) {
-		view_set(v, 0, "running", "running");
+		view_wait(v, "running", NV_PHASE_RUNNING);
 	} else if (strcmp(st, "SUSPENDED") == 0 || strcmp(st, "STOPPED") == 0) {
-		view_set(v, 0, "running", "running");
+		view_wait(v, "running", NV_PHASE_RUNNING);
 		snprintf(v->hint, sizeof(v->hint),
 			 "the job is suspended (by an admin or a preemption): "
 			 "it goes on when resumed");
 	} else if (strcmp(st, "COMPLETED") == 0) {
-		view_set(v, 1, "succeeded", "succeeded");
+		view_end(v, NV_STATE_SUCCEEDED, NV_PHASE_RUNNING);
 		v->exit_code = job->exit_code;
 	} else if (strcmp(st, "FAILED") == 0) {
 		v->exit_code = job->exit_code;
 		if (strcmp(reason, "JobLaunchFailure") == 0 ||
 		    starts(reason, "Prolog") ||
 		    strcmp(reason, "BadConstraints") == 0) {
-			view_set(v, 1, "failed", "accepted");
+			view_end(v, NV_STATE_FAILED, NV_PHASE_ACCEPTED);
 			snprintf(
 				v->hint, sizeof(v->hint),
 				"Slurm could not start the batch script on %s: "
@@ -579,13 +593,13 @@ void nv_slurm_map(const nv_slurm_job *job, int requeue_allowed,
 				"them",
 				node);
 		} else if (job->exit_signal) {
-			view_set(v, 1, "failed", "running");
+			view_end(v, NV_STATE_FAILED, NV_PHASE_RUNNING);
 			snprintf(v->hint, sizeof(v->hint),
 				 "the job was killed by signal %d: check the "
 				 "command, its memory and the node's logs",
 				 job->exit_signal);
 		} else {
-			view_set(v, 1, "failed", "running");
+			view_end(v, NV_STATE_FAILED, NV_PHASE_RUNNING);
 			snprintf(v->hint, sizeof(v->hint),
 				 "the command exited with code %d: check its "
 				 "parameters, data and dependencies (see the "
@@ -593,13 +607,13 @@ void nv_slurm_map(const nv_slurm_job *job, int requeue_allowed,
 				 job->exit_code);
 		}
 	} else if (strcmp(st, "TIMEOUT") == 0) {
-		view_set(v, 1, "failed", "running");
+		view_end(v, NV_STATE_FAILED, NV_PHASE_RUNNING);
 		snprintf(v->hint, sizeof(v->hint),
 			 "the job reached its time limit (%ld min): raise "
 			 "resources.time_limit, or make the job shorter",
 			 job->time_limit_min);
 	} else if (strcmp(st, "OUT_OF_MEMORY") == 0) {
-		view_set(v, 1, "failed", "running");
+		view_end(v, NV_STATE_FAILED, NV_PHASE_RUNNING);
 		snprintf(v->hint, sizeof(v->hint),
 			 "the job ran out of memory: raise resources.memory, "
 			 "or use less");
@@ -610,13 +624,13 @@ void nv_slurm_map(const nv_slurm_job *job, int requeue_allowed,
 		snprintf(v->detail, sizeof(v->detail), "%.30s on %.200s", st,
 			 node);
 		if (requeue) {
-			view_set(v, 0, "queued", "accepted");
+			view_wait(v, "queued", NV_PHASE_ACCEPTED);
 			snprintf(v->hint, sizeof(v->hint),
 				 "%s; Slurm puts the job back in the queue",
 				 preempted ? "the job was preempted"
 					   : "its node failed");
 		} else {
-			view_set(v, 1, "failed", ran);
+			view_end(v, NV_STATE_FAILED, ran);
 			snprintf(v->hint, sizeof(v->hint),
 				 "%s: submit it again (on another node), or "
 				 "allow requeue in the recipe",
@@ -625,26 +639,26 @@ void nv_slurm_map(const nv_slurm_job *job, int requeue_allowed,
 					   : "the node failed under the job");
 		}
 	} else if (strcmp(st, "BOOT_FAIL") == 0) {
-		view_set(v, 1, "failed", "accepted");
+		view_end(v, NV_STATE_FAILED, NV_PHASE_ACCEPTED);
 		snprintf(v->hint, sizeof(v->hint),
 			 "the node failed to boot for the job: submit again, "
 			 "and tell the cluster's admins");
 	} else if (strcmp(st, "DEADLINE") == 0) {
-		view_set(v, 1, "failed", ran);
+		view_end(v, NV_STATE_FAILED, ran);
 		snprintf(v->hint, sizeof(v->hint),
 			 "the job could not end before its deadline");
 	} else if (strcmp(st, "CANCELLED") == 0 || strcmp(st, "REVOKED") == 0) {
-		view_set(v, 1, "cancelled", ran);
+		view_end(v, NV_STATE_CANCELLED, ran);
 		if (job->nodes[0] && job->exit_code >= 0 && !job->exit_signal)
 			v->exit_code = job->exit_code;
 	} else if (strcmp(st, "SPECIAL_EXIT") == 0) {
-		view_set(v, 1, "failed", "running");
+		view_end(v, NV_STATE_FAILED, NV_PHASE_RUNNING);
 		v->exit_code = job->exit_code;
 		snprintf(v->hint, sizeof(v->hint),
 			 "the job ended with a special exit and was held: "
 			 "see its log");
 	} else {
-		view_set(v, 0, "queued", "accepted");
+		view_wait(v, "queued", NV_PHASE_ACCEPTED);
 		snprintf(v->hint, sizeof(v->hint),
 			 "Slurm state '%s' is unknown to navette: check "
 			 "squeue -j %lld",
