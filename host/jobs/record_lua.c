@@ -22,29 +22,26 @@
 
 #include "jobs/record.h"
 
-/* ended[key] as a string, or NULL when absent; a non-string raises. */
+/* ended[key] as a string, or NULL when absent; a non-string raises. The
+ * string stays on the stack, so the pointer lives until the call returns
+ * (at most 6 of them: LUA_MINSTACK has room). */
 static const char *ended_string(lua_State *L, const char *key)
 {
-	const char *s;
-
-	lua_getfield(L, 2, key); // [text, ended, v]
+	lua_getfield(L, 2, key); // [text, ended, ..., v]
 	if (lua_isnil(L, -1)) {
 		lua_pop(L, 1);
 		return NULL;
 	}
 	if (lua_type(L, -1) != LUA_TSTRING)
 		luaL_error(L, "record.outcome: ended.%s must be a string", key);
-	s = lua_tostring(L, -1);
-	/* kept alive by ended, which holds it */
-	lua_pop(L, 1);
-	return s;
+	return lua_tostring(L, -1);
 }
 
 static int ended_flag(lua_State *L, const char *key)
 {
 	int on;
 
-	lua_getfield(L, 2, key); // [text, ended, v]
+	lua_getfield(L, 2, key); // [text, ended, ..., v]
 	on = lua_toboolean(L, -1);
 	lua_pop(L, 1);
 	return on;
@@ -73,7 +70,7 @@ static void check_ended(lua_State *L, nv_record_verdict *v)
 			 hint ? hint : "");
 		v->said.no_hint = hint == NULL;
 	}
-	lua_getfield(L, 2, "exit_code"); // [text, ended, code]
+	lua_getfield(L, 2, "exit_code"); // [text, ended, ..., code]
 	if (!lua_isnil(L, -1)) {
 		int exact;
 		lua_Integer code = lua_tointegerx(L, -1, &exact);
