@@ -585,6 +585,7 @@ void nv_open_natives(lua_State *L)
 					   {"s3", luaopen_navette_s3},
 					   {"image", luaopen_navette_image},
 					   {"slurm", luaopen_navette_slurm},
+					   {"record", luaopen_navette_record},
 					   {NULL, NULL}};
 
 	lua_newtable(L); // [_navette]

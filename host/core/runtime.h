@@ -79,6 +79,7 @@ int luaopen_navette_net(lua_State *L);
 int luaopen_navette_s3(lua_State *L);
 int luaopen_navette_image(lua_State *L);
 int luaopen_navette_slurm(lua_State *L);
+int luaopen_navette_record(lua_State *L);
 
 #include "core/clock.h"
 

@@ -11,31 +11,16 @@
 
 #include "core/fsname.h"
 #include "core/jobid.h"
+#include "jobs/record.h"
 
 extern const char nv_launcher_remote_body[];
 extern const size_t nv_launcher_remote_body_len;
-
-const char *const nv_launcher_record_fields[] = {
-	"id",           "name",
-	"project",      "profile",
-	"commit",       "commit_time",
-	"dirty",        "repository",
-	"image",        "image_requested",
-	"inputs",       "command",
-	"env",          "resources",
-	"success",      "failure_condition",
-	"submitted_by", "submitted_at",
-	"backend",      NULL};
-
-const char *const nv_launcher_job_objects[] = {"navette.log", "navette-log",
-					       "navette-status",
-					       "navette-run.json", NULL};
 
 const char *nv_launcher_output_reserved(const char *output)
 {
 	size_t first = strcspn(output, "/");
 
-	for (const char *const *r = nv_launcher_job_objects; *r; r++)
+	for (const char *const *r = nv_record_objects; *r; r++)
 		if (nv_fsname_is_reserved(output, first, *r))
 			return *r;
 	return NULL;
@@ -554,17 +539,23 @@ static int local_script(const cJSON *spec, nv_buf *out, nv_err *err)
 	/* the image step and the phases it holds back (the backend staged
 	 * the data before it, but reports it after: see agent.c) */
 	if (field(spec, "container") && !cJSON_IsNull(field(spec, "container")))
-		nv_buf_puts(out, "if ! navette_image; then\n"
-				 "\treport \"image_failed $nv_image_error\"\n"
-				 "\texit 125\n"
-				 "fi\n"
-				 "report image_ready\n"
-				 "report data_ready\n");
-	nv_buf_puts(out, "cd \"$NAVETTE_WORKSPACE\" || { report 'exit 127'; "
-			 "exit 127; }\n"
-			 "report running\n"
-			 ": >> \"$NAVETTE_LOG\"\n"
-			 "report logs_visible\n");
+		nv_buf_printf(out,
+			      "if ! navette_image; then\n"
+			      "\treport \"image_failed $nv_image_error\"\n"
+			      "\texit 125\n"
+			      "fi\n"
+			      "report %s\n"
+			      "report %s\n",
+			      nv_record_phase_name(NV_PHASE_IMAGE_READY),
+			      nv_record_phase_name(NV_PHASE_DATA_READY));
+	nv_buf_printf(out,
+		      "cd \"$NAVETTE_WORKSPACE\" || { report 'exit 127'; "
+		      "exit 127; }\n"
+		      "report %s\n"
+		      ": >> \"$NAVETTE_LOG\"\n"
+		      "report %s\n",
+		      nv_record_phase_name(NV_PHASE_RUNNING),
+		      nv_record_phase_name(NV_PHASE_LOGS_VISIBLE));
 	/* The output goes through the backend's redacting filter when it
 	 * gives one (NAVETTE_REDACT), so the log is masked before it is
 	 * written; the exit status travels through the status file. */
@@ -592,7 +583,7 @@ static int record_head(const cJSON *spec, nv_buf *out, nv_err *err)
 	if (!head)
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
 	cJSON_AddNumberToObject(head, "navette_run_record", 1);
-	for (const char *const *k = nv_launcher_record_fields; *k; k++) {
+	for (const char *const *k = nv_record_spec_fields; *k; k++) {
 		const cJSON *v = field(spec, *k);
 		/* inputs as the node checked them: the launcher fills them */
 		if (v && strcmp(*k, "inputs") != 0)
@@ -678,7 +669,7 @@ static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
 		nv_buf names;
 
 		nv_buf_init(&names, 256);
-		for (const char *const *r = nv_launcher_job_objects; *r; r++)
+		for (const char *const *r = nv_record_objects; *r; r++)
 			nv_buf_printf(&names, "%s%s", names.len ? " " : "", *r);
 		assign(out, "NAVETTE_RESERVED", names.data ? names.data : "");
 		nv_buf_free(&names);
@@ -775,9 +766,8 @@ static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
 	nv_buf_puts(out, "\t\t--form-string \"x-amz-meta-sha256=$3\" \\\n"
 			 "\t\t-F \"file=@\\\"$2\\\"\" \"$NAVETTE_POST_URL\"\n"
 			 "}\n");
-	nv_buf_append(out, nv_launcher_remote_body,
-		      nv_launcher_remote_body_len);
-	return 0;
+	return nv_record_fill(out, nv_launcher_remote_body,
+			      nv_launcher_remote_body_len, err);
 }
 
 int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err)

@@ -12,19 +12,12 @@
 
 #define NV_LAUNCHER_MAX ((size_t)1024 * 1024)
 
-/* The spec fields a run record copies (NULL-terminated). */
-extern const char *const nv_launcher_record_fields[];
-
-/* The objects navette publishes under a job's prefix (the log, the
- * folder of its chunks, the phases, the run record), lower case,
- * NULL-terminated. An output whose first path segment is one of them in
- * any case (trailing dots and spaces ignored) is refused, locally and by
- * the remote launcher, which gets the list as NAVETTE_RESERVED: a volume
- * that folds names would take one for the other. */
-extern const char *const nv_launcher_job_objects[];
-
-/* The job object that output (a path below $NAVETTE_OUTPUTS) would
- * collide with, or NULL. */
+/* The job object (record.h: nv_record_objects) that output, a path below
+ * $NAVETTE_OUTPUTS, would collide with, or NULL: its first path segment in
+ * any case, trailing dots and spaces ignored. Such an output is refused,
+ * locally and by the remote launcher, which gets the list as
+ * NAVETTE_RESERVED: a volume that folds names would take one for the
+ * other. */
 const char *nv_launcher_output_reserved(const char *output);
 
 /* Appends the script for spec. With a "transfer" object (S3 storage), a

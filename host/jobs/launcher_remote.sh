@@ -6,7 +6,10 @@
 # log captured (and shipped in chunks while it runs), checks the success
 # condition, and publishes the outputs, the log, a status object and the run
 # record under the job's own prefix through a POST policy that allows no
-# other key. It never holds a storage key.
+# other key. It never holds a storage key. (In the source file, a word
+# between two '@' stands for a name of the job record, host/jobs/record.h:
+# a phase, a state, an object; it is filled in when navette generates the
+# launcher.)
 
 # A backend may give the job a folder (the local agent does); otherwise the
 # launcher makes its own and removes it at the end (everything that counts
@@ -27,7 +30,7 @@ nv_work="$NAVETTE_JOB_DIR/.navette"
 mkdir -p "$NAVETTE_JOB_DIR" "$nv_work" || exit 125
 : >>"$NAVETTE_STATUS"
 
-nv_state=succeeded
+nv_state=@STATE_SUCCEEDED@
 nv_fphase=
 nv_freason=
 nv_fhint=
@@ -87,8 +90,8 @@ nv_size() { wc -c <"$1" | tr -d ' '; }
 
 # The first failure is kept: phase, reason, what to check.
 nv_fail() {
-	[ "$nv_state" = succeeded ] || return 0
-	nv_state=failed
+	[ "$nv_state" = @STATE_SUCCEEDED@ ] || return 0
+	nv_state=@STATE_FAILED@
 	nv_fphase=$1
 	nv_freason=$2
 	nv_fhint=$3
@@ -158,7 +161,7 @@ nv_report() {
 	nv_phases="$nv_phases${nv_phases:+,}{\"phase\":\"$1\",\"at\":\"$nv_at\"}"
 	printf '%s %s\n' "$1" "$nv_at" >>"$nv_work/phases"
 	# best effort: the run record at the end is what counts
-	nv_publish navette-status "$nv_work/phases" || :
+	nv_publish @OBJECT_STATUS@ "$nv_work/phases" || :
 }
 
 # ---- log shipping ---------------------------------------------------------
@@ -172,7 +175,7 @@ nv_ship_chunk() {
 	tail -c +$((nv_log_sent + 1)) "$NAVETTE_LOG" >"$nv_work/chunk"
 	nv_clen=$(nv_size "$nv_work/chunk")
 	nv_log_chunk=$((nv_log_chunk + 1))
-	if nv_publish "navette-log/$(printf '%06d' "$nv_log_chunk")" \
+	if nv_publish "@OBJECT_LOG_CHUNKS@/$(printf '%0@LOG_CHUNK_DIGITS@d' "$nv_log_chunk")" \
 		"$nv_work/chunk"; then
 		nv_log_sent=$((nv_log_sent + nv_clen))
 	else
@@ -203,10 +206,10 @@ nv_on_signal() {
 	nv_stopped=1
 	[ -n "$nv_cmd" ] && kill -TERM "$nv_cmd" 2>/dev/null
 	nv_why=$(cat "$NAVETTE_JOB_DIR/stop-reason" 2>/dev/null)
-	nv_fail running "${nv_why:-the job was stopped by a signal (cancelled, \
+	nv_fail @PHASE_RUNNING@ "${nv_why:-the job was stopped by a signal (cancelled, \
 time limit, or the node shut down)}" "see navette status for the backend's \
 reason; the log shows how far the command got"
-	case $nv_why in cancelled*) nv_state=cancelled ;; esac
+	case $nv_why in cancelled*) nv_state=@STATE_CANCELLED@ ;; esac
 }
 trap nv_on_signal TERM INT HUP
 
@@ -214,23 +217,23 @@ trap nv_on_signal TERM INT HUP
 
 nv_step_data() {
 	if ! command -v curl >/dev/null 2>&1; then
-		nv_fail data_ready "the node has no curl" \
+		nv_fail @PHASE_DATA_READY@ "the node has no curl" \
 			"install curl on the node (the launcher needs sh and curl)"
 		return
 	fi
 	if ! nv_sha256 /dev/null >/dev/null; then
-		nv_fail data_ready "the node has no sha256 tool" \
+		nv_fail @PHASE_DATA_READY@ "the node has no sha256 tool" \
 			"install coreutils (sha256sum), shasum or openssl"
 		return
 	fi
 	mkdir -p "$NAVETTE_WORKSPACE" "$NAVETTE_INPUTS" "$NAVETTE_OUTPUTS" ||
 		{
-			nv_fail data_ready "cannot create $NAVETTE_JOB_DIR" \
+			nv_fail @PHASE_DATA_READY@ "cannot create $NAVETTE_JOB_DIR" \
 				"check the node's disk and the job directory's rights"
 			return
 		}
 	navette_code
-	[ "$nv_state" = succeeded ] || return
+	[ "$nv_state" = @STATE_SUCCEEDED@ ] || return
 	navette_inputs
 	chmod 0555 "$NAVETTE_INPUTS" 2>/dev/null
 }
@@ -238,17 +241,17 @@ nv_step_data() {
 # fetch_code URL SHA256 SIZE: the commit's tree as a tar.gz
 fetch_code() {
 	if ! nv_get "$1" "$nv_work/code.tar.gz"; then
-		nv_fail data_ready "cannot download the code archive: \
+		nv_fail @PHASE_DATA_READY@ "cannot download the code archive: \
 $(nv_get_error "$nv_work/code.tar.gz")" "$NV_HINT_URL"
 		return
 	fi
 	if [ "$(nv_sha256 "$nv_work/code.tar.gz")" != "$2" ]; then
-		nv_fail data_ready "the code archive does not have the sha256 \
+		nv_fail @PHASE_DATA_READY@ "the code archive does not have the sha256 \
 recorded at submission" "the object under _code/ was changed: submit again"
 		return
 	fi
 	if ! tar -xzf "$nv_work/code.tar.gz" -C "$NAVETTE_WORKSPACE"; then
-		nv_fail data_ready "cannot unpack the code archive" \
+		nv_fail @PHASE_DATA_READY@ "cannot unpack the code archive" \
 			"check the node's tar, gzip and free disk space"
 	fi
 	rm -f "$nv_work/code.tar.gz"
@@ -256,10 +259,10 @@ recorded at submission" "the object under _code/ was changed: submit again"
 
 # fetch_input NAME URL PRESIGNED SHA256 SIZE
 fetch_input() {
-	[ "$nv_state" = succeeded ] || return
+	[ "$nv_state" = @STATE_SUCCEEDED@ ] || return
 	nv_dest="$NAVETTE_INPUTS/$1"
 	if ! nv_get "$3" "$nv_dest.part"; then
-		nv_fail data_ready "cannot download input '$1' ($2): \
+		nv_fail @PHASE_DATA_READY@ "cannot download input '$1' ($2): \
 $(nv_get_error "$nv_dest.part")" "$NV_HINT_URL"
 		rm -f "$nv_dest.part"
 		return
@@ -267,13 +270,13 @@ $(nv_get_error "$nv_dest.part")" "$NV_HINT_URL"
 	nv_got_size=$(nv_size "$nv_dest.part")
 	nv_got_sha=$(nv_sha256 "$nv_dest.part")
 	if [ "$nv_got_size" != "$5" ]; then
-		nv_fail data_ready "input '$1' is $nv_got_size bytes, the job was \
+		nv_fail @PHASE_DATA_READY@ "input '$1' is $nv_got_size bytes, the job was \
 submitted with $5" "the object changed after submission: submit the job again"
 	elif [ -n "$4" ] && [ "$nv_got_sha" != "$4" ]; then
-		nv_fail data_ready "input '$1' has sha256 $nv_got_sha, the job was \
+		nv_fail @PHASE_DATA_READY@ "input '$1' has sha256 $nv_got_sha, the job was \
 submitted with $4" "the object changed after submission: submit the job again"
 	fi
-	if [ "$nv_state" != succeeded ]; then
+	if [ "$nv_state" != @STATE_SUCCEEDED@ ]; then
 		rm -f "$nv_dest.part"
 		return
 	fi
@@ -284,14 +287,14 @@ $(nv_json "$2"),\"size\":$nv_got_size,\"sha256\":\"$nv_got_sha\"}"
 
 nv_step_run() {
 	if ! cd "$NAVETTE_WORKSPACE"; then
-		nv_fail running "cannot enter the workspace" "check the node's disk"
+		nv_fail @PHASE_RUNNING@ "cannot enter the workspace" "check the node's disk"
 		return
 	fi
-	nv_report running
+	nv_report @PHASE_RUNNING@
 	: >>"$NAVETTE_LOG"
-	nv_report logs_visible
+	nv_report @PHASE_LOGS_VISIBLE@
 	# a signal that came during a report: never start the command then
-	[ "$nv_state" = succeeded ] || return
+	[ "$nv_state" = @STATE_SUCCEEDED@ ] || return
 	nv_shipper_loop &
 	nv_shipper=$!
 	# the command in the background, so a signal reaches nv_on_signal now
@@ -309,13 +312,13 @@ nv_step_run() {
 	[ -n "$nv_code" ] && nv_exit=$nv_code
 	[ -n "$nv_stopped" ] && return
 	if [ -z "$nv_code" ]; then
-		nv_fail running "the command ended without an exit status" \
+		nv_fail @PHASE_RUNNING@ "the command ended without an exit status" \
 			"check the node's memory (OOM killer) and the log"
 		return
 	fi
 	case " $NAVETTE_EXIT_CODES " in
 	*" $nv_code "*) ;;
-	*) nv_fail running "the command exited with status $nv_code" \
+	*) nv_fail @PHASE_RUNNING@ "the command exited with status $nv_code" \
 		"${NAVETTE_FAILURE_HINT:-read the log (navette logs ID): check the \
 parameters, the data and the dependencies}" ;;
 	esac
@@ -326,7 +329,7 @@ parameters, the data and the dependencies}" ;;
 # check_pattern TEXT: the log must not hold it
 check_pattern() {
 	if grep -F -q -e "$1" "$NAVETTE_LOG" 2>/dev/null; then
-		nv_fail running "the log matched the failure pattern '$1'" \
+		nv_fail @PHASE_RUNNING@ "the log matched the failure pattern '$1'" \
 			"${NAVETTE_FAILURE_HINT:-read the log (navette logs ID)}"
 	fi
 }
@@ -334,7 +337,7 @@ check_pattern() {
 # check_required NAME: the command must have written it
 check_required() {
 	if [ ! -f "$NAVETTE_OUTPUTS/$1" ] || [ -h "$NAVETTE_OUTPUTS/$1" ]; then
-		nv_fail outputs_published "required output '$1' is missing" \
+		nv_fail @PHASE_OUTPUTS_PUBLISHED@ "required output '$1' is missing" \
 			"the command must write it into \$NAVETTE_OUTPUTS; check the \
 publication path"
 	fi
@@ -358,13 +361,13 @@ nv_reserved_name() {
 
 nv_step_publish() {
 	cd "$NAVETTE_OUTPUTS" || {
-		nv_fail outputs_published "cannot read the outputs folder" \
+		nv_fail @PHASE_OUTPUTS_PUBLISHED@ "cannot read the outputs folder" \
 			"check the node's disk"
 		return
 	}
 	nv_bad=$(find . ! -type f ! -type d | head -n 1)
 	if [ -n "$nv_bad" ]; then
-		nv_fail outputs_published "output '$(nv_shown "${nv_bad#./}")' is not a plain file" \
+		nv_fail @PHASE_OUTPUTS_PUBLISHED@ "output '$(nv_shown "${nv_bad#./}")' is not a plain file" \
 			"write plain files into \$NAVETTE_OUTPUTS (no links, no devices)"
 		return
 	fi
@@ -373,33 +376,33 @@ nv_step_publish() {
 	while IFS= read -r nv_name; do
 		nv_name=${nv_name#./}
 		if nv_reserved=$(nv_reserved_name "$nv_name"); then
-			nv_fail outputs_published "output '$(nv_shown "$nv_name")' has a reserved name \
+			nv_fail @PHASE_OUTPUTS_PUBLISHED@ "output '$(nv_shown "$nv_name")' has a reserved name \
 (navette's '$nv_reserved', in any case)" \
-				"rename the output: navette.log, navette-run.json, \
-navette-status and navette-log/ are navette's, in any case"
+				"rename the output: @OBJECT_LOG@, @OBJECT_RUN_RECORD@, \
+@OBJECT_STATUS@ and @OBJECT_LOG_CHUNKS@/ are navette's, in any case"
 			return
 		fi
 		case $nv_name in
 		*'"'* | *'\'* | -* | *[![:print:]]*)
-			nv_fail outputs_published "output name '$(nv_shown "$nv_name")' cannot be \
+			nv_fail @PHASE_OUTPUTS_PUBLISHED@ "output name '$(nv_shown "$nv_name")' cannot be \
 published" "use names without quotes, backslashes or control characters"
 			return
 			;;
 		esac
 		if [ ! -f "$nv_name" ]; then
-			nv_fail outputs_published "output '$nv_name' cannot be read" \
+			nv_fail @PHASE_OUTPUTS_PUBLISHED@ "output '$nv_name' cannot be read" \
 				"use names without newlines"
 			return
 		fi
 		nv_osize=$(nv_size "$nv_name")
 		if [ "$nv_osize" -gt "$NAVETTE_OUTPUT_MAX" ]; then
-			nv_fail outputs_published "output '$nv_name' is $nv_osize bytes, \
+			nv_fail @PHASE_OUTPUTS_PUBLISHED@ "output '$nv_name' is $nv_osize bytes, \
 more than the profile's max_output_bytes ($NAVETTE_OUTPUT_MAX)" \
 				"split the output, or raise max_output_bytes (at most 5GiB)"
 			return
 		fi
 		if ! nv_publish "$nv_name" "$nv_name"; then
-			nv_fail outputs_published "cannot publish '$nv_name': $nv_perr" \
+			nv_fail @PHASE_OUTPUTS_PUBLISHED@ "cannot publish '$nv_name': $nv_perr" \
 				"check the profile's storage and that the job's POST policy \
 has not expired (time limit plus url_margin)"
 			return
@@ -408,7 +411,7 @@ has not expired (time limit plus url_margin)"
 \"key\":$(nv_json "$NAVETTE_PREFIX$nv_name"),\"url\":$(nv_json \
 "$NAVETTE_OUTPUT_URL$nv_name"),\"size\":$nv_osize,\"sha256\":\"$nv_sum\"}"
 	done <"$nv_work/outputs"
-	nv_report outputs_published
+	nv_report @PHASE_OUTPUTS_PUBLISHED@
 }
 
 # The log (its end, when over logs.max_bytes), then the run record.
@@ -437,19 +440,19 @@ nv_step_record() {
 	fi
 	nv_logjson=null
 	if [ "$NAVETTE_LOG_PUBLISH" = 1 ]; then
-		if nv_publish navette.log "$nv_work/log.published"; then
-			nv_logjson="{\"url\":$(nv_json "${NAVETTE_OUTPUT_URL}navette.log"),\
-\"key\":$(nv_json "${NAVETTE_PREFIX}navette.log"),\"bytes\":\
+		if nv_publish @OBJECT_LOG@ "$nv_work/log.published"; then
+			nv_logjson="{\"url\":$(nv_json "${NAVETTE_OUTPUT_URL}@OBJECT_LOG@"),\
+\"key\":$(nv_json "${NAVETTE_PREFIX}@OBJECT_LOG@"),\"bytes\":\
 $(nv_size "$nv_work/log.published"),\"truncated\":$nv_trunc,\"chunks\":\
 $nv_log_chunk}"
 		else
-			nv_fail outputs_published "cannot publish the log: $nv_perr" \
+			nv_fail @PHASE_OUTPUTS_PUBLISHED@ "cannot publish the log: $nv_perr" \
 				"check the profile's storage and the POST policy's expiry"
 		fi
 	fi
-	[ "$nv_state" = succeeded ] || nv_outputs=
+	[ "$nv_state" = @STATE_SUCCEEDED@ ] || nv_outputs=
 	nv_report "$nv_state"
-	if [ "$nv_state" = succeeded ]; then
+	if [ "$nv_state" = @STATE_SUCCEEDED@ ]; then
 		nv_failure=null
 	else
 		nv_failure="{\"phase\":$(nv_json "$nv_fphase"),\"reason\":\
@@ -458,8 +461,8 @@ $(nv_json "$nv_freason"),\"hint\":$(nv_json "$nv_fhint")}"
 	printf '%s,"inputs":[%s],"phases":[%s],"state":"%s","exit_code":%s,"outputs":[%s],"failure":%s,"log":%s,"finished_at":"%s"}\n' \
 		"$NAVETTE_RECORD_HEAD" "$nv_inputs" "$nv_phases" "$nv_state" \
 		"$nv_exit" "$nv_outputs" "$nv_failure" "$nv_logjson" "$(nv_now)" \
-		>"$NAVETTE_JOB_DIR/navette-run.json"
-	if ! nv_publish navette-run.json "$NAVETTE_JOB_DIR/navette-run.json"; then
+		>"$NAVETTE_JOB_DIR/@OBJECT_RUN_RECORD@"
+	if ! nv_publish @OBJECT_RUN_RECORD@ "$NAVETTE_JOB_DIR/@OBJECT_RUN_RECORD@"; then
 		printf 'record-failed %s\n' "$nv_perr" >>"$NAVETTE_STATUS"
 	fi
 	printf 'final %s\n' "$nv_state" >>"$NAVETTE_STATUS"
@@ -467,25 +470,25 @@ $(nv_json "$nv_freason"),\"hint\":$(nv_json "$nv_fhint")}"
 
 # ---- the job --------------------------------------------------------------
 
-nv_report accepted
+nv_report @PHASE_ACCEPTED@
 if navette_image; then
-	nv_report image_ready
+	nv_report @PHASE_IMAGE_READY@
 else
-	nv_fail image_ready "$nv_image_error" "check the image reference, and \
+	nv_fail @PHASE_IMAGE_READY@ "$nv_image_error" "check the image reference, and \
 that this node can reach its registry (network, credentials)"
 fi
-[ "$nv_state" = succeeded ] && nv_step_data
-if [ "$nv_state" = succeeded ]; then
-	nv_report data_ready
+[ "$nv_state" = @STATE_SUCCEEDED@ ] && nv_step_data
+if [ "$nv_state" = @STATE_SUCCEEDED@ ]; then
+	nv_report @PHASE_DATA_READY@
 	nv_step_run
 fi
-[ "$nv_state" = succeeded ] && nv_step_publish
+[ "$nv_state" = @STATE_SUCCEEDED@ ] && nv_step_publish
 nv_step_record
 if [ -n "$nv_own_dir" ] && [ -z "${NAVETTE_KEEP_WORKSPACE:-}" ]; then
 	cd / && chmod -R u+w "$NAVETTE_JOB_DIR" 2>/dev/null
 	rm -rf "$NAVETTE_JOB_DIR"
 fi
-[ "$nv_state" = succeeded ] && exit 0
+[ "$nv_state" = @STATE_SUCCEEDED@ ] && exit 0
 case $nv_exit in
 null | 0) exit 1 ;;
 *) exit "$nv_exit" ;;

@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/fsutil.h"
 #include "core/jobid.h"
+#include "jobs/record.h"
 
 struct nv_queue {
 	sqlite3 *db;
@@ -45,7 +46,8 @@ static int db_damaged(nv_queue *q, nv_err *err, const char *what)
 		"command starts an empty job database. Its jobs are then no "
 		"longer listed or followed; their folders under "
 		"NAVETTE_HOME/jobs (launcher, log) and what they published in "
-		"the store (outputs, navette.log, navette-run.json) stay",
+		"the store (outputs, " NV_RECORD_LOG ", " NV_RECORD_RUN_RECORD
+		") stay",
 		"the job database %s is damaged (%s: %s)", q->path, what,
 		sqlite3_errmsg(q->db));
 }

@@ -8,8 +8,8 @@
  * The API version is discovered from the server (a ping per version
  * navette knows, newest first) unless the caller names one. Everything
  * that differs between versions (URLs, the JSON of a submission, the JSON
- * of a job) lives in one table in slurm.c: adding v0.0.39..v0.0.41 means
- * adding a row and its two functions.
+ * of a job) lives in one table in slurm_protocol.c: adding v0.0.39..v0.0.41
+ * means adding a row and its two functions.
  *
  * Identity: every request carries X-SLURM-USER-NAME and X-SLURM-USER-TOKEN.
  * The token is either pre-issued (a bearer secret, e.g. from

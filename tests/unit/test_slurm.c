@@ -1,5 +1,5 @@
-/* Tests of the Slurm REST client (host/jobs/slurm.c) against the real test
- * cluster of tests/stack/slurm-start.sh (the ctest fixture "slurm"): jobs
+/* Tests of the Slurm REST client (host/jobs/slurm*.c) against the real
+ * test cluster of tests/stack/slurm-start.sh (the ctest fixture "slurm"): jobs
  * run on the node asked for (gpu-a, then gpu-b), a failing script is
  * FAILED with its exit code, a cancel while running gives CANCELLED, an
  * expired token, a forged one and a wrong key are identity errors, a job

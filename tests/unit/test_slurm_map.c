@@ -1,9 +1,10 @@
-/* Unit tests of the Slurm backend's pure parts (host/jobs/slurm.c), with no
- * server: job descriptions (unknown names refused before submission, units
- * converted), the JSON of a submission, the reading of slurmrestd's answers
- * (real ones, recorded from slurmrestd 22.05.8 in tests/data/slurm), the
- * classification of its errors (a refused token is an identity error, not
- * a raw 500), and the map from Slurm states to navette's view. */
+/* Unit tests of the Slurm backend's pure parts (host/jobs/slurm_desc.c,
+ * slurm_protocol.c), with no server: job descriptions (unknown names refused
+ * before submission, units converted), the JSON of a submission, the reading of
+ * slurmrestd's answers (real ones, recorded from slurmrestd 22.05.8 in
+ * tests/data/slurm), the classification of its errors (a refused token is an
+ * identity error, not a raw 500), and the map from Slurm states to navette's
+ * view. */
 #include "jobs/slurm.h"
 #include "core/fsutil.h"
 

@@ -1,0 +1,116 @@
+/* What the files of the local agent share (agent.c: the loop, preparing,
+ * starting and following jobs; agent_finalize.c: a job's end and its run
+ * record; agent_publish.c: what goes to the output store). Private to
+ * host/jobs. */
+#ifndef NV_AGENT_INTERNAL_H
+#define NV_AGENT_INTERNAL_H
+
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/nv_err.h"
+#include "jobs/queue.h"
+#include "jobs/record.h"
+#include "storage/filestore.h"
+
+#define PATH_CAP        4200
+#define LOG_MAX_DEFAULT ((long long)64 * 1024 * 1024)
+
+enum kill_reason { KILL_NONE, KILL_CANCEL, KILL_TIMEOUT };
+
+typedef struct job {
+	char id[65];
+	char dir[PATH_CAP];
+	cJSON *spec;
+	pid_t pid;
+	char start_time[32]; /* the launcher's (process.h); "" unknown */
+	int own_child;       /* started by this agent: reaped with waitpid */
+	int reaped;
+	double started;
+	double time_limit; /* 0: none */
+	enum kill_reason killed;
+	double kill_sent;
+	int term_sent, kill9_sent;
+	long status_read; /* bytes of the status file already handled */
+	int have_exit;
+	int exit_code;
+	/* S3 storage: the launcher fetches, publishes and writes the run
+	 * record itself (the agent holds no storage key) */
+	int transfer;
+	int final_seen;
+	int container;          /* runs in an image, through a runtime */
+	int disk_full;          /* NAVETTE_HOME's disk was full at its end */
+	char image_failed[512]; /* why the launcher could not pull it */
+	struct job *next;
+} job;
+
+typedef struct agent {
+	char home[PATH_CAP];
+	nv_queue *queue;
+	job *jobs;
+	int running;
+	int slots;
+} agent;
+
+/* The agent's own log (through the redactor). */
+void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static inline const char *sfield(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static inline const cJSON *ofield(const cJSON *o, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+/* Records a phase of j in the queue (a failure is logged). */
+void agent_phase(agent *a, job *j, nv_record_phase phase);
+/* ... and the one that names how it ended. */
+void agent_phase_end(agent *a, job *j, nv_record_state state);
+
+/* dir/name of the job's folder into out. */
+void agent_job_path(const job *j, const char *name, char *out, size_t cap);
+
+/* Whether the disk of dir is (nearly) full. */
+int agent_disk_nearly_full(const char *dir);
+
+/* ---- agent_finalize.c ---- */
+
+/* Ends j with o: the success condition, publication (or, for a transfer,
+ * what its launcher published), the run record, the final state in the
+ * queue, and the scratch folders removed. */
+void agent_finalize(agent *a, job *j, nv_record_outcome *o);
+
+/* ---- agent_publish.c ---- */
+
+/* The filestore the job's outputs go to (spec.outputs.store). */
+nv_filestore *agent_output_store(const cJSON *spec, nv_err *err);
+
+/* Passes the log once more, whole, through a redactor holding the
+ * submitter's fingerprints, and replaces it. */
+int agent_reredact_log(const cJSON *spec, const char *logpath, nv_err *err);
+
+/* Publishes the outputs under outdir (a job that met its condition) as
+ * prefix + path, entries into published; a failure goes into o and rolls
+ * back what was published. */
+void agent_publish_outputs(nv_filestore *store, const char *prefix,
+			   const char *outdir, cJSON *published,
+			   nv_record_outcome *o);
+
+/* Publishes the log (its end, when over max_bytes); its url, key, bytes
+ * and truncated into record_log. */
+int agent_publish_log(nv_filestore *store, const char *prefix,
+		      const char *logpath, long long max_bytes,
+		      cJSON *record_log, nv_err *err);
+
+/* Publishes the run record, masked by a redactor of the job; its URL into
+ * url (cap bytes). */
+int agent_publish_record(nv_filestore *store, const cJSON *spec,
+			 const char *prefix, const cJSON *record, char *url,
+			 size_t cap, nv_err *err);
+
+#endif
