@@ -1,5 +1,5 @@
 /* The error slot: bounded, allocation-free formatting of messages. */
-#include "nv_err.h"
+#include "core/nv_err.h"
 
 #include <stdarg.h>
 #include <stdio.h>

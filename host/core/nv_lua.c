@@ -1,11 +1,80 @@
-/* The parts of nv_lua.h that are not the runtime's own: checks of the
- * values a binding takes from Lua. Every number a binding turns into a C
- * size, count, duration, mode or port goes through here: a Lua number may
- * be a float as large as 1e308, an infinity or a NaN, and converting such
- * a value to a C integer type is undefined behaviour in C. */
+/* The code of nv_lua.h, what every binding of a primitive uses: error
+ * objects, plan mode and the runtime's folders (read from the runtime that
+ * owns the state), and checks of the values a binding takes from Lua.
+ * Every number a binding turns into a C size, count, duration, mode or
+ * port goes through here: a Lua number may be a float as large as 1e308,
+ * an infinity or a NaN, and converting such a value to a C integer type
+ * is undefined behaviour in C. */
 #include "core/nv_lua.h"
 
 #include <stdio.h>
+
+#include "core/runtime.h"
+
+/* ---- errors, plan mode, the runtime's folders -------------------------- */
+
+int nv_lua_push_error(lua_State *L, const nv_err *err)
+{
+	lua_pushnil(L);
+	lua_createtable(L, 0, 3);
+	lua_pushstring(L, nv_err_code_name(err->code));
+	lua_setfield(L, -2, "code");
+	lua_pushstring(L, err->message);
+	lua_setfield(L, -2, "message");
+	if (err->hint[0]) {
+		lua_pushstring(L, err->hint);
+		lua_setfield(L, -2, "hint");
+	}
+	return 2; // [nil, err]
+}
+
+bool nv_plan_mode(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+	return rt && rt->plan;
+}
+
+bool nv_checking_mode(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+	return rt && rt->plan && rt->checking && !rt->no_exec;
+}
+
+bool nv_exec_forbidden(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+	return rt && (rt->no_exec || (rt->plan && !rt->checking));
+}
+
+void nv_plan_record(lua_State *L, const char *primitive, const char *action,
+		    const char *detail)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+
+	lua_rawgeti(L, LUA_REGISTRYINDEX, rt->plan_ref); // [plan]
+	lua_createtable(L, 0, 3);                        // [plan, entry]
+	lua_pushstring(L, primitive);
+	lua_setfield(L, -2, "primitive");
+	lua_pushstring(L, action);
+	lua_setfield(L, -2, "action");
+	lua_pushstring(L, detail ? detail : "");
+	lua_setfield(L, -2, "detail");
+	lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+	lua_pop(L, 1);
+}
+
+const char *nv_lua_recipe_dir(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+	return rt ? rt->recipe_dir : "";
+}
+
+const char *nv_lua_home(lua_State *L)
+{
+	return nv_runtime_of(L)->home;
+}
+
+/* ---- numbers from Lua -------------------------------------------------- */
 
 /* Raises "WHAT must be ... (got V)" for the value at idx. */
 static int range_error(lua_State *L, int idx, const char *what,

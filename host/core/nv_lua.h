@@ -9,7 +9,7 @@
 #include <lua.h>
 #include <lauxlib.h>
 
-#include "nv_err.h"
+#include "core/nv_err.h"
 
 /* Expected failure: pushes nil and an error table {code=, message=, hint=}
  * and returns 2, so a binding writes `return nv_lua_push_error(L, &err);`.

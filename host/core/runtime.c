@@ -1,41 +1,26 @@
 /* The Lua state of a recipe run: allocator with a memory cap, the count hook
  * bounding run time, the protected-call helper, the loader of the embedded
- * library, the sandbox given to recipes, and plan mode. The CLI logic itself
- * is Lua (lua/navette/cli.lua) running on top of these primitives. */
+ * library, and _navette.core (the sandbox given to recipes, plan mode,
+ * limits). The CLI logic itself is Lua (lua/navette/cli.lua) running on top
+ * of these primitives; host/lib opens them all and holds navette.h. */
 #include "core/runtime.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
 
 #include "core/lua_embed.h"
 #include "core/nv_lua.h"
-#include "core/output.h"
 #include "core/sandbox.h"
 #include "core/watchdog.h"
-#include "audit/audit.h"
-#include "creds/redact.h"
-#include "creds/secret.h"
-#include "jobs/agent.h"
 
-#define RUNTIME_KEY              "navette.runtime"
-#define DEFAULT_MEMORY_LIMIT     ((size_t)512 * 1024 * 1024)
-#define DEFAULT_RECIPE_TIMEOUT_S 120.0
-#define HOOK_COUNT               100000
-#define MODULE_NAME_MAX          128
-
-const char *navette_version(void)
-{
-	return NAVETTE_VERSION;
-}
+#define RUNTIME_KEY     "navette.runtime"
+#define HOOK_COUNT      100000
+#define MODULE_NAME_MAX 128
 
 navette_runtime *nv_runtime_of(lua_State *L)
 {
@@ -155,69 +140,6 @@ int nv_pcall(lua_State *L, int nargs, int nresults)
 	status = lua_pcall(L, nargs, nresults, base);
 	lua_remove(L, base);
 	return status;
-}
-
-/* ---- nv_lua.h ---------------------------------------------------------- */
-
-int nv_lua_push_error(lua_State *L, const nv_err *err)
-{
-	lua_pushnil(L);
-	lua_createtable(L, 0, 3);
-	lua_pushstring(L, nv_err_code_name(err->code));
-	lua_setfield(L, -2, "code");
-	lua_pushstring(L, err->message);
-	lua_setfield(L, -2, "message");
-	if (err->hint[0]) {
-		lua_pushstring(L, err->hint);
-		lua_setfield(L, -2, "hint");
-	}
-	return 2; // [nil, err]
-}
-
-bool nv_plan_mode(lua_State *L)
-{
-	navette_runtime *rt = nv_runtime_of(L);
-	return rt && rt->plan;
-}
-
-bool nv_checking_mode(lua_State *L)
-{
-	navette_runtime *rt = nv_runtime_of(L);
-	return rt && rt->plan && rt->checking && !rt->no_exec;
-}
-
-bool nv_exec_forbidden(lua_State *L)
-{
-	navette_runtime *rt = nv_runtime_of(L);
-	return rt && (rt->no_exec || (rt->plan && !rt->checking));
-}
-
-void nv_plan_record(lua_State *L, const char *primitive, const char *action,
-		    const char *detail)
-{
-	navette_runtime *rt = nv_runtime_of(L);
-
-	lua_rawgeti(L, LUA_REGISTRYINDEX, rt->plan_ref); // [plan]
-	lua_createtable(L, 0, 3);                        // [plan, entry]
-	lua_pushstring(L, primitive);
-	lua_setfield(L, -2, "primitive");
-	lua_pushstring(L, action);
-	lua_setfield(L, -2, "action");
-	lua_pushstring(L, detail ? detail : "");
-	lua_setfield(L, -2, "detail");
-	lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
-	lua_pop(L, 1);
-}
-
-const char *nv_lua_recipe_dir(lua_State *L)
-{
-	navette_runtime *rt = nv_runtime_of(L);
-	return rt ? rt->recipe_dir : "";
-}
-
-const char *nv_lua_home(lua_State *L)
-{
-	return nv_runtime_of(L)->home;
 }
 
 /* ---- the embedded library and its loader ------------------------------- */
@@ -344,6 +266,46 @@ static int library_searcher(lua_State *L)
 	lua_pushstring(L, name);
 	return 2;
 }
+
+/* ---- the state --------------------------------------------------------- */
+
+int nv_runtime_start(navette_runtime *rt)
+{
+	lua_State *L = lua_newstate(runtime_alloc, rt);
+
+	rt->L = L;
+	if (!L)
+		return -1;
+	luaL_openlibs(L);
+	lua_pushlightuserdata(L, rt);
+	lua_setfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY);
+	lua_newtable(L);
+	rt->plan_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+
+	/* Trusted code loads modules from the library only: no path search
+	 * of the working folder, no C modules from disk. */
+	lua_getglobal(L, "package"); // [package]
+	lua_getfield(L, -1, "searchers");
+	lua_newtable(L);
+	lua_rawgeti(L, -2, 1); /* preload */
+	lua_rawseti(L, -2, 1);
+	lua_pushcfunction(L, library_searcher);
+	lua_rawseti(L, -2, 2);
+	lua_setfield(L, -3, "searchers");
+	lua_pop(L, 2);
+	return 0;
+}
+
+void nv_runtime_stop(navette_runtime *rt)
+{
+	if (rt->L)
+		lua_close(rt->L);
+	rt->L = NULL;
+	nv_watchdog_free(rt->watchdog);
+	rt->watchdog = NULL;
+}
+
+/* ---- _navette.core ----------------------------------------------------- */
 
 /* _navette.core.load_recipe(path, env [, chunkname [, source]]) -> fn |
  * nil, err. source: the text to load instead of the file's. */
@@ -516,7 +478,7 @@ static int l_core_home(lua_State *L)
 
 static int l_core_version(lua_State *L)
 {
-	lua_pushstring(L, navette_version());
+	lua_pushstring(L, NAVETTE_VERSION);
 	lua_pushstring(L, LUA_RELEASE);
 	return 2;
 }
@@ -568,336 +530,4 @@ int luaopen_navette_core(lua_State *L)
 				       {NULL, NULL}};
 	luaL_newlib(L, fns);
 	return 1;
-}
-
-void nv_open_natives(lua_State *L)
-{
-	static const luaL_Reg natives[] = {{"core", luaopen_navette_core},
-					   {"sys", luaopen_navette_sys},
-					   {"json", luaopen_navette_json},
-					   {"out", luaopen_navette_out},
-					   {"git", luaopen_navette_git},
-					   {"storage", luaopen_navette_storage},
-					   {"jobs", luaopen_navette_jobs},
-					   {"creds", luaopen_navette_creds},
-					   {"audit", luaopen_navette_audit},
-					   {"net", luaopen_navette_net},
-					   {"s3", luaopen_navette_s3},
-					   {"image", luaopen_navette_image},
-					   {"slurm", luaopen_navette_slurm},
-					   {"record", luaopen_navette_record},
-					   {NULL, NULL}};
-
-	lua_newtable(L); // [_navette]
-	for (const luaL_Reg *r = natives; r->name; r++) {
-		lua_pushcfunction(L, r->func);
-		lua_call(L, 0, 1);
-		lua_setfield(L, -2, r->name);
-	}
-	lua_setglobal(L, "_navette");
-}
-
-/* ---- navette.h --------------------------------------------------------- */
-
-/* 0, or -1 when the folder does not fit in cap. */
-static int default_home(char *out, size_t cap)
-{
-	const char *env = getenv("NAVETTE_HOME");
-	const char *home = getenv("HOME");
-	int n;
-
-	if (env && *env)
-		n = snprintf(out, cap, "%s", env);
-	else {
-#ifdef __APPLE__
-		n = snprintf(out, cap, "%s/Library/Application Support/navette",
-			     home ? home : ".");
-#else
-		const char *xdg = getenv("XDG_DATA_HOME");
-		if (xdg && *xdg)
-			n = snprintf(out, cap, "%s/navette", xdg);
-		else
-			n = snprintf(out, cap, "%s/.local/share/navette",
-				     home ? home : ".");
-#endif
-	}
-	return n >= 0 && (size_t)n < cap ? 0 : -1;
-}
-
-/* The outcome of this thread's last navette_open, which has no runtime to
- * keep it in when it fails: navette_last_error(NULL). */
-static _Thread_local navette_error open_error;
-static _Thread_local char open_message[256];
-
-const navette_error *nv_runtime_open_error(void)
-{
-	if (!open_error.code)
-		open_error.code = "";
-	open_error.message = open_message;
-	open_error.hint = "";
-	return &open_error;
-}
-
-static int open_failed(int status, const char *code, const char *message)
-{
-	open_error.status = status;
-	open_error.code = code;
-	snprintf(open_message, sizeof(open_message), "%s", message);
-	return status;
-}
-
-#define RUNTIME_FIELD_SIZE(field) sizeof(((navette_runtime *)0)->field)
-
-/* NAVETTE_USAGE, saying which, when an option (or its variable) holds a
- * string too long for the runtime; else NAVETTE_OK. Nothing is cut short
- * silently: a shortened agent program or profile would name another. */
-static int check_lengths(const navette_options *options)
-{
-	const char *lua_path = options && options->lua_path
-				       ? options->lua_path
-				       : getenv("NAVETTE_LUA_PATH");
-	char message[128];
-	const char *what = NULL;
-	size_t max = 0;
-
-	if (options && options->profile &&
-	    strlen(options->profile) >= RUNTIME_FIELD_SIZE(profile)) {
-		what = "profile";
-		max = RUNTIME_FIELD_SIZE(profile);
-	} else if (options && options->agent_program &&
-		   strlen(options->agent_program) >= NV_AGENT_PROGRAM_MAX) {
-		what = "agent_program";
-		max = NV_AGENT_PROGRAM_MAX;
-	} else if (lua_path &&
-		   strlen(lua_path) >= RUNTIME_FIELD_SIZE(lua_path)) {
-		what = "lua_path (or NAVETTE_LUA_PATH)";
-		max = RUNTIME_FIELD_SIZE(lua_path);
-	}
-	if (!what)
-		return NAVETTE_OK;
-	snprintf(message, sizeof(message),
-		 "navette_open: %s is longer than %zu bytes", what, max - 1);
-	return open_failed(NAVETTE_USAGE, "usage", message);
-}
-
-/* rt->home from the options or the environment, made absolute; -1 (the
- * reason kept) when it does not fit. */
-static int resolve_home(navette_runtime *rt, const navette_options *options)
-{
-	char message[128];
-	int n = 0;
-
-	if (options && options->home)
-		n = snprintf(rt->home, sizeof(rt->home), "%s", options->home);
-	else if (default_home(rt->home, sizeof(rt->home)) != 0)
-		n = -1;
-	if (n >= 0 && (size_t)n < sizeof(rt->home) && rt->home[0] != '/') {
-		char cwd[2048];
-		char rel[sizeof(rt->home)];
-		if (getcwd(cwd, sizeof(cwd))) {
-			memcpy(rel, rt->home, sizeof(rel));
-			n = snprintf(rt->home, sizeof(rt->home), "%s/%s", cwd,
-				     rel);
-		}
-	}
-	if (n >= 0 && (size_t)n < sizeof(rt->home))
-		return 0;
-	snprintf(message, sizeof(message),
-		 "navette_open: home (or NAVETTE_HOME), made absolute, is "
-		 "longer than %zu bytes",
-		 sizeof(rt->home) - 1);
-	open_failed(NAVETTE_USAGE, "usage", message);
-	return -1;
-}
-
-/* Every loaded secret value is taught to the redactor; values shorter
- * than its minimum are left alone on purpose (short common words). */
-static void redact_observer(const char *name, const void *value, size_t len)
-{
-	nv_err err;
-	if (len >= NV_REDACT_SECRET_MIN)
-		nv_redact_add_secret(nv_redact_global(), name, value, len,
-				     &err);
-}
-
-static int audit_redact(const char *line, size_t len, nv_buf *out,
-			void *payload)
-{
-	(void)payload;
-	return nv_redact_buffer(nv_redact_global(), line, len, out);
-}
-
-/* The sinks of this process all pass the redactor: the output module, the
- * audit log, and (through the output module) plans and errors. */
-void nv_runtime_install_redactor(void)
-{
-	nv_out_set_filter(nv_redact_out_filter);
-	nv_secret_set_observer(redact_observer);
-	nv_audit_set_filter(audit_redact, NULL);
-}
-
-/* The output callback of navette_options, behind the redactor. */
-static void runtime_output(int stream, const char *buf, size_t len,
-			   void *payload)
-{
-	navette_runtime *rt = payload;
-	rt->output(stream, buf, len, rt->output_payload);
-}
-
-void navette_options_init(navette_options *options)
-{
-	memset(options, 0, sizeof(*options));
-	options->version = NAVETTE_OPTIONS_VERSION;
-}
-
-int navette_open(navette_runtime **out, const navette_options *options)
-{
-	navette_runtime *rt;
-	const char *env;
-
-	*out = NULL;
-	open_failed(NAVETTE_OK, "", "");
-	if (options && options->version != NAVETTE_OPTIONS_VERSION)
-		return open_failed(NAVETTE_USAGE, "usage",
-				   "navette_open: options of another version "
-				   "(navette_options_init fills them)");
-	if (check_lengths(options) != NAVETTE_OK)
-		return NAVETTE_USAGE;
-	rt = calloc(1, sizeof(*rt));
-	if (!rt)
-		return open_failed(NAVETTE_SERVICE, "no_memory",
-				   "out of memory");
-	if (resolve_home(rt, options) != 0) {
-		free(rt);
-		return NAVETTE_USAGE;
-	}
-	rt->error.code = rt->error_code;
-	rt->error.message = rt->error_message;
-	rt->error.hint = rt->error_hint;
-	nv_runtime_install_redactor();
-	if (options && options->output) {
-		rt->output = options->output;
-		rt->output_payload = options->output_payload;
-		nv_out_set_sink(runtime_output, rt);
-	}
-	if (options && (options->agent_program || options->agent_is_self))
-		nv_agent_set_program(options->agent_program,
-				     options->agent_is_self);
-	if (options && options->profile)
-		snprintf(rt->profile, sizeof(rt->profile), "%s",
-			 options->profile);
-	rt->memory_limit = DEFAULT_MEMORY_LIMIT;
-	rt->recipe_timeout_s = DEFAULT_RECIPE_TIMEOUT_S;
-	if ((env = getenv("NAVETTE_RECIPE_TIMEOUT")) && atof(env) > 0)
-		rt->recipe_timeout_s = atof(env);
-	if ((env = getenv("NAVETTE_MEMORY_LIMIT")) && atoll(env) > 0)
-		rt->memory_limit = (size_t)atoll(env);
-	if (options && options->memory_limit)
-		rt->memory_limit = options->memory_limit;
-	if (options && options->recipe_timeout_s > 0)
-		rt->recipe_timeout_s = options->recipe_timeout_s;
-	env = options && options->lua_path ? options->lua_path
-					   : getenv("NAVETTE_LUA_PATH");
-	if (env && *env)
-		snprintf(rt->lua_path, sizeof(rt->lua_path), "%s", env);
-
-	rt->L = lua_newstate(runtime_alloc, rt);
-	if (!rt->L) {
-		navette_close(rt);
-		return open_failed(NAVETTE_SERVICE, "no_memory",
-				   "out of memory");
-	}
-	lua_State *L = rt->L;
-	luaL_openlibs(L);
-	lua_pushlightuserdata(L, rt);
-	lua_setfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY);
-	lua_newtable(L);
-	rt->plan_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-
-	/* Trusted code loads modules from the library only: no path search
-	 * of the working folder, no C modules from disk. */
-	lua_getglobal(L, "package"); // [package]
-	lua_getfield(L, -1, "searchers");
-	lua_newtable(L);
-	lua_rawgeti(L, -2, 1); /* preload */
-	lua_rawseti(L, -2, 1);
-	lua_pushcfunction(L, library_searcher);
-	lua_rawseti(L, -2, 2);
-	lua_setfield(L, -3, "searchers");
-	lua_pop(L, 2);
-
-	nv_open_natives(L);
-	*out = rt;
-	return NAVETTE_OK;
-}
-
-const char *navette_home(const navette_runtime *rt)
-{
-	return rt->home;
-}
-
-void navette_close(navette_runtime *rt)
-{
-	if (!rt)
-		return;
-	if (rt->L)
-		lua_close(rt->L);
-	nv_watchdog_free(rt->watchdog);
-	if (nv_out_sink_is(runtime_output, rt))
-		nv_out_set_sink(NULL, NULL);
-	free(rt);
-}
-
-static int report_internal(lua_State *L)
-{
-	const char *msg = NULL;
-	const char *debug = getenv("NAVETTE_DEBUG");
-
-	if (lua_istable(L, -1)) {
-		lua_getfield(L, -1, "message");
-		msg = lua_tostring(L, -1);
-		lua_pop(L, 1);
-	}
-	nv_out_printf(NV_OUT_STDERR, "navette: internal error: %s\n",
-		      msg ? msg : "(no message)");
-	if (debug && *debug && lua_istable(L, -1)) {
-		lua_getfield(L, -1, "traceback");
-		nv_out_printf(NV_OUT_STDERR, "%s\n",
-			      lua_tostring(L, -1) ? lua_tostring(L, -1) : "");
-		lua_pop(L, 1);
-	} else {
-		nv_out_printf(NV_OUT_STDERR,
-			      "  run again with NAVETTE_DEBUG=1 for the "
-			      "traceback, and report it\n");
-	}
-	return NAVETTE_SERVICE;
-}
-
-int navette_main(navette_runtime *rt, int argc, char **argv)
-{
-	lua_State *L = rt->L;
-	int status;
-
-	lua_getglobal(L, "require");
-	lua_pushliteral(L, "navette.cli");
-	if (nv_pcall(L, 1, 1) != LUA_OK) {
-		status = report_internal(L);
-		lua_settop(L, 0);
-		return status;
-	}
-	lua_getfield(L, -1, "main"); // [cli, main]
-	lua_createtable(L, argc, 0);
-	for (int i = 0; i < argc; i++) {
-		lua_pushstring(L, argv[i]);
-		lua_rawseti(L, -2, i + 1);
-	}
-	if (nv_pcall(L, 1, 1) != LUA_OK) {
-		status = report_internal(L);
-		lua_settop(L, 0);
-		return status;
-	}
-	status = (int)lua_tointeger(L, -1);
-	lua_settop(L, 0);
-	nv_out_flush();
-	return status;
 }

@@ -1,6 +1,9 @@
 /* The runtime behind navette.h: one Lua state per recipe run, with a memory
  * cap (allocator), a run-time bound (count hook), the plan-mode flag and
- * the one protected-call helper every call into Lua goes through. */
+ * the one protected-call helper every call into Lua goes through. The
+ * ground floor: it knows no primitive; host/lib opens the natives, wires
+ * the redactor and holds the public API on top of it. navette.h is
+ * included for the names of the API's types, not for its functions. */
 #ifndef NV_RUNTIME_H
 #define NV_RUNTIME_H
 
@@ -29,7 +32,7 @@ struct navette_runtime {
 	char home[4096];
 	char recipe_dir[4096];
 	char lua_path[4096]; /* "" : embedded library */
-	/* the embedding API (api.c) */
+	/* the embedding API (host/lib/api.c) */
 	char profile[256]; /* "": the project's default */
 	navette_output_fn output;
 	void *output_payload;
@@ -43,12 +46,15 @@ struct navette_runtime {
  * opener given to navette_register_module. */
 #define NV_HOST_MODULES_KEY "navette.host.modules"
 
-/* Internal entry points behind navette_agent_main. */
-int navette_redact_stream(int in_fd, int out_fd);
+/* Makes rt->L from rt's limits and paths: the counting allocator, the
+ * standard libraries, the runtime's registry key, an empty plan record
+ * and the searcher of the embedded library (trusted code loads nothing
+ * else). 0, or -1 when out of memory (rt->L NULL then). The natives are
+ * not opened here: the library's wiring (host/lib) does that. */
+int nv_runtime_start(navette_runtime *rt);
 
-/* The outcome of this thread's last navette_open (navette_last_error of
- * NULL). */
-const navette_error *nv_runtime_open_error(void);
+/* Closes rt->L and the watchdog; rt itself is the caller's. */
+void nv_runtime_stop(navette_runtime *rt);
 
 /* The runtime owning L (stored in the registry at open). */
 navette_runtime *nv_runtime_of(lua_State *L);
@@ -59,27 +65,12 @@ navette_runtime *nv_runtime_of(lua_State *L);
  * table is on the stack. */
 int nv_pcall(lua_State *L, int nargs, int nresults);
 
-/* Routes the output module, the audit log and secret loading through the
- * redactor (navette_open does it; the agent calls it too). */
-void nv_runtime_install_redactor(void);
-
-/* Opens the native modules into the trusted global `_navette`. */
-void nv_open_natives(lua_State *L);
-
+/* The natives of the core itself; host/lib opens them with every
+ * primitive's into the trusted global `_navette`. */
 int luaopen_navette_core(lua_State *L);
 int luaopen_navette_sys(lua_State *L);
 int luaopen_navette_json(lua_State *L);
 int luaopen_navette_out(lua_State *L);
-int luaopen_navette_git(lua_State *L);
-int luaopen_navette_storage(lua_State *L);
-int luaopen_navette_jobs(lua_State *L);
-int luaopen_navette_creds(lua_State *L);
-int luaopen_navette_audit(lua_State *L);
-int luaopen_navette_net(lua_State *L);
-int luaopen_navette_s3(lua_State *L);
-int luaopen_navette_image(lua_State *L);
-int luaopen_navette_slurm(lua_State *L);
-int luaopen_navette_record(lua_State *L);
 
 #include "core/clock.h"
 

@@ -70,7 +70,7 @@ int nv_core_versions(lua_State *L)
 	int load = lua_toboolean(L, 1);
 
 	lua_createtable(L, 0, 9);
-	put(L, "navette", navette_version());
+	put(L, "navette", NAVETTE_VERSION);
 	put(L, "lua", &LUA_RELEASE[4]); /* "Lua 5.4.4" -> "5.4.4" */
 	if (!put_built(L, load, "git_libgit2_version", "libgit2",
 		       LIBGIT2_VERSION)) {
