@@ -291,6 +291,10 @@ static int load_library_module(lua_State *L, navette_runtime *rt,
 				     rt->lua_path, rel) >= sizeof(path))
 			return LUA_ERRFILE;
 		FILE *f = fopen(path, "rb");
+		/* a folder's module is its init.lua, as embedded */
+		if (!f && (size_t)snprintf(path, sizeof(path), "%s/%s/init.lua",
+					   rt->lua_path, rel) < sizeof(path))
+			f = fopen(path, "rb");
 		if (!f)
 			return LUA_ERRFILE;
 		luaL_Buffer b;
@@ -573,6 +577,7 @@ void nv_open_natives(lua_State *L)
 					   {"git", luaopen_navette_git},
 					   {"storage", luaopen_navette_storage},
 					   {"jobs", luaopen_navette_jobs},
+					   {"jobdb", luaopen_navette_jobdb},
 					   {"creds", luaopen_navette_creds},
 					   {"audit", luaopen_navette_audit},
 					   {"net", luaopen_navette_net},

@@ -73,6 +73,7 @@ int luaopen_navette_out(lua_State *L);
 int luaopen_navette_git(lua_State *L);
 int luaopen_navette_storage(lua_State *L);
 int luaopen_navette_jobs(lua_State *L);
+int luaopen_navette_jobdb(lua_State *L);
 int luaopen_navette_creds(lua_State *L);
 int luaopen_navette_audit(lua_State *L);
 int luaopen_navette_net(lua_State *L);
