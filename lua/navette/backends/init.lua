@@ -67,11 +67,15 @@ function backends.unregister(name)
   added[name] = nil
 end
 
--- Whether `name` is a backend.
-function backends.known(name)
-  if added[name] then return true end
+-- Whether `name` is a file of this folder.
+local function in_folder(name)
   for _, n in ipairs(NAMES) do if n == name then return true end end
   return false
+end
+
+-- Whether `name` is a backend.
+function backends.known(name)
+  return added[name] ~= nil or in_folder(name)
 end
 
 -- Every backend's name: this folder's, then those registered.
@@ -80,16 +84,11 @@ function backends.names()
   for i, n in ipairs(NAMES) do out[i] = n end
   local more = {}
   for n in pairs(added) do
-    if not backends.known_file(n) then more[#more + 1] = n end
+    if not in_folder(n) then more[#more + 1] = n end
   end
   table.sort(more)
   for _, n in ipairs(more) do out[#out + 1] = n end
   return out
-end
-
-function backends.known_file(name)
-  for _, n in ipairs(NAMES) do if n == name then return true end end
-  return false
 end
 
 -- The backend named `name` (nil: the default one); raises for another.
@@ -97,7 +96,7 @@ function backends.get(name)
   name = name or backends.DEFAULT
   local b = added[name]
   if b then return b end
-  if not backends.known_file(name) then
+  if not in_folder(name) then
     errors.raise("usage", "no backend named '" .. tostring(name) .. "'",
                  "backends: " .. table.concat(backends.names(), ", "))
   end

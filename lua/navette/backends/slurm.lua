@@ -14,8 +14,8 @@
 local errors = require "navette.errors"
 local util = require "navette.util"
 local published = require "navette.published"
-local native, jobs_native, core, sys, json =
-  _navette.slurm, _navette.jobs, _navette.core, _navette.sys, _navette.json
+local native, jobs_native, sys, json =
+  _navette.slurm, _navette.jobs, _navette.sys, _navette.json
 
 local M = { name = "slurm" }
 
