@@ -25,7 +25,9 @@
 --                             earlier submission it adopted, if so)
 --   refresh?(row, ctx)        -> info: brings the row up to date with what
 --                             the backend knows: {changed = the row was
---                             written, record = the run record if read,
+--                             written (the caller reads it again),
+--                             record, record_url = the run record if it
+--                             read it (the view does not read it again),
 --                             fields = more fields for the job's view}
 --   cancel(row, ctx)          -> what to print | nil, err
 --   log_chunk(view, offset, ctx) -> bytes of the job's log from offset

@@ -225,7 +225,7 @@ local function settle_pending(db, session, spec)
   return adopted
 end
 
--- Closes a session unless the caller keeps it (see M.submit).
+-- Closes a session unless the caller keeps it (see send).
 local function release(session, cache)
   if not cache then session:close() end
 end
@@ -237,10 +237,10 @@ end
 -- discovery, kept-alive connections) per cluster, user, credential and
 -- token lifespan; the caller closes them.
 local function send(spec, script, ctx)
-  local db, opts = ctx.db, ctx
+  local db = ctx.db
   local profile_max = spec.slurm.max_token_lifespan or 3600
   local lifespan = token_lifespan(spec, profile_max)
-  local cache, key = opts.sessions, table.concat({ spec.slurm.endpoint,
+  local cache, key = ctx.sessions, table.concat({ spec.slurm.endpoint,
     spec.slurm.user, tostring(spec.slurm.credential
     and spec.slurm.credential.name), tostring(lifespan) }, "\0")
   local ok, session = true, cache and cache[key]
@@ -254,9 +254,8 @@ local function send(spec, script, ctx)
     local e = errors.from(session)
     if db:submit(spec.id, spec.project, spec.profile, spec.name,
                  json.encode(spec), M.name) ~= nil then
-      db:finish(spec.id, "failed", nil,
-                         { phase = "accepted", reason = e.message,
-                           hint = e.hint })
+      db:finish(spec.id, "failed", nil, { phase = "accepted",
+                reason = e.message, hint = e.hint })
     end
     error(e, 0)
   end
@@ -265,7 +264,7 @@ local function send(spec, script, ctx)
     release(session, cache)
     return adopted, true
   end
-  local desc = description(spec, opts.nodes)
+  local desc = description(spec, ctx.nodes)
   local ok, cerr = native.check_desc(desc)
   if not ok then
     release(session, cache)
@@ -275,7 +274,7 @@ local function send(spec, script, ctx)
   -- recorded first: an answer lost from here on is found again by name
   local inserted, ierr = db:submit(spec.id, spec.project, spec.profile,
                                    spec.name, json.encode(spec), M.name,
-                                   opts.submission and opts.submission.key)
+                                   ctx.submission and ctx.submission.key)
   if inserted == nil then
     release(session, cache)
     return nil, ierr
