@@ -219,6 +219,10 @@ static int load_library_module(lua_State *L, navette_runtime *rt,
 				     rt->lua_path, rel) >= sizeof(path))
 			return LUA_ERRFILE;
 		FILE *f = fopen(path, "rb");
+		/* a folder's module is its init.lua, as embedded */
+		if (!f && (size_t)snprintf(path, sizeof(path), "%s/%s/init.lua",
+					   rt->lua_path, rel) < sizeof(path))
+			f = fopen(path, "rb");
 		if (!f)
 			return LUA_ERRFILE;
 		luaL_Buffer b;

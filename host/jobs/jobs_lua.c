@@ -1,6 +1,7 @@
-/* _navette.jobs: the local backend as the library sees it: submit into the
- * durable queue (starting the agent), read a job or the list (as JSON text,
- * decoded by lua/navette/jobs.lua), cancel, and render a launcher. */
+/* _navette.jobdb, the job database every backend records its jobs in (a
+ * handle; rows come back as JSON text, decoded by lua/navette/jobs.lua),
+ * and _navette.jobs, what is not the database: the local agent, the
+ * launcher's rendering, job ids, submission keys. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,90 +20,123 @@
 #include "jobs/launcher.h"
 #include "jobs/queue.h"
 
-/* The job database of a home, opened once per Lua state and kept (a
- * sweep's submissions would otherwise open, check the schema of and
- * checkpoint the database several times per job); closed when the state
- * is. */
-#define QUEUES_KEY "navette.jobs.queues"
-#define QUEUE_MT   "navette.jobs.queue"
+/* _navette.jobdb.open(home) -> db | nil, err: the job database of a
+ * home, for every backend (the local agent's jobs and the rows a remote
+ * backend keeps of its own). A handle in liolib's manner: the userdata is
+ * created closed, then the database opened into it, so a raise between
+ * the two (the memory cap) never leaks it; close() twice is harmless and a
+ * use after close raises. */
+#define JOBDB_MT "navette.jobdb"
+/* A malloc'd string on its way into Lua (see owned_new). */
+#define OWNED_MT "navette.jobs.owned"
 
 typedef struct {
-	nv_queue *q;
-} queue_box;
+	nv_queue *q; /* NULL: closed */
+	char home[]; /* NUL-terminated, for the agent calls */
+} jobdb;
 
-static int queue_box_gc(lua_State *L)
+static jobdb *check_jobdb(lua_State *L)
 {
-	queue_box *b = luaL_checkudata(L, 1, QUEUE_MT);
+	jobdb *db = luaL_checkudata(L, 1, JOBDB_MT);
 
-	if (b->q) {
-		nv_queue_close(b->q);
-		b->q = NULL;
-	}
-	return 0;
+	if (!db->q)
+		luaL_error(L, "attempt to use a closed job database");
+	return db;
 }
 
-static int queue_for(lua_State *L, const char *home, nv_queue **q, nv_err *err)
+static int l_jobdb_open(lua_State *L)
 {
-	queue_box *b;
+	size_t len;
+	const char *home = luaL_checklstring(L, 1, &len);
+	jobdb *db;
+	nv_err err;
 
-	if (lua_getfield(L, LUA_REGISTRYINDEX, QUEUES_KEY) != LUA_TTABLE) {
-		lua_pop(L, 1);
-		lua_newtable(L);
-		lua_pushvalue(L, -1);
-		lua_setfield(L, LUA_REGISTRYINDEX, QUEUES_KEY);
-	}
-	if (lua_getfield(L, -1, home) == LUA_TUSERDATA) {
-		b = lua_touserdata(L, -1);
-		*q = b->q;
-		lua_pop(L, 2);
-		if (*q)
-			return 0;
-		return nv_err_set(err, NV_EIO, NULL, "job database closed");
-	}
-	lua_pop(L, 1);
-	if (nv_queue_open(q, home, err) != 0) {
-		lua_pop(L, 1);
-		return -1;
-	}
-	b = lua_newuserdatauv(L, sizeof(*b), 0);
-	b->q = *q;
-	if (luaL_newmetatable(L, QUEUE_MT)) {
-		lua_pushcfunction(L, queue_box_gc);
-		lua_setfield(L, -2, "__gc");
-	}
-	lua_setmetatable(L, -2);
-	lua_setfield(L, -2, home);
-	lua_pop(L, 1);
-	return 0;
-}
-
-/* Pushes a malloc'd string into Lua, freeing it on every path. */
-static int push_owned(lua_State *L, char *s)
-{
-	lua_pushstring(L, "");
-	lua_pop(L, 1); /* make sure the stack has room before we own s */
-	if (!lua_checkstack(L, 1)) {
-		free(s);
-		return luaL_error(L, "stack overflow");
-	}
-	/* lua_pushstring may raise on memory: copy through a buffer that Lua
-	 * owns first. */
-	size_t len = strlen(s);
-	char *copy = lua_newuserdatauv(L, len + 1, 0);
-	memcpy(copy, s, len + 1);
-	free(s);
-	lua_pushlstring(L, copy, len);
-	lua_remove(L, -2);
+	luaL_argcheck(L, strlen(home) == len, 1, "home holds a NUL");
+	db = lua_newuserdatauv(L, sizeof(*db) + len + 1, 0); // [home, db]
+	db->q = NULL;
+	memcpy(db->home, home, len + 1);
+	luaL_setmetatable(L, JOBDB_MT);
+	if (nv_queue_open(&db->q, db->home, &err) != 0)
+		return nv_lua_push_error(L, &err); // (db collected closed)
 	return 1;
 }
 
-/* jobs.submit(home, id, project, profile, name, spec_json [, backend
- *   [, submit_key [, start_agent]]]) -> agent_started | nil, err
- * submit_key: see nv_queue_insert_keyed; start_agent (default true) false
- * leaves a local job's agent to jobs.ensure_agent. */
-static int l_jobs_submit(lua_State *L)
+/* db:close(): shared by __close and __gc. */
+static int l_jobdb_close(lua_State *L)
 {
-	const char *home = luaL_checkstring(L, 1);
+	jobdb *db = luaL_checkudata(L, 1, JOBDB_MT);
+
+	if (db->q) {
+		nv_queue_close(db->q);
+		db->q = NULL;
+	}
+	return 0;
+}
+
+static int l_jobdb_tostring(lua_State *L)
+{
+	jobdb *db = luaL_checkudata(L, 1, JOBDB_MT);
+
+	if (db->q)
+		lua_pushfstring(L, "jobdb (%s)", db->home);
+	else
+		lua_pushliteral(L, "jobdb (closed)");
+	return 1;
+}
+
+/* A malloc'd string that a binding is about to push, held by a userdata
+ * whose __gc frees it. The box is created before the call that allocates,
+ * so a raise between the allocation and the push (the memory cap) frees
+ * the string with the box (STYLE rule 4). */
+typedef struct {
+	char *s;
+} owned;
+
+static int owned_gc(lua_State *L)
+{
+	owned *o = luaL_checkudata(L, 1, OWNED_MT);
+
+	free(o->s);
+	o->s = NULL;
+	return 0;
+}
+
+static owned *owned_new(lua_State *L)
+{
+	owned *o = lua_newuserdatauv(L, sizeof(*o), 0); // [.., box]
+
+	o->s = NULL;
+	luaL_setmetatable(L, OWNED_MT);
+	return o;
+}
+
+/* The boxes' metatable, made by whichever module opens first. */
+static void owned_register(lua_State *L)
+{
+	if (luaL_newmetatable(L, OWNED_MT)) { // [omt]
+		lua_pushcfunction(L, owned_gc);
+		lua_setfield(L, -2, "__gc");
+	}
+	lua_pop(L, 1);
+}
+
+/* Pushes the box's string (may raise: the box still owns it), then frees
+ * it at once rather than at the next collection. */
+static int owned_push(lua_State *L, owned *o)
+{
+	lua_pushstring(L, o->s ? o->s : ""); // [.., box, string]
+	free(o->s);
+	o->s = NULL;
+	return 1;
+}
+
+/* db:submit(id, project, profile, name, spec_json [, backend
+ *   [, submit_key]]) -> true | nil, err (false in plan mode: nothing
+ * written). submit_key: see nv_queue_insert_keyed. Starting a local job's
+ * agent is the local backend's (jobs.ensure_agent). */
+static int l_jobdb_submit(lua_State *L)
+{
+	jobdb *db = check_jobdb(L);
 	const char *id = luaL_checkstring(L, 2);
 	const char *project = luaL_checkstring(L, 3);
 	const char *profile = luaL_checkstring(L, 4);
@@ -110,11 +144,7 @@ static int l_jobs_submit(lua_State *L)
 	const char *spec = luaL_checkstring(L, 6);
 	const char *backend = luaL_optstring(L, 7, "local");
 	const char *submit_key = luaL_optstring(L, 8, NULL);
-	int local = strcmp(backend, "local") == 0;
-	int start_agent = lua_isnoneornil(L, 9) || lua_toboolean(L, 9);
-	nv_queue *q = NULL;
 	nv_err err;
-	int started = 0;
 
 	if (nv_job_id_check(id, &err))
 		return nv_lua_push_error(L, &err);
@@ -123,56 +153,172 @@ static int l_jobs_submit(lua_State *L)
 		lua_pushboolean(L, 0);
 		return 1;
 	}
-	if (queue_for(L, home, &q, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	int rc = nv_queue_insert_keyed(q, id, project, profile, name, spec,
-				       backend, submit_key, nv_now(), &err);
-	if (rc)
+	if (nv_queue_insert_keyed(db->q, id, project, profile, name, spec,
+				  backend, submit_key, nv_now(), &err))
 		return nv_lua_push_error(L, &err);
 	nv_fault_point("submit-row-written", name);
-	/* another backend's job is the CLI's to submit: no agent */
-	if (local && start_agent && nv_agent_ensure(home, &started, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, started);
+	lua_pushboolean(L, 1);
 	return 1;
 }
 
-/* jobs.submitted(home, id) -> true | nil, err: the submission of job id
- * is complete (a re-run no longer resumes it). */
-static int l_jobs_submitted(lua_State *L)
+/* db:submitted(id) -> true | nil, err: the submission of job id is
+ * complete (a re-run no longer resumes it). */
+static int l_jobdb_submitted(lua_State *L)
 {
-	nv_queue *q = NULL;
+	jobdb *db = check_jobdb(L);
 	nv_err err;
 
 	if (nv_plan_mode(L)) {
 		lua_pushboolean(L, 1);
 		return 1;
 	}
-	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	if (nv_queue_submitted(q, luaL_checkstring(L, 2), &err) != 0)
+	if (nv_queue_submitted(db->q, luaL_checkstring(L, 2), &err) != 0)
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, 1);
 	return 1;
 }
 
-/* jobs.interrupted(home, submit_key) -> json | false | nil, err: the job
- * of an unfinished submission of that key, if any. */
-static int l_jobs_interrupted(lua_State *L)
+/* db:interrupted(submit_key) -> json | false | nil, err: the job of an
+ * unfinished submission of that key, if any. */
+static int l_jobdb_interrupted(lua_State *L)
 {
-	nv_queue *q = NULL;
+	jobdb *db = check_jobdb(L);
+	const char *key = luaL_checkstring(L, 2);
+	owned *json = owned_new(L); // [db, key, box]
 	nv_err err;
-	char *json = NULL;
 
-	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
+	if (nv_queue_interrupted(db->q, key, &json->s, &err) != 0)
 		return nv_lua_push_error(L, &err);
-	if (nv_queue_interrupted(q, luaL_checkstring(L, 2), &json, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	if (!json) {
+	if (!json->s) {
 		lua_pushboolean(L, 0);
 		return 1;
 	}
-	return push_owned(L, json);
+	return owned_push(L, json);
+}
+
+/* db:get(id) -> json | nil, err (a unique prefix of an id is accepted) */
+static int l_jobdb_get(lua_State *L)
+{
+	jobdb *db = check_jobdb(L);
+	const char *id = luaL_checkstring(L, 2);
+	owned *json = owned_new(L); // [db, id, box]
+	nv_err err;
+
+	if (nv_queue_get_json(db->q, id, &json->s, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	return owned_push(L, json);
+}
+
+/* db:list([limit]) -> json array | nil, err */
+static int l_jobdb_list(lua_State *L)
+{
+	jobdb *db = check_jobdb(L);
+	int limit =
+		(int)nv_lua_optrange(L, 2, 1, INT_MAX, 50, "jobdb:list: limit");
+	owned *json = owned_new(L); // [db, limit?, box]
+	nv_err err;
+
+	if (nv_queue_list_json(db->q, limit, &json->s, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	return owned_push(L, json);
+}
+
+/* db:cancel(id) -> state | nil, err: a local job's cancel (the agent
+ * stops a running one). */
+static int l_jobdb_cancel(lua_State *L)
+{
+	jobdb *db = check_jobdb(L);
+	nv_err err;
+	char state[16] = "";
+
+	if (nv_plan_mode(L)) {
+		nv_plan_record(L, "jobs", "cancel", luaL_checkstring(L, 2));
+		lua_pushliteral(L, "planned");
+		return 1;
+	}
+	if (nv_queue_cancel(db->q, luaL_checkstring(L, 2), state, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, state);
+	return 1;
+}
+
+/* The calls a remote backend's follower makes on the rows of its jobs
+ * (the agent makes the same for local ones); none raises for an expected
+ * failure. */
+
+/* db:set_remote(id, remote_id|nil, state|nil) -> true | nil, err */
+static int l_jobdb_set_remote(lua_State *L)
+{
+	jobdb *db = check_jobdb(L);
+	nv_err err;
+
+	if (nv_queue_set_remote(db->q, luaL_checkstring(L, 2),
+				luaL_optstring(L, 3, NULL),
+				luaL_optstring(L, 4, NULL), &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* db:phase(id, phase, at) -> true | nil, err */
+static int l_jobdb_phase(lua_State *L)
+{
+	jobdb *db = check_jobdb(L);
+	const char *id = luaL_checkstring(L, 2);
+	const char *phase = luaL_checkstring(L, 3);
+	double at = nv_lua_checkrangef(L, 4, 0, NV_TIME_MAX, "jobdb:phase: at");
+	nv_err err;
+
+	if (nv_queue_phase(db->q, id, phase, at, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* db:finish(id, state, exit_code|nil, failure|nil, record_url|nil) with
+ * failure = {phase, reason, hint} -> true | nil, err */
+static int l_jobdb_finish(lua_State *L)
+{
+	jobdb *db = check_jobdb(L);
+	nv_err err;
+	const char *fphase = NULL, *freason = NULL, *fhint = NULL;
+	/* (the queue takes -1001 for none) */
+	int code = lua_isnoneornil(L, 4)
+			   ? -1001
+			   : (int)nv_lua_checkrange(L, 4, -1000, INT_MAX,
+						    "jobdb:finish: exit_code");
+
+	if (lua_istable(L, 5)) {
+		lua_getfield(L, 5, "phase"); // [.., phase] kept by arg 5
+		fphase = lua_tostring(L, -1);
+		lua_getfield(L, 5, "reason");
+		freason = lua_tostring(L, -1);
+		lua_getfield(L, 5, "hint");
+		fhint = lua_tostring(L, -1);
+		lua_pop(L, 3);
+	}
+	if (nv_queue_finish(db->q, luaL_checkstring(L, 2),
+			    luaL_checkstring(L, 3), code, fphase, freason,
+			    fhint, luaL_optstring(L, 6, NULL), &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* db:pending_remote(backend, profile, name) -> json array | nil, err */
+static int l_jobdb_pending_remote(lua_State *L)
+{
+	jobdb *db = check_jobdb(L);
+	const char *backend = luaL_checkstring(L, 2);
+	const char *profile = luaL_checkstring(L, 3);
+	const char *name = luaL_checkstring(L, 4);
+	owned *json = owned_new(L); // [db, backend, profile, name, box]
+	nv_err err;
+
+	if (nv_queue_pending_remote(db->q, backend, profile, name, &json->s,
+				    &err) != 0)
+		return nv_lua_push_error(L, &err);
+	return owned_push(L, json);
 }
 
 /* jobs.submit_key(text) -> hex: the SHA-256 of a submission's canonical
@@ -198,152 +344,11 @@ static int l_jobs_fault_point(lua_State *L)
 	return 0;
 }
 
-/* jobs.get(home, id) -> json | nil, err */
-static int l_jobs_get(lua_State *L)
-{
-	nv_queue *q = NULL;
-	nv_err err;
-	char *json = NULL;
-
-	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	int rc = nv_queue_get_json(q, luaL_checkstring(L, 2), &json, &err);
-	if (rc)
-		return nv_lua_push_error(L, &err);
-	return push_owned(L, json);
-}
-
-/* jobs.list(home [, limit]) -> json array | nil, err */
-static int l_jobs_list(lua_State *L)
-{
-	nv_queue *q = NULL;
-	nv_err err;
-	char *json = NULL;
-
-	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	int limit =
-		(int)nv_lua_optrange(L, 2, 1, INT_MAX, 50, "jobs.list: limit");
-	int rc = nv_queue_list_json(q, limit, &json, &err);
-	if (rc)
-		return nv_lua_push_error(L, &err);
-	return push_owned(L, json);
-}
-
-/* jobs.cancel(home, id) -> state | nil, err */
-static int l_jobs_cancel(lua_State *L)
-{
-	nv_queue *q = NULL;
-	nv_err err;
-	char state[16] = "";
-
-	if (nv_plan_mode(L)) {
-		nv_plan_record(L, "jobs", "cancel", luaL_checkstring(L, 2));
-		lua_pushliteral(L, "planned");
-		return 1;
-	}
-	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	int rc = nv_queue_cancel(q, luaL_checkstring(L, 2), state, &err);
-	if (rc)
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, state);
-	return 1;
-}
-
-/* The calls a remote backend's follower makes on the local record of its
- * jobs (the agent makes the same for local ones). Each opens the queue,
- * runs one statement and closes it; none raises for an expected failure. */
-
-/* jobs.set_remote(home, id, remote_id|nil, state|nil) -> true | nil, err */
-static int l_jobs_set_remote(lua_State *L)
-{
-	nv_queue *q = NULL;
-	nv_err err;
-
-	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	int rc = nv_queue_set_remote(q, luaL_checkstring(L, 2),
-				     luaL_optstring(L, 3, NULL),
-				     luaL_optstring(L, 4, NULL), &err);
-	if (rc)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
-}
-
-/* jobs.phase(home, id, phase, at) -> true | nil, err */
-static int l_jobs_phase(lua_State *L)
-{
-	nv_queue *q = NULL;
-	nv_err err;
-
-	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	int rc = nv_queue_phase(
-		q, luaL_checkstring(L, 2), luaL_checkstring(L, 3),
-		nv_lua_checkrangef(L, 4, 0, NV_TIME_MAX, "jobs.phase: at"),
-		&err);
-	if (rc)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
-}
-
-/* jobs.finish(home, id, state, exit_code|nil, failure|nil, record_url|nil)
- * with failure = {phase, reason, hint} -> true | nil, err */
-static int l_jobs_finish(lua_State *L)
-{
-	nv_queue *q = NULL;
-	nv_err err;
-	const char *fphase = NULL, *freason = NULL, *fhint = NULL;
-	/* (the queue takes -1001 for none) */
-	int code = lua_isnoneornil(L, 4)
-			   ? -1001
-			   : (int)nv_lua_checkrange(L, 4, -1000, INT_MAX,
-						    "jobs.finish: exit_code");
-
-	if (lua_istable(L, 5)) {
-		lua_getfield(L, 5, "phase"); // [.., phase] kept by arg 5
-		fphase = lua_tostring(L, -1);
-		lua_getfield(L, 5, "reason");
-		freason = lua_tostring(L, -1);
-		lua_getfield(L, 5, "hint");
-		fhint = lua_tostring(L, -1);
-		lua_pop(L, 3);
-	}
-	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	int rc = nv_queue_finish(q, luaL_checkstring(L, 2),
-				 luaL_checkstring(L, 3), code, fphase, freason,
-				 fhint, luaL_optstring(L, 6, NULL), &err);
-	if (rc)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
-}
-
-/* jobs.pending_remote(home, backend, profile, name) -> json array */
-static int l_jobs_pending_remote(lua_State *L)
-{
-	nv_queue *q = NULL;
-	nv_err err;
-	char *json = NULL;
-
-	if (queue_for(L, luaL_checkstring(L, 1), &q, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	int rc = nv_queue_pending_remote(q, luaL_checkstring(L, 2),
-					 luaL_checkstring(L, 3),
-					 luaL_checkstring(L, 4), &json, &err);
-	if (rc)
-		return nv_lua_push_error(L, &err);
-	return push_owned(L, json);
-}
-
 /* jobs.launcher(spec_json) -> script | nil, err */
 static int l_jobs_launcher(lua_State *L)
 {
 	const char *json = luaL_checkstring(L, 1);
+	owned *script = owned_new(L); // [spec_json, box]
 	cJSON *spec = cJSON_Parse(json);
 	nv_buf b;
 	nv_err err;
@@ -357,12 +362,8 @@ static int l_jobs_launcher(lua_State *L)
 		nv_buf_free(&b);
 		return nv_lua_push_error(L, &err);
 	}
-	char *s = b.data;
-	if (!s) {
-		lua_pushliteral(L, "");
-		return 1;
-	}
-	return push_owned(L, s);
+	script->s = b.data; /* (NULL: empty) the box owns it from here */
+	return owned_push(L, script);
 }
 
 /* jobs.id_ok(id) -> true | false, why: the job id grammar (core/jobid.h) */
@@ -404,25 +405,24 @@ static int l_jobs_ensure_agent(lua_State *L)
 	return 1;
 }
 
-/* jobs.revive_agent(home) -> started | nil, err: a read of the jobs finds
+/* jobs.revive_agent(db) -> started | nil, err: a read of the jobs finds
  * the agent dead while local jobs are queued or running (it was killed;
  * they would show `running` for ever): a new agent adopts or ends each
  * before this returns. false when there was nothing to do. */
 static int l_jobs_revive_agent(lua_State *L)
 {
-	const char *home = luaL_checkstring(L, 1);
+	jobdb *db = check_jobdb(L);
 	int queued = 0, running = 0, started = 0;
-	nv_queue *q;
 	nv_err err;
 
-	if (nv_agent_alive(home)) {
+	if (nv_agent_alive(db->home)) {
 		lua_pushboolean(L, 0);
 		return 1;
 	}
-	if (queue_for(L, home, &q, &err) != 0 ||
-	    nv_queue_active(q, &queued, &running, &err) != 0)
+	if (nv_queue_active(db->q, &queued, &running, &err) != 0)
 		return nv_lua_push_error(L, &err);
-	if (queued + running > 0 && nv_agent_ensure(home, &started, &err) != 0)
+	if (queued + running > 0 &&
+	    nv_agent_ensure(db->home, &started, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, started);
 	return 1;
@@ -436,26 +436,48 @@ static int l_jobs_agent_alive(lua_State *L)
 
 int luaopen_navette_jobs(lua_State *L)
 {
-	static const luaL_Reg fns[] = {
-		{"submit", l_jobs_submit},
-		{"get", l_jobs_get},
-		{"list", l_jobs_list},
-		{"cancel", l_jobs_cancel},
-		{"launcher", l_jobs_launcher},
-		{"env_name_ok", l_jobs_env_name_ok},
-		{"id_ok", l_jobs_id_ok},
-		{"agent_alive", l_jobs_agent_alive},
-		{"ensure_agent", l_jobs_ensure_agent},
-		{"revive_agent", l_jobs_revive_agent},
-		{"set_remote", l_jobs_set_remote},
-		{"phase", l_jobs_phase},
-		{"finish", l_jobs_finish},
-		{"pending_remote", l_jobs_pending_remote},
-		{"submitted", l_jobs_submitted},
-		{"interrupted", l_jobs_interrupted},
-		{"submit_key", l_jobs_submit_key},
-		{"fault_point", l_jobs_fault_point},
-		{NULL, NULL}};
+	static const luaL_Reg fns[] = {{"launcher", l_jobs_launcher},
+				       {"env_name_ok", l_jobs_env_name_ok},
+				       {"id_ok", l_jobs_id_ok},
+				       {"agent_alive", l_jobs_agent_alive},
+				       {"ensure_agent", l_jobs_ensure_agent},
+				       {"revive_agent", l_jobs_revive_agent},
+				       {"submit_key", l_jobs_submit_key},
+				       {"fault_point", l_jobs_fault_point},
+				       {NULL, NULL}};
+
+	owned_register(L);
 	luaL_newlib(L, fns);
+	return 1;
+}
+
+int luaopen_navette_jobdb(lua_State *L)
+{
+	static const luaL_Reg methods[] = {
+		{"submit", l_jobdb_submit},
+		{"submitted", l_jobdb_submitted},
+		{"interrupted", l_jobdb_interrupted},
+		{"get", l_jobdb_get},
+		{"list", l_jobdb_list},
+		{"cancel", l_jobdb_cancel},
+		{"set_remote", l_jobdb_set_remote},
+		{"phase", l_jobdb_phase},
+		{"finish", l_jobdb_finish},
+		{"pending_remote", l_jobdb_pending_remote},
+		{"close", l_jobdb_close},
+		{NULL, NULL}};
+	static const luaL_Reg meta[] = {{"__gc", l_jobdb_close},
+					{"__close", l_jobdb_close},
+					{"__tostring", l_jobdb_tostring},
+					{NULL, NULL}};
+	static const luaL_Reg fns[] = {{"open", l_jobdb_open}, {NULL, NULL}};
+
+	owned_register(L);              /* (either module may come first) */
+	luaL_newmetatable(L, JOBDB_MT); // [mt]
+	luaL_setfuncs(L, meta, 0);
+	luaL_newlib(L, methods); // [mt, methods]
+	lua_setfield(L, -2, "__index");
+	lua_pop(L, 1);
+	luaL_newlib(L, fns); // [jobdb]
 	return 1;
 }

@@ -23,6 +23,7 @@ void nv_lib_install_redactor(void);
 int luaopen_navette_git(lua_State *L);
 int luaopen_navette_storage(lua_State *L);
 int luaopen_navette_jobs(lua_State *L);
+int luaopen_navette_jobdb(lua_State *L);
 int luaopen_navette_creds(lua_State *L);
 int luaopen_navette_audit(lua_State *L);
 int luaopen_navette_net(lua_State *L);

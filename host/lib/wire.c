@@ -26,6 +26,7 @@ void nv_lib_open_natives(lua_State *L)
 					   {"git", luaopen_navette_git},
 					   {"storage", luaopen_navette_storage},
 					   {"jobs", luaopen_navette_jobs},
+					   {"jobdb", luaopen_navette_jobdb},
 					   {"creds", luaopen_navette_creds},
 					   {"audit", luaopen_navette_audit},
 					   {"net", luaopen_navette_net},

@@ -8,7 +8,7 @@ local core, sys, json = _navette.core, _navette.sys, _navette.json
 
 local api = {}
 
--- How often a wait checks that the local agent is there (seconds).
+-- How often a wait asks the backends whether the jobs can go on (seconds).
 local AGENT_CHECK_S = 2
 
 -- A plan shows a job's environment with values only for allow-listed
@@ -22,7 +22,7 @@ function api.shown_specs(specs)
         shown[k] = _navette.creds.env_allowed(k) and v or "<hidden>"
       end
       spec.env = shown
-      spec.launcher = errors.check(_navette.jobs.launcher(json.encode(spec)))
+      spec.launcher = require("navette.runner").render_launcher(spec)
     end
   end
   return specs
@@ -38,26 +38,23 @@ function api.plan(recipe, opts)
            actions = core.plan(), jobs = json.array(specs) }
 end
 
--- Polls the jobs until each has ended. A local job's agent is checked
--- every few seconds: one that cannot be started raises at once, with the
--- cause, instead of leaving the wait at `submitted`.
+-- Polls the jobs until each has ended. Every few seconds their backends
+-- check that they can go on (a local job's agent: one that cannot be
+-- started raises at once, with the cause, instead of leaving the wait at
+-- `submitted`).
 function api.wait(ids)
   local views, last_check = {}, sys.now()
   while true do
-    local remaining, local_job = 0, false
+    local remaining = 0
     for _, id in ipairs(ids) do
       local v = jobs.get(id)
       views[id] = v
-      if not jobs.FINAL[v.state] then
-        remaining = remaining + 1
-        local_job = local_job or v.backend == "local"
-      end
+      if not jobs.FINAL[v.state] then remaining = remaining + 1 end
     end
     if remaining == 0 then return views end
-    if local_job and sys.now() - last_check >= AGENT_CHECK_S then
+    if sys.now() - last_check >= AGENT_CHECK_S then
       last_check = sys.now()
-      local started, err = _navette.jobs.ensure_agent(core.home())
-      errors.check(started, err, "the local agent")
+      jobs.supervise(views)
     end
     sys.sleep(0.1)
   end

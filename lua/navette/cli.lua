@@ -182,13 +182,6 @@ local function print_phase(label, phase, at)
   term.printf("  %s%-18s %s\n", label, phase, short_time(at))
 end
 
-local function local_jobs(views)
-  for _, v in pairs(views) do
-    if v.backend == "local" then return true end
-  end
-  return false
-end
-
 -- Follows jobs (ids) until all end; prints phases as they pass unless
 -- quiet, each line labelled (with several jobs) by labels[id] or the
 -- job's name. Returns the final views, and true when Ctrl-C stopped the
@@ -240,11 +233,11 @@ local function follow(ids, quiet, labels)
     if remaining > 0 then
       sys.sleep(0.1)
       polls = polls + 1
-      if polls % 30 == 0 and local_jobs(views) then
-        -- every few seconds: is an agent there? One that cannot be
-        -- started is an error with its cause, not a wait without end
-        local started, err = _navette.jobs.ensure_agent(core.home())
-        errors.check(started, err, "the local agent")
+      if polls % 30 == 0 then
+        -- every few seconds: can the jobs go on (a local agent there)?
+        -- One that cannot is an error with its cause, not a wait
+        -- without end
+        jobs.supervise(views)
       end
     end
   end
@@ -425,17 +418,11 @@ local function cmd_status(argv)
                .. tostring(v.profile))
     term.print("commit  " .. tostring(v.commit))
     term.print("image   " .. tostring(v.image))
-    if v.backend ~= "local" then
-      local sl = v.slurm or {}
-      term.print("backend " .. v.backend .. " · job " .. tostring(v.remote_id)
-                 .. (sl.state and (" · " .. sl.state .. ((sl.reason and
-                     sl.reason ~= "None" and sl.reason ~= "") and (" ("
-                     .. sl.reason .. ")") or "")) or "")
-                 .. ((sl.nodes and sl.nodes ~= "") and (" on " .. sl.nodes)
-                     or "")
-                 .. ((sl.restarts or 0) > 0 and (" · requeued "
-                     .. sl.restarts .. "x") or ""))
-      if sl.error then term.print("  (cannot reach Slurm: " .. sl.error .. ")") end
+    local backend = require("navette.backends").get(v.backend)
+    local shown = backend.describe and backend.describe(v)
+    if shown then
+      term.print(shown.line)
+      if shown.note then term.print("  " .. shown.note) end
     end
     term.print("phases:")
     for _, p in ipairs(v.phases) do
@@ -639,43 +626,25 @@ local function cmd_jobs(argv)
   end
   limit = limit or 50
   local rows = jobs.list(opts.profile and 100000 or limit)
-  local remote = false
+  -- the backend whose column shows (one profile's jobs: one backend)
+  local remote
   if opts.profile then
-    local kept = {}
+    local backends = require "navette.backends"
+    local kept, mine = {}, {}
     for _, r in ipairs(rows) do
       if r.profile == opts.profile and #kept < limit then
-        if r.backend == "slurm" then
-          remote = true
-          if not jobs.FINAL[r.state] then
-            -- what Slurm and the node say now
-            local v = jobs.get(r.id)
-            r.state, r.phase, r.failure = v.state, v.phase, v.failure
-            r.slurm = v.slurm
-          end
-          r.slurm = r.slurm or {}
-          r.slurm.job_id = math.tointeger(tonumber(r.remote_id))
+        local b = backends.get(r.backend)
+        if b.list_rows then
+          remote = remote or b
+          mine[b] = mine[b] or {}
+          table.insert(mine[b], r)
         end
         kept[#kept + 1] = r
       end
     end
     rows = kept
-    -- the ended ones as Slurm still has them (state, node): one listing
-    local listing
-    for _, r in ipairs(rows) do
-      if r.slurm and not r.slurm.state and r.slurm.job_id then
-        if listing == nil then
-          local row = jobs.row(r.id)
-          listing = row and row.spec and row.spec.slurm
-                    and require("navette.slurm").listing(row.spec.slurm)
-                    or false
-        end
-        local sj = listing and listing[r.id]
-        if sj then
-          r.slurm.state, r.slurm.nodes, r.slurm.reason =
-            sj.state, sj.nodes, sj.reason
-        end
-      end
-    end
+    -- what each backend knows now of its listed jobs
+    for b, list in pairs(mine) do b.list_rows(list, jobs.context()) end
   end
   if opts.json then
     local list = {}
@@ -683,8 +652,10 @@ local function cmd_jobs(argv)
       list[i] = { id = r.id, name = r.name, project = r.project,
                   profile = r.profile, state = r.state, phase = r.phase,
                   created = r.created, updated = r.updated,
-                  failure = r.failure, backend = r.backend or "local",
-                  slurm = r.slurm }
+                  failure = r.failure,
+                  backend = r.backend or require("navette.backends").DEFAULT }
+      -- what the backend added (list_rows), under its name
+      if remote then list[i][remote.name] = r[remote.name] end
     end
     term.print(json.encode(json.array(list), true))
     return 0
@@ -712,19 +683,17 @@ local function cmd_jobs(argv)
   end
   local header = term.pad("ID", id_width) .. " " .. term.pad("STATE", 9)
                  .. " " .. term.pad("AGE", 4) .. " " .. term.pad("PHASE", 17)
-  term.print(header .. " " .. (remote and (term.pad("SLURM", 24) .. " ") or "")
-             .. "NAME")
+  local column = remote and remote.describe(rows[1]).column
+  term.print(header .. " " .. (column and (term.pad(column.title,
+             column.width) .. " ") or "") .. "NAME")
   for _, r in ipairs(rows) do
     local line = term.pad(shown[r.id], id_width) .. " "
                  .. term.state_style("stdout", r.state, 9) .. " "
                  .. term.pad(age(r), 4) .. " " .. term.pad(r.phase, 17)
-    if remote then
-      local sl = r.slurm or {}
-      local where = sl.job_id and (tostring(sl.job_id)
-                    .. (sl.state and (" " .. sl.state) or "")
-                    .. ((sl.nodes and sl.nodes ~= "") and (" " .. sl.nodes)
-                        or "")) or "-"
-      line = line .. " " .. term.pad(where, 24)
+    if column then
+      local b = require("navette.backends").get(r.backend)
+      local where = b == remote and b.describe(r).column.text or "-"
+      line = line .. " " .. term.pad(where, column.width)
     end
     term.print(line .. " " .. tostring(r.name))
   end
@@ -880,10 +849,10 @@ end
 --     of `image` (resolve, inspect, exists) unless a --credential names
 --     what to load (image_cli.lua);
 --   read-only, following jobs `run` submitted: status, logs, watch, jobs
---     (which asks Slurm with --profile). They load only the
+--     (which asks a remote backend with --profile). They load only the
 --     credentials named in that job's recorded spec: the declaration
 --     that `run` accepted and ran then, never a project file read now,
---     so they can still read an S3 record or ask Slurm;
+--     so they can still read an S3 record or ask the backend;
 --   acting, may execute: run, cancel, migrate, test (runs the project's
 --     test files), agent (runs jobs), creds check NAME (loads NAME on
 --     request: how to check one whose source is a command), storage

@@ -1,9 +1,11 @@
--- The jobs of the local backend as the CLI shows them: one stable view
--- (the `--json` fields of the README) built from the queue's row and, once
--- the job is over, its run record in storage.
+-- The jobs as the CLI shows them, whatever their backend: one stable view
+-- (the `--json` fields of the README) built from the job database's row,
+-- brought up to date by the job's backend, and, once the job is over, its
+-- run record in storage.
 local errors = require "navette.errors"
-local core, json, native, sys = _navette.core, _navette.json,
-                                _navette.jobs, _navette.sys
+local backends = require "navette.backends"
+local published = require "navette.published"
+local core, json = _navette.core, _navette.json
 
 local jobs = {}
 
@@ -11,62 +13,47 @@ jobs.PHASES = { "submitted", "accepted", "image_ready", "data_ready",
                 "running", "logs_visible", "outputs_published" }
 jobs.FINAL = { succeeded = true, failed = true, cancelled = true }
 
--- Every read of the jobs first makes sure an agent follows the local
--- ones: one that died (killed, out of memory) would leave them `running`
--- for ever. A new one adopts each job whose launcher still runs and ends
--- the others from their status files before the read goes on. Checked at
--- most every AGENT_CHECK_S seconds; what stopped a start is kept in
--- jobs.agent_problem (the CLI warns), the read goes on with the queue's
--- rows as they are.
-local AGENT_CHECK_S = 2
-local agent_checked
+-- The job database of this home, opened once per process (a sweep's
+-- reads and writes go through one handle).
+local db_of = {}
+function jobs.db()
+  local home = core.home()
+  local db = db_of[home]
+  if not db then
+    db = errors.check(_navette.jobdb.open(home))
+    db_of[home] = db
+  end
+  return db
+end
+
+-- What a backend's functions get besides their arguments.
+local function context()
+  return { db = jobs.db() }
+end
+jobs.context = context
+
+-- Every read of the jobs first gives each backend a look (revive): the
+-- local one makes sure an agent follows its jobs. What stopped it is kept
+-- in jobs.agent_problem (the CLI warns); the read goes on with the rows
+-- as they are.
 function jobs.revive_agent()
-  local now = sys.now()
-  if agent_checked and now - agent_checked < AGENT_CHECK_S then return end
-  agent_checked = now
-  local started, err = native.revive_agent(core.home())
-  jobs.agent_problem = started == nil and err or nil
-  return started
+  local problem
+  for _, name in ipairs(backends.names()) do
+    local b = backends.get(name)
+    if b.revive then problem = problem or b.revive(context()) end
+  end
+  jobs.agent_problem = problem
 end
 
 function jobs.row(id)
-  local text, err = native.get(core.home(), id)
+  local text, err = jobs.db():get(id)
   if not text then return nil, err end
   return json.decode(text)
 end
 
--- The s3:// store a job published to, from what its spec says of it (the
--- credential is loaded from its declaration, in this process).
-function jobs.s3_store(spec)
-  local s3 = spec and spec.outputs and spec.outputs.s3
-  if not s3 then return nil end
-  local ok, store = pcall(require("navette.s3store").open,
-                          { name = spec.profile, s3 = s3 })
-  if not ok then return nil, store end
-  return store
-end
-
-local function read_record(url, spec)
-  if type(url) ~= "string" then return nil end
-  if url:match("^s3://") then
-    local store = jobs.s3_store(spec)
-    if not store then return nil end
-    local text = store:read(url, 4 * 1024 * 1024)
-    store:close()
-    return text and json.decode(text) or nil
-  end
-  local storage = _navette.storage
-  local root, key = storage.find(url)
-  if not root then return nil end
-  local store = storage.open(root)
-  if not store then return nil end
-  local text = store:read(key, 4 * 1024 * 1024)
-  store:close()
-  return text and json.decode(text) or nil
-end
-
--- The stable view of a job (README: "--json fields").
-function jobs.view(row, extra)
+-- The stable view of a job (README: "--json fields"). info: what its
+-- backend's refresh said (its record, if read, and its own fields).
+function jobs.view(row, info)
   local spec = row.spec or {}
   local v = {
     id = row.id, name = row.name, project = row.project,
@@ -80,20 +67,14 @@ function jobs.view(row, extra)
     created = row.created, updated = row.updated,
     record_url = row.record_url,
     log_path = core.home() .. "/jobs/" .. row.id .. "/log",
-    backend = row.backend or "local",
+    backend = row.backend or backends.DEFAULT,
     remote_id = row.remote_id ~= json.null and row.remote_id or nil,
   }
-  local remote = extra and extra.job
-  if remote then
-    -- what Slurm says of it now: its state (with the reason a pending
-    -- job waits for), its node, its restarts after a node failure
-    v.slurm = { state = remote.state, reason = remote.reason,
-                nodes = remote.nodes, restarts = remote.restarts,
-                detail = extra.view and extra.view.detail or nil }
-  elseif extra and extra.error then
-    v.slurm = { error = extra.error.message }
+  for k, x in pairs(info and info.fields or {}) do v[k] = x end
+  local record = info and info.record
+  if not record or row.record_url ~= info.record_url then
+    record = published.record(row.record_url, spec)
   end
-  local record = read_record(row.record_url, spec)
   if record then
     for i, o in ipairs(record.outputs or {}) do
       v.outputs[i] = { name = o.name, key = o.key, url = o.url,
@@ -102,39 +83,6 @@ function jobs.view(row, extra)
     v.log_url = record.log and record.log.url or nil
   end
   return v
-end
-
--- What a remote launcher published of its phases (its navette-status
--- object: "PHASE TIME" lines), oldest first; {} before the first.
-function jobs.remote_phases(store, spec)
-  local text = store:read(spec.outputs.url .. "navette-status", 65536)
-  local out = {}
-  for phase, at in (text or ""):gmatch("([%w_]+) ([%dT:.Z-]+)\n") do
-    out[#out + 1] = { phase = phase, at = at }
-  end
-  return out
-end
-
--- The log chunks a remote launcher shipped after chunk number `after`
--- (navette-log/000001...), in order: a list of {n, data}.
-function jobs.remote_log_chunks(store, spec, after)
-  local prefix = spec.outputs.prefix .. "navette-log/"
-  local listing = store:list(prefix)
-  local chunks = {}
-  for _, o in ipairs(listing and listing.objects or {}) do
-    local n = tonumber(o.key:match("navette%-log/(%d+)$"))
-    if n and n > (after or 0) then chunks[#chunks + 1] = { n = n, url = o.url } end
-  end
-  table.sort(chunks, function(a, b) return a.n < b.n end)
-  local out = {}
-  for i, c in ipairs(chunks) do
-    -- a gap: a chunk still being written; stop before it
-    if c.n ~= (after or 0) + i then break end
-    local data = store:read(c.url, 64 * 1024 * 1024)
-    if not data then break end
-    out[#out + 1] = { n = c.n, data = data }
-  end
-  return out
 end
 
 -- Raises the error of a failed look-up of id; an ambiguous prefix lists
@@ -167,80 +115,49 @@ function jobs.resolve(id)
   return row
 end
 
+-- The view of a job: its row, brought up to date by its backend (read
+-- again only when the backend wrote to it), and its run record (read
+-- once: the backend's when it read it).
 function jobs.get(id)
   jobs.revive_agent()
   local row = jobs.resolve(id)
-  if row.backend == "slurm" then
-    local extra = require("navette.slurm").refresh(row)
-    return jobs.view(jobs.row(row.id) or row, extra)
-  end
-  return jobs.view(row)
+  local b = backends.get(row.backend)
+  local info = b.refresh and b.refresh(row, context()) or nil
+  if info and info.changed then row = jobs.row(row.id) or row end
+  return jobs.view(row, info)
 end
 
 function jobs.list(limit)
   jobs.revive_agent()
-  local text, err = native.list(core.home(), limit)
+  local text, err = jobs.db():list(limit)
   if not text then error(errors.new("io", err.message, err.hint), 0) end
   return json.decode(text)
 end
 
 function jobs.cancel(id)
-  local row = jobs.row(id)
-  if row and row.backend == "slurm" then
-    return require("navette.slurm").cancel(row)
-  end
-  local state, err = native.cancel(core.home(), id)
-  if not state then jobs.lookup_error(id, err) end
-  jobs.revive_agent() -- an agent stops a running job
+  local row, err = jobs.row(id)
+  if not row then jobs.lookup_error(id, err) end
+  local state, cerr = backends.get(row.backend).cancel(row, context())
+  if not state then jobs.lookup_error(id, cerr) end
   return state
 end
 
--- Bytes of the job's log from offset (local file, else the published one).
--- A remote job's log as its launcher shipped it: the chunks in order
--- (read once each), or the published log when no chunk was shipped.
-local remote_logs = {}
-local function remote_log_chunk(view, offset)
-  local row = jobs.row(view.id)
-  local spec = row and row.spec
-  local store = spec and jobs.s3_store(spec)
-  if not store then return "" end
-  local seen = remote_logs[view.id] or { n = 0, bytes = 0 }
-  remote_logs[view.id] = seen
-  local out = {}
-  for _, c in ipairs(jobs.remote_log_chunks(store, spec, seen.n)) do
-    seen.n, seen.bytes = c.n, seen.bytes + #c.data
-    out[#out + 1] = c.data
-  end
-  local data = table.concat(out)
-  if seen.n == 0 and offset == 0 and jobs.FINAL[view.state]
-     and view.log_url then
-    data = store:read(view.log_url) or ""
-    seen.bytes = #data
-  end
-  store:close()
-  return data
+-- Bytes of the job's log from offset, as its backend reads it.
+function jobs.log_chunk(view, offset)
+  return backends.get(view.backend).log_chunk(view, offset, context())
 end
 
-function jobs.log_chunk(view, offset)
-  if view.backend ~= "local" then return remote_log_chunk(view, offset) end
-  local data = sys.read_from(view.log_path, offset, 1024 * 1024)
-  if data then return data end
-  if offset == 0 and view.log_url and view.log_url:match("^s3://") then
-    local store = jobs.s3_store((jobs.row(view.id) or {}).spec)
-    local text = store and store:read(view.log_url)
-    if store then store:close() end
-    return text or ""
-  elseif offset == 0 and view.log_url then
-    local storage = _navette.storage
-    local root, key = storage.find(view.log_url)
-    local store = root and storage.open(root)
-    if store then
-      local text = store:read(key)
-      store:close()
-      return text or ""
+-- Every few seconds while a caller waits for jobs (views): each backend
+-- among theirs that keeps its jobs going checks it can (raises if not).
+function jobs.supervise(views)
+  local seen = {}
+  for _, v in pairs(views) do
+    local b = backends.get(v.backend)
+    if b.supervise and not seen[b] and not jobs.FINAL[v.state] then
+      seen[b] = true
+      b.supervise(context())
     end
   end
-  return ""
 end
 
 return jobs

@@ -1,12 +1,15 @@
 -- `navette migrate JOB --to NODE`: a tested change of node. The same
 -- definition as JOB (same commit, same image digest, same inputs with the
 -- same sha256, same command and resources) is submitted under a new id on
--- another node of the same Slurm profile; once both have ended their run
+-- another node of the same profile (a backend with nodes); once both have
+-- ended their run
 -- records are compared: logs present, the same declared outputs present,
 -- and each output's sha256 equal (what a deterministic job gives).
 local errors = require "navette.errors"
 local term = require "navette.term"
 local jobs = require "navette.jobs"
+local backends = require "navette.backends"
+local published = require "navette.published"
 local job = require "navette.job"
 local json, sys = _navette.json, _navette.sys
 
@@ -51,7 +54,7 @@ local function respecify(spec, node)
 end
 
 local function record_of(spec)
-  local store = jobs.s3_store(spec)
+  local store = published.s3_store(spec)
   if not store then return nil end
   local text = store:read(spec.outputs.url .. "navette-run.json",
                           4 * 1024 * 1024)
@@ -140,20 +143,25 @@ function M.main(argv)
     fail(err.code == "invalid" and "usage" or err.code, err.message,
          err.hint)
   end
-  if row.backend ~= "slurm" then
+  local backend = backends.get(row.backend)
+  if not backend.nodes then
     fail("refused", "job " .. row.id .. " ran on the " .. tostring(row.backend)
-         .. " backend: migrate moves a job between nodes of a slurm profile")
+         .. " backend: migrate moves a job between nodes of a "
+         .. backends.with("nodes") .. " profile")
   end
   local old = row.spec
   local new = respecify(old, opts.to)
-  local launcher = errors.check(_navette.jobs.launcher(json.encode(new)))
-  local id = require("navette.slurm").submit(new, launcher, {
-    nodes = { opts.to },
-    profile_max = old.slurm.max_token_lifespan or 3600 })
-  require("navette.audit").record({ action = "job.submit", target = new.name,
-    job = id, commit = new.commit, profile = new.profile,
-    detail = "migrate of " .. old.id .. " to " .. opts.to },
-    { name = new.profile, storage = new.outputs.store, s3 = new.outputs.s3 })
+  local launcher = require("navette.runner").render_launcher(new)
+  new.launcher = launcher
+  local id = backend.submit(new, launcher, {
+    db = jobs.db(), nodes = { opts.to },
+    audit = function(s)
+      require("navette.audit").record({ action = "job.submit",
+        target = s.name, job = s.id, commit = s.commit,
+        profile = s.profile,
+        detail = "migrate of " .. old.id .. " to " .. opts.to },
+        { name = s.profile, storage = s.outputs.store, s3 = s.outputs.s3 })
+    end }).id
   if not opts.json then
     term.print("job " .. term.style("stdout", "bold", new.name) .. " ("
                .. old.id .. ") submitted again on " .. opts.to .. ": " .. id)
@@ -167,7 +175,7 @@ function M.main(argv)
   local ok, rows = M.compare(old, new)
   local va, vb = views[old.id], views[id]
   local function node_of(v)
-    return v and v.slurm and v.slurm.nodes ~= "" and v.slurm.nodes or "?"
+    return v and backend.describe(v).node or "?"
   end
   if opts.json then
     local list = {}

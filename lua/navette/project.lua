@@ -4,6 +4,7 @@
 -- repository's folder and the only profile is the built-in `local`.
 local errors = require "navette.errors"
 local util = require "navette.util"
+local backends = require "navette.backends"
 local sys, core = _navette.sys, _navette.core
 
 local project = {}
@@ -11,12 +12,25 @@ local project = {}
 project.FILE = "navette.lua"
 
 local PROJECT_KEYS = { "name", "profiles", "default_profile", "credentials" }
+-- (then, before "platform", the settings table of each backend that has
+-- one, named after it)
 local PROFILE_KEYS = { "backend", "storage", "require_pushed", "remote",
                        "description", "credentials", "max_credential_age",
                        "max_token_lifespan", "endpoints", "s3",
                        "max_url_lifetime", "url_margin",
-                       "max_output_bytes", "container", "slurm",
-                       "platform" }
+                       "max_output_bytes", "container" }
+-- the backends whose settings a profile may hold
+local function settings_backends()
+  local out = {}
+  for _, n in ipairs(backends.names()) do
+    if backends.get(n).profile_keys then out[#out + 1] = n end
+  end
+  return out
+end
+for _, n in ipairs(settings_backends()) do
+  PROFILE_KEYS[#PROFILE_KEYS + 1] = n
+end
+PROFILE_KEYS[#PROFILE_KEYS + 1] = "platform"
 local S3_KEYS = { "endpoint", "region", "path_style", "credential",
                   "ca_bundle", "pin" }
 -- the keys each table accepts (for the LuaLS definitions: navette.luals)
@@ -26,12 +40,11 @@ local URL_LIFETIME_DEFAULT = 12 * 3600
 local URL_LIFETIME_MAX = 7 * 24 * 3600 -- SigV4's limit on a signature
 local URL_MARGIN_DEFAULT = 15 * 60
 local OUTPUT_BYTES_MAX = 5 * 1024 * 1024 * 1024 -- one POST upload
-local BACKENDS = { ["local"] = true, slurm = true }
 local LATER_BACKENDS = { kubernetes = true }
 
 local function builtin_local(home)
   return {
-    name = "local", backend = "local",
+    name = "local", backend = backends.DEFAULT,
     storage = "file://" .. home .. "/store",
     require_pushed = false,
     credentials = {},
@@ -156,13 +169,15 @@ local function validate_profile(path, name, p, home, shared_credentials)
   for k in pairs(p) do
     local known = false
     for _, key in ipairs(PROFILE_KEYS) do if k == key then known = true end end
+    -- (a backend registered since this module was loaded)
+    known = known or (backends.known(k) and backends.get(k).profile_keys)
     if not known then
       fail(path, "profile '" .. name .. "': unknown key '" .. tostring(k)
            .. "'" .. util.suggest(tostring(k), PROFILE_KEYS),
            "profile keys are: " .. table.concat(PROFILE_KEYS, ", "))
     end
   end
-  local backend = p.backend or "local"
+  local backend = p.backend or backends.DEFAULT
   if type(backend) ~= "string" then
     fail(path, "profile '" .. name .. "': backend must be a string")
   end
@@ -170,9 +185,9 @@ local function validate_profile(path, name, p, home, shared_credentials)
     fail(path, "profile '" .. name .. "': the " .. backend
          .. " backend is not available in this version of navette",
          "use backend = \"local\" for now")
-  elseif not BACKENDS[backend] then
+  elseif not backends.known(backend) then
     fail(path, "profile '" .. name .. "': unknown backend '" .. backend
-         .. "'", "backends: local, slurm")
+         .. "'", "backends: " .. table.concat(backends.names(), ", "))
   end
   local storage = p.storage or ("file://" .. home .. "/store")
   if type(storage) ~= "string" or not (storage:match("^file:///")
@@ -227,13 +242,17 @@ local function validate_profile(path, name, p, home, shared_credentials)
     end
     return v
   end
-  local slurm
-  if backend == "slurm" then
-    slurm = require("navette.slurm").validate(path, name, p.slurm,
-                                                credentials, storage)
-  elseif p.slurm ~= nil then
-    fail(path, "profile '" .. name .. "': slurm settings need backend = "
-         .. "\"slurm\"")
+  -- the backend's own settings (profile.<backend>), checked by it
+  local settings = {}
+  for _, n in ipairs(settings_backends()) do
+    if n == backend then
+      settings[n] = backends.get(n).validate(p[n], {
+        path = path, profile = name, credentials = credentials,
+        storage = storage })
+    elseif p[n] ~= nil then
+      fail(path, "profile '" .. name .. "': " .. n .. " settings need "
+           .. "backend = \"" .. n .. "\"")
+    end
   end
   local container
   if p.container ~= nil then
@@ -292,7 +311,7 @@ local function validate_profile(path, name, p, home, shared_credentials)
       endpoints[origin] = { ca_bundle = e.ca_bundle, pin = e.pin }
     end
   end
-  return {
+  local profile = {
     name = name, backend = backend, storage = storage,
     credentials = credentials, endpoints = endpoints,
     max_credential_age = duration("max_credential_age"),
@@ -305,13 +324,14 @@ local function validate_profile(path, name, p, home, shared_credentials)
                                   URL_LIFETIME_MAX),
     max_output_bytes = output_bytes(),
     container = container,
-    slurm = slurm,
     platform = platform,
     -- remote profiles require the commit on a remote by default
     require_pushed = p.require_pushed == nil and name ~= "local"
                      or p.require_pushed == true,
     remote = p.remote,
   }
+  for n, t in pairs(settings) do profile[n] = t end
+  return profile
 end
 
 -- Loads the project that holds recipe_dir. repo_root: the git work tree

@@ -8,6 +8,8 @@ local util = require "navette.util"
 local project = require "navette.project"
 local job = require "navette.job"
 local storage = require "navette.storage"
+local backends = require "navette.backends"
+local jobs = require "navette.jobs"
 local core, sys, git, json = _navette.core, _navette.sys, _navette.git,
                              _navette.json
 
@@ -407,20 +409,17 @@ function runner.pin_image(run, j, commit)
   local image = require "navette.image"
   local profile = run.profile
   local runtime = profile.container and profile.container.runtime
-  if profile.backend == "local" then
-    local found = runtime and sys.which(runtime)
-    if not runtime then
-      runtime = sys.which("podman") and "podman"
-                or sys.which("docker") and "docker"
-      found = runtime
-    end
+  local backend = backends.get(profile.backend)
+  if backend.container_runtime then
+    local found, wanted = backend.container_runtime(runtime)
     if not found then
       refuse("job '" .. j.name .. "' declares the image " .. j.image
              .. " but this machine has no container runtime ("
-             .. (runtime or "podman or docker") .. ")", "install podman "
+             .. wanted .. ")", "install podman "
              .. "(or docker), or remove `image` to run the job on the "
              .. "host, recorded as such", run, j.name)
     end
+    runtime = found
   end
   runtime = runtime or "podman"
   if j.image_planned then -- pushed by this very plan: no digest yet
@@ -544,28 +543,23 @@ function runner.spec(run, j)
     submitted_by = user .. "@" .. host,
     submitted_at = sys.iso8601(),
   }
-  local requeue = j.requeue
-  if requeue == nil and run.profile.slurm then
-    requeue = run.profile.slurm.requeue
-  end
-  spec.requeue = requeue or nil
+  -- what the backend adds: how to reach the job again, its defaults
+  local backend = backends.get(run.profile.backend)
+  spec.requeue = j.requeue
+  if backend.prepare then backend.prepare(spec, run.profile) end
+  spec.requeue = spec.requeue or nil
   local key = submission_key(run, j, spec)
   local resumed = false
   if not run.plan then
-    local text = errors.check(_navette.jobs.interrupted(core.home(), key))
+    local text = errors.check(jobs.db():interrupted(key))
     resumed = text and json.decode(text)
   end
   run.submissions = run.submissions or setmetatable({}, { __mode = "k" })
   run.submissions[spec] = { key = key, resumed = resumed or nil, job = j }
-  if run.profile.slurm then
-    -- how to reach the cluster again for status and cancel (no secret)
-    spec.slurm = {}
-    for k, v in pairs(run.profile.slurm) do spec.slurm[k] = v end
-    spec.slurm.max_token_lifespan = run.profile.max_token_lifespan
-  end
-  if run.nodes and run.profile.backend ~= "slurm" then
-    refuse("--node applies to the slurm backend; profile '"
-           .. run.profile.name .. "' is " .. run.profile.backend)
+  if run.nodes and not backend.nodes then
+    refuse("--node applies to the " .. backends.with("nodes")
+           .. " backend; profile '" .. run.profile.name .. "' is "
+           .. run.profile.backend)
   end
   local s3 = run.profile.s3
   if s3 then
@@ -587,7 +581,8 @@ end
 function runner.node_for(run, j, k)
   if run.nodes then return run.nodes end
   if j.resources and j.resources.nodes then return nil end
-  local list = run.profile.slurm and run.profile.slurm.nodes
+  local backend = backends.get(run.profile.backend)
+  local list = backend.nodes and backend.nodes(run.profile)
   if list and #list > 0 then return { list[(k - 1) % #list + 1] } end
   return nil
 end
@@ -641,11 +636,25 @@ function runner.run(recipe, opts)
   return run, specs
 end
 
--- Submits every declared job; returns the list of specs.
+-- The launcher of a spec, rendered from the spec as the job sees it
+-- (without the launcher itself and the log filter's fingerprints).
+function runner.render_launcher(spec)
+  local launcher, fingerprints = spec.launcher, spec.redact_fingerprints
+  spec.launcher, spec.redact_fingerprints = nil, nil
+  local text = json.encode(spec)
+  spec.launcher, spec.redact_fingerprints = launcher, fingerprints
+  return errors.check(_navette.jobs.launcher(text))
+end
+
+-- Submits every declared job through the profile's backend; returns the
+-- list of specs. Each job's launcher is rendered once, here, and goes in
+-- its spec (shown by plan, sent by the backend, run by the agent).
 function runner.submit(run)
   local specs = {}
-  -- Slurm sessions of this run, closed when it is submitted (the
-  -- garbage collector closes them when an error stops it)
+  local backend = backends.get(run.profile.backend)
+  -- what the backend keeps open for this run (sessions with a cluster),
+  -- closed when it is submitted (the garbage collector closes them when
+  -- an error stops it)
   local sessions = setmetatable({}, { __close = function(t)
     for _, s in pairs(t) do s:close() end
   end })
@@ -653,88 +662,28 @@ function runner.submit(run)
   local _ <close> = require("navette.audit").batch()
   for _, j in ipairs(run.jobs) do
     local spec = runner.spec(run, j)
-    local launcher = errors.check(_navette.jobs.launcher(json.encode(spec)))
+    local launcher = runner.render_launcher(spec)
+    spec.launcher = launcher
     -- what the job's log filter must mask, without the values themselves
     spec.redact_fingerprints = errors.check(_navette.creds.fingerprints())
     if run.plan then
       core.plan("jobs", "submit", spec.id .. " (" .. spec.name .. ") on "
                 .. run.profile.name)
-      spec.launcher = launcher
-    elseif run.profile.backend == "slurm" then
-      local sub = run.submissions[spec]
-      local id, adopted
-      if sub.resumed and type(sub.resumed.remote_id) == "string" then
-        -- Slurm's id was recorded; only the end of the submission was lost
-        id, adopted = sub.resumed.id, true
-      else
-        id, adopted = require("navette.slurm").submit(spec, launcher, {
-          nodes = runner.node_for(run, j, #specs + 1),
-          profile_max = run.profile.max_token_lifespan,
-          sessions = sessions, submit_key = sub.key })
-      end
-      if not id then
-        error(errors.new("backend", "cannot record job '" .. spec.name
-                         .. "': " .. adopted.message, adopted.hint), 0)
-      end
-      if adopted then
-        -- an earlier run's submission, whose answer was lost: that job
-        -- is the one (its own spec, its own URLs)
-        local row = require("navette.jobs").row(id)
-        spec = row and row.spec or spec
-        spec.adopted = true
-        _navette.out.write("stderr", "note: job '" .. spec.name .. "' was "
-                           .. "already submitted as " .. id .. " (Slurm job "
-                           .. tostring(row and row.remote_id) .. "); its "
-                           .. "answer had been lost: nothing was submitted "
-                           .. "again\n")
-      else
-        require("navette.audit").record({ action = "job.submit",
-          target = spec.name, job = spec.id, commit = spec.commit,
-          detail = "slurm" }, run.profile)
-      end
-      errors.check(_navette.jobs.submitted(core.home(), id))
     else
       local sub = run.submissions[spec]
-      local home = core.home()
-      if sub.resumed then
-        -- recorded by a run killed before its submission completed: that
-        -- row is the job, completed here (never a second one)
-        spec = sub.resumed.spec or spec
-        spec.adopted = true
-        _navette.out.write("stderr", "note: job '" .. spec.name .. "' was "
-                           .. "already recorded as " .. spec.id .. " by a "
-                           .. "run that was interrupted: that submission "
-                           .. "is completed, nothing new is queued\n")
-      else
-        local ok, err
-        for _ = 1, 5 do
-          ok, err = _navette.jobs.submit(home, spec.id, spec.project,
-                                         spec.profile, spec.name,
-                                         json.encode(spec), "local",
-                                         sub.key, false)
-          if ok ~= nil or err.code ~= "refused" then break end
-          -- the id is taken: another is drawn, with its own prefix
-          place(run, spec, sub.job, job.new_id(run.project.name, spec.commit))
-        end
-        if ok == nil then
-          error(errors.new("backend", "cannot submit job '" .. spec.name
-                           .. "': " .. err.message, err.hint), 0)
-        end
-      end
-      require("navette.audit").record({ action = "job.submit",
-        target = spec.name, job = spec.id, commit = spec.commit,
-        detail = sub.resumed and "completes an interrupted submission"
-                 or nil }, run.profile)
-      _navette.jobs.fault_point("submit-before-agent", spec.name)
-      local started, aerr = _navette.jobs.ensure_agent(home)
-      if started == nil then
-        error(errors.new("backend", "job '" .. spec.name .. "' is queued as "
-                         .. spec.id .. " but the agent cannot start: "
-                         .. aerr.message, (aerr.hint and aerr.hint .. "; "
-                         or "") .. "run `navette run` again to complete the "
-                         .. "submission"), 0)
-      end
-      errors.check(_navette.jobs.submitted(home, spec.id))
+      spec = backend.submit(spec, launcher, {
+        db = jobs.db(), submission = sub, sessions = sessions,
+        nodes = runner.node_for(run, j, #specs + 1),
+        redraw = function(s)
+          place(run, s, sub.job, job.new_id(run.project.name, s.commit))
+          s.launcher = runner.render_launcher(s) -- (its id and prefix are new)
+        end,
+        audit = function(s, detail)
+          require("navette.audit").record({ action = "job.submit",
+            target = s.name, job = s.id, commit = s.commit,
+            detail = detail }, run.profile)
+        end,
+      })
     end
     specs[#specs + 1] = spec
   end

@@ -5,7 +5,8 @@
 -- of a conversion that is undefined behaviour in C (the ASan/UBSan build
 -- runs this file too).
 local t = test
-local sys, jobs, json = _navette.sys, _navette.jobs, _navette.json
+local sys, jobs, jobdb, json = _navette.sys, _navette.jobs, _navette.jobdb,
+                              _navette.json
 
 local BAD = { 0 / 0, math.huge, -math.huge, 2 ^ 63, -2 ^ 63 * 2, 1e300,
               -1e300, 2.5 }
@@ -30,8 +31,8 @@ t.test("integer arguments are range-checked", function()
   refused(function(v) return sys.mkdir_p(dir .. "/d", v) end, "mkdir_p: mode")
   refused(function(v) return sys.write_file(file, "x", v) end,
           "write_file: mode")
-  refused(function(v) return jobs.list(dir .. "/home", v) end,
-          "jobs.list: limit")
+  local db <close> = assert(jobdb.open(dir .. "/home"))
+  refused(function(v) return db:list(v) end, "jobdb:list: limit")
   -- the message says the range and what it got
   local ok, err = pcall(sys.random_hex, 2 ^ 63)
   t.ok(not ok)
@@ -54,16 +55,16 @@ t.test("durations and times are range-checked", function()
   end
   sys.sleep(-1e300) -- a deadline long passed: no sleep
   sys.sleep(0.001)
-  local home = t.tmpdir()
+  local db <close> = assert(jobdb.open(t.tmpdir()))
   for _, v in ipairs({ 0 / 0, math.huge, -1, 1e300 }) do
-    local ok, err = pcall(jobs.phase, home, "p-1-abc", "accepted", v)
-    t.ok(not ok, "jobs.phase refuses at = " .. tostring(v))
-    t.match(err, "jobs.phase: at")
+    local ok, err = pcall(db.phase, db, "p-1-abc", "accepted", v)
+    t.ok(not ok, "db:phase refuses at = " .. tostring(v))
+    t.match(err, "jobdb:phase: at")
   end
   for _, v in ipairs({ 2 ^ 63, 1e300, 2.5, 2 ^ 31 }) do
-    local ok, err = pcall(jobs.finish, home, "p-1-abc", "failed", v)
-    t.ok(not ok, "jobs.finish refuses exit_code = " .. tostring(v))
-    t.match(err, "jobs.finish: exit_code")
+    local ok, err = pcall(db.finish, db, "p-1-abc", "failed", v)
+    t.ok(not ok, "db:finish refuses exit_code = " .. tostring(v))
+    t.match(err, "jobdb:finish: exit_code")
   end
   -- times out of range print as the nearer end, never undefined
   t.eq(sys.iso8601(1e300), "9999-12-31T23:59:59.000Z")
@@ -72,10 +73,10 @@ t.test("durations and times are range-checked", function()
 end)
 
 t.test("job ids are checked in C by the job database binding", function()
-  local home = t.tmpdir()
+  local db <close> = assert(jobdb.open(t.tmpdir()))
   for _, id in ipairs({ "..", "../../victim", "/", "/tmp/abs", "", "-rf",
                         "caf\xc3\xa9-1", "a\nb", string.rep("a", 64) }) do
-    local ok, err = jobs.submit(home, id, "p", "local", "x", "{}", "slurm")
+    local ok, err = db:submit(id, "p", "local", "x", "{}", "slurm")
     t.eq(ok, nil, "submit refuses " .. json.encode(id))
     t.match(err.message, "job id")
     t.eq(err.code, "invalid")
@@ -84,6 +85,6 @@ t.test("job ids are checked in C by the job database binding", function()
     t.match(why, "job id")
   end
   t.eq(jobs.id_ok("p-1-abc"), true)
-  local list = json.decode(assert(jobs.list(home, 10)))
+  local list = json.decode(assert(db:list(10)))
   t.eq(#list, 0, "nothing was written")
 end)

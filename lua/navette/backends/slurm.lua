@@ -6,17 +6,18 @@
 -- and closing the laptop loses nothing: the job is Slurm's, its results
 -- are in storage, and `navette status` reads both back.
 --
--- The local job database keeps a row per job (backend "slurm", its Slurm
--- job id), written before the submit request is sent: a submission whose
+-- The job database keeps a row per job (backend "slurm", its Slurm job
+-- id), written before the submit request is sent: a submission whose
 -- answer was lost leaves a row without an id, which the next run of the
 -- same job looks up in Slurm (the navette id is the Slurm job's name)
 -- before it submits anything.
 local errors = require "navette.errors"
 local util = require "navette.util"
-local native, jobs_native, core, sys, json =
-  _navette.slurm, _navette.jobs, _navette.core, _navette.sys, _navette.json
+local published = require "navette.published"
+local native, jobs_native, sys, json =
+  _navette.slurm, _navette.jobs, _navette.sys, _navette.json
 
-local M = {}
+local M = { name = "slurm" }
 
 local KEYS = { "endpoint", "user", "credential", "partition", "account",
                "qos", "nodes", "working_directory", "requeue",
@@ -26,8 +27,13 @@ local REFRESH_EVERY = 1.0         -- seconds between two looks at a job
 
 -- ---- the profile -----------------------------------------------------------
 
--- Validates profile.slurm (t) of profile `name` in project file `path`.
-function M.validate(path, name, t, credentials, storage)
+M.profile_keys = KEYS
+
+-- Validates profile.slurm (t) of profile where.profile in project file
+-- where.path.
+function M.validate(t, where)
+  local path, name = where.path, where.profile
+  local credentials, storage = where.credentials, where.storage
   local function fail(message, hint)
     error(errors.new("recipe", path .. ": profile '" .. name .. "': slurm: "
                      .. message, hint), 0)
@@ -115,6 +121,20 @@ function M.validate(path, name, t, credentials, storage)
   }
 end
 
+-- How to reach the cluster again for status and cancel (no secret), and
+-- the profile's requeue for a job that does not say.
+function M.prepare(spec, profile)
+  if spec.requeue == nil then spec.requeue = profile.slurm.requeue end
+  spec.slurm = {}
+  for k, v in pairs(profile.slurm) do spec.slurm[k] = v end
+  spec.slurm.max_token_lifespan = profile.max_token_lifespan
+end
+
+-- The profile's nodes, taken in turn by a sweep's jobs.
+function M.nodes(profile)
+  return profile.slurm.nodes
+end
+
 -- ---- sessions ----------------------------------------------------------------
 
 -- A session with slurmrestd as the job's spec describes it (spec.slurm),
@@ -177,23 +197,21 @@ end
 -- A submission of the same job whose answer never came (no Slurm id):
 -- found in Slurm by its name, it is adopted instead of submitted again;
 -- not found, it is marked failed. Returns the adopted row's id, or nil.
-local function settle_pending(session, spec)
-  local text = jobs_native.pending_remote(core.home(), "slurm",
-                                          spec.profile, spec.name)
+local function settle_pending(db, session, spec)
+  local text = db:pending_remote(M.name, spec.profile, spec.name)
   local adopted
   for _, row in ipairs(text and json.decode(text) or {}) do
     if row.spec and row.spec.commit == spec.commit then
       local found, ferr = session:find { name = row.id }
       if found then
-        jobs_native.set_remote(core.home(), row.id,
-                               tostring(found.job_id), "queued")
-        jobs_native.phase(core.home(), row.id, "accepted", sys.now())
+        db:set_remote(row.id, tostring(found.job_id), "queued")
+        db:phase(row.id, "accepted", sys.now())
         adopted = adopted or row.id
       elseif ferr and ferr.code == "not_found" and row.id == spec.id then
         -- this very submission, resumed (runner.spec): never reached
         -- Slurm, so it is sent now under its recorded id
       elseif ferr and ferr.code == "not_found" then
-        jobs_native.finish(core.home(), row.id, "failed", nil,
+        db:finish(row.id, "failed", nil,
           { phase = "accepted", reason = "the submission got no answer "
             .. "and Slurm has no job by this name",
             hint = "nothing ran: submit it again" })
@@ -207,46 +225,46 @@ local function settle_pending(session, spec)
   return adopted
 end
 
--- Closes a session unless the caller keeps it (see M.submit).
+-- Closes a session unless the caller keeps it (see send).
 local function release(session, cache)
   if not cache then session:close() end
 end
 
--- Submits spec (its launcher: script) to Slurm; returns the job's id (an
+-- Sends spec (its launcher: script) to Slurm; returns the job's id (an
 -- earlier submission of it, adopted, when its answer had been lost).
--- opts: {nodes = list, profile_max = max token lifespan, sessions = a
--- table the caller keeps for one run, so a sweep goes through one session
--- (one version discovery, kept-alive connections) per cluster, user,
--- credential and token lifespan; the caller closes them}.
-function M.submit(spec, script, opts)
-  local home = core.home()
-  local lifespan = token_lifespan(spec, opts.profile_max)
-  local cache, key = opts.sessions, table.concat({ spec.slurm.endpoint,
+-- ctx: see backends; ctx.sessions, when given, is a table the caller
+-- keeps for one run, so a sweep goes through one session (one version
+-- discovery, kept-alive connections) per cluster, user, credential and
+-- token lifespan; the caller closes them.
+local function send(spec, script, ctx)
+  local db = ctx.db
+  local profile_max = spec.slurm.max_token_lifespan or 3600
+  local lifespan = token_lifespan(spec, profile_max)
+  local cache, key = ctx.sessions, table.concat({ spec.slurm.endpoint,
     spec.slurm.user, tostring(spec.slurm.credential
     and spec.slurm.credential.name), tostring(lifespan) }, "\0")
   local ok, session = true, cache and cache[key]
   if not session then
-    ok, session = pcall(open, spec.slurm, lifespan, opts.profile_max)
+    ok, session = pcall(open, spec.slurm, lifespan, profile_max)
     if ok and cache then cache[key] = session end
   end
   if not ok then
     -- refused before anything reached Slurm (identity, most often): the
     -- job is recorded as failed where it stopped, then the error raised
     local e = errors.from(session)
-    if jobs_native.submit(home, spec.id, spec.project, spec.profile,
-                          spec.name, json.encode(spec), "slurm") ~= nil then
-      jobs_native.finish(home, spec.id, "failed", nil,
-                         { phase = "accepted", reason = e.message,
-                           hint = e.hint })
+    if db:submit(spec.id, spec.project, spec.profile, spec.name,
+                 json.encode(spec), M.name) ~= nil then
+      db:finish(spec.id, "failed", nil, { phase = "accepted",
+                reason = e.message, hint = e.hint })
     end
     error(e, 0)
   end
-  local adopted = settle_pending(session, spec)
+  local adopted = settle_pending(db, session, spec)
   if adopted then
     release(session, cache)
     return adopted, true
   end
-  local desc = description(spec, opts.nodes)
+  local desc = description(spec, ctx.nodes)
   local ok, cerr = native.check_desc(desc)
   if not ok then
     release(session, cache)
@@ -254,10 +272,9 @@ function M.submit(spec, script, opts)
                      cerr.hint), 0)
   end
   -- recorded first: an answer lost from here on is found again by name
-  local inserted, ierr = jobs_native.submit(home, spec.id, spec.project,
-                                            spec.profile, spec.name,
-                                            json.encode(spec), "slurm",
-                                            opts.submit_key)
+  local inserted, ierr = db:submit(spec.id, spec.project, spec.profile,
+                                   spec.name, json.encode(spec), M.name,
+                                   ctx.submission and ctx.submission.key)
   if inserted == nil then
     release(session, cache)
     return nil, ierr
@@ -278,7 +295,7 @@ function M.submit(spec, script, opts)
   end
   if not job_id then
     -- refused for sure (a 4xx answer): nothing runs
-    jobs_native.finish(home, spec.id, "failed", nil,
+    db:finish(spec.id, "failed", nil,
       { phase = "accepted", reason = "Slurm refused the job: "
         .. err.message, hint = err.hint or "check the profile's slurm "
         .. "settings and the job's resources" })
@@ -289,8 +306,7 @@ function M.submit(spec, script, opts)
   end
   -- tests: accepted by Slurm, not yet recorded (core/fault.h)
   jobs_native.fault_point("submit-accepted", spec.name)
-  local recorded, rerr = jobs_native.set_remote(home, spec.id,
-                                                tostring(job_id), "queued")
+  local recorded, rerr = db:set_remote(spec.id, tostring(job_id), "queued")
   if not recorded then
     -- Slurm runs it; the next run of the same job finds it by name
     release(session, cache)
@@ -301,9 +317,42 @@ function M.submit(spec, script, opts)
                      .. "its name " .. spec.id .. " and submits nothing "
                      .. "twice"), 0)
   end
-  jobs_native.phase(home, spec.id, "accepted", sys.now())
+  db:phase(spec.id, "accepted", sys.now())
   release(session, cache)
   return spec.id, false
+end
+
+-- Submits the job (ctx: see backends): sent to Slurm, or, when an
+-- earlier submission of it got no answer but Slurm has it, that one
+-- adopted (its own spec, its own URLs) and nothing sent again.
+function M.submit(spec, launcher, ctx)
+  local sub = ctx.submission or {}
+  local id, adopted
+  if sub.resumed and type(sub.resumed.remote_id) == "string" then
+    -- Slurm's id was recorded; only the end of the submission was lost
+    id, adopted = sub.resumed.id, true
+  else
+    id, adopted = send(spec, launcher, ctx)
+  end
+  if not id then
+    error(errors.new("backend", "cannot record job '" .. spec.name
+                     .. "': " .. adopted.message, adopted.hint), 0)
+  end
+  if adopted then
+    local text = ctx.db:get(id)
+    local row = text and json.decode(text)
+    spec = row and row.spec or spec
+    spec.adopted = true
+    _navette.out.write("stderr", "note: job '" .. spec.name .. "' was "
+                       .. "already submitted as " .. id .. " (Slurm job "
+                       .. tostring(row and row.remote_id) .. "); its "
+                       .. "answer had been lost: nothing was submitted "
+                       .. "again\n")
+  else
+    ctx.audit(spec, M.name)
+  end
+  errors.check(ctx.db:submitted(id))
+  return spec
 end
 
 -- ---- observation -------------------------------------------------------------
@@ -343,7 +392,7 @@ end
 -- in the local row, all but the end, which is Slurm's and the record's
 -- to say. Returns the time of the latest one (0 when none) and the
 -- time of the end the list holds, if any.
-local function merge_phases(home, id, list)
+local function merge_phases(db, id, list)
   local last, ended = 0, nil
   for _, p in ipairs(list) do
     local at = type(p) == "table" and type(p.at) == "string"
@@ -352,25 +401,46 @@ local function merge_phases(home, id, list)
                or p.phase == "cancelled") then
       ended = at
     elseif at and type(p.phase) == "string" then
-      jobs_native.phase(home, id, p.phase, at)
+      db:phase(id, p.phase, at)
       if at > last then last = at end
     end
   end
   return last, ended
 end
 
--- Brings the local row of a Slurm job up to date: Slurm's state, the
--- phases the launcher published, and, once it is over, its outcome.
--- Returns {job = Slurm's view of it, or nil} for the CLI's view.
-function M.refresh(row, force)
+-- The fields a job's view gets from what Slurm says of it now: its state
+-- (with the reason a pending job waits for), its node, its restarts
+-- after a node failure; or why Slurm could not be asked.
+local function fields(extra)
+  if extra.job then
+    return { slurm = { state = extra.job.state, reason = extra.job.reason,
+                       nodes = extra.job.nodes,
+                       restarts = extra.job.restarts,
+                       detail = extra.view and extra.view.detail or nil } }
+  elseif extra.error then
+    return { slurm = { error = extra.error.message } }
+  end
+  return nil
+end
+
+-- What refresh returns: extra, kept for REFRESH_EVERY seconds, as the
+-- contract has it (backends: refresh).
+local function info(extra, changed)
+  return { changed = changed, fields = fields(extra), record = extra.record,
+           record_url = extra.record_url }
+end
+
+-- Brings the row of a Slurm job up to date: Slurm's state, the phases
+-- the launcher published, and, once it is over, its outcome.
+function M.refresh(row, ctx, force)
   local spec = row.spec
-  local home = core.home()
+  local db = ctx.db
   local extra = last_refresh[row.id]
   local final = row.state == "succeeded" or row.state == "failed"
                 or row.state == "cancelled"
   if extra and (final or (not force and sys.now() - extra.at < REFRESH_EVERY))
   then
-    return extra
+    return info(extra, false)
   end
   if final then
     -- what Slurm still says of it (its node, its restarts), if anything
@@ -384,38 +454,39 @@ function M.refresh(row, force)
         session:close()
       end
     end
-    return extra
+    return info(extra, false)
   end
   extra = { at = sys.now() }
   last_refresh[row.id] = extra
-  if not row.remote_id or row.remote_id == json.null then return extra end
-  local jobs = require "navette.jobs"
-  local store = jobs.s3_store(spec)
+  if not row.remote_id or row.remote_id == json.null then
+    return info(extra, false)
+  end
+  local store = published.s3_store(spec)
   if store then
-    merge_phases(home, row.id, jobs.remote_phases(store, spec))
+    merge_phases(db, row.id, published.phases(store, spec))
   end
   local ok, session = pcall(open, spec.slurm, STATUS_TOKEN_LIFESPAN,
                             STATUS_TOKEN_LIFESPAN)
   if not ok then
     extra.error = errors.from(session)
     if store then store:close() end
-    return extra
+    return info(extra, store ~= nil)
   end
   local job, err = session:job(tonumber(row.remote_id))
   session:close()
   if not job then
     extra.error = err
     if store then store:close() end
-    return extra
+    return info(extra, store ~= nil)
   end
   extra.job = job
   local view = native.map_state(job, spec.requeue == true)
   extra.view = view
   if view.done then
     local record
+    local url = spec.outputs.url .. "navette-run.json"
     if store then
-      local text = store:read(spec.outputs.url .. "navette-run.json",
-                              4 * 1024 * 1024)
+      local text = store:read(url, 4 * 1024 * 1024)
       record = text and json.decode(text) or nil
     end
     local state, failure = outcome(view, job, record)
@@ -425,20 +496,20 @@ function M.refresh(row, force)
     -- the record's phases first (the status object read above may be
     -- older than the end), then the end: never before the last phase
     -- (Slurm's end time has whole seconds)
-    local final = state == "succeeded" and "succeeded" or "failed"
-    local last, ended = merge_phases(home, row.id, record
+    local final_phase = state == "succeeded" and "succeeded" or "failed"
+    local last, ended = merge_phases(db, row.id, record
                                      and type(record.phases) == "table"
                                      and record.phases or {})
     ended = ended or (job.end_time > 0 and job.end_time or sys.now())
-    jobs_native.phase(home, row.id, final, math.max(ended, last))
-    jobs_native.finish(home, row.id, state, code, failure,
-                       record and (spec.outputs.url .. "navette-run.json")
-                       or nil)
+    db:phase(row.id, final_phase, math.max(ended, last))
+    db:finish(row.id, state, code, failure, record and url or nil)
+    -- the view shows this very record: not read twice
+    extra.record, extra.record_url = record, record and url or nil
   else
-    jobs_native.set_remote(home, row.id, nil, view.state)
+    db:set_remote(row.id, nil, view.state)
   end
   if store then store:close() end
-  return extra
+  return info(extra, true)
 end
 
 -- What Slurm knows now of the session user's jobs on the cluster of
@@ -459,7 +530,7 @@ end
 
 -- Cancels a Slurm job (its launcher publishes its log and record as it
 -- stops); returns what to print.
-function M.cancel(row)
+function M.cancel(row, ctx)
   local session = open(row.spec.slurm, STATUS_TOKEN_LIFESPAN,
                        STATUS_TOKEN_LIFESPAN)
   local endpoint = "slurmrestd at " .. tostring(row.spec.slurm.endpoint)
@@ -476,13 +547,13 @@ function M.cancel(row)
     end
     if not found then
       session:close()
-      jobs_native.finish(core.home(), row.id, "cancelled", nil,
+      ctx.db:finish(row.id, "cancelled", nil,
         { phase = row.phase, reason = "cancelled before Slurm answered",
           hint = "submit it again with navette run" })
       return "cancelled"
     end
     row.remote_id = tostring(found.job_id)
-    jobs_native.set_remote(core.home(), row.id, row.remote_id, nil)
+    ctx.db:set_remote(row.id, row.remote_id, nil)
   end
   local ok, was_done = session:cancel(tonumber(row.remote_id))
   session:close()
@@ -493,8 +564,99 @@ function M.cancel(row)
                      .. "the job was not cancelled: cancel it again once "
                      .. "slurmrestd answers"), 0)
   end
-  M.refresh(row, true)
+  M.refresh(row, ctx, true)
   return was_done and "already finished" or "cancelling"
+end
+
+-- ---- reading back ------------------------------------------------------------
+
+-- The job's log as its launcher shipped it: the chunks in order (read
+-- once each), or the published log when no chunk was shipped.
+local shipped = {}
+function M.log_chunk(view, offset, ctx)
+  local text = ctx.db:get(view.id)
+  local spec = text and json.decode(text).spec
+  local store = spec and published.s3_store(spec)
+  if not store then return "" end
+  local seen = shipped[view.id] or { n = 0, bytes = 0 }
+  shipped[view.id] = seen
+  local out = {}
+  for _, c in ipairs(published.log_chunks(store, spec, seen.n)) do
+    seen.n, seen.bytes = c.n, seen.bytes + #c.data
+    out[#out + 1] = c.data
+  end
+  local data = table.concat(out)
+  local ended = view.state == "succeeded" or view.state == "failed"
+                or view.state == "cancelled"
+  if seen.n == 0 and offset == 0 and ended and view.log_url then
+    data = store:read(view.log_url) or ""
+    seen.bytes = #data
+  end
+  store:close()
+  return data
+end
+
+-- What `status` and `jobs --profile` show of a Slurm job (x: its view,
+-- or a listed row completed by list_rows): its Slurm job, state and node.
+function M.describe(x)
+  local sl = x.slurm or {}
+  local job_id = sl.job_id
+  return {
+    line = "backend " .. M.name .. " · job " .. tostring(x.remote_id)
+           .. (sl.state and (" · " .. sl.state .. ((sl.reason and
+               sl.reason ~= "None" and sl.reason ~= "") and (" ("
+               .. sl.reason .. ")") or "")) or "")
+           .. ((sl.nodes and sl.nodes ~= "") and (" on " .. sl.nodes)
+               or "")
+           .. ((sl.restarts or 0) > 0 and (" · requeued "
+               .. sl.restarts .. "x") or ""),
+    note = sl.error and ("(cannot reach Slurm: " .. sl.error .. ")") or nil,
+    column = {
+      title = "SLURM", width = 24,
+      text = job_id and (tostring(job_id)
+             .. (sl.state and (" " .. sl.state) or "")
+             .. ((sl.nodes and sl.nodes ~= "") and (" " .. sl.nodes)
+                 or "")) or "-",
+    },
+    node = sl.nodes ~= "" and sl.nodes or nil,
+  }
+end
+
+-- Completes the listed rows of Slurm jobs (those of one profile) with
+-- their Slurm job: what Slurm and the node say now of those still going,
+-- and the ended ones as Slurm still has them (state, node), from one
+-- listing.
+function M.list_rows(rows, ctx)
+  for _, r in ipairs(rows) do
+    if not (r.state == "succeeded" or r.state == "failed"
+            or r.state == "cancelled") then
+      -- (a listed row has no spec: the whole row is read)
+      local row = errors.check(ctx.db:get(r.id))
+      row = json.decode(row)
+      local got = M.refresh(row, ctx)
+      if got.changed then row = json.decode(errors.check(ctx.db:get(r.id))) end
+      r.state, r.phase, r.failure = row.state, row.phase, row.failure
+      r.slurm = got.fields and got.fields.slurm
+    end
+    r.slurm = r.slurm or {}
+    r.slurm.job_id = math.tointeger(tonumber(r.remote_id))
+  end
+  local listing
+  for _, r in ipairs(rows) do
+    if not r.slurm.state and r.slurm.job_id then
+      if listing == nil then
+        local text = ctx.db:get(r.id)
+        local row = text and json.decode(text)
+        listing = row and row.spec and row.spec.slurm
+                  and M.listing(row.spec.slurm) or false
+      end
+      local sj = listing and listing[r.id]
+      if sj then
+        r.slurm.state, r.slurm.nodes, r.slurm.reason =
+          sj.state, sj.nodes, sj.reason
+      end
+    end
+  end
 end
 
 return M

@@ -1,0 +1,118 @@
+-- The backends: where a job runs. Each is one file of this folder,
+-- lua/navette/backends/<name>.lua, returning a table of the shape below;
+-- the runner, the job views, the CLI, migrate and the project file look
+-- one up by the profile's (or the job row's) `backend` and never branch
+-- on its name. Adding a backend is adding its file here (and its C client
+-- and binding, and its tests).
+--
+-- The contract (functions marked ? may be left out):
+--   name                      as in profile.backend and the job's row
+--   profile_keys?             the keys of the profile's settings table,
+--                             named after the backend (profile.<name>)
+--   validate?(t, where)       -> the checked settings, from t (the
+--                             profile's <name> table); where: {path,
+--                             profile (its name), credentials, storage};
+--                             raises a recipe error
+--   prepare?(spec, profile)   completes a spec with what reaches the job
+--                             again (never a secret); spec.requeue is the
+--                             job's own, nil when it says nothing
+--   nodes?(profile)           the profile's node list; a backend without
+--                             it takes no --node
+--   container_runtime?(name)  -> the runtime that runs a job's image on
+--                             this machine | nil, what was looked for
+--   submit(spec, launcher, ctx) -> spec: submits the job and records it;
+--                             returns the spec it runs with (that of an
+--                             earlier submission it adopted, if so)
+--   refresh?(row, ctx)        -> info: brings the row up to date with what
+--                             the backend knows: {changed = the row was
+--                             written (the caller reads it again),
+--                             record, record_url = the run record if it
+--                             read it (the view does not read it again),
+--                             fields = more fields for the job's view}
+--   cancel(row, ctx)          -> what to print | nil, err
+--   log_chunk(view, offset, ctx) -> bytes of the job's log from offset
+--   describe?(x)              -> {line, note, column = {title, text},
+--                             node}, what the CLI shows of a view or of a
+--                             listed row beyond the common fields
+--   list_rows?(rows, ctx)     completes the listed rows of this backend
+--                             (those of one profile) with what it knows
+--   revive?(ctx)              -> problem | nil: before every read of the
+--                             jobs (a local agent that died is restarted)
+--   supervise?(ctx)           every few seconds while a caller waits for
+--                             this backend's jobs; raises when they cannot
+--                             go on
+-- ctx always holds db, the job database (_navette.jobdb); submit's also
+-- holds submission ({key, resumed}: see runner.spec), nodes, sessions (a
+-- table whose values are closed when the run is submitted), redraw(spec)
+-- (gives spec a new id, and what follows from it, when the drawn one is
+-- taken) and audit(spec, detail) (records the submission in the audit
+-- log).
+local errors = require "navette.errors"
+
+local backends = {}
+
+-- the profile's backend when it names none, and a row's without one
+backends.DEFAULT = "local"
+
+-- those of this folder, in the order messages list them
+local NAMES = { "local", "slurm" }
+local added = {}
+
+-- Adds a backend that is not a file of this folder (tests: a fake one).
+function backends.register(b)
+  assert(type(b) == "table" and type(b.name) == "string",
+         "a backend is a table with a name")
+  added[b.name] = b
+end
+
+function backends.unregister(name)
+  added[name] = nil
+end
+
+-- Whether `name` is a file of this folder.
+local function in_folder(name)
+  for _, n in ipairs(NAMES) do if n == name then return true end end
+  return false
+end
+
+-- Whether `name` is a backend.
+function backends.known(name)
+  return added[name] ~= nil or in_folder(name)
+end
+
+-- Every backend's name: this folder's, then those registered.
+function backends.names()
+  local out = {}
+  for i, n in ipairs(NAMES) do out[i] = n end
+  local more = {}
+  for n in pairs(added) do
+    if not in_folder(n) then more[#more + 1] = n end
+  end
+  table.sort(more)
+  for _, n in ipairs(more) do out[#out + 1] = n end
+  return out
+end
+
+-- The backend named `name` (nil: the default one); raises for another.
+function backends.get(name)
+  name = name or backends.DEFAULT
+  local b = added[name]
+  if b then return b end
+  if not in_folder(name) then
+    errors.raise("usage", "no backend named '" .. tostring(name) .. "'",
+                 "backends: " .. table.concat(backends.names(), ", "))
+  end
+  return require("navette.backends." .. name)
+end
+
+-- The names of the backends that have `field` (a word for messages:
+-- "slurm", "a or b").
+function backends.with(field)
+  local out = {}
+  for _, n in ipairs(backends.names()) do
+    if backends.get(n)[field] then out[#out + 1] = n end
+  end
+  return table.concat(out, " or ")
+end
+
+return backends

@@ -1,0 +1,109 @@
+-- The local backend: jobs run on this machine by the agent (host/jobs/
+-- agent.c), a process that outlives the CLI, takes the queued rows of the
+-- job database in turn and writes their phases and outcome back. The CLI
+-- records a job, makes sure an agent runs, and reads the rows back.
+local errors = require "navette.errors"
+local published = require "navette.published"
+local native, core, sys, json = _navette.jobs, _navette.core, _navette.sys,
+                                _navette.json
+
+local M = { name = "local" }
+
+-- The runtime that runs a job's image here: the profile's (name), else
+-- podman or docker, whichever this machine has.
+function M.container_runtime(name)
+  if name then
+    if sys.which(name) then return name end
+    return nil, name
+  end
+  local found = sys.which("podman") and "podman"
+                or sys.which("docker") and "docker"
+  if found then return found end
+  return nil, "podman or docker"
+end
+
+-- Records the job (or completes an interrupted submission of it) and
+-- makes sure an agent runs it.
+function M.submit(spec, _, ctx)
+  local sub, db = ctx.submission or {}, ctx.db
+  if sub.resumed then
+    -- recorded by a run killed before its submission completed: that
+    -- row is the job, completed here (never a second one)
+    spec = sub.resumed.spec or spec
+    spec.adopted = true
+    _navette.out.write("stderr", "note: job '" .. spec.name .. "' was "
+                       .. "already recorded as " .. spec.id .. " by a "
+                       .. "run that was interrupted: that submission "
+                       .. "is completed, nothing new is queued\n")
+  else
+    local ok, err
+    for _ = 1, 5 do
+      ok, err = db:submit(spec.id, spec.project, spec.profile, spec.name,
+                          json.encode(spec), M.name, sub.key)
+      if ok ~= nil or err.code ~= "refused" then break end
+      -- the id is taken: another is drawn, with its own prefix
+      ctx.redraw(spec)
+    end
+    if ok == nil then
+      error(errors.new("backend", "cannot submit job '" .. spec.name
+                       .. "': " .. err.message, err.hint), 0)
+    end
+  end
+  ctx.audit(spec, sub.resumed and "completes an interrupted submission" or nil)
+  native.fault_point("submit-before-agent", spec.name)
+  local started, aerr = native.ensure_agent(core.home())
+  if started == nil then
+    error(errors.new("backend", "job '" .. spec.name .. "' is queued as "
+                     .. spec.id .. " but the agent cannot start: "
+                     .. aerr.message, (aerr.hint and aerr.hint .. "; "
+                     or "") .. "run `navette run` again to complete the "
+                     .. "submission"), 0)
+  end
+  errors.check(db:submitted(spec.id))
+  return spec
+end
+
+function M.cancel(row, ctx)
+  local state, err = ctx.db:cancel(row.id)
+  if not state then return nil, err end
+  M.revive(ctx) -- an agent stops a running job
+  return state
+end
+
+-- Before every read of the jobs: an agent that died (killed, out of
+-- memory) would leave its jobs `running` for ever; a new one adopts each
+-- job whose launcher still runs and ends the others from their status
+-- files before the read goes on. Checked at most every CHECK_S seconds;
+-- returns what stopped the last start.
+local CHECK_S = 2
+local checked, problem
+function M.revive(ctx)
+  local now = sys.now()
+  if checked and now - checked < CHECK_S then return problem end
+  checked = now
+  local started, err = native.revive_agent(ctx.db)
+  problem = started == nil and err or nil
+  return problem
+end
+
+-- While a caller waits: is an agent there? One that cannot be started is
+-- an error with its cause, not a wait without end.
+function M.supervise()
+  local started, err = native.ensure_agent(core.home())
+  errors.check(started, err, "the local agent")
+end
+
+-- The log file the agent writes, else (the job's folder pruned) the log
+-- it published.
+function M.log_chunk(view, offset, ctx)
+  local data = sys.read_from(view.log_path, offset, 1024 * 1024)
+  if data then return data end
+  if offset == 0 and view.log_url then
+    local row = view.log_url:match("^s3://") and ctx.db:get(view.id)
+    local spec = row and json.decode(row).spec
+    return published.read(view.log_url, spec) or ""
+  end
+  return ""
+end
+
+return M

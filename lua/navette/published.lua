@@ -1,0 +1,81 @@
+-- What a job published in storage, read back from the laptop: its run
+-- record, its log, and what a remote launcher publishes as it goes (its
+-- status object and log chunks). Shared by the job views and every
+-- backend, so neither needs the other to read them.
+local json = _navette.json
+
+local published = {}
+
+-- The s3:// store a job published to, from what its spec says of it (the
+-- credential is loaded from its declaration, in this process); nil when
+-- the spec names none, or nil and the error when it cannot be opened.
+function published.s3_store(spec)
+  local s3 = spec and spec.outputs and spec.outputs.s3
+  if not s3 then return nil end
+  local ok, store = pcall(require("navette.s3store").open,
+                          { name = spec.profile, s3 = s3 })
+  if not ok then return nil, store end
+  return store
+end
+
+-- The text of an object of a job's store (s3:// or file://) at url, at
+-- most max bytes (nil: the store's bound), or nil.
+function published.read(url, spec, max)
+  if type(url) ~= "string" then return nil end
+  if url:match("^s3://") then
+    local store = published.s3_store(spec)
+    if not store then return nil end
+    local text = store:read(url, max)
+    store:close()
+    return text
+  end
+  local storage = _navette.storage
+  local root, key = storage.find(url)
+  if not root then return nil end
+  local store = storage.open(root)
+  if not store then return nil end
+  local text = store:read(key, max)
+  store:close()
+  return text
+end
+
+-- The run record at url, decoded, or nil.
+function published.record(url, spec)
+  local text = published.read(url, spec, 4 * 1024 * 1024)
+  return text and json.decode(text) or nil
+end
+
+-- What a remote launcher published of its phases (its navette-status
+-- object: "PHASE TIME" lines), oldest first; {} before the first.
+function published.phases(store, spec)
+  local text = store:read(spec.outputs.url .. "navette-status", 65536)
+  local out = {}
+  for phase, at in (text or ""):gmatch("([%w_]+) ([%dT:.Z-]+)\n") do
+    out[#out + 1] = { phase = phase, at = at }
+  end
+  return out
+end
+
+-- The log chunks a remote launcher shipped after chunk number `after`
+-- (navette-log/000001...), in order: a list of {n, data}.
+function published.log_chunks(store, spec, after)
+  local prefix = spec.outputs.prefix .. "navette-log/"
+  local listing = store:list(prefix)
+  local chunks = {}
+  for _, o in ipairs(listing and listing.objects or {}) do
+    local n = tonumber(o.key:match("navette%-log/(%d+)$"))
+    if n and n > (after or 0) then chunks[#chunks + 1] = { n = n, url = o.url } end
+  end
+  table.sort(chunks, function(a, b) return a.n < b.n end)
+  local out = {}
+  for i, c in ipairs(chunks) do
+    -- a gap: a chunk still being written; stop before it
+    if c.n ~= (after or 0) + i then break end
+    local data = store:read(c.url, 64 * 1024 * 1024)
+    if not data then break end
+    out[#out + 1] = { n = c.n, data = data }
+  end
+  return out
+end
+
+return published

@@ -1,0 +1,123 @@
+-- The runner without a server: what it asks of the profile's backend
+-- (the fake of fake_backend.lua) and what it decides itself: the node of
+-- each job, --node refused where the backend takes none, a taken id
+-- redrawn with everything that follows from it (its launcher too), an
+-- interrupted submission completed under its id, URL lifetimes.
+local t = test
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+local fixtures = assert(loadfile(here .. "/fixtures.lua"))()
+local backends = require "navette.backends"
+local runner = require "navette.runner"
+local jobs = require "navette.jobs"
+
+local function submits(fake)
+  local out = {}
+  for _, c in ipairs(fake.calls) do
+    if c.what == "submit" then out[#out + 1] = c.x end
+  end
+  return out
+end
+
+t.test("a sweep is spread over the backend's nodes, --node wins",
+       function()
+  fixtures.fake_backend()
+  local dir = fixtures.repo(t, {
+    ["navette.lua"] = fixtures.project(t, "{ color = 'blue', nodes = "
+                                          .. "{ 'n1', 'n2' } }"),
+    ["three.lua"] = fixtures.recipe({ "a", "b", "c" }),
+  })
+  local run = runner.load(dir .. "/three.lua", { plan = true })
+  local got = {}
+  for k, j in ipairs(run.jobs) do
+    got[k] = table.concat(runner.node_for(run, j, k) or {}, ",")
+  end
+  t.eq(table.concat(got, " "), "n1 n2 n1", "the profile's nodes in turn")
+  run.nodes = { "gpu-[1-2]" }
+  t.eq(runner.node_for(run, run.jobs[1], 1)[1], "gpu-[1-2]")
+  run.nodes = nil
+  run.jobs[1].resources = { nodes = 2 }
+  t.eq(runner.node_for(run, run.jobs[1], 1), nil,
+       "a job's own node count: the backend's description has it")
+
+  local fake = fixtures.fake_backend()
+  runner.run(dir .. "/three.lua", {})
+  local nodes = {}
+  for i, s in ipairs(submits(fake)) do nodes[i] = s.nodes[1] end
+  t.eq(table.concat(nodes, " "), "n1 n2 n1", "what the backend was given")
+  backends.unregister("fake")
+end)
+
+t.test("--node is refused for a backend without nodes", function()
+  local dir = fixtures.repo(t, { ["one.lua"] = fixtures.recipe({ "x" }) })
+  local run = runner.load(dir .. "/one.lua", { plan = true,
+                                               nodes = { "n1" } })
+  t.eq(run.profile.backend, "local")
+  local e = t.raises(function() runner.submit(run) end)
+  t.eq(e.code, "refused")
+  t.eq(e.message, "--node applies to the slurm backend; profile 'local' "
+       .. "is local")
+end)
+
+t.test("a taken id is redrawn with its prefix and launcher", function()
+  local fake = fixtures.fake_backend()
+  local taken
+  local submit = fake.submit
+  fake.submit = function(spec, launcher, ctx)
+    -- another job holds the id the runner drew
+    taken = spec.id
+    assert(ctx.db:submit(spec.id, spec.project, spec.profile, "other",
+                         "{}", "fake"))
+    return submit(spec, launcher, ctx)
+  end
+  local dir = fixtures.repo(t, {
+    ["navette.lua"] = fixtures.project(t),
+    ["one.lua"] = fixtures.recipe({ "x" }),
+  })
+  local _, specs = runner.run(dir .. "/one.lua", {})
+  local spec = specs[1]
+  t.ok(spec.id ~= taken, "a new id")
+  t.ok(spec.outputs.prefix:find(spec.id, 1, true), "its own prefix")
+  t.ok(not spec.outputs.url:find(taken, 1, true), "not the other's")
+  t.ok(spec.launcher:find(spec.id, 1, true), "a launcher for the new id")
+  t.ok(not spec.launcher:find(taken, 1, true), "nothing of the taken id")
+  t.eq(jobs.row(spec.id).spec.launcher, spec.launcher, "as recorded")
+  t.eq(jobs.row(taken).name, "other", "the other job is left alone")
+  backends.unregister("fake")
+end)
+
+t.test("an interrupted submission is completed under its id", function()
+  local fake = fixtures.fake_backend()
+  local dir = fixtures.repo(t, {
+    ["navette.lua"] = fixtures.project(t),
+    ["one.lua"] = fixtures.recipe({ "x" }),
+  })
+  fake.stop_after_record = true
+  t.raises(function() runner.run(dir .. "/one.lua", {}) end,
+           "the fake stopped after the row")
+  local first = submits(fake)[1].spec.id
+  local _, specs = runner.run(dir .. "/one.lua", {})
+  local second = submits(fake)[2]
+  t.eq(second.resumed and second.resumed.id, first,
+       "the backend is given the interrupted row")
+  t.eq(specs[1].id, first, "the same job, not a second one")
+  t.eq(specs[1].adopted, true)
+  -- complete now: a third run is a new job
+  local _, again = runner.run(dir .. "/one.lua", {})
+  t.ok(again[1].id ~= first, "a completed submission is never resumed")
+  backends.unregister("fake")
+end)
+
+t.test("a job's URLs live its time limit plus the margin, bounded",
+       function()
+  local profile = { name = "p", max_url_lifetime = 3600, url_margin = 600 }
+  t.eq(runner.url_lifetime(profile, { name = "j", resources = {} }), 3600,
+       "no time limit: the profile's maximum")
+  t.eq(runner.url_lifetime(profile, { name = "j",
+                                      resources = { time_limit = 60.5 } }),
+       661)
+  local e = t.raises(function()
+    runner.url_lifetime(profile, { name = "j",
+                                   resources = { time_limit = 3001 } })
+  end, "exceeds the profile's max_url_lifetime")
+  t.eq(e.code, "refused")
+end)
