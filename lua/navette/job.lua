@@ -11,17 +11,13 @@ local function bad(message, hint)
 end
 
 local function check_keys(t, known, what)
-  for k in pairs(t) do
+  util.check_keys(t, known, function(k, suggestion, list)
     if type(k) ~= "string" then
       bad(what .. ": keys must be names, found a " .. type(k) .. " key")
     end
-    local ok = false
-    for _, name in ipairs(known) do if k == name then ok = true end end
-    if not ok then
-      bad("unknown key '" .. k .. "' in " .. what .. util.suggest(k, known),
-          what .. " takes: " .. table.concat(known, ", "))
-    end
-  end
+    bad("unknown key '" .. k .. "' in " .. what .. suggestion,
+        what .. " takes: " .. list)
+  end)
 end
 
 local function want(value, kind, key)

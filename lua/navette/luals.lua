@@ -195,7 +195,7 @@ local FUNCTIONS = {
     "Uploads a string to key." },
   { "navette.storage.head", { { "target", "string" } },
     "navette.storage.Object?", "An object's size and sha256 (key or URL); "
-    .. "nil and an error when it is missing." },
+    .. "nil and an error when it is missing (other failures raise)." },
   { "navette.storage.list", { { "prefix", "string?" },
     { "opts", "{max: integer}?" } },
     "{objects: navette.storage.Object[], truncated: boolean}",

@@ -97,15 +97,10 @@ local function validate_s3(path, name, storage, t, credentials)
   if type(t) ~= "table" then
     fail(path, where .. "s3 must be a table { endpoint = ..., region = ... }")
   end
-  for k in pairs(t) do
-    local known = false
-    for _, key in ipairs(S3_KEYS) do if k == key then known = true end end
-    if not known then
-      fail(path, where .. "s3: unknown key '" .. tostring(k) .. "'"
-           .. util.suggest(tostring(k), S3_KEYS),
-           "s3 keys are: " .. table.concat(S3_KEYS, ", "))
-    end
-  end
+  util.check_keys(t, S3_KEYS, function(k, suggestion, list)
+    fail(path, where .. "s3: unknown key '" .. tostring(k) .. "'"
+         .. suggestion, "s3 keys are: " .. list)
+  end)
   for _, k in ipairs({ "endpoint", "region", "credential", "ca_bundle",
                        "pin" }) do
     if t[k] ~= nil and type(t[k]) ~= "string" then
@@ -153,15 +148,10 @@ local function validate_profile(path, name, p, home, shared_credentials)
   if type(p) ~= "table" then
     fail(path, "profile '" .. name .. "' must be a table")
   end
-  for k in pairs(p) do
-    local known = false
-    for _, key in ipairs(PROFILE_KEYS) do if k == key then known = true end end
-    if not known then
-      fail(path, "profile '" .. name .. "': unknown key '" .. tostring(k)
-           .. "'" .. util.suggest(tostring(k), PROFILE_KEYS),
-           "profile keys are: " .. table.concat(PROFILE_KEYS, ", "))
-    end
-  end
+  util.check_keys(p, PROFILE_KEYS, function(k, suggestion, list)
+    fail(path, "profile '" .. name .. "': unknown key '" .. tostring(k)
+         .. "'" .. suggestion, "profile keys are: " .. list)
+  end)
   local backend = p.backend or "local"
   if type(backend) ~= "string" then
     fail(path, "profile '" .. name .. "': backend must be a string")
@@ -338,15 +328,10 @@ function project.load(recipe_dir, repo_root)
     fail(path, "the project file must return a table",
          "write: return { name = \"my-project\", profiles = { ... } }")
   end
-  for k in pairs(value) do
-    local known = false
-    for _, key in ipairs(PROJECT_KEYS) do if k == key then known = true end end
-    if not known then
-      fail(path, "unknown key '" .. tostring(k) .. "'"
-           .. util.suggest(tostring(k), PROJECT_KEYS),
-           "project keys are: " .. table.concat(PROJECT_KEYS, ", "))
-    end
-  end
+  util.check_keys(value, PROJECT_KEYS, function(k, suggestion, list)
+    fail(path, "unknown key '" .. tostring(k) .. "'" .. suggestion,
+         "project keys are: " .. list)
+  end)
   if value.name ~= nil then
     if type(value.name) ~= "string" or value.name == "" then
       fail(path, "name must be a non-empty string")
