@@ -13,11 +13,12 @@
 --   * An answer to "is it there?" is a result, not a failure:
 --     storage.head returns nil and a not_found error object for a missing
 --     object, image.exists returns false. Their other failures raise.
---   * Each of those functions has a non-raising twin, try_<name>
---     (storage.try_read, image.try_resolve, http.try_request...), made by
---     errors.add_try: it returns what the function returns, or nil and
---     the error object instead of raising. Trusted code calls the twin rather
---     than wrapping a call in pcall; a recipe uses pcall.
+--   * Each function of navette.storage, navette.image and navette.http
+--     that can fail has a non-raising twin, try_<name>
+--     (storage.try_read, image.try_resolve, http.try_request...), made
+--     by errors.add_try: it returns what the function returns, or nil
+--     and the error object instead of raising. Trusted code calls the
+--     twin rather than wrapping a call in pcall; a recipe uses pcall.
 -- Below that line, handles answer like Lua's io library: the C bindings
 -- (_navette.*) and the store objects (a file:// store of
 -- _navette.storage, navette.s3store) return nil, err and raise only on
