@@ -2,6 +2,27 @@
 -- recipe carry "file:line:" of the recipe's own frame (not the library's),
 -- found by walking the stack past library chunks, whose names start with
 -- "navette/".
+--
+-- The one error convention of the Lua API (STYLE rule 3), for every
+-- public function of navette.storage, navette.image, navette.http and
+-- navette.creds:
+--   * A failure raises an error object: misuse (a wrong argument) and
+--     expected failures alike (denied, unreachable, invalid), with the
+--     native error's code and hint (errors.check). The CLI maps the code
+--     to its exit status (errors.exit_status).
+--   * An answer to "is it there?" is a result, not a failure:
+--     storage.head returns nil and a not_found error object for a missing
+--     object, image.exists returns false. Their other failures raise.
+--   * Each function of navette.storage, navette.image and navette.http
+--     that can fail has a non-raising twin, try_<name>
+--     (storage.try_read, image.try_resolve, http.try_request...), made
+--     by errors.add_try: it returns what the function returns, or nil
+--     and the error object instead of raising. Trusted code calls the
+--     twin rather than wrapping a call in pcall; a recipe uses pcall.
+-- Below that line, handles answer like Lua's io library: the C bindings
+-- (_navette.*) and the store objects (a file:// store of
+-- _navette.storage, navette.s3store) return nil, err and raise only on
+-- misuse; the modules above turn their answers into raises.
 local errors = {}
 
 -- code -> CLI exit status (README "Exit codes")
@@ -53,6 +74,25 @@ function errors.check(value, err, context)
   local message = err and err.message or "unknown error"
   if context then message = context .. ": " .. message end
   errors.raise(err and err.code or "io", message, err and err.hint)
+end
+
+-- Calls fn(...) and returns what it returns; when it raises, returns nil
+-- and the error object (errors.from) instead.
+function errors.pcall(fn, ...)
+  local results = table.pack(pcall(fn, ...))
+  if results[1] then return table.unpack(results, 2, results.n) end
+  return nil, errors.from(results[2])
+end
+
+-- Gives module a try_<name> twin of each function named in names, which
+-- calls module[name] as it is when called.
+function errors.add_try(module, names)
+  for _, name in ipairs(names) do
+    module["try_" .. name] = function(...)
+      return errors.pcall(module[name], ...)
+    end
+  end
+  return module
 end
 
 -- Normalises anything caught by pcall into an error object.

@@ -3,7 +3,8 @@
 -- public key (endpoints = { ["https://host:port"] = { ca_bundle = ...,
 -- pin = "sha256//..." } }), never switch verification off. A credential is
 -- sent only to the host its declaration names (host = "..."), and never
--- after a redirect to another host.
+-- after a redirect to another host. A failure raises; try_request and
+-- try_get return nil, err instead (errors.lua).
 local errors = require "navette.errors"
 local native = _navette.net
 
@@ -90,5 +91,7 @@ function http.get(url, opts)
   opts.method = "GET"
   return http.request(url, opts)
 end
+
+errors.add_try(http, { "request", "get" })
 
 return http

@@ -14,7 +14,8 @@
 -- a Containerfile of the commit. Registry credentials: `credential =
 -- NAME` (a basic or bearer credential of navette.lua), else one declared
 -- with `host` = the registry, else ~/.docker/config.json, else anonymous.
--- Side effects honour plan mode: they are recorded, not done.
+-- Side effects honour plan mode: they are recorded, not done. A failure
+-- raises; each function has a try_ twin returning nil, err (errors.lua).
 local errors = require "navette.errors"
 local util = require "navette.util"
 local native, core, sys, json = _navette.image, _navette.core, _navette.sys,
@@ -47,15 +48,10 @@ local function string_arg(fn, name, v, optional)
 end
 
 local function known_keys(fn, t, keys)
-  for k in pairs(t) do
-    local ok = false
-    for _, want in ipairs(keys) do if k == want then ok = true end end
-    if not ok then
-      errors.raise("recipe", "navette.image." .. fn .. ": unknown key '"
-                   .. tostring(k) .. "'" .. util.suggest(tostring(k), keys),
-                   "keys: " .. table.concat(keys, ", "))
-    end
-  end
+  util.check_keys(t, keys, function(k, suggestion, list)
+    errors.raise("recipe", "navette.image." .. fn .. ": unknown key '"
+                 .. tostring(k) .. "'" .. suggestion, "keys: " .. list)
+  end)
 end
 
 -- The registries entry of one registry: its credential handle, from a
@@ -367,5 +363,9 @@ function image.build(spec)
   audit("image.build", out.reference, "ok", builder .. " of " .. commit)
   return out
 end
+
+-- The non-raising twins: try_resolve(...) -> digest, info | nil, err.
+errors.add_try(image, { "parse", "resolve", "exists", "inspect",
+                        "code_layer", "pack", "build", "check_platform" })
 
 return image

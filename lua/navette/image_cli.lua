@@ -6,6 +6,7 @@
 -- on a terminal. Errors are raised as error objects; cli.lua maps them to
 -- exit codes (2 usage, 3 refused, 4 backend).
 local errors = require "navette.errors"
+local subcommand = require "navette.subcommand"
 local term = require "navette.term"
 local util = require "navette.util"
 local image = require "navette.image"
@@ -62,36 +63,12 @@ usage: navette image build --to REPO [--file F] [--context DIR]
 }
 local VERBS = { "resolve", "inspect", "exists", "push-code", "pack", "build" }
 
-local function usage_text()
-  local lines = { "usage: navette image VERB ARGS [options]", "", "verbs:" }
-  for _, v in ipairs(VERBS) do
-    lines[#lines + 1] = "  " .. HELP[v]:match("^usage: navette image ([^\n]*)")
-  end
-  lines[#lines + 1] = ""
-  lines[#lines + 1] = COMMON
-  lines[#lines + 1] = ""
-  lines[#lines + 1] = "navette image VERB --help for more."
-  return table.concat(lines, "\n")
-end
-
-local function usage_error(message, verb)
-  error(errors.new("usage", message, verb and
-                   ("see `navette image " .. verb .. " --help`")
-                   or "see `navette image help`"), 0)
-end
-
 local COMMON_FLAGS = { platform = "value", credential = "value",
                        profile = "value", ["docker-config"] = "value",
                        ["ca-bundle"] = "value", json = "bool" }
 
-local function parse(verb, argv, flags)
-  local all = {}
-  for k, v in pairs(COMMON_FLAGS) do all[k] = v end
-  for k, v in pairs(flags or {}) do all[k] = v end
-  return require("navette.args").parse(argv, all, function(message)
-    usage_error(message, verb)
-  end)
-end
+local cmd = subcommand.new { name = "image", verbs = VERBS, help = HELP,
+                             common = COMMON, common_flags = COMMON_FLAGS }
 
 -- The project's credentials (when run inside a repository), so a declared
 -- credential bound to a registry host is found.
@@ -104,8 +81,8 @@ local function load_project(opts, dir)
   if repo then repo:close() end
   if not root then
     if opts.credential then
-      usage_error("--credential needs a project (navette.lua) in a git "
-                  .. "repository")
+      cmd:usage_error("--credential needs a project (navette.lua) in a git "
+                      .. "repository")
     end
     creds._set_context({}, nil)
     return nil
@@ -131,13 +108,13 @@ local function read_opts(opts)
 end
 
 local function one_ref(verb, args)
-  if #args ~= 1 then usage_error("expected one image reference", verb) end
+  if #args ~= 1 then cmd:usage_error("expected one image reference", verb) end
   return args[1]
 end
 
 local function cmd_resolve(argv)
-  local opts, args = parse("resolve", argv)
-  if opts.help then term.print(HELP.resolve .. "\n\n" .. COMMON); return 0 end
+  local opts, args = cmd:parse("resolve", argv)
+  if opts.help then return cmd:print_help("resolve") end
   local ref = one_ref("resolve", args)
   read_only(opts)
   load_project(opts)
@@ -148,8 +125,8 @@ local function cmd_resolve(argv)
 end
 
 local function cmd_exists(argv)
-  local opts, args = parse("exists", argv)
-  if opts.help then term.print(HELP.exists .. "\n\n" .. COMMON); return 0 end
+  local opts, args = cmd:parse("exists", argv)
+  if opts.help then return cmd:print_help("exists") end
   local ref = one_ref("exists", args)
   read_only(opts)
   load_project(opts)
@@ -163,8 +140,8 @@ local function cmd_exists(argv)
 end
 
 local function cmd_inspect(argv)
-  local opts, args = parse("inspect", argv)
-  if opts.help then term.print(HELP.inspect .. "\n\n" .. COMMON); return 0 end
+  local opts, args = cmd:parse("inspect", argv)
+  if opts.help then return cmd:print_help("inspect") end
   local ref = one_ref("inspect", args)
   read_only(opts)
   load_project(opts)
@@ -217,16 +194,17 @@ local function progress_printer()
 end
 
 local function cmd_push_code(argv)
-  local opts, args = parse("push-code", argv, {
+  local opts, args = cmd:parse("push-code", argv, {
     base = "value", to = "value", repo = "value", commit = "value",
     into = "value", ["base-credential"] = "value" })
-  if opts.help then
-    term.print(HELP["push-code"] .. "\n\n" .. COMMON)
-    return 0
+  if opts.help then return cmd:print_help("push-code") end
+  if #args > 0 then
+    cmd:usage_error("unexpected argument " .. args[1], "push-code")
   end
-  if #args > 0 then usage_error("unexpected argument " .. args[1], "push-code") end
-  if not opts.base then usage_error("--base REF is required", "push-code") end
-  if not opts.to then usage_error("--to REPO is required", "push-code") end
+  if not opts.base then
+    cmd:usage_error("--base REF is required", "push-code")
+  end
+  if not opts.to then cmd:usage_error("--to REPO is required", "push-code") end
   local root = load_project(opts, opts.repo)
   if not root then
     error(errors.new("refused", "not in a git repository: "
@@ -247,11 +225,15 @@ local function cmd_push_code(argv)
 end
 
 local function cmd_pack(argv)
-  local opts, args = parse("pack", argv, { output = "value", repo = "value",
-                                           commit = "value", into = "value" })
-  if opts.help then term.print(HELP.pack .. "\n\n" .. COMMON); return 0 end
-  if #args > 0 then usage_error("unexpected argument " .. args[1], "pack") end
-  if not opts.output then usage_error("--output FILE is required", "pack") end
+  local opts, args = cmd:parse("pack", argv, {
+    output = "value", repo = "value", commit = "value", into = "value" })
+  if opts.help then return cmd:print_help("pack") end
+  if #args > 0 then
+    cmd:usage_error("unexpected argument " .. args[1], "pack")
+  end
+  if not opts.output then
+    cmd:usage_error("--output FILE is required", "pack")
+  end
   local res = image.pack { repo = opts.repo or sys.cwd(),
                            commit = opts.commit, into = opts.into,
                            output = opts.output }
@@ -267,13 +249,15 @@ local function cmd_pack(argv)
 end
 
 local function cmd_build(argv)
-  local opts, args = parse("build", argv, {
+  local opts, args = cmd:parse("build", argv, {
     to = "value", file = "value", context = "value", builder = "value",
     repo = "value", commit = "value", ["storage-root"] = "value",
     ["run-root"] = "value" })
-  if opts.help then term.print(HELP.build .. "\n\n" .. COMMON); return 0 end
-  if #args > 0 then usage_error("unexpected argument " .. args[1], "build") end
-  if not opts.to then usage_error("--to REPO is required", "build") end
+  if opts.help then return cmd:print_help("build") end
+  if #args > 0 then
+    cmd:usage_error("unexpected argument " .. args[1], "build")
+  end
+  if not opts.to then cmd:usage_error("--to REPO is required", "build") end
   local root = load_project(opts, opts.repo)
   if not root then
     error(errors.new("refused", "not in a git repository", "run it in the "
@@ -290,31 +274,11 @@ local function cmd_build(argv)
   return 0
 end
 
-local COMMANDS = { resolve = cmd_resolve, inspect = cmd_inspect,
-                   exists = cmd_exists, ["push-code"] = cmd_push_code,
-                   pack = cmd_pack, build = cmd_build }
+cmd.commands = { resolve = cmd_resolve, inspect = cmd_inspect,
+                 exists = cmd_exists, ["push-code"] = cmd_push_code,
+                 pack = cmd_pack, build = cmd_build }
 
-function M.main(argv)
-  local verb = argv[1]
-  local rest = table.move(argv, 2, #argv, 1, {})
-  if verb == nil or verb == "help" or verb == "--help" or verb == "-h" then
-    local topic = rest[1]
-    if topic and HELP[topic] then
-      term.print(HELP[topic] .. "\n\n" .. COMMON)
-    elseif topic then
-      usage_error("no image verb '" .. topic .. "'"
-                  .. util.suggest(topic, VERBS))
-    else
-      term.print(usage_text())
-    end
-    return verb == nil and 2 or 0
-  end
-  local fn = COMMANDS[verb]
-  if not fn then
-    usage_error("unknown image verb '" .. verb .. "'"
-                .. util.suggest(verb, VERBS))
-  end
-  return fn(rest)
-end
+-- argv without "image"; returns the exit status (errors raise).
+function M.main(argv) return cmd:main(argv) end
 
 return M

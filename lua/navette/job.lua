@@ -11,17 +11,13 @@ local function bad(message, hint)
 end
 
 local function check_keys(t, known, what)
-  for k in pairs(t) do
+  util.check_keys(t, known, function(k, suggestion, list)
     if type(k) ~= "string" then
       bad(what .. ": keys must be names, found a " .. type(k) .. " key")
     end
-    local ok = false
-    for _, name in ipairs(known) do if k == name then ok = true end end
-    if not ok then
-      bad("unknown key '" .. k .. "' in " .. what .. util.suggest(k, known),
-          what .. " takes: " .. table.concat(known, ", "))
-    end
-  end
+    bad("unknown key '" .. k .. "' in " .. what .. suggestion,
+        what .. " takes: " .. list)
+  end)
 end
 
 local function want(value, kind, key)
@@ -281,12 +277,12 @@ job.FIELDS = {
     check = check_image,
     doc = "The image: a reference (pinned to its digest when submitted), or "
           .. "what navette.image.code_layer{} or build{} returned. Without "
-          .. "it the job runs on the host." },
+          .. "it the job runs on the host (recorded as `host`)." },
   { name = "inputs", type = "table<string, string|navette.storage.Object>",
     kind = "table", check = check_inputs, default = {},
     doc = "Read-only inputs by name: storage URLs (file:///... or "
           .. "s3://bucket/key) or what navette.storage.put returned; the "
-          .. "job finds them under $NAVETTE_INPUTS/<name>." },
+          .. "job finds them at `$NAVETTE_INPUTS/<name>`." },
   { name = "outputs", type = "string", kind = "string",
     check = check_outputs, default = "{project}/{id}/",
     doc = "The key prefix, in the profile's store, where the job's outputs, "
@@ -301,8 +297,11 @@ job.FIELDS = {
           .. "(default: the profile's)." },
   { name = "env", type = "table<string, string|number|boolean>",
     kind = "table", check = check_env, default = {},
-    doc = "Environment variables of the job (never secrets; NAVETTE_*, "
-          .. "PATH, HOME and the like are set by navette)." },
+    doc = "Environment variables of the job, never secrets. Names are "
+          .. "letters, digits and '_'; `NAVETTE_*` and the names navette "
+          .. "sets or the shell or the loader gives a meaning to (`PATH`, "
+          .. "`HOME`, `IFS`, `OPTIND`, `ENV`, `LD_*`, `DYLD_*`, "
+          .. "`BASH_*`...) are refused." },
   { name = "resources", type = "navette.job.Resources",
     doc = "What the job needs; partition, account, qos, gres and nodes are "
           .. "the queue's (Slurm): the local backend records them.",
@@ -346,7 +345,8 @@ job.FIELDS = {
     fields = {
       { name = "log_patterns", type = "string[]", check = check_log_patterns,
         default = {},
-        doc = "Lua patterns that, found in the log, mark the job failed." },
+        doc = "Lua patterns that, found in the log, mark the job failed "
+              .. "(even on exit 0)." },
       { name = "hint", type = "string", kind = "string",
         doc = "What to check when the job fails (shown with the failure)." },
     } },
@@ -355,7 +355,8 @@ job.FIELDS = {
     fields = {
       { name = "max_bytes", type = "integer|string", check = check_max_bytes,
         default = 64 * 1024 * 1024,
-        doc = "The most the log keeps: bytes or a size such as \"64MiB\"." },
+        doc = "The most the published log keeps (its end): bytes or a "
+              .. "size such as \"64MiB\"." },
       { name = "publish", type = "boolean", kind = "boolean", default = true,
         doc = "Whether the log is published beside the outputs." },
     } },

@@ -1,6 +1,7 @@
 -- `navette definitions [FILE]`: LuaLS definitions (a `---@meta` file) of
 -- what recipes and project files reach, for editors. navette.job's fields
--- are written from navette.job.FIELDS, the table its validator walks. The
+-- are written from navette.job.FIELDS, the table its validator walks, and
+-- so is the README's list of them (job_fields_markdown). The
 -- option tables of the primitives and the project file are written from
 -- the key lists their validators check; their types and doc lines are
 -- kept here, and the generator refuses a key list and an annotation that
@@ -195,7 +196,7 @@ local FUNCTIONS = {
     "Uploads a string to key." },
   { "navette.storage.head", { { "target", "string" } },
     "navette.storage.Object?", "An object's size and sha256 (key or URL); "
-    .. "nil and an error when it is missing." },
+    .. "nil and an error when it is missing (other failures raise)." },
   { "navette.storage.list", { { "prefix", "string?" },
     { "opts", "{max: integer}?" } },
     "{objects: navette.storage.Object[], truncated: boolean}",
@@ -317,6 +318,50 @@ local function field_classes(out, class, doc, fields)
   for _, f in ipairs(nested) do
     field_classes(out, f.type, f.doc, f.fields)
   end
+end
+
+-- text as lines of at most width characters: the first starts with
+-- first, the others with rest.
+local function wrap(text, width, first, rest)
+  local lines, line = {}, first
+  for word in text:gmatch("%S+") do
+    if #line + 1 + #word > width and #line > #rest then
+      lines[#lines + 1] = line
+      line = rest .. word
+    elseif line == first or line == rest then
+      line = line .. word
+    else
+      line = line .. " " .. word
+    end
+  end
+  lines[#lines + 1] = line
+  return lines
+end
+
+-- job.FIELDS (or a nested list) as a Markdown list, nested fields
+-- indented under theirs.
+local function field_list(out, fields, indent)
+  for _, f in ipairs(fields) do
+    local what = "`" .. (f.fields and "table" or f.type) .. "`"
+    if f.required then what = what .. ", required" end
+    local text = one_line(f.doc)
+    if f.default ~= nil and not f.fields then
+      text = text .. " Default: `" .. literal(f.default) .. "`."
+    end
+    for _, l in ipairs(wrap("`" .. f.name .. "` (" .. what .. "): " .. text,
+                            76, indent .. "- ", indent .. "  ")) do
+      out[#out + 1] = l
+    end
+    if f.fields then field_list(out, f.fields, indent .. "  ") end
+  end
+end
+
+-- The README's list of navette.job's fields, made from job.FIELDS
+-- (tests/lua/definitions_test.lua checks that the README holds it).
+function luals.job_fields_markdown()
+  local out = {}
+  field_list(out, require("navette.job").FIELDS, "")
+  return table.concat(out, "\n") .. "\n"
 end
 
 local function sorted(t)

@@ -56,9 +56,9 @@ end
 local function record_of(spec)
   local store = published.s3_store(spec)
   if not store then return nil end
-  local text = store:read(spec.outputs.url .. "navette-run.json",
+  local text = store:read(spec.outputs.url .. _navette.record.names.run_record,
                           4 * 1024 * 1024)
-  local log = text and store:head(spec.outputs.url .. "navette.log")
+  local log = text and store:head(spec.outputs.url .. _navette.record.names.log)
   store:close()
   local record = text and json.decode(text) or nil
   return record, log

@@ -110,15 +110,10 @@ local function validate_s3(path, name, storage, t, credentials)
   if type(t) ~= "table" then
     fail(path, where .. "s3 must be a table { endpoint = ..., region = ... }")
   end
-  for k in pairs(t) do
-    local known = false
-    for _, key in ipairs(S3_KEYS) do if k == key then known = true end end
-    if not known then
-      fail(path, where .. "s3: unknown key '" .. tostring(k) .. "'"
-           .. util.suggest(tostring(k), S3_KEYS),
-           "s3 keys are: " .. table.concat(S3_KEYS, ", "))
-    end
-  end
+  util.check_keys(t, S3_KEYS, function(k, suggestion, list)
+    fail(path, where .. "s3: unknown key '" .. tostring(k) .. "'"
+         .. suggestion, "s3 keys are: " .. list)
+  end)
   for _, k in ipairs({ "endpoint", "region", "credential", "ca_bundle",
                        "pin" }) do
     if t[k] ~= nil and type(t[k]) ~= "string" then
@@ -162,21 +157,128 @@ local function validate_s3(path, name, storage, t, credentials)
            ca_bundle = t.ca_bundle, pin = t.pin, credential = credential }
 end
 
+-- Every "profile 'NAME': " message of a profile is raised through this.
+local function profile_fail(path, name, message, hint)
+  fail(path, "profile '" .. name .. "': " .. message, hint)
+end
+
+-- The shared credentials, with the profile's own (t) over them.
+local function profile_credentials(path, name, t, shared)
+  local credentials = {}
+  for k, v in pairs(shared or {}) do credentials[k] = v end
+  if t ~= nil then
+    for k, v in pairs(validate_credentials(path, t,
+                                           "profile '" .. name .. "': ")) do
+      credentials[k] = v
+    end
+  end
+  return credentials
+end
+
+-- p[key] as seconds (nil when absent).
+local function profile_duration(path, name, p, key)
+  if p[key] == nil then return nil end
+  local v = util.parse_duration(p[key])
+  if not v then
+    profile_fail(path, name, key .. " must be a duration",
+                 "for example \"90d\" or \"1h\"")
+  end
+  return v
+end
+
+-- p[key] as whole seconds from 1 to max (default when absent).
+local function bounded_duration(path, name, p, key, default, max)
+  local v = profile_duration(path, name, p, key) or default
+  if v < 1 or v > max then
+    profile_fail(path, name, key .. " must be between 1 s and " .. max
+                 .. " s")
+  end
+  return math.floor(v)
+end
+
+local function validate_container(path, name, t)
+  if type(t) ~= "table" then
+    profile_fail(path, name, "container must be a table "
+                 .. "{ runtime = \"podman\" }")
+  end
+  for k in pairs(t) do
+    if k ~= "runtime" then
+      profile_fail(path, name, "container: unknown key '" .. tostring(k)
+                   .. "'", "container keys are: runtime")
+    end
+  end
+  if type(t.runtime) ~= "string"
+     or not t.runtime:match("^[%w._/+-]+$") then
+    profile_fail(path, name, "container.runtime must name a program "
+                 .. "(podman, docker, or a path)")
+  end
+  return { runtime = t.runtime }
+end
+
+-- The nodes' platform: images are built, layered and checked for it.
+local function validate_platform(path, name, v)
+  local platform = v or "linux/amd64"
+  if type(platform) ~= "string"
+     or not (platform:match("^[%l%d_.-]+/[%l%d_.-]+$")
+             or platform:match("^[%l%d_.-]+/[%l%d_.-]+/[%l%d_.-]+$")) then
+    profile_fail(path, name, "platform must be OS/ARCH[/VARIANT]",
+                 "for example platform = \"linux/amd64\" or "
+                 .. "\"linux/arm64\" (the nodes', not this machine's)")
+  end
+  return platform
+end
+
+-- endpoints = { ["https://host:port"] = { ca_bundle =, pin = } }, by
+-- normalised origin.
+local function validate_endpoints(path, name, t)
+  local endpoints = {}
+  if t == nil then return endpoints end
+  if type(t) ~= "table" then
+    profile_fail(path, name, "endpoints must be a table")
+  end
+  local origin_of = require("navette.http").origin_of
+  for url, e in pairs(t) do
+    local origin = type(url) == "string" and origin_of(url)
+    if not origin or type(e) ~= "table" then
+      profile_fail(path, name, "endpoints are [\"https://host:port\"] = "
+                   .. "{ ca_bundle = ..., pin = ... }")
+    end
+    for k in pairs(e) do
+      if k ~= "ca_bundle" and k ~= "pin" then
+        profile_fail(path, name, "endpoint " .. url .. ": unknown key '"
+                     .. tostring(k) .. "'", k == "verify"
+                     and "TLS verification cannot be switched off"
+                     or "keys: ca_bundle, pin")
+      end
+    end
+    if e.pin ~= nil and (type(e.pin) ~= "string"
+                         or not e.pin:match("^sha256//")) then
+      profile_fail(path, name, "endpoint " .. url .. ": pin is "
+                   .. "\"sha256//BASE64\" (navette's pin of a PEM "
+                   .. "certificate is printed by openssl or "
+                   .. "_navette.net.pin)")
+    end
+    endpoints[origin] = { ca_bundle = e.ca_bundle, pin = e.pin }
+  end
+  return endpoints
+end
+
 local function validate_profile(path, name, p, home, shared_credentials)
   if type(p) ~= "table" then
     fail(path, "profile '" .. name .. "' must be a table")
   end
-  for k in pairs(p) do
-    local known = false
-    for _, key in ipairs(PROFILE_KEYS) do if k == key then known = true end end
-    -- (a backend registered since this module was loaded)
-    known = known or (backends.known(k) and backends.get(k).profile_keys)
-    if not known then
-      fail(path, "profile '" .. name .. "': unknown key '" .. tostring(k)
-           .. "'" .. util.suggest(tostring(k), PROFILE_KEYS),
-           "profile keys are: " .. table.concat(PROFILE_KEYS, ", "))
+  -- (with the backends registered since this module was loaded)
+  local known, seen = {}, {}
+  for _, list in ipairs({ PROFILE_KEYS, settings_backends() }) do
+    for _, k in ipairs(list) do
+      if not seen[k] then known[#known + 1], seen[k] = k, true end
     end
   end
+  util.check_keys(p, known, function(k, suggestion)
+    fail(path, "profile '" .. name .. "': unknown key '" .. tostring(k)
+         .. "'" .. suggestion,
+         "profile keys are: " .. table.concat(PROFILE_KEYS, ", "))
+  end)
   local backend = p.backend or backends.DEFAULT
   if type(backend) ~= "string" then
     fail(path, "profile '" .. name .. "': backend must be a string")
@@ -202,36 +304,13 @@ local function validate_profile(path, name, p, home, shared_credentials)
   if p.remote ~= nil and type(p.remote) ~= "string" then
     fail(path, "profile '" .. name .. "': remote must be a string")
   end
-  local credentials = {}
-  for k, v in pairs(shared_credentials or {}) do credentials[k] = v end
-  if p.credentials ~= nil then
-    for k, v in pairs(validate_credentials(path, p.credentials,
-                                           "profile '" .. name .. "': ")) do
-      credentials[k] = v
-    end
-  end
-  local function duration(key)
-    if p[key] == nil then return nil end
-    local v = util.parse_duration(p[key])
-    if not v then
-      fail(path, "profile '" .. name .. "': " .. key .. " must be a "
-           .. "duration", "for example \"90d\" or \"1h\"")
-    end
-    return v
-  end
+  local credentials = profile_credentials(path, name, p.credentials,
+                                          shared_credentials)
   local s3
   if storage:match("^s3://") then
     s3 = validate_s3(path, name, storage, p.s3, credentials)
   elseif p.s3 ~= nil then
     fail(path, "profile '" .. name .. "': s3 settings need s3:// storage")
-  end
-  local function bounded_duration(key, default, max)
-    local v = duration(key) or default
-    if v < 1 or v > max then
-      fail(path, "profile '" .. name .. "': " .. key .. " must be between "
-           .. "1 s and " .. max .. " s")
-    end
-    return math.floor(v)
   end
   local function output_bytes()
     if p.max_output_bytes == nil then return OUTPUT_BYTES_MAX end
@@ -256,72 +335,23 @@ local function validate_profile(path, name, p, home, shared_credentials)
   end
   local container
   if p.container ~= nil then
-    if type(p.container) ~= "table" then
-      fail(path, "profile '" .. name .. "': container must be a table "
-           .. "{ runtime = \"podman\" }")
-    end
-    for k in pairs(p.container) do
-      if k ~= "runtime" then
-        fail(path, "profile '" .. name .. "': container: unknown key '"
-             .. tostring(k) .. "'", "container keys are: runtime")
-      end
-    end
-    if type(p.container.runtime) ~= "string"
-       or not p.container.runtime:match("^[%w._/+-]+$") then
-      fail(path, "profile '" .. name .. "': container.runtime must name "
-           .. "a program (podman, docker, or a path)")
-    end
-    container = { runtime = p.container.runtime }
+    container = validate_container(path, name, p.container)
   end
-  -- the nodes' platform: images are built, layered and checked for it
-  local platform = p.platform or "linux/amd64"
-  if type(platform) ~= "string"
-     or not (platform:match("^[%l%d_.-]+/[%l%d_.-]+$")
-             or platform:match("^[%l%d_.-]+/[%l%d_.-]+/[%l%d_.-]+$")) then
-    fail(path, "profile '" .. name .. "': platform must be OS/ARCH[/VARIANT]",
-         "for example platform = \"linux/amd64\" or \"linux/arm64\" (the "
-         .. "nodes', not this machine's)")
-  end
-  local endpoints = {}
-  if p.endpoints ~= nil then
-    if type(p.endpoints) ~= "table" then
-      fail(path, "profile '" .. name .. "': endpoints must be a table")
-    end
-    local origin_of = require("navette.http").origin_of
-    for url, e in pairs(p.endpoints) do
-      local origin = type(url) == "string" and origin_of(url)
-      if not origin or type(e) ~= "table" then
-        fail(path, "profile '" .. name .. "': endpoints are "
-             .. "[\"https://host:port\"] = { ca_bundle = ..., pin = ... }")
-      end
-      for k in pairs(e) do
-        if k ~= "ca_bundle" and k ~= "pin" then
-          fail(path, "profile '" .. name .. "': endpoint " .. url
-               .. ": unknown key '" .. tostring(k) .. "'",
-               k == "verify" and "TLS verification cannot be switched off"
-               or "keys: ca_bundle, pin")
-        end
-      end
-      if e.pin ~= nil and (type(e.pin) ~= "string"
-                           or not e.pin:match("^sha256//")) then
-        fail(path, "profile '" .. name .. "': endpoint " .. url
-             .. ": pin is \"sha256//BASE64\" (navette's pin of a PEM "
-             .. "certificate is printed by openssl or _navette.net.pin)")
-      end
-      endpoints[origin] = { ca_bundle = e.ca_bundle, pin = e.pin }
-    end
-  end
+  local platform = validate_platform(path, name, p.platform)
+  local endpoints = validate_endpoints(path, name, p.endpoints)
   local profile = {
     name = name, backend = backend, storage = storage,
     credentials = credentials, endpoints = endpoints,
-    max_credential_age = duration("max_credential_age"),
-    max_token_lifespan = duration("max_token_lifespan") or 3600,
+    max_credential_age = profile_duration(path, name, p,
+                                          "max_credential_age"),
+    max_token_lifespan = profile_duration(path, name, p,
+                                          "max_token_lifespan") or 3600,
     s3 = s3,
-    max_url_lifetime = bounded_duration("max_url_lifetime",
+    max_url_lifetime = bounded_duration(path, name, p, "max_url_lifetime",
                                         URL_LIFETIME_DEFAULT,
                                         URL_LIFETIME_MAX),
-    url_margin = bounded_duration("url_margin", URL_MARGIN_DEFAULT,
-                                  URL_LIFETIME_MAX),
+    url_margin = bounded_duration(path, name, p, "url_margin",
+                                  URL_MARGIN_DEFAULT, URL_LIFETIME_MAX),
     max_output_bytes = output_bytes(),
     container = container,
     platform = platform,
@@ -358,15 +388,10 @@ function project.load(recipe_dir, repo_root)
     fail(path, "the project file must return a table",
          "write: return { name = \"my-project\", profiles = { ... } }")
   end
-  for k in pairs(value) do
-    local known = false
-    for _, key in ipairs(PROJECT_KEYS) do if k == key then known = true end end
-    if not known then
-      fail(path, "unknown key '" .. tostring(k) .. "'"
-           .. util.suggest(tostring(k), PROJECT_KEYS),
-           "project keys are: " .. table.concat(PROJECT_KEYS, ", "))
-    end
-  end
+  util.check_keys(value, PROJECT_KEYS, function(k, suggestion, list)
+    fail(path, "unknown key '" .. tostring(k) .. "'" .. suggestion,
+         "project keys are: " .. list)
+  end)
   if value.name ~= nil then
     if type(value.name) ~= "string" or value.name == "" then
       fail(path, "name must be a non-empty string")

@@ -3,6 +3,7 @@
 -- status object and log chunks). Shared by the job views and every
 -- backend, so neither needs the other to read them.
 local json = _navette.json
+local NAMES = _navette.record.names -- the layout, from host/jobs/record.h
 
 local published = {}
 
@@ -48,7 +49,7 @@ end
 -- What a remote launcher published of its phases (its navette-status
 -- object: "PHASE TIME" lines), oldest first; {} before the first.
 function published.phases(store, spec)
-  local text = store:read(spec.outputs.url .. "navette-status", 65536)
+  local text = store:read(spec.outputs.url .. NAMES.status, 65536)
   local out = {}
   for phase, at in (text or ""):gmatch("([%w_]+) ([%dT:.Z-]+)\n") do
     out[#out + 1] = { phase = phase, at = at }
@@ -59,11 +60,14 @@ end
 -- The log chunks a remote launcher shipped after chunk number `after`
 -- (navette-log/000001...), in order: a list of {n, data}.
 function published.log_chunks(store, spec, after)
-  local prefix = spec.outputs.prefix .. "navette-log/"
+  local prefix = spec.outputs.prefix .. NAMES.log_chunks
   local listing = store:list(prefix)
   local chunks = {}
   for _, o in ipairs(listing and listing.objects or {}) do
-    local n = tonumber(o.key:match("navette%-log/(%d+)$"))
+    -- (the key ends in the chunks' folder and the chunk's number)
+    local digits = o.key:match("(%d+)$")
+    local n = digits and o.key:sub(-#digits - #NAMES.log_chunks, -#digits - 1)
+              == NAMES.log_chunks and tonumber(digits)
     if n and n > (after or 0) then chunks[#chunks + 1] = { n = n, url = o.url } end
   end
   table.sort(chunks, function(a, b) return a.n < b.n end)

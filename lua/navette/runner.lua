@@ -242,7 +242,7 @@ local function describe_inputs(run, j)
              .. "S3", "upload it with navette.storage.put (the profile's "
              .. "store is " .. run.profile.storage .. ")")
     end
-    local info, err = storage.head(url)
+    local info, err = storage.try_head(url)
     if info then
       entry.sha256, entry.size = info.sha256, info.size
     elseif run.plan and planned[url] then
@@ -425,17 +425,16 @@ function runner.pin_image(run, j, commit)
   if j.image_planned then -- pushed by this very plan: no digest yet
     return j.image, { runtime = runtime, image = j.image }
   end
-  local ok, parsed = pcall(image.parse, j.image)
-  if not ok then
+  local parsed, perr0 = image.try_parse(j.image)
+  if not parsed then
     refuse("job '" .. j.name .. "': image " .. j.image .. ": "
-           .. errors.from(parsed).message)
+           .. perr0.message)
   end
   local digest = parsed.digest
   if not digest then
-    local rok, got = pcall(image.resolve, j.image,
-                           { platform = profile.platform })
-    if not rok then
-      local e = errors.from(got)
+    local got, e = image.try_resolve(j.image,
+                                     { platform = profile.platform })
+    if not got then
       refuse("job '" .. j.name .. "': cannot resolve the image " .. j.image
              .. " to a digest: " .. e.message, e.hint or "check the "
              .. "reference and the registry's credential", run, j.name)
@@ -444,19 +443,18 @@ function runner.pin_image(run, j, commit)
   end
   local pinned = parsed.name .. "@" .. digest
   -- present (its manifest and config read), and built for the nodes
-  local eok, info = pcall(image.inspect, pinned,
-                          { platform = profile.platform })
-  if not eok then
+  local info, ierr = image.try_inspect(pinned,
+                                        { platform = profile.platform })
+  if not info then
     refuse("job '" .. j.name .. "': the image " .. pinned .. " is not in "
-           .. "its registry: " .. errors.from(info).message, "push it "
+           .. "its registry: " .. ierr.message, "push it "
            .. "first (navette image push-code, or image.build in the "
            .. "recipe): the node pulls it by digest from there", run,
            j.name)
   end
-  local pok, perr = pcall(image.check_platform, info, profile.platform,
-                          "the image " .. pinned)
+  local pok, e = image.try_check_platform(info, profile.platform,
+                                         "the image " .. pinned)
   if not pok then
-    local e = errors.from(perr)
     refuse("job '" .. j.name .. "': " .. e.message .. " (profile '"
            .. profile.name .. "' runs " .. (profile.platform
            or image.DEFAULT_PLATFORM) .. ")", e.hint, run, j.name)

@@ -3,7 +3,9 @@
 -- delete, close), over _navette.s3, with keys relative to ROOT. It also
 -- hands out what a job gets instead of keys: presigned GET URLs and a POST
 -- policy scoped to a prefix. The credential is loaded as a handle from the
--- profile's declaration (never a Lua string).
+-- profile's declaration (never a Lua string). A store answers like the
+-- file:// store object: nil, err, raising only on misuse such as a bad
+-- key (errors.lua); open raises, try_open returns nil, err.
 local errors = require "navette.errors"
 local s3, sys, core = _navette.s3, _navette.sys, _navette.core
 
@@ -258,5 +260,7 @@ end
 function Store:close()
   if not self.shared then self:dispose() end
 end
+
+errors.add_try(M, { "open" })
 
 return M

@@ -181,8 +181,8 @@ function storage.put_string(key, s)
                                            .. key .. "'"))
 end
 
--- head(key_or_url) -> info | nil, err (a missing object is not an error)
-function storage.head(target)
+-- The store's answer to head: info | nil, err (whatever the failure).
+local function head_answer(target)
   local store, key
   if type(target) == "string" and target:match("^s3://") then
     if not (context.profile and context.profile.s3) then
@@ -202,6 +202,16 @@ function storage.head(target)
   end
   local info, err = store:head(key)
   store:close()
+  return info, err
+end
+
+-- head(key_or_url) -> info, or nil and a not_found error when the object
+-- is missing (a result, not a failure); any other failure raises.
+function storage.head(target)
+  local info, err = head_answer(target)
+  if info == nil and not (err and err.code == "not_found") then
+    errors.check(nil, err)
+  end
   return info, err
 end
 
@@ -233,6 +243,10 @@ function storage.read(target, max_bytes)
   store:close()
   return errors.check(data, err)
 end
+
+-- The non-raising twins: try_read(...) -> bytes | nil, err (errors.lua).
+errors.add_try(storage, { "url", "put", "put_string", "head", "list",
+                          "read" })
 
 -- What a plan has recorded as put in this run (url -> info).
 function storage._planned() return context.planned end

@@ -5,6 +5,7 @@
 -- variables, always as a handle, never as Lua strings) and raises error
 -- objects that cli.lua maps to exit codes (2 usage, 3 refused, 4 backend).
 local errors = require "navette.errors"
+local subcommand = require "navette.subcommand"
 local term = require "navette.term"
 local util = require "navette.util"
 local s3, sys, out = _navette.s3, _navette.sys, _navette.out
@@ -74,25 +75,6 @@ usage: navette storage sign --explain s3://BUCKET[/KEY] [--method M]
 }
 local VERBS = { "cp", "ls", "rm", "mb", "presign", "post-policy", "sign" }
 
-local function usage_text()
-  local lines = { "usage: navette storage VERB ARGS [options]", "",
-                  "verbs:" }
-  for _, v in ipairs(VERBS) do
-    lines[#lines + 1] = "  " .. HELP[v]:match("^usage: navette storage ([^\n]*)")
-  end
-  lines[#lines + 1] = ""
-  lines[#lines + 1] = COMMON
-  lines[#lines + 1] = ""
-  lines[#lines + 1] = "navette storage VERB --help for more."
-  return table.concat(lines, "\n")
-end
-
-local function usage_error(message, verb)
-  error(errors.new("usage", message, verb and
-                   ("see `navette storage " .. verb .. " --help`")
-                   or "see `navette storage help`"), 0)
-end
-
 -- A native (nil, err) as a raised error object with its code and hint.
 local function check(value, err)
   if value ~= nil then return value end
@@ -106,15 +88,8 @@ local COMMON_FLAGS = { endpoint = "value", region = "value",
                        ["ca-bundle"] = "value", credential = "value",
                        profile = "value" }
 
--- Parses argv: flags {name = "bool"|"value"} plus the common ones.
-local function parse(verb, argv, flags)
-  local all = {}
-  for k, v in pairs(COMMON_FLAGS) do all[k] = v end
-  for k, v in pairs(flags) do all[k] = v end
-  return require("navette.args").parse(argv, all, function(message)
-    usage_error(message, verb)
-  end)
-end
+local cmd = subcommand.new { name = "storage", verbs = VERBS, help = HELP,
+                             common = COMMON, common_flags = COMMON_FLAGS }
 
 -- "s3://BUCKET/KEY" -> bucket, key ("" when none); nil for another string.
 local function split_url(s)
@@ -129,12 +104,12 @@ end
 local function url_arg(verb, s, need_key)
   local bucket, key = split_url(s)
   if not bucket then
-    usage_error("expected s3://BUCKET" .. (need_key and "/KEY" or "")
-                .. ", got '" .. s .. "'", verb)
+    cmd:usage_error("expected s3://BUCKET" .. (need_key and "/KEY" or "")
+                    .. ", got '" .. s .. "'", verb)
   end
   check(s3.check_bucket(bucket))
   if need_key and key == "" then
-    usage_error("expected s3://BUCKET/KEY, got '" .. s .. "'", verb)
+    cmd:usage_error("expected s3://BUCKET/KEY, got '" .. s .. "'", verb)
   end
   -- refused here, before any credential is read or request sent
   if key ~= "" and not (need_key == "folder" and key:sub(-1) == "/") then
@@ -145,15 +120,15 @@ end
 
 -- Seconds as a positive whole number bounded by S3's seven days.
 local function expires_arg(verb, v)
-  if not v then usage_error("--expires SECONDS is required", verb) end
+  if not v then cmd:usage_error("--expires SECONDS is required", verb) end
   local n = util.parse_duration(v)
   n = n and math.tointeger(n)
   if not n or n < 1 then
-    usage_error("--expires must be a positive number of seconds", verb)
+    cmd:usage_error("--expires must be a positive number of seconds", verb)
   end
   if n > EXPIRES_MAX then
-    usage_error("--expires " .. v .. " exceeds 7 days (" .. EXPIRES_MAX
-                .. " s), S3's limit on a signature", verb)
+    cmd:usage_error("--expires " .. v .. " exceeds 7 days (" .. EXPIRES_MAX
+                    .. " s), S3's limit on a signature", verb)
   end
   return n
 end
@@ -165,11 +140,11 @@ local function time_arg(verb, v)
   if v:match("^%d+$") then return math.tointeger(tonumber(v)) end
   local t = util.parse_iso8601(v)
   if not t then
-    usage_error("--at expects an ISO-8601 time such as "
-                .. "2025-01-31T12:00:00Z, got '" .. v .. "'", verb)
+    cmd:usage_error("--at expects an ISO-8601 time such as "
+                    .. "2025-01-31T12:00:00Z, got '" .. v .. "'", verb)
   end
   t = math.floor(t)
-  if t < 0 then usage_error("--at before 1970", verb) end
+  if t < 0 then cmd:usage_error("--at before 1970", verb) end
   return t
 end
 
@@ -213,7 +188,7 @@ end
 -- An S3 client from the common options.
 local function client(verb, opts)
   if opts["path-style"] and opts["virtual-host"] then
-    usage_error("--path-style and --virtual-host exclude each other", verb)
+    cmd:usage_error("--path-style and --virtual-host exclude each other", verb)
   end
   local region = opts.region or sys.getenv("AWS_REGION")
                  or sys.getenv("AWS_DEFAULT_REGION") or "us-east-1"
@@ -225,7 +200,7 @@ local function client(verb, opts)
     path_style = opts["path-style"] == true
   end
   if opts["ca-bundle"] and not sys.stat(opts["ca-bundle"]) then
-    usage_error("no CA bundle at " .. opts["ca-bundle"], verb)
+    cmd:usage_error("no CA bundle at " .. opts["ca-bundle"], verb)
   end
   local credential, host
   if opts.credential then
@@ -250,14 +225,14 @@ end
 -- ---- verbs ---------------------------------------------------------------
 
 local function cmd_cp(argv)
-  local opts, args = parse("cp", argv, {})
-  if opts.help then term.print(HELP.cp .. "\n\n" .. COMMON); return 0 end
-  if #args ~= 2 then usage_error("expected SRC and DST", "cp") end
+  local opts, args = cmd:parse("cp", argv, {})
+  if opts.help then return cmd:print_help("cp") end
+  if #args ~= 2 then cmd:usage_error("expected SRC and DST", "cp") end
   local src, dst = args[1], args[2]
   local src_remote, dst_remote = split_url(src) ~= nil,
                                  split_url(dst) ~= nil
   if not src_remote and not dst_remote then
-    usage_error("one of SRC and DST must be an s3:// URL", "cp")
+    cmd:usage_error("one of SRC and DST must be an s3:// URL", "cp")
   end
   -- on a terminal: a progress bar on stderr (term.progress, the one
   -- image push-code draws too); on a pipe: a one-line summary at the end
@@ -285,9 +260,9 @@ local function cmd_cp(argv)
     info = check(c:copy(sb, sk, db, dk))
   elseif dst_remote then
     local st = sys.stat(src)
-    if not st then usage_error("no file at " .. src, "cp") end
+    if not st then cmd:usage_error("no file at " .. src, "cp") end
     if st.type ~= "file" then
-      usage_error(src .. " is not a regular file", "cp")
+      cmd:usage_error(src .. " is not a regular file", "cp")
     end
     local bucket, key = url_arg("cp", dst, "folder")
     if key == "" or key:sub(-1) == "/" then
@@ -328,12 +303,13 @@ local function cmd_cp(argv)
 end
 
 local function cmd_ls(argv)
-  local opts, args = parse("ls", argv, { recursive = "bool", json = "bool" })
-  if opts.help then term.print(HELP.ls .. "\n\n" .. COMMON); return 0 end
-  if #args ~= 1 then usage_error("expected s3://BUCKET[/PREFIX]", "ls") end
+  local opts, args = cmd:parse("ls", argv, { recursive = "bool",
+                                             json = "bool" })
+  if opts.help then return cmd:print_help("ls") end
+  if #args ~= 1 then cmd:usage_error("expected s3://BUCKET[/PREFIX]", "ls") end
   local bucket, prefix = split_url(args[1])
   if not bucket or bucket == "" then
-    usage_error("expected s3://BUCKET[/PREFIX]", "ls")
+    cmd:usage_error("expected s3://BUCKET[/PREFIX]", "ls")
   end
   check(s3.check_bucket(bucket))
   -- names show relative to the prefix's "folder"
@@ -386,13 +362,13 @@ end
 -- rm --recursive: every object under a folder prefix, by batches.
 local function rm_recursive(opts, url)
   local bucket, prefix = split_url(url)
-  if not bucket then usage_error("expected s3://BUCKET/PREFIX", "rm") end
+  if not bucket then cmd:usage_error("expected s3://BUCKET/PREFIX", "rm") end
   check(s3.check_bucket(bucket))
   prefix = prefix:gsub("/+$", "")
   if prefix == "" then
-    usage_error("rm --recursive needs a prefix: s3://" .. bucket
-                .. "/PREFIX (a whole bucket is never emptied at once)",
-                "rm")
+    cmd:usage_error("rm --recursive needs a prefix: s3://" .. bucket
+                    .. "/PREFIX (a whole bucket is never emptied at once)",
+                    "rm")
   end
   -- a folder: runs/1 removes runs/1/..., never runs/10
   prefix = prefix .. "/"
@@ -432,9 +408,9 @@ local function rm_recursive(opts, url)
 end
 
 local function cmd_rm(argv)
-  local opts, args = parse("rm", argv, { recursive = "bool" })
-  if opts.help then term.print(HELP.rm .. "\n\n" .. COMMON); return 0 end
-  if #args ~= 1 then usage_error("expected s3://BUCKET/KEY", "rm") end
+  local opts, args = cmd:parse("rm", argv, { recursive = "bool" })
+  if opts.help then return cmd:print_help("rm") end
+  if #args ~= 1 then cmd:usage_error("expected s3://BUCKET/KEY", "rm") end
   if opts.recursive then return rm_recursive(opts, args[1]) end
   local bucket, key = url_arg("rm", args[1], "object")
   local c = client("rm", opts)
@@ -445,11 +421,13 @@ local function cmd_rm(argv)
 end
 
 local function cmd_mb(argv)
-  local opts, args = parse("mb", argv, {})
-  if opts.help then term.print(HELP.mb .. "\n\n" .. COMMON); return 0 end
-  if #args ~= 1 then usage_error("expected s3://BUCKET", "mb") end
+  local opts, args = cmd:parse("mb", argv, {})
+  if opts.help then return cmd:print_help("mb") end
+  if #args ~= 1 then cmd:usage_error("expected s3://BUCKET", "mb") end
   local bucket, key = url_arg("mb", args[1], false)
-  if key ~= "" then usage_error("mb takes s3://BUCKET, without a key", "mb") end
+  if key ~= "" then
+    cmd:usage_error("mb takes s3://BUCKET, without a key", "mb")
+  end
   local c = client("mb", opts)
   check(c:create_bucket(bucket))
   c:close()
@@ -458,13 +436,13 @@ local function cmd_mb(argv)
 end
 
 local function cmd_presign(argv)
-  local opts, args = parse("presign", argv, { method = "value",
+  local opts, args = cmd:parse("presign", argv, { method = "value",
                            expires = "value", at = "value" })
-  if opts.help then term.print(HELP.presign .. "\n\n" .. COMMON); return 0 end
-  if #args ~= 1 then usage_error("expected s3://BUCKET/KEY", "presign") end
+  if opts.help then return cmd:print_help("presign") end
+  if #args ~= 1 then cmd:usage_error("expected s3://BUCKET/KEY", "presign") end
   local method = (opts.method or "GET"):upper()
   if method ~= "GET" and method ~= "PUT" then
-    usage_error("--method is GET or PUT", "presign")
+    cmd:usage_error("--method is GET or PUT", "presign")
   end
   local expires = expires_arg("presign", opts.expires)
   local at = time_arg("presign", opts.at)
@@ -478,14 +456,11 @@ local function cmd_presign(argv)
 end
 
 local function cmd_post_policy(argv)
-  local opts, args = parse("post-policy", argv, { expires = "value",
+  local opts, args = cmd:parse("post-policy", argv, { expires = "value",
                            ["max-bytes"] = "value", at = "value" })
-  if opts.help then
-    term.print(HELP["post-policy"] .. "\n\n" .. COMMON)
-    return 0
-  end
+  if opts.help then return cmd:print_help("post-policy") end
   if #args ~= 1 then
-    usage_error("expected s3://BUCKET/PREFIX", "post-policy")
+    cmd:usage_error("expected s3://BUCKET/PREFIX", "post-policy")
   end
   local expires = expires_arg("post-policy", opts.expires)
   local at = time_arg("post-policy", opts.at)
@@ -493,15 +468,17 @@ local function cmd_post_policy(argv)
   if opts["max-bytes"] then
     max_bytes = util.parse_size(opts["max-bytes"])
     if not max_bytes or max_bytes < 1 or max_bytes > POST_MAX_BYTES then
-      usage_error("--max-bytes is 1 to 5 GiB", "post-policy")
+      cmd:usage_error("--max-bytes is 1 to 5 GiB", "post-policy")
     end
   end
   local bucket, prefix = split_url(args[1])
-  if not bucket then usage_error("expected s3://BUCKET/PREFIX", "post-policy") end
+  if not bucket then
+    cmd:usage_error("expected s3://BUCKET/PREFIX", "post-policy")
+  end
   check(s3.check_bucket(bucket))
   if prefix == "" then
-    usage_error("a POST policy is scoped to a key prefix: "
-                .. "s3://BUCKET/PREFIX", "post-policy")
+    cmd:usage_error("a POST policy is scoped to a key prefix: "
+                    .. "s3://BUCKET/PREFIX", "post-policy")
   end
   check(s3.check_key(prefix .. "x"))
   local c = client("post-policy", opts)
@@ -512,17 +489,17 @@ local function cmd_post_policy(argv)
 end
 
 local function cmd_sign(argv)
-  local opts, args = parse("sign", argv, { explain = "bool",
+  local opts, args = cmd:parse("sign", argv, { explain = "bool",
                            method = "value", at = "value" })
-  if opts.help then term.print(HELP.sign .. "\n\n" .. COMMON); return 0 end
+  if opts.help then return cmd:print_help("sign") end
   if not opts.explain then
-    usage_error("sign only explains: pass --explain", "sign")
+    cmd:usage_error("sign only explains: pass --explain", "sign")
   end
-  if #args ~= 1 then usage_error("expected s3://BUCKET[/KEY]", "sign") end
+  if #args ~= 1 then cmd:usage_error("expected s3://BUCKET[/KEY]", "sign") end
   local method = (opts.method or "GET"):upper()
   local ok = { GET = true, HEAD = true, PUT = true, DELETE = true }
   if not ok[method] then
-    usage_error("--method is GET, HEAD, PUT or DELETE", "sign")
+    cmd:usage_error("--method is GET, HEAD, PUT or DELETE", "sign")
   end
   local at = time_arg("sign", opts.at)
   local bucket, key = url_arg("sign", args[1], false)
@@ -540,32 +517,11 @@ local function cmd_sign(argv)
   return 0
 end
 
-local COMMANDS = { cp = cmd_cp, ls = cmd_ls, rm = cmd_rm, mb = cmd_mb,
-                   presign = cmd_presign, ["post-policy"] = cmd_post_policy,
-                   sign = cmd_sign }
+cmd.commands = { cp = cmd_cp, ls = cmd_ls, rm = cmd_rm, mb = cmd_mb,
+                 presign = cmd_presign, ["post-policy"] = cmd_post_policy,
+                 sign = cmd_sign }
 
 -- argv without "storage"; returns the exit status (errors raise).
-function M.main(argv)
-  local verb = argv[1]
-  local rest = table.move(argv, 2, #argv, 1, {})
-  if verb == nil or verb == "help" or verb == "--help" or verb == "-h" then
-    local topic = rest[1]
-    if topic and HELP[topic] then
-      term.print(HELP[topic] .. "\n\n" .. COMMON)
-    elseif topic then
-      usage_error("no storage verb '" .. topic .. "'"
-                  .. util.suggest(topic, VERBS))
-    else
-      term.print(usage_text())
-    end
-    return verb == nil and 2 or 0
-  end
-  local fn = COMMANDS[verb]
-  if not fn then
-    usage_error("unknown storage verb '" .. verb .. "'"
-                .. util.suggest(verb, VERBS))
-  end
-  return fn(rest)
-end
+function M.main(argv) return cmd:main(argv) end
 
 return M

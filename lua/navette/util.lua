@@ -1,5 +1,6 @@
 -- Small helpers shared by the library: edit distance for suggestions,
--- sorted keys, path joins, durations and sizes.
+-- sorted keys, the check of a table's keys, path joins, durations and
+-- sizes.
 local util = {}
 
 function util.sorted_keys(t)
@@ -31,6 +32,23 @@ function util.suggest(word, known)
     if d <= 2 and (not best_d or d < best_d) then best, best_d = k, d end
   end
   return best and (" (did you mean '" .. best .. "'?)") or ""
+end
+
+-- Checks that every key of t is one of the names listed in known: for
+-- the first that is not (in pairs order; a key that is not a string is
+-- never known), calls refuse(key, suggestion, list), where suggestion is
+-- util.suggest's " (did you mean ...?)" or "" and list is known joined
+-- by ", ". refuse raises, with the caller's own message.
+function util.check_keys(t, known, refuse)
+  for k in pairs(t) do
+    local ok = false
+    for _, name in ipairs(known) do
+      if k == name then ok = true; break end
+    end
+    if not ok then
+      refuse(k, util.suggest(tostring(k), known), table.concat(known, ", "))
+    end
+  end
 end
 
 function util.dirname(path)

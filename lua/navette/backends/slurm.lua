@@ -359,33 +359,30 @@ end
 
 local last_refresh = {}
 
--- The final outcome of a Slurm job that ended: the launcher's record when
--- it ran to its end, Slurm's reason when the job was stopped from outside
--- (time limit, node failure, cancel, memory).
-local function outcome(view, job, record)
-  local state, failure = view.state, nil
-  local stopped = { TIMEOUT = true, NODE_FAIL = true, OUT_OF_MEMORY = true,
-                    PREEMPTED = true, BOOT_FAIL = true, DEADLINE = true,
-                    CANCELLED = true }
-  if record and not stopped[job.state] then
-    state = record.state
-    failure = record.failure ~= json.null and record.failure or nil
-  elseif view.state ~= "succeeded" then
-    failure = { phase = view.phase, reason = "Slurm: " .. view.detail,
-                hint = view.hint ~= "" and view.hint or nil }
-    if record and record.failure and record.failure ~= json.null
-       and job.state == "CANCELLED" then
-      failure.phase = record.failure.phase
-    end
-  elseif not record then
-    state = "failed"
-    failure = { phase = "outputs_published", reason = "the job ended but "
-                .. "left no run record in storage",
-                hint = "read the node's output (" .. "navette-" .. job.job_id
-                .. ".out in the profile's working_directory); check the "
-                .. "node's curl and that its POST policy had not expired" }
-  end
-  return state, failure
+-- Slurm's states that stop a job from outside: its record (if any) does
+-- not say how it ended.
+local STOPPED = { TIMEOUT = true, NODE_FAIL = true, OUT_OF_MEMORY = true,
+                  PREEMPTED = true, BOOT_FAIL = true, DEADLINE = true,
+                  CANCELLED = true }
+
+-- The final outcome of a Slurm job that ended (state, failure, exit
+-- code), by the record's rule in C (host/jobs/record.c): the launcher's
+-- record (text) when it ran to its end, Slurm's reason when the job was
+-- stopped from outside (time limit, node failure, cancel, memory).
+local function outcome(view, job, text)
+  return _navette.record.outcome(text, {
+    state = view.state, phase = view.phase,
+    reason = "Slurm: " .. view.detail,
+    hint = view.hint ~= "" and view.hint or nil,
+    stopped = STOPPED[job.state] == true,
+    phase_from_record = job.state == "CANCELLED",
+    exit_code = view.exit_code >= 0 and view.exit_code or nil,
+    missing_reason = "the job ended but left no run record in storage",
+    missing_hint = "read the node's output (navette-" .. job.job_id
+                   .. ".out in the profile's working_directory); check "
+                   .. "the node's curl and that its POST policy had not "
+                   .. "expired",
+  })
 end
 
 -- Records the phases the launcher published ({phase, at} in ISO-8601)
@@ -483,16 +480,13 @@ function M.refresh(row, ctx, force)
   local view = native.map_state(job, spec.requeue == true)
   extra.view = view
   if view.done then
-    local record
-    local url = spec.outputs.url .. "navette-run.json"
+    local record, text
+    local url = spec.outputs.url .. _navette.record.names.run_record
     if store then
-      local text = store:read(url, 4 * 1024 * 1024)
+      text = store:read(url, 4 * 1024 * 1024)
       record = text and json.decode(text) or nil
     end
-    local state, failure = outcome(view, job, record)
-    local code = record and math.type(record.exit_code) == "integer"
-                 and record.exit_code or (view.exit_code >= 0
-                 and view.exit_code or nil)
+    local state, failure, code = outcome(view, job, text)
     -- the record's phases first (the status object read above may be
     -- older than the end), then the end: never before the last phase
     -- (Slurm's end time has whole seconds)
