@@ -9,9 +9,10 @@ local core, json = _navette.core, _navette.json
 
 local jobs = {}
 
-jobs.PHASES = { "submitted", "accepted", "image_ready", "data_ready",
-                "running", "logs_visible", "outputs_published" }
-jobs.FINAL = { succeeded = true, failed = true, cancelled = true }
+-- the phases in order and the final states, as host/jobs/record.h has them
+jobs.PHASES = { table.unpack(_navette.record.phases) }
+jobs.FINAL = {}
+for _, state in ipairs(_navette.record.states) do jobs.FINAL[state] = true end
 
 -- The job database of this home, opened once per process (a sweep's
 -- reads and writes go through one handle).
