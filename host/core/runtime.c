@@ -248,6 +248,29 @@ static int load_library_module(lua_State *L, navette_runtime *rt,
 	return luaL_loadbufferx(L, m->source, m->length, chunkname, "t");
 }
 
+/* core.library(prefix) -> the names of the library's modules directly
+ * under `prefix.` (a folder of lua/navette: "navette.backends" lists its
+ * files, not its init.lua), in the order of the embedded table (sorted by
+ * file name). The embedded library is the list, also when NAVETTE_LUA_PATH
+ * loads each module's text from a folder. */
+static int l_core_library(lua_State *L)
+{
+	size_t plen;
+	const char *prefix = luaL_checklstring(L, 1, &plen);
+	lua_Integer n = 0;
+
+	lua_newtable(L); // [list]
+	for (const struct nv_lua_module *m = nv_lua_modules; m->name; m++) {
+		const char *rest = m->name + plen;
+		if (strncmp(m->name, prefix, plen) != 0 || *rest != '.' ||
+		    strchr(rest + 1, '.') != NULL)
+			continue;
+		lua_pushstring(L, rest + 1);
+		lua_rawseti(L, -2, ++n);
+	}
+	return 1;
+}
+
 /* package.searchers entry of the trusted state: the library only. */
 static int library_searcher(lua_State *L)
 {
@@ -531,6 +554,7 @@ int luaopen_navette_core(lua_State *L)
 				       {"versions", nv_core_versions},
 				       {"memory", l_core_memory},
 				       {"set_limits", l_core_set_limits},
+				       {"library", l_core_library},
 				       {NULL, NULL}};
 	luaL_newlib(L, fns);
 	return 1;

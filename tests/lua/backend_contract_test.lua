@@ -33,6 +33,18 @@ t.test("a registered backend is known by its name", function()
        "the backends that take --node")
 end)
 
+t.test("the folder's backends are its files, found in the library", function()
+  local listed = _navette.core.library("navette.backends")
+  table.sort(listed)
+  t.eq(table.concat(listed, ","), "local,slurm",
+       "the files of lua/navette/backends, not its init.lua")
+  local top = table.concat(_navette.core.library("navette"), ",")
+  t.match(top, "runner", "navette's own modules")
+  t.ok(not top:find("local", 1, true), "not those of a subfolder: " .. top)
+  t.eq(#_navette.core.library("navette.run"), 0, "a prefix of a name is "
+       .. "not a folder")
+end)
+
 t.test("every backend file has the contract's functions", function()
   for _, name in ipairs(backends.names()) do
     local b = backends.get(name)

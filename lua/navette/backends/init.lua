@@ -54,8 +54,15 @@ local backends = {}
 -- the profile's backend when it names none, and a row's without one
 backends.DEFAULT = "local"
 
--- those of this folder, in the order messages list them
-local NAMES = { "local", "slurm" }
+-- those of this folder (its files, as embedded in the binary), the
+-- default one first, in the order messages list them
+local NAMES = _navette.core.library("navette.backends")
+table.sort(NAMES, function(a, b)
+  if (a == backends.DEFAULT) ~= (b == backends.DEFAULT) then
+    return a == backends.DEFAULT
+  end
+  return a < b
+end)
 local added = {}
 
 -- Adds a backend that is not a file of this folder (tests: a fake one).
