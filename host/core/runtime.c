@@ -1,7 +1,7 @@
 /* The Lua state of a recipe run: allocator with a memory cap, the count hook
  * bounding run time, the protected-call helper, the loader of the embedded
  * library, and _navette.core (the sandbox given to recipes, plan mode,
- * limits). The CLI logic itself is Lua (lua/navette/cli.lua) running on top
+ * limits). The CLI logic itself is Lua (lua/navette/cli/) running on top
  * of these primitives; host/lib opens them all and holds navette.h. */
 #include "core/runtime.h"
 

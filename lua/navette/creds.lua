@@ -292,7 +292,7 @@ end
 -- Loads every declared credential for `creds list/check`: returns rows of
 -- metadata (never values) with `error` when it could not be loaded, and
 -- `not_run` (with `note` and `hint`) for a source that runs a program
--- where none may run (`creds list` is read-only: cli.lua).
+-- where none may run (`creds list` is read-only: navette.cli).
 function creds.inspect(declared, max_age)
   local rows, now = {}, sys.now()
   for _, name in ipairs(util.sorted_keys(declared)) do

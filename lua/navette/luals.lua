@@ -1,13 +1,13 @@
--- `navette definitions [FILE]`: LuaLS definitions (a `---@meta` file) of
--- what recipes and project files reach, for editors. navette.job's fields
--- are written from navette.job.FIELDS, the table its validator walks, and
--- so is the README's list of them (job_fields_markdown). The
+-- LuaLS definitions (a `---@meta` file, written by `navette definitions`:
+-- navette.cli.definitions) of what recipes and project files reach, for
+-- editors. navette.job's fields are written from navette.job.FIELDS, the
+-- table its validator walks, and so is the README's list of them
+-- (job_fields_markdown). The
 -- option tables of the primitives and the project file are written from
 -- the key lists their validators check; their types and doc lines are
 -- kept here, and the generator refuses a key list and an annotation that
 -- differ, so a key added to a validator cannot go unwritten.
 local errors = require "navette.errors"
-local term = require "navette.term"
 
 local luals = {}
 
@@ -456,25 +456,6 @@ function luals.generate()
   end
   out[#out + 1] = "return navette"
   return table.concat(out, "\n") .. "\n"
-end
-
-function luals.main(argv)
-  local cli = require "navette.cli"
-  local opts, rest = cli.parse("definitions", argv, {})
-  if opts.help then term.print(cli.HELP.definitions); return 0 end
-  if #rest > 1 then
-    error(errors.new("usage", "expected at most one FILE",
-                     "see `navette definitions --help`"), 0)
-  end
-  local text = luals.generate()
-  if #rest == 0 then term.write(text); return 0 end
-  -- written whole or not at all (a temporary file, then a rename)
-  local ok, err = _navette.sys.write_file(rest[1], text)
-  if not ok then
-    error(errors.new("refused", "cannot write " .. rest[1] .. ": "
-                     .. tostring(err and err.message)), 0)
-  end
-  return 0
 end
 
 return luals

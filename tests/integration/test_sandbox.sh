@@ -37,7 +37,10 @@ require("navette.testing").run_files({ navette.context().recipe })
 navette.job { name = "x", command = {"true"}, success = { outputs = {} } }
 EOF
 for mod in navette.runner navette.storage navette.api navette.luals \
-	navette.completion navette.cli navette.creds navette.jobs _navette; do
+	navette.completion navette.cli navette.cli.common navette.cli.completion \
+	navette.cli.run \
+	navette.cli.storage navette.cli.subcommand navette.creds navette.jobs \
+	_navette; do
 	printf 'local m = require "%s"\nreturn m\n' "$mod" >"$R/req-$mod.lua"
 done
 put_file "$R" replace.lua <<'EOF'
@@ -78,7 +81,10 @@ check_absent "reproducer: run did not run it either" "$R/escaped.txt"
 no_job_submitted "reproducer"
 
 for mod in navette.runner navette.storage navette.api navette.luals \
-	navette.completion navette.cli navette.creds navette.jobs _navette; do
+	navette.completion navette.cli navette.cli.common navette.cli.completion \
+	navette.cli.run \
+	navette.cli.storage navette.cli.subcommand navette.creds navette.jobs \
+	_navette; do
 	nv_in "$R" plan "req-$mod.lua"
 	check_rc "require '$mod': refused" 2
 	check_contains "require '$mod': says internal" "$ERR" "internal to navette"

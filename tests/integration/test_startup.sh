@@ -48,7 +48,7 @@ check_match "a traceback names library frames with their lines" \
 # NAVETTE_LUA_PATH: the library's sources from disk, not the embedded ones
 mkdir -p "$T/lua"
 cp -R "$NAVETTE_SOURCE/lua/navette" "$T/lua/"
-python3 - "$T/lua/navette/cli.lua" <<'EOF'
+python3 - "$T/lua/navette/cli/version.lua" <<'EOF'
 import sys
 path = sys.argv[1]
 text = open(path).read()

@@ -1,10 +1,10 @@
--- migrate's comparison of two runs' records (navette.migrate
+-- migrate's comparison of two runs' records (navette.cli.migrate
 -- .compare_records): equal records hold; a different sha256, a declared
 -- output missing on one side, an output only one side published, a side
 -- that failed, a missing record or log, an output without a sha256 each
 -- make it fail, with the row that says why.
 local t = test
-local migrate = require "navette.migrate"
+local migrate = require "navette.cli.migrate"
 
 local A = string.rep("a", 64)
 local B = string.rep("b", 64)

@@ -117,7 +117,10 @@ end)
 t.test("internal modules cannot be required", function()
   for _, name in ipairs({ "navette.runner", "navette.testing",
       "navette.storage", "navette.job", "navette.api", "navette.luals",
-      "navette.completion", "navette.cli", "navette.public", "_navette",
+      "navette.completion", "navette.cli", "navette.cli.common",
+      "navette.cli.run",
+      "navette.cli.completion", "navette.cli.migrate", "navette.cli.storage",
+      "navette.cli.subcommand", "navette.public", "_navette",
       "navette.", "navette.x.y" }) do
     local ok, e = run_source("return require('" .. name .. "')")
     t.ok(not ok, "refused: " .. name)

@@ -1,7 +1,7 @@
--- navette.subcommand: the main, help and flags that `navette storage` and
--- `navette image` share.
+-- navette.cli.subcommand: the main, help and flags that `navette storage`
+-- and `navette image` share.
 local t = test
-local subcommand = require "navette.subcommand"
+local subcommand = require "navette.cli.subcommand"
 
 local function demo()
   local ran = {}

@@ -1,12 +1,26 @@
 -- `navette completion bash|zsh|fish`: shell completion scripts made from
 -- the command line's own tables, so they cannot drift from it. Commands
--- come from cli.ORDER; each command's (and each verb's) flags are the
--- very table it hands to the flag parser (navette.args.flags_of); verbs
--- and their one-line descriptions come from the commands' usage text.
+-- come from navette.cli.common's list, each one's file; a command's flags
+-- are its flags table, the one it hands to the flag parser, and each
+-- verb's flags the very table its command parses with that verb
+-- (navette.args.flags_of); verbs and their one-line descriptions come
+-- from the commands' usage text.
 local errors = require "navette.errors"
 local term = require "navette.term"
+local common = require "navette.cli.common"
 
-local completion = {}
+local completion = {
+  name = "completion",
+  summary = { { "completion SHELL",
+                "shell completions (bash, zsh, fish)" } },
+  usage = [[
+usage: navette completion bash|zsh|fish
+  Prints the shell's completion script for navette, made from the
+  commands' own flag tables. For example, in ~/.bashrc:
+  source <(navette completion bash)]],
+  flags = {},
+  read_only = true,
+}
 
 local SHELLS = { "bash", "zsh", "fish" }
 
@@ -72,17 +86,17 @@ end
 -- The model every script is written from: {commands = {{name, doc,
 -- flags, verbs = {{name, flags}} | nil, verbs_share_flags}}}.
 function completion.model()
-  local cli = require "navette.cli"
   local args = require "navette.args"
   local commands = {}
-  for _, name in ipairs(cli.ORDER) do
-    local help = cli.HELP[name]
+  for _, name in ipairs(common.ORDER) do
+    local command = common.command(name)
+    local help = command.usage
     local docs = flag_docs(help)
-    local run = cli.COMMANDS[name]
+    local run = command.run
     local c = { name = name, doc = summary(help) }
     local verbs = verbs_of(help, name)
     if #verbs == 0 then
-      c.flags = flag_list(run and args.flags_of(function() run({}) end), docs)
+      c.flags = flag_list(command.flags, docs)
     else
       -- each verb's flags: those its command parses with the verb given
       -- (storage, image: the verb's own; creds, audit: the command's)
@@ -308,10 +322,9 @@ function completion.script(shell)
   return WRITERS[shell](completion.model())
 end
 
-function completion.main(argv)
-  local cli = require "navette.cli"
-  local opts, rest = cli.parse("completion", argv, {})
-  if opts.help then term.print(cli.HELP.completion); return 0 end
+function completion.run(argv)
+  local opts, rest = common.parse(completion.name, argv, completion.flags)
+  if opts.help then term.print(completion.usage); return 0 end
   if #rest ~= 1 or not WRITERS[rest[1]] then
     error(errors.new("usage", (#rest == 1 and ("no completion for shell '"
                      .. rest[1] .. "'") or "expected one SHELL")

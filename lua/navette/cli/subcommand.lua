@@ -4,8 +4,8 @@
 -- verbs in the order shown, each verb's help (its first line
 -- "usage: navette NAME VERB ..."), the text of the shared options, those
 -- options' flags, and then its commands (verb -> function(argv) ->
--- exit status). Errors are raised as error objects; cli.lua maps them to
--- exit codes.
+-- exit status). Errors are raised as error objects; navette.cli maps them
+-- to exit codes.
 local errors = require "navette.errors"
 local term = require "navette.term"
 local util = require "navette.util"

@@ -3,14 +3,13 @@
 -- thin layer over _navette.s3: it parses s3:// URLs, checks keys before any
 -- request, finds the credential (a project's, or the conventional AWS_*
 -- variables, always as a handle, never as Lua strings) and raises error
--- objects that cli.lua maps to exit codes (2 usage, 3 refused, 4 backend).
+-- objects that navette.cli maps to exit codes (2 usage, 3 refused, 4
+-- backend).
 local errors = require "navette.errors"
-local subcommand = require "navette.subcommand"
+local subcommand = require "navette.cli.subcommand"
 local term = require "navette.term"
 local util = require "navette.util"
 local s3, sys, out = _navette.s3, _navette.sys, _navette.out
-
-local M = {}
 
 local EXPIRES_MAX = 604800 -- seven days, S3's limit on a signature
 local POST_MAX_BYTES = 5 * 1024 * 1024 * 1024
@@ -521,7 +520,19 @@ cmd.commands = { cp = cmd_cp, ls = cmd_ls, rm = cmd_rm, mb = cmd_mb,
                  presign = cmd_presign, ["post-policy"] = cmd_post_policy,
                  sign = cmd_sign }
 
+local M = {
+  name = "storage",
+  summary = { { "storage VERB ...",
+                "object storage over S3 (cp, ls, rm...)" } },
+  usage = [[
+usage: navette storage cp|ls|rm|mb|presign|post-policy|sign ... [--endpoint URL]
+  Object storage over S3 (see `navette storage help`).]],
+  flags = COMMON_FLAGS, -- those every verb takes; each verb adds its own
+  -- its verbs load only the credential --credential names, or AWS_*
+  read_only = false,
+}
+
 -- argv without "storage"; returns the exit status (errors raise).
-function M.main(argv) return cmd:main(argv) end
+function M.run(argv) return cmd:main(argv) end
 
 return M

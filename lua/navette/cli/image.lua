@@ -3,16 +3,14 @@
 -- navette.args, credentials found like in recipes (the project's declared
 -- basic/bearer credential for the registry's host, --credential NAME, or
 -- ~/.docker/config.json), results on stdout, progress on stderr and only
--- on a terminal. Errors are raised as error objects; cli.lua maps them to
--- exit codes (2 usage, 3 refused, 4 backend).
+-- on a terminal. Errors are raised as error objects; navette.cli maps them
+-- to exit codes (2 usage, 3 refused, 4 backend).
 local errors = require "navette.errors"
-local subcommand = require "navette.subcommand"
+local subcommand = require "navette.cli.subcommand"
 local term = require "navette.term"
 local util = require "navette.util"
 local image = require "navette.image"
 local sys, out, json = _navette.sys, _navette.out, _navette.json
-
-local M = {}
 
 local COMMON = [[
 common options:
@@ -95,8 +93,9 @@ end
 
 -- resolve, exists and inspect are read-only: they run no program, so a
 -- credential bound to the registry's host in the project file is not
--- loaded if its source is a command (cli.lua, READ_ONLY). One named with
--- --credential is loaded on request, as `creds check NAME` does.
+-- loaded if its source is a command (see navette.cli, read_only). One
+-- named with --credential is loaded on request, as `creds check NAME`
+-- does.
 local function read_only(opts)
   if not opts.credential then _navette.core.forbid_exec() end
 end
@@ -278,7 +277,20 @@ cmd.commands = { resolve = cmd_resolve, inspect = cmd_inspect,
                  exists = cmd_exists, ["push-code"] = cmd_push_code,
                  pack = cmd_pack, build = cmd_build }
 
+local M = {
+  name = "image",
+  summary = { { "image VERB ...", "images by digest, code layers" } },
+  usage = [[
+usage: navette image resolve|inspect|exists|push-code|pack|build ...
+  Images pinned by digest; push-code pushes a commit as a code layer
+  (see `navette image help`).]],
+  flags = COMMON_FLAGS, -- those every verb takes; each verb adds its own
+  -- resolve, inspect and exists forbid programs themselves (read_only
+  -- above): they may load a credential --credential names
+  read_only = false,
+}
+
 -- argv without "image"; returns the exit status (errors raise).
-function M.main(argv) return cmd:main(argv) end
+function M.run(argv) return cmd:main(argv) end
 
 return M

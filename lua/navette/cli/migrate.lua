@@ -11,9 +11,23 @@ local jobs = require "navette.jobs"
 local backends = require "navette.backends"
 local published = require "navette.published"
 local job = require "navette.job"
+local common = require "navette.cli.common"
 local json, sys = _navette.json, _navette.sys
 
-local M = {}
+local M = {
+  name = "migrate",
+  summary = { { "migrate JOB --to NODE",
+                "rerun a Slurm job on NODE, compare" } },
+  usage = [[
+usage: navette migrate JOB --to NODE [--no-wait] [--json]
+  Submits the same definition as JOB (same commit, image digest and
+  inputs) on NODE (slurm backend), waits for both, and compares their run
+  records: logs present, the same declared outputs present, and the
+  outputs' sha256 equal (where the job is deterministic). Exit 0 when the
+  comparison holds, 1 otherwise.]],
+  flags = { to = "value", ["no-wait"] = "bool", json = "bool" },
+  read_only = false,
+}
 
 local function fail(code, message, hint)
   error(errors.new(code, message, hint), 0)
@@ -126,11 +140,9 @@ function M.compare(spec_a, spec_b)
   return M.compare_records(spec_a, ra, la, rb, lb)
 end
 
-function M.main(argv)
-  local cli = require "navette.cli"
-  local opts, args = cli.parse("migrate", argv, { to = "value",
-                               ["no-wait"] = "bool", json = "bool" })
-  if opts.help then term.print(cli.HELP.migrate); return 0 end
+function M.run(argv)
+  local opts, args = common.parse(M.name, argv, M.flags)
+  if opts.help then term.print(M.usage); return 0 end
   if #args ~= 1 then
     fail("usage", "expected one JOB id", "see `navette migrate --help`")
   end
@@ -170,8 +182,8 @@ function M.main(argv)
     if opts.json then term.print(json.encode({ from = old.id, to = id })) end
     return 0
   end
-  local views = cli.follow({ old.id, id }, opts.json,
-                           { [old.id] = "before", [id] = "after" })
+  local views = common.follow_or_raise({ old.id, id }, opts.json,
+                                      { [old.id] = "before", [id] = "after" })
   local ok, rows = M.compare(old, new)
   local va, vb = views[old.id], views[id]
   local function node_of(v)

@@ -1,0 +1,212 @@
+-- What the commands of the command line share: the list of commands (in
+-- the order `navette help` shows them) and the lookup of one by name, the
+-- flag parsing and usage errors, and the display of jobs: following them
+-- until they end, their phases and times, their outcome, ages. A command
+-- is a file lua/navette/cli/NAME.lua returning {name, summary, usage,
+-- flags, read_only, run}; see lua/navette/cli/init.lua, the dispatcher.
+local errors = require "navette.errors"
+local term = require "navette.term"
+local jobs = require "navette.jobs"
+local sys, json = _navette.sys, _navette.json
+
+local common = {}
+
+-- `help` is not listed: the dispatcher answers it, completion writes its
+-- own entry for it, and an unknown name is never suggested as `help`.
+common.ORDER = { "run", "plan", "status", "logs", "watch", "cancel", "jobs",
+                 "migrate", "creds", "audit", "storage", "image", "agent",
+                 "test", "completion", "definitions", "version" }
+
+local KNOWN = { help = true }
+for _, name in ipairs(common.ORDER) do KNOWN[name] = true end
+
+-- The command named name (its module), or nil when there is none.
+function common.command(name)
+  if not KNOWN[name] then return nil end
+  return require("navette.cli." .. name)
+end
+
+function common.usage_error(message, command)
+  error(errors.new("usage", message, command and
+                   ("see `navette " .. command .. " --help`")
+                   or "see `navette help`"), 0)
+end
+
+-- Parses argv against flags {name = "bool"|"value"}; returns opts, args.
+-- A command hands its own flags table, the one completion reads.
+function common.parse(command, argv, flags)
+  return require("navette.args").parse(argv, flags, function(message)
+    common.usage_error(message, command)
+  end)
+end
+
+-- run and plan: their one RECIPE and its options. Returns opts, the
+-- recipe, the nodes asked for (or nil); nil when --help was printed.
+function common.recipe_args(command, argv)
+  local opts, args = common.parse(command.name, argv, command.flags)
+  if opts.help then term.print(command.usage); return nil end
+  if #args ~= 1 then
+    common.usage_error("expected one RECIPE", command.name)
+  end
+  if opts.node and not opts.node:match("^[%w._%[%],-]+$") then
+    common.usage_error("--node expects a node name (or list), got '"
+                       .. opts.node .. "'", command.name)
+  end
+  return opts, args[1], opts.node and { opts.node }
+end
+
+local function short_time(iso)
+  return iso and iso:match("T([%d:%.]+)Z$") or "?"
+end
+
+local function print_phase(label, phase, at)
+  term.printf("  %s%-18s %s\n", label, phase, short_time(at))
+end
+
+-- Follows jobs (ids) until all end; prints phases as they pass unless
+-- quiet, each line labelled (with several jobs) by labels[id] or the
+-- job's name. Returns the final views, and true when Ctrl-C stopped the
+-- following (the jobs go on in the agent: see common.interrupted).
+function common.follow(ids, quiet, labels)
+  local seen, views, done = {}, {}, {}
+  local remaining, polls = #ids, 0
+  sys.trap_interrupt(true)
+  while remaining > 0 do
+    if sys.interrupted() then
+      sys.trap_interrupt(false)
+      return views, true
+    end
+    for _, id in ipairs(ids) do
+      if not done[id] then
+        local v = jobs.get(id)
+        views[id] = v
+        seen[id] = seen[id] or {}
+        for _, p in ipairs(v.phases) do
+          if not seen[id][p.phase] then
+            seen[id][p.phase] = true
+            if not quiet then
+              local label = #ids > 1 and string.format("%-24s ",
+                            labels and labels[id] or v.name or id) or ""
+              if jobs.FINAL[p.phase] then
+                -- styled by its name, then padded by its own length
+                term.printf("  %s%s %s\n", label,
+                            term.state_style("stdout", p.phase, 18),
+                            short_time(p.at))
+              else
+                print_phase(label, p.phase, p.at)
+              end
+            end
+          end
+        end
+        if jobs.FINAL[v.state] then
+          done[id] = true
+          remaining = remaining - 1
+          if v.state == "cancelled" and not quiet
+             and not seen[id].cancelled then
+            -- cancelled before it started: no phase says so
+            term.printf("  %s%s\n", #ids > 1 and string.format("%-24s ",
+                        labels and labels[id] or v.name or id) or "",
+                        term.state_style("stdout", "cancelled"))
+          end
+        end
+      end
+    end
+    if remaining > 0 then
+      sys.sleep(0.1)
+      polls = polls + 1
+      if polls % 30 == 0 then
+        -- every few seconds: can the jobs go on (a local agent there)?
+        -- One that cannot is an error with its cause, not a wait
+        -- without end
+        jobs.supervise(views)
+      end
+    end
+  end
+  sys.trap_interrupt(false)
+  return views
+end
+
+-- After Ctrl-C stopped common.follow: the jobs still run; says how to
+-- follow them again. Returns the exit status of an interrupted command
+-- (130).
+function common.interrupted(ids)
+  term.eprint("")
+  term.eprint("interrupted: " .. (#ids > 1 and "the jobs keep" or
+              "the job keeps") .. " running (navette cancel ID stops it)")
+  for _, id in ipairs(ids) do
+    term.eprint("  follow it: navette watch " .. id)
+    term.eprint("  its log:   navette logs " .. id .. " --follow")
+  end
+  return 130
+end
+
+-- common.follow for a command that goes on after following: Ctrl-C says
+-- how to follow again, then raises `interrupted`. Returns the views.
+function common.follow_or_raise(ids, quiet, labels)
+  local views, stopped = common.follow(ids, quiet, labels)
+  if stopped then
+    common.interrupted(ids)
+    error(errors.new("interrupted", "interrupted while following the jobs"),
+          0)
+  end
+  return views
+end
+
+-- A field of a job's view, or nil when absent or JSON null (a view keeps
+-- null for --json; what is printed must not see it as a value).
+local function given(x)
+  if x == nil or x == json.null then return nil end
+  return x
+end
+
+-- The end of a job: its outputs, or where and why it stopped; then its
+-- run record.
+function common.print_outcome(v)
+  local failure = type(given(v.failure)) == "table" and v.failure or nil
+  if v.state == "succeeded" then
+    term.print("outputs under " .. tostring(given(v.output_prefix) or "?")
+               .. ":")
+    for _, o in ipairs(v.outputs) do
+      term.printf("  %-32s %10d B  sha256 %s\n", o.name, o.size,
+                  o.sha256:sub(1, 16) .. "…")
+    end
+    if #v.outputs == 0 then term.print("  (no output files)") end
+  elseif v.state == "cancelled" then
+    -- one line: the reason says where it stopped; nothing to check
+    local reason = failure and given(failure.reason)
+    reason = type(reason) == "string" and reason:gsub("^cancelled ?", "")
+             or ""
+    term.print(term.state_style("stdout", "cancelled")
+               .. (reason ~= "" and (" " .. reason) or ""))
+  elseif failure then
+    term.print(term.state_style("stdout", v.state) .. " at "
+               .. tostring(given(failure.phase) or "?") .. ": "
+               .. tostring(given(failure.reason) or "no reason recorded"))
+    local hint = given(failure.hint)
+    if type(hint) == "string" then
+      term.print("  check: " .. (hint:gsub("ID", v.id)))
+    end
+  end
+  local record_url = given(v.record_url)
+  if record_url then
+    term.print("run record: " .. tostring(record_url))
+  elseif jobs.FINAL[v.state] and v.state ~= "succeeded" then
+    term.print("run record: not published (the job ended before its "
+               .. "outputs reached the store)")
+  end
+end
+
+-- Seconds as a short age ("42s", "5m", "3h", "2d"); "-" for none.
+function common.age_text(s)
+  if not s then return "-" end
+  local neg = s < 0
+  s = math.abs(s)
+  local text
+  if s < 120 then text = s .. "s"
+  elseif s < 7200 then text = math.floor(s / 60) .. "m"
+  elseif s < 172800 then text = math.floor(s / 3600) .. "h"
+  else text = math.floor(s / 86400) .. "d" end
+  return neg and ("-" .. text) or text
+end
+
+return common

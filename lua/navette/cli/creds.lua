@@ -1,0 +1,91 @@
+-- `navette creds list|check NAME`: the credentials a project declares,
+-- their sources, ages and expiries (never their values).
+local term = require "navette.term"
+local common = require "navette.cli.common"
+local sys, json = _navette.sys, _navette.json
+
+local M = {
+  name = "creds",
+  summary = { { "creds list", "declared credentials and their status" },
+              { "creds check NAME", "load one credential, check its age" } },
+  usage = [[
+usage: navette creds list [--profile P] [--json]
+       navette creds check NAME [--profile P] [--json]
+  Shows the credentials the project declares: names, kinds, sources, ages
+  and expiries, never values. `check` loads one and exits 1 when it is
+  expired or older than the profile's max_credential_age, 3 when its
+  source refuses (a file readable by others, a missing variable).]],
+  flags = { profile = "value", json = "bool" },
+  read_only = { list = true },
+}
+
+-- The project of the working folder (for commands without a recipe).
+local function here_project(profile_name)
+  local project = require "navette.project"
+  local cwd = sys.cwd()
+  local repo = _navette.git.open(cwd)
+  local root = repo and repo:workdir() or nil
+  if repo then repo:close() end
+  local proj = project.load(cwd, root)
+  return proj, project.profile(proj, profile_name)
+end
+
+function M.run(argv)
+  local opts, args = common.parse(M.name, argv, M.flags)
+  if opts.help or #args == 0 then
+    term.print(M.usage)
+    return opts.help and 0 or 2
+  end
+  local verb = table.remove(args, 1)
+  local proj, profile = here_project(opts.profile)
+  local creds = require "navette.creds"
+  local declared = profile.credentials
+  if verb == "check" then
+    if #args ~= 1 then
+      common.usage_error("expected one credential NAME", "creds")
+    end
+    if not declared[args[1]] then
+      local util = require "navette.util"
+      common.usage_error("no credential named '" .. args[1] .. "' in profile "
+                  .. profile.name .. util.suggest(args[1],
+                  util.sorted_keys(declared)), "creds")
+    end
+    declared = { [args[1]] = declared[args[1]] }
+  elseif verb ~= "list" or #args > 0 then
+    common.usage_error("expected `creds list` or `creds check NAME`", "creds")
+  end
+  local rows = creds.inspect(declared, profile.max_credential_age)
+  if opts.json then
+    term.print(json.encode(json.array(rows), true))
+  elseif #rows == 0 then
+    term.print("project " .. proj.name .. " declares no credentials "
+               .. "(credentials = { ... } in navette.lua)")
+  else
+    -- one word per row; what went wrong is told under the table
+    term.printf("%-20s %-7s %-9s %-6s %-8s %s\n", "NAME", "KIND", "SOURCE",
+                "AGE", "EXPIRES", "STATUS")
+    for _, r in ipairs(rows) do
+      term.printf("%-20s %-7s %-9s %-6s %-8s %s\n", r.name, r.kind,
+                  r.source, common.age_text(r.age_s),
+                  common.age_text(r.expires_in_s),
+                  term.style("stdout", r.ok and "green" or r.not_run
+                             and "yellow" or "bold_red", r.status))
+    end
+    local told = false
+    for _, r in ipairs(rows) do
+      if not r.ok then
+        if not told then term.print(""); told = true end
+        term.print(r.name .. ": " .. (r.not_run and ("not checked ("
+                   .. r.note .. ")") or tostring(r.warning or r.error)))
+        if r.hint then term.print("  check: " .. r.hint) end
+      end
+    end
+  end
+  -- a credential not run is no failure: list never runs one
+  for _, r in ipairs(rows) do
+    if not r.ok and not r.not_run then return r.error and 3 or 1 end
+  end
+  return 0
+end
+
+return M

@@ -1,0 +1,103 @@
+-- `navette logs JOB`: a job's log (stdout and stderr as one stream),
+-- redacted, whole or its last lines, once or followed until the job ends.
+local term = require "navette.term"
+local jobs = require "navette.jobs"
+local common = require "navette.cli.common"
+local sys, json = _navette.sys, _navette.json
+
+local M = {
+  name = "logs",
+  summary = { { "logs JOB", "a job's log (--follow, --tail N, --json)" } },
+  usage = [[
+usage: navette logs JOB [--follow] [--tail N] [--json]
+  Prints the job's log (its stdout and stderr, as one stream).
+  --follow   keep printing until the job ends
+  --tail N   start with the last N lines only
+  --json     one JSON object per line: {time, stream, job, line}, where
+             time is when navette read the line and stream is "output"]],
+  flags = { follow = "bool", json = "bool", tail = "value" },
+  read_only = false, -- follows a job: see navette.cli
+}
+
+function M.run(argv)
+  local opts, args = common.parse(M.name, argv, M.flags)
+  if opts.help then term.print(M.usage); return 0 end
+  if #args ~= 1 then common.usage_error("expected one JOB id", "logs") end
+  local tail = opts.tail and math.tointeger(tonumber(opts.tail))
+  if opts.tail and (not tail or tail < 0) then
+    common.usage_error("--tail must be a whole number of lines", "logs")
+  end
+  local v = jobs.get(args[1])
+  local offset = 0
+  local row = jobs.row(v.id)
+  if row and row.spec and type(row.spec.redact_fingerprints) == "string" then
+    _navette.creds.add_fingerprints(row.spec.redact_fingerprints)
+  end
+  -- chunks may cut a secret in two: a redacting stream sees them whole
+  local redact = _navette.creds.redact_stream()
+
+  -- what is shown: the text as it is, or (--json, --tail) line by line;
+  -- with --tail, the lines already there wait in a ring until the end of
+  -- the log is reached, then the last N show
+  local by_line = opts.json or tail ~= nil
+  local ring, tailing, pending = {}, tail ~= nil, ""
+  local function line_out(line)
+    if tailing then
+      ring[#ring + 1] = line
+      if #ring > tail then table.remove(ring, 1) end
+    elseif opts.json then
+      term.print(json.encode({ time = sys.iso8601(), stream = "output",
+                               job = v.id, line = line }))
+    else
+      term.write(line .. "\n")
+    end
+  end
+  local function put(text)
+    if not by_line then term.write(text); return end
+    pending = pending .. text
+    local start = 1
+    for line, e in pending:gmatch("([^\n]*)\n()") do
+      line_out(line)
+      start = e
+    end
+    pending = pending:sub(start)
+  end
+  local function reached_end(final)
+    if final and pending ~= "" then line_out(pending); pending = "" end
+    if tailing then
+      tailing = false
+      for _, line in ipairs(ring) do line_out(line) end
+      ring = {}
+    end
+  end
+
+  local at_line_end = false
+  while true do
+    local chunk = jobs.log_chunk(v, offset)
+    if #chunk > 0 then
+      offset = offset + #chunk
+      put(redact:write(chunk))
+      at_line_end = chunk:sub(-1) == "\n"
+    elseif not opts.follow or jobs.FINAL[v.state] then
+      -- one last read after the end, then stop
+      if opts.follow then
+        chunk = jobs.log_chunk(v, offset)
+        put(redact:write(chunk))
+      end
+      put(redact:flush())
+      reached_end(true)
+      break
+    else
+      -- the log is quiet: a complete line held back is shown now (a
+      -- line cut in the middle waits, so no secret shows in halves)
+      if at_line_end then put(redact:flush()) end
+      reached_end(false)
+      sys.sleep(0.2)
+      v = jobs.get(v.id)
+    end
+  end
+  return 0
+end
+
+
+return M

@@ -1,0 +1,73 @@
+-- `navette run RECIPE`: evaluates a recipe, submits its jobs to the
+-- profile's backend, and with --wait follows them to their end.
+local term = require "navette.term"
+local jobs = require "navette.jobs"
+local common = require "navette.cli.common"
+local json = _navette.json
+
+local M = {
+  name = "run",
+  summary = { { "run RECIPE", "submit a recipe's jobs (--wait to follow)" } },
+  usage = [[
+usage: navette run RECIPE [--profile P] [--node NAME] [--wait] [--json]
+  Evaluates RECIPE and submits every job it declares to the profile's
+  backend (default profile: the project's default, else `local`).
+  --node N   run on node N (slurm backend; a node list like gpu-[1-2])
+  --wait     follow the jobs until they end; exit 1 if one failed
+  --json     print the jobs as JSON (see README, "--json fields")]],
+  flags = { profile = "value", wait = "bool", json = "bool", node = "value" },
+  read_only = false,
+}
+
+function M.run(argv)
+  local opts, recipe, nodes = common.recipe_args(M, argv)
+  if not opts then return 0 end
+  local runner = require "navette.runner"
+  local run, specs = runner.run(recipe, { profile = opts.profile,
+                                          nodes = nodes })
+  if #run.jobs == 0 then
+    if not opts.json then
+      term.print("recipe " .. recipe .. " declared no job")
+    else
+      term.print("[]")
+    end
+    return 0
+  end
+
+  local ids = {}
+  for _, s in ipairs(specs) do ids[#ids + 1] = s.id end
+  if not opts.json then
+    term.print("recipe " .. recipe .. " · project " .. run.project.name
+               .. " · profile " .. run.profile.name)
+    for _, s in ipairs(specs) do
+      term.print("job " .. term.style("stdout", "bold", s.name)
+                 .. " submitted: " .. s.id)
+      term.print("  commit " .. s.commit:sub(1, 12) .. " · image "
+                 .. s.image .. " · outputs " .. s.outputs.url)
+    end
+  end
+  if not opts.wait then
+    if opts.json then
+      local views = {}
+      for i, id in ipairs(ids) do views[i] = jobs.get(id) end
+      term.print(json.encode(json.array(views), true))
+    else
+      term.print("follow with: navette watch " .. ids[1])
+    end
+    return 0
+  end
+  local views, stopped = common.follow(ids, opts.json)
+  if stopped then return common.interrupted(ids) end
+  local status = 0
+  local list = {}
+  for i, id in ipairs(ids) do
+    local v = views[id]
+    list[i] = v
+    if v.state ~= "succeeded" then status = 1 end
+    if not opts.json then common.print_outcome(v) end
+  end
+  if opts.json then term.print(json.encode(json.array(list), true)) end
+  return status
+end
+
+return M

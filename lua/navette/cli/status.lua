@@ -1,0 +1,55 @@
+-- `navette status JOB`: a job's state, phases with their times, commit,
+-- image, the backend's line, and its outcome.
+local term = require "navette.term"
+local jobs = require "navette.jobs"
+local common = require "navette.cli.common"
+local json = _navette.json
+
+local M = {
+  name = "status",
+  summary = { { "status JOB", "a job's state, phases, outputs, failure" } },
+  usage = [[
+usage: navette status JOB [--json]
+  Shows a job's state, phases with timestamps, commit, image, outputs and
+  failure. JOB may be a unique prefix of the id. Exit 1 if it failed.]],
+  flags = { json = "bool" },
+  read_only = false, -- follows a job: see navette.cli
+}
+
+function M.run(argv)
+  local opts, args = common.parse(M.name, argv, M.flags)
+  if opts.help then term.print(M.usage); return 0 end
+  if #args ~= 1 then common.usage_error("expected one JOB id", "status") end
+  local v = jobs.get(args[1])
+  if opts.json then
+    term.print(json.encode(v, true))
+  else
+    term.print("job     " .. v.id .. " (" .. tostring(v.name) .. ")")
+    term.print("state   " .. term.state_style("stdout", v.state)
+               .. (v.phase ~= v.state and (" · phase " .. v.phase) or ""))
+    term.print("project " .. tostring(v.project) .. " · profile "
+               .. tostring(v.profile))
+    term.print("commit  " .. tostring(v.commit))
+    term.print("image   " .. tostring(v.image))
+    local backend = require("navette.backends").get(v.backend)
+    local shown = backend.describe and backend.describe(v)
+    if shown then
+      term.print(shown.line)
+      if shown.note then term.print("  " .. shown.note) end
+    end
+    term.print("phases:")
+    for _, p in ipairs(v.phases) do
+      term.printf("  %s %s\n", jobs.FINAL[p.phase]
+                  and term.state_style("stdout", p.phase, 18)
+                  or string.format("%-18s", p.phase), p.at)
+    end
+    if v.exit_code ~= nil and v.exit_code ~= json.null then
+      term.print("exit    " .. tostring(v.exit_code))
+    end
+    if jobs.FINAL[v.state] then common.print_outcome(v) end
+  end
+  if v.state == "failed" or v.state == "cancelled" then return 1 end
+  return 0
+end
+
+return M
