@@ -92,7 +92,6 @@ local ANNOTATIONS = {
                     .. "every profile may use." },
   },
   profile = {
-    backend = { "\"local\"|\"slurm\"", "Where jobs run." },
     storage = { "string", "The store: file:///... or s3://BUCKET/PREFIX/." },
     require_pushed = { "boolean", "Refuse commits not on the remote." },
     remote = { "string", "The git remote that must hold the commit." },
@@ -113,8 +112,6 @@ local ANNOTATIONS = {
     max_output_bytes = { "integer|string", "The largest output a job may "
                          .. "publish." },
     container = { "table", "The container runtime of the nodes." },
-    slurm = { "table", "Slurm settings (backend = \"slurm\"): see the "
-              .. "README." },
     platform = { "string", "The nodes' OS/ARCH[/VARIANT] (default "
                  .. "linux/amd64): images are built and checked for it." },
   },
@@ -143,6 +140,23 @@ local ANNOTATIONS = {
     description = { "string", "A line shown by `creds list`." },
   },
 }
+
+-- A profile's backend and each backend's settings table, from the files
+-- of lua/navette/backends (a backend documents its settings' table in
+-- settings_doc).
+do
+  local backends = require "navette.backends"
+  local quoted = {}
+  for i, n in ipairs(backends.names()) do
+    quoted[i] = "\"" .. n .. "\""
+    local b = backends.get(n)
+    if b.profile_keys then
+      ANNOTATIONS.profile[n] = { "table", b.settings_doc or (n .. " settings "
+                                 .. "(backend = \"" .. n .. "\")") }
+    end
+  end
+  ANNOTATIONS.profile.backend = { table.concat(quoted, "|"), "Where jobs run." }
+end
 
 -- The classes written from validators' key lists: class name, the list
 -- (a function, so a module loads only when definitions are made), its

@@ -28,6 +28,7 @@ local REFRESH_EVERY = 1.0         -- seconds between two looks at a job
 -- ---- the profile -----------------------------------------------------------
 
 M.profile_keys = KEYS
+M.settings_doc = "Slurm settings (backend = \"slurm\"): see the README."
 
 -- Validates profile.slurm (t) of profile where.profile in project file
 -- where.path.
