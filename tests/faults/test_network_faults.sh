@@ -30,8 +30,7 @@ export AWS_REGION=$S3_REGION
 # registry otherwise)
 export NAVETTE_HTTP_STALL_TIMEOUT=3
 PROXY_PY=$NAVETTE_SOURCE/tests/data/s3/fault_proxy.py
-SP=$((20000 + RANDOM % 20000))
-RP=$((SP + 1))
+{ read -r SP; read -r RP; } < <(free_ports 2)
 BUCKET=nv-netfaults-$$-$RANDOM
 WD=$T/slurm-wd
 mkdir -p "$WD"

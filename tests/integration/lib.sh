@@ -391,6 +391,23 @@ wait_for() {
 	done
 }
 
+# free_ports N: N loopback TCP ports that nothing listens on now, one per
+# line (the system hands them out; a port drawn at random may belong to a
+# server of the stacks, which then answers a test's client).
+free_ports() {
+	python3 - "$1" <<'PY'
+import socket, sys
+held = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    held.append(s)
+    print(s.getsockname()[1])
+for s in held:
+    s.close()
+PY
+}
+
 # store_dir PROJECT ID: the folder of a job's outputs in the default store.
 store_dir() {
 	printf '%s/store/%s/%s\n' "$NAVETTE_HOME" "$1" "$2"

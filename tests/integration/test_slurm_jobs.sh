@@ -57,7 +57,7 @@ profile() { # NAME ENDPOINT CREDENTIAL [MORE SLURM KEYS]
     },
 EOF
 }
-PROXY_PORT=$((20000 + RANDOM % 20000))
+PROXY_PORT=$(free_ports 1)
 cat >"$R/navette.lua" <<EOF
 return {
   name = "hpc",
@@ -320,7 +320,11 @@ python3 "$NAVETTE_SOURCE/tests/data/slurm/delay_proxy.py" \
 	--listen "$PROXY_PORT" --target "${SLURMRESTD_URL#http://}" \
 	--delay-submit 8 --log "$T/proxy.log" &
 PROXY=$!
-wait_for 10 grep -q listening "$T/proxy.log"
+if ! wait_for 10 grep -q listening "$T/proxy.log"; then
+	echo "test_slurm_jobs: error: the delay proxy did not start on port" \
+		"$PROXY_PORT (is it taken?)" >&2
+	exit 1
+fi
 (cd "$R" && exec "$NAVETTE" run recipes/same.lua --profile slow >"$T/slow.out" 2>&1) &
 RUNNER=$!
 wait_for 30 grep -q "submit forwarded" "$T/proxy.log"
