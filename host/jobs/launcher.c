@@ -5,6 +5,7 @@
  * launcher_remote.sh holds (compiled in as nv_launcher_remote_body). */
 #include "jobs/launcher.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,61 @@ static void assign(nv_buf *out, const char *name, const char *value)
 	nv_buf_puts(out, "\n");
 }
 
+/* The variable that carries parameter `key` of a sweep's job (spec.params:
+ * name -> text): NAVETTE_PARAM_ and the name in capitals. 0, or -1 when
+ * the key is not a parameter name (a letter, then letters, digits and
+ * '_', at most 32). */
+static int param_env_name(const char *key, char *out, size_t cap)
+{
+	size_t n = key ? strlen(key) : 0;
+	int len;
+
+	if (n == 0 || n > 32 || !isalpha((unsigned char)key[0]))
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)key[i]) && key[i] != '_')
+			return -1;
+	len = snprintf(out, cap, "NAVETTE_PARAM_%s", key);
+	if (len < 0 || (size_t)len >= cap)
+		return -1;
+	for (char *c = out; *c; c++)
+		*c = (char)toupper((unsigned char)*c);
+	return 0;
+}
+
+/* The parameters of a sweep's job, each exported under its variable. */
+static int params_header(const cJSON *spec, const char *id, nv_buf *out,
+			 nv_err *err)
+{
+	const cJSON *params = field(spec, "params");
+	const cJSON *item;
+	char name[64];
+
+	if (!params || cJSON_IsNull(params))
+		return 0;
+	if (!cJSON_IsObject(params))
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "job %s: params is not an object", id);
+	if (params->child)
+		nv_buf_puts(out, "# the parameters of the sweep's job\n");
+	cJSON_ArrayForEach(item, params)
+	{
+		if (param_env_name(item->string, name, sizeof(name)) ||
+		    !cJSON_IsString(item) ||
+		    strlen(item->valuestring) > NV_LAUNCHER_PARAM_MAX)
+			return nv_err_set(
+				err, NV_EINVAL,
+				"parameters are name = \"text\" (names: a "
+				"letter, then letters, digits and '_')",
+				"job %s: bad parameter '%s'", id,
+				item->string ? item->string : "?");
+		nv_buf_printf(out, "%s=", name);
+		nv_buf_sh_quote(out, item->valuestring);
+		nv_buf_printf(out, "; export %s\n", name);
+	}
+	return 0;
+}
+
 /* The lines every launcher starts with: the job's identity and its
  * declared environment. */
 static int common_header(const cJSON *spec, nv_buf *out, nv_err *err)
@@ -187,7 +243,7 @@ static int common_header(const cJSON *spec, nv_buf *out, nv_err *err)
 			nv_buf_printf(out, "; export %s\n", item->string);
 		}
 	}
-	return 0;
+	return params_header(spec, id, out, err);
 }
 
 /* How a container runtime is driven, from the name of its program:
@@ -355,25 +411,33 @@ static const char *const container_env[] = {"NAVETTE_JOB_ID",  "NAVETTE_COMMIT",
 /* Writes, for each variable a container gets (container_env, then the
  * job's), "OPT NAME " (opt "-e", "--env"), or with by_value
  * "OPTNAME=\"$NAME\" " (opt a prefix such as "APPTAINERENV_"). */
-static void pass_names(nv_buf *out, const cJSON *env, const char *opt,
+static void pass_name(nv_buf *out, const char *name, const char *opt,
+		      int by_value)
+{
+	if (by_value)
+		nv_buf_printf(out, "%s%s=\"$%s\" ", opt, name, name);
+	else
+		nv_buf_printf(out, "%s %s ", opt, name);
+}
+
+static void pass_names(nv_buf *out, const cJSON *spec, const char *opt,
 		       int by_value)
 {
 	const cJSON *item;
+	char name[64];
 
 	for (const char *const *n = container_env; *n; n++)
-		if (by_value)
-			nv_buf_printf(out, "%s%s=\"$%s\" ", opt, *n, *n);
-		else
-			nv_buf_printf(out, "%s %s ", opt, *n);
-	cJSON_ArrayForEach(item, env)
+		pass_name(out, *n, opt, by_value);
+	cJSON_ArrayForEach(item, field(spec, "env"))
 	{
-		if (!item->string)
-			continue;
-		if (by_value)
-			nv_buf_printf(out, "%s%s=\"$%s\" ", opt, item->string,
-				      item->string);
-		else
-			nv_buf_printf(out, "%s %s ", opt, item->string);
+		if (item->string)
+			pass_name(out, item->string, opt, by_value);
+	}
+	/* (checked by params_header) */
+	cJSON_ArrayForEach(item, field(spec, "params"))
+	{
+		if (param_env_name(item->string, name, sizeof(name)) == 0)
+			pass_name(out, name, opt, by_value);
 	}
 }
 
@@ -395,13 +459,12 @@ static void container_command(const cJSON *spec, const cJSON *c,
 {
 	const char *workdir = string_field(c, "workdir");
 	const char *prefix;
-	const cJSON *env = field(spec, "env");
 	rt_family fam = runtime_family(runtime, &prefix);
 	int gpus = wants_gpus(spec);
 
 	if (fam == RT_APPTAINER) {
 		/* --cleanenv: only what is passed as PREFIX+NAME enters */
-		pass_names(out, env, prefix, 1);
+		pass_names(out, spec, prefix, 1);
 		nv_buf_printf(out, "%sNAVETTE_WORKSPACE=", prefix);
 		put_workdir(out, workdir);
 		nv_buf_puts(out, " \\\n\t\t\"$NAVETTE_RUNTIME\" exec "
@@ -423,7 +486,7 @@ static void container_command(const cJSON *spec, const cJSON *c,
 	}
 	if (fam == RT_ENROOT) {
 		nv_buf_puts(out, "\"$NAVETTE_RUNTIME\" start ");
-		pass_names(out, env, "--env", 0);
+		pass_names(out, spec, "--env", 0);
 		if (gpus)
 			nv_buf_puts(out, "--env NVIDIA_VISIBLE_DEVICES=\"${"
 					 "NVIDIA_VISIBLE_DEVICES:-${CUDA_"
@@ -472,7 +535,7 @@ static void container_command(const cJSON *spec, const cJSON *c,
 	nv_buf_puts(out,
 		    "\t\t-v \"$NAVETTE_INPUTS:$NAVETTE_INPUTS:ro\" \\\n"
 		    "\t\t-v \"$NAVETTE_OUTPUTS:$NAVETTE_OUTPUTS\" \\\n\t\t");
-	pass_names(out, env, "-e", 0);
+	pass_names(out, spec, "-e", 0);
 	nv_buf_puts(out, "\\\n\t\t\"$NAVETTE_IMAGE\" ");
 }
 

@@ -11,6 +11,8 @@
 #include "core/nv_err.h"
 
 #define NV_LAUNCHER_MAX ((size_t)1024 * 1024)
+/* the longest value of a sweep parameter (spec.params) */
+#define NV_LAUNCHER_PARAM_MAX 1024
 
 /* The job object (record.h: nv_record_objects) that output, a path below
  * $NAVETTE_OUTPUTS, would collide with, or NULL: its first path segment in

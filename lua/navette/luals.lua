@@ -83,6 +83,16 @@ local ANNOTATIONS = {
     max_body = { "integer", "The largest response body accepted, in "
                  .. "bytes." },
   },
+  sweep = {
+    job = { "navette.job.Spec", "The job each combination runs (its "
+            .. "name is the sweep's).", required = true },
+    matrix = { "table<string, (number|boolean|string)[]>", "Parameter "
+               .. "name -> its values.", required = true },
+    exclude = { "table<string, number|boolean|string>[]", "Combinations "
+                .. "left out (each entry matches those with its values)." },
+    include = { "table<string, number|boolean|string>[]", "Combinations "
+                .. "added (each names a value for every key)." },
+  },
   project = {
     name = { "string", "The project's name (job ids start with it)." },
     profiles = { "table<string, navette.Profile>", "Targets by name; "
@@ -177,6 +187,10 @@ local OPTION_CLASSES = {
   { "navette.http.Options", function()
       return require("navette.http").OPTIONS end,
     "http", "Options of navette.http.request (TLS is always verified)." },
+  { "navette.SweepSpec", function()
+      return require("navette.sweep").KEYS end,
+    "sweep", "A sweep: a job and the matrix of parameters it runs "
+    .. "with." },
   { "navette.Project", function()
       return require("navette.project").KEYS.project end,
     "project", "The project file, navette.lua at the repository's root: "
@@ -198,6 +212,10 @@ local FUNCTIONS = {
   { "navette.job", { { "spec", "navette.job.Spec" } }, "navette.job.Spec",
     "Declares a job of the run; returns the validated declaration (a "
     .. "wrong key or type is a recipe error naming the line)." },
+  { "navette.sweep", { { "spec", "navette.SweepSpec" } },
+    "navette.job.Spec[]", "Declares one job per combination of the "
+    .. "matrix's values (each named job[key=value,...], its values in "
+    .. "NAVETTE_PARAM_<KEY> and in its record's params); returns them." },
   { "navette.context", {}, "navette.Context?",
     "Facts about the run in progress (nil outside one)." },
   { "navette.storage.url", { { "key", "string" } }, "string",

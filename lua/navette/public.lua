@@ -26,6 +26,8 @@ end
 -- (looked up when called, so that a module is loaded only when used).
 local FUNCTIONS = {
   { "job", function(spec) return require("navette.runner").declare(spec) end },
+  { "sweep",
+    function(spec) return require("navette.runner").declare_sweep(spec) end },
   { "context", function() return require("navette.runner").context() end },
   { "storage.url", function(...) return require("navette.storage").url(...) end },
   { "storage.put", function(...) return require("navette.storage").put(...) end },

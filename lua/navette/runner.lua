@@ -18,21 +18,57 @@ local runner = {}
 -- The run in progress (navette.job appends to it).
 runner.current = nil
 
-function runner.declare(decl)
-  local j = job.validate(decl)
+local function current_run(what)
   local run = runner.current
   if not run then
-    errors.raise("usage", "navette.job was called outside a recipe run",
+    errors.raise("usage", what .. " was called outside a recipe run",
                  "run the recipe with `navette run` or `navette plan`")
   end
+  return run
+end
+
+local function add_job(run, j, what)
   for _, other in ipairs(run.jobs) do
     if other.name == j.name then
-      errors.raise("recipe", "navette.job: a job named '" .. j.name
+      errors.raise("recipe", what .. ": a job named '" .. j.name
                    .. "' is already declared at " .. other.declared_at)
     end
   end
   run.jobs[#run.jobs + 1] = j
   return j
+end
+
+function runner.declare(decl)
+  local j = job.validate(decl)
+  return add_job(current_run("navette.job"), j, "navette.job")
+end
+
+-- navette.sweep: every job of the sweep is validated before the first is
+-- declared. -> the list of the declared jobs
+function runner.declare_sweep(decl)
+  local run = current_run("navette.sweep")
+  local declared = {}
+  for i, item in ipairs(require("navette.sweep").expand(decl)) do
+    local j = job.validate(item.decl)
+    j.name = j.name .. item.suffix
+    j.params = item.params
+    declared[i] = j
+  end
+  for _, j in ipairs(declared) do
+    if #j.name > 255 then
+      errors.raise("recipe", "navette.sweep: the job name " .. j.name
+                   .. " is longer than 255 bytes", "use shorter parameter "
+                   .. "names or values")
+    end
+    for _, other in ipairs(run.jobs) do
+      if other.name == j.name then
+        errors.raise("recipe", "navette.sweep: a job named '" .. j.name
+                     .. "' is already declared at " .. other.declared_at)
+      end
+    end
+  end
+  for _, j in ipairs(declared) do add_job(run, j, "navette.sweep") end
+  return declared
 end
 
 -- Puts the runtime in the run's mode: `navette plan` (nothing executes),
@@ -532,6 +568,7 @@ function runner.spec(run, j)
     outputs = { store = run.profile.storage },
     command = j.command,
     env = next(j.env) and j.env or nil,
+    params = j.params,
     resources = next(resources) and resources or nil,
     success = { exit_codes = json.array(j.success.exit_codes),
                 outputs = json.array(j.success.outputs) },

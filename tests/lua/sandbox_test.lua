@@ -120,7 +120,8 @@ t.test("internal modules cannot be required", function()
       "navette.completion", "navette.cli", "navette.cli.common",
       "navette.cli.run",
       "navette.cli.completion", "navette.cli.migrate", "navette.cli.storage",
-      "navette.cli.subcommand", "navette.public", "_navette",
+      "navette.cli.subcommand", "navette.public", "navette.sweep",
+      "navette.backends", "navette.backends.local", "_navette",
       "navette.", "navette.x.y" }) do
     local ok, e = run_source("return require('" .. name .. "')")
     t.ok(not ok, "refused: " .. name)

@@ -608,6 +608,81 @@ static void test_bad_ids_and_counts(void)
 	cJSON_Delete(r);
 }
 
+/* A sweep's parameters: each exported as NAVETTE_PARAM_<NAME>, quoted,
+ * never evaluated; a bad name or a value that is not text refused. */
+static void test_params(void)
+{
+	static const char *const bad[] = {
+		"{\"1x\":\"1\"}",
+		"{\"a-b\":\"1\"}",
+		"{\"\":\"1\"}",
+		"{\"a\":1}",
+		"{\"a\":null}",
+		"[\"a\"]",
+		"{\"abcdefghijklmnopqrstuvwxyz0123456\":\"1\"}"};
+	char dir[] = "/tmp/navette-params-XXXXXX";
+	char path[512], cmd[1200];
+	nv_buf b;
+	nv_err err;
+	char *out = NULL;
+	size_t len = 0;
+	cJSON *spec = cJSON_Parse(
+		"{\"id\":\"p-2\",\"commit\":\"abc\",\"project\":\"p\","
+		"\"command\":[\"sh\",\"-c\",\"printf '%s|%s' "
+		"\\\"$NAVETTE_PARAM_LR\\\" \\\"$NAVETTE_PARAM_MODEL_NAME\\\" > "
+		"\\\"$NAVETTE_OUTPUTS/out\\\"\"],"
+		"\"params\":{\"lr\":\"0.001\",\"model_name\":\"$(touch "
+		"pwned)'x\"}}");
+
+	CHECK(spec != NULL);
+	CHECK(mkdtemp(dir) != NULL);
+	nv_buf_init(&b, NV_LAUNCHER_MAX);
+	CHECK(nv_launcher_script(spec, &b, &err) == 0);
+	snprintf(path, sizeof(path), "%s/workspace", dir);
+	nv_mkdir_p(path, 0755, &err);
+	snprintf(path, sizeof(path), "%s/outputs", dir);
+	nv_mkdir_p(path, 0755, &err);
+	snprintf(path, sizeof(path), "%s/launcher.sh", dir);
+	CHECK(nv_write_file_atomic(path, b.data, b.len, 0700, &err) == 0);
+	snprintf(cmd, sizeof(cmd),
+		 "env -i PATH=/usr/bin:/bin NAVETTE_JOB_DIR=%s /bin/sh %s; "
+		 "exit $?",
+		 dir, path);
+	int rc = system(cmd);
+	CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+	snprintf(path, sizeof(path), "%s/outputs/out", dir);
+	CHECK(nv_read_file(&out, &len, path, 4096, &err) == 0);
+	CHECK_STR(out, "0.001|$(touch pwned)'x");
+	free(out);
+	snprintf(path, sizeof(path), "%s/workspace/pwned", dir);
+	CHECK(access(path, F_OK) != 0);
+	nv_buf_free(&b);
+
+	/* a container gets them too */
+	cJSON *c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "runtime", "podman");
+	cJSON_AddStringToObject(c, "image",
+				"example.invalid/x@sha256:"
+				"00000000000000000000000000000000"
+				"00000000000000000000000000000000");
+	cJSON_AddItemToObject(spec, "container", c);
+	nv_buf_init(&b, NV_LAUNCHER_MAX);
+	CHECK(nv_launcher_script(spec, &b, &err) == 0);
+	CHECK(b.data && strstr(b.data, "-e NAVETTE_PARAM_LR ") != NULL);
+	CHECK(b.data && strstr(b.data, "-e NAVETTE_PARAM_MODEL_NAME ") != NULL);
+	nv_buf_free(&b);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cJSON_ReplaceItemInObject(spec, "params", cJSON_Parse(bad[i]));
+		nv_buf_init(&b, NV_LAUNCHER_MAX);
+		CHECK(nv_launcher_script(spec, &b, &err) == NV_EINVAL);
+		nv_buf_free(&b);
+	}
+	cJSON_Delete(spec);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	shell(cmd);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/navette-launcher-XXXXXX";
@@ -651,6 +726,7 @@ int main(void)
 	nv_buf_free(&b);
 
 	test_bad_ids_and_counts();
+	test_params();
 
 	/* reserved and malformed environment names */
 	CHECK(nv_launcher_env_name_ok("EPOCHS"));

@@ -1,0 +1,159 @@
+-- navette.sweep: the combinations of a matrix (with exclude and include),
+-- each job's name, environment and params, the refusals, and a sweep run
+-- through the runner on the fake backend (what each submitted spec and
+-- launcher carries).
+local t = test
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+local fixtures = assert(loadfile(here .. "/fixtures.lua"))()
+local backends = require "navette.backends"
+local runner = require "navette.runner"
+local sweep = require "navette.sweep"
+local json = _navette.json
+
+local function names(items)
+  local out = {}
+  for i, item in ipairs(items) do out[i] = item.suffix end
+  return table.concat(out, " ")
+end
+
+local JOB = { name = "train", command = { "true" } }
+
+t.test("the product, the last key fastest, keys sorted", function()
+  local items = sweep.expand({ job = JOB,
+                               matrix = { seed = { 1, 2, 3 },
+                                          lr = { 1e-3, 3e-4 } } })
+  t.eq(#items, 6)
+  t.eq(names(items), "[lr=0.001,seed=1] [lr=0.001,seed=2] "
+       .. "[lr=0.001,seed=3] [lr=0.0003,seed=1] [lr=0.0003,seed=2] "
+       .. "[lr=0.0003,seed=3]")
+  t.eq(items[5].params.lr, "0.0003")
+  t.eq(items[5].decl.name, "train", "the job's own name: the runner adds "
+       .. "the suffix")
+  t.eq(JOB.env, nil, "the given job table is not changed")
+end)
+
+t.test("values: integers, floats, booleans, strings", function()
+  local items = sweep.expand({ job = JOB, matrix = {
+    a = { 2, 2.5, -1 }, b = { true }, c = { "resnet-50" } } })
+  t.eq(names(items), "[a=2,b=true,c=resnet-50] [a=2.5,b=true,c=resnet-50] "
+       .. "[a=-1,b=true,c=resnet-50]")
+end)
+
+t.test("exclude removes what matches every key it names", function()
+  local items = sweep.expand({ job = JOB,
+    matrix = { lr = { 1, 2 }, seed = { 1, 2, 3 } },
+    exclude = { { lr = 2, seed = 3 }, { seed = 1 } } })
+  t.eq(names(items), "[lr=1,seed=2] [lr=1,seed=3] [lr=2,seed=2]")
+end)
+
+t.test("include adds combinations, once", function()
+  local items = sweep.expand({ job = JOB, matrix = { lr = { 1 }, seed = { 1 } },
+    include = { { lr = 5, seed = 9 }, { lr = 1, seed = 1 } } })
+  t.eq(names(items), "[lr=1,seed=1] [lr=5,seed=9]")
+end)
+
+t.test("what is refused, naming the key", function()
+  local function refused(decl, pattern)
+    t.raises(function() sweep.expand(decl) end, pattern)
+  end
+  refused({ job = JOB, matrix = { lr = { 1 } }, excluded = {} },
+          "unknown key 'excluded'")
+  refused({ matrix = { lr = { 1 } } }, "job must be")
+  refused({ job = JOB, matrix = { lr = {} } }, "matrix.lr must be a non%-empty")
+  refused({ job = JOB, matrix = { lr = { 1, x = 2 } } }, "must be a list")
+  refused({ job = JOB, matrix = { ["1x"] = { 1 } } }, "not a parameter name")
+  refused({ job = JOB, matrix = { lr = { 1 }, LR = { 2 } } },
+          "same variable NAVETTE_PARAM_LR")
+  refused({ job = JOB, matrix = { lr = { 0 / 0 } } }, "finite number")
+  refused({ job = JOB, matrix = { lr = { 1 / 0 } } }, "finite number")
+  refused({ job = JOB, matrix = { lr = { "a b" } } }, "not a value")
+  refused({ job = JOB, matrix = { lr = { "a]" } } }, "not a value")
+  refused({ job = JOB, matrix = { lr = { {} } } }, "found a table")
+  refused({ job = JOB, matrix = { lr = { 1, 1 } } }, "listed twice")
+  refused({ job = JOB, matrix = { lr = { 1 } }, exclude = { { seed = 1 } } },
+          "'seed' is not a key of the matrix")
+  refused({ job = JOB, matrix = { lr = { 1 }, s = { 1 } },
+            include = { { lr = 2 } } }, "names no value for 's'")
+  refused({ job = JOB, matrix = { lr = { 1 } }, exclude = { { lr = 1 } } },
+          "every combination")
+  local big = {}
+  for i = 1, 101 do big[i] = i end
+  refused({ job = JOB, matrix = { a = big, b = big } }, "at most 10000")
+end)
+
+t.test("a sweep through the runner: names, env, params, launcher",
+       function()
+  local fake = fixtures.fake_backend()
+  local dir = fixtures.repo(t, {
+    ["navette.lua"] = fixtures.project(t),
+    ["sweep.lua"] = [[
+local navette = require "navette"
+local jobs = navette.sweep {
+  job = { name = "train", command = { "sh", "-c", "echo $NAVETTE_PARAM_LR" },
+          env = { KEEP = "yes" } },
+  matrix = { lr = { 0.1, 0.2 }, seed = { 1, 2, 3 } },
+  exclude = { { lr = 0.2, seed = 3 } },
+}
+assert(#jobs == 5 and jobs[1].name == "train[lr=0.1,seed=1]")
+assert(jobs[2].params.seed == "2")
+assert(not pcall(function() jobs[1].name = "x" end), "sealed")
+navette.job { name = "pick", command = { "true" } }
+]],
+  })
+  local run, specs = runner.run(dir .. "/sweep.lua", {})
+  t.eq(#run.jobs, 6)
+  t.eq(#specs, 6)
+  local s = specs[4]
+  t.eq(s.name, "train[lr=0.2,seed=1]")
+  t.eq(s.params.lr, "0.2")
+  t.eq(s.params.seed, "1")
+  t.eq(s.env.NAVETTE_PARAM_LR, nil, "the launcher sets the parameters")
+  t.match(s.launcher, "NAVETTE_PARAM_LR='0.2'; export NAVETTE_PARAM_LR",
+          "the launcher exports each parameter")
+  t.match(s.launcher, "NAVETTE_PARAM_SEED='1'; export NAVETTE_PARAM_SEED")
+  t.eq(s.env.KEEP, "yes", "the job's own env is kept")
+  t.eq(specs[6].params, nil, "a plain job has no params")
+  local submitted = 0
+  for _, c in ipairs(fake.calls) do
+    if c.what == "submit" then submitted = submitted + 1 end
+  end
+  t.eq(submitted, 6, "each job submitted once")
+  t.eq(json.decode(json.encode(s)).params.seed, "1")
+  backends.unregister("fake")
+end)
+
+t.test("a job's own env cannot set a parameter's variable", function()
+  fixtures.fake_backend()
+  local dir = fixtures.repo(t, {
+    ["navette.lua"] = fixtures.project(t),
+    ["own.lua"] = [[
+local navette = require "navette"
+navette.sweep { job = { name = "t", command = { "true" },
+                        env = { NAVETTE_PARAM_A = "9" } },
+                matrix = { a = { 1 } } }
+]],
+  })
+  t.raises(function() runner.run(dir .. "/own.lua", {}) end,
+           "env name 'NAVETTE_PARAM_A' is not allowed")
+  backends.unregister("fake")
+end)
+
+t.test("a sweep's name taken by another job is refused before any is "
+       .. "declared", function()
+  fixtures.fake_backend()
+  local dir = fixtures.repo(t, {
+    ["navette.lua"] = fixtures.project(t),
+    ["clash.lua"] = [[
+local navette = require "navette"
+navette.sweep { job = { name = "t", command = { "true" } },
+                matrix = { a = { 1, 2 } } }
+navette.sweep { job = { name = "t", command = { "true" } },
+                matrix = { a = { 3, 1 } } }
+]],
+  })
+  local fake = backends.get("fake")
+  t.raises(function() runner.run(dir .. "/clash.lua", {}) end,
+           "a job named 't%[a=1%]' is already declared")
+  t.eq(#fake.calls, 0, "nothing submitted")
+  backends.unregister("fake")
+end)
