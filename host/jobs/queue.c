@@ -344,6 +344,51 @@ static int fail_bad_ids(nv_queue *q, const char *state)
 	return n;
 }
 
+/* The ids a job waits for: its spec's "after" list (a spec that is not
+ * JSON waits for none). Used inside the statements below, with `row` the
+ * job's table name. */
+#define AFTER_OF(row)                                                          \
+	"json_each(CASE WHEN json_valid(" row ".spec) THEN " row ".spec ELSE " \
+	"'{}' END, '$.after')"
+
+/* Queued local jobs that wait for a job which failed, was cancelled or is
+ * not in the database end cancelled at `accepted`, the reason naming that
+ * job; in turns, so that a chain of them ends whole. */
+static int cancel_orphans(nv_queue *q, nv_err *err)
+{
+	static const char sql[] =
+		"UPDATE jobs SET state='cancelled', failure_phase='accepted',"
+		" failure_reason=(SELECT CASE WHEN p.id IS NULL THEN"
+		"  'it runs after job ' || a.value || ', which is not in the"
+		" job database' ELSE 'it runs after ' || p.name || ' (' ||"
+		" p.id || '), which ended ' || p.state END"
+		"  FROM " AFTER_OF(
+			"jobs") " a LEFT JOIN jobs p ON p.id=a.value"
+				"  WHERE p.id IS NULL OR p.state IN "
+				"('failed','cancelled')"
+				"  LIMIT 1),"
+				" failure_hint='see why that job ended "
+				"(navette status), then"
+				" run the recipe again',"
+				" updated=?"
+				" WHERE state='queued' AND backend='local' AND "
+				"EXISTS(SELECT 1"
+				"  FROM " AFTER_OF(
+					"jobs") " a LEFT JOIN jobs p ON "
+						"p.id=a.value"
+						"  WHERE p.id IS NULL OR "
+						"p.state IN "
+						"('failed','cancelled'))";
+	int rc;
+
+	for (int turn = 0; turn < 1000; turn++) {
+		rc = exec_bound(q, err, sql, "d", nv_now());
+		if (rc || sqlite3_changes(q->db) == 0)
+			return rc;
+	}
+	return 0;
+}
+
 int nv_queue_claim(nv_queue *q, char **id_out, char **spec_out, nv_err *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -355,10 +400,19 @@ int nv_queue_claim(nv_queue *q, char **id_out, char **spec_out, nv_err *err)
 		return db_error(q, err, "begin");
 	while (fail_bad_ids(q, "queued") == 64)
 		;
-	if (sqlite3_prepare_v2(q->db,
-			       "SELECT id, spec FROM jobs WHERE state='queued'"
-			       " AND backend='local' ORDER BY created LIMIT 1",
-			       -1, &st, NULL) != SQLITE_OK) {
+	rc = cancel_orphans(q, err);
+	if (rc)
+		goto rollback;
+	/* the oldest queued job whose every "after" job has succeeded */
+	if (sqlite3_prepare_v2(
+		    q->db,
+		    "SELECT id, spec FROM jobs j WHERE state='queued'"
+		    " AND backend='local' AND NOT EXISTS(SELECT 1"
+		    " FROM " AFTER_OF(
+			    "j") " a LEFT JOIN jobs p"
+				 " ON p.id=a.value WHERE p.state IS NOT"
+				 " 'succeeded') ORDER BY created LIMIT 1",
+		    -1, &st, NULL) != SQLITE_OK) {
 		rc = db_error(q, err, "prepare");
 		goto rollback;
 	}

@@ -65,8 +65,12 @@ int nv_queue_pending_remote(nv_queue *q, const char *backend,
 int nv_queue_phase(nv_queue *q, const char *id, const char *phase, double at,
 		   nv_err *err);
 
-/* Takes the oldest queued job: state becomes "running". *id_out and
- * *spec_out are malloc'd (caller frees); both NULL when none waits. */
+/* Takes the oldest queued job that waits for no job: state becomes
+ * "running". A job waits for each id of its spec's "after" list until that
+ * job has succeeded; when one failed or was cancelled (or is not in the
+ * database), the waiting job ends cancelled at "accepted", the reason
+ * naming it. *id_out and *spec_out are malloc'd (caller frees); both NULL
+ * when none can run. */
 int nv_queue_claim(nv_queue *q, char **id_out, char **spec_out, nv_err *err);
 
 int nv_queue_set_pid(nv_queue *q, const char *id, long pid, nv_err *err);

@@ -87,6 +87,33 @@ local function check_name(v, out, key)
   out.name = v
 end
 
+-- after: the jobs this one runs after, as navette.job or navette.sweep
+-- returned them (or their names); kept as a list of names, each once
+local function check_after(v, out, key)
+  local names, seen = {}, {}
+  local function add(x, where)
+    local name = type(x) == "string" and x
+                 or type(x) == "table" and type(x.name) == "string" and x.name
+    if not name then
+      if type(x) == "table" and #x > 0 then -- what navette.sweep returned
+        for i, y in ipairs(x) do add(y, where .. "[" .. i .. "]") end
+        return
+      end
+      bad("'" .. where .. "' must be a job (what navette.job or "
+          .. "navette.sweep returned) or a job's name")
+    end
+    if not seen[name] then
+      seen[name] = true
+      names[#names + 1] = name
+    end
+  end
+  for i, x in ipairs(v) do add(x, key .. "[" .. i .. "]") end
+  local n = 0
+  for _ in pairs(v) do n = n + 1 end
+  if n ~= #v then bad("'" .. key .. "' must be a list of jobs") end
+  out.after = names
+end
+
 -- an image: a reference, or what navette.image.code_layer/build gave
 -- (then its code may be the job's: see runner.spec)
 local function check_image(img, out)
@@ -292,6 +319,12 @@ job.FIELDS = {
       "command = { \"python\", \"train.py\" }", check = check_command,
     doc = "The command and its arguments (no shell); never a secret: it is "
           .. "shown in plans, records and logs." },
+  { name = "after", type = "(navette.job.Spec|string)[]", kind = "table",
+    check = check_after, default = {},
+    doc = "Jobs of the run this one starts after: it runs once each has "
+          .. "succeeded, and ends cancelled when one fails or is "
+          .. "cancelled (what navette.job or navette.sweep returned, "
+          .. "declared before it)." },
   { name = "requeue", type = "boolean", kind = "boolean",
     doc = "Whether the queue may run the job again after a node failure "
           .. "(default: the profile's)." },

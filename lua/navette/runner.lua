@@ -38,9 +38,28 @@ local function add_job(run, j, what)
   return j
 end
 
+-- Each job named in j.after must be declared before j (so a run's jobs
+-- form no cycle).
+local function check_after(run, j, what)
+  for _, name in ipairs(j.after) do
+    local found = false
+    for _, other in ipairs(run.jobs) do
+      if other.name == name then found = true; break end
+    end
+    if not found then
+      errors.raise("recipe", what .. ": job '" .. j.name .. "' runs after '"
+                   .. name .. "', which is not declared before it",
+                   "declare the jobs it runs after first, and pass what "
+                   .. "navette.job returned")
+    end
+  end
+end
+
 function runner.declare(decl)
   local j = job.validate(decl)
-  return add_job(current_run("navette.job"), j, "navette.job")
+  local run = current_run("navette.job")
+  check_after(run, j, "navette.job")
+  return add_job(run, j, "navette.job")
 end
 
 -- navette.sweep: every job of the sweep is validated before the first is
@@ -55,6 +74,7 @@ function runner.declare_sweep(decl)
     declared[i] = j
   end
   for _, j in ipairs(declared) do
+    check_after(run, j, "navette.sweep")
     if #j.name > 255 then
       errors.raise("recipe", "navette.sweep: the job name " .. j.name
                    .. " is longer than 255 bytes", "use shorter parameter "
@@ -580,6 +600,18 @@ function runner.spec(run, j)
   }
   -- what the backend adds: how to reach the job again, its defaults
   local backend = backends.get(run.profile.backend)
+  if #j.after > 0 then
+    -- the ids of the jobs it runs after (declared, so submitted, before)
+    if not backend.dependencies then
+      refuse("job '" .. j.name .. "': after = {...} is not supported on "
+             .. "the " .. run.profile.backend .. " backend yet",
+             "run it with a profile of the " .. backends.with("dependencies")
+             .. " backend, or submit the jobs one run after another", run,
+             j.name)
+    end
+    spec.after = json.array({})
+    for i, name in ipairs(j.after) do spec.after[i] = run.ids[name] end
+  end
   spec.requeue = j.requeue
   if backend.prepare then backend.prepare(spec, run.profile) end
   spec.requeue = spec.requeue or nil
@@ -686,6 +718,7 @@ end
 -- its spec (shown by plan, sent by the backend, run by the agent).
 function runner.submit(run)
   local specs = {}
+  run.ids = {}
   local backend = backends.get(run.profile.backend)
   -- what the backend keeps open for this run (sessions with a cluster),
   -- closed when it is submitted (the garbage collector closes them when
@@ -720,6 +753,7 @@ function runner.submit(run)
         end,
       })
     end
+    run.ids[spec.name] = spec.id -- (for the jobs that run after it)
     specs[#specs + 1] = spec
   end
   return specs

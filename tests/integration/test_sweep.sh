@@ -1,8 +1,11 @@
-# navette.sweep on the local backend: a 2x3 matrix less one excluded
-# combination, plus one included, runs as six jobs; each job sees its
-# parameters as NAVETTE_PARAM_* and its run record carries them; the
-# names say the parameters; `plan` shows the jobs; a malformed sweep is a
-# recipe error naming the key, with nothing submitted.
+# Workflows on the local backend. navette.sweep: a 2x3 matrix less one
+# excluded combination, plus one included, runs as six jobs; each job
+# sees its parameters as NAVETTE_PARAM_* and its run record carries them;
+# the names say the parameters; `plan` shows the jobs; a malformed sweep
+# is a recipe error naming the key, with nothing submitted. `after`: a
+# fan-in job starts only once every job of the sweep has ended
+# succeeded; a job after a failed one, and a job after that one, end
+# cancelled at accepted naming the job they waited for.
 . "$(dirname "$0")/lib.sh"
 
 R=$(new_repo sweep)
@@ -20,6 +23,20 @@ navette.sweep {
   exclude = { { lr = 0.01, seed = 3 } },
   include = { { lr = 0.5, seed = 7 } },
 }
+EOF2
+put_file "$R" graph.lua <<'EOF2'
+local navette = require "navette"
+local parts = navette.sweep {
+  job = { name = "part", command = { "sh", "-c",
+    'sleep 2; date +%s > "$NAVETTE_OUTPUTS/end.txt"' } },
+  matrix = { n = { 1, 2, 3 } },
+}
+navette.job { name = "join", after = { parts },
+  command = { "sh", "-c", 'date +%s > "$NAVETTE_OUTPUTS/start.txt"' } }
+local broken = navette.job { name = "broken", command = { "false" } }
+local next = navette.job { name = "next", after = { broken },
+                           command = { "true" } }
+navette.job { name = "then", after = { next }, command = { "true" } }
 EOF2
 put_file "$R" bad.lua <<'EOF2'
 local navette = require "navette"
@@ -61,5 +78,40 @@ for row in "0.01 2" "0.5 7" "0.1 3"; do
 		"$(json 'd["params"]["lr"] + " " + d["params"]["seed"]' \
 			<"$(store_dir sweep "$ID")/navette-run.json")" "$1 $2"
 done
+
+# ---- after ---------------------------------------------------------------------
+
+nv_in "$R" run graph.lua --wait
+check_rc "a graph with a failed job: run --wait exits 1" 1
+LIST=$("$NAVETTE" jobs --json)
+id_of() { printf '%s' "$LIST" | json "[j['id'] for j in d if j['name'] == '$1'][0]"; }
+JOIN=$(id_of join)
+check_eq "join succeeded" "$(job_state "$JOIN")" succeeded
+START=$(cat "$(store_dir sweep "$JOIN")/start.txt" 2>&1)
+for n in 1 2 3; do
+	P=$(id_of "part[n=$n]")
+	check_eq "part[n=$n] succeeded" "$(job_state "$P")" succeeded
+	END=$(cat "$(store_dir sweep "$P")/end.txt" 2>&1)
+	check_true "join started after part[n=$n] ended ($START >= $END)" \
+		test "$START" -ge "$END"
+done
+BROKEN=$(id_of broken)
+check_eq "broken failed" "$(job_state "$BROKEN")" failed
+for name in next then; do
+	ID=$(id_of "$name")
+	nv status "$ID" --json
+	check_eq "$name: cancelled" "$(printf '%s' "$OUT" | json 'd["state"]')" \
+		cancelled
+	check_eq "$name: at accepted" \
+		"$(printf '%s' "$OUT" | json 'd["failure"]["phase"]')" accepted
+done
+nv status "$(id_of then)" --json
+check_match "then: the reason names the job it waited for" \
+	"$(printf '%s' "$OUT" | json 'd["failure"]["reason"]')" \
+	"^it runs after next \(.*\), which ended cancelled\$"
+nv status "$(id_of next)" --json
+check_match "next: the reason names broken" \
+	"$(printf '%s' "$OUT" | json 'd["failure"]["reason"]')" \
+	"^it runs after broken \($BROKEN\), which ended failed\$"
 
 finish

@@ -9,6 +9,9 @@ local errors = require "navette.errors"
 
 local M = { name = "fake", profile_keys = { "color", "nodes" } }
 
+-- it takes spec.after (and keeps it, like every spec, in M.calls)
+M.dependencies = true
+
 -- set by a test: the next submission stops after its row is written, as
 -- a run killed there would
 M.stop_after_record = false

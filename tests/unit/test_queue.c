@@ -184,6 +184,84 @@ static void test_ids_and_damage(void)
 	nv_remove_tree(home, &err);
 }
 
+/* The failure's field k of a row, or NULL. */
+static const char *failure(const cJSON *row, const char *k)
+{
+	return str(cJSON_GetObjectItemCaseSensitive(row, "failure"), k);
+}
+
+static void claim_expect(nv_queue *q, const char *expected)
+{
+	char *id = NULL, *spec = NULL;
+	nv_err err;
+
+	CHECK(nv_queue_claim(q, &id, &spec, &err) == 0);
+	if (expected)
+		CHECK_STR(id ? id : "(none)", expected);
+	else
+		CHECK(id == NULL);
+	free(id);
+	free(spec);
+}
+
+/* "after": a job runs once every job it names has succeeded; a failed or
+ * cancelled one (or one not in the database) cancels it, and what waits
+ * for it, naming the job. */
+static void test_after(void)
+{
+	char dir[] = "/tmp/navette-after-XXXXXX";
+	nv_queue *q = NULL;
+	nv_err err;
+	cJSON *row;
+
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(nv_queue_open(&q, dir, &err) == 0);
+	CHECK(nv_queue_insert(q, "p-1", "p", "local", "a", "{}", NULL, 1,
+			      &err) == 0);
+	CHECK(nv_queue_insert(q, "p-2", "p", "local", "b",
+			      "{\"after\":[\"p-1\"]}", NULL, 2, &err) == 0);
+	CHECK(nv_queue_insert(q, "p-3", "p", "local", "c",
+			      "{\"after\":[\"p-1\",\"p-2\"]}", NULL, 3,
+			      &err) == 0);
+	CHECK(nv_queue_insert(q, "p-4", "p", "local", "d", "not json", NULL, 4,
+			      &err) == 0);
+	claim_expect(q, "p-1");
+	claim_expect(q, "p-4"); /* b and c wait for a; d's spec names none */
+	claim_expect(q, NULL);
+	CHECK(nv_queue_finish(q, "p-1", "succeeded", 0, NULL, NULL, NULL, NULL,
+			      &err) == 0);
+	claim_expect(q, "p-2");
+	claim_expect(q, NULL); /* c waits for b too */
+	CHECK(nv_queue_finish(q, "p-2", "failed", 1, "running", "exit 1", NULL,
+			      NULL, &err) == 0);
+	claim_expect(q, NULL);
+	row = get(q, "p-3");
+	CHECK_STR(str(row, "state"), "cancelled");
+	CHECK(failure(row, "reason") &&
+	      strstr(failure(row, "reason"), "b (p-2), which ended failed"));
+	cJSON_Delete(row);
+
+	/* a chain ends whole; a missing job cancels too */
+	CHECK(nv_queue_insert(q, "p-5", "p", "local", "e",
+			      "{\"after\":[\"p-9\"]}", NULL, 5, &err) == 0);
+	CHECK(nv_queue_insert(q, "p-6", "p", "local", "f",
+			      "{\"after\":[\"p-5\"]}", NULL, 6, &err) == 0);
+	claim_expect(q, NULL);
+	row = get(q, "p-5");
+	CHECK_STR(str(row, "state"), "cancelled");
+	CHECK(failure(row, "reason") &&
+	      strstr(failure(row, "reason"), "p-9, which is not in"));
+	cJSON_Delete(row);
+	row = get(q, "p-6");
+	CHECK_STR(str(row, "state"), "cancelled");
+	CHECK_STR(failure(row, "phase"), "accepted");
+	CHECK(failure(row, "reason") &&
+	      strstr(failure(row, "reason"), "e (p-5), which ended cancelled"));
+	cJSON_Delete(row);
+	nv_queue_close(q);
+	nv_remove_tree(dir, &err);
+}
+
 int main(void)
 {
 	char home[] = "/tmp/navette-queue-XXXXXX";
@@ -334,5 +412,6 @@ int main(void)
 	nv_queue_close(q);
 	nv_remove_tree(old, &err);
 	test_ids_and_damage();
+	test_after();
 	return nv_test_done();
 }

@@ -16,6 +16,10 @@
 --   prepare?(spec, profile)   completes a spec with what reaches the job
 --                             again (never a secret); spec.requeue is the
 --                             job's own, nil when it says nothing
+--   dependencies?             true when the backend runs a job after the
+--                             jobs its spec.after names (their ids), and
+--                             cancels it when one fails; a job with
+--                             `after` is refused on another backend
 --   nodes?(profile)           the profile's node list; a backend without
 --                             it takes no --node
 --   container_runtime?(name)  -> the runtime that runs a job's image on

@@ -9,6 +9,10 @@ local native, core, sys, json = _navette.jobs, _navette.core, _navette.sys,
 
 local M = { name = "local" }
 
+-- a job's `after`: the agent holds it until those jobs have succeeded
+-- (host/jobs/queue.c, nv_queue_claim)
+M.dependencies = true
+
 -- The runtime that runs a job's image here: the profile's (name), else
 -- podman or docker, whichever this machine has.
 function M.container_runtime(name)

@@ -1,7 +1,8 @@
--- navette.sweep: the combinations of a matrix (with exclude and include),
--- each job's name, environment and params, the refusals, and a sweep run
--- through the runner on the fake backend (what each submitted spec and
--- launcher carries).
+-- Workflows without a server: navette.sweep (the combinations of a
+-- matrix with exclude and include, each job's name and params, the
+-- refusals, a sweep through the runner on the fake backend) and `after`
+-- (the producers' ids in the spec, by job or by name; refused when not
+-- declared before or when the backend takes no dependencies).
 local t = test
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
 local fixtures = assert(loadfile(here .. "/fixtures.lua"))()
@@ -154,6 +155,71 @@ navette.sweep { job = { name = "t", command = { "true" } },
   local fake = backends.get("fake")
   t.raises(function() runner.run(dir .. "/clash.lua", {}) end,
            "a job named 't%[a=1%]' is already declared")
+  t.eq(#fake.calls, 0, "nothing submitted")
+  backends.unregister("fake")
+end)
+
+t.test("after: the ids of the jobs declared before, in the spec", function()
+  local fake = fixtures.fake_backend()
+  local dir = fixtures.repo(t, {
+    ["navette.lua"] = fixtures.project(t),
+    ["graph.lua"] = [[
+local navette = require "navette"
+local parts = navette.sweep { job = { name = "part", command = { "true" } },
+                              matrix = { n = { 1, 2 } } }
+local prep = navette.job { name = "prep", command = { "true" } }
+navette.job { name = "join", command = { "true" }, after = { parts, prep } }
+navette.job { name = "last", command = { "true" }, after = { "join", prep } }
+]],
+  })
+  local _, specs = runner.run(dir .. "/graph.lua", {})
+  t.eq(#specs, 5)
+  local id = {}
+  for _, s in ipairs(specs) do id[s.name] = s.id end
+  t.eq(specs[4].name, "join")
+  t.eq(table.concat(specs[4].after, " "), id["part[n=1]"] .. " "
+       .. id["part[n=2]"] .. " " .. id.prep, "a sweep's jobs and a job")
+  t.eq(table.concat(specs[5].after, " "), id.join .. " " .. id.prep,
+       "by name too, each once")
+  t.eq(specs[1].after, nil, "a job without after has none")
+  t.match(json.encode(specs[4]), '"after":%["', "a list in JSON")
+  local _ = fake
+  backends.unregister("fake")
+end)
+
+t.test("after: refused unless declared before, or on a backend without "
+       .. "dependencies", function()
+  local fake = fixtures.fake_backend()
+  local dir = fixtures.repo(t, {
+    ["navette.lua"] = fixtures.project(t),
+    ["later.lua"] = [[
+local navette = require "navette"
+navette.job { name = "join", command = { "true" }, after = { "prep" } }
+navette.job { name = "prep", command = { "true" } }
+]],
+    ["self.lua"] = [[
+local navette = require "navette"
+navette.job { name = "a", command = { "true" }, after = { "a" } }
+]],
+    ["bad.lua"] = [[
+local navette = require "navette"
+navette.job { name = "a", command = { "true" }, after = { 42 } }
+]],
+    ["ok.lua"] = [[
+local navette = require "navette"
+local a = navette.job { name = "a", command = { "true" } }
+navette.job { name = "b", command = { "true" }, after = { a } }
+]],
+  })
+  t.raises(function() runner.run(dir .. "/later.lua", {}) end,
+           "runs after 'prep', which is not declared before it")
+  t.raises(function() runner.run(dir .. "/self.lua", {}) end,
+           "runs after 'a', which is not declared before it")
+  t.raises(function() runner.run(dir .. "/bad.lua", {}) end,
+           "'after%[1%]' must be a job")
+  fake.dependencies = nil
+  t.raises(function() runner.run(dir .. "/ok.lua", {}) end,
+           "after = {...} is not supported on the fake backend")
   t.eq(#fake.calls, 0, "nothing submitted")
   backends.unregister("fake")
 end)
