@@ -440,6 +440,60 @@ void agent_job_path(const job *j, const char *name, char *out, size_t cap)
 
 /* ---- preparing and starting a job -------------------------------------- */
 
+/* The sha256 that the run record at record_url (a job that ran before
+ * this one) lists for its output `output`, into want (65 bytes). */
+static int producer_sha256(const char *input, const char *from,
+			   const char *record_url, const char *output,
+			   char *want, nv_err *err)
+{
+	char root[NV_FILESTORE_PATH_MAX], key[NV_FILESTORE_KEY_MAX + 1];
+	nv_filestore *store = NULL;
+	nv_object_info info;
+	char *text = NULL;
+	size_t len = 0;
+	cJSON *rec = NULL;
+	const cJSON *o;
+	int rc;
+
+	if ((rc = nv_filestore_find(root, sizeof(root), key, sizeof(key),
+				    record_url, err)) != 0 ||
+	    (rc = nv_filestore_open(&store, root, 0, err)) != 0)
+		return rc;
+	rc = nv_filestore_read(store, key, NV_RECORD_MAX, &text, &len, &info,
+			       err);
+	nv_filestore_free(store);
+	if (rc) {
+		char why[sizeof(err->message)];
+		snprintf(why, sizeof(why), "%s", err->message);
+		return nv_err_set(err, NV_EREFUSED,
+				  "see that job's outcome (navette status)",
+				  "input '%s': the run record of job %s cannot "
+				  "be read (%s)",
+				  input, from, why);
+	}
+	rec = cJSON_ParseWithLength(text, len);
+	free(text);
+	rc = nv_err_set(err, NV_EREFUSED,
+			"that job must write it under $NAVETTE_OUTPUTS "
+			"(success.outputs makes its absence a failure of "
+			"that job)",
+			"input '%s': job %s published no output '%s'", input,
+			from, output);
+	cJSON_ArrayForEach(o, ofield(rec, "outputs"))
+	{
+		const char *name = sfield(o, "name");
+		const char *sha = sfield(o, "sha256");
+		if (name && sha && strcmp(name, output) == 0 &&
+		    strlen(sha) == 64) {
+			memcpy(want, sha, 65);
+			rc = 0;
+			break;
+		}
+	}
+	cJSON_Delete(rec);
+	return rc;
+}
+
 static int stage_inputs(const job *j, nv_err *err)
 {
 	const cJSON *inputs = ofield(j->spec, "inputs");
@@ -454,6 +508,8 @@ static int stage_inputs(const job *j, nv_err *err)
 		const char *name = sfield(in, "name");
 		const char *url = sfield(in, "url");
 		const char *want = sfield(in, "sha256");
+		const char *from = sfield(in, "from");
+		char produced[65];
 		char root[NV_FILESTORE_PATH_MAX], key[NV_FILESTORE_KEY_MAX + 1];
 		char dest[PATH_CAP];
 		nv_filestore *store = NULL;
@@ -470,6 +526,21 @@ static int stage_inputs(const job *j, nv_err *err)
 					  "storage for s3:// inputs",
 					  "input '%s': unsupported URL %s",
 					  name, url);
+		if (from) {
+			/* an output of a job that ran before: exactly the
+			 * bytes its record lists */
+			const char *record = sfield(in, "record");
+			const char *output = sfield(in, "output");
+			if (!record || !output ||
+			    strncmp(record, "file://", 7) != 0)
+				return nv_err_set(err, NV_EINVAL, NULL,
+						  "bad input entry in the job "
+						  "spec");
+			if ((rc = producer_sha256(name, from, record, output,
+						  produced, err)) != 0)
+				return rc;
+			want = produced;
+		}
 		if ((rc = nv_filestore_find(root, sizeof(root), key,
 					    sizeof(key), url, err)) != 0)
 			return rc;

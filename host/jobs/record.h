@@ -21,6 +21,8 @@
 #define NV_RECORD_RUN_RECORD "navette-run.json" /* the run record */
 /* A chunk is NV_RECORD_LOG_CHUNKS/NNNNNN, numbered from 1. */
 #define NV_RECORD_LOG_CHUNK_DIGITS 6
+/* the largest run record a reader takes (the Lua side reads 4 MiB too) */
+#define NV_RECORD_MAX ((size_t)4 * 1024 * 1024)
 
 /* The same, in the order a listing names them. */
 #define NV_RECORD_OBJECTS(X)                                                   \

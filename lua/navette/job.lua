@@ -65,6 +65,15 @@ end
 
 local function input_url(v, name)
   if type(v) == "table" and type(v.url) == "string" then return v.url end
+  if type(v) == "table" and v.job ~= nil then
+    -- an output of another job of the run (what job:output(path) gave)
+    if type(v.job) ~= "string" or type(v.output) ~= "string" then
+      bad("input '" .. name .. "' must be what job:output(\"path\") "
+          .. "returned")
+    end
+    check_key_like(v.output, "input '" .. name .. "': output")
+    return { job = v.job, output = v.output }
+  end
   if type(v) ~= "string" then
     bad("input '" .. name .. "' must be a storage URL string (or what "
         .. "navette.storage.put returned), got a " .. type(v))

@@ -10,6 +10,7 @@ local job = require "navette.job"
 local storage = require "navette.storage"
 local backends = require "navette.backends"
 local jobs = require "navette.jobs"
+local NAMES = _navette.record.names
 local core, sys, git, json = _navette.core, _navette.sys, _navette.git,
                              _navette.json
 
@@ -55,11 +56,45 @@ local function check_after(run, j, what)
   end
 end
 
+-- What a recipe gets back for a declared job: what was validated, and
+-- output(path), which names one of the job's outputs as another job's
+-- input (that job then runs after it).
+local function handle(j)
+  local h = {}
+  for k, v in pairs(j) do h[k] = v end
+  h.output = function(self, path)
+    if type(self) ~= "table" or type(self.name) ~= "string" then
+      errors.raise("recipe", "output: call it as job:output(\"path\")")
+    end
+    if type(path) ~= "string" then
+      errors.raise("recipe", "job:output(path): path must be a string, "
+                   .. "the output's name under the job's prefix")
+    end
+    return { job = self.name, output = path }
+  end
+  return h
+end
+
+-- The jobs whose outputs j takes as inputs run before it: they join
+-- j.after.
+local function inputs_after(j)
+  local seen = {}
+  for _, name in ipairs(j.after) do seen[name] = true end
+  for _, name in ipairs(util.sorted_keys(j.inputs)) do
+    local input = j.inputs[name]
+    if type(input) == "table" and not seen[input.job] then
+      seen[input.job] = true
+      j.after[#j.after + 1] = input.job
+    end
+  end
+end
+
 function runner.declare(decl)
   local j = job.validate(decl)
   local run = current_run("navette.job")
+  inputs_after(j)
   check_after(run, j, "navette.job")
-  return add_job(run, j, "navette.job")
+  return handle(add_job(run, j, "navette.job"))
 end
 
 -- navette.sweep: every job of the sweep is validated before the first is
@@ -74,6 +109,7 @@ function runner.declare_sweep(decl)
     declared[i] = j
   end
   for _, j in ipairs(declared) do
+    inputs_after(j)
     check_after(run, j, "navette.sweep")
     if #j.name > 255 then
       errors.raise("recipe", "navette.sweep: the job name " .. j.name
@@ -87,7 +123,9 @@ function runner.declare_sweep(decl)
       end
     end
   end
-  for _, j in ipairs(declared) do add_job(run, j, "navette.sweep") end
+  for i, j in ipairs(declared) do
+    declared[i] = handle(add_job(run, j, "navette.sweep"))
+  end
   return declared
 end
 
@@ -280,35 +318,60 @@ local function pin_commit(run, j)
   return commit, info
 end
 
+-- An input read from the store: its URL, sha256 and size as they are now
+-- (or as planned, for an upload of this very plan).
+local function store_input(run, j, name, url, planned)
+  local entry = { name = name, url = url }
+  if url:match("^s3://") and not run.profile.s3 then
+    refuse("job '" .. j.name .. "': input '" .. name .. "' is in S3 ("
+           .. url .. ") but profile '" .. run.profile.name .. "' stores "
+           .. "in " .. run.profile.storage, "run it with a profile whose "
+           .. "storage is s3://, or upload the input to this profile's "
+           .. "store (navette.storage.put)")
+  elseif url:match("^file://") and run.profile.s3 then
+    refuse("job '" .. j.name .. "': input '" .. name .. "' is a local "
+           .. "file URL (" .. url .. ") but the job reads its inputs from "
+           .. "S3", "upload it with navette.storage.put (the profile's "
+           .. "store is " .. run.profile.storage .. ")")
+  end
+  local info, err = storage.try_head(url)
+  if info then
+    entry.sha256, entry.size = info.sha256, info.size
+  elseif run.plan and planned[url] then
+    entry.sha256, entry.size = planned[url].sha256, planned[url].size
+  else
+    refuse("job '" .. j.name .. "': input '" .. name .. "' is not in "
+           .. "storage: " .. url .. (err and (" (" .. err.message .. ")")
+           or ""), "upload it first (navette.storage.put in the recipe)")
+  end
+  return entry
+end
+
+-- An input that is an output of a job of the run (submitted before this
+-- one): where it will be, and the run record that will list it with its
+-- sha256 (read when the job starts, after that job has succeeded).
+local function output_input(run, j, name, from)
+  local producer = run.specs[from.job]
+  if run.profile.s3 then
+    refuse("job '" .. j.name .. "': input '" .. name .. "' is an output "
+           .. "of job '" .. from.job .. "': on an s3:// store that is not "
+           .. "supported yet", "use a profile with a file:// store, or "
+           .. "run the jobs one run after another (storage.head then "
+           .. "gives its sha256)", run, j.name)
+  end
+  return { name = name, url = producer.outputs.url .. from.output,
+           from = producer.id, output = from.output,
+           record = producer.outputs.url .. NAMES.run_record }
+end
+
 local function describe_inputs(run, j)
   local planned = storage._planned()
   local out = {}
   for _, name in ipairs(util.sorted_keys(j.inputs)) do
-    local url = j.inputs[name]
-    local entry = { name = name, url = url }
-    if url:match("^s3://") and not run.profile.s3 then
-      refuse("job '" .. j.name .. "': input '" .. name .. "' is in S3 ("
-             .. url .. ") but profile '" .. run.profile.name .. "' stores "
-             .. "in " .. run.profile.storage, "run it with a profile whose "
-             .. "storage is s3://, or upload the input to this profile's "
-             .. "store (navette.storage.put)")
-    elseif url:match("^file://") and run.profile.s3 then
-      refuse("job '" .. j.name .. "': input '" .. name .. "' is a local "
-             .. "file URL (" .. url .. ") but the job reads its inputs from "
-             .. "S3", "upload it with navette.storage.put (the profile's "
-             .. "store is " .. run.profile.storage .. ")")
-    end
-    local info, err = storage.try_head(url)
-    if info then
-      entry.sha256, entry.size = info.sha256, info.size
-    elseif run.plan and planned[url] then
-      entry.sha256, entry.size = planned[url].sha256, planned[url].size
-    else
-      refuse("job '" .. j.name .. "': input '" .. name .. "' is not in "
-             .. "storage: " .. url .. (err and (" (" .. err.message .. ")")
-             or ""), "upload it first (navette.storage.put in the recipe)")
-    end
-    out[#out + 1] = entry
+    local input = j.inputs[name]
+    out[#out + 1] = type(input) == "table"
+                    and output_input(run, j, name, input)
+                    or store_input(run, j, name, input, planned)
   end
   return json.array(out)
 end
@@ -718,7 +781,7 @@ end
 -- its spec (shown by plan, sent by the backend, run by the agent).
 function runner.submit(run)
   local specs = {}
-  run.ids = {}
+  run.ids, run.specs = {}, {}
   local backend = backends.get(run.profile.backend)
   -- what the backend keeps open for this run (sessions with a cluster),
   -- closed when it is submitted (the garbage collector closes them when
@@ -753,7 +816,8 @@ function runner.submit(run)
         end,
       })
     end
-    run.ids[spec.name] = spec.id -- (for the jobs that run after it)
+    -- (for the jobs that run after it, or take its outputs)
+    run.ids[spec.name], run.specs[spec.name] = spec.id, spec
     specs[#specs + 1] = spec
   end
   return specs

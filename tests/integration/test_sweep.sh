@@ -5,7 +5,11 @@
 # is a recipe error naming the key, with nothing submitted. `after`: a
 # fan-in job starts only once every job of the sweep has ended
 # succeeded; a job after a failed one, and a job after that one, end
-# cancelled at accepted naming the job they waited for.
+# cancelled at accepted naming the job they waited for. job:output(): a
+# job takes another's output as an input, after it, with the sha256 its
+# run record lists: a fan-in reads each part; an output never written, or
+# changed in the store after it was published, fails the consumer at
+# data_ready naming it.
 . "$(dirname "$0")/lib.sh"
 
 R=$(new_repo sweep)
@@ -38,6 +42,28 @@ local next = navette.job { name = "next", after = { broken },
                            command = { "true" } }
 navette.job { name = "then", after = { next }, command = { "true" } }
 EOF2
+put_file "$R" flow.lua <<'EOF2'
+local navette = require "navette"
+local pieces = navette.sweep {
+  job = { name = "piece", command = { "sh", "-c",
+    'echo "piece $NAVETTE_PARAM_N" > "$NAVETTE_OUTPUTS/piece.txt"' } },
+  matrix = { n = { 1, 2 } },
+}
+local gate = navette.job { name = "gate", env = { GO = "@GO@" },
+  command = { "sh", "-c", 'while [ ! -e "$GO" ]; do sleep 0.2; done' } }
+navette.job { name = "merge", command = { "sh", "-c",
+  'cat "$NAVETTE_INPUTS/a" "$NAVETTE_INPUTS/b" > "$NAVETTE_OUTPUTS/all.txt"' },
+  inputs = { a = pieces[1]:output("piece.txt"),
+             b = pieces[2]:output("piece.txt") } }
+navette.job { name = "missing", command = { "true" },
+  inputs = { x = pieces[1]:output("nothing.txt") } }
+navette.job { name = "tampered", command = { "true" }, after = { gate },
+  inputs = { x = pieces[2]:output("piece.txt") } }
+EOF2
+# the gate job waits for this file (a job sees only its declared env)
+GO=$T/go
+GO=$GO perl -pe 's/\@GO\@/$ENV{GO}/' "$R/flow.lua" >"$T/flow.lua"
+mv "$T/flow.lua" "$R/flow.lua"
 put_file "$R" bad.lua <<'EOF2'
 local navette = require "navette"
 navette.sweep {
@@ -113,5 +139,43 @@ nv status "$(id_of next)" --json
 check_match "next: the reason names broken" \
 	"$(printf '%s' "$OUT" | json 'd["failure"]["reason"]')" \
 	"^it runs after broken \($BROKEN\), which ended failed\$"
+
+# ---- job:output() --------------------------------------------------------------
+
+(cd "$R" && exec "$NAVETTE" run flow.lua --wait) >"$T/flow.out" 2>&1 &
+FLOW=$!
+fresh_id() { # NAME: the id of the job NAME of the flow run, once listed
+	"$NAVETTE" jobs --json | json "([j['id'] for j in d if j['name'] == '$1'] + [''])[0]"
+}
+wait_for 60 sh -c "[ -n \"\$('$NAVETTE' jobs --json | grep -o '\"gate\"')\" ]"
+P2=$(fresh_id "piece[n=2]")
+wait_state "$P2" succeeded 60
+check_eq "piece[n=2] succeeded" "$STATE" succeeded
+# piece 2's output changes in the store once it is published (the gate
+# job holds the job that reads it until then)
+printf 'forged\n' >"$(store_dir sweep "$P2")/piece.txt"
+: >"$GO"
+wait "$FLOW"
+check_eq "the flow: run --wait exits 1 (two consumers fail)" "$?" 1
+MERGE=$(fresh_id merge)
+check_eq "merge read both pieces" "$(job_state "$MERGE")" succeeded
+check_eq "merge's output holds both pieces, in order" \
+	"$(cat "$(store_dir sweep "$MERGE")/all.txt" 2>&1)" "piece 1
+piece 2"
+nv status "$(fresh_id missing)" --json
+check_eq "an output never written: the consumer fails" \
+	"$(printf '%s' "$OUT" | json 'd["state"]')" failed
+check_eq "  at data_ready" "$(printf '%s' "$OUT" | json 'd["failure"]["phase"]')" \
+	data_ready
+check_match "  naming the output and the job" \
+	"$(printf '%s' "$OUT" | json 'd["failure"]["reason"]')" \
+	"input 'x': job .* published no output 'nothing.txt'"
+nv status "$(fresh_id tampered)" --json
+check_eq "an output changed after its record: the consumer fails" \
+	"$(printf '%s' "$OUT" | json 'd["state"]')" failed
+check_eq "  at data_ready" "$(printf '%s' "$OUT" | json 'd["failure"]["phase"]')" \
+	data_ready
+check_match "  saying the bytes differ" \
+	"$(printf '%s' "$OUT" | json 'd["failure"]["reason"]')" "sha256"
 
 finish

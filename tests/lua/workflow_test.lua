@@ -223,3 +223,50 @@ navette.job { name = "b", command = { "true" }, after = { a } }
   t.eq(#fake.calls, 0, "nothing submitted")
   backends.unregister("fake")
 end)
+
+t.test("job:output(path) as an input: where it will be, its record, and "
+       .. "the producer in after", function()
+  fixtures.fake_backend()
+  local dir = fixtures.repo(t, {
+    ["navette.lua"] = fixtures.project(t),
+    ["flow.lua"] = [[
+local navette = require "navette"
+local train = navette.job { name = "train", command = { "true" } }
+local parts = navette.sweep { job = { name = "part", command = { "true" } },
+                              matrix = { n = { 1, 2 } } }
+navette.job { name = "eval", command = { "true" },
+  inputs = { model = train:output("model.pt"),
+             second = parts[2]:output("out/part.json") } }
+]],
+    ["later.lua"] = [[
+local navette = require "navette"
+navette.job { name = "eval", command = { "true" },
+  inputs = { model = { job = "train", output = "model.pt" } } }
+navette.job { name = "train", command = { "true" } }
+]],
+    ["escape.lua"] = [[
+local navette = require "navette"
+local train = navette.job { name = "train", command = { "true" } }
+navette.job { name = "eval", command = { "true" },
+  inputs = { model = train:output("../other/model.pt") } }
+]],
+  })
+  local _, specs = runner.run(dir .. "/flow.lua", {})
+  local eval = specs[4]
+  t.eq(eval.name, "eval")
+  t.eq(table.concat(eval.after, " "), specs[1].id .. " " .. specs[3].id,
+       "the producers run before it")
+  local by = {}
+  for _, input in ipairs(eval.inputs) do by[input.name] = input end
+  t.eq(by.model.from, specs[1].id)
+  t.eq(by.model.output, "model.pt")
+  t.eq(by.model.url, specs[1].outputs.url .. "model.pt")
+  t.eq(by.model.record, specs[1].outputs.url .. "navette-run.json")
+  t.eq(by.model.sha256, nil, "its sha256 comes from the record, later")
+  t.eq(by.second.url, specs[3].outputs.url .. "out/part.json")
+  t.raises(function() runner.run(dir .. "/later.lua", {}) end,
+           "runs after 'train', which is not declared before it")
+  t.raises(function() runner.run(dir .. "/escape.lua", {}) end,
+           "'%.%.', '%.' and empty segments are not allowed")
+  backends.unregister("fake")
+end)
