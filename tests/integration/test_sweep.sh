@@ -107,6 +107,15 @@ done
 
 # ---- after ---------------------------------------------------------------------
 
+nv_in "$R" plan graph.lua
+check_rc "plan of a graph: exit 0" 0
+check_contains "plan shows the graph" "$OUT" "part[n=2] -> join"
+check_contains "plan shows what a job runs after" "$OUT" \
+	"after    part[n=1], part[n=2], part[n=3]"
+nv_in "$R" plan flow.lua --json
+check_eq "plan --json: the graph's edges" \
+	"$(printf '%s' "$OUT" | json '" ".join(e["from"] + ">" + e["to"] + ":" + ",".join(e["inputs"]) for e in d["graph"])')" \
+	"piece[n=1]>merge:piece.txt as a piece[n=2]>merge:piece.txt as b piece[n=1]>missing:nothing.txt as x gate>tampered: piece[n=2]>tampered:piece.txt as x"
 nv_in "$R" run graph.lua --wait
 check_rc "a graph with a failed job: run --wait exits 1" 1
 LIST=$("$NAVETTE" jobs --json)
