@@ -55,6 +55,8 @@ typedef struct nv_slurm_job_desc {
 	char *standard_error;
 	int requeue; /* -1: Slurm's default; 0 or 1 */
 	int hold;    /* submitted held (priority 0) */
+	char *after; /* Slurm job ids "12,13": runs once each completed with
+		      * exit 0; cancelled by Slurm when one cannot */
 	char **env;  /* "NAME=value" entries */
 	size_t nenv;
 } nv_slurm_job_desc;
@@ -66,7 +68,8 @@ void nv_slurm_desc_free(nv_slurm_job_desc *d);
  * time_limit (seconds, or a number with s/m/h/d: "90m", "2h"; rounded up
  * to minutes), cpus, memory (bytes, or with K/M/G/T and optional iB:
  * "4GiB"; rounded up to MiB), gpus, gres, nodes (a node list),
- * working_directory, stdout, stderr, requeue and hold ("true"/"false").
+ * working_directory, stdout, stderr, requeue and hold ("true"/"false"),
+ * after (Slurm job ids: "12,13").
  * An unknown key is NV_EINVAL naming the known ones, before anything is
  * sent; so is a value out of range. */
 int nv_slurm_desc_set(nv_slurm_job_desc *d, const char *key, const char *value,

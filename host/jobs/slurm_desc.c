@@ -22,7 +22,7 @@ static const char *const desc_keys[] = {
 	"qos",    "time_limit", "cpus",      "memory",
 	"gpus",   "gres",       "nodes",     "working_directory",
 	"stdout", "stderr",     "requeue",   "hold",
-	NULL};
+	"after",  NULL};
 
 const char *const *nv_slurm_desc_keys(void)
 {
@@ -49,6 +49,7 @@ void nv_slurm_desc_free(nv_slurm_job_desc *d)
 	free(d->working_directory);
 	free(d->standard_output);
 	free(d->standard_error);
+	free(d->after);
 	for (size_t i = 0; i < d->nenv; i++) {
 		/* values may be presigned URLs: wipe them */
 		OPENSSL_cleanse(d->env[i], strlen(d->env[i]));
@@ -250,6 +251,24 @@ int nv_slurm_desc_set(nv_slurm_job_desc *d, const char *key, const char *value,
 					"give a whole number of GPUs >= 0");
 		d->gpus = (int)n;
 		return 0;
+	} else if (strcmp(key, "after") == 0) {
+		/* job ids, each a number, separated by commas */
+		size_t i = 0;
+		int digits = 0;
+
+		for (; value[i]; i++) {
+			if (value[i] >= '0' && value[i] <= '9')
+				digits++;
+			else if (value[i] == ',' && digits)
+				digits = 0;
+			else
+				break;
+		}
+		if (value[i] || !digits || i > 4000)
+			return desc_bad(err, key, value,
+					"give Slurm job ids, such as "
+					"\"12,13\"");
+		text = &d->after;
 	} else if (strcmp(key, "requeue") == 0 || strcmp(key, "hold") == 0) {
 		int flag;
 

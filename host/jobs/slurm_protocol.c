@@ -127,6 +127,22 @@ static int build_job_v0_0_38(cJSON *job, const nv_slurm_job_desc *d)
 		ok = 0;
 	if (d->hold && !cJSON_AddBoolToObject(job, "hold", 1))
 		ok = 0;
+	if (d->after) {
+		/* afterok:12:13, and a job whose dependency can never be
+		 * satisfied (one failed or was cancelled) is ended by Slurm
+		 * instead of pending for ever */
+		char dep[4100];
+		size_t n = (size_t)snprintf(dep, sizeof(dep), "afterok:%s",
+					    d->after);
+		for (size_t i = 8; i < n && i < sizeof(dep); i++)
+			if (dep[i] == ',')
+				dep[i] = ':';
+		if (n >= sizeof(dep) ||
+		    !cJSON_AddStringToObject(job, "dependency", dep) ||
+		    !cJSON_AddBoolToObject(job, "kill_on_invalid_dependency",
+					   1))
+			ok = 0;
+	}
 #undef ADD_STR
 #undef ADD_NUM
 	env = cJSON_AddObjectToObject(job, "environment");

@@ -93,6 +93,15 @@ navette.job { name = "exit3", command = { "sh", "-c", "echo about to fail; exit 
 navette.job { name = "missing", command = { "true" },
               success = { outputs = { "model.bin" } } }
 EOF
+put_file "$R" recipes/graph.lua <<'EOF'
+local navette = require "navette"
+local first = navette.job { name = "first", command = { "sh", "-c",
+  'sleep 3; date +%s > "$NAVETTE_OUTPUTS/end.txt"' } }
+navette.job { name = "second", after = { first }, command = { "sh", "-c",
+  'date +%s > "$NAVETTE_OUTPUTS/start.txt"' } }
+local bad = navette.job { name = "bad", command = { "false" } }
+navette.job { name = "never", after = { bad }, command = { "true" } }
+EOF
 put_file "$R" recipes/sleepy.lua <<'EOF'
 local navette = require "navette"
 navette.job { name = "sleepy", command = { "sh", "-c", "echo started; sleep 120" } }
@@ -342,6 +351,28 @@ check_eq "and did not submit again: the job is the lost one" \
 check_eq "one Slurm job carries that id" "$(squeue_named "$LOST")" 1
 check_eq "the adopted job succeeded" "$(st "$LOST" 'd["state"]')" succeeded
 kill "$PROXY" 2>/dev/null
+
+# ---- after: Slurm's afterok ----------------------------------------------------
+
+nv_in "$R" run recipes/graph.lua --wait
+check_rc "a graph with a failed job: run --wait exits 1" 1
+sub_id() { printf '%s\n' "$OUT" | sed -n "s/^job $1 submitted: \(.*\)$/\1/p"; }
+G1=$(sub_id first)
+G2=$(sub_id second)
+GB=$(sub_id bad)
+GN=$(sub_id never)
+check_eq "after: the first job succeeded" "$(st "$G1" 'd["state"]')" succeeded
+check_eq "after: the second job succeeded" "$(st "$G2" 'd["state"]')" succeeded
+START=$(s3cat "hpc/$G2/start.txt")
+END=$(s3cat "hpc/$G1/end.txt")
+check_true "after: second started once first ended ($START >= $END)" \
+	test "${START:-0}" -ge "${END:-1}"
+check_eq "a job after a failed one: cancelled at accepted" \
+	"$(st "$GN" 'd["state"] + " " + d["failure"]["phase"]')" \
+	"cancelled accepted"
+check_match "its reason names the failed job" \
+	"$(st "$GN" 'd["failure"]["reason"]')" \
+	"^it runs after bad \($GB\), which ended failed\$"
 
 # ---- the submitting shell killed --------------------------------------------------
 

@@ -74,7 +74,7 @@ static void test_desc(void)
 	CHECK(nv_slurm_desc_set(&d, "exclude", "gpu-a", &err) == NV_EINVAL);
 	for (; keys[n]; n++)
 		;
-	CHECK(n == 16);
+	CHECK(n == 17); /* ..., hold, after */
 
 	/* Units. */
 	CHECK(nv_slurm_desc_set(&d, "time_limit", "3600", &err) == 0);
@@ -110,6 +110,14 @@ static void test_desc(void)
 	      d.requeue == 0);
 	CHECK(nv_slurm_desc_set(&d, "requeue", "yes", &err) == NV_EINVAL);
 	CHECK(nv_slurm_desc_set(&d, "hold", "true", &err) == 0 && d.hold == 1);
+	CHECK(nv_slurm_desc_set(&d, "after", "12,345", &err) == 0);
+	CHECK_STR(d.after, "12,345");
+	CHECK(nv_slurm_desc_set(&d, "after", "12,", &err) == NV_EINVAL);
+	CHECK(nv_slurm_desc_set(&d, "after", ",12", &err) == NV_EINVAL);
+	CHECK(nv_slurm_desc_set(&d, "after", "12:13", &err) == NV_EINVAL);
+	CHECK(nv_slurm_desc_set(&d, "after", "afterany:1", &err) == NV_EINVAL);
+	CHECK(nv_slurm_desc_set(&d, "after", "", &err) == NV_EINVAL);
+	CHECK_STR(d.after, "12,345"); /* unchanged on error */
 
 	/* Names and paths. */
 	CHECK(nv_slurm_desc_set(&d, "nodes", "gpu-[a-b],gpu-c", &err) == 0);
@@ -228,6 +236,7 @@ static void test_build(void)
 	CHECK(!cJSON_GetObjectItemCaseSensitive(job, "requeue") &&
 	      !cJSON_GetObjectItemCaseSensitive(job, "no_requeue") &&
 	      !cJSON_GetObjectItemCaseSensitive(job, "hold") &&
+	      !cJSON_GetObjectItemCaseSensitive(job, "dependency") &&
 	      !cJSON_GetObjectItemCaseSensitive(job, "time_limit"));
 	cJSON_Delete(root);
 
@@ -246,6 +255,7 @@ static void test_build(void)
 	nv_slurm_desc_set(&d, "stderr", "/srv/e.txt", &err);
 	nv_slurm_desc_set(&d, "requeue", "false", &err);
 	nv_slurm_desc_set(&d, "hold", "true", &err);
+	nv_slurm_desc_set(&d, "after", "7,8", &err);
 	nv_slurm_desc_setenv(&d, "NAVETTE_JOB_ID", "p-1", &err);
 	nv_slurm_desc_setenv(&d, "QUOTE", "a \"b\"\n", &err);
 	root = build(&d, "#!/bin/sh\necho \"$NAVETTE_JOB_ID\"\n", &rc);
@@ -268,6 +278,11 @@ static void test_build(void)
 	CHECK(cJSON_IsTrue(
 		cJSON_GetObjectItemCaseSensitive(job, "no_requeue")));
 	CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(job, "hold")));
+	/* after: Slurm's afterok, and Slurm ends a job whose dependency
+	 * can never be satisfied */
+	CHECK_STR(str_at(job, "dependency"), "afterok:7:8");
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+		job, "kill_on_invalid_dependency")));
 	env = cJSON_GetObjectItemCaseSensitive(job, "environment");
 	CHECK(cJSON_GetArraySize(env) == 2);
 	CHECK_STR(str_at(env, "NAVETTE_JOB_ID"), "p-1");

@@ -28,6 +28,8 @@ local REFRESH_EVERY = 1.0         -- seconds between two looks at a job
 -- ---- the profile -----------------------------------------------------------
 
 M.profile_keys = KEYS
+-- a job's `after` is Slurm's afterok (a job that cannot run is ended)
+M.dependencies = true
 M.settings_doc = "Slurm settings (backend = \"slurm\"): see the README."
 
 -- Validates profile.slurm (t) of profile where.profile in project file
@@ -237,6 +239,27 @@ end
 -- keeps for one run, so a sweep goes through one session (one version
 -- discovery, kept-alive connections) per cluster, user, credential and
 -- token lifespan; the caller closes them.
+-- The Slurm ids of the jobs spec runs after ("12,13"), from their rows;
+-- nil when it runs after none. Each was submitted before it, so each has
+-- its Slurm id (else the run stops here, before anything is sent).
+local function after_ids(db, spec)
+  if not spec.after or #spec.after == 0 then return nil end
+  local ids = {}
+  for i, id in ipairs(spec.after) do
+    local text = db:get(id)
+    local row = text and json.decode(text)
+    local remote = row and row.remote_id
+    if type(remote) ~= "string" or not remote:match("^%d+$") then
+      error(errors.new("backend", "job '" .. spec.name .. "' runs after "
+                       .. id .. ", which has no Slurm job id",
+                       "see `navette status " .. id .. "`, then run again"),
+            0)
+    end
+    ids[i] = remote
+  end
+  return table.concat(ids, ",")
+end
+
 local function send(spec, script, ctx)
   local db = ctx.db
   local profile_max = spec.slurm.max_token_lifespan or 3600
@@ -266,6 +289,7 @@ local function send(spec, script, ctx)
     return adopted, true
   end
   local desc = description(spec, ctx.nodes)
+  desc.after = after_ids(db, spec)
   local ok, cerr = native.check_desc(desc)
   if not ok then
     release(session, cache)
@@ -386,6 +410,29 @@ local function outcome(view, job, text)
   })
 end
 
+-- Why a job that runs after others ended before it started, naming the
+-- first of those that failed or was cancelled; nil when none did.
+local function after_failure(db, spec, ctx)
+  for _, id in ipairs(spec.after or {}) do
+    local text = db:get(id)
+    local row = text and json.decode(text)
+    if row and row.state ~= "succeeded" and row.state ~= "failed"
+       and row.state ~= "cancelled" and ctx then
+      -- not looked at since it ended: brought up to date first
+      M.refresh(row, ctx, true)
+      text = db:get(id)
+      row = text and json.decode(text)
+    end
+    if row and (row.state == "failed" or row.state == "cancelled") then
+      return { phase = "accepted", reason = "it runs after " .. row.name
+               .. " (" .. id .. "), which ended " .. row.state,
+               hint = "see why that job ended (navette status), then run "
+               .. "the recipe again" }
+    end
+  end
+  return nil
+end
+
 -- Records the phases the launcher published ({phase, at} in ISO-8601)
 -- in the local row, all but the end, which is Slurm's and the record's
 -- to say. Returns the time of the latest one (0 when none) and the
@@ -488,6 +535,10 @@ function M.refresh(row, ctx, force)
       record = text and json.decode(text) or nil
     end
     local state, failure, code = outcome(view, job, text)
+    if state == "cancelled" and not record then
+      -- ended by Slurm because a job it runs after cannot succeed
+      failure = after_failure(db, spec, ctx) or failure
+    end
     -- the record's phases first (the status object read above may be
     -- older than the end), then the end: never before the last phase
     -- (Slurm's end time has whole seconds)
