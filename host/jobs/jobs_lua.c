@@ -223,6 +223,23 @@ static int l_jobdb_list(lua_State *L)
 	return owned_push(L, json);
 }
 
+/* db:run(run_id) -> run_id, json | nil, err: the ids of the jobs of one
+ * `navette run` (a unique prefix of its id is enough), oldest first. */
+static int l_jobdb_run(lua_State *L)
+{
+	jobdb *db = check_jobdb(L);
+	const char *run = luaL_checkstring(L, 2);
+	owned *full = owned_new(L); // [db, run, full]
+	owned *json = owned_new(L); // [db, run, full, json]
+	nv_err err;
+
+	if (nv_queue_run_json(db->q, run, &full->s, &json->s, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, full->s); // [.., run_id]
+	lua_pushstring(L, json->s); // [.., run_id, json]
+	return 2;
+}
+
 /* db:cancel(id) -> state | nil, err: a local job's cancel (the agent
  * stops a running one). */
 static int l_jobdb_cancel(lua_State *L)
@@ -459,6 +476,7 @@ int luaopen_navette_jobdb(lua_State *L)
 		{"interrupted", l_jobdb_interrupted},
 		{"get", l_jobdb_get},
 		{"list", l_jobdb_list},
+		{"run", l_jobdb_run},
 		{"cancel", l_jobdb_cancel},
 		{"set_remote", l_jobdb_set_remote},
 		{"phase", l_jobdb_phase},

@@ -711,6 +711,69 @@ int nv_queue_get_json(nv_queue *q, const char *id, char **json_out, nv_err *err)
 	return 0;
 }
 
+int nv_queue_run_json(nv_queue *q, const char *run, char **run_out,
+		      char **json_out, nv_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	cJSON *ids = NULL;
+	char *found = NULL;
+	size_t n = run ? strlen(run) : 0;
+	int rc, ambiguous = 0;
+
+	*json_out = *run_out = NULL;
+	/* a run id or a prefix of one: the job id grammar's characters only,
+	 * so nothing in it is a LIKE wildcard */
+	for (size_t i = 0; i < n; i++)
+		if (!((run[i] >= 'a' && run[i] <= 'z') ||
+		      (run[i] >= '0' && run[i] <= '9') || run[i] == '-'))
+			n = 0;
+	if (n == 0 || n > 64)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "'%.80s' is not a run id", run ? run : "");
+	if (sqlite3_prepare_v2(
+		    q->db,
+		    "SELECT id, json_extract(spec, '$.run') FROM jobs"
+		    " WHERE json_valid(spec) AND json_extract(spec, '$.run')"
+		    " LIKE ? || '%' ORDER BY created, rowid",
+		    -1, &st, NULL) != SQLITE_OK)
+		return db_error(q, err, "prepare");
+	sqlite3_bind_text(st, 1, run, -1, SQLITE_TRANSIENT);
+	ids = cJSON_CreateArray();
+	while (ids && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *id = (const char *)sqlite3_column_text(st, 0);
+		const char *r = (const char *)sqlite3_column_text(st, 1);
+		if (!id || !r)
+			continue;
+		if (!found)
+			found = strdup(r);
+		else if (strcmp(found, r) != 0)
+			ambiguous = 1;
+		cJSON_AddItemToArray(ids, cJSON_CreateString(id));
+	}
+	sqlite3_finalize(st);
+	if (!ids) {
+		free(found);
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	}
+	if (rc != SQLITE_DONE)
+		rc = db_error(q, err, "read");
+	else if (!found)
+		rc = nv_err_set(err, NV_ENOTFOUND, NULL, "no run '%s'", run);
+	else if (ambiguous)
+		rc = nv_err_set(err, NV_EINVAL, "give more of the run id",
+				"'%s' starts more than one run id", run);
+	else if (!(*json_out = cJSON_PrintUnformatted(ids)))
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	else
+		rc = 0;
+	cJSON_Delete(ids);
+	if (rc)
+		free(found);
+	else
+		*run_out = found;
+	return rc;
+}
+
 int nv_queue_list_json(nv_queue *q, int limit, char **json_out, nv_err *err)
 {
 	char sql[512];

@@ -65,6 +65,13 @@ int nv_queue_pending_remote(nv_queue *q, const char *backend,
 int nv_queue_phase(nv_queue *q, const char *id, const char *phase, double at,
 		   nv_err *err);
 
+/* The jobs of one `navette run` (their spec's "run"), oldest first: a
+ * JSON array of their ids in *json_out and the full run id in *run_out
+ * (both malloc'd). run may be a unique prefix of the id. NV_ENOTFOUND when
+ * no job has it; NV_EINVAL when it is not a run id or starts several. */
+int nv_queue_run_json(nv_queue *q, const char *run, char **run_out,
+		      char **json_out, nv_err *err);
+
 /* Takes the oldest queued job that waits for no job: state becomes
  * "running". A job waits for each id of its spec's "after" list until that
  * job has succeeded; when one failed or was cancelled (or is not in the

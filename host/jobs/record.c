@@ -20,27 +20,18 @@ const char *const nv_record_objects[] = {NV_RECORD_OBJECTS(NV_RECORD_NAME_OF)
 
 #undef NV_RECORD_NAME_OF
 
-const char *const nv_record_spec_fields[] = {"id",
-					     "name",
-					     "project",
-					     "profile",
-					     "commit",
-					     "commit_time",
-					     "dirty",
-					     "repository",
-					     "image",
-					     "image_requested",
-					     "inputs",
-					     "command",
-					     "env",
-					     "resources",
-					     "success",
-					     "failure_condition",
-					     "submitted_by",
-					     "submitted_at",
-					     "backend",
-					     "params",
-					     NULL};
+const char *const nv_record_spec_fields[] = {
+	"id",           "name",
+	"project",      "profile",
+	"commit",       "commit_time",
+	"dirty",        "repository",
+	"image",        "image_requested",
+	"inputs",       "command",
+	"env",          "resources",
+	"success",      "failure_condition",
+	"submitted_by", "submitted_at",
+	"backend",      "params",
+	"run",          NULL};
 
 int nv_record_key(char *out, size_t cap, const char *prefix, const char *name)
 {

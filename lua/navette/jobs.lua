@@ -135,6 +135,14 @@ function jobs.list(limit)
   return json.decode(text)
 end
 
+-- The jobs of one `navette run` (RUN: its id or a unique prefix) ->
+-- run_id, ids (oldest first) | nil, err
+function jobs.run(run)
+  local full, text = jobs.db():run(run)
+  if not full then return nil, text end
+  return full, json.decode(text)
+end
+
 function jobs.cancel(id)
   local row, err = jobs.row(id)
   if not row then jobs.lookup_error(id, err) end

@@ -793,6 +793,9 @@ function runner.submit(run)
   local _ <close> = require("navette.audit").batch()
   for _, j in ipairs(run.jobs) do
     local spec = runner.spec(run, j)
+    -- the run's own id, in each of its jobs (navette watch RUN)
+    run.run_id = run.run_id or job.new_id(run.project.name, spec.commit)
+    spec.run = spec.run or run.run_id
     local launcher = runner.render_launcher(spec)
     spec.launcher = launcher
     -- what the job's log filter must mask, without the values themselves

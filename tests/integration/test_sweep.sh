@@ -105,6 +105,22 @@ for row in "0.01 2" "0.5 7" "0.1 3"; do
 			<"$(store_dir sweep "$ID")/navette-run.json")" "$1 $2"
 done
 
+# ---- watch RUN -----------------------------------------------------------------
+
+nv_in "$R" run sweep.lua
+check_rc "the sweep again, without waiting: exit 0" 0
+RUN=$(printf '%s\n' "$OUT" | sed -n 's/^follow with: navette watch \([^ ]*\)  (the run: its 6 jobs)$/\1/p')
+check_match "run prints the run's id to watch" "$RUN" '^sweep-'
+nv watch "${RUN%??????}"
+check_rc "watch RUN (a prefix of it): exit 0 when every job succeeded" 0
+check_contains "it names the run" "$OUT" "run $RUN (6 jobs)"
+check_eq "it shows each job's end, labelled with its name" \
+	"$(printf '%s\n' "$OUT" | grep -c '^  train\[.*\] *succeeded ')" 6
+LIST=$("$NAVETTE" jobs --json)
+ONE=$(printf '%s' "$LIST" | json "[j['id'] for j in d if j['name'] == 'train[lr=0.5,seed=7]'][0]")
+check_eq "the run record carries the run's id" \
+	"$(json 'd["run"]' <"$(store_dir sweep "$ONE")/navette-run.json")" "$RUN"
+
 # ---- after ---------------------------------------------------------------------
 
 nv_in "$R" plan graph.lua

@@ -262,6 +262,41 @@ static void test_after(void)
 	nv_remove_tree(dir, &err);
 }
 
+/* The jobs of one run, by its id or a unique prefix of it. */
+static void test_run(void)
+{
+	char dir[] = "/tmp/navette-run-XXXXXX";
+	nv_queue *q = NULL;
+	char *run = NULL, *json = NULL;
+	nv_err err;
+
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(nv_queue_open(&q, dir, &err) == 0);
+	CHECK(nv_queue_insert(q, "p-1", "p", "local", "a",
+			      "{\"run\":\"p-run-aa1\"}", NULL, 1, &err) == 0);
+	CHECK(nv_queue_insert(q, "p-2", "p", "local", "b",
+			      "{\"run\":\"p-run-bb2\"}", NULL, 2, &err) == 0);
+	CHECK(nv_queue_insert(q, "p-3", "p", "local", "c",
+			      "{\"run\":\"p-run-aa1\"}", NULL, 3, &err) == 0);
+	CHECK(nv_queue_insert(q, "p-4", "p", "local", "d", "not json", NULL, 4,
+			      &err) == 0);
+	CHECK(nv_queue_run_json(q, "p-run-aa", &run, &json, &err) == 0);
+	CHECK_STR(run ? run : "", "p-run-aa1");
+	CHECK_STR(json ? json : "", "[\"p-1\",\"p-3\"]");
+	free(run);
+	free(json);
+	CHECK(nv_queue_run_json(q, "p-run-", &run, &json, &err) == NV_EINVAL);
+	CHECK(run == NULL && json == NULL);
+	CHECK(nv_queue_run_json(q, "p-run-cc", &run, &json, &err) ==
+	      NV_ENOTFOUND);
+	CHECK(nv_queue_run_json(q, "p-run-%", &run, &json, &err) == NV_EINVAL);
+	CHECK(nv_queue_run_json(q, "p-run-_a1", &run, &json, &err) ==
+	      NV_EINVAL);
+	CHECK(nv_queue_run_json(q, "", &run, &json, &err) == NV_EINVAL);
+	nv_queue_close(q);
+	nv_remove_tree(dir, &err);
+}
+
 int main(void)
 {
 	char home[] = "/tmp/navette-queue-XXXXXX";
@@ -413,5 +448,6 @@ int main(void)
 	nv_remove_tree(old, &err);
 	test_ids_and_damage();
 	test_after();
+	test_run();
 	return nv_test_done();
 }

@@ -51,6 +51,9 @@ function M.run(argv)
       local views = {}
       for i, id in ipairs(ids) do views[i] = jobs.get(id) end
       term.print(json.encode(json.array(views), true))
+    elseif #ids > 1 then
+      term.print("follow with: navette watch " .. specs[1].run
+                 .. "  (the run: its " .. #ids .. " jobs)")
     else
       term.print("follow with: navette watch " .. ids[1])
     end

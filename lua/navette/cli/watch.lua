@@ -1,16 +1,19 @@
--- `navette watch JOB`: the phase timeline as it passes, until the job
--- ends.
+-- `navette watch JOB|RUN`: the phase timeline as it passes, until the
+-- job ends, or every job of one `navette run` until all have ended.
 local term = require "navette.term"
 local jobs = require "navette.jobs"
 local common = require "navette.cli.common"
 
 local M = {
   name = "watch",
-  summary = { { "watch JOB", "follow a job's phases until it ends" } },
+  summary = { { "watch JOB|RUN", "follow a job's phases until it ends" } },
   usage = [[
-usage: navette watch JOB
-  Prints the phase timeline as it passes, until the job ends.
-  Exit 0 when it succeeded, 1 otherwise.]],
+usage: navette watch JOB|RUN
+  Prints the phase timeline as it passes, until the job ends. Given the
+  id of a run (what `navette run` printed for a recipe of several jobs),
+  follows every job of that run, one line per phase, each labelled with
+  its job's name, until all have ended.
+  Exit 0 when it (or every job of the run) succeeded, 1 otherwise.]],
   flags = {},
   read_only = false, -- follows a job: see navette.cli
 }
@@ -19,6 +22,24 @@ function M.run(argv)
   local opts, args = common.parse(M.name, argv, M.flags)
   if opts.help then term.print(M.usage); return 0 end
   if #args ~= 1 then common.usage_error("expected one JOB id", "watch") end
+  local row = jobs.row(args[1])
+  if not row then
+    local run, ids = jobs.run(args[1])
+    if run then -- Every job of one run, until all have ended.
+function M.watch_run(run, ids)
+  term.print("run " .. run .. " (" .. #ids .. " jobs)")
+  local views, stopped = common.follow(ids, false)
+  if stopped then return common.interrupted(ids) end
+  local status = 0
+  for _, id in ipairs(ids) do
+    common.print_outcome(views[id])
+    if views[id].state ~= "succeeded" then status = 1 end
+  end
+  return status
+end
+
+return M.watch_run(run, ids) end
+  end
   local v = jobs.get(args[1])
   term.print("job " .. v.id .. " (" .. tostring(v.name) .. ")")
   local views, stopped = common.follow({ v.id }, false)
@@ -26,6 +47,19 @@ function M.run(argv)
   v = views[v.id]
   common.print_outcome(v)
   return v.state == "succeeded" and 0 or 1
+end
+
+-- Every job of one run, until all have ended.
+function M.watch_run(run, ids)
+  term.print("run " .. run .. " (" .. #ids .. " jobs)")
+  local views, stopped = common.follow(ids, false)
+  if stopped then return common.interrupted(ids) end
+  local status = 0
+  for _, id in ipairs(ids) do
+    common.print_outcome(views[id])
+    if views[id].state ~= "succeeded" then status = 1 end
+  end
+  return status
 end
 
 return M
