@@ -7,6 +7,7 @@
  * restarted while jobs run can adopt them. */
 #include "jobs/agent.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -494,6 +495,48 @@ static int producer_sha256(const char *input, const char *from,
 	return rc;
 }
 
+/* An input's name: NAME, or NAME/K for one of a list (navette.outputs),
+ * each part of letters, digits, '.', '_' and '-', not starting with '.'. */
+static int input_name_ok(const char *name)
+{
+	int parts = 1;
+	const char *start = name;
+
+	for (const char *c = name;; c++) {
+		if (*c == '/' || *c == '\0') {
+			if (c == start || *start == '.')
+				return 0;
+			if (*c == '\0')
+				return 1;
+			if (++parts > 2)
+				return 0;
+			start = c + 1;
+		} else if (!isalnum((unsigned char)*c) && *c != '.' &&
+			   *c != '_' && *c != '-') {
+			return 0;
+		}
+	}
+}
+
+/* Makes the folders of listed inputs read-only, as the inputs folder. */
+static void seal_input_folders(const cJSON *inputs, const char *dir)
+{
+	const cJSON *in;
+
+	cJSON_ArrayForEach(in, inputs)
+	{
+		const char *name = sfield(in, "name");
+		const char *slash = name ? strchr(name, '/') : NULL;
+		char sub[PATH_CAP];
+
+		if (!slash)
+			continue;
+		nv_pathf(sub, sizeof(sub), "%s/%.*s", dir, (int)(slash - name),
+			 name);
+		chmod(sub, 0555);
+	}
+}
+
 static int stage_inputs(const job *j, nv_err *err)
 {
 	const cJSON *inputs = ofield(j->spec, "inputs");
@@ -516,7 +559,7 @@ static int stage_inputs(const job *j, nv_err *err)
 		nv_object_info info;
 		int rc;
 
-		if (!name || !url || strchr(name, '/') || name[0] == '.')
+		if (!name || !url || !input_name_ok(name))
 			return nv_err_set(err, NV_EINVAL, NULL,
 					  "bad input entry in the job spec");
 		if (strncmp(url, "file://", 7) != 0)
@@ -546,6 +589,14 @@ static int stage_inputs(const job *j, nv_err *err)
 			return rc;
 		if ((rc = nv_filestore_open(&store, root, 0, err)) != 0)
 			return rc;
+		if (strchr(name, '/')) {
+			/* one of a list (NAME/K): its folder first */
+			char sub[PATH_CAP];
+			nv_pathf(sub, sizeof(sub), "%s/%.*s", dir,
+				 (int)(strchr(name, '/') - name), name);
+			if (nv_mkdir_p(sub, 0755, err) != 0)
+				return err->code;
+		}
 		nv_pathf(dest, sizeof(dest), "%s/%s", dir, name);
 		rc = nv_filestore_get_file(store, key, dest, &info, err);
 		nv_filestore_free(store);
@@ -561,6 +612,7 @@ static int stage_inputs(const job *j, nv_err *err)
 				name, info.sha256, want);
 		chmod(dest, 0444);
 	}
+	seal_input_folders(inputs, dir);
 	chmod(dir, 0555);
 	return 0;
 }

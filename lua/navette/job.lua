@@ -65,14 +65,34 @@ end
 
 local function input_url(v, name)
   if type(v) == "table" and type(v.url) == "string" then return v.url end
-  if type(v) == "table" and v.job ~= nil then
-    -- an output of another job of the run (what job:output(path) gave)
-    if type(v.job) ~= "string" or type(v.output) ~= "string" then
-      bad("input '" .. name .. "' must be what job:output(\"path\") "
+  local function output_of(x, where)
+    if type(x.job) ~= "string" or type(x.output) ~= "string" then
+      bad("input '" .. where .. "' must be what job:output(\"path\") "
           .. "returned")
     end
-    check_key_like(v.output, "input '" .. name .. "': output")
-    return { job = v.job, output = v.output }
+    check_key_like(x.output, "input '" .. where .. "': output")
+    return { job = x.job, output = x.output }
+  end
+  if type(v) == "table" and v.job ~= nil then
+    -- an output of another job of the run (what job:output(path) gave)
+    return output_of(v, name)
+  end
+  if type(v) == "table" and type(v[1]) == "table" and v[1].job ~= nil then
+    -- one output of each of several jobs (navette.outputs): NAME/1...
+    local list, n = {}, 0
+    for _ in pairs(v) do n = n + 1 end
+    if n ~= #v or n > 10000 then
+      bad("input '" .. name .. "' must be a list of job outputs "
+          .. "(what navette.outputs returned)")
+    end
+    for i, x in ipairs(v) do
+      if type(x) ~= "table" then
+        bad("input '" .. name .. "[" .. i .. "]' must be a job's output")
+      end
+      list[i] = output_of(x, name .. "[" .. i .. "]")
+    end
+    list.list = true
+    return list
   end
   if type(v) ~= "string" then
     bad("input '" .. name .. "' must be a storage URL string (or what "

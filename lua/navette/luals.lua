@@ -216,6 +216,10 @@ local FUNCTIONS = {
     "navette.job.Spec[]", "Declares one job per combination of the "
     .. "matrix's values (each named job[key=value,...], its values in "
     .. "NAVETTE_PARAM_<KEY> and in its record's params); returns them." },
+  { "navette.outputs", { { "jobs", "navette.job.Spec[]" },
+    { "path", "string" } }, "table[]", "Output path of each job of a "
+    .. "list (what navette.sweep returned), as one input: the job that "
+    .. "takes it finds them at $NAVETTE_INPUTS/<name>/1, 2..." },
   { "navette.context", {}, "navette.Context?",
     "Facts about the run in progress (nil outside one)." },
   { "navette.storage.url", { { "key", "string" } }, "string",

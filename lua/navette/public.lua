@@ -28,6 +28,8 @@ local FUNCTIONS = {
   { "job", function(spec) return require("navette.runner").declare(spec) end },
   { "sweep",
     function(spec) return require("navette.runner").declare_sweep(spec) end },
+  { "outputs",
+    function(...) return require("navette.runner").outputs(...) end },
   { "context", function() return require("navette.runner").context() end },
   { "storage.url", function(...) return require("navette.storage").url(...) end },
   { "storage.put", function(...) return require("navette.storage").put(...) end },

@@ -75,16 +75,46 @@ local function handle(j)
   return h
 end
 
+-- navette.outputs(jobs, path): output `path` of each job of a list (what
+-- navette.sweep returned, or jobs), as one input: NAME/1, NAME/2... for
+-- the job that takes it.
+function runner.outputs(list, path)
+  if type(list) ~= "table" or #list == 0 then
+    errors.raise("recipe", "navette.outputs: the first argument is a list "
+                 .. "of jobs (what navette.sweep returned)")
+  end
+  if type(path) ~= "string" then
+    errors.raise("recipe", "navette.outputs: path must be a string, the "
+                 .. "output's name under each job's prefix")
+  end
+  local out = {}
+  for i, x in ipairs(list) do
+    if type(x) ~= "table" or type(x.name) ~= "string" then
+      errors.raise("recipe", "navette.outputs: item " .. i .. " is not a "
+                   .. "job (what navette.job or navette.sweep returned)")
+    end
+    out[i] = { job = x.name, output = path }
+  end
+  return out
+end
+
 -- The jobs whose outputs j takes as inputs run before it: they join
 -- j.after.
 local function inputs_after(j)
   local seen = {}
   for _, name in ipairs(j.after) do seen[name] = true end
-  for _, name in ipairs(util.sorted_keys(j.inputs)) do
-    local input = j.inputs[name]
-    if type(input) == "table" and not seen[input.job] then
+  local function add(input)
+    if not seen[input.job] then
       seen[input.job] = true
       j.after[#j.after + 1] = input.job
+    end
+  end
+  for _, name in ipairs(util.sorted_keys(j.inputs)) do
+    local input = j.inputs[name]
+    if type(input) == "table" and input.list then
+      for _, x in ipairs(input) do add(x) end
+    elseif type(input) == "table" then
+      add(input)
     end
   end
 end
@@ -369,9 +399,16 @@ local function describe_inputs(run, j)
   local out = {}
   for _, name in ipairs(util.sorted_keys(j.inputs)) do
     local input = j.inputs[name]
-    out[#out + 1] = type(input) == "table"
-                    and output_input(run, j, name, input)
-                    or store_input(run, j, name, input, planned)
+    if type(input) == "table" and input.list then
+      -- staged as NAME/1, NAME/2... in the list's order
+      for i, x in ipairs(input) do
+        out[#out + 1] = output_input(run, j, name .. "/" .. i, x)
+      end
+    else
+      out[#out + 1] = type(input) == "table"
+                      and output_input(run, j, name, input)
+                      or store_input(run, j, name, input, planned)
+    end
   end
   return json.array(out)
 end

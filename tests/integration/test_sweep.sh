@@ -55,6 +55,9 @@ navette.job { name = "merge", command = { "sh", "-c",
   'cat "$NAVETTE_INPUTS/a" "$NAVETTE_INPUTS/b" > "$NAVETTE_OUTPUTS/all.txt"' },
   inputs = { a = pieces[1]:output("piece.txt"),
              b = pieces[2]:output("piece.txt") } }
+navette.job { name = "gather", command = { "sh", "-c",
+  'cat "$NAVETTE_INPUTS/all/1" "$NAVETTE_INPUTS/all/2" > "$NAVETTE_OUTPUTS/all.txt"' },
+  inputs = { all = navette.outputs(pieces, "piece.txt") } }
 navette.job { name = "missing", command = { "true" },
   inputs = { x = pieces[1]:output("nothing.txt") } }
 navette.job { name = "tampered", command = { "true" }, after = { gate },
@@ -131,7 +134,7 @@ check_contains "plan shows what a job runs after" "$OUT" \
 nv_in "$R" plan flow.lua --json
 check_eq "plan --json: the graph's edges" \
 	"$(printf '%s' "$OUT" | json '" ".join(e["from"] + ">" + e["to"] + ":" + ",".join(e["inputs"]) for e in d["graph"])')" \
-	"piece[n=1]>merge:piece.txt as a piece[n=2]>merge:piece.txt as b piece[n=1]>missing:nothing.txt as x gate>tampered: piece[n=2]>tampered:piece.txt as x"
+	"piece[n=1]>merge:piece.txt as a piece[n=2]>merge:piece.txt as b piece[n=1]>gather:piece.txt as all/1 piece[n=2]>gather:piece.txt as all/2 piece[n=1]>missing:nothing.txt as x gate>tampered: piece[n=2]>tampered:piece.txt as x"
 nv_in "$R" run graph.lua --wait
 check_rc "a graph with a failed job: run --wait exits 1" 1
 LIST=$("$NAVETTE" jobs --json)
@@ -186,6 +189,11 @@ MERGE=$(fresh_id merge)
 check_eq "merge read both pieces" "$(job_state "$MERGE")" succeeded
 check_eq "merge's output holds both pieces, in order" \
 	"$(cat "$(store_dir sweep "$MERGE")/all.txt" 2>&1)" "piece 1
+piece 2"
+GATHER=$(fresh_id gather)
+check_eq "gather (navette.outputs) read both pieces" "$(job_state "$GATHER")" succeeded
+check_eq "gather's output holds both pieces, in the sweep's order" \
+	"$(cat "$(store_dir sweep "$GATHER")/all.txt" 2>&1)" "piece 1
 piece 2"
 nv status "$(fresh_id missing)" --json
 check_eq "an output never written: the consumer fails" \

@@ -270,3 +270,34 @@ navette.job { name = "eval", command = { "true" },
            "'%.%.', '%.' and empty segments are not allowed")
   backends.unregister("fake")
 end)
+
+t.test("navette.outputs: one input of a list of outputs, NAME/1...",
+       function()
+  fixtures.fake_backend()
+  local dir = fixtures.repo(t, {
+    ["navette.lua"] = fixtures.project(t),
+    ["fan.lua"] = [[
+local navette = require "navette"
+local parts = navette.sweep { job = { name = "part", command = { "true" } },
+                              matrix = { n = { 1, 2, 3 } } }
+navette.job { name = "join", command = { "true" },
+              inputs = { all = navette.outputs(parts, "p.json") } }
+]],
+    ["notjobs.lua"] = [[
+local navette = require "navette"
+navette.outputs({ "x" }, "p.json")
+]],
+  })
+  local _, specs = runner.run(dir .. "/fan.lua", {})
+  local join = specs[4]
+  t.eq(#join.inputs, 3)
+  for i = 1, 3 do
+    t.eq(join.inputs[i].name, "all/" .. i)
+    t.eq(join.inputs[i].from, specs[i].id)
+    t.eq(join.inputs[i].url, specs[i].outputs.url .. "p.json")
+  end
+  t.eq(#join.after, 3, "it runs after each part")
+  t.raises(function() runner.run(dir .. "/notjobs.lua", {}) end,
+           "item 1 is not a job")
+  backends.unregister("fake")
+end)
