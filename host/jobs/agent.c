@@ -587,8 +587,6 @@ static int stage_inputs(const job *j, nv_err *err)
 		if ((rc = nv_filestore_find(root, sizeof(root), key,
 					    sizeof(key), url, err)) != 0)
 			return rc;
-		if ((rc = nv_filestore_open(&store, root, 0, err)) != 0)
-			return rc;
 		if (strchr(name, '/')) {
 			/* one of a list (NAME/K): its folder first */
 			char sub[PATH_CAP];
@@ -597,6 +595,8 @@ static int stage_inputs(const job *j, nv_err *err)
 			if (nv_mkdir_p(sub, 0755, err) != 0)
 				return err->code;
 		}
+		if ((rc = nv_filestore_open(&store, root, 0, err)) != 0)
+			return rc;
 		nv_pathf(dest, sizeof(dest), "%s/%s", dir, name);
 		rc = nv_filestore_get_file(store, key, dest, &info, err);
 		nv_filestore_free(store);

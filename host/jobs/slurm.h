@@ -64,6 +64,10 @@ typedef struct nv_slurm_job_desc {
 void nv_slurm_desc_init(nv_slurm_job_desc *d);
 void nv_slurm_desc_free(nv_slurm_job_desc *d);
 
+/* The longest `after` list, in bytes ("12,13,..."): 10,000 ids of
+ * Slurm's 32-bit job numbers. */
+#define NV_SLURM_AFTER_MAX ((size_t)10000 * 11)
+
 /* Sets one field from text. Keys: name, comment, partition, account, qos,
  * time_limit (seconds, or a number with s/m/h/d: "90m", "2h"; rounded up
  * to minutes), cpus, memory (bytes, or with K/M/G/T and optional iB:

@@ -264,7 +264,7 @@ int nv_slurm_desc_set(nv_slurm_job_desc *d, const char *key, const char *value,
 			else
 				break;
 		}
-		if (value[i] || !digits || i > 4000)
+		if (value[i] || !digits || i > NV_SLURM_AFTER_MAX)
 			return desc_bad(err, key, value,
 					"give Slurm job ids, such as "
 					"\"12,13\"");

@@ -131,17 +131,20 @@ static int build_job_v0_0_38(cJSON *job, const nv_slurm_job_desc *d)
 		/* afterok:12:13, and a job whose dependency can never be
 		 * satisfied (one failed or was cancelled) is ended by Slurm
 		 * instead of pending for ever */
-		char dep[4100];
-		size_t n = (size_t)snprintf(dep, sizeof(dep), "afterok:%s",
-					    d->after);
-		for (size_t i = 8; i < n && i < sizeof(dep); i++)
-			if (dep[i] == ',')
-				dep[i] = ':';
-		if (n >= sizeof(dep) ||
-		    !cJSON_AddStringToObject(job, "dependency", dep) ||
+		size_t n = strlen(d->after) + sizeof("afterok:");
+		char *dep = malloc(n);
+
+		if (!dep)
+			return -1;
+		snprintf(dep, n, "afterok:%s", d->after);
+		for (char *c = dep; *c; c++)
+			if (*c == ',')
+				*c = ':';
+		if (!cJSON_AddStringToObject(job, "dependency", dep) ||
 		    !cJSON_AddBoolToObject(job, "kill_on_invalid_dependency",
 					   1))
 			ok = 0;
+		free(dep);
 	}
 #undef ADD_STR
 #undef ADD_NUM

@@ -71,6 +71,11 @@ local function input_url(v, name)
           .. "returned")
     end
     check_key_like(x.output, "input '" .. where .. "': output")
+    if x.output:find("[%%#?]") then
+      -- (the output's URL is its prefix's and this name, joined)
+      bad("input '" .. where .. "': output '" .. x.output .. "' holds '%', "
+          .. "'#' or '?'", "rename the output the job writes")
+    end
     return { job = x.job, output = x.output }
   end
   if type(v) == "table" and v.job ~= nil then

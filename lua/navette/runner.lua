@@ -831,7 +831,9 @@ function runner.submit(run)
   for _, j in ipairs(run.jobs) do
     local spec = runner.spec(run, j)
     -- the run's own id, in each of its jobs (navette watch RUN)
-    run.run_id = run.run_id or job.new_id(run.project.name, spec.commit)
+    -- ("PROJECT-run-...": no prefix of it is a job id's, nor the reverse)
+    run.run_id = run.run_id or job.new_id(run.project.name .. "-run",
+                                          spec.commit)
     spec.run = spec.run or run.run_id
     local launcher = runner.render_launcher(spec)
     spec.launcher = launcher

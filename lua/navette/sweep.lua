@@ -27,8 +27,9 @@ local function text_of(v, where)
     if v ~= v or v == math.huge or v == -math.huge then
       bad(where .. ": a value must be a finite number")
     end
-    return math.type(v) == "integer" and string.format("%d", v)
-           or tostring(v)
+    -- 1 and 1.0 are one value ("1")
+    local whole = math.tointeger(v)
+    return whole and string.format("%d", whole) or tostring(v)
   elseif kind == "boolean" then
     return tostring(v)
   elseif kind == "string" then
@@ -157,10 +158,13 @@ function sweep.combinations(decl)
   local exclude = assignments(decl.exclude, "exclude", keys, false)
   local include = assignments(decl.include, "include", keys, true)
   local total = 1
-  for _, k in ipairs(keys) do total = total * #values[k] end
-  if total + #include > sweep.MAX_JOBS then
-    bad("the matrix makes " .. total .. " jobs (at most " .. sweep.MAX_JOBS
-        .. ")", "split the sweep, or narrow the matrix")
+  for _, k in ipairs(keys) do
+    -- checked as it grows: a product of many keys would wrap around
+    total = total * #values[k]
+    if total + #include > sweep.MAX_JOBS then
+      bad("the matrix makes more than " .. sweep.MAX_JOBS .. " jobs",
+          "split the sweep, or narrow the matrix")
+    end
   end
   local combos, seen = {}, {}
   local function add(c)

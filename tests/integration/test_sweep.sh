@@ -179,8 +179,11 @@ wait_for 60 sh -c "[ -n \"\$('$NAVETTE' jobs --json | grep -o '\"gate\"')\" ]"
 P2=$(fresh_id "piece[n=2]")
 wait_state "$P2" succeeded 60
 check_eq "piece[n=2] succeeded" "$STATE" succeeded
-# piece 2's output changes in the store once it is published (the gate
-# job holds the job that reads it until then)
+# merge and gather read it as published; only then does it change in the
+# store (the gate job holds the job that reads it after that)
+for name in merge gather; do
+	wait_state "$(fresh_id "$name")" 'succeeded|failed|cancelled' 60
+done
 printf 'forged\n' >"$(store_dir sweep "$P2")/piece.txt"
 : >"$GO"
 wait "$FLOW"

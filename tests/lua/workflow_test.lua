@@ -40,6 +40,15 @@ t.test("values: integers, floats, booleans, strings", function()
        .. "[a=-1,b=true,c=resnet-50]")
 end)
 
+t.test("1 and 1.0 are one value", function()
+  t.raises(function()
+    sweep.expand({ job = JOB, matrix = { a = { 1, 1.0 } } })
+  end, "listed twice")
+  local items = sweep.expand({ job = JOB, matrix = { a = { 1, 2 } },
+                               exclude = { { a = 1.0 } } })
+  t.eq(names(items), "[a=2]")
+end)
+
 t.test("exclude removes what matches every key it names", function()
   local items = sweep.expand({ job = JOB,
     matrix = { lr = { 1, 2 }, seed = { 1, 2, 3 } },
@@ -79,7 +88,11 @@ t.test("what is refused, naming the key", function()
           "every combination")
   local big = {}
   for i = 1, 101 do big[i] = i end
-  refused({ job = JOB, matrix = { a = big, b = big } }, "at most 10000")
+  refused({ job = JOB, matrix = { a = big, b = big } }, "more than 10000")
+  -- a product of many keys that would wrap around a 64-bit integer
+  local many = {}
+  for i = 1, 64 do many["k" .. i] = { 1, 2 } end
+  refused({ job = JOB, matrix = many }, "more than 10000")
 end)
 
 t.test("a sweep through the runner: names, env, params, launcher",
@@ -244,6 +257,12 @@ navette.job { name = "eval", command = { "true" },
   inputs = { model = { job = "train", output = "model.pt" } } }
 navette.job { name = "train", command = { "true" } }
 ]],
+    ["percent.lua"] = [[
+local navette = require "navette"
+local train = navette.job { name = "train", command = { "true" } }
+navette.job { name = "eval", command = { "true" },
+  inputs = { model = train:output("50%.txt") } }
+]],
     ["escape.lua"] = [[
 local navette = require "navette"
 local train = navette.job { name = "train", command = { "true" } }
@@ -268,6 +287,8 @@ navette.job { name = "eval", command = { "true" },
            "runs after 'train', which is not declared before it")
   t.raises(function() runner.run(dir .. "/escape.lua", {}) end,
            "'%.%.', '%.' and empty segments are not allowed")
+  t.raises(function() runner.run(dir .. "/percent.lua", {}) end,
+           "holds '%%', '#' or '%?'")
   backends.unregister("fake")
 end)
 

@@ -644,16 +644,20 @@ static void test_params(void)
 	nv_mkdir_p(path, 0755, &err);
 	snprintf(path, sizeof(path), "%s/launcher.sh", dir);
 	CHECK(nv_write_file_atomic(path, b.data, b.len, 0700, &err) == 0);
+	/* run from the job folder: an assignment that evaluated its value
+	 * would make pwned there (the header runs before any cd) */
 	snprintf(cmd, sizeof(cmd),
-		 "env -i PATH=/usr/bin:/bin NAVETTE_JOB_DIR=%s /bin/sh %s; "
-		 "exit $?",
-		 dir, path);
+		 "cd %s && env -i PATH=/usr/bin:/bin NAVETTE_JOB_DIR=%s "
+		 "/bin/sh %s; exit $?",
+		 dir, dir, path);
 	int rc = system(cmd);
 	CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
 	snprintf(path, sizeof(path), "%s/outputs/out", dir);
 	CHECK(nv_read_file(&out, &len, path, 4096, &err) == 0);
 	CHECK_STR(out, "0.001|$(touch pwned)'x");
 	free(out);
+	snprintf(path, sizeof(path), "%s/pwned", dir);
+	CHECK(access(path, F_OK) != 0);
 	snprintf(path, sizeof(path), "%s/workspace/pwned", dir);
 	CHECK(access(path, F_OK) != 0);
 	nv_buf_free(&b);

@@ -126,7 +126,18 @@ end
 
 -- How to reach the cluster again for status and cancel (no secret), and
 -- the profile's requeue for a job that does not say.
+-- the most jobs one job may run after (Slurm's dependency list, as
+-- host/jobs/slurm.h bounds it)
+local AFTER_MAX = 10000
+
 function M.prepare(spec, profile)
+  if spec.after and #spec.after > AFTER_MAX then
+    -- (checked in the checking pass: before any job of the run is sent)
+    error(errors.new("recipe", "job '" .. spec.name .. "' runs after "
+                     .. #spec.after .. " jobs; on Slurm at most "
+                     .. AFTER_MAX, "join them in stages: a job after each "
+                     .. "part of them, then one after those"), 0)
+  end
   if spec.requeue == nil then spec.requeue = profile.slurm.requeue end
   spec.slurm = {}
   for k, v in pairs(profile.slurm) do spec.slurm[k] = v end
@@ -241,7 +252,8 @@ end
 -- token lifespan; the caller closes them.
 -- The Slurm ids of the jobs spec runs after ("12,13"), from their rows;
 -- nil when it runs after none. Each was submitted before it, so each has
--- its Slurm id (else the run stops here, before anything is sent).
+-- its Slurm id; one without (its submission failed) stops the run here,
+-- before this job is sent.
 local function after_ids(db, spec)
   if not spec.after or #spec.after == 0 then return nil end
   local ids = {}

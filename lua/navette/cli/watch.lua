@@ -25,20 +25,12 @@ function M.run(argv)
   local row = jobs.row(args[1])
   if not row then
     local run, ids = jobs.run(args[1])
-    if run then -- Every job of one run, until all have ended.
-function M.watch_run(run, ids)
-  term.print("run " .. run .. " (" .. #ids .. " jobs)")
-  local views, stopped = common.follow(ids, false)
-  if stopped then return common.interrupted(ids) end
-  local status = 0
-  for _, id in ipairs(ids) do
-    common.print_outcome(views[id])
-    if views[id].state ~= "succeeded" then status = 1 end
-  end
-  return status
-end
-
-return M.watch_run(run, ids) end
+    if run then return M.watch_run(run, ids) end
+    if tostring(ids.message):find("starts more than one run id", 1, true)
+    then
+      -- a run prefix that names several runs: say so, not "no job"
+      common.usage_error(ids.message, "watch")
+    end
   end
   local v = jobs.get(args[1])
   term.print("job " .. v.id .. " (" .. tostring(v.name) .. ")")
