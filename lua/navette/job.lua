@@ -508,7 +508,7 @@ end
 
 -- "<project>-<yyyymmdd>-<hhmmss>-<commit7>-<random6>": lowercase,
 -- DNS-1123, at most 63 characters.
-function job.new_id(project_slug, commit)
+local function new_id(project_slug, commit)
   local now = _navette.sys.now()
   local stamp = os.date("!%Y%m%d-%H%M%S", math.floor(now))
   local tail = "-" .. stamp .. "-" .. commit:sub(1, 7) .. "-"
@@ -516,6 +516,13 @@ function job.new_id(project_slug, commit)
   local head = project_slug:sub(1, 63 - #tail):gsub("-+$", "")
   if head == "" then head = "job" end
   return head .. tail
+end
+job.new_id = new_id
+
+-- The id of one `navette run`: "<project>-run-<yyyymmdd>-..." (no prefix
+-- of it is a job id's, nor the reverse). Drawn apart from job ids.
+function job.new_run_id(project_slug, commit)
+  return new_id(project_slug:sub(1, 40) .. "-run", commit)
 end
 
 -- the grammar is C's (core/jobid.h), which every boundary checks

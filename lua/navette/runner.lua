@@ -831,9 +831,7 @@ function runner.submit(run)
   for _, j in ipairs(run.jobs) do
     local spec = runner.spec(run, j)
     -- the run's own id, in each of its jobs (navette watch RUN)
-    -- ("PROJECT-run-...": no prefix of it is a job id's, nor the reverse)
-    run.run_id = run.run_id or job.new_id(run.project.name .. "-run",
-                                          spec.commit)
+    run.run_id = run.run_id or job.new_run_id(run.project.name, spec.commit)
     spec.run = spec.run or run.run_id
     local launcher = runner.render_launcher(spec)
     spec.launcher = launcher

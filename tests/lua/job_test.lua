@@ -139,8 +139,12 @@ t.test("inputs must be storage URLs", function()
   t.eq(j.inputs.d, "file:///s/k")
 end)
 
-t.test("job ids are DNS-1123 labels, unique within one second", function()
-  local seen = {}
+-- The random part has 24 bits: two of 150 draws in one second are the same
+-- about once in 1,500 runs, which the runner answers by drawing again
+-- (test_boundaries: "a taken id"). So the draws are distinct but for at
+-- most one repeat (two repeats: about once in a million runs).
+t.test("job ids are DNS-1123 labels, distinct within one second", function()
+  local seen, repeats = {}, 0
   local long = string.rep("very-long-project-name-", 5)
   for i = 1, 300 do
     local project = i % 2 == 0 and "navette" or long
@@ -148,9 +152,10 @@ t.test("job ids are DNS-1123 labels, unique within one second", function()
     t.ok(#id <= 63, "at most 63 characters: " .. id)
     t.ok(job.is_valid_id(id), "DNS-1123: " .. id)
     t.ok(id:find("0123456", 1, true), "carries the short commit: " .. id)
-    t.ok(not seen[id], "unique: " .. id)
+    if seen[id] then repeats = repeats + 1 end
     seen[id] = true
   end
+  t.ok(repeats <= 1, "distinct but for one repeat at most: " .. repeats)
 end)
 
 -- (the mutation experiment of issue 11: dropping this check in
