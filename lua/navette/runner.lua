@@ -28,13 +28,25 @@ local function current_run(what)
   return run
 end
 
-local function add_job(run, j, what)
+-- The job of the run named `name`, or nil.
+local function declared_job(run, name)
   for _, other in ipairs(run.jobs) do
-    if other.name == j.name then
-      errors.raise("recipe", what .. ": a job named '" .. j.name
-                   .. "' is already declared at " .. other.declared_at)
-    end
+    if other.name == name then return other end
   end
+  return nil
+end
+
+-- Refuses a name the run already has.
+local function check_new_name(run, j, what)
+  local other = declared_job(run, j.name)
+  if other then
+    errors.raise("recipe", what .. ": a job named '" .. j.name
+                 .. "' is already declared at " .. other.declared_at)
+  end
+end
+
+local function add_job(run, j, what)
+  check_new_name(run, j, what)
   run.jobs[#run.jobs + 1] = j
   return j
 end
@@ -43,11 +55,7 @@ end
 -- form no cycle).
 local function check_after(run, j, what)
   for _, name in ipairs(j.after) do
-    local found = false
-    for _, other in ipairs(run.jobs) do
-      if other.name == name then found = true; break end
-    end
-    if not found then
+    if not declared_job(run, name) then
       errors.raise("recipe", what .. ": job '" .. j.name .. "' runs after '"
                    .. name .. "', which is not declared before it",
                    "declare the jobs it runs after first, and pass what "
@@ -146,12 +154,7 @@ function runner.declare_sweep(decl)
                    .. " is longer than 255 bytes", "use shorter parameter "
                    .. "names or values")
     end
-    for _, other in ipairs(run.jobs) do
-      if other.name == j.name then
-        errors.raise("recipe", "navette.sweep: a job named '" .. j.name
-                     .. "' is already declared at " .. other.declared_at)
-      end
-    end
+    check_new_name(run, j, "navette.sweep")
   end
   for i, j in ipairs(declared) do
     declared[i] = handle(add_job(run, j, "navette.sweep"))

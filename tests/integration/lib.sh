@@ -306,7 +306,7 @@ sha256() {
 # ---- processes and locks (what macOS has too: no flock(1), no setsid) -------
 
 # lock_is_free PATH: no process holds a flock(2) lock on PATH (a missing
-# file is free). Takes the lock for an instant, as flock -n PATH true would.
+# file is free). Takes a non-blocking exclusive lock for an instant (perl).
 lock_is_free() {
 	perl -MFcntl=:flock -e '
 		open(my $f, "<", $ARGV[0]) or exit 0;

@@ -608,6 +608,27 @@ static void test_bad_ids_and_counts(void)
 	cJSON_Delete(r);
 }
 
+/* Writes the launcher b into job folder dir (with its workspace and
+ * outputs) and runs it from there with an empty environment; the
+ * system() status. */
+static int run_launcher(const char *dir, const nv_buf *b)
+{
+	char path[512], cmd[1200];
+	nv_err err;
+
+	snprintf(path, sizeof(path), "%s/workspace", dir);
+	nv_mkdir_p(path, 0755, &err);
+	snprintf(path, sizeof(path), "%s/outputs", dir);
+	nv_mkdir_p(path, 0755, &err);
+	snprintf(path, sizeof(path), "%s/launcher.sh", dir);
+	CHECK(nv_write_file_atomic(path, b->data, b->len, 0700, &err) == 0);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && env -i PATH=/usr/bin:/bin NAVETTE_JOB_DIR=%s "
+		 "/bin/sh %s; exit $?",
+		 dir, dir, path);
+	return system(cmd);
+}
+
 /* A sweep's parameters: each exported as NAVETTE_PARAM_<NAME>, quoted,
  * never evaluated; a bad name or a value that is not text refused. */
 static void test_params(void)
@@ -638,19 +659,9 @@ static void test_params(void)
 	CHECK(mkdtemp(dir) != NULL);
 	nv_buf_init(&b, NV_LAUNCHER_MAX);
 	CHECK(nv_launcher_script(spec, &b, &err) == 0);
-	snprintf(path, sizeof(path), "%s/workspace", dir);
-	nv_mkdir_p(path, 0755, &err);
-	snprintf(path, sizeof(path), "%s/outputs", dir);
-	nv_mkdir_p(path, 0755, &err);
-	snprintf(path, sizeof(path), "%s/launcher.sh", dir);
-	CHECK(nv_write_file_atomic(path, b.data, b.len, 0700, &err) == 0);
 	/* run from the job folder: an assignment that evaluated its value
 	 * would make pwned there (the header runs before any cd) */
-	snprintf(cmd, sizeof(cmd),
-		 "cd %s && env -i PATH=/usr/bin:/bin NAVETTE_JOB_DIR=%s "
-		 "/bin/sh %s; exit $?",
-		 dir, dir, path);
-	int rc = system(cmd);
+	int rc = run_launcher(dir, &b);
 	CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
 	snprintf(path, sizeof(path), "%s/outputs/out", dir);
 	CHECK(nv_read_file(&out, &len, path, 4096, &err) == 0);
@@ -690,7 +701,7 @@ static void test_params(void)
 int main(void)
 {
 	char dir[] = "/tmp/navette-launcher-XXXXXX";
-	char path[512], cmd[1200];
+	char path[512];
 	nv_buf b;
 	nv_err err;
 	cJSON *spec = cJSON_Parse(spec_text);
@@ -701,17 +712,7 @@ int main(void)
 	CHECK(nv_launcher_script(spec, &b, &err) == 0);
 	CHECK(b.data && strncmp(b.data, "#!/bin/sh\n", 10) == 0);
 
-	snprintf(path, sizeof(path), "%s/workspace", dir);
-	nv_mkdir_p(path, 0755, &err);
-	snprintf(path, sizeof(path), "%s/outputs", dir);
-	nv_mkdir_p(path, 0755, &err);
-	snprintf(path, sizeof(path), "%s/launcher.sh", dir);
-	CHECK(nv_write_file_atomic(path, b.data, b.len, 0700, &err) == 0);
-	snprintf(cmd, sizeof(cmd),
-		 "env -i PATH=/usr/bin:/bin NAVETTE_JOB_DIR=%s /bin/sh %s; "
-		 "exit $?",
-		 dir, path);
-	int rc = system(cmd);
+	int rc = run_launcher(dir, &b);
 	CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 7);
 
 	char *out = NULL;
