@@ -20,4 +20,10 @@ int nv_process_deny_inspection(void);
  * gone or this system cannot tell (then out is ""). */
 int nv_process_start_time(pid_t pid, char *out, size_t cap);
 
+/* 1 while a process of group pgid lives, 0 once none does. A process
+ * that ended and waits to be reaped (a zombie: its parent, often init
+ * after the group leader died, has not collected it yet) does not count;
+ * where the system cannot say which those are, any process counts. */
+int nv_process_group_alive(pid_t pgid);
+
 #endif

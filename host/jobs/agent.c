@@ -907,18 +907,19 @@ static int process_gone(job *j)
 				j->reaped = 1;
 		}
 		/* The group may outlive the launcher: wait for it too. */
-		return j->reaped && (kill(-j->pid, 0) != 0 && errno == ESRCH);
+		return j->reaped && !nv_process_group_alive(j->pid);
 	}
 	/* Adopted: the launcher's pid may name a later process by now. While
 	 * any process of its group lives, the system gives that pid to no
 	 * other, so a later process means the whole group ended. */
 	char now[32];
-	if (kill(j->pid, 0) == 0 || errno != ESRCH) {
-		return j->start_time[0] &&
-		       nv_process_start_time(j->pid, now, sizeof(now)) == 0 &&
-		       strcmp(now, j->start_time) != 0;
-	}
-	return kill(-j->pid, 0) != 0 && errno == ESRCH;
+	if (j->start_time[0] &&
+	    nv_process_start_time(j->pid, now, sizeof(now)) == 0 &&
+	    strcmp(now, j->start_time) != 0)
+		return 1;
+	/* the launcher leads its group: a zombie launcher (killed, not yet
+	 * reaped by init) with no live process left has ended */
+	return !nv_process_group_alive(j->pid);
 }
 
 static void signal_group(job *j, int sig)

@@ -36,6 +36,12 @@ launcher_pid() {
 }
 agent_alive() { ! lock_is_free "$NAVETTE_HOME/agent.lock"; }
 gone() { ! kill -0 "$1" 2>/dev/null; }
+# group_gone PGID: no process of the group runs (one killed but not yet
+# reaped by its new parent, a zombie, has ended)
+group_gone() {
+	! ps -A -o pgid= -o stat= | awk -v g="$1" \
+		'$1 == g && $2 !~ /^Z/ { found = 1 } END { exit !found }'
+}
 # kill_agent: kill -9 of the agent; waits until its lock is free
 kill_agent() {
 	OLD_AGENT=$(agent_pid)
@@ -80,7 +86,7 @@ wait_for 20 lock_is_free "$NAVETTE_HOME/agent.lock"
 submit 2
 kill_agent
 kill -KILL -- "-$L" 2>/dev/null
-check_true "2: the launcher's group is gone" wait_for 10 gone "$L"
+check_true "2: the launcher's group is gone" wait_for 10 group_gone "$L"
 nv jobs --json
 OUT_JOBS=$OUT
 check_rc "2: jobs exits 0" 0
