@@ -51,19 +51,6 @@ local function add_job(run, j, what)
   return j
 end
 
--- Each job named in j.after must be declared before j (so a run's jobs
--- form no cycle).
-local function check_after(run, j, what)
-  for _, name in ipairs(j.after) do
-    if not declared_job(run, name) then
-      errors.raise("recipe", what .. ": job '" .. j.name .. "' runs after '"
-                   .. name .. "', which is not declared before it",
-                   "declare the jobs it runs after first, and pass what "
-                   .. "navette.job returned")
-    end
-  end
-end
-
 -- What a recipe gets back for a declared job: what was validated, and
 -- output(path), which names one of the job's outputs as another job's
 -- input (that job then runs after it).
@@ -131,7 +118,6 @@ function runner.declare(decl)
   local j = job.validate(decl)
   local run = current_run("navette.job")
   inputs_after(j)
-  check_after(run, j, "navette.job")
   return handle(add_job(run, j, "navette.job"))
 end
 
@@ -148,7 +134,6 @@ function runner.declare_sweep(decl)
   end
   for _, j in ipairs(declared) do
     inputs_after(j)
-    check_after(run, j, "navette.sweep")
     if #j.name > 255 then
       errors.raise("recipe", "navette.sweep: the job name " .. j.name
                    .. " is longer than 255 bytes", "use shorter parameter "
@@ -310,6 +295,9 @@ function runner.load(recipe, opts)
   local ok, result = core.call_bounded(chunk)
   runner.current = nil
   if not ok then error(errors.from(result), 0) end
+  -- each job after those it runs after (a recipe may name a job it
+  -- declares later; a cycle is refused, named)
+  run.jobs = require("navette.graph").order(run.jobs)
   if not opts.plan then check_committed(run) end
   return run
 end

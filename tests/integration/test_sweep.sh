@@ -4,7 +4,7 @@
 # the names say the parameters; `plan` shows the jobs; a malformed sweep
 # is a recipe error naming the key, with nothing submitted. `after`: a
 # fan-in job starts only once every job of the sweep has ended
-# succeeded; a job after a failed one, and a job after that one, end
+# succeeded; a cycle is refused, named, with nothing submitted; a job after a failed one, and a job after that one, end
 # cancelled at accepted naming the job they waited for. job:output(): a
 # job takes another's output as an input, after it, with the sha256 its
 # run record lists: a fan-in reads each part; an output never written, or
@@ -41,6 +41,12 @@ local broken = navette.job { name = "broken", command = { "false" } }
 local next = navette.job { name = "next", after = { broken },
                            command = { "true" } }
 navette.job { name = "then", after = { next }, command = { "true" } }
+EOF2
+put_file "$R" cycle.lua <<'EOF2'
+local navette = require "navette"
+navette.job { name = "fetch", after = { "merge" }, command = { "true" } }
+navette.job { name = "clean", after = { "fetch" }, command = { "true" } }
+navette.job { name = "merge", after = { "clean" }, command = { "true" } }
 EOF2
 put_file "$R" flow.lua <<'EOF2'
 local navette = require "navette"
@@ -131,6 +137,14 @@ check_rc "plan of a graph: exit 0" 0
 check_contains "plan shows the graph" "$OUT" "part[n=2] -> join"
 check_contains "plan shows what a job runs after" "$OUT" \
 	"after    part[n=1], part[n=2], part[n=3]"
+nv_in "$R" plan cycle.lua
+check_rc "plan of a cycle: a recipe error (exit 2)" 2
+check_contains "plan names the cycle" "$ERR" \
+	"form a cycle: fetch runs after merge, which runs after clean, which runs after fetch"
+nv_in "$R" run cycle.lua
+check_rc "run of a cycle: exit 2" 2
+check_eq "run of a cycle: nothing submitted" \
+	"$("$NAVETTE" jobs --json | json '[j["name"] for j in d if j["name"] in ("fetch", "clean", "merge")]')" "[]"
 nv_in "$R" plan flow.lua --json
 check_eq "plan --json: the graph's edges" \
 	"$(printf '%s' "$OUT" | json '" ".join(e["from"] + ">" + e["to"] + ":" + ",".join(e["inputs"]) for e in d["graph"])')" \

@@ -200,8 +200,8 @@ navette.job { name = "last", command = { "true" }, after = { "join", prep } }
   backends.unregister("fake")
 end)
 
-t.test("after: refused unless declared before, or on a backend without "
-       .. "dependencies", function()
+t.test("after: a job declared later, unknown names, cycles named, a "
+       .. "backend without dependencies", function()
   local fake = fixtures.fake_backend()
   local dir = fixtures.repo(t, {
     ["navette.lua"] = fixtures.project(t),
@@ -214,6 +214,17 @@ navette.job { name = "prep", command = { "true" } }
 local navette = require "navette"
 navette.job { name = "a", command = { "true" }, after = { "a" } }
 ]],
+    ["cycle.lua"] = [[
+local navette = require "navette"
+navette.job { name = "a", command = { "true" }, after = { "c" } }
+navette.job { name = "b", command = { "true" }, after = { "a" } }
+navette.job { name = "c", command = { "true" }, after = { "b" } }
+navette.job { name = "d", command = { "true" } }
+]],
+    ["unknown.lua"] = [[
+local navette = require "navette"
+navette.job { name = "a", command = { "true" }, after = { "z" } }
+]],
     ["bad.lua"] = [[
 local navette = require "navette"
 navette.job { name = "a", command = { "true" }, after = { 42 } }
@@ -224,16 +235,24 @@ local a = navette.job { name = "a", command = { "true" } }
 navette.job { name = "b", command = { "true" }, after = { a } }
 ]],
   })
-  t.raises(function() runner.run(dir .. "/later.lua", {}) end,
-           "runs after 'prep', which is not declared before it")
+  local _, specs = runner.run(dir .. "/later.lua", {})
+  t.eq(specs[1].name .. " " .. specs[2].name, "prep join",
+       "a job goes after the jobs it runs after")
+  t.eq(table.concat(specs[2].after, " "), specs[1].id)
   t.raises(function() runner.run(dir .. "/self.lua", {}) end,
-           "runs after 'a', which is not declared before it")
+           "form a cycle: a runs after a$")
+  t.raises(function() runner.run(dir .. "/cycle.lua", {}) end,
+           "form a cycle: a runs after c, which runs after b, which runs "
+           .. "after a$")
+  t.raises(function() runner.run(dir .. "/unknown.lua", {}) end,
+           "job 'a' runs after 'z', which is not a job of this run")
+  local calls = #fake.calls
   t.raises(function() runner.run(dir .. "/bad.lua", {}) end,
            "'after%[1%]' must be a job")
   fake.dependencies = nil
   t.raises(function() runner.run(dir .. "/ok.lua", {}) end,
            "after = {...} is not supported on the fake backend")
-  t.eq(#fake.calls, 0, "nothing submitted")
+  t.eq(#fake.calls, calls, "nothing submitted after later.lua")
   backends.unregister("fake")
 end)
 
@@ -283,8 +302,9 @@ navette.job { name = "eval", command = { "true" },
   t.eq(by.model.record, specs[1].outputs.url .. "navette-run.json")
   t.eq(by.model.sha256, nil, "its sha256 comes from the record, later")
   t.eq(by.second.url, specs[3].outputs.url .. "out/part.json")
-  t.raises(function() runner.run(dir .. "/later.lua", {}) end,
-           "runs after 'train', which is not declared before it")
+  local _, later = runner.run(dir .. "/later.lua", {})
+  t.eq(later[2].name, "eval", "the producer named by a later job goes first")
+  t.eq(later[2].inputs[1].from, later[1].id)
   t.raises(function() runner.run(dir .. "/escape.lua", {}) end,
            "'%.%.', '%.' and empty segments are not allowed")
   t.raises(function() runner.run(dir .. "/percent.lua", {}) end,
