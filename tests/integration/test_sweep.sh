@@ -11,6 +11,7 @@
 # changed in the store after it was published, fails the consumer at
 # data_ready naming it.
 . "$(dirname "$0")/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
 
 R=$(new_repo sweep)
 put_file "$R" sweep.lua <<'EOF2'
@@ -73,6 +74,15 @@ EOF2
 GO=$T/go
 GO=$GO perl -pe 's/\@GO\@/$ENV{GO}/' "$R/flow.lua" >"$T/flow.lua"
 mv "$T/flow.lua" "$R/flow.lua"
+# a sweep whose jobs wait for a file too (watch RUN on a terminal)
+put_file "$R" held.lua <<EOF2
+local navette = require "navette"
+navette.sweep {
+  job = { name = "held", env = { GATE = "$T/held" },
+    command = { "sh", "-c", 'while [ ! -e "\$GATE" ]; do sleep 0.2; done' } },
+  matrix = { n = { 1, 2, 3 } },
+}
+EOF2
 put_file "$R" bad.lua <<'EOF2'
 local navette = require "navette"
 navette.sweep {
@@ -125,6 +135,28 @@ check_rc "watch RUN (a prefix of it): exit 0 when every job succeeded" 0
 check_contains "it names the run" "$OUT" "run $RUN (6 jobs)"
 check_eq "it shows each job's end, labelled with its name" \
 	"$(printf '%s\n' "$OUT" | grep -c '^  train\[.*\] *succeeded ')" 6
+# on a terminal: a line per job redrawn in place, under a count by state
+nv_in "$R" run held.lua
+HELD=$(printf '%s\n' "$OUT" | sed -n 's/^follow with: navette watch \([^ ]*\)  (the run: its 3 jobs)$/\1/p')
+TERM=xterm python3 "$HERE/pty_run.py" --timeout 60 -- "$NAVETTE" watch "$HELD" \
+	>"$T/board.out" 2>&1 &
+BOARD=$!
+wait_for 20 grep -q 'held\[n=3\] *running' "$T/board.out"
+: >"$T/held"
+wait "$BOARD"
+check_eq "watch RUN on a terminal: exit 0" "$?" 0
+BOARD_OUT=$(cat "$T/board.out")
+check_contains "the board shows each job running" "$BOARD_OUT" "held[n=2]"
+check_contains "the board is redrawn in place (4 lines up)" "$BOARD_OUT" \
+	"$(printf '\033[4A')"
+check_contains "the count by state while they run" "$BOARD_OUT" \
+	"3 jobs: 3 running"
+check_contains "the count by state at the end" "$BOARD_OUT" \
+	"3 jobs: 3 succeeded"
+check_contains "a job's line shows its current phase" "$BOARD_OUT" \
+	"running    logs_visible"
+check_eq "no phase is printed line by line on a terminal" \
+	"$(printf '%s\n' "$BOARD_OUT" | grep -c ' accepted ')" 0
 LIST=$("$NAVETTE" jobs --json)
 ONE=$(printf '%s' "$LIST" | json "[j['id'] for j in d if j['name'] == 'train[lr=0.5,seed=7]'][0]")
 check_eq "the run record carries the run's id" \

@@ -58,6 +58,7 @@ end
 local function short_time(iso)
   return iso and iso:match("T([%d:%.]+)Z$") or "?"
 end
+common.short_time = short_time
 
 local function print_phase(label, phase, at)
   term.printf("  %s%-18s %s\n", label, phase, short_time(at))
@@ -65,9 +66,12 @@ end
 
 -- Follows jobs (ids) until all end; prints phases as they pass unless
 -- quiet, each line labelled (with several jobs) by labels[id] or the
--- job's name. Returns the final views, and true when Ctrl-C stopped the
--- following (the jobs go on in the agent: see common.interrupted).
+-- job's name. quiet may be a function(views), called after each look at
+-- the jobs instead (a board drawn in place). Returns the final views,
+-- and true when Ctrl-C stopped the following (the jobs go on in the
+-- agent: see common.interrupted).
 function common.follow(ids, quiet, labels)
+  local draw = type(quiet) == "function" and quiet or nil
   local seen, views, done = {}, {}, {}
   local remaining, polls = #ids, 0
   sys.trap_interrupt(true)
@@ -111,6 +115,7 @@ function common.follow(ids, quiet, labels)
         end
       end
     end
+    if draw then draw(views) end
     if remaining > 0 then
       sys.sleep(0.1)
       polls = polls + 1
