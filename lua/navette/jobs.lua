@@ -60,7 +60,7 @@ function jobs.view(row, info)
     id = row.id, name = row.name, project = row.project,
     profile = row.profile, state = row.state, phase = row.phase,
     phases = row.phases or json.array(),
-    commit = spec.commit, image = spec.image,
+    commit = spec.commit, image = spec.image, run = spec.run,
     outputs = json.array(),
     output_prefix = spec.outputs and spec.outputs.url or nil,
     failure = row.failure,

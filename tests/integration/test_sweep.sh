@@ -161,6 +161,9 @@ LIST=$("$NAVETTE" jobs --json)
 ONE=$(printf '%s' "$LIST" | json "[j['id'] for j in d if j['name'] == 'train[lr=0.5,seed=7]'][0]")
 check_eq "the run record carries the run's id" \
 	"$(json 'd["run"]' <"$(store_dir sweep "$ONE")/navette-run.json")" "$RUN"
+nv status "$ONE" --json
+check_eq "status --json names the job's run" \
+	"$(printf '%s' "$OUT" | json 'd["run"]')" "$RUN"
 
 # ---- after ---------------------------------------------------------------------
 
