@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <git2.h>
@@ -68,35 +67,6 @@ static int lock_cache(int *fd_out, const char *dir, nv_err *err)
 	return 0;
 }
 
-/* Makes the bare repository dir when it is absent: built under a
- * temporary name and renamed, so dir is never a half-made repository. */
-static int create_cache(const char *dir, nv_err *err)
-{
-	char tmp[CACHE_PATH_MAX], rnd[17];
-	git_repository *repo = NULL;
-	struct stat st;
-	int rc;
-
-	if (stat(dir, &st) == 0)
-		return 0;
-	rc = nv_random_hex(rnd, 8, err);
-	if (rc)
-		return rc;
-	if (nv_pathf(tmp, sizeof(tmp), "%s.tmp-%s", dir, rnd) < 0)
-		return nv_err_set(err, NV_EINVAL, NULL, "cache path too long");
-	if (git_repository_init(&repo, tmp, 1) < 0)
-		return nv_git_fail(err, NV_EIO, NULL,
-				   "cannot create the library cache");
-	git_repository_free(repo);
-	if (rename(tmp, dir) < 0) {
-		nv_err ignored;
-		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
-				      "cannot rename '%s'", tmp);
-		nv_remove_tree(tmp, &ignored);
-	}
-	return rc;
-}
-
 static int stop_when_too_big(const git_indexer_progress *stats, void *payload)
 {
 	(void)payload;
@@ -155,6 +125,34 @@ static int fetch_into(const char *dir, const char *url, nv_err *err)
 	return rc;
 }
 
+/* Makes the bare repository dir by a first fetch under a temporary name,
+ * renamed once complete: dir is never a half-made or empty cache (which
+ * would read as a library fetched once). */
+static int create_cache(const char *dir, const char *url, nv_err *err)
+{
+	char tmp[CACHE_PATH_MAX], rnd[17];
+	git_repository *repo = NULL;
+	nv_err ignored;
+	int rc;
+
+	rc = nv_random_hex(rnd, 8, err);
+	if (rc)
+		return rc;
+	if (nv_pathf(tmp, sizeof(tmp), "%s.tmp-%s", dir, rnd) < 0)
+		return nv_err_set(err, NV_EINVAL, NULL, "cache path too long");
+	if (git_repository_init(&repo, tmp, 1) < 0)
+		return nv_git_fail(err, NV_EIO, NULL,
+				   "cannot create the library cache");
+	git_repository_free(repo);
+	rc = fetch_into(tmp, url, err);
+	if (!rc && rename(tmp, dir) < 0)
+		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+				      "cannot rename '%s'", tmp);
+	if (rc)
+		nv_remove_tree(tmp, &ignored);
+	return rc;
+}
+
 int nv_git_cache_fetch(const char *dir, const char *url, nv_err *err)
 {
 	char parent[CACHE_PATH_MAX];
@@ -165,6 +163,10 @@ int nv_git_cache_fetch(const char *dir, const char *url, nv_err *err)
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "a library URL is 1 to %d bytes",
 				  NV_GIT_CACHE_URL_MAX);
+	if (url[0] == '/' && access(url, F_OK) < 0)
+		return nv_err_set_errno(err, NV_ENOTFOUND, errno,
+					"check the library's path",
+					"no repository at %.300s", url);
 	if (nv_pathf(parent, sizeof(parent), "%s", dir) < 0)
 		return nv_err_set(err, NV_EINVAL, NULL, "cache path too long");
 	slash = strrchr(parent, '/');
@@ -179,9 +181,8 @@ int nv_git_cache_fetch(const char *dir, const char *url, nv_err *err)
 				   "cannot initialise libgit2");
 	rc = lock_cache(&fd, dir, err);
 	if (!rc)
-		rc = create_cache(dir, err);
-	if (!rc)
-		rc = fetch_into(dir, url, err);
+		rc = access(dir, F_OK) == 0 ? fetch_into(dir, url, err)
+					    : create_cache(dir, url, err);
 	if (fd >= 0)
 		close(fd); /* releases the lock */
 	git_libgit2_shutdown();
