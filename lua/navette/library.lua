@@ -210,8 +210,11 @@ local function fetch(dir, source)
   return known[1], known[2]
 end
 
+-- A refusal of the run in progress, audited as the runner's are.
 local function refuse(message, hint)
-  error(errors.new("refused", "library " .. message, hint), 0)
+  local run = require("navette.runner").current
+  require("navette.runner").refuse("library " .. message, hint, run,
+                                   run and run.recipe)
 end
 
 -- The cache of spec, fetched unless in plan. -> repo, fetch error or nil

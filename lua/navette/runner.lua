@@ -183,6 +183,7 @@ local function refuse(message, hint, run, target)
   end
   error(errors.new("refused", message, hint), 0)
 end
+runner.refuse = refuse -- (navette.use's refusals: audited alike)
 
 -- Read-only facts about the run in progress (navette.context()).
 function runner.context()

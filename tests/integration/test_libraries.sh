@@ -114,6 +114,8 @@ check_rc "moved tag: run refused (exit 3)" 3
 check_contains "moved tag: names the library and both commits" "$ERR" \
 	"library file://$L: ref v1 now points to commit $second, but navette.lock pins commit $first (the tag moved)"
 check_eq "moved tag: nothing submitted" "$(jobs_count)" "$before"
+check_match "moved tag: the refusal is audited" \
+	"$("$NAVETTE" audit show 2>&1 | tail -1)" "policy\.refuse +refused +train\.lua"
 
 mv "$L" "$T/lib-away" || exit 1
 nv_in "$P" run train.lua --wait
