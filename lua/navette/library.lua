@@ -364,7 +364,9 @@ function library.use(decl)
     end
   end
   if used.modules[spec.module] == nil then
-    used.modules[spec.module] = evaluate(run, used, spec.module)
+    local value = evaluate(run, used, spec.module)
+    if value == nil then value = true end -- (as require does)
+    used.modules[spec.module] = value
   end
   return used.modules[spec.module]
 end
