@@ -84,6 +84,25 @@ check_eq "the run record lists the library" \
 	"$(json 'd["libraries"]' <"$record")" \
 	"[{\"commit\": \"$first\", \"ref\": \"v1\", \"url\": \"file://$L\"}]"
 
+# ---- navette lock executes nothing (plan mode) ------------------------------
+C=$(new_repo creds) || exit 1
+cat >"$C/navette.lua" <<EOF
+return { name = "creds", credentials = {
+  tok = { kind = "bearer", source = "command",
+          command = { "sh", "-c", "touch '$T/ran'; echo x" } } } }
+EOF
+put_file "$C" uses.lua <<EOF
+local navette = require "navette"
+navette.use { git = "file://$L", ref = "v1" }
+print("handle: " .. tostring(navette.creds.get("tok")))
+EOF
+commit_all "$C" >/dev/null || exit 1
+nv_in "$C" lock uses.lua
+check_rc "lock with a command credential: ok" 0
+check_absent "lock ran no credential command" "$T/ran"
+check_contains "lock: the library is pinned" "$(cat "$C/navette.lock")" \
+	"commit = $first"
+
 # ---- lock --check fails: a library not locked, another commit -------------
 put_file "$P" other.lua <<'EOF'
 local navette = require "navette"
