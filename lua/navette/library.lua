@@ -217,20 +217,26 @@ local function refuse(message, hint)
                                    run and run.recipe)
 end
 
--- The cache of spec, fetched unless in plan. -> repo, fetch error or nil
+-- The cache of spec, fetched unless in plan. -> its repository, its
+-- folder, and the fetch's error when the remote could not be reached
 local function open_cache(run, spec, mode)
   local source = library.source(spec.url, run.project.root)
   local dir = core.home() .. "/libraries/"
               .. errors.check(git.cache_name(source))
   local ok, ferr = true, nil
   if mode ~= "plan" then ok, ferr = fetch(dir, source) end
-  local repo = sys.stat(dir) and git.open_cache(dir)
+  local repo, oerr
+  if sys.stat(dir) then repo, oerr = git.open_cache(dir) end
   if repo then return repo, dir, not ok and ferr or nil end
-  if mode == "plan" then
+  if oerr then
+    error(errors.new("io", "library " .. spec.url .. ": its cache " .. dir
+                     .. " cannot be read: " .. oerr.message, "remove "
+                     .. "that folder: the next run fetches it again"), 0)
+  elseif mode == "plan" then
     refuse(spec.url .. " is not in the cache (" .. dir .. ")",
-           "fetch it first: `navette lock --check RECIPE` (changes "
-           .. "nothing) or `navette lock RECIPE` (pins its ref); plan "
-           .. "does not use the network")
+           "fetch it first: `navette lock --check " .. run.recipe
+           .. "` (changes nothing) or `navette lock " .. run.recipe
+           .. "` (pins its ref); plan does not use the network")
   end
   error(errors.new(ferr.code, "library " .. spec.url .. ": "
                    .. ferr.message .. " (and it is not in the cache)",
