@@ -22,8 +22,8 @@ library.KEYS = { "git", "ref", "module" }
 
 local URL_MAX, REF_MAX = 2048, 200
 
--- The caches fetched by this process, by folder: a run evaluates its
--- recipe twice and fetches once. -> {ok, err}
+-- The last fetch of each cache by this process, by folder: {ok, err}. A
+-- run evaluates its recipe twice and fetches in the first pass only.
 local fetched = {}
 
 local function recipe_error(message, hint)
@@ -199,14 +199,18 @@ local function mode_of(run)
   return run.libraries_mode or (run.plan_command and "plan") or "run"
 end
 
--- Fetches the cache once per process. -> ok, err
-local function fetch(dir, source)
+-- Fetches the cache once per run: the pass of `navette run` that does
+-- what its checking pass checked takes that pass's fetch (a program that
+-- embeds navette fetches again at its next run). -> ok, err
+local function fetch(run, dir, source)
+  run.library_fetched = run.library_fetched or {}
   local known = fetched[dir]
-  if not known then
-    local ok, err = git.cache_fetch(dir, source)
-    known = { ok, err }
+  local reuse = known and not run.checking and mode_of(run) == "run"
+  if not reuse and not run.library_fetched[dir] then
+    known = { git.cache_fetch(dir, source) }
     fetched[dir] = known
   end
+  run.library_fetched[dir] = true
   return known[1], known[2]
 end
 
@@ -224,7 +228,7 @@ local function open_cache(run, spec, mode)
   local dir = core.home() .. "/libraries/"
               .. errors.check(git.cache_name(source))
   local ok, ferr = true, nil
-  if mode ~= "plan" then ok, ferr = fetch(dir, source) end
+  if mode ~= "plan" then ok, ferr = fetch(run, dir, source) end
   local repo, oerr
   if sys.stat(dir) then repo, oerr = git.open_cache(dir) end
   if repo then return repo, dir, not ok and ferr or nil end
