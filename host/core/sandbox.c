@@ -29,7 +29,6 @@
 #include "core/output.h"
 #include "core/runtime.h"
 
-#define SANDBOX_LOADED_KEY  "navette.sandbox.loaded"
 #define SANDBOX_LOADING_KEY "navette.sandbox.loading"
 #define SEALED_KEY          "navette.sealed"
 #define RECIPE_MT_KEY       "navette.recipe.metatables"
@@ -249,7 +248,7 @@ static int module_name_ok(const char *name)
  * (navette_register_module), opened once per sandbox. */
 static int require_host_module(lua_State *L, const char *name)
 {
-	lua_getfield(L, LUA_REGISTRYINDEX, SANDBOX_LOADED_KEY); // [loaded]
+	lua_pushvalue(L, lua_upvalueindex(3)); // [loaded]
 	lua_getfield(L, -1, name);
 	if (!lua_isnil(L, -1))
 		return 1;
@@ -297,14 +296,15 @@ static const char *loading_chain(lua_State *L, const char *name)
 }
 
 /* require() as a recipe sees it (see the top of the file). upvalues: 1 the
- * sandbox env, 2 the loader of the recipe's own files (or nil). */
+ * sandbox env, 2 the loader of the recipe's own files (or nil), 3 the
+ * modules this sandbox loaded (its own: a library evaluated while a recipe
+ * runs has a sandbox of its own, and neither sees the other's modules). */
 static int sandbox_require(lua_State *L)
 {
 	const char *name = luaL_checkstring(L, 1);
 
 	lua_settop(L, 1);
-	lua_getfield(L, LUA_REGISTRYINDEX,
-		     SANDBOX_LOADED_KEY); // [name, loaded]
+	lua_pushvalue(L, lua_upvalueindex(3)); // [name, loaded]
 	if (strcmp(name, "navette") == 0) {
 		if (lua_getfield(L, -1, "navette") != LUA_TNIL)
 			return 1;
@@ -605,14 +605,20 @@ int nv_core_sandbox(lua_State *L)
 	lua_pushvalue(L, env);
 	lua_setfield(L, env, "_G");
 
-	lua_newtable(L); // loaded
+	lua_newtable(L); // [.., env, loaded]
+	int loaded = lua_gettop(L);
 	if (has_opts && lua_getfield(L, 2, "navette") != LUA_TNIL)
-		lua_setfield(L, -2, "navette");
+		lua_setfield(L, loaded, "navette");
 	else if (has_opts)
 		lua_pop(L, 1);
-	lua_setfield(L, LUA_REGISTRYINDEX, SANDBOX_LOADED_KEY);
-	lua_newtable(L);
-	lua_setfield(L, LUA_REGISTRYINDEX, SANDBOX_LOADING_KEY);
+	/* one chain for every sandbox: a library's sandbox is made while the
+	 * recipe's modules may be loading */
+	if (lua_getfield(L, LUA_REGISTRYINDEX, SANDBOX_LOADING_KEY) !=
+	    LUA_TTABLE) {
+		lua_newtable(L);
+		lua_setfield(L, LUA_REGISTRYINDEX, SANDBOX_LOADING_KEY);
+	}
+	lua_pop(L, 1);
 
 	int no_require = 0;
 	if (has_opts) {
@@ -626,7 +632,8 @@ int nv_core_sandbox(lua_State *L)
 			lua_getfield(L, 2, "load_module");
 		else
 			lua_pushnil(L);
-		lua_pushcclosure(L, sandbox_require, 2);
+		lua_pushvalue(L, loaded);
+		lua_pushcclosure(L, sandbox_require, 3);
 		lua_setfield(L, env, "require");
 	}
 	if (has_opts && lua_getfield(L, 2, "globals") == LUA_TTABLE) {

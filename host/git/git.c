@@ -309,6 +309,52 @@ fail:
 	return rc;
 }
 
+int nv_git_open_bare(nv_git_repo **out, const char *gitdir, nv_err *err)
+{
+	git_repository *repo = NULL;
+	nv_git_repo *r = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!gitdir || !gitdir[0])
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "empty repository path");
+	if (git_libgit2_init() < 0)
+		return git_fail(err, NV_EBACKEND, NULL,
+				"cannot initialise libgit2");
+	rc = git_repository_open_ext(
+		&repo, gitdir,
+		GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE, NULL);
+	if (rc < 0) {
+		rc = git_fail(err, map_git_code(rc), NULL,
+			      "cannot open the repository '%s'", gitdir);
+		goto fail;
+	}
+	r = calloc(1, sizeof(*r));
+	if (r)
+		r->workdir = strdup(gitdir);
+	if (!r || !r->workdir) {
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+		goto fail;
+	}
+	r->repo = repo;
+	*out = r;
+	return 0;
+
+fail:
+	if (r)
+		free(r->workdir);
+	free(r);
+	git_repository_free(repo);
+	git_libgit2_shutdown();
+	return rc;
+}
+
+int nv_git_fail(nv_err *err, int code, const char *hint, const char *message)
+{
+	return git_fail(err, code, hint, "%s", message);
+}
+
 void nv_git_free(nv_git_repo *repo)
 {
 	if (!repo)

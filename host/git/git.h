@@ -44,6 +44,15 @@ typedef struct nv_git_repo nv_git_repo;
  * matching shutdown happens in nv_git_free). */
 int nv_git_open(nv_git_repo **out, const char *path, nv_err *err);
 
+/* Opens the bare repository at gitdir exactly (no discovery): a cache of
+ * shared libraries (cache.h). nv_git_workdir() then gives gitdir. Same
+ * ownership and libgit2 initialisation as nv_git_open(). */
+int nv_git_open_bare(nv_git_repo **out, const char *gitdir, nv_err *err);
+
+/* For the other files of host/git: sets err (code, an NV_E* code) from a
+ * failed libgit2 call, message followed by libgit2's own. Returns code. */
+int nv_git_fail(nv_err *err, int code, const char *hint, const char *message);
+
 /* Releases repo and everything it holds. NULL is accepted. */
 void nv_git_free(nv_git_repo *repo);
 

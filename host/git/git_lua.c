@@ -11,6 +11,7 @@
 
 #include "core/nv_lua.h"
 #include "git/archive.h"
+#include "git/cache.h"
 #include "git/git.h"
 
 #define NV_GIT_REPO_MT "navette.git.repo"
@@ -397,7 +398,72 @@ static int l_git_read_file(lua_State *L)
 	return 1;
 }
 
+/* ---- the library cache (cache.h) ---------------------------------- */
+
+/* git.cache_name(url) -> the cache folder's name (hex) */
+static int l_git_cache_name(lua_State *L)
+{
+	const char *url = luaL_checkstring(L, 1);
+	char name[NV_GIT_CACHE_NAME_LEN + 1];
+	nv_err err;
+
+	nv_err_clear(&err);
+	if (nv_git_cache_name(name, url, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, name);
+	return 1;
+}
+
+/* git.cache_fetch(dir, url) -> true | nil, err: a network read into the
+ * cache; the caller decides when one is allowed (never in plan). */
+static int l_git_cache_fetch(lua_State *L)
+{
+	const char *dir = luaL_checkstring(L, 1);
+	const char *url = luaL_checkstring(L, 2);
+	nv_err err;
+
+	nv_err_clear(&err);
+	if (nv_git_cache_fetch(dir, url, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* git.open_cache(dir) -> repo | nil, err: a cache's bare repository */
+static int l_git_open_cache(lua_State *L)
+{
+	const char *dir = luaL_checkstring(L, 1);
+	l_git_repo *box;
+	nv_err err;
+
+	box = lua_newuserdatauv(L, sizeof(*box), 0);
+	box->repo = NULL;
+	luaL_setmetatable(L, NV_GIT_REPO_MT); // [dir, udata]
+	nv_err_clear(&err);
+	if (nv_git_open_bare(&box->repo, dir, &err))
+		return nv_lua_push_error(L, &err);
+	return 1;
+}
+
+/* repo:library_ref(ref) -> commit, kind ("tag", "branch", "commit") */
+static int l_git_library_ref(lua_State *L)
+{
+	nv_git_repo *repo = check_repo(L, 1);
+	const char *ref = luaL_checkstring(L, 2);
+	char oid[NV_GIT_OID_HEX_LEN + 1];
+	const char *kind = NULL;
+	nv_err err;
+
+	nv_err_clear(&err);
+	if (nv_git_cache_resolve(repo, ref, oid, &kind, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, oid);
+	lua_pushstring(L, kind);
+	return 2;
+}
+
 static const luaL_Reg repo_methods[] = {
+	{"library_ref", l_git_library_ref},
 	{"read_file", l_git_read_file},
 	{"workdir", l_git_workdir},
 	{"head", l_git_head},
@@ -423,6 +489,9 @@ static const luaL_Reg repo_meta[] = {
 
 static const luaL_Reg git_functions[] = {
 	{"open", l_git_open},
+	{"open_cache", l_git_open_cache},
+	{"cache_name", l_git_cache_name},
+	{"cache_fetch", l_git_cache_fetch},
 	{NULL, NULL},
 };
 

@@ -93,6 +93,14 @@ local ANNOTATIONS = {
     include = { "table<string, number|boolean|string>[]", "Combinations "
                 .. "added (each names a value for every key)." },
   },
+  use = {
+    git = { "string", "The library's repository: https://, file:// or a "
+            .. "path (relative to the project's root).", required = true },
+    ref = { "string", "A tag (or commit id; a branch only on profiles "
+            .. "that are not pinned).", required = true },
+    module = { "string", "The module to load (default \"init\": "
+               .. "init.lua at the library's root)." },
+  },
   project = {
     name = { "string", "The project's name (job ids start with it)." },
     profiles = { "table<string, navette.Profile>", "Targets by name; "
@@ -104,6 +112,8 @@ local ANNOTATIONS = {
   profile = {
     storage = { "string", "The store: file:///... or s3://BUCKET/PREFIX/." },
     require_pushed = { "boolean", "Refuse commits not on the remote." },
+    pinned = { "boolean", "Production: refuse a library (navette.use) "
+               .. "whose ref is a branch." },
     remote = { "string", "The git remote that must hold the commit." },
     description = { "string", "A line shown in listings." },
     credentials = { "table<string, navette.Credential>", "This "
@@ -191,6 +201,10 @@ local OPTION_CLASSES = {
       return require("navette.sweep").KEYS end,
     "sweep", "A sweep: a job and the matrix of parameters it runs "
     .. "with." },
+  { "navette.UseSpec", function()
+      return require("navette.library").KEYS end,
+    "use", "A shared library: its repository and the ref pinned in "
+    .. "navette.lock." },
   { "navette.Project", function()
       return require("navette.project").KEYS.project end,
     "project", "The project file, navette.lua at the repository's root: "
@@ -220,6 +234,9 @@ local FUNCTIONS = {
     { "path", "string" } }, "table[]", "Output path of each job of a "
     .. "list (what navette.sweep returned), as one input: the job that "
     .. "takes it finds them at $NAVETTE_INPUTS/<name>/1, 2..." },
+  { "navette.use", { { "spec", "navette.UseSpec" } }, "table",
+    "A team's recipe library at the commit navette.lock pins, evaluated "
+    .. "in the sandbox; returns its module (sealed)." },
   { "navette.context", {}, "navette.Context?",
     "Facts about the run in progress (nil outside one)." },
   { "navette.storage.url", { { "key", "string" } }, "string",

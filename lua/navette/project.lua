@@ -15,6 +15,7 @@ local PROJECT_KEYS = { "name", "profiles", "default_profile", "credentials" }
 -- (then, before "platform", the settings table of each backend that has
 -- one, named after it)
 local PROFILE_KEYS = { "backend", "storage", "require_pushed", "remote",
+                       "pinned",
                        "description", "credentials", "max_credential_age",
                        "max_token_lifespan", "endpoints", "s3",
                        "max_url_lifetime", "url_margin",
@@ -301,6 +302,9 @@ local function validate_profile(path, name, p, home, shared_credentials)
   if p.require_pushed ~= nil and type(p.require_pushed) ~= "boolean" then
     fail(path, "profile '" .. name .. "': require_pushed must be a boolean")
   end
+  if p.pinned ~= nil and type(p.pinned) ~= "boolean" then
+    fail(path, "profile '" .. name .. "': pinned must be a boolean")
+  end
   if p.remote ~= nil and type(p.remote) ~= "string" then
     fail(path, "profile '" .. name .. "': remote must be a string")
   end
@@ -359,6 +363,8 @@ local function validate_profile(path, name, p, home, shared_credentials)
     require_pushed = p.require_pushed == nil and name ~= "local"
                      or p.require_pushed == true,
     remote = p.remote,
+    -- production: a library's ref must not float (navette.use)
+    pinned = p.pinned == true,
   }
   for n, t in pairs(settings) do profile[n] = t end
   return profile

@@ -31,6 +31,7 @@ local FUNCTIONS = {
   { "outputs",
     function(...) return require("navette.runner").outputs(...) end },
   { "context", function() return require("navette.runner").context() end },
+  { "use", function(spec) return require("navette.library").use(spec) end },
   { "storage.url", function(...) return require("navette.storage").url(...) end },
   { "storage.put", function(...) return require("navette.storage").put(...) end },
   { "storage.put_string",

@@ -168,6 +168,7 @@ local function refuse(message, hint, run, target)
   end
   error(errors.new("refused", message, hint), 0)
 end
+runner.refuse = refuse -- (navette.use's refusals: audited alike)
 
 -- Read-only facts about the run in progress (navette.context()).
 function runner.context()
@@ -196,7 +197,7 @@ end
 -- and the run is refused before anything is done (plan shows it too).
 local function committed_source(run, path, shown)
   local rel = repo_relative(run, path)
-  if rel then
+  if rel and not run.working then
     local src = run.repo:read_file("HEAD", rel)
     if src then return src end
   end
@@ -271,6 +272,9 @@ function runner.load(recipe, opts)
     plan = plan and true or false, checking = opts.checking and true or false,
     plan_command = opts.plan and true or false,
     nodes = opts.nodes, uncommitted = {},
+    -- navette lock: the folder's files, and what navette.use does
+    working = opts.working, libraries_mode = opts.libraries,
+    print = opts.print,
   }
   set_mode(run)
   -- a run's preconditions on the tree hold before anything is evaluated
@@ -405,11 +409,13 @@ local function describe_inputs(run, j)
 end
 
 -- Nothing leaves the laptop as code if the commit's tree holds something
--- that looks like a secret (scanned once per commit and run).
-function runner.scan_secrets(run, commit, target)
+-- that looks like a secret (scanned once per commit and run). source: the
+-- repository of another commit ({path, name}: a library's cache).
+function runner.scan_secrets(run, commit, target, source)
   run.scanned = run.scanned or {}
   if run.scanned[commit] then return end
-  local report, err = _navette.creds.scan_commit(run.repo:workdir(), commit)
+  local report, err = _navette.creds.scan_commit(
+    source and source.path or run.repo:workdir(), commit)
   if not report then
     refuse("cannot scan commit " .. commit:sub(1, 12) .. " for secrets: "
            .. err.message, err.hint, run, target)
@@ -426,7 +432,8 @@ function runner.scan_secrets(run, commit, target)
         and (":" .. f.line) or "") .. ": " .. f.reason .. " [" .. f.rule
         .. "]"
     end
-    refuse("commit " .. commit:sub(1, 12) .. " holds what looks like "
+    refuse((source and (source.name .. ": ") or "") .. "commit "
+           .. commit:sub(1, 12) .. " holds what looks like "
            .. "secrets:\n" .. table.concat(lines, "\n"),
            "remove them from the repository (and rotate them), or exempt "
            .. "a path with a written reason in .navette-secrets-allow",
@@ -680,6 +687,7 @@ function runner.spec(run, j)
     command = j.command,
     env = next(j.env) and j.env or nil,
     params = j.params,
+    libraries = require("navette.library").spec_field(run),
     resources = next(resources) and resources or nil,
     success = { exit_codes = json.array(j.success.exit_codes),
                 outputs = json.array(j.success.outputs) },

@@ -31,6 +31,9 @@ local CASES = {
   { [[return { profiles = { a = { require_pushed = 1 } } }]],
     "profile 'a': require_pushed must be a boolean",
     nil },
+  { [[return { profiles = { a = { pinned = "yes" } } }]],
+    "profile 'a': pinned must be a boolean",
+    nil },
   { [[return { profiles = { a = { remote = 1 } } }]],
     "profile 'a': remote must be a string",
     nil },
@@ -133,4 +136,13 @@ t.test("a profile's settings are normalised", function()
   t.eq(p.s3.bucket, "bucket-x")
   t.eq(p.s3.root, "p/")
   t.eq(p.require_pushed, true)
+  t.eq(p.pinned, false, "not pinned unless it says so")
+end)
+
+t.test("pinned = true is kept (production: no floating library ref)",
+       function()
+  local dir = t.tmpdir()
+  assert(sys.write_file(dir .. "/navette.lua",
+    [[return { profiles = { prod = { pinned = true } } }]]))
+  t.eq(project.load(dir, dir).profiles.prod.pinned, true)
 end)

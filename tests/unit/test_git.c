@@ -2,7 +2,10 @@
  * command in a temporary folder (git's global and system configuration are
  * kept out, so the tests behave the same on a clean machine). Covers
  * discovery, resolution, status kinds, remote presence, URL scrubbing,
- * export (modes, symlinks, gitlinks, hostile trees) and the lock-file hash. */
+ * export (modes, symlinks, gitlinks, hostile trees), the lock-file hash and
+ * the library cache (cache.c: fetch, kinds of refs, a moved tag, racing
+ * fetches). */
+#include "git/cache.h"
 #include "git/git.h"
 
 #include <errno.h>
@@ -13,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/fsname.h"
@@ -516,6 +520,99 @@ static void test_pure_helpers(void)
 	CHECK(!nv_git_entry_name_ok("a/b"));
 }
 
+/* A fresh fetch of lib into cache by n processes at once: each succeeds. */
+static int racing_fetches(const char *cache, const char *lib, int n)
+{
+	pid_t pids[8];
+	int i, ok = 1, status;
+
+	for (i = 0; i < n; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			nv_err err;
+			_exit(nv_git_cache_fetch(cache, lib, &err) ? 1 : 0);
+		}
+	}
+	for (i = 0; i < n; i++)
+		if (pids[i] < 0 || waitpid(pids[i], &status, 0) < 0 ||
+		    !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			ok = 0;
+	return ok;
+}
+
+static void test_library_cache(void)
+{
+	char lib[PATH_MAX], cache[PATH_MAX], first[64], second[64];
+	char name[NV_GIT_CACHE_NAME_LEN + 1], other[NV_GIT_CACHE_NAME_LEN + 1];
+	char oid[NV_GIT_OID_HEX_LEN + 1];
+	const char *kind = NULL;
+	nv_git_repo *repo = NULL;
+	struct stat st;
+	nv_err err;
+
+	CHECK(nv_git_cache_name(name, "https://h/team/lib", &err) == 0);
+	CHECK(strlen(name) == NV_GIT_CACHE_NAME_LEN);
+	CHECK(nv_git_cache_name(other, "https://h/team/lib2", &err) == 0);
+	CHECK(strcmp(name, other) != 0);
+	CHECK(nv_git_cache_name(other, "https://h/team/lib", &err) == 0);
+	CHECK_STR(name, other);
+
+	snprintf(lib, sizeof(lib), "%s/library", tmp);
+	CHECK(sh("git init -q -b main '%s' && cd '%s' && echo a > a.lua && "
+		 "git add a.lua && git commit -qm one && git tag v1",
+		 lib, lib) == 0);
+	CHECK(sh_out(first, sizeof(first), "git -C '%s' rev-parse HEAD", lib) ==
+	      0);
+
+	/* nothing there: no folder is left behind */
+	snprintf(cache, sizeof(cache), "%s/cache/none", tmp);
+	CHECK(nv_git_cache_fetch(cache, "/nonexistent/lib", &err) ==
+	      NV_ENOTFOUND);
+	CHECK(stat(cache, &st) < 0);
+
+	snprintf(cache, sizeof(cache), "%s/cache/%s", tmp, name);
+	CHECK(racing_fetches(cache, lib, 4));
+	CHECK(nv_git_open_bare(&repo, cache, &err) == 0);
+	if (!repo)
+		return;
+	CHECK(nv_git_cache_resolve(repo, "v1", oid, &kind, &err) == 0);
+	CHECK_STR(oid, first);
+	CHECK_STR(kind, "tag");
+	CHECK(nv_git_cache_resolve(repo, "main", oid, &kind, &err) == 0);
+	CHECK_STR(kind, "branch");
+	CHECK(nv_git_cache_resolve(repo, first, oid, &kind, &err) == 0);
+	CHECK_STR(kind, "commit");
+	CHECK(nv_git_cache_resolve(repo, "v2", oid, &kind, &err) ==
+	      NV_ENOTFOUND);
+	nv_git_free(repo);
+
+	/* the tag moves: a fetch follows it and keeps the old commit */
+	CHECK(sh("cd '%s' && echo b > b.lua && git add b.lua && "
+		 "git commit -qm two && git tag -f v1 >/dev/null",
+		 lib) == 0);
+	CHECK(sh_out(second, sizeof(second), "git -C '%s' rev-parse HEAD",
+		     lib) == 0);
+	CHECK(nv_git_cache_fetch(cache, lib, &err) == 0);
+	CHECK(nv_git_open_bare(&repo, cache, &err) == 0);
+	if (!repo)
+		return;
+	CHECK(nv_git_cache_resolve(repo, "v1", oid, &kind, &err) == 0);
+	CHECK_STR(oid, second);
+	CHECK(nv_git_cache_resolve(repo, first, oid, &kind, &err) == 0);
+	nv_git_free(repo);
+
+	/* the remote gone: the fetch fails, the cache stays */
+	CHECK(sh("mv '%s' '%s.away'", lib, lib) == 0);
+	CHECK(nv_git_cache_fetch(cache, lib, &err) == NV_ENOTFOUND);
+	CHECK(nv_git_open_bare(&repo, cache, &err) == 0);
+	if (repo)
+		CHECK(nv_git_cache_resolve(repo, second, oid, &kind, &err) ==
+		      0);
+	nv_git_free(repo);
+	CHECK(sh("git --git-dir='%s/cache/%s' fsck --no-progress >/dev/null",
+		 tmp, name) == 0);
+}
+
 int main(void)
 {
 	snprintf(tmp, sizeof(tmp), "/tmp/nv-test-git-XXXXXX");
@@ -542,6 +639,7 @@ int main(void)
 	test_repo();
 	test_hostile_trees();
 	test_case_and_long_paths();
+	test_library_cache();
 
 	if (!getenv("NV_TEST_KEEP"))
 		sh("rm -rf '%s'", tmp);

@@ -1,0 +1,395 @@
+-- Team-shared recipe libraries: navette.use{ git = URL, ref = REF }.
+-- A library is a git repository of recipe code, pinned by commit in
+-- navette.lock at the project's root, cached by content under
+-- $NAVETTE_HOME/libraries (one bare repository per URL, host/git/cache.c),
+-- scanned for secrets like the project, and evaluated in a sandbox of its
+-- own whose `require` reaches only the library's files at that commit.
+-- What a run does with a library depends on the command:
+--   run (and lock --check): fetch (the cache serves it when the remote is
+--     unreachable), then refuse a library not in the lock, a ref that
+--     points elsewhere than the lock says, a branch on a pinned profile;
+--   plan: the same checks from the cache and the lock alone, no network;
+--   lock: fetch and take the commit the ref points to now.
+-- The lock file's parse and format are pure (tests/lua/library_test.lua).
+local errors = require "navette.errors"
+local util = require "navette.util"
+local core, sys, git = _navette.core, _navette.sys, _navette.git
+
+local library = {}
+
+library.LOCK_FILE = "navette.lock"
+library.KEYS = { "git", "ref", "module" }
+
+local URL_MAX, REF_MAX = 2048, 200
+
+-- The last fetch of each cache by this process, by folder: {ok, err}. A
+-- run evaluates its recipe twice and fetches in the first pass only.
+local fetched = {}
+
+local function recipe_error(message, hint)
+  errors.raise("recipe", "navette.use: " .. message, hint)
+end
+
+-- ---- the lock file (pure) -------------------------------------------------
+
+local LOCK_HEADER = "# navette.lock: the commit of each library navette.use "
+  .. "brings.\n# Written by `navette lock RECIPE...`; review it and commit "
+  .. "it.\n"
+
+-- text -> entries {url, ref, commit} (in the file's order) and a map by
+-- url. where: the file's name in messages.
+function library.parse_lock(text, where)
+  local entries, by_url, current = {}, {}, nil
+  local function fail(n, message)
+    error(errors.new("recipe", where .. ":" .. n .. ": " .. message,
+                     "write it again with `navette lock RECIPE`"), 0)
+  end
+  local n = 0
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    n = n + 1
+    line = line:gsub("\r$", "")
+    local url = line:match('^%[library "([^"]+)"%]%s*$')
+    local key, value = line:match("^%s*([%w_]+)%s*=%s*(%S+)%s*$")
+    if url then
+      if by_url[url] then fail(n, "library " .. url .. " is listed twice") end
+      current = { url = url, line = n }
+      entries[#entries + 1], by_url[url] = current, current
+    elseif key and current and (key == "ref" or key == "commit") then
+      if current[key] then fail(n, key .. " is given twice") end
+      current[key] = value
+    elseif not (line:match("^%s*$") or line:match("^%s*#")) then
+      fail(n, "expected [library \"URL\"], ref = REF or commit = ID, "
+           .. "got: " .. line:sub(1, 80))
+    end
+  end
+  for _, e in ipairs(entries) do
+    if not e.ref or not e.commit then
+      fail(e.line, "library " .. e.url .. " needs both ref and commit")
+    elseif not e.commit:match("^" .. ("%x"):rep(40) .. "$") then
+      fail(e.line, "library " .. e.url .. ": commit must be a full "
+           .. "40-character commit id")
+    end
+    e.line = nil
+  end
+  return entries, by_url
+end
+
+-- entries -> the file's text, one section per library, sorted by url.
+function library.format_lock(entries)
+  local sorted = {}
+  for i, e in ipairs(entries) do sorted[i] = e end
+  table.sort(sorted, function(a, b) return a.url < b.url end)
+  local out = { LOCK_HEADER }
+  for _, e in ipairs(sorted) do
+    out[#out + 1] = '\n[library "' .. e.url .. '"]\nref = ' .. e.ref
+                    .. "\ncommit = " .. e.commit .. "\n"
+  end
+  return table.concat(out)
+end
+
+-- ---- the declaration (pure) -----------------------------------------------
+
+-- "a/./b/../c" -> "a/c" (an absolute path stays absolute)
+local function clean_path(path)
+  local parts = {}
+  for part in path:gmatch("[^/]+") do
+    if part == ".." then
+      if #parts > 0 and parts[#parts] ~= ".." then parts[#parts] = nil
+      elseif path:sub(1, 1) ~= "/" then parts[#parts + 1] = ".." end
+    elseif part ~= "." then
+      parts[#parts + 1] = part
+    end
+  end
+  return (path:sub(1, 1) == "/" and "/" or "") .. table.concat(parts, "/")
+end
+
+-- Where a library is fetched from: an https:// URL (scheme and host in
+-- lower case) or an absolute path (file://PATH or a path, relative to
+-- root). Anything else is refused: navette offers no credentials, and a
+-- URL carrying some would be written in the lock and the run records.
+function library.source(url, root)
+  local scheme, rest = url:match("^(%a[%w+.-]*)://(.*)$")
+  if scheme then
+    scheme = scheme:lower()
+    local host, path = rest:match("^([^/]*)(.*)$")
+    if host:find("@", 1, true) then
+      recipe_error("the URL " .. url .. " carries a user name or "
+                   .. "password", "libraries are fetched anonymously; "
+                   .. "a URL is written in navette.lock and run records")
+    end
+    if scheme == "file" then return clean_path(path) end
+    if scheme == "https" then
+      return "https://" .. host:lower() .. (path:gsub("/+$", ""))
+    end
+    recipe_error("the URL " .. url .. " uses " .. scheme .. "://",
+                 "use https://, file:// or a path (navette fetches "
+                 .. "libraries without credentials, over TLS)")
+  end
+  if url:match("^[^/]*:") then
+    recipe_error("the URL " .. url .. " looks like an ssh address",
+                 "use https://, file:// or a path (ssh needs "
+                 .. "credentials, which library fetches do not use)")
+  end
+  return clean_path(util.join(root, url))
+end
+
+-- Checks what a recipe passed. -> {url, ref, module}
+function library.validate(decl)
+  if type(decl) ~= "table" then
+    recipe_error("expects a table: navette.use{ git = URL, ref = TAG }")
+  end
+  util.check_keys(decl, library.KEYS, function(k, suggestion, list)
+    recipe_error("unknown key '" .. tostring(k) .. "'" .. suggestion,
+                 "navette.use takes: " .. list)
+  end)
+  local url, ref, module = decl.git, decl.ref, decl.module or "init"
+  if type(url) ~= "string" or url == "" or #url > URL_MAX
+     or url:find('[%s%c"]') then
+    recipe_error("git must be the library's URL or path (no spaces or "
+                 .. "quotes, at most " .. URL_MAX .. " bytes)")
+  end
+  if type(ref) ~= "string" or #ref > REF_MAX
+     or not ref:match("^[%w_][%w._/-]*$") or ref:find("..", 1, true)
+     or ref:match("[/.]$") or ref:match("%.lock$") then
+    recipe_error("ref must be a tag, a branch or a commit id of the "
+                 .. "library (got " .. tostring(ref) .. ")",
+                 "a tag pins a release: ref = \"v1.4\"")
+  end
+  if type(module) ~= "string" or not module:match("^[%w_.-]+$")
+     or module:match("^%.") or module:match("%.$")
+     or module:find("..", 1, true) then
+    recipe_error("module must be a module name of the library, such as "
+                 .. "\"init\" or \"patterns.sweep\"")
+  end
+  return { url = (url:gsub("(.)/+$", "%1")), ref = ref, module = module }
+end
+
+-- ---- the lock of a run ------------------------------------------------------
+
+local function lock_path(run)
+  return run.project.root .. "/" .. library.LOCK_FILE
+end
+
+-- The lock a run checks against: the commit's (HEAD) for run and plan,
+-- the folder's for `navette lock`. -> by_url
+function library.read_lock(run)
+  if run.library_lock then return run.library_lock end
+  local path = lock_path(run)
+  local root = run.repo:workdir():gsub("/$", "")
+  local text
+  if run.libraries_mode == "lock" or run.libraries_mode == "check" then
+    text = sys.stat(path) and errors.check(sys.read_file(path)) or ""
+  else
+    local rel = path:sub(#root + 2)
+    text = run.repo:read_file("HEAD", rel)
+    if not text and sys.stat(path) then
+      error(errors.new("refused", library.LOCK_FILE .. " is not in "
+                       .. "commit HEAD", "commit it (git add "
+                       .. rel .. "): a run reads the committed lock"), 0)
+    end
+  end
+  local _, by_url = library.parse_lock(text or "", path)
+  run.library_lock = by_url
+  return by_url
+end
+
+-- ---- fetching and pinning ---------------------------------------------------
+
+local function mode_of(run)
+  return run.libraries_mode or (run.plan_command and "plan") or "run"
+end
+
+-- Fetches the cache once per run: the pass of `navette run` that does
+-- what its checking pass checked takes that pass's fetch (a program that
+-- embeds navette fetches again at its next run). -> ok, err
+local function fetch(run, dir, source)
+  run.library_fetched = run.library_fetched or {}
+  local known = fetched[dir]
+  local reuse = known and not run.checking and mode_of(run) == "run"
+  if not reuse and not run.library_fetched[dir] then
+    known = { git.cache_fetch(dir, source) }
+    fetched[dir] = known
+  end
+  run.library_fetched[dir] = true
+  return known[1], known[2]
+end
+
+-- A refusal of the run in progress, audited as the runner's are.
+local function refuse(message, hint)
+  local run = require("navette.runner").current
+  require("navette.runner").refuse("library " .. message, hint, run,
+                                   run and run.recipe)
+end
+
+-- The cache of spec, fetched unless in plan. -> its repository, its
+-- folder, and the fetch's error when the remote could not be reached
+local function open_cache(run, spec, mode)
+  local source = library.source(spec.url, run.project.root)
+  local dir = core.home() .. "/libraries/"
+              .. errors.check(git.cache_name(source))
+  local ok, ferr = true, nil
+  if mode ~= "plan" then ok, ferr = fetch(run, dir, source) end
+  local repo, oerr
+  if sys.stat(dir) then repo, oerr = git.open_cache(dir) end
+  if repo then return repo, dir, not ok and ferr or nil end
+  if oerr then
+    error(errors.new("io", "library " .. spec.url .. ": its cache " .. dir
+                     .. " cannot be read: " .. oerr.message, "remove "
+                     .. "that folder: the next run fetches it again"), 0)
+  elseif mode == "plan" then
+    refuse(spec.url .. " is not in the cache (" .. dir .. ")",
+           "fetch it first: `navette lock --check " .. run.recipe
+           .. "` (changes nothing) or `navette lock " .. run.recipe
+           .. "` (pins its ref); plan does not use the network")
+  end
+  error(errors.new(ferr.code, "library " .. spec.url .. ": "
+                   .. ferr.message .. " (and it is not in the cache)",
+                   ferr.hint), 0)
+end
+
+-- The checks of a run against the lock (not for `navette lock`): the
+-- library is there with the ref asked for, the ref points where the lock
+-- says (current: the commit it points to now, nil when the remote was
+-- not asked), and the cache holds that commit. -> the locked commit
+local function check_locked(run, spec, current, kind, repo)
+  local entry = library.read_lock(run)[spec.url]
+  local again = "run `navette lock " .. run.recipe .. "` and commit "
+                .. library.LOCK_FILE
+  if not entry then
+    refuse(spec.url .. " (ref " .. spec.ref .. ") is not in "
+           .. library.LOCK_FILE, again)
+  elseif entry.ref ~= spec.ref then
+    refuse(spec.url .. ": " .. library.LOCK_FILE .. " pins ref "
+           .. entry.ref .. ", the recipe asks for " .. spec.ref, again)
+  elseif current and current ~= entry.commit then
+    refuse(spec.url .. ": ref " .. spec.ref .. " now points to "
+           .. "commit " .. current .. ", but " .. library.LOCK_FILE
+           .. " pins commit " .. entry.commit .. " (the " .. kind
+           .. " moved)", "ask the library's maintainers why; if the "
+           .. "new commit is wanted, run `navette lock " .. run.recipe
+           .. "`, review and commit " .. library.LOCK_FILE)
+  elseif not repo:library_ref(entry.commit) then
+    refuse(spec.url .. ": commit " .. entry.commit .. " of "
+           .. library.LOCK_FILE .. " is not in the cache", "fetch it: "
+           .. "`navette lock --check " .. run.recipe .. "` (with the "
+           .. "library's remote reachable)")
+  end
+  return entry.commit
+end
+
+-- Pins spec to a commit. The ref is checked against the remote when it
+-- was fetched; in plan, or when the remote is unreachable, the cache
+-- serves the locked commit. -> {url, ref, commit, repo, dir}
+local function pin(run, spec)
+  local mode = mode_of(run)
+  local repo, dir, ferr = open_cache(run, spec, mode)
+  local asked = mode ~= "plan" and not ferr
+  local current, kind = repo:library_ref(spec.ref)
+  if not current and (asked or mode == "lock") then
+    refuse(spec.url .. ": " .. kind.message, kind.hint)
+  elseif not current then
+    kind = nil
+  end
+  if kind == "branch" and run.profile.pinned then
+    refuse(spec.url .. ": ref " .. spec.ref .. " is a branch, which "
+           .. "moves; profile '" .. run.profile.name .. "' is pinned",
+           "name a tag or a commit id (pinned = true refuses floating "
+           .. "refs)")
+  end
+  local commit = current
+  if mode ~= "lock" then
+    commit = check_locked(run, spec, asked and current or nil, kind, repo)
+  end
+  if ferr and not ferr.warned then
+    ferr.warned = true -- (once: a run evaluates its recipe twice)
+    require("navette.term").eprint("warning: library " .. spec.url
+      .. " is unreachable (" .. ferr.message .. "); using commit "
+      .. commit:sub(1, 12) .. " from the cache")
+  end
+  return { url = spec.url, ref = spec.ref, commit = commit, kind = kind,
+           repo = repo, dir = dir }
+end
+
+-- The secret scan of the library's commit, as of the project's commits.
+local function scan(run, lib)
+  require("navette.runner").scan_secrets(run, lib.commit, lib.url,
+    { path = lib.dir, name = "library " .. lib.url })
+end
+
+-- ---- evaluation ---------------------------------------------------------
+
+-- Evaluates the library's module in a sandbox of its own: its require
+-- reads the library's files at the pinned commit, nothing else.
+local function evaluate(run, lib, module)
+  local shown = lib.url .. "@" .. lib.commit:sub(1, 12)
+  local function source(rel)
+    local src, err = lib.repo:read_file(lib.commit, rel)
+    if not src then return nil, err.message end
+    return src, shown .. ":" .. rel
+  end
+  local env = core.sandbox(run.recipe_dir, {
+    navette = require("navette.public").new(),
+    print = run.print,
+    load_module = function(_, rel) return source(rel) end,
+  })
+  local rel = module:gsub("%.", "/") .. ".lua"
+  local src, why = source(rel)
+  if not src then
+    recipe_error("library " .. lib.url .. ": " .. why, "a library's "
+                 .. "module is init.lua at its root, or the file that "
+                 .. "module = \"a.b\" names (a/b.lua)")
+  end
+  local chunk = errors.check(core.load_recipe(shown .. ":" .. rel, env,
+                                              shown .. ":" .. rel, src))
+  return chunk(module)
+end
+
+-- navette.use{ git, ref [, module] } -> the library's module
+function library.use(decl)
+  local spec = library.validate(decl)
+  local run = require("navette.runner").current
+  if not run then
+    errors.raise("usage", "navette.use was called outside a recipe run",
+                 "run the recipe with `navette run` or `navette plan`")
+  end
+  run.library_used = run.library_used or {}
+  local used = run.library_used[spec.url]
+  if used and used.ref ~= spec.ref then
+    recipe_error("library " .. spec.url .. " is used with ref " .. used.ref
+                 .. " and ref " .. spec.ref, "use one ref of a library "
+                 .. "in a project")
+  end
+  if not used then
+    used = pin(run, spec)
+    used.modules = {}
+    run.library_used[spec.url] = used
+    run.libraries = run.libraries or {}
+    run.libraries[#run.libraries + 1] = { url = used.url, ref = used.ref,
+                                          commit = used.commit }
+    scan(run, used)
+    if core.plan_mode() and run.plan_command then
+      core.plan("git", "library", used.url .. " " .. used.ref .. " -> "
+                .. used.commit .. " (as locked; plan does not ask the "
+                .. "remote)")
+    end
+  end
+  if used.modules[spec.module] == nil then
+    local value = evaluate(run, used, spec.module)
+    if value == nil then value = true end -- (as require does)
+    used.modules[spec.module] = value
+  end
+  return used.modules[spec.module]
+end
+
+-- What a job's spec and run record list: {url, ref, commit} of each
+-- library of the run, or nil.
+function library.spec_field(run)
+  if not run.libraries then return nil end
+  local out = {}
+  for i, l in ipairs(run.libraries) do
+    out[i] = { url = l.url, ref = l.ref, commit = l.commit }
+  end
+  return _navette.json.array(out)
+end
+
+return library
