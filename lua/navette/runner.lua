@@ -195,13 +195,30 @@ end
 -- there, so that what is evaluated is what the commit holds; a file the
 -- commit lacks (untracked, gitignored) is read from the folder and noted,
 -- and the run is refused before anything is done (plan shows it too).
+-- Never through a link: a name the commit holds as a link or a
+-- submodule is refused, and a file read from the folder must be a
+-- regular file whose real path is in the repository (a link to ~/.env
+-- would otherwise be evaluated, and its text shown in the error).
 local function committed_source(run, path, shown)
   local rel = repo_relative(run, path)
   if rel and not run.working then
-    local src = run.repo:read_file("HEAD", rel)
+    local src, err = run.repo:read_file("HEAD", rel)
     if src then return src end
+    if err and err.code ~= "not_found" then
+      return nil, shown .. ": " .. err.message
+    end
   end
-  local f = io.open(path, "rb")
+  local real = sys.realpath(path)
+  local root = sys.realpath(run.repo:workdir())
+  local st = real and sys.stat(real)
+  if not st then return nil, "no such file (" .. shown .. ")" end
+  if not root or real:sub(1, #root + 1) ~= root .. "/"
+     or st.type ~= "file" then
+    return nil, shown .. " is not a file of the repository (a link to "
+           .. "a file outside it, or not a regular file): recipe code is "
+           .. "read only from the repository's own files"
+  end
+  local f = io.open(real, "rb")
   if not f then return nil, "no such file (" .. shown .. ")" end
   local src = f:read("a")
   f:close()
@@ -288,8 +305,9 @@ function runner.load(recipe, opts)
     navette = require("navette.public").new(),
     print = opts.print,
     load_module = function(_, rel)
-      local path = recipe_dir .. "/" .. rel
-      return committed_source(run, path, rel), rel
+      local src, why = committed_source(run, recipe_dir .. "/" .. rel, rel)
+      if not src then return nil, why end
+      return src, rel
     end,
   })
   local src, why = committed_source(run, real, recipe)

@@ -273,6 +273,40 @@ check_rc "ignored recipe: run refused" 3
 check_contains "ignored recipe: named" "$ERR" ignored-recipe.lua
 no_job_submitted "ignored recipe"
 
+# Never through a link: a file outside the repository (here a secret in
+# an env file) is not evaluated, so neither its text (in an error a
+# recipe could catch) nor its values reach the recipe, whether the link
+# is committed, left untracked, a folder link, or the recipe itself.
+L=$(repo links) || exit 1
+printf 'AWS_SECRET_ACCESS_KEY=Zq8vN2xLr7pK4wT9mY3bLinkProbe\n' >"$T/outside.env"
+mkdir -p "$T/outside-dir"
+cp "$T/outside.env" "$T/outside-dir/env.lua"
+ln -s "$T/outside.env" "$L/cfg.lua"
+ln -s "$T/outside-dir" "$L/sub"
+ln -s "$T/outside.env" "$L/direct.lua"
+for m in cfg sub.env loose; do
+	put_file "$L" "req-$m.lua" <<EOF
+local ok, e = pcall(require, "$m")
+print("CAUGHT: " .. tostring(e))
+EOF
+done
+commit_all "$L" >/dev/null
+ln -s "$T/outside.env" "$L/loose.lua" # untracked
+for m in cfg sub.env loose; do
+	nv_in "$L" plan "req-$m.lua"
+	check_no_match "a link ($m): the file's text never reaches the recipe" \
+		"$OUT$ERR" "LinkProbe"
+	check_contains "a link ($m): require says why" "$OUT" \
+		"CAUGHT: module '$m' not found"
+done
+nv_in "$L" plan req-cfg.lua
+check_contains "a committed link: not a regular file" "$OUT" \
+	"is not a regular file"
+nv_in "$L" plan direct.lua
+check_rc "a recipe that is a link to a file outside: refused" 2
+check_no_match "a recipe that is a link: its text is not shown" \
+	"$OUT$ERR" "LinkProbe"
+
 # ---- a refused run has no side effect ---------------------------------------
 D=$(repo sideeffects) || exit 1
 put_file "$D" upload.lua <<'EOF'
