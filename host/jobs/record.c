@@ -31,7 +31,8 @@ const char *const nv_record_spec_fields[] = {
 	"success",      "failure_condition",
 	"submitted_by", "submitted_at",
 	"backend",      "params",
-	"run",          NULL};
+	"run",          "retries",
+	"checkpoint",   NULL};
 
 int nv_record_key(char *out, size_t cap, const char *prefix, const char *name)
 {
