@@ -252,6 +252,56 @@ static void note_written(job *j, const cJSON *files, int added)
 		cJSON_DeleteItemFromArray(j->ckpt_written, 0);
 }
 
+/* The objects a listing found that the manifest's files do not name. */
+typedef struct unused {
+	const cJSON *files;
+	size_t prefix_len; /* of ".../objects/" */
+	char keys[64][NV_FILESTORE_KEY_MAX + 1];
+	int count;
+} unused;
+
+static int collect_unused(const nv_object_info *info, void *payload)
+{
+	unused *u = payload;
+	const char *sha = info->key + u->prefix_len;
+	const cJSON *f;
+
+	cJSON_ArrayForEach(f, u->files)
+	{
+		const char *named = sfield(f, "sha256");
+		if (named && strcmp(named, sha) == 0)
+			return 0;
+	}
+	snprintf(u->keys[u->count++], sizeof(u->keys[0]), "%s", info->key);
+	return u->count == 64; /* a full page: deleted, then listed again */
+}
+
+/* Removes the objects of earlier checkpoints that the latest no longer
+ * names (a restore only ever reads the latest); best effort. */
+static void prune(nv_filestore *store, const job *j, const cJSON *files)
+{
+	ckpt_key prefix;
+	nv_err err;
+	unused *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return;
+	nv_pathf(prefix, sizeof(prefix), "%s" CKPT_OBJECTS, job_prefix(j));
+	u->files = files;
+	u->prefix_len = strlen(prefix);
+	for (int pass = 0; pass < 1000; pass++) {
+		u->count = 0;
+		if (nv_filestore_list(store, prefix, NULL, 0, collect_unused, u,
+				      NULL, &err) < 0 ||
+		    u->count == 0)
+			break;
+		for (int i = 0; i < u->count; i++)
+			if (nv_filestore_delete(store, u->keys[i], &err) != 0)
+				pass = 1000; /* (listed again, forever) */
+	}
+	free(u);
+}
+
 /* Saves the folder as the job's latest checkpoint, unless its files are
  * those of the last one. */
 static int save(job *j, nv_err *err)
@@ -288,6 +338,7 @@ static int save(job *j, nv_err *err)
 	files = NULL; /* (taken) */
 	if (rc == 0) {
 		note_written(j, j->ckpt_files, added);
+		prune(store, j, j->ckpt_files);
 	} else { /* the next save tries again */
 		cJSON_Delete(j->ckpt_files);
 		j->ckpt_files = NULL;

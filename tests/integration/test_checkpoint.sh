@@ -108,6 +108,12 @@ check_eq "... and the checkpoints both attempts wrote" \
 check_eq "the spec's retries are in the record" \
 	"$(printf '%s' "$REC" | json 'd["retries"]')" \
 	'{"max": 2, "on": ["node_fail", "preempted"]}'
+CK=$(store_dir ckpt "$ID")/navette-checkpoint
+check_eq "the store keeps the objects of the latest checkpoint only" \
+	"$(ls "$CK/objects" | tr '\n' ' ')" \
+	"$(json '" ".join(f["sha256"] for f in d["files"]) + " "' <"$CK/manifest.json")"
+check_eq "... which holds the last step" \
+	"$(cat "$CK/objects/$(json 'd["files"][0]["sha256"]' <"$CK/manifest.json")")" 9
 nv status "$ID"
 check_match "status shows the attempt" "$OUT" '^state +succeeded · attempt 2$'
 nv status "$ID" --json
@@ -139,6 +145,34 @@ check_eq "its record lists both attempts (exit:143 named the failure)" \
 	'[[1, "failed", 143], [2, "failed", 143]]'
 nv status "$ID"
 check_match "status names the last failure" "$OUT" 'exited with status 143'
+
+# ---- the time limit: the command gets the SIGTERM, its last step is saved --
+put_file "$R" slow.lua <<'EOF'
+local navette = require "navette"
+navette.job {
+  name = "slow",
+  command = { "sh", "train.sh" },
+  env = { STEPS = 6 },
+  resources = { time_limit = 4 },
+  retries = { on = { "timeout" } },
+  checkpoint = { every = "1h" },
+  success = { outputs = { "model.txt" } },
+}
+EOF
+commit_all "$R" >/dev/null
+nv_in "$R" run slow.lua
+ID=$(submitted_id)
+check_state "a job over its time limit is retried, and ends" "$ID" 'succeeded|failed' 60
+check_eq "it succeeds on its second attempt" "$STATE" succeeded
+nv logs "$ID"
+check_match "the first attempt ended at the time limit" "$OUT" \
+	'^navette: attempt 1 ended \(timeout: the time limit of 4 s was reached\); attempt 2 of 2 starts$'
+SAVED=$(printf '%s\n' "$OUT" | sed -n '/^navette: attempt 1 ended/q;s/^step //p' | tail -1)
+check_match "the second resumed from the step saved at the end of the first ($SAVED)" \
+	"$OUT" "^resumed from step $SAVED\$"
+check_eq "its record: timeout, then succeeded" \
+	"$(record_of "$ID" | json '[(a["attempt"], a["state"], a.get("failure")) for a in d["attempts"]]')" \
+	'[[1, "failed", "timeout"], [2, "succeeded", null]]'
 
 # ---- an unknown failure kind ---------------------------------------------------
 nv_in "$R" plan bad.lua
