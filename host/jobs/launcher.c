@@ -691,6 +691,27 @@ static int record_head(const cJSON *spec, nv_buf *out, nv_err *err)
 	return 0;
 }
 
+/* A remote job's checkpoint (where the launcher restores it from, how
+ * often it saves it) and its retries (the most attempts it runs). */
+static void retry_header(const cJSON *spec, const cJSON *transfer, nv_buf *out)
+{
+	const cJSON *c = field(transfer, "checkpoint");
+	const cJSON *r = field(spec, "retries");
+	const cJSON *max = r ? field(r, "max") : NULL;
+	char num[32];
+
+	if (cJSON_IsObject(c) && string_field(c, "get")) {
+		assign(out, "NAVETTE_CHECKPOINT_GET", string_field(c, "get"));
+		snprintf(num, sizeof(num), "%.0f",
+			 number_field(c, "every", 300));
+		assign(out, "NAVETTE_CHECKPOINT_EVERY", num);
+	}
+	if (cJSON_IsNumber(max)) {
+		snprintf(num, sizeof(num), "%.0f", max->valuedouble);
+		assign(out, "NAVETTE_RETRY_MAX", num);
+	}
+}
+
 /* fn() { each 'a' 'b' ...; ... :; } from a list of string lists. */
 static void list_function(nv_buf *out, const char *fn, const char *each,
 			  const cJSON *items, const char *const *keys)
@@ -799,6 +820,7 @@ static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
 	       failure ? string_field(failure, "hint") : NULL);
 	if ((rc = record_head(spec, out, err)) != 0)
 		return rc;
+	retry_header(spec, transfer, out);
 	if ((rc = command_function(spec, out, err)) != 0)
 		return rc;
 

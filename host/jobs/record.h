@@ -21,6 +21,8 @@
 #define NV_RECORD_RUN_RECORD "navette-run.json" /* the run record */
 /* a folder: the job's checkpoint (manifest.json, objects/SHA256) */
 #define NV_RECORD_CHECKPOINT "navette-checkpoint"
+/* ... where a remote launcher keeps it as one archive */
+#define NV_RECORD_CHECKPOINT_ARCHIVE "checkpoint.tar"
 /* A chunk is NV_RECORD_LOG_CHUNKS/NNNNNN, numbered from 1. */
 #define NV_RECORD_LOG_CHUNK_DIGITS 6
 /* the largest run record a reader takes (the Lua side reads 4 MiB too) */

@@ -534,6 +534,10 @@ function runner.sign_transfer(profile, store, spec, lifetime, code)
     inputs = json.array(inputs),
     post = post,
     max_output_bytes = profile.max_output_bytes,
+    checkpoint = spec.checkpoint and {
+      every = spec.checkpoint.every,
+      get = signed("the checkpoint", store:presign_get(spec.outputs.prefix
+        .. _navette.record.names.checkpoint_archive, lifetime)) } or nil,
     lifetime = lifetime,
     expires_at = math.floor(sys.now()) + lifetime,
   }
