@@ -1090,8 +1090,8 @@ static void adopt(const char *id, const char *spec, long pid, void *payload)
 	j->own_child = 0;
 	j->started = nv_monotonic();
 	j->ckpt_saved = j->started;
-	j->attempt_started =
-		nv_now(); /* (its start is the agent's that died) */
+	/* (when it started, the agent that died knew) */
+	j->attempt_started = nv_now();
 	launcher_identity_read(j);
 	agent_attempts_load(j);
 	if (pid <= 0) {

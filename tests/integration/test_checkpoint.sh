@@ -15,6 +15,7 @@ if [ -f "$NAVETTE_CHECKPOINT/step" ]; then
 	echo "resumed from step $step"
 fi
 echo "pid $$"
+echo "pgid $(ps -o pgid= -p $$ | tr -d ' ')"
 while [ "$step" -lt "$STEPS" ]; do
 	step=$((step + 1))
 	echo "$step" >"$NAVETTE_CHECKPOINT/step.tmp"
@@ -41,6 +42,7 @@ EOF
 job resumes 'retries = { max = 2, on = { "node_fail", "preempted" } },'
 job other 'retries = { max = 2, on = { "timeout" } },'
 job spent 'retries = { max = 1, on = { "exit:143" } },'
+job crash 'retries = { max = 1, on = { "node_fail" } },'
 put_file "$R" bad.lua <<'EOF'
 local navette = require "navette"
 navette.job { name = "bad", command = { "true" },
@@ -145,6 +147,20 @@ check_eq "its record lists both attempts (exit:143 named the failure)" \
 	'[[1, "failed", 143], [2, "failed", 143]]'
 nv status "$ID"
 check_match "status names the last failure" "$OUT" 'exited with status 143'
+
+# ---- the launcher and its command killed: node_fail --------------------------
+nv_in "$R" run crash.lua
+ID=$(submitted_id)
+check_true "attempt 1 of 'crash' runs 3 steps" wait_for 30 has_steps "$ID" 1 3
+PGID=$(log_of "$ID" | sed -n 's/^pgid \([0-9]*\)$/\1/p' | head -1)
+check_match "it says its process group" "$PGID" '^[0-9]+$'
+[ -n "$PGID" ] && kill -KILL -- "-$PGID"
+check_state "killed with its launcher, it is retried and ends" "$ID" 'succeeded|failed' 60
+check_eq "it succeeds" "$STATE" succeeded
+nv logs "$ID"
+check_match "the first attempt ended without an exit status: node_fail" "$OUT" \
+	'^navette: attempt 1 ended \(node_fail: the launcher stopped without reporting an exit status\); attempt 2 of 2 starts$'
+check_match "the second resumed" "$OUT" '^resumed from step [1-9]$'
 
 # ---- the time limit: the command gets the SIGTERM, its last step is saved --
 put_file "$R" slow.lua <<'EOF'

@@ -62,7 +62,7 @@ if [ -f "$NAVETTE_CHECKPOINT/step" ]; then
 	step=$(cat "$NAVETTE_CHECKPOINT/step")
 	echo "resumed from step $step"
 fi
-echo "on $SLURMD_NODENAME pgid $(ps -o pgid= $$ | tr -d ' ')"
+echo "on $SLURMD_NODENAME pgid $(ps -o pgid= -p $$ | tr -d ' ')"
 while [ "$step" -lt "$STEPS" ]; do
 	step=$((step + 1))
 	echo "$step" >"$NAVETTE_CHECKPOINT/step.tmp"
