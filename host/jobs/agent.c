@@ -423,6 +423,11 @@ static job *job_new(const char *home, const char *id, const char *spec_json)
 	j->container =
 		j->spec && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
 				   j->spec, "container"));
+	j->attempt = 1;
+	j->attempts = cJSON_CreateArray();
+	j->ckpt_restored = cJSON_CreateArray();
+	j->ckpt_written = cJSON_CreateArray();
+	agent_checkpoint_init(j);
 	return j;
 }
 
@@ -431,6 +436,10 @@ static void job_free(job *j)
 	if (!j)
 		return;
 	cJSON_Delete(j->spec);
+	cJSON_Delete(j->attempts);
+	cJSON_Delete(j->ckpt_files);
+	cJSON_Delete(j->ckpt_restored);
+	cJSON_Delete(j->ckpt_written);
 	free(j);
 }
 
@@ -631,7 +640,8 @@ static int prepare(agent *a, job *j, nv_record_outcome *o)
 			       "the job spec is unreadable or incomplete");
 		return -1;
 	}
-	if (nv_remove_tree(j->dir, &err) != 0 ||
+	/* (a later attempt's folder was emptied, its log kept) */
+	if ((j->attempt == 1 && nv_remove_tree(j->dir, &err) != 0) ||
 	    nv_mkdir_p(j->dir, 0700, &err) != 0) {
 		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_ACCEPTED,
 			       "check NAVETTE_HOME",
@@ -699,6 +709,16 @@ static int prepare(agent *a, job *j, nv_record_outcome *o)
 	if (nv_mkdir_p(path, 0755, &err) != 0) {
 		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_DATA_READY,
 			       "check NAVETTE_HOME", "%s", err.message);
+		return -1;
+	}
+	if (agent_checkpoint_restore(j, &err) != 0) {
+		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_DATA_READY,
+			       err.hint[0] ? err.hint
+					   : "check the output store: the "
+					     "job's " NV_RECORD_CHECKPOINT
+					     "/ folder there",
+			       "cannot restore the checkpoint: %s",
+			       err.message);
 		return -1;
 	}
 	if (!j->container) /* reported by the launcher after its pull */
@@ -843,6 +863,8 @@ static int start(agent *a, job *j, nv_record_outcome *o)
 	j->pid = pid;
 	j->own_child = 1;
 	j->started = nv_monotonic();
+	j->attempt_started = nv_now();
+	j->ckpt_saved = j->started;
 	launcher_identity_write(j);
 	if (nv_queue_set_pid(a->queue, j->id, (long)pid, &err) != 0)
 		agent_log("job %s: %s", j->id, err.message);
@@ -941,6 +963,32 @@ static void stop_reason(job *j, const char *why)
 		agent_log("job %s: %s", j->id, err.message);
 }
 
+/* The next attempt of j, in an emptied folder; o says why it could not
+ * start. */
+static int retry(agent *a, job *j, nv_record_outcome *o)
+{
+	nv_err err;
+
+	nv_record_outcome_init(o);
+	j->pid = 0;
+	j->own_child = j->reaped = 0;
+	j->killed = KILL_NONE;
+	j->term_sent = j->kill9_sent = 0;
+	j->status_read = 0;
+	j->have_exit = 0;
+	j->exit_code = -1;
+	j->final_seen = j->disk_full = 0;
+	j->image_failed[0] = '\0';
+	if (agent_retry_clear(j, &err) != 0) {
+		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_ACCEPTED,
+			       "check NAVETTE_HOME",
+			       "cannot empty the job folder for attempt %d: %s",
+			       j->attempt, err.message);
+		return -1;
+	}
+	return prepare(a, j, o) != 0 || start(a, j, o) != 0 ? -1 : 0;
+}
+
 static void follow(agent *a, job *j, int *done)
 {
 	int requested = 0;
@@ -977,9 +1025,12 @@ static void follow(agent *a, job *j, int *done)
 		j->kill9_sent = 1;
 		signal_group(j, SIGKILL);
 	}
-	if (!process_gone(j))
+	if (!process_gone(j)) {
+		agent_checkpoint_tick(j, 0);
 		return;
+	}
 	read_status(a, j);
+	agent_checkpoint_tick(j, 1); /* what the command left */
 
 	nv_record_outcome o;
 	nv_record_outcome_init(&o);
@@ -1021,6 +1072,8 @@ static void follow(agent *a, job *j, int *done)
 			       "the launcher stopped without reporting an exit "
 			       "status");
 	}
+	if (agent_retry_wanted(a, j, &o) && retry(a, j, &o) == 0)
+		return; /* the next attempt runs */
 	agent_finalize(a, j, &o);
 	*done = 1;
 }
@@ -1037,7 +1090,11 @@ static void adopt(const char *id, const char *spec, long pid, void *payload)
 	j->pid = (pid_t)pid;
 	j->own_child = 0;
 	j->started = nv_monotonic();
+	j->ckpt_saved = j->started;
+	/* (when it started, the agent that died knew) */
+	j->attempt_started = nv_now();
 	launcher_identity_read(j);
+	agent_attempts_load(j);
 	if (pid <= 0) {
 		/* Claimed but never started: the agent died while preparing.*/
 		nv_record_outcome o;

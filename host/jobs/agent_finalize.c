@@ -42,7 +42,7 @@ static void disk_full_note(const job *j, nv_record_outcome *o)
 
 /* ---- the success condition -------------------------------------------- */
 
-static int exit_code_ok(const cJSON *spec, int code)
+int agent_exit_code_ok(const cJSON *spec, int code)
 {
 	const cJSON *success = ofield(spec, "success");
 	const cJSON *codes = success ? ofield(success, "exit_codes") : NULL;
@@ -86,7 +86,7 @@ static void check_success(const job *j, const char *outdir, const char *logpath,
 	const char *fhint = failure ? sfield(failure, "hint") : NULL;
 	const cJSON *it;
 
-	if (!exit_code_ok(spec, j->exit_code))
+	if (!agent_exit_code_ok(spec, j->exit_code))
 		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_RUNNING,
 			       fhint ? fhint
 				     : "read the log (navette logs ID): check "
@@ -179,6 +179,8 @@ static void build_record(agent *a, const job *j, const nv_record_outcome *o,
 		cJSON_AddNullToObject(record, "failure");
 	}
 	cJSON_AddItemToObject(record, "log", record_log);
+	agent_attempts_record(j, o, record);
+	agent_checkpoint_record(j, record);
 }
 
 /* ---- the final state ---------------------------------------------------- */

@@ -42,6 +42,15 @@ typedef struct job {
 	int container;          /* runs in an image, through a runtime */
 	int disk_full;          /* NAVETTE_HOME's disk was full at its end */
 	char image_failed[512]; /* why the launcher could not pull it */
+	/* retries (agent_retry.c) and checkpoints (agent_checkpoint.c) */
+	int attempt;            /* 1, 2...: this run of the job */
+	double attempt_started; /* nv_now() when this attempt started */
+	cJSON *attempts;        /* the attempts that ended before it */
+	double ckpt_every;      /* seconds between saves; 0: no checkpoint */
+	double ckpt_saved;      /* nv_monotonic() of the last save */
+	cJSON *ckpt_files;      /* the files of the last manifest written */
+	cJSON *ckpt_restored;   /* the checkpoints restored, an array */
+	cJSON *ckpt_written;    /* the checkpoints written, an array */
 	struct job *next;
 } job;
 
@@ -80,12 +89,29 @@ int agent_disk_nearly_full(const char *dir);
 
 /* ---- agent_finalize.c ---- */
 
+/* Whether code is one of the spec's successful exit statuses. */
+int agent_exit_code_ok(const cJSON *spec, int code);
+
 /* Ends j with o: the success condition, publication (or, for a transfer,
  * what its launcher published), the run record, the final state in the
  * queue, and the scratch folders removed. */
 void agent_finalize(agent *a, job *j, nv_record_outcome *o);
 
 /* ---- agent_publish.c ---- */
+
+/* The regular files under a folder, as relative paths. A symlink, a
+ * special file or a name that is not UTF-8 is refused (bad says which):
+ * what is published must be what the job wrote. */
+typedef struct file_list {
+	char **paths;
+	size_t count, cap;
+	char bad[1024];
+} file_list;
+
+/* The files under root into l, sorted; -1 with l->bad set (or empty: out
+ * of memory). l is freed with agent_file_list_free either way. */
+int agent_walk_files(const char *root, file_list *l);
+void agent_file_list_free(file_list *l);
 
 /* The filestore the job's outputs go to (spec.outputs.store). */
 nv_filestore *agent_output_store(const cJSON *spec, nv_err *err);
@@ -112,5 +138,42 @@ int agent_publish_log(nv_filestore *store, const char *prefix,
 int agent_publish_record(nv_filestore *store, const cJSON *spec,
 			 const char *prefix, const cJSON *record, char *url,
 			 size_t cap, nv_err *err);
+
+/* ---- agent_checkpoint.c ---- */
+
+/* Reads spec.checkpoint into j (every: 0 when the job has none). */
+void agent_checkpoint_init(job *j);
+
+/* Makes the job's checkpoint folder and fills it with the latest
+ * checkpoint in the store, if any (noted in j->ckpt_restored). */
+int agent_checkpoint_restore(job *j, nv_err *err);
+
+/* Saves the folder when `every` has passed since the last save (force:
+ * now); a failure is logged, the job goes on. */
+void agent_checkpoint_tick(job *j, int force);
+
+/* The record's "checkpoints": {restored, written}, when the job has one. */
+void agent_checkpoint_record(const job *j, cJSON *record);
+
+/* ---- agent_retry.c ---- */
+
+/* The attempt number and what earlier attempts left (attempts.json in
+ * the job folder), read back by an agent that adopts the job. */
+void agent_attempts_load(job *j);
+void agent_attempts_save(const job *j);
+
+/* Whether j, which ended with o, runs again: the failure is one of
+ * spec.retries.on and attempts are left. If so, the attempt that ended
+ * joins j->attempts, j->attempt grows, and the log says why. */
+int agent_retry_wanted(agent *a, job *j, const nv_record_outcome *o);
+
+/* Empties the job folder for the next attempt, keeping its log and
+ * attempts.json. */
+int agent_retry_clear(const job *j, nv_err *err);
+
+/* The record's "attempts", the last one ending with o, when the job has
+ * retries. */
+void agent_attempts_record(const job *j, const nv_record_outcome *o,
+			   cJSON *record);
 
 #endif

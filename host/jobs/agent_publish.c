@@ -20,15 +20,6 @@
 
 /* ---- the outputs --------------------------------------------------------- */
 
-/* Collects the regular files under dir (relative paths, sorted by the
- * walk). A symlink or special file among outputs is refused: what is
- * published must be what the job wrote. */
-typedef struct file_list {
-	char **paths;
-	size_t count, cap;
-	char bad[1024];
-} file_list;
-
 static int list_add(file_list *l, const char *rel)
 {
 	if (l->count == l->cap) {
@@ -46,7 +37,7 @@ static int list_add(file_list *l, const char *rel)
 	return 0;
 }
 
-static void list_free(file_list *l)
+void agent_file_list_free(file_list *l)
 {
 	for (size_t i = 0; i < l->count; i++)
 		free(l->paths[i]);
@@ -124,6 +115,15 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+int agent_walk_files(const char *root, file_list *l)
+{
+	if (walk_outputs(root, "", l, 0) != 0)
+		return -1;
+	if (l->count > 1) /* paths is NULL when empty */
+		qsort(l->paths, l->count, sizeof(char *), cmp_str);
+	return 0;
+}
+
 /* One output into the store, its entry into published. */
 static int publish_one(nv_filestore *store, const char *prefix,
 		       const char *outdir, const char *name, cJSON *published,
@@ -175,13 +175,10 @@ void agent_publish_outputs(nv_filestore *store, const char *prefix,
 	size_t npublished = 0;
 	nv_err err;
 
-	if (walk_outputs(outdir, "", &files, 0) != 0) {
+	if (agent_walk_files(outdir, &files) != 0)
 		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_OUTPUTS_PUBLISHED,
 			       "write plain files into $NAVETTE_OUTPUTS", "%s",
 			       files.bad[0] ? files.bad : "out of memory");
-	} else if (files.count > 1) { /* paths is NULL when empty */
-		qsort(files.paths, files.count, sizeof(char *), cmp_str);
-	}
 	for (size_t i = 0; o->state == NV_STATE_SUCCEEDED && i < files.count;
 	     i++) {
 		if (publish_one(store, prefix, outdir, files.paths[i],
@@ -200,7 +197,7 @@ void agent_publish_outputs(nv_filestore *store, const char *prefix,
 		while (cJSON_GetArraySize(published) > 0)
 			cJSON_DeleteItemFromArray(published, 0);
 	}
-	list_free(&files);
+	agent_file_list_free(&files);
 }
 
 /* ---- the store and the log ----------------------------------------------- */

@@ -441,6 +441,27 @@ static void pass_names(nv_buf *out, const cJSON *spec, const char *opt,
 	}
 }
 
+/* A job with a checkpoint: its folder, writable, at the same path. */
+static void checkpoint_mount(nv_buf *out, const cJSON *spec, rt_family fam,
+			     const char *prefix)
+{
+	if (!cJSON_IsObject(field(spec, "checkpoint")))
+		return;
+	if (fam == RT_APPTAINER)
+		nv_buf_printf(out,
+			      "--bind \"$NAVETTE_CHECKPOINT:$NAVETTE_"
+			      "CHECKPOINT\" %sNAVETTE_CHECKPOINT=\"$NAVETTE_"
+			      "CHECKPOINT\" ",
+			      prefix);
+	else if (fam == RT_ENROOT)
+		nv_buf_puts(out, "--mount \"$NAVETTE_CHECKPOINT:$NAVETTE_"
+				 "CHECKPOINT:none:x-create=dir,bind\" --env "
+				 "NAVETTE_CHECKPOINT ");
+	else
+		nv_buf_puts(out, "-v \"$NAVETTE_CHECKPOINT:$NAVETTE_"
+				 "CHECKPOINT\" -e NAVETTE_CHECKPOINT ");
+}
+
 /* The command's folder: a code layer's workdir, else the workspace. */
 static void put_workdir(nv_buf *out, const char *workdir)
 {
@@ -465,6 +486,7 @@ static void container_command(const cJSON *spec, const cJSON *c,
 	if (fam == RT_APPTAINER) {
 		/* --cleanenv: only what is passed as PREFIX+NAME enters */
 		pass_names(out, spec, prefix, 1);
+		checkpoint_mount(out, spec, fam, prefix);
 		nv_buf_printf(out, "%sNAVETTE_WORKSPACE=", prefix);
 		put_workdir(out, workdir);
 		nv_buf_puts(out, " \\\n\t\t\"$NAVETTE_RUNTIME\" exec "
@@ -487,6 +509,7 @@ static void container_command(const cJSON *spec, const cJSON *c,
 	if (fam == RT_ENROOT) {
 		nv_buf_puts(out, "\"$NAVETTE_RUNTIME\" start ");
 		pass_names(out, spec, "--env", 0);
+		checkpoint_mount(out, spec, fam, prefix);
 		if (gpus)
 			nv_buf_puts(out, "--env NVIDIA_VISIBLE_DEVICES=\"${"
 					 "NVIDIA_VISIBLE_DEVICES:-${CUDA_"
@@ -535,6 +558,7 @@ static void container_command(const cJSON *spec, const cJSON *c,
 	nv_buf_puts(out,
 		    "\t\t-v \"$NAVETTE_INPUTS:$NAVETTE_INPUTS:ro\" \\\n"
 		    "\t\t-v \"$NAVETTE_OUTPUTS:$NAVETTE_OUTPUTS\" \\\n\t\t");
+	checkpoint_mount(out, spec, fam, prefix);
 	pass_names(out, spec, "-e", 0);
 	nv_buf_puts(out, "\\\n\t\t\"$NAVETTE_IMAGE\" ");
 }
@@ -597,6 +621,10 @@ static int local_script(const cJSON *spec, nv_buf *out, nv_err *err)
 			 "NAVETTE_WORKSPACE NAVETTE_INPUTS NAVETTE_OUTPUTS\n"
 			 "report() { printf '%s\\n' \"$1\" >> "
 			 "\"$NAVETTE_STATUS\"; }\n");
+	/* restored and saved by the backend (agent_checkpoint.c) */
+	if (cJSON_IsObject(field(spec, "checkpoint")))
+		nv_buf_puts(out, "NAVETTE_CHECKPOINT=\"$NAVETTE_JOB_DIR/"
+				 "checkpoint\"\nexport NAVETTE_CHECKPOINT\n");
 	if ((rc = command_function(spec, out, err)) != 0)
 		return rc;
 	/* the image step and the phases it holds back (the backend staged
@@ -661,6 +689,27 @@ static int record_head(const cJSON *spec, nv_buf *out, nv_err *err)
 	assign(out, "NAVETTE_RECORD_HEAD", text);
 	cJSON_free(text);
 	return 0;
+}
+
+/* A remote job's checkpoint (where the launcher restores it from, how
+ * often it saves it) and its retries (the most attempts it runs). */
+static void retry_header(const cJSON *spec, const cJSON *transfer, nv_buf *out)
+{
+	const cJSON *c = field(transfer, "checkpoint");
+	const cJSON *r = field(spec, "retries");
+	const cJSON *max = r ? field(r, "max") : NULL;
+	char num[32];
+
+	if (cJSON_IsObject(c) && string_field(c, "get")) {
+		assign(out, "NAVETTE_CHECKPOINT_GET", string_field(c, "get"));
+		snprintf(num, sizeof(num), "%.0f",
+			 number_field(c, "every", 300));
+		assign(out, "NAVETTE_CHECKPOINT_EVERY", num);
+	}
+	if (cJSON_IsNumber(max)) {
+		snprintf(num, sizeof(num), "%.0f", max->valuedouble);
+		assign(out, "NAVETTE_RETRY_MAX", num);
+	}
 }
 
 /* fn() { each 'a' 'b' ...; ... :; } from a list of string lists. */
@@ -771,6 +820,7 @@ static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
 	       failure ? string_field(failure, "hint") : NULL);
 	if ((rc = record_head(spec, out, err)) != 0)
 		return rc;
+	retry_header(spec, transfer, out);
 	if ((rc = command_function(spec, out, err)) != 0)
 		return rc;
 

@@ -18,6 +18,11 @@ nv_own_dir=
 if [ -z "${NAVETTE_JOB_DIR:-}" ]; then
 	nv_own_dir=1
 	NAVETTE_JOB_DIR="${TMPDIR:-/tmp}/navette-$NAVETTE_JOB_ID"
+	# (what an earlier attempt of a requeued job left on this node)
+	if [ -d "$NAVETTE_JOB_DIR" ]; then
+		chmod -R u+w "$NAVETTE_JOB_DIR" 2>/dev/null
+		rm -rf "$NAVETTE_JOB_DIR"
+	fi
 fi
 NAVETTE_WORKSPACE="$NAVETTE_JOB_DIR/workspace"
 NAVETTE_INPUTS="$NAVETTE_JOB_DIR/inputs"
@@ -197,6 +202,7 @@ nv_shipper_loop() {
 		[ -n "$nv_quit" ] && break
 		nv_ship_chunk
 		printf '%s %s\n' "$nv_log_sent" "$nv_log_chunk" >"$nv_work/shipped"
+		nv_checkpoint_save due
 	done
 }
 
@@ -212,6 +218,99 @@ reason; the log shows how far the command got"
 	case $nv_why in cancelled*) nv_state=@STATE_CANCELLED@ ;; esac
 }
 trap nv_on_signal TERM INT HUP
+
+# ---- checkpoints and attempts -----------------------------------------------
+# A job with a checkpoint (NAVETTE_CHECKPOINT_GET, a presigned GET of its
+# archive) finds the latest one in $NAVETTE_CHECKPOINT before its command
+# starts; the folder is saved as one archive, @OBJECT_CHECKPOINT@/
+# @CHECKPOINT_ARCHIVE@ under the job's prefix (through the POST policy, so
+# one upload replaces it whole), every NAVETTE_CHECKPOINT_EVERY seconds by
+# the log shipper and once more when the command has ended. Slurm counts
+# its requeues of the job (SLURM_RESTART_COUNT): each is an attempt, and
+# one past retries.max (NAVETTE_RETRY_MAX) does not run. The state lives
+# in files of $nv_work, which the shipper (a subshell) shares.
+nv_attempt=$((${SLURM_RESTART_COUNT:-0} + 1))
+nv_ckpt_restored=null
+nv_ckpt_ran=
+
+nv_checkpoint_restore() {
+	[ -n "${NAVETTE_CHECKPOINT_GET:-}" ] || return 0
+	NAVETTE_CHECKPOINT="$NAVETTE_JOB_DIR/checkpoint"
+	export NAVETTE_CHECKPOINT
+	rm -rf "$NAVETTE_CHECKPOINT" && mkdir -p "$NAVETTE_CHECKPOINT" || {
+		nv_fail @PHASE_DATA_READY@ "cannot create $NAVETTE_CHECKPOINT" \
+			"check the node's disk and the job directory's rights"
+		return
+	}
+	date +%s >"$nv_work/ckpt.at"
+	if nv_get "$NAVETTE_CHECKPOINT_GET" "$nv_work/ckpt.tar"; then
+		if ! tar -xf "$nv_work/ckpt.tar" -C "$NAVETTE_CHECKPOINT"; then
+			nv_fail @PHASE_DATA_READY@ "cannot unpack the checkpoint" \
+				"check the node's tar and free disk space"
+			return
+		fi
+		nv_sha256 "$nv_work/ckpt.tar" >"$nv_work/ckpt.sum"
+		nv_ckpt_restored="{\"attempt\":$nv_attempt,\"bytes\":\
+$(nv_size "$nv_work/ckpt.tar"),\"sha256\":\"$(cat "$nv_work/ckpt.sum")\"}"
+	elif [ "$nv_http" != 404 ]; then
+		nv_fail @PHASE_DATA_READY@ "cannot download the checkpoint: \
+$(nv_get_error "$nv_work/ckpt.tar")" "$NV_HINT_URL"
+	fi
+	rm -f "$nv_work/ckpt.tar"
+}
+
+# Saves the folder if it changed; with "due", only once the interval has
+# passed since the last save.
+nv_checkpoint_save() {
+	[ -n "${NAVETTE_CHECKPOINT_GET:-}" ] && [ -n "$nv_ckpt_ran" ] || return 0
+	nv_ck_now=$(date +%s)
+	if [ "$1" = due ] && [ $((nv_ck_now - $(cat "$nv_work/ckpt.at"))) -lt \
+		"$NAVETTE_CHECKPOINT_EVERY" ]; then
+		return 0
+	fi
+	printf '%s\n' "$nv_ck_now" >"$nv_work/ckpt.at"
+	(cd "$NAVETTE_CHECKPOINT" && tar -cf "$nv_work/ckpt.new" .) || return 0
+	nv_ck_sum=$(nv_sha256 "$nv_work/ckpt.new")
+	[ "$nv_ck_sum" = "$(cat "$nv_work/ckpt.sum" 2>/dev/null)" ] && return 0
+	if nv_publish "@OBJECT_CHECKPOINT@/@CHECKPOINT_ARCHIVE@" "$nv_work/ckpt.new"; then
+		printf '%s\n' "$nv_ck_sum" >"$nv_work/ckpt.sum"
+		printf '{"attempt":%s,"written_at":"%s","bytes":%s,"sha256":"%s"}\n' \
+			"$nv_attempt" "$(nv_now)" "$(nv_size "$nv_work/ckpt.new")" \
+			"$nv_ck_sum" >>"$nv_work/ckpt.written"
+	fi
+	rm -f "$nv_work/ckpt.new"
+}
+
+# One past retries.max: the attempt does not run.
+nv_step_attempt() {
+	[ -n "${NAVETTE_RETRY_MAX:-}" ] || return 0
+	[ "$nv_attempt" -gt $((NAVETTE_RETRY_MAX + 1)) ] || return 0
+	nv_fail @PHASE_ACCEPTED@ "Slurm requeued the job $((nv_attempt - 1)) \
+times; retries.max is $NAVETTE_RETRY_MAX" "see why its attempts ended \
+(navette logs ID), then run the recipe again"
+}
+
+# The record's attempts and checkpoints (when the job has them), as
+# fields to append to its head.
+nv_attempts_json() {
+	if [ -n "${NAVETTE_RETRY_MAX:-}" ]; then
+		printf ',"attempt":%s,"attempts":[' "$nv_attempt"
+		nv_k=1
+		while [ "$nv_k" -lt "$nv_attempt" ]; do
+			printf '{"attempt":%s,"state":"failed","failure":"requeued","reason":"%s"},' \
+				"$nv_k" "Slurm requeued the job (its node failed, or it was preempted)"
+			nv_k=$((nv_k + 1))
+		done
+		printf '{"attempt":%s,"state":"%s","node":%s,"ended":"%s"}]' \
+			"$nv_attempt" "$nv_state" "$(nv_json "${SLURMD_NODENAME:-$(hostname)}")" \
+			"$(nv_now)"
+	fi
+	if [ -n "${NAVETTE_CHECKPOINT_GET:-}" ]; then
+		printf ',"checkpoints":{"every":%s,"restored":%s,"written":[%s]}' \
+			"$NAVETTE_CHECKPOINT_EVERY" "$nv_ckpt_restored" \
+			"$(paste -sd, "$nv_work/ckpt.written" 2>/dev/null)"
+	fi
+}
 
 # ---- steps ----------------------------------------------------------------
 
@@ -295,6 +394,7 @@ nv_step_run() {
 	nv_report @PHASE_LOGS_VISIBLE@
 	# a signal that came during a report: never start the command then
 	[ "$nv_state" = @STATE_SUCCEEDED@ ] || return
+	nv_ckpt_ran=1
 	nv_shipper_loop &
 	nv_shipper=$!
 	# the command in the background, so a signal reaches nv_on_signal now
@@ -425,6 +525,7 @@ nv_step_record() {
 		fi
 		nv_ship_chunk
 	fi
+	nv_checkpoint_save now # (what the command left, the shipper stopped)
 	: >>"$NAVETTE_LOG"
 	nv_lsize=$(nv_size "$NAVETTE_LOG")
 	nv_trunc=false
@@ -458,6 +559,7 @@ $nv_log_chunk}"
 		nv_failure="{\"phase\":$(nv_json "$nv_fphase"),\"reason\":\
 $(nv_json "$nv_freason"),\"hint\":$(nv_json "$nv_fhint")}"
 	fi
+	NAVETTE_RECORD_HEAD="$NAVETTE_RECORD_HEAD$(nv_attempts_json)"
 	printf '%s,"inputs":[%s],"phases":[%s],"state":"%s","exit_code":%s,"outputs":[%s],"failure":%s,"log":%s,"finished_at":"%s"}\n' \
 		"$NAVETTE_RECORD_HEAD" "$nv_inputs" "$nv_phases" "$nv_state" \
 		"$nv_exit" "$nv_outputs" "$nv_failure" "$nv_logjson" "$(nv_now)" \
@@ -471,13 +573,17 @@ $(nv_json "$nv_freason"),\"hint\":$(nv_json "$nv_fhint")}"
 # ---- the job --------------------------------------------------------------
 
 nv_report @PHASE_ACCEPTED@
-if navette_image; then
+nv_step_attempt
+if [ "$nv_state" != @STATE_SUCCEEDED@ ]; then
+	:
+elif navette_image; then
 	nv_report @PHASE_IMAGE_READY@
 else
 	nv_fail @PHASE_IMAGE_READY@ "$nv_image_error" "check the image reference, and \
 that this node can reach its registry (network, credentials)"
 fi
 [ "$nv_state" = @STATE_SUCCEEDED@ ] && nv_step_data
+[ "$nv_state" = @STATE_SUCCEEDED@ ] && nv_checkpoint_restore
 if [ "$nv_state" = @STATE_SUCCEEDED@ ]; then
 	nv_report @PHASE_DATA_READY@
 	nv_step_run

@@ -30,7 +30,7 @@ static const char schema[] =
 	" pid INTEGER, exit_code INTEGER, cancel_requested INTEGER DEFAULT 0,"
 	" failure_phase TEXT, failure_reason TEXT, failure_hint TEXT,"
 	" record_url TEXT, backend TEXT NOT NULL DEFAULT 'local',"
-	" remote_id TEXT, submit_key TEXT);"
+	" remote_id TEXT, submit_key TEXT, attempt INTEGER);"
 	"CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, created);"
 	"CREATE TABLE IF NOT EXISTS phases("
 	" job_id TEXT NOT NULL, phase TEXT NOT NULL, at REAL NOT NULL,"
@@ -157,7 +157,8 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 		"ALTER TABLE jobs ADD COLUMN backend TEXT NOT NULL"
 		" DEFAULT 'local'",
 		"ALTER TABLE jobs ADD COLUMN remote_id TEXT",
-		"ALTER TABLE jobs ADD COLUMN submit_key TEXT", NULL};
+		"ALTER TABLE jobs ADD COLUMN submit_key TEXT",
+		"ALTER TABLE jobs ADD COLUMN attempt INTEGER", NULL};
 	for (const char *const *a = added; *a; a++) {
 		char *msg = NULL;
 		if (sqlite3_exec(q->db, *a, NULL, NULL, &msg) != SQLITE_OK &&
@@ -473,6 +474,14 @@ int nv_queue_set_pid(nv_queue *q, const char *id, long pid, nv_err *err)
 			  id);
 }
 
+int nv_queue_set_attempt(nv_queue *q, const char *id, int attempt, nv_err *err)
+{
+	if (nv_job_id_check(id, err))
+		return err->code;
+	return exec_bound(q, err, "UPDATE jobs SET attempt=? WHERE id=?", "ls",
+			  (long)attempt, id);
+}
+
 int nv_queue_finish(nv_queue *q, const char *id, const char *state,
 		    int exit_code, const char *failure_phase,
 		    const char *failure_reason, const char *failure_hint,
@@ -617,7 +626,7 @@ static void add_text(cJSON *obj, const char *key, sqlite3_stmt *st, int col)
 static const char job_columns[] =
 	"id, name, project, profile, state, phase, created, updated, pid,"
 	" exit_code, failure_phase, failure_reason, failure_hint, record_url,"
-	" spec, backend, remote_id";
+	" spec, backend, remote_id, attempt";
 
 static cJSON *row_to_json(nv_queue *q, sqlite3_stmt *st, int with_spec)
 {
@@ -652,6 +661,9 @@ static cJSON *row_to_json(nv_queue *q, sqlite3_stmt *st, int with_spec)
 	add_text(o, "record_url", st, 13);
 	add_text(o, "backend", st, 15);
 	add_text(o, "remote_id", st, 16);
+	if (sqlite3_column_type(st, 17) != SQLITE_NULL)
+		cJSON_AddNumberToObject(o, "attempt",
+					sqlite3_column_int(st, 17));
 	if (with_spec) {
 		const char *spec = (const char *)sqlite3_column_text(st, 14);
 		cJSON *parsed = spec ? cJSON_Parse(spec) : NULL;

@@ -82,6 +82,10 @@ int nv_queue_claim(nv_queue *q, char **id_out, char **spec_out, nv_err *err);
 
 int nv_queue_set_pid(nv_queue *q, const char *id, long pid, nv_err *err);
 
+/* The attempt the job is at (retries: 2, 3...); a row without one is at
+ * its first. */
+int nv_queue_set_attempt(nv_queue *q, const char *id, int attempt, nv_err *err);
+
 /* Final state: "succeeded", "failed" or "cancelled". failure_* may be
  * NULL. exit_code < -1000 means none. */
 int nv_queue_finish(nv_queue *q, const char *id, const char *state,

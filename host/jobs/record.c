@@ -20,6 +20,8 @@ const char *const nv_record_objects[] = {NV_RECORD_OBJECTS(NV_RECORD_NAME_OF)
 
 #undef NV_RECORD_NAME_OF
 
+/* (two columns, whatever the count) */
+/* clang-format off */
 const char *const nv_record_spec_fields[] = {
 	"id",           "name",
 	"project",      "profile",
@@ -32,7 +34,9 @@ const char *const nv_record_spec_fields[] = {
 	"submitted_by", "submitted_at",
 	"backend",      "params",
 	"run",          "libraries",
-	NULL,           NULL}; /* (twice: clang-format keeps two columns) */
+	"retries",      "checkpoint",
+	NULL};
+/* clang-format on */
 
 int nv_record_key(char *out, size_t cap, const char *prefix, const char *name)
 {
@@ -207,6 +211,7 @@ static const struct {
 	NV_RECORD_PHASES(NV_RECORD_KEY_PHASE) NV_RECORD_STATES(
 		NV_RECORD_KEY_STATE) NV_RECORD_OBJECTS(NV_RECORD_KEY_OBJECT){
 		"LOG_CHUNK_DIGITS", NV_RECORD_STR(NV_RECORD_LOG_CHUNK_DIGITS)},
+	{"CHECKPOINT_ARCHIVE", NV_RECORD_CHECKPOINT_ARCHIVE},
 #undef NV_RECORD_KEY_PHASE
 #undef NV_RECORD_KEY_STATE
 #undef NV_RECORD_KEY_OBJECT

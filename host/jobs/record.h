@@ -19,6 +19,10 @@
 #define NV_RECORD_LOG_CHUNKS "navette-log"    /* a folder: the log in chunks */
 #define NV_RECORD_STATUS     "navette-status" /* "PHASE TIME" lines */
 #define NV_RECORD_RUN_RECORD "navette-run.json" /* the run record */
+/* a folder: the job's checkpoint (manifest.json, objects/SHA256) */
+#define NV_RECORD_CHECKPOINT "navette-checkpoint"
+/* ... where a remote launcher keeps it as one archive */
+#define NV_RECORD_CHECKPOINT_ARCHIVE "checkpoint.tar"
 /* A chunk is NV_RECORD_LOG_CHUNKS/NNNNNN, numbered from 1. */
 #define NV_RECORD_LOG_CHUNK_DIGITS 6
 /* the largest run record a reader takes (the Lua side reads 4 MiB too) */
@@ -29,7 +33,8 @@
 	X(LOG, NV_RECORD_LOG)                                                  \
 	X(LOG_CHUNKS, NV_RECORD_LOG_CHUNKS)                                    \
 	X(STATUS, NV_RECORD_STATUS)                                            \
-	X(RUN_RECORD, NV_RECORD_RUN_RECORD)
+	X(RUN_RECORD, NV_RECORD_RUN_RECORD)                                    \
+	X(CHECKPOINT, NV_RECORD_CHECKPOINT)
 
 /* The objects' names (lower case), NULL-terminated. An output whose first
  * path segment is one of them in any case is refused (launcher.h). */
@@ -38,8 +43,8 @@ extern const char *const nv_record_objects[];
 /* What to do about an output named like one of them. */
 #define NV_RECORD_RESERVED_HINT                                                \
 	"rename the output: " NV_RECORD_LOG ", " NV_RECORD_RUN_RECORD          \
-	", " NV_RECORD_STATUS " and " NV_RECORD_LOG_CHUNKS                     \
-	"/ are navette's, in any case"
+	", " NV_RECORD_STATUS ", " NV_RECORD_LOG_CHUNKS                        \
+	"/ and " NV_RECORD_CHECKPOINT "/ are navette's, in any case"
 
 /* prefix + name into out; 0, or -1 when it does not fit in cap. */
 int nv_record_key(char *out, size_t cap, const char *prefix, const char *name);

@@ -5,7 +5,7 @@
  *   record.phases   {"submitted", ..., "outputs_published"}, in order
  *   record.states   {"succeeded", "failed", "cancelled"}
  *   record.names    {log, log_chunks (a folder: ends in "/"), status,
- *                    run_record, log_chunk_digits}
+ *                    run_record, checkpoint_archive, log_chunk_digits}
  *   record.outcome(text|nil, ended) -> state, failure|nil, exit_code|nil
  *
  * text is the run record a launcher left (nil: none found); ended is the
@@ -158,6 +158,9 @@ int luaopen_navette_record(lua_State *L)
 	lua_setfield(L, -2, "status");
 	lua_pushliteral(L, NV_RECORD_RUN_RECORD);
 	lua_setfield(L, -2, "run_record");
+	lua_pushliteral(L,
+			NV_RECORD_CHECKPOINT "/" NV_RECORD_CHECKPOINT_ARCHIVE);
+	lua_setfield(L, -2, "checkpoint_archive");
 	lua_pushinteger(L, NV_RECORD_LOG_CHUNK_DIGITS);
 	lua_setfield(L, -2, "log_chunk_digits");
 	lua_setfield(L, -2, "names");

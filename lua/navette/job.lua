@@ -318,6 +318,42 @@ local function check_max_bytes(v, out, key)
   out.max_bytes = b
 end
 
+-- retries: how many more times the job runs, and after which failures
+local RETRY_KINDS = { node_fail = true, preempted = true, timeout = true }
+local RETRY_HINT = "the kinds: node_fail, preempted, timeout, exit:N (N "
+                   .. "from 1 to 255), as in on = { \"preempted\", "
+                   .. "\"exit:137\" }"
+
+local function check_retry_max(v, out, key)
+  if math.type(v) ~= "integer" or v < 1 or v > 100 then
+    bad("'" .. key .. "' must be a whole number from 1 to 100",
+        "the job runs at most 1 + max times")
+  end
+  out.max = v
+end
+
+local function check_retry_on(v, out, key)
+  local list = string_list(v, key)
+  for i, kind in ipairs(list) do
+    local code = kind:match("^exit:(%d%d?%d?)$")
+    code = code and tonumber(code)
+    if not (RETRY_KINDS[kind] or (code and code >= 1 and code <= 255)) then
+      bad("'" .. key .. "[" .. i .. "]' = '" .. kind .. "' is not a "
+          .. "failure navette retries", RETRY_HINT)
+    end
+  end
+  out.on = list
+end
+
+local function check_checkpoint_every(v, out, key)
+  local secs = util.parse_duration(v)
+  if not secs or secs < 1 then
+    bad("'" .. key .. "' = " .. tostring(v) .. " is not a duration of a "
+        .. "second or more", "for example 300, \"5m\" or \"1h\"")
+  end
+  out.every = secs
+end
+
 -- The fields of navette.job{...}, in the order they are checked: the one
 -- definition that validation, its messages, the LuaLS definitions
 -- (navette.luals) and the docs are made from. A field has a name, a type
@@ -362,6 +398,29 @@ job.FIELDS = {
   { name = "requeue", type = "boolean", kind = "boolean",
     doc = "Whether the queue may run the job again after a node failure "
           .. "(default: the profile's)." },
+  { name = "retries", type = "navette.job.Retries",
+    doc = "Runs the job again (same id, same prefix) after the failures "
+          .. "`on` names, at most `max` more times; the run record lists "
+          .. "every attempt.",
+    fields = {
+      { name = "max", type = "integer", check = check_retry_max,
+        doc = "How many more times the job may run (1 to 100; default 1 "
+              .. "when `retries` is given)." },
+      { name = "on", type = "string[]", check = check_retry_on,
+        doc = "The failures retried: \"node_fail\", \"preempted\", "
+              .. "\"timeout\", \"exit:N\" (required with `retries`)." },
+    } },
+  { name = "checkpoint", type = "navette.job.Checkpoint",
+    doc = "A folder ($NAVETTE_CHECKPOINT) restored from the job's "
+          .. "checkpoint before the command starts and saved while it runs "
+          .. "and when it ends, so an attempt resumes where the last one "
+          .. "stopped.",
+    fields = {
+      { name = "every", type = "integer|string",
+        check = check_checkpoint_every,
+        doc = "How often it is saved: seconds or a duration such as "
+              .. "\"5m\" (default 300 when `checkpoint` is given)." },
+    } },
   { name = "env", type = "table<string, string|number|boolean>",
     kind = "table", check = check_env, default = {},
     doc = "Environment variables of the job, never secrets. Names are "
@@ -493,6 +552,23 @@ local function check_text(v, key)
   end
 end
 
+-- retries and checkpoint are absent unless given (a group of fields is
+-- otherwise filled); given, they get their defaults here.
+local function optional_groups(spec, j)
+  if spec.retries == nil then
+    j.retries = nil
+  elseif not j.retries.on or #j.retries.on == 0 then
+    bad("'retries.on' is required: the failures to retry", RETRY_HINT)
+  else
+    j.retries.max = j.retries.max or 1
+  end
+  if spec.checkpoint == nil then
+    j.checkpoint = nil
+  else
+    j.checkpoint.every = j.checkpoint.every or 300
+  end
+end
+
 -- Returns the normalised declaration (a new table).
 function job.validate(spec)
   if type(spec) ~= "table" then
@@ -501,6 +577,7 @@ function job.validate(spec)
   check_keys(spec, names(job.FIELDS), "navette.job")
   local j = {}
   check_fields(job.FIELDS, spec, j, "")
+  optional_groups(spec, j)
   for k, v in pairs(j) do check_text(v, k) end
   j.declared_at = errors.where():gsub(": $", "")
   return j

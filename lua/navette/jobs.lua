@@ -70,6 +70,9 @@ function jobs.view(row, info)
     log_path = core.home() .. "/jobs/" .. row.id .. "/log",
     backend = row.backend or backends.DEFAULT,
     remote_id = row.remote_id ~= json.null and row.remote_id or nil,
+    -- (retries: the attempt it is at, from 2 on)
+    attempt = type(row.attempt) == "number" and row.attempt > 1
+              and math.tointeger(row.attempt) or nil,
   }
   for k, x in pairs(info and info.fields or {}) do v[k] = x end
   local record = info and info.record

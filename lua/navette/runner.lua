@@ -547,6 +547,10 @@ function runner.sign_transfer(profile, store, spec, lifetime, code)
     inputs = json.array(inputs),
     post = post,
     max_output_bytes = profile.max_output_bytes,
+    checkpoint = spec.checkpoint and {
+      every = spec.checkpoint.every,
+      get = signed("the checkpoint", store:presign_get(spec.outputs.prefix
+        .. _navette.record.names.checkpoint_archive, lifetime)) } or nil,
     lifetime = lifetime,
     expires_at = math.floor(sys.now()) + lifetime,
   }
@@ -656,7 +660,7 @@ local function submission_key(run, j, spec)
     spec.outputs.store, j.outputs, spec.command, spec.env or false,
     spec.resources or false, spec.success, spec.failure_condition,
     spec.logs or false, spec.requeue or false, spec.submitted_by,
-    run.nodes or false,
+    run.nodes or false, spec.retries or false, spec.checkpoint or false,
   }))
 end
 
@@ -672,6 +676,30 @@ local function place(run, spec, j, id)
   spec.outputs.prefix = prefix
   spec.outputs.url = run.profile.storage:gsub("/$", "") .. "/" .. prefix
   if spec.outputs.s3 then spec.transfer = transfer(run, spec, j) end
+end
+
+-- A job's retries and checkpoint into its spec, on a backend whose
+-- contract has them (`retries`, `checkpoints`: true, or a function of
+-- the profile giving true, or false and where not); refused elsewhere
+-- before anything is submitted.
+local function retries_and_checkpoint(run, j, spec, backend)
+  for _, f in ipairs({ { "retries", "retries" },
+                       { "checkpoint", "checkpoints" } }) do
+    local field, capability = f[1], f[2]
+    local can, where = backend[capability], nil
+    if j[field] and type(can) == "function" then
+      can, where = can(run.profile)
+    end
+    if j[field] and not can then
+      refuse("job '" .. j.name .. "': " .. field .. " = {...} is not "
+             .. "supported on the " .. run.profile.backend .. " backend"
+             .. (where or "") .. " yet", "run it with a profile of the "
+             .. "local backend on a file:// store, or leave " .. field
+             .. " out", run, j.name)
+    end
+    if j[field] then spec[field] = j[field] end
+  end
+  if spec.retries then spec.retries.on = json.array(spec.retries.on) end
 end
 
 -- Builds the spec of declaration j: everything the backend needs, pinned.
@@ -730,6 +758,7 @@ function runner.spec(run, j)
     for i, name in ipairs(j.after) do spec.after[i] = run.ids[name] end
   end
   spec.requeue = j.requeue
+  retries_and_checkpoint(run, j, spec, backend)
   if backend.prepare then backend.prepare(spec, run.profile) end
   spec.requeue = spec.requeue or nil
   local key = submission_key(run, j, spec)

@@ -184,3 +184,52 @@ t.test("an env value that looks like a secret is refused, naming the key",
   local j = job.validate(valid({ env = { TOKEN_HOLDER = run(40, 5) } }))
   t.eq(#j.env.TOKEN_HOLDER, 40)
 end)
+
+t.test("retries name their failures; checkpoint its interval", function()
+  local j = job.validate(valid({
+    retries = { max = 2, on = { "node_fail", "preempted", "timeout",
+                                "exit:137" } },
+    checkpoint = { every = "5m" } }))
+  t.eq(j.retries.max, 2, "max")
+  t.eq(table.concat(j.retries.on, ","),
+       "node_fail,preempted,timeout,exit:137", "on")
+  t.eq(j.checkpoint.every, 300, "every")
+  local d = job.validate(valid({ retries = { on = { "preempted" } },
+                                 checkpoint = {} }))
+  t.eq(d.retries.max, 1, "max defaults to 1")
+  t.eq(d.checkpoint.every, 300, "every defaults to 5 minutes")
+  local none = job.validate(valid())
+  t.eq(none.retries, nil, "no retries unless given")
+  t.eq(none.checkpoint, nil, "no checkpoint unless given")
+end)
+
+t.test("a failure kind retries does not know is named, with the kinds",
+       function()
+  for _, bad in ipairs({ "oom", "exit:0", "exit:256", "exit:", "Exit:1",
+                         "exit:1x" }) do
+    t.raises(function()
+      job.validate(valid({ retries = { on = { "timeout", bad } } }))
+    end, "'retries.on%[2%]' = '" .. bad:gsub("%p", "%%%0")
+         .. "' is not a failure navette retries")
+  end
+  local err = t.raises(function()
+    job.validate(valid({ retries = { on = { "x" } } }))
+  end)
+  t.match(err.hint, "node_fail, preempted, timeout, exit:N", "hint")
+  t.raises(function() job.validate(valid({ retries = { max = 2 } })) end,
+           "'retries.on' is required")
+  t.raises(function() job.validate(valid({ retries = { on = {} } })) end,
+           "'retries.on' is required")
+  for _, m in ipairs({ 0, -1, 1.5, 101, "2" }) do
+    t.raises(function()
+      job.validate(valid({ retries = { max = m, on = { "timeout" } } }))
+    end, "'retries.max' must be a whole number from 1 to 100")
+  end
+  t.raises(function()
+    job.validate(valid({ retries = { tries = 2, on = { "timeout" } } }))
+  end, "unknown key 'tries' in retries")
+  for _, e in ipairs({ "soon", 0, 0.5, "0s" }) do
+    t.raises(function() job.validate(valid({ checkpoint = { every = e } }))
+             end, "'checkpoint.every' = .* is not a duration")
+  end
+end)

@@ -342,3 +342,38 @@ navette.outputs({ "x" }, "p.json")
            "item 1 is not a job")
   backends.unregister("fake")
 end)
+
+t.test("retries and checkpoint: in the spec on a backend that has them, "
+       .. "refused before anything is sent on one without", function()
+  local fake = fixtures.fake_backend()
+  local dir = fixtures.repo(t, {
+    ["navette.lua"] = fixtures.project(t),
+    ["retry.lua"] = [[
+local navette = require "navette"
+navette.job { name = "a", command = { "true" },
+              retries = { max = 2, on = { "preempted", "exit:137" } } }
+]],
+    ["ckpt.lua"] = [[
+local navette = require "navette"
+navette.job { name = "a", command = { "true" }, checkpoint = { every = 60 } }
+]],
+  })
+  t.raises(function() runner.run(dir .. "/retry.lua", {}) end,
+           "retries = {...} is not supported on the fake backend yet")
+  t.raises(function() runner.run(dir .. "/ckpt.lua", {}) end,
+           "checkpoint = {...} is not supported on the fake backend yet")
+  t.eq(#fake.calls, 0, "nothing submitted")
+  fake.retries = function() return false, " with this store" end
+  t.raises(function() runner.run(dir .. "/retry.lua", {}) end,
+           "not supported on the fake backend with this store yet")
+  fake.retries, fake.checkpoints = true, true
+  local _, specs = runner.run(dir .. "/retry.lua", {})
+  t.eq(specs[1].retries.max, 2)
+  t.match(json.encode(specs[1].retries), '"on":%["preempted","exit:137"%]',
+          "on, a list in JSON")
+  t.eq(specs[1].checkpoint, nil, "no checkpoint unless declared")
+  _, specs = runner.run(dir .. "/ckpt.lua", {})
+  t.eq(specs[1].checkpoint.every, 60)
+  fake.retries, fake.checkpoints = nil, nil
+  backends.unregister("fake")
+end)

@@ -36,14 +36,16 @@ static void test_names(void)
 	CHECK_STR(nv_record_objects[1], "navette-log");
 	CHECK_STR(nv_record_objects[2], "navette-status");
 	CHECK_STR(nv_record_objects[3], "navette-run.json");
-	CHECK(nv_record_objects[4] == NULL);
+	CHECK_STR(nv_record_objects[4], "navette-checkpoint");
+	CHECK(nv_record_objects[5] == NULL);
 	CHECK(nv_record_key(key, sizeof(key), "p/j/", NV_RECORD_RUN_RECORD) ==
 	      0);
 	CHECK_STR(key, "p/j/navette-run.json");
 	CHECK(nv_record_key(key, 8, "p/j/", NV_RECORD_RUN_RECORD) == -1);
 	CHECK_STR(NV_RECORD_RESERVED_HINT,
 		  "rename the output: navette.log, navette-run.json, "
-		  "navette-status and navette-log/ are navette's, in any case");
+		  "navette-status, navette-log/ and navette-checkpoint/ are "
+		  "navette's, in any case");
 }
 
 static void test_fill(void)

@@ -20,6 +20,12 @@
 --                             jobs its spec.after names (their ids), and
 --                             cancels it when one fails; a job with
 --                             `after` is refused on another backend
+--   retries?, checkpoints?    true, or a function(profile) -> true |
+--                             false, where not (" with an s3:// store"),
+--                             when the backend runs a job again after the
+--                             failures its spec.retries names, and saves
+--                             and restores its spec.checkpoint folder; a
+--                             job with them is refused elsewhere
 --   nodes?(profile)           the profile's node list; a backend without
 --                             it takes no --node
 --   container_runtime?(name)  -> the runtime that runs a job's image on

@@ -13,6 +13,16 @@ local M = { name = "local" }
 -- (host/jobs/queue.c, nv_queue_claim)
 M.dependencies = true
 
+-- retries and checkpoints: the agent runs a failed job again and saves
+-- its checkpoint folder into the store itself, which needs a file://
+-- store (on s3:// the launcher publishes by itself: not done there yet)
+local function on_file_store(profile)
+  if profile.s3 then return false, " with an s3:// store" end
+  return true
+end
+M.retries = on_file_store
+M.checkpoints = on_file_store
+
 -- The runtime that runs a job's image here: the profile's (name), else
 -- podman or docker, whichever this machine has.
 function M.container_runtime(name)

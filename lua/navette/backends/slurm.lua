@@ -130,6 +130,42 @@ end
 -- host/jobs/slurm.h bounds it)
 local AFTER_MAX = 10000
 
+-- ---- retries and checkpoints ------------------------------------------------
+
+-- Slurm requeues a job whose node fails, or that is preempted, when the
+-- job allows it (requeue): navette's retries of those kinds are that
+-- requeue, and navette never submits the job again itself, so one
+-- failure is never retried twice (and nothing waits for the laptop). The
+-- launcher counts the attempts (SLURM_RESTART_COUNT) and fails one past
+-- retries.max. A timeout or an exit status would need navette to submit
+-- again: not done yet, refused.
+M.retries = true
+M.checkpoints = true
+local REQUEUED = { node_fail = true, preempted = true }
+-- SIGTERM to the launcher this long before the time limit, so that the
+-- command gets it and a last checkpoint is written
+local TERM_BEFORE = 60
+
+local function retries_by_requeue(spec)
+  if not spec.retries then return end
+  for _, kind in ipairs(spec.retries.on) do
+    if not REQUEUED[kind] then
+      error(errors.new("refused", "job '" .. spec.name .. "': retries on "
+                       .. kind .. " are not supported on the slurm "
+                       .. "backend yet", "on Slurm, retries cover "
+                       .. "node_fail and preempted (Slurm requeues the "
+                       .. "job); drop '" .. kind .. "' from retries.on, "
+                       .. "or run it on the local backend"), 0)
+    end
+  end
+  if spec.requeue == false then
+    error(errors.new("recipe", "job '" .. spec.name .. "': retries need "
+                     .. "Slurm's requeue, and the job says requeue = "
+                     .. "false", "drop one of the two"), 0)
+  end
+  spec.requeue = true
+end
+
 function M.prepare(spec, profile)
   if spec.after and #spec.after > AFTER_MAX then
     -- (checked in the checking pass: before any job of the run is sent)
@@ -138,6 +174,7 @@ function M.prepare(spec, profile)
                      .. AFTER_MAX, "join them in stages: a job after each "
                      .. "part of them, then one after those"), 0)
   end
+  retries_by_requeue(spec)
   if spec.requeue == nil then spec.requeue = profile.slurm.requeue end
   spec.slurm = {}
   for k, v in pairs(profile.slurm) do spec.slurm[k] = v end
@@ -198,6 +235,11 @@ local function description(spec, nodes)
     stdout = cfg.working_directory .. "/navette-%j.out",
     requeue = spec.requeue == true,
     env = env,
+    term_before = spec.checkpoint
+                  and math.max(1, math.min(TERM_BEFORE,
+                                           math.floor((r.time_limit or 240)
+                                                      / 4)))
+                  or nil,
   }
   return d
 end
@@ -470,10 +512,13 @@ end
 -- after a node failure; or why Slurm could not be asked.
 local function fields(extra)
   if extra.job then
+    local restarts = extra.job.restarts or 0
     return { slurm = { state = extra.job.state, reason = extra.job.reason,
                        nodes = extra.job.nodes,
                        restarts = extra.job.restarts,
-                       detail = extra.view and extra.view.detail or nil } }
+                       detail = extra.view and extra.view.detail or nil },
+             -- (each requeue is an attempt: see retries_by_requeue)
+             attempt = restarts > 0 and math.tointeger(restarts + 1) or nil }
   elseif extra.error then
     return { slurm = { error = extra.error.message } }
   end

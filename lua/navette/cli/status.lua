@@ -26,7 +26,8 @@ function M.run(argv)
   else
     term.print("job     " .. v.id .. " (" .. tostring(v.name) .. ")")
     term.print("state   " .. term.state_style("stdout", v.state)
-               .. (v.phase ~= v.state and (" · phase " .. v.phase) or ""))
+               .. (v.phase ~= v.state and (" · phase " .. v.phase) or "")
+               .. (v.attempt and (" · attempt " .. v.attempt) or ""))
     term.print("project " .. tostring(v.project) .. " · profile "
                .. tostring(v.profile))
     term.print("commit  " .. tostring(v.commit))

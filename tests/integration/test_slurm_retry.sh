@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Retries and checkpoints on Slurm (the ctest fixtures "slurm" and "s3"):
+# a training whose node dies mid-run (its slurmd killed, and the job's
+# processes with it) is requeued by Slurm, not submitted again by navette,
+# and resumes on the other node from the checkpoint its first attempt
+# saved through its POST policy; its record lists both attempts. Retries
+# that would need navette to submit again (timeout, exit:N) are refused.
+# The node is started again at the end, so the cluster is left healthy.
+. "$(dirname "$0")/lib.sh"
+
+for v in SLURM_STACK_ENV S3_STACK_ENV; do
+	if [ ! -r "${!v:-}" ]; then
+		echo "FAIL: $v is not set to a readable file (ctest sets it)" >&2
+		exit 1
+	fi
+done
+. "$SLURM_STACK_ENV"
+. "$S3_STACK_ENV"
+export SLURM_CONF
+export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY
+export AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY
+unset AWS_SESSION_TOKEN AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_PROFILE
+export AWS_REGION=$S3_REGION
+export NAVETTE_LOG_INTERVAL=1
+SLURM_STACK_DIR=${SLURM_STACK_DIR:-$(dirname "$SLURM_STACK_ENV")}
+EP=(--endpoint "$S3_ENDPOINT")
+BUCKET=nv-retry-$$-$RANDOM
+WD=$T/slurm-wd
+mkdir -p "$WD"
+chmod 755 "$T" "$WD"
+nv storage mb "s3://$BUCKET" "${EP[@]}"
+check_rc "the bucket is created" 0
+
+R=$(new_repo hpc)
+cat >"$R/navette.lua" <<EOF
+return {
+  name = "hpc",
+  default_profile = "hpc",
+  credentials = {
+    jwtkey = { kind = "hs256", source = "file", path = "$SLURM_JWT_KEY" },
+  },
+  profiles = {
+    hpc = {
+      backend = "slurm",
+      storage = "s3://$BUCKET/",
+      s3 = { endpoint = "$S3_ENDPOINT", region = "$S3_REGION" },
+      slurm = { endpoint = "$SLURMRESTD_URL", user = "$SLURM_USER",
+                credential = "jwtkey", partition = "$SLURM_PARTITION",
+                working_directory = "$WD" },
+      max_token_lifespan = "1h",
+    },
+  },
+}
+EOF
+# a training of STEPS steps that keeps its step in $NAVETTE_CHECKPOINT;
+# it says its node and its process group (the test kills that group with
+# the node's slurmd: a node that dies takes its processes with it)
+put_file "$R" train.sh <<'EOF'
+#!/bin/sh
+step=0
+if [ -f "$NAVETTE_CHECKPOINT/step" ]; then
+	step=$(cat "$NAVETTE_CHECKPOINT/step")
+	echo "resumed from step $step"
+fi
+echo "on $SLURMD_NODENAME pgid $(ps -o pgid= -p $$ | tr -d ' ')"
+while [ "$step" -lt "$STEPS" ]; do
+	step=$((step + 1))
+	echo "$step" >"$NAVETTE_CHECKPOINT/step.tmp"
+	mv "$NAVETTE_CHECKPOINT/step.tmp" "$NAVETTE_CHECKPOINT/step"
+	echo "step $step"
+	sleep 1
+done
+echo "$step" >"$NAVETTE_OUTPUTS/model.txt"
+EOF
+put_file "$R" train.lua <<'EOF'
+local navette = require "navette"
+navette.job {
+  name = "train",
+  command = { "sh", "train.sh" },
+  env = { STEPS = 40 },
+  retries = { max = 1, on = { "node_fail" } },
+  checkpoint = { every = 1 },
+  resources = { cpus = 1, time_limit = "10m" },
+  success = { outputs = { "model.txt" } },
+}
+EOF
+put_file "$R" timeout.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "t", command = { "true" },
+              retries = { on = { "node_fail", "timeout" } } }
+EOF
+commit_all "$R" >/dev/null
+git init -q --bare "$T/origin.git"
+git -C "$R" remote add origin "$T/origin.git"
+git -C "$R" push -q origin HEAD:main 2>/dev/null
+git -C "$R" fetch -q origin
+
+s3cat() {
+	rm -f "$T/got"
+	"$NAVETTE" storage cp "s3://$BUCKET/$1" "$T/got" "${EP[@]}" >/dev/null 2>&1 &&
+		cat "$T/got"
+}
+st() { "$NAVETTE" status "$1" --json 2>/dev/null | json "$2" 2>&1; }
+log_has() { "$NAVETTE" logs "$1" 2>/dev/null | grep -Eq -- "$2"; }
+saved() { s3cat "hpc/$1/navette-checkpoint/checkpoint.tar" >/dev/null; }
+
+# ---- retries Slurm would not do itself: refused ------------------------------
+nv_in "$R" plan timeout.lua
+check_rc "retries on timeout on Slurm: refused" 3
+check_contains "the refusal names the kind" "$ERR" \
+	"retries on timeout are not supported on the slurm backend yet"
+
+# ---- the node dies: requeued, resumed from the checkpoint ---------------------
+nv_in "$R" run train.lua
+check_rc "run exits 0" 0
+ID=$(submitted_id)
+[ -n "$ID" ] || finish
+check_state "train: running" "$ID" running 60
+check_true "train: its log shows step 4" wait_for 60 log_has "$ID" '^step 4$'
+check_true "train: a checkpoint is in the store" wait_for 30 saved "$ID"
+saved "$ID" || finish # (nothing to resume from: the rest cannot pass)
+SLURM_ID=$(st "$ID" 'd["remote_id"]')
+NODE=$(st "$ID" 'd["slurm"]["nodes"]')
+PGID=$("$NAVETTE" logs "$ID" 2>/dev/null | sed -n "s/^on $NODE pgid \([0-9]*\)\$/\1/p" | head -1)
+check_match "train: it said its process group on $NODE" "$PGID" '^[0-9]+$'
+# the node dies: its slurmd, the job's slurmstepd (the parent of the batch
+# script, which leads the job's process group), and the job's processes
+STEPD=$(ps -o ppid= -p "${PGID:-0}" 2>/dev/null | tr -d ' ')
+bash "$NAVETTE_SOURCE/tests/stack/slurm-node.sh" "$SLURM_STACK_DIR" kill "$NODE"
+[ -n "$STEPD" ] && [ "$STEPD" -gt 1 ] && kill -KILL "$STEPD" 2>/dev/null
+[ -n "$PGID" ] && kill -KILL -- "-$PGID" 2>/dev/null
+check_state "train: requeued and completed" "$ID" 'succeeded|failed|cancelled' 300
+check_eq "train: it succeeded" "$STATE" succeeded
+check_eq "train: the same Slurm job, requeued (never a second submission)" \
+	"$(st "$ID" 'd["remote_id"]')" "$SLURM_ID"
+FINAL_NODE=$(st "$ID" 'd["slurm"]["nodes"]')
+check_ne "train: it finished on the other node" "$FINAL_NODE" "$NODE"
+LOG=$(s3cat "hpc/$ID/navette.log")
+check_match "train: the second attempt ran on $FINAL_NODE" "$LOG" "^on $FINAL_NODE pgid"
+RESUMED=$(printf '%s\n' "$LOG" | sed -n 's/^resumed from step \([0-9]*\)$/\1/p')
+check_true "train: it resumed from the step its first attempt saved ($RESUMED)" \
+	test "${RESUMED:-0}" -ge 4
+check_eq "train: it did not start over" "$(printf '%s\n' "$LOG" | grep -c '^step 1$')" 0
+check_eq "train: the output is the whole training's" "$(s3cat "hpc/$ID/model.txt")" 40
+REC=$(s3cat "hpc/$ID/navette-run.json")
+check_eq "train: the record lists two attempts" \
+	"$(printf '%s' "$REC" | json '[(a["attempt"], a["state"]) for a in d["attempts"]]')" \
+	'[[1, "failed"], [2, "succeeded"]]'
+check_eq "train: the last on the other node" \
+	"$(printf '%s' "$REC" | json 'd["attempts"][1]["node"]')" "$FINAL_NODE"
+check_eq "train: the record lists the checkpoint restored" \
+	"$(printf '%s' "$REC" | json 'd["checkpoints"]["restored"]["attempt"]')" 2
+check_true "train: ... and those written" \
+	test "$(printf '%s' "$REC" | json 'len(d["checkpoints"]["written"])')" -ge 1
+nv status "$ID"
+check_match "train: status shows the attempt" "$OUT" '^state +succeeded · attempt 2$'
+
+bash "$NAVETTE_SOURCE/tests/stack/slurm-node.sh" "$SLURM_STACK_DIR" start "$NODE"
+check_true "the node is back" wait_for 90 sh -c "sinfo -h -n $NODE -o '%t' | grep -qx idle"
+
+finish
