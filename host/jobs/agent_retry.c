@@ -126,9 +126,11 @@ static int kind_listed(const job *j, const cJSON *on, const char *kind)
 static void ended_why(const job *j, const nv_record_outcome *o,
 		      const char *kind, char *out, size_t cap)
 {
-	if (o->state != NV_STATE_SUCCEEDED)
-		snprintf(out, cap, "%s", o->reason);
-	else if (strcmp(kind, "preempted") == 0)
+	if (o->state != NV_STATE_SUCCEEDED) {
+		size_t n = strnlen(o->reason, cap - 1); /* cut if longer */
+		memcpy(out, o->reason, n);
+		out[n] = '\0';
+	} else if (strcmp(kind, "preempted") == 0)
 		snprintf(out, cap,
 			 "the command was stopped by a SIGTERM navette did "
 			 "not send (status 143)");
