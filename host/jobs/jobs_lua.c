@@ -383,6 +383,30 @@ static int l_jobs_launcher(lua_State *L)
 	return owned_push(L, script);
 }
 
+/* jobs.array_launcher(specs_json) -> script | nil, err: one launcher for
+ * the tasks of a job array (launcher.h) */
+static int l_jobs_array_launcher(lua_State *L)
+{
+	const char *json = luaL_checkstring(L, 1);
+	owned *script = owned_new(L); // [specs_json, box]
+	cJSON *specs = cJSON_Parse(json);
+	nv_buf b;
+	nv_err err;
+	int rc;
+
+	if (!specs)
+		return luaL_argerror(L, 1, "malformed job specs JSON");
+	nv_buf_init(&b, NV_LAUNCHER_ARRAY_MAX);
+	rc = nv_launcher_array_script(specs, &b, &err);
+	cJSON_Delete(specs);
+	if (rc) {
+		nv_buf_free(&b);
+		return nv_lua_push_error(L, &err);
+	}
+	script->s = b.data; /* the box owns it from here */
+	return owned_push(L, script);
+}
+
 /* jobs.id_ok(id) -> true | false, why: the job id grammar (core/jobid.h) */
 static int l_jobs_id_ok(lua_State *L)
 {
@@ -453,15 +477,17 @@ static int l_jobs_agent_alive(lua_State *L)
 
 int luaopen_navette_jobs(lua_State *L)
 {
-	static const luaL_Reg fns[] = {{"launcher", l_jobs_launcher},
-				       {"env_name_ok", l_jobs_env_name_ok},
-				       {"id_ok", l_jobs_id_ok},
-				       {"agent_alive", l_jobs_agent_alive},
-				       {"ensure_agent", l_jobs_ensure_agent},
-				       {"revive_agent", l_jobs_revive_agent},
-				       {"submit_key", l_jobs_submit_key},
-				       {"fault_point", l_jobs_fault_point},
-				       {NULL, NULL}};
+	static const luaL_Reg fns[] = {
+		{"launcher", l_jobs_launcher},
+		{"array_launcher", l_jobs_array_launcher},
+		{"env_name_ok", l_jobs_env_name_ok},
+		{"id_ok", l_jobs_id_ok},
+		{"agent_alive", l_jobs_agent_alive},
+		{"ensure_agent", l_jobs_ensure_agent},
+		{"revive_agent", l_jobs_revive_agent},
+		{"submit_key", l_jobs_submit_key},
+		{"fault_point", l_jobs_fault_point},
+		{NULL, NULL}};
 
 	owned_register(L);
 	luaL_newlib(L, fns);
