@@ -933,6 +933,12 @@ static const char *const array_same[] = {
 	"resources", "success", "failure_condition", "logs",
 	NULL};
 
+/* Whether two fields are alike (both absent, or equal). */
+static int same_field(const cJSON *a, const cJSON *b)
+{
+	return (!a && !b) || (a && b && cJSON_Compare(a, b, 1));
+}
+
 /* Refuses task k unless it differs from the first only where tasks may. */
 static int array_task_check(const cJSON *first, const cJSON *spec, int k,
 			    nv_err *err)
@@ -952,16 +958,15 @@ static int array_task_check(const cJSON *first, const cJSON *spec, int k,
 	if ((rc = remote_check(spec, t, err)) != 0)
 		return rc;
 	for (const char *const *key = array_same; *key; key++) {
-		const cJSON *a = field(first, *key), *b = field(spec, *key);
-		if ((a || b) && !(a && b && cJSON_Compare(a, b, 1)))
+		if (!same_field(field(first, *key), field(spec, *key)))
 			return nv_err_set(err, NV_EINVAL,
 					  "submit such jobs one by one",
 					  "job %s differs from the array's "
 					  "first task in %s",
 					  id, *key);
 	}
-	if (!cJSON_Compare(field(t0, "max_output_bytes"),
-			   field(t, "max_output_bytes"), 1) ||
+	if (!same_field(field(t0, "max_output_bytes"),
+			field(t, "max_output_bytes")) ||
 	    strcmp(string_field(field(t0, "post"), "url"),
 		   string_field(field(t, "post"), "url")) != 0)
 		return nv_err_set(err, NV_EINVAL, "submit such jobs one by one",
@@ -978,8 +983,7 @@ static int all_same(const cJSON *specs, const char *key)
 
 	cJSON_ArrayForEach(spec, specs)
 	{
-		const cJSON *a = field(first, key), *b = field(spec, key);
-		if ((a || b) && !(a && b && cJSON_Compare(a, b, 1)))
+		if (!same_field(field(first, key), field(spec, key)))
 			return 0;
 	}
 	return 1;

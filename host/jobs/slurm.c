@@ -700,10 +700,8 @@ static int get_jobs(nv_slurm *s, const char *path, size_t max,
 	return rc;
 }
 
-/* The record of task in the array's records: its own, else the waiting
- * tasks' record listing it, else (the array known) a CANCELLED one. */
-static int pick_task(const nv_slurm_job *jobs, size_t n, long long array_id,
-		     long task, nv_slurm_job *job)
+int nv_slurm_task_pick(const nv_slurm_job *jobs, size_t n, long long array_id,
+		       long task, nv_slurm_job *job)
 {
 	const nv_slurm_job *waiting = NULL;
 
@@ -754,7 +752,7 @@ int nv_slurm_task_get(nv_slurm *s, long long array_id, long task,
 	snprintf(path, sizeof(path), "/slurm/%s/job/%lld_%ld", s->api->name,
 		 array_id, task);
 	rc = get_jobs(s, path, 16, &jobs, &n, err);
-	if (rc == 0 && pick_task(jobs, n, array_id, task, job) == 0 &&
+	if (rc == 0 && nv_slurm_task_pick(jobs, n, array_id, task, job) == 0 &&
 	    job->array_task_id == task && strcmp(job->state, "CANCELLED"))
 		goto out;
 	free(jobs);
@@ -764,7 +762,7 @@ int nv_slurm_task_get(nv_slurm *s, long long array_id, long task,
 	rc = get_jobs(s, path, 0, &jobs, &n, err);
 	if (rc)
 		goto out;
-	if (pick_task(jobs, n, array_id, task, job))
+	if (nv_slurm_task_pick(jobs, n, array_id, task, job))
 		rc = nv_err_set(err, NV_ENOTFOUND, NULL,
 				"Slurm has no task %ld of job array %lld", task,
 				array_id);

@@ -229,6 +229,10 @@ int nv_slurm_job_get(nv_slurm *s, long long job_id, nv_slurm_job *job,
  * then says CANCELLED. NV_ENOTFOUND when Slurm knows no such array. */
 int nv_slurm_task_get(nv_slurm *s, long long array_id, long task,
 		      nv_slurm_job *job, nv_err *err);
+/* nv_slurm_task_get's choice among the records of a GET of the array:
+ * 0 and *job, or -1 when none is of that array. Pure. */
+int nv_slurm_task_pick(const nv_slurm_job *jobs, size_t n, long long array_id,
+		       long task, nv_slurm_job *job);
 /* Whether task is one of tasks ("0-3,5,7-9:2", "%N" limits ignored). */
 int nv_slurm_task_listed(const char *tasks, long task);
 /* Cancels one task of an array (a task that already ended, or was
