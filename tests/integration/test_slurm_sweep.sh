@@ -34,7 +34,7 @@ chmod 755 "$T" "$WD"
 nv storage mb "s3://$BUCKET" "${EP[@]}"
 check_rc "the bucket is created" 0
 
-PROXY_PORT=$(free_ports 1)
+read -r PROXY_PORT SLOW_PORT < <(free_ports 2 | tr '\n' ' ')
 R=$T/repo
 mkdir -p "$R/recipes"
 profile() { # NAME ENDPOINT [MORE SLURM KEYS]
@@ -60,6 +60,7 @@ return {
 $(profile hpc "$SLURMRESTD_URL")
 $(profile counted "http://127.0.0.1:$PROXY_PORT")
 $(profile spread "$SLURMRESTD_URL" 'nodes = { "gpu-a", "gpu-b" }')
+$(profile slow "http://127.0.0.1:$SLOW_PORT")
   },
 }
 EOF
@@ -92,6 +93,11 @@ local make = navette.job { name = "make", success = { outputs = { "out.txt" } },
 local hold = navette.job { name = "hold", after = { make }, command = { "sleep", "15" } }
 navette.job { name = "use", after = { hold }, inputs = { model = make:output("out.txt") },
   command = { "cat", "$NAVETTE_INPUTS/model" } }
+EOF
+put_file "$R" recipes/pair.lua <<'EOF'
+local navette = require "navette"
+navette.sweep { job = { name = "pair", command = { "sh", "-c", "echo $NAVETTE_PARAM_N" } },
+                matrix = { n = { 1, 2 } } }
 EOF
 git -C "$R" init -q
 commit_all "$R" >/dev/null
@@ -225,5 +231,29 @@ check_eq "at data_ready" "$(st "$U" 'd["failure"]["phase"]')" data_ready
 check_eq "naming the sha256 mismatch, the producer and the output" \
 	"$(st "$U" 'd["failure"]["reason"]')" \
 	"input 'model' has sha256 $(sha256 "$T/forged"), job $M's run record lists output 'out.txt' with $RECORDED"
+
+# ---- navette killed after the array's request was sent ----------------------
+
+python3 "$NAVETTE_SOURCE/tests/data/slurm/delay_proxy.py" \
+	--listen "$SLOW_PORT" --target "${SLURMRESTD_URL#http://}" \
+	--delay-submit 8 --log "$T/slow.log" &
+SLOW_PROXY=$!
+wait_for 10 grep -q listening "$T/slow.log"
+(cd "$R" && exec "$NAVETTE" run recipes/pair.lua --profile slow >"$T/pair.out" 2>&1) &
+RUNNER=$!
+wait_for 30 grep -q "submit forwarded" "$T/slow.log"
+kill -9 "$RUNNER" 2>/dev/null
+wait "$RUNNER" 2>/dev/null
+LOST=$("$NAVETTE" jobs --json | json '" ".join(sorted(j["id"] for j in d if j["profile"] == "slow"))')
+check_match "the killed run left both tasks recorded" "$LOST" '^hpc-[^ ]+ hpc-[^ ]+$'
+FIRST=$("$NAVETTE" jobs --json | json '[j["id"] for j in d if j["name"] == "pair[n=1]"][0]')
+wait_for 20 sh -c "scontrol -o show jobs | grep -q ' JobName=$FIRST-array '"
+nv_in "$R" run recipes/pair.lua --profile slow --wait
+check_rc "the re-run succeeds" 0
+check_contains "the re-run says it found the tasks" "$ERR" "already submitted as $FIRST"
+check_eq "and submitted nothing again: the same two jobs" \
+	"$(printf '%s\n' "$OUT" | sed -n 's/^job pair.* submitted: \(.*\)$/\1/p' | sort | tr '\n' ' ')" "$LOST "
+check_match "each task adopted with its array task id" "$(st "$FIRST" 'd["remote_id"]')" '^[0-9]+_0$'
+kill "$SLOW_PROXY" 2>/dev/null
 
 finish
