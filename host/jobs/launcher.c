@@ -989,9 +989,20 @@ static int all_same(const cJSON *specs, const char *key)
 	return 1;
 }
 
+/* The record fields (nv_record_spec_fields) that every task has alike:
+ * shared[k] for the k-th. */
+#define RECORD_FIELDS_MAX 64
+static void record_fields_shared(const cJSON *specs,
+				 int shared[RECORD_FIELDS_MAX])
+{
+	for (int k = 0; nv_record_spec_fields[k] && k < RECORD_FIELDS_MAX; k++)
+		shared[k] = all_same(specs, nv_record_spec_fields[k]);
+}
+
 /* The record fields that a task's object holds apart from the shared
  * ones, as the JSON members without braces: "id":"...","name":"...". */
-static int record_task_part(const cJSON *spec, const cJSON *specs, nv_buf *out,
+static int record_task_part(const cJSON *spec,
+			    const int shared[RECORD_FIELDS_MAX], nv_buf *out,
 			    nv_err *err)
 {
 	cJSON *part = cJSON_CreateObject();
@@ -1000,10 +1011,12 @@ static int record_task_part(const cJSON *spec, const cJSON *specs, nv_buf *out,
 
 	if (!part)
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-	for (const char *const *k = nv_record_spec_fields; *k; k++) {
-		const cJSON *v = field(spec, *k);
-		if (v && strcmp(*k, "inputs") != 0 && !all_same(specs, *k))
-			cJSON_AddItemToObject(part, *k, cJSON_Duplicate(v, 1));
+	for (int k = 0; nv_record_spec_fields[k] && k < RECORD_FIELDS_MAX;
+	     k++) {
+		const char *key = nv_record_spec_fields[k];
+		const cJSON *v = field(spec, key);
+		if (v && strcmp(key, "inputs") != 0 && !shared[k])
+			cJSON_AddItemToObject(part, key, cJSON_Duplicate(v, 1));
 	}
 	text = cJSON_PrintUnformatted(part);
 	cJSON_Delete(part);
@@ -1018,19 +1031,22 @@ static int record_task_part(const cJSON *spec, const cJSON *specs, nv_buf *out,
 
 /* The record's head shared by every task: the fields all tasks have
  * alike, as an object missing its closing brace. */
-static int record_shared_part(const cJSON *specs, nv_buf *out, nv_err *err)
+static int record_shared_part(const cJSON *first,
+			      const int shared[RECORD_FIELDS_MAX], nv_buf *out,
+			      nv_err *err)
 {
-	const cJSON *first = cJSON_GetArrayItem(specs, 0);
 	cJSON *head = cJSON_CreateObject();
 	char *text;
 
 	if (!head)
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
 	cJSON_AddNumberToObject(head, "navette_run_record", 1);
-	for (const char *const *k = nv_record_spec_fields; *k; k++) {
-		const cJSON *v = field(first, *k);
-		if (v && strcmp(*k, "inputs") != 0 && all_same(specs, *k))
-			cJSON_AddItemToObject(head, *k, cJSON_Duplicate(v, 1));
+	for (int k = 0; nv_record_spec_fields[k] && k < RECORD_FIELDS_MAX;
+	     k++) {
+		const char *key = nv_record_spec_fields[k];
+		const cJSON *v = field(first, key);
+		if (v && strcmp(key, "inputs") != 0 && shared[k])
+			cJSON_AddItemToObject(head, key, cJSON_Duplicate(v, 1));
 	}
 	text = cJSON_PrintUnformatted(head);
 	cJSON_Delete(head);
@@ -1067,8 +1083,9 @@ static cJSON *varying_post_fields(const cJSON *specs)
 }
 
 /* One task's branch of the case on $SLURM_ARRAY_TASK_ID. */
-static int array_task(const cJSON *spec, int k, const cJSON *specs,
-		      const cJSON *varying, nv_buf *out, nv_err *err)
+static int array_task(const cJSON *spec, int k,
+		      const int shared[RECORD_FIELDS_MAX], const cJSON *varying,
+		      nv_buf *out, nv_err *err)
 {
 	const cJSON *t = field(spec, "transfer");
 	const cJSON *fields = field(field(t, "post"), "fields");
@@ -1081,7 +1098,7 @@ static int array_task(const cJSON *spec, int k, const cJSON *specs,
 		return rc;
 	assign(out, "NAVETTE_PREFIX", string_field(t, "prefix"));
 	assign(out, "NAVETTE_OUTPUT_URL", string_field(t, "output_url"));
-	if ((rc = record_task_part(spec, specs, out, err)) != 0)
+	if ((rc = record_task_part(spec, shared, out, err)) != 0)
 		return rc;
 	cJSON_ArrayForEach(item, fields)
 	{
@@ -1106,18 +1123,21 @@ static int array_body(const cJSON *specs, const cJSON *varying, nv_buf *out,
 {
 	const cJSON *first = cJSON_GetArrayItem(specs, 0), *spec;
 	const cJSON *t0 = field(first, "transfer");
+	int shared[RECORD_FIELDS_MAX] = {0};
 	int k = 0, rc;
 
+	record_fields_shared(specs, shared);
 	nv_buf_puts(out, "case ${SLURM_ARRAY_TASK_ID:-} in\n");
 	cJSON_ArrayForEach(spec, specs)
 	{
-		if ((rc = array_task(spec, k++, specs, varying, out, err)) != 0)
+		if ((rc = array_task(spec, k++, shared, varying, out, err)) !=
+		    0)
 			return rc;
 	}
 	nv_buf_puts(out, "*)\n\techo \"navette: this job array has no task "
 			 "'${SLURM_ARRAY_TASK_ID:-}'\" >&2\n\texit 125\n\t;;\n"
 			 "esac\n");
-	if ((rc = record_shared_part(specs, out, err)) != 0)
+	if ((rc = record_shared_part(first, shared, out, err)) != 0)
 		return rc;
 	nv_buf_puts(out, "NAVETTE_RECORD_HEAD=\"$nv_record_shared"
 			 "${nv_record_task:+,$nv_record_task}\"\n");
