@@ -860,6 +860,15 @@ local function submit_context(run, sessions, sub, nodes)
         target = s.name, job = s.id, commit = s.commit,
         detail = detail }, run.profile)
     end,
+    -- the same for several jobs ({spec, detail} each), as one write
+    audit_many = function(list)
+      local entries = {}
+      for i, x in ipairs(list) do
+        entries[i] = { action = "job.submit", target = x[1].name,
+                       job = x[1].id, commit = x[1].commit, detail = x[2] }
+      end
+      require("navette.audit").record_many(entries, run.profile)
+    end,
   }
 end
 
@@ -898,11 +907,20 @@ local function submit_array(run, group, k, backend, sessions)
     specs[i] = run_spec(run, j)
     resumed = resumed or run.submissions[specs[i]].resumed ~= nil
     if run.plan then
-      specs[i].launcher = runner.render_launcher(specs[i])
+      -- (each task's own launcher is what `navette plan` shows)
+      if not run.checking then
+        specs[i].launcher = runner.render_launcher(specs[i])
+      end
       core.plan("jobs", "submit", specs[i].id .. " (" .. specs[i].name
                 .. ") on " .. run.profile.name .. ", task " .. (i - 1)
                 .. " of the job array")
     end
+  end
+  -- one launcher for all, made (so checked) in the checking pass too
+  local script
+  if not resumed and (specs[1].transfer or not run.plan) then
+    script = errors.check(_navette.jobs.array_launcher(
+      runner.array_json(specs)))
   end
   if run.plan then
     core.plan("jobs", "submit-array", #specs .. " jobs of sweep "
@@ -919,8 +937,6 @@ local function submit_array(run, group, k, backend, sessions)
     end
     return specs
   end
-  local script = errors.check(_navette.jobs.array_launcher(
-    runner.array_json(specs)))
   local ctx = submit_context(run, sessions, nil,
                              runner.node_for(run, group[1], k))
   ctx.submissions = {}

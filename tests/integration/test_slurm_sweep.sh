@@ -156,6 +156,9 @@ for k in 0 1 2 3 4 5; do
 	check_eq "task $k: its own record, under its own prefix" \
 		"$(s3cat "hpc/$id/navette-run.json" | json 'd["id"] + " " + d["name"] + " " + d["params"]["lr"]')" \
 		"$id $(st "$id" 'd["name"]') $((k / 3 + 1))"
+	check_eq "task $k: its submission is audited, as task $k of the array" \
+		"$("$NAVETTE" audit show --job "$id" --json | json '[e["detail"] for e in d if e["action"] == "job.submit"]')" \
+		"[\"slurm array $ARRAY task $k\"]"
 	SUMS[$k]=$(s3cat "hpc/$id/navette-run.json" | json '[o["sha256"] for o in d["outputs"] if o["name"] == "part.txt"][0]')
 done
 nv status "${TASKS[4]}"

@@ -530,14 +530,16 @@ function M.submit_array(specs, script, ctx)
   local array_id, err, refused = session:submit(script, desc)
   if not array_id then array_failed(ctx.db, specs, err, refused, name) end
   jobs_native.fault_point("submit-accepted", name)
-  local now = sys.now()
+  local now, audited = sys.now(), {}
   for k, spec in ipairs(specs) do
     errors.check(ctx.db:set_remote(spec.id, array_id .. "_" .. (k - 1),
                                    "queued"))
     ctx.db:phase(spec.id, "accepted", now)
-    ctx.audit(spec, M.name .. " array " .. array_id .. " task " .. (k - 1))
-    errors.check(ctx.db:submitted(spec.id))
+    audited[k] = { spec, M.name .. " array " .. array_id .. " task "
+                         .. (k - 1) }
   end
+  ctx.audit_many(audited)
+  for _, spec in ipairs(specs) do errors.check(ctx.db:submitted(spec.id)) end
   return specs
 end
 
