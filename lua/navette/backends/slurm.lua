@@ -302,7 +302,6 @@ local function remote_ref(remote_id)
   if array then return tonumber(array), tonumber(task) end
   return tonumber(remote_id), nil
 end
-M.remote_ref = remote_ref
 
 -- The session for spec's cluster and token lifespan (kept in ctx.sessions
 -- for the run when given), or, when it cannot be opened, the error.
