@@ -178,6 +178,33 @@ static int l_jobdb_submitted(lua_State *L)
 	return 1;
 }
 
+/* db:transaction(fn) -> what fn returns: fn's writes as one transaction
+ * (nv_queue_begin), committed when it returns, undone when it raises
+ * (the error is raised again). */
+static int l_jobdb_transaction(lua_State *L)
+{
+	jobdb *db = check_jobdb(L);
+	nv_err err;
+	int n;
+
+	luaL_checktype(L, 2, LUA_TFUNCTION);
+	lua_settop(L, 2);
+	if (nv_plan_mode(L)) {
+		lua_call(L, 0, LUA_MULTRET);
+		return lua_gettop(L) - 1;
+	}
+	if (nv_queue_begin(db->q, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	if (lua_pcall(L, 0, LUA_MULTRET, 0) != LUA_OK) { // [db, err]
+		nv_queue_rollback(db->q);
+		return lua_error(L);
+	}
+	n = lua_gettop(L) - 1;
+	if (nv_queue_commit(db->q, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	return n;
+}
+
 /* db:interrupted(submit_key) -> json | false | nil, err: the job of an
  * unfinished submission of that key, if any. */
 static int l_jobdb_interrupted(lua_State *L)
@@ -499,6 +526,7 @@ int luaopen_navette_jobdb(lua_State *L)
 	static const luaL_Reg methods[] = {
 		{"submit", l_jobdb_submit},
 		{"submitted", l_jobdb_submitted},
+		{"transaction", l_jobdb_transaction},
 		{"interrupted", l_jobdb_interrupted},
 		{"get", l_jobdb_get},
 		{"list", l_jobdb_list},

@@ -455,17 +455,21 @@ local function array_rows(specs, session, ctx, name)
                      .. "of that submission, then run again"), 0)
   end
   if n > 0 then return adopted, n end
-  for k, spec in ipairs(specs) do
-    spec.array = { name = name, index = k - 1, size = #specs,
-                   first = specs[1].id }
-    local sub = ctx.submissions[k] or {}
-    local inserted, ierr = ctx.db:submit(spec.id, spec.project,
-      spec.profile, spec.name, json.encode(spec), M.name, sub.key)
-    if inserted == nil then
-      error(errors.new("backend", "cannot record job '" .. spec.name
-                       .. "': " .. ierr.message, ierr.hint), 0)
+  -- (one transaction: all of them recorded, or none)
+  errors.check(ctx.db:transaction(function()
+    for k, spec in ipairs(specs) do
+      spec.array = { name = name, index = k - 1, size = #specs,
+                     first = specs[1].id }
+      local sub = ctx.submissions[k] or {}
+      local inserted, ierr = ctx.db:submit(spec.id, spec.project,
+        spec.profile, spec.name, json.encode(spec), M.name, sub.key)
+      if inserted == nil then
+        error(errors.new("backend", "cannot record job '" .. spec.name
+                         .. "': " .. ierr.message, ierr.hint), 0)
+      end
     end
-  end
+    return true
+  end))
   return adopted, 0
 end
 
@@ -530,15 +534,21 @@ function M.submit_array(specs, script, ctx)
   if not array_id then array_failed(ctx.db, specs, err, refused, name) end
   jobs_native.fault_point("submit-accepted", name)
   local now, audited = sys.now(), {}
-  for k, spec in ipairs(specs) do
-    errors.check(ctx.db:set_remote(spec.id, array_id .. "_" .. (k - 1),
-                                   "queued"))
-    ctx.db:phase(spec.id, "accepted", now)
-    audited[k] = { spec, M.name .. " array " .. array_id .. " task "
-                         .. (k - 1) }
-  end
+  errors.check(ctx.db:transaction(function()
+    for k, spec in ipairs(specs) do
+      errors.check(ctx.db:set_remote(spec.id, array_id .. "_" .. (k - 1),
+                                     "queued"))
+      ctx.db:phase(spec.id, "accepted", now)
+      audited[k] = { spec, M.name .. " array " .. array_id .. " task "
+                           .. (k - 1) }
+    end
+    return true
+  end))
   ctx.audit_many(audited)
-  for _, spec in ipairs(specs) do errors.check(ctx.db:submitted(spec.id)) end
+  errors.check(ctx.db:transaction(function()
+    for _, spec in ipairs(specs) do errors.check(ctx.db:submitted(spec.id)) end
+    return true
+  end))
   return specs
 end
 
