@@ -92,7 +92,7 @@ local make = navette.job { name = "make", success = { outputs = { "out.txt" } },
   command = { "sh", "-c", 'printf original > "$NAVETTE_OUTPUTS/out.txt"' } }
 local hold = navette.job { name = "hold", after = { make }, command = { "sleep", "15" } }
 navette.job { name = "use", after = { hold }, inputs = { model = make:output("out.txt") },
-  command = { "cat", "$NAVETTE_INPUTS/model" } }
+  command = { "sh", "-c", 'cat "$NAVETTE_INPUTS/model"' } }
 EOF
 put_file "$R" recipes/pair.lua <<'EOF'
 local navette = require "navette"
