@@ -505,73 +505,78 @@ static int check_entry(const nv_audit_entry *e, nv_err *err)
 
 /* ---- append ------------------------------------------------------------- */
 
-int nv_audit_append(const char *home, const nv_audit_entry *entry,
-		    uint64_t *seq_out, nv_err *err)
-{
+/* An append in progress: the log locked and open, its last line and
+ * genesis read and checked against the head record. */
+typedef struct appender {
 	audit_paths p;
 	genesis_info g;
+	last_line last; /* the last line written, this append's included */
+	int lock_fd, log_fd;
+} appender;
+
+static int append_begin(appender *a, const char *home, nv_err *err)
+{
 	head_info h;
-	last_line last;
-	nv_buf line;
 	nv_err local;
-	char *json = NULL;
-	int lock_fd = -1, log_fd = -1, rc;
+	int rc;
 
-	nv_buf_init(&line, NV_AUDIT_LINE_MAX + 1);
-	if ((rc = check_entry(entry, err)) || (rc = paths_init(&p, home, err)))
+	a->lock_fd = a->log_fd = -1;
+	if ((rc = paths_init(&a->p, home, err)) ||
+	    (rc = nv_mkdir_p(a->p.dir, 0700, err)))
 		return rc;
-	if ((rc = nv_mkdir_p(p.dir, 0700, err)))
+	if ((a->lock_fd = lock_open(&a->p, LOCK_EX, err)) < 0)
+		return a->lock_fd;
+	a->log_fd = open(a->p.log,
+			 O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+			 0600);
+	if (a->log_fd < 0)
+		return nv_err_set_errno(err, NV_EIO, errno, NULL,
+					"cannot open %s", a->p.log);
+	if ((rc = read_last_line(a->log_fd, &a->p, &a->last, err)))
 		return rc;
-	if ((lock_fd = lock_open(&p, LOCK_EX, err)) < 0)
-		return lock_fd;
-
-	log_fd = open(p.log,
-		      O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-		      0600);
-	if (log_fd < 0) {
-		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
-				      "cannot open %s", p.log);
-		goto out;
-	}
-	if ((rc = read_last_line(log_fd, &p, &last, err)))
-		goto out;
-	rc = genesis_read(&p, &g, &local);
-	if (rc == NV_ENOTFOUND && last.seq == 0 && !file_exists(p.head)) {
-		if ((rc = genesis_create(&p, err)) ||
-		    (rc = genesis_read(&p, &g, err)))
-			goto out;
+	rc = genesis_read(&a->p, &a->g, &local);
+	if (rc == NV_ENOTFOUND && a->last.seq == 0 && !file_exists(a->p.head)) {
+		if ((rc = genesis_create(&a->p, err)) ||
+		    (rc = genesis_read(&a->p, &a->g, err)))
+			return rc;
 	} else if (rc) {
-		rc = nv_err_set(err, NV_EREFUSED, HINT_VERIFY,
-				"the audit genesis record is missing or "
-				"damaged: %s",
-				local.message);
-		goto out;
+		return nv_err_set(err, NV_EREFUSED, HINT_VERIFY,
+				  "the audit genesis record is missing or "
+				  "damaged: %s",
+				  local.message);
 	}
 	/* Never let an append paper over a cut or a replaced genesis. */
-	if ((rc = head_read(&p, &h, err))) {
-		rc = nv_err_set(err, NV_EREFUSED, HINT_VERIFY,
-				"the audit head record is missing or damaged");
-		goto out;
-	}
-	if (strcmp(h.genesis, g.hash) != 0 || h.seq > last.seq ||
-	    (h.seq == last.seq && last.seq > 0 &&
-	     strcmp(h.hash, last.hash) != 0)) {
-		rc = nv_err_set(err, NV_EREFUSED, HINT_VERIFY,
-				"the audit log does not match its head record "
-				"(log at seq %" PRIu64 ", head at %" PRIu64 ")",
-				last.seq, h.seq);
-		goto out;
-	}
-	if (last.seq >= SEQ_MAX) {
-		rc = nv_err_set(err, NV_EREFUSED, NULL, "audit log is full");
-		goto out;
-	}
+	if (head_read(&a->p, &h, err))
+		return nv_err_set(err, NV_EREFUSED, HINT_VERIFY,
+				  "the audit head record is missing or "
+				  "damaged");
+	if (strcmp(h.genesis, a->g.hash) != 0 || h.seq > a->last.seq ||
+	    (h.seq == a->last.seq && a->last.seq > 0 &&
+	     strcmp(h.hash, a->last.hash) != 0))
+		return nv_err_set(err, NV_EREFUSED, HINT_VERIFY,
+				  "the audit log does not match its head "
+				  "record (log at seq %" PRIu64
+				  ", head at %" PRIu64 ")",
+				  a->last.seq, h.seq);
+	return 0;
+}
 
-	uint64_t seq = last.seq + 1;
-	const char *prev = last.seq ? last.hash : g.hash;
+/* Writes one line after the last (not yet synced). */
+static int append_line(appender *a, const nv_audit_entry *entry,
+		       uint64_t *seq_out, nv_err *err)
+{
+	nv_buf line;
+	char *json = NULL;
+	uint64_t seq = a->last.seq + 1;
+	const char *prev = a->last.seq ? a->last.hash : a->g.hash;
 	char hash[HASH_HEX];
+	int rc;
 
-	if ((rc = build_line(&json, entry, seq, prev, err)) ||
+	if (a->last.seq >= SEQ_MAX)
+		return nv_err_set(err, NV_EREFUSED, NULL, "audit log is full");
+	nv_buf_init(&line, NV_AUDIT_LINE_MAX + 1);
+	if ((rc = check_entry(entry, err)) ||
+	    (rc = build_line(&json, entry, seq, prev, err)) ||
 	    (rc = apply_filter(json, &line, seq, prev, err)))
 		goto out;
 	if (line.len > NV_AUDIT_LINE_MAX) {
@@ -582,26 +587,71 @@ int nv_audit_append(const char *home, const nv_audit_entry *entry,
 		goto out;
 	/* one write, so a reader never sees half of a line */
 	line.data[line.len] = '\n';
-	if (write_all(log_fd, line.data, line.len + 1) != 0 ||
-	    fsync(log_fd) != 0) {
+	if (write_all(a->log_fd, line.data, line.len + 1) != 0) {
 		rc = nv_err_set_errno(err, NV_EIO, errno,
 				      "check free disk space",
-				      "cannot append to %s", p.log);
+				      "cannot append to %s", a->p.log);
 		goto out;
 	}
-	if (seq == 1)
-		fsync_dir(p.dir);
-	/* A failure here leaves head one line behind, which verify accepts
-	 * and the next append repairs: the line itself is recorded. */
-	(void)head_write(&p, seq, hash, g.hash, NULL);
+	a->last.seq = seq;
+	memcpy(a->last.hash, hash, HASH_HEX);
 	if (seq_out)
 		*seq_out = seq;
 out:
 	cJSON_free(json);
 	nv_buf_free(&line);
-	if (log_fd >= 0)
-		close(log_fd);
-	close(lock_fd);
+	return rc;
+}
+
+/* Syncs what was written (written: its first seq, 0 when nothing was),
+ * moves the head record to it, and unlocks. */
+static int append_end(appender *a, uint64_t first, int rc, nv_err *err)
+{
+	if (first && fsync(a->log_fd) != 0 && rc == 0)
+		rc = nv_err_set_errno(err, NV_EIO, errno,
+				      "check free disk space",
+				      "cannot append to %s", a->p.log);
+	if (first == 1)
+		fsync_dir(a->p.dir);
+	/* A failure here leaves head behind, which verify accepts and the
+	 * next append repairs: the lines themselves are recorded. */
+	if (first)
+		(void)head_write(&a->p, a->last.seq, a->last.hash, a->g.hash,
+				 NULL);
+	if (a->log_fd >= 0)
+		close(a->log_fd);
+	if (a->lock_fd >= 0)
+		close(a->lock_fd);
+	return rc;
+}
+
+int nv_audit_append(const char *home, const nv_audit_entry *entry,
+		    uint64_t *seq_out, nv_err *err)
+{
+	return nv_audit_append_many(home, entry, 1, seq_out, err);
+}
+
+int nv_audit_append_many(const char *home, const nv_audit_entry *entries,
+			 size_t n, uint64_t *first_seq, nv_err *err)
+{
+	appender a;
+	uint64_t first = 0, seq = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = check_entry(&entries[i], err);
+	if (rc)
+		return rc;
+	if ((rc = append_begin(&a, home, err)) != 0)
+		return append_end(&a, 0, rc, err);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		rc = append_line(&a, &entries[i], &seq, err);
+		if (rc == 0 && !first)
+			first = seq;
+	}
+	rc = append_end(&a, first, rc, err);
+	if (rc == 0 && first_seq)
+		*first_seq = first;
 	return rc;
 }
 

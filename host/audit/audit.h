@@ -73,6 +73,13 @@ void nv_audit_identity(char out[NV_AUDIT_IDENTITY_MAX]);
 int nv_audit_append(const char *home, const nv_audit_entry *entry,
 		    uint64_t *seq_out, nv_err *err);
 
+/* Appends entries[0..n-1] as consecutive lines under one lock, synced
+ * once: a batch of submissions (a job array's tasks). *first_seq gets the
+ * first line's seq. Every entry is checked before any is written; a
+ * failure part way leaves the lines before it recorded. */
+int nv_audit_append_many(const char *home, const nv_audit_entry *entries,
+			 size_t n, uint64_t *first_seq, nv_err *err);
+
 typedef struct nv_audit_report {
 	int ok;            /* 1: the whole log checks */
 	uint64_t lines;    /* lines read before stopping */

@@ -27,9 +27,11 @@ typedef struct l_lines {
 /* Field name of entry, or NULL when nil; leaves the value on the stack
  * (so the string stays alive). Only strings and numbers are accepted: a
  * credential must be a name, never a secret handle. */
-static const char *opt_field(lua_State *L, const char *name)
+/* The field name of the entry table at t, left on the stack (which keeps
+ * the string alive); NULL when absent. */
+static const char *opt_field(lua_State *L, int t, const char *name)
 {
-	int type = lua_getfield(L, 1, name); /* [..., value] */
+	int type = lua_getfield(L, t, name); /* [..., value] */
 
 	if (type == LUA_TNIL)
 		return NULL;
@@ -37,6 +39,33 @@ static const char *opt_field(lua_State *L, const char *name)
 		luaL_error(L, "audit field '%s' must be a string, not %s", name,
 			   luaL_typename(L, -1));
 	return lua_tostring(L, -1);
+}
+
+/* Reads the entry table at t into entry (its strings stay on the stack:
+ * 8 slots), checked as append's argument arg. */
+static void read_entry(lua_State *L, int t, int arg, nv_audit_entry *entry)
+{
+	luaL_checkstack(L, 8, "audit entries");
+	luaL_argcheck(L, lua_type(L, t) == LUA_TTABLE, arg,
+		      "an audit entry is a table");
+	memset(entry, 0, sizeof(*entry));
+	entry->action = opt_field(L, t, "action");
+	entry->target = opt_field(L, t, "target");
+	entry->profile = opt_field(L, t, "profile");
+	entry->credential = opt_field(L, t, "credential");
+	entry->job = opt_field(L, t, "job");
+	entry->commit = opt_field(L, t, "commit");
+	entry->result = opt_field(L, t, "result");
+	entry->detail = opt_field(L, t, "detail"); /* [..., values...] */
+	luaL_argcheck(L, entry->action && *entry->action, arg,
+		      "audit entry needs an action");
+	if (!entry->result)
+		entry->result = "ok";
+	luaL_argcheck(L,
+		      !strcmp(entry->result, "ok") ||
+			      !strcmp(entry->result, "refused") ||
+			      !strcmp(entry->result, "failed"),
+		      arg, "audit result must be ok, refused or failed");
 }
 
 static int l_audit_append(lua_State *L)
@@ -47,25 +76,7 @@ static int l_audit_append(lua_State *L)
 
 	luaL_checktype(L, 1, LUA_TTABLE);
 	lua_settop(L, 1);
-	memset(&entry, 0, sizeof(entry));
-	entry.action = opt_field(L, "action");
-	entry.target = opt_field(L, "target");
-	entry.profile = opt_field(L, "profile");
-	entry.credential = opt_field(L, "credential");
-	entry.job = opt_field(L, "job");
-	entry.commit = opt_field(L, "commit");
-	entry.result = opt_field(L, "result");
-	entry.detail = opt_field(L, "detail"); /* [entry, values...] */
-	luaL_argcheck(L, entry.action && *entry.action, 1,
-		      "audit entry needs an action");
-	if (!entry.result)
-		entry.result = "ok";
-	luaL_argcheck(L,
-		      !strcmp(entry.result, "ok") ||
-			      !strcmp(entry.result, "refused") ||
-			      !strcmp(entry.result, "failed"),
-		      1, "audit result must be ok, refused or failed");
-
+	read_entry(L, 1, 1, &entry); /* [entry, values...] */
 	if (nv_plan_mode(L)) {
 		nv_plan_record(L, "audit", entry.action,
 			       entry.target ? entry.target : "");
@@ -73,6 +84,41 @@ static int l_audit_append(lua_State *L)
 		return 1;
 	}
 	if (nv_audit_append(nv_lua_home(L), &entry, &seq, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushinteger(L, (lua_Integer)seq);
+	return 1;
+}
+
+/* append_many({entry, ...}) -> first seq | nil, err: the entries as
+ * consecutive lines, one lock and one sync for all. */
+static int l_audit_append_many(lua_State *L)
+{
+	lua_Integer n;
+	nv_audit_entry *entries;
+	uint64_t seq = 0;
+	nv_err err;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	lua_settop(L, 1);
+	n = (lua_Integer)lua_rawlen(L, 1);
+	luaL_argcheck(L, n >= 1 && n <= 100000, 1, "1 to 100,000 entries");
+	entries = lua_newuserdatauv(L, (size_t)n * sizeof(*entries), 0);
+	for (lua_Integer i = 1; i <= n; i++) {
+		luaL_checkstack(L, 10, "audit entries");
+		lua_rawgeti(L, 1, i); /* [list, box, ..., entry] */
+		read_entry(L, lua_gettop(L), 1, &entries[i - 1]);
+		if (nv_plan_mode(L))
+			nv_plan_record(L, "audit", entries[i - 1].action,
+				       entries[i - 1].target
+					       ? entries[i - 1].target
+					       : "");
+	}
+	if (nv_plan_mode(L)) {
+		lua_pushinteger(L, 0);
+		return 1;
+	}
+	if (nv_audit_append_many(nv_lua_home(L), entries, (size_t)n, &seq,
+				 &err))
 		return nv_lua_push_error(L, &err);
 	lua_pushinteger(L, (lua_Integer)seq);
 	return 1;
@@ -179,9 +225,13 @@ static int l_audit_identity(lua_State *L)
 }
 
 static const luaL_Reg audit_functions[] = {
-	{"append", l_audit_append},     {"verify", l_audit_verify},
-	{"lines", l_audit_lines},       {"mirror", l_audit_mirror},
-	{"identity", l_audit_identity}, {NULL, NULL},
+	{"append", l_audit_append},
+	{"append_many", l_audit_append_many},
+	{"verify", l_audit_verify},
+	{"lines", l_audit_lines},
+	{"mirror", l_audit_mirror},
+	{"identity", l_audit_identity},
+	{NULL, NULL},
 };
 
 int luaopen_navette_audit(lua_State *L)

@@ -178,6 +178,33 @@ static int l_jobdb_submitted(lua_State *L)
 	return 1;
 }
 
+/* db:transaction(fn) -> what fn returns: fn's writes as one transaction
+ * (nv_queue_begin), committed when it returns, undone when it raises
+ * (the error is raised again). */
+static int l_jobdb_transaction(lua_State *L)
+{
+	jobdb *db = check_jobdb(L);
+	nv_err err;
+	int n;
+
+	luaL_checktype(L, 2, LUA_TFUNCTION);
+	lua_settop(L, 2);
+	if (nv_plan_mode(L)) {
+		lua_call(L, 0, LUA_MULTRET);
+		return lua_gettop(L) - 1;
+	}
+	if (nv_queue_begin(db->q, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	if (lua_pcall(L, 0, LUA_MULTRET, 0) != LUA_OK) { // [db, err]
+		nv_queue_rollback(db->q);
+		return lua_error(L);
+	}
+	n = lua_gettop(L) - 1;
+	if (nv_queue_commit(db->q, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	return n;
+}
+
 /* db:interrupted(submit_key) -> json | false | nil, err: the job of an
  * unfinished submission of that key, if any. */
 static int l_jobdb_interrupted(lua_State *L)
@@ -383,6 +410,30 @@ static int l_jobs_launcher(lua_State *L)
 	return owned_push(L, script);
 }
 
+/* jobs.array_launcher(specs_json) -> script | nil, err: one launcher for
+ * the tasks of a job array (launcher.h) */
+static int l_jobs_array_launcher(lua_State *L)
+{
+	const char *json = luaL_checkstring(L, 1);
+	owned *script = owned_new(L); // [specs_json, box]
+	cJSON *specs = cJSON_Parse(json);
+	nv_buf b;
+	nv_err err;
+	int rc;
+
+	if (!specs)
+		return luaL_argerror(L, 1, "malformed job specs JSON");
+	nv_buf_init(&b, NV_LAUNCHER_ARRAY_MAX);
+	rc = nv_launcher_array_script(specs, &b, &err);
+	cJSON_Delete(specs);
+	if (rc) {
+		nv_buf_free(&b);
+		return nv_lua_push_error(L, &err);
+	}
+	script->s = b.data; /* the box owns it from here */
+	return owned_push(L, script);
+}
+
 /* jobs.id_ok(id) -> true | false, why: the job id grammar (core/jobid.h) */
 static int l_jobs_id_ok(lua_State *L)
 {
@@ -453,15 +504,17 @@ static int l_jobs_agent_alive(lua_State *L)
 
 int luaopen_navette_jobs(lua_State *L)
 {
-	static const luaL_Reg fns[] = {{"launcher", l_jobs_launcher},
-				       {"env_name_ok", l_jobs_env_name_ok},
-				       {"id_ok", l_jobs_id_ok},
-				       {"agent_alive", l_jobs_agent_alive},
-				       {"ensure_agent", l_jobs_ensure_agent},
-				       {"revive_agent", l_jobs_revive_agent},
-				       {"submit_key", l_jobs_submit_key},
-				       {"fault_point", l_jobs_fault_point},
-				       {NULL, NULL}};
+	static const luaL_Reg fns[] = {
+		{"launcher", l_jobs_launcher},
+		{"array_launcher", l_jobs_array_launcher},
+		{"env_name_ok", l_jobs_env_name_ok},
+		{"id_ok", l_jobs_id_ok},
+		{"agent_alive", l_jobs_agent_alive},
+		{"ensure_agent", l_jobs_ensure_agent},
+		{"revive_agent", l_jobs_revive_agent},
+		{"submit_key", l_jobs_submit_key},
+		{"fault_point", l_jobs_fault_point},
+		{NULL, NULL}};
 
 	owned_register(L);
 	luaL_newlib(L, fns);
@@ -473,6 +526,7 @@ int luaopen_navette_jobdb(lua_State *L)
 	static const luaL_Reg methods[] = {
 		{"submit", l_jobdb_submit},
 		{"submitted", l_jobdb_submitted},
+		{"transaction", l_jobdb_transaction},
 		{"interrupted", l_jobdb_interrupted},
 		{"get", l_jobdb_get},
 		{"list", l_jobdb_list},

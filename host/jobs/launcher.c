@@ -201,13 +201,44 @@ static int params_header(const cJSON *spec, const char *id, nv_buf *out,
 	return 0;
 }
 
+/* The job's declared environment, each variable exported. */
+static int env_header(const cJSON *spec, const char *id, nv_buf *out,
+		      nv_err *err)
+{
+	const cJSON *env = field(spec, "env");
+	const cJSON *item;
+
+	if (!cJSON_IsObject(env) || !env->child)
+		return 0;
+	nv_buf_puts(out, "# the job's environment, as declared "
+			 "(never a secret)\n");
+	cJSON_ArrayForEach(item, env)
+	{
+		if (!item->string || !nv_launcher_env_name_ok(item->string))
+			return nv_err_set(err, NV_EINVAL,
+					  "environment names are letters, "
+					  "digits and '_', not NAVETTE_* or "
+					  "PATH/HOME",
+					  "job %s: bad environment name '%s'",
+					  id,
+					  item->string ? item->string : "?");
+		if (!cJSON_IsString(item))
+			return nv_err_set(err, NV_EINVAL, NULL,
+					  "job %s: env %s is not a string", id,
+					  item->string);
+		nv_buf_printf(out, "%s=", item->string);
+		nv_buf_sh_quote(out, item->valuestring);
+		nv_buf_printf(out, "; export %s\n", item->string);
+	}
+	return 0;
+}
+
 /* The lines every launcher starts with: the job's identity and its
  * declared environment. */
 static int common_header(const cJSON *spec, nv_buf *out, nv_err *err)
 {
 	const char *id = string_field(spec, "id");
-	const cJSON *env = field(spec, "env");
-	const cJSON *item;
+	int rc;
 
 	if (!id)
 		return nv_err_set(err, NV_EINVAL, NULL, "job spec lacks an id");
@@ -220,29 +251,8 @@ static int common_header(const cJSON *spec, nv_buf *out, nv_err *err)
 	assign(out, "NAVETTE_JOB_ID", id);
 	assign(out, "NAVETTE_COMMIT", string_field(spec, "commit"));
 	assign(out, "NAVETTE_PROJECT", string_field(spec, "project"));
-	if (cJSON_IsObject(env) && env->child) {
-		nv_buf_puts(out, "# the job's environment, as declared "
-				 "(never a secret)\n");
-		cJSON_ArrayForEach(item, env)
-		{
-			if (!item->string ||
-			    !nv_launcher_env_name_ok(item->string))
-				return nv_err_set(
-					err, NV_EINVAL,
-					"environment names are letters, digits "
-					"and '_', not NAVETTE_* or PATH/HOME",
-					"job %s: bad environment name '%s'", id,
-					item->string ? item->string : "?");
-			if (!cJSON_IsString(item))
-				return nv_err_set(err, NV_EINVAL, NULL,
-						  "job %s: env %s is not a "
-						  "string",
-						  id, item->string);
-			nv_buf_printf(out, "%s=", item->string);
-			nv_buf_sh_quote(out, item->valuestring);
-			nv_buf_printf(out, "; export %s\n", item->string);
-		}
-	}
+	if ((rc = env_header(spec, id, out, err)) != 0)
+		return rc;
 	return params_header(spec, id, out, err);
 }
 
@@ -741,76 +751,71 @@ static void list_function(nv_buf *out, const char *fn, const char *each,
 	nv_buf_puts(out, "\t:\n}\n");
 }
 
-static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
-			 nv_err *err)
+/* Whether the code is in the job's image (a code layer): nothing to
+ * fetch then. */
+static int code_in_image(const cJSON *spec)
 {
-	const char *id = string_field(spec, "id");
-	const cJSON *success = field(spec, "success");
-	const cJSON *failure = field(spec, "failure_condition");
-	const cJSON *logs = field(spec, "logs");
+	const cJSON *c = field(spec, "container");
+	return c && string_field(c, "workdir") != NULL;
+}
+
+static int remote_check(const cJSON *spec, const cJSON *transfer, nv_err *err)
+{
 	const cJSON *code = field(transfer, "code");
 	const cJSON *post = field(transfer, "post");
 	const cJSON *fields = post ? field(post, "fields") : NULL;
-	const cJSON *item;
-	char num[32];
-	int rc;
-
-	const cJSON *c = field(spec, "container");
-	int code_in_image = c && string_field(c, "workdir") != NULL;
 
 	if (!string_field(transfer, "prefix") ||
 	    !string_field(transfer, "output_url") ||
-	    (!code_in_image &&
+	    (!code_in_image(spec) &&
 	     (!cJSON_IsObject(code) || !string_field(code, "url") ||
 	      !string_field(code, "sha256"))) ||
 	    !post || !string_field(post, "url") || !cJSON_IsObject(fields))
 		return nv_err_set(err, NV_EINVAL,
 				  "submit the job again with this version "
 				  "of navette",
-				  "job %s: incomplete transfer section", id);
-	if ((rc = common_header(spec, out, err)) != 0)
-		return rc;
-	nv_buf_puts(out, "# Remote: fetches code and inputs, runs the command, "
-			 "publishes\n# outputs, log and run record with "
-			 "presigned URLs and a POST policy.\n");
-	nv_buf_puts(out, "# where the job publishes, and how\n");
-	assign(out, "NAVETTE_TRANSFER", "s3");
-	assign(out, "NAVETTE_PREFIX", string_field(transfer, "prefix"));
-	assign(out, "NAVETTE_OUTPUT_URL", string_field(transfer, "output_url"));
-	{
-		nv_buf names;
+				  "job %s: incomplete transfer section",
+				  string_field(spec, "id"));
+	return 0;
+}
 
-		nv_buf_init(&names, 256);
-		for (const char *const *r = nv_record_objects; *r; r++)
-			nv_buf_printf(&names, "%s%s", names.len ? " " : "", *r);
-		assign(out, "NAVETTE_RESERVED", names.data ? names.data : "");
-		nv_buf_free(&names);
-	}
-	assign(out, "NAVETTE_POST_URL", string_field(post, "url"));
+/* What every task of a job shares: where it publishes, its exit codes,
+ * log and output bounds (not its own prefix: see remote_script). */
+static int remote_settings(const cJSON *spec, const cJSON *transfer,
+			   nv_buf *out, nv_err *err)
+{
+	const char *id = string_field(spec, "id");
+	const cJSON *success = field(spec, "success");
+	const cJSON *failure = field(spec, "failure_condition");
+	const cJSON *logs = field(spec, "logs");
+	const cJSON *codes = success ? field(success, "exit_codes") : NULL;
+	const cJSON *pub = logs ? field(logs, "publish") : NULL;
+	const cJSON *item;
+	nv_buf names;
+	char num[32];
+	int rc, n = 0;
+
+	assign(out, "NAVETTE_TRANSFER", "s3");
+	nv_buf_init(&names, 256);
+	for (const char *const *r = nv_record_objects; *r; r++)
+		nv_buf_printf(&names, "%s%s", names.len ? " " : "", *r);
+	assign(out, "NAVETTE_RESERVED", names.data ? names.data : "");
+	nv_buf_free(&names);
+	assign(out, "NAVETTE_POST_URL",
+	       string_field(field(transfer, "post"), "url"));
 	nv_buf_puts(out, "NAVETTE_EXIT_CODES='");
-	{
-		const cJSON *codes =
-			success ? field(success, "exit_codes") : NULL;
-		int n = 0;
-		/* exit statuses are 0..255; anything else never matches */
-		cJSON_ArrayForEach(item, codes) if (cJSON_IsNumber(item) &&
-						    item->valuedouble >= 0 &&
-						    item->valuedouble <= 255)
-			nv_buf_printf(out, "%s%d", n++ ? " " : "",
-				      (int)item->valuedouble);
-		if (n == 0)
-			nv_buf_puts(out, "0");
-	}
-	nv_buf_puts(out, "'\n");
+	/* exit statuses are 0..255; anything else never matches */
+	cJSON_ArrayForEach(item, codes) if (cJSON_IsNumber(item) &&
+					    item->valuedouble >= 0 &&
+					    item->valuedouble <= 255)
+		nv_buf_printf(out, "%s%d", n++ ? " " : "",
+			      (int)item->valuedouble);
+	nv_buf_puts(out, n ? "'\n" : "0'\n");
 	if ((rc = bytes_text(logs, "max_bytes", 64.0 * 1024 * 1024, num, id,
 			     err)) != 0)
 		return rc;
 	assign(out, "NAVETTE_LOG_MAX", num);
-	{
-		const cJSON *pub = logs ? field(logs, "publish") : NULL;
-		assign(out, "NAVETTE_LOG_PUBLISH",
-		       cJSON_IsFalse(pub) ? "0" : "1");
-	}
+	assign(out, "NAVETTE_LOG_PUBLISH", cJSON_IsFalse(pub) ? "0" : "1");
 	if ((rc = bytes_text(transfer, "max_output_bytes",
 			     5.0 * 1024 * 1024 * 1024, num, id, err)) != 0)
 		return rc;
@@ -818,13 +823,44 @@ static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
 	nv_buf_puts(out, "NAVETTE_LOG_INTERVAL=${NAVETTE_LOG_INTERVAL:-5}\n");
 	assign(out, "NAVETTE_FAILURE_HINT",
 	       failure ? string_field(failure, "hint") : NULL);
-	if ((rc = record_head(spec, out, err)) != 0)
-		return rc;
-	retry_header(spec, transfer, out);
+	return 0;
+}
+
+/* The transfer's inputs that are (with_from) or are not another job's
+ * output, as a list of references (cJSON_Delete frees the list only). */
+static cJSON *inputs_of(const cJSON *transfer, int with_from)
+{
+	cJSON *list = cJSON_CreateArray();
+	const cJSON *item;
+
+	cJSON_ArrayForEach(item, field(transfer, "inputs"))
+	{
+		if ((string_field(item, "from") != NULL) == with_from && list)
+			cJSON_AddItemReferenceToArray(list, (cJSON *)item);
+	}
+	return list;
+}
+
+/* The job's steps as functions: the command, the image, the code, the
+ * inputs (from the store, and other jobs' outputs checked against their
+ * producers' run records), the failure patterns, the required outputs. */
+static int remote_functions(const cJSON *spec, const cJSON *transfer,
+			    nv_buf *out, nv_err *err)
+{
+	static const char *const input_keys[] = {"name",   "url",  "get",
+						 "sha256", "size", NULL};
+	static const char *const output_keys[] = {
+		"name", "url", "get", "record_get", "from", "output", NULL};
+	static const char *const self[] = {"", NULL};
+	const cJSON *success = field(spec, "success");
+	const cJSON *failure = field(spec, "failure_condition");
+	const cJSON *code = field(transfer, "code");
+	cJSON *plain, *produced;
+	int rc;
+
 	if ((rc = command_function(spec, out, err)) != 0)
 		return rc;
-
-	if (code_in_image) {
+	if (code_in_image(spec)) {
 		nv_buf_puts(out, "navette_code() { :; } # in the image\n");
 	} else {
 		nv_buf_puts(out, "navette_code() {\n\tfetch_code ");
@@ -833,20 +869,50 @@ static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
 		nv_buf_sh_quote(out, string_field(code, "sha256"));
 		nv_buf_puts(out, "\n}\n");
 	}
-	{
-		static const char *const input_keys[] = {
-			"name", "url", "get", "sha256", "size", NULL};
-		static const char *const self[] = {"", NULL};
-		list_function(out, "navette_inputs", "fetch_input",
-			      field(transfer, "inputs"), input_keys);
-		list_function(out, "navette_failure_patterns", "check_pattern",
-			      failure ? field(failure, "log_patterns") : NULL,
-			      self);
-		list_function(out, "navette_required_outputs", "check_required",
-			      success ? field(success, "outputs") : NULL, self);
+	plain = inputs_of(transfer, 0);
+	produced = inputs_of(transfer, 1);
+	if (!plain || !produced) {
+		cJSON_Delete(plain);
+		cJSON_Delete(produced);
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
 	}
-	/* post_object KEY FILE SHA256: the signed form, the file last (S3
-	 * ignores fields after it). --form-string takes values literally. */
+	list_function(out, "navette_inputs", "fetch_input", plain, input_keys);
+	list_function(out, "navette_output_inputs", "fetch_output", produced,
+		      output_keys);
+	cJSON_Delete(plain);
+	cJSON_Delete(produced);
+	list_function(out, "navette_failure_patterns", "check_pattern",
+		      failure ? field(failure, "log_patterns") : NULL, self);
+	list_function(out, "navette_required_outputs", "check_required",
+		      success ? field(success, "outputs") : NULL, self);
+	return 0;
+}
+
+/* A POST field's name as a shell variable of an array's task
+ * (nv_post_x_amz_signature): the name was checked, [A-Za-z0-9-]. */
+static void post_variable(nv_buf *out, const char *name)
+{
+	nv_buf_puts(out, "nv_post_");
+	for (const char *c = name; *c; c++)
+		nv_buf_printf(out, "%c", *c == '-' ? '_' : *c);
+}
+
+static int post_name_ok(const char *name)
+{
+	return name && name[0] &&
+	       strspn(name,
+		      "abcdefghijklmnopqrstuvwxyz"
+		      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") == strlen(name);
+}
+
+/* post_object KEY FILE SHA256: the signed form, the file last (S3
+ * ignores fields after it). --form-string takes values literally. A
+ * field named in `varying` (an array's) takes its task's variable. */
+static int post_function(const cJSON *fields, const cJSON *varying,
+			 const char *id, nv_buf *out, nv_err *err)
+{
+	const cJSON *item;
+
 	nv_buf_puts(
 		out,
 		"post_object() {\n"
@@ -858,29 +924,328 @@ static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
 		"\t\t--form-string \"key=$1\" \\\n");
 	cJSON_ArrayForEach(item, fields)
 	{
-		char line[256];
 		if (!item->string || !cJSON_IsString(item) ||
 		    strcmp(item->string, "key") == 0)
 			continue;
-		if (strspn(item->string,
-			   "abcdefghijklmnopqrstuvwxyz"
-			   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") !=
-		    strlen(item->string))
+		if (!post_name_ok(item->string))
 			return nv_err_set(err, NV_EINVAL, NULL,
 					  "job %s: bad POST field name", id);
-		nv_buf_puts(out, "\t\t--form-string ");
-		snprintf(line, sizeof(line), "%s=", item->string);
-		nv_buf_puts(out, "'");
-		nv_buf_puts(out, line);
-		nv_buf_puts(out, "'");
-		nv_buf_sh_quote(out, item->valuestring);
+		nv_buf_printf(out, "\t\t--form-string '%s='", item->string);
+		if (varying && field(varying, item->string)) {
+			nv_buf_puts(out, "\"$");
+			post_variable(out, item->string);
+			nv_buf_puts(out, "\"");
+		} else {
+			nv_buf_sh_quote(out, item->valuestring);
+		}
 		nv_buf_puts(out, " \\\n");
 	}
 	nv_buf_puts(out, "\t\t--form-string \"x-amz-meta-sha256=$3\" \\\n"
 			 "\t\t-F \"file=@\\\"$2\\\"\" \"$NAVETTE_POST_URL\"\n"
 			 "}\n");
+	return 0;
+}
+
+static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
+			 nv_err *err)
+{
+	const char *id = string_field(spec, "id");
+	const cJSON *post = field(transfer, "post");
+	int rc;
+
+	if ((rc = remote_check(spec, transfer, err)) != 0 ||
+	    (rc = common_header(spec, out, err)) != 0)
+		return rc;
+	nv_buf_puts(out, "# Remote: fetches code and inputs, runs the command, "
+			 "publishes\n# outputs, log and run record with "
+			 "presigned URLs and a POST policy.\n");
+	nv_buf_puts(out, "# where the job publishes, and how\n");
+	assign(out, "NAVETTE_PREFIX", string_field(transfer, "prefix"));
+	assign(out, "NAVETTE_OUTPUT_URL", string_field(transfer, "output_url"));
+	if ((rc = remote_settings(spec, transfer, out, err)) != 0 ||
+	    (rc = record_head(spec, out, err)) != 0)
+		return rc;
+	retry_header(spec, transfer, out);
+	if ((rc = remote_functions(spec, transfer, out, err)) != 0 ||
+	    (rc = post_function(field(post, "fields"), NULL, id, out, err)) !=
+		    0)
+		return rc;
 	return nv_record_fill(out, nv_launcher_remote_body,
 			      nv_launcher_remote_body_len, err);
+}
+
+/* ---- a job array's launcher ------------------------------------------ */
+
+/* The spec fields that the tasks of one array share (they differ only in
+ * their id, name, parameters, prefix and signed forms). */
+static const char *const array_same[] = {
+	"commit",    "project", "backend",           "image",
+	"container", "inputs",  "command",           "env",
+	"resources", "success", "failure_condition", "logs",
+	NULL};
+
+/* Whether two fields are alike (both absent, or equal). */
+static int same_field(const cJSON *a, const cJSON *b)
+{
+	return (!a && !b) || (a && b && cJSON_Compare(a, b, 1));
+}
+
+/* Refuses task k unless it differs from the first only where tasks may. */
+static int array_task_check(const cJSON *first, const cJSON *spec, int k,
+			    nv_err *err)
+{
+	const cJSON *t0 = field(first, "transfer"),
+		    *t = field(spec, "transfer");
+	const char *id = string_field(spec, "id");
+	int rc;
+
+	if (!id || nv_job_id_check(id, err))
+		return id ? err->code
+			  : nv_err_set(err, NV_EINVAL, NULL,
+				       "task %d of the array has no id", k);
+	if (!cJSON_IsObject(t))
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "job %s: an array's tasks publish to S3", id);
+	if ((rc = remote_check(spec, t, err)) != 0)
+		return rc;
+	for (const char *const *key = array_same; *key; key++) {
+		if (!same_field(field(first, *key), field(spec, *key)))
+			return nv_err_set(err, NV_EINVAL,
+					  "submit such jobs one by one",
+					  "job %s differs from the array's "
+					  "first task in %s",
+					  id, *key);
+	}
+	if (!same_field(field(t0, "max_output_bytes"),
+			field(t, "max_output_bytes")) ||
+	    strcmp(string_field(field(t0, "post"), "url"),
+		   string_field(field(t, "post"), "url")) != 0)
+		return nv_err_set(err, NV_EINVAL, "submit such jobs one by one",
+				  "job %s publishes otherwise than the "
+				  "array's first task",
+				  id);
+	return 0;
+}
+
+/* Whether field key of every task equals the first's. */
+static int all_same(const cJSON *specs, const char *key)
+{
+	const cJSON *first = cJSON_GetArrayItem(specs, 0), *spec;
+
+	cJSON_ArrayForEach(spec, specs)
+	{
+		if (!same_field(field(first, key), field(spec, key)))
+			return 0;
+	}
+	return 1;
+}
+
+/* The record fields (nv_record_spec_fields) that every task has alike:
+ * shared[k] for the k-th. */
+#define RECORD_FIELDS_MAX 64
+static void record_fields_shared(const cJSON *specs,
+				 int shared[RECORD_FIELDS_MAX])
+{
+	for (int k = 0; nv_record_spec_fields[k] && k < RECORD_FIELDS_MAX; k++)
+		shared[k] = all_same(specs, nv_record_spec_fields[k]);
+}
+
+/* The record fields that a task's object holds apart from the shared
+ * ones, as the JSON members without braces: "id":"...","name":"...". */
+static int record_task_part(const cJSON *spec,
+			    const int shared[RECORD_FIELDS_MAX], nv_buf *out,
+			    nv_err *err)
+{
+	cJSON *part = cJSON_CreateObject();
+	char *text;
+	size_t len;
+
+	if (!part)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	for (int k = 0; nv_record_spec_fields[k] && k < RECORD_FIELDS_MAX;
+	     k++) {
+		const char *key = nv_record_spec_fields[k];
+		const cJSON *v = field(spec, key);
+		if (v && strcmp(key, "inputs") != 0 && !shared[k])
+			cJSON_AddItemToObject(part, key, cJSON_Duplicate(v, 1));
+	}
+	text = cJSON_PrintUnformatted(part);
+	cJSON_Delete(part);
+	if (!text)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	len = strlen(text);
+	text[len - 1] = '\0';
+	assign(out, "nv_record_task", text + 1);
+	cJSON_free(text);
+	return 0;
+}
+
+/* The record's head shared by every task: the fields all tasks have
+ * alike, as an object missing its closing brace. */
+static int record_shared_part(const cJSON *first,
+			      const int shared[RECORD_FIELDS_MAX], nv_buf *out,
+			      nv_err *err)
+{
+	cJSON *head = cJSON_CreateObject();
+	char *text;
+
+	if (!head)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	cJSON_AddNumberToObject(head, "navette_run_record", 1);
+	for (int k = 0; nv_record_spec_fields[k] && k < RECORD_FIELDS_MAX;
+	     k++) {
+		const char *key = nv_record_spec_fields[k];
+		const cJSON *v = field(first, key);
+		if (v && strcmp(key, "inputs") != 0 && shared[k])
+			cJSON_AddItemToObject(head, key, cJSON_Duplicate(v, 1));
+	}
+	text = cJSON_PrintUnformatted(head);
+	cJSON_Delete(head);
+	if (!text)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	text[strlen(text) - 1] = '\0';
+	assign(out, "nv_record_shared", text);
+	cJSON_free(text);
+	return 0;
+}
+
+/* The POST fields whose values differ between tasks: {name: true}. */
+static cJSON *varying_post_fields(const cJSON *specs)
+{
+	const cJSON *first = cJSON_GetArrayItem(specs, 0), *spec, *item;
+	const cJSON *fields0 =
+		field(field(field(first, "transfer"), "post"), "fields");
+	cJSON *varying = cJSON_CreateObject();
+
+	cJSON_ArrayForEach(spec, specs)
+	{
+		const cJSON *fields =
+			field(field(field(spec, "transfer"), "post"), "fields");
+		cJSON_ArrayForEach(item, fields0)
+		{
+			if (varying && item->string &&
+			    !field(varying, item->string) &&
+			    !cJSON_Compare(item, field(fields, item->string),
+					   1))
+				cJSON_AddTrueToObject(varying, item->string);
+		}
+	}
+	return varying;
+}
+
+/* One task's branch of the case on $SLURM_ARRAY_TASK_ID. */
+static int array_task(const cJSON *spec, int k,
+		      const int shared[RECORD_FIELDS_MAX], const cJSON *varying,
+		      nv_buf *out, nv_err *err)
+{
+	const cJSON *t = field(spec, "transfer");
+	const cJSON *fields = field(field(t, "post"), "fields");
+	const cJSON *item;
+	int rc;
+
+	nv_buf_printf(out, "%d)\n", k);
+	assign(out, "NAVETTE_JOB_ID", string_field(spec, "id"));
+	if ((rc = params_header(spec, string_field(spec, "id"), out, err)) != 0)
+		return rc;
+	assign(out, "NAVETTE_PREFIX", string_field(t, "prefix"));
+	assign(out, "NAVETTE_OUTPUT_URL", string_field(t, "output_url"));
+	if ((rc = record_task_part(spec, shared, out, err)) != 0)
+		return rc;
+	cJSON_ArrayForEach(item, fields)
+	{
+		if (!item->string || !field(varying, item->string))
+			continue;
+		if (!post_name_ok(item->string) || !cJSON_IsString(item))
+			return nv_err_set(err, NV_EINVAL, NULL,
+					  "job %s: bad POST field",
+					  string_field(spec, "id"));
+		post_variable(out, item->string);
+		nv_buf_puts(out, "=");
+		nv_buf_sh_quote(out, item->valuestring);
+		nv_buf_puts(out, "\n");
+	}
+	nv_buf_puts(out, ";;\n");
+	return 0;
+}
+
+/* The tasks' branches, then what they share. */
+static int array_body(const cJSON *specs, const cJSON *varying, nv_buf *out,
+		      nv_err *err)
+{
+	const cJSON *first = cJSON_GetArrayItem(specs, 0), *spec;
+	const cJSON *t0 = field(first, "transfer");
+	int shared[RECORD_FIELDS_MAX] = {0};
+	int k = 0, rc;
+
+	record_fields_shared(specs, shared);
+	nv_buf_puts(out, "case ${SLURM_ARRAY_TASK_ID:-} in\n");
+	cJSON_ArrayForEach(spec, specs)
+	{
+		if ((rc = array_task(spec, k++, shared, varying, out, err)) !=
+		    0)
+			return rc;
+	}
+	nv_buf_puts(out, "*)\n\techo \"navette: this job array has no task "
+			 "'${SLURM_ARRAY_TASK_ID:-}'\" >&2\n\texit 125\n\t;;\n"
+			 "esac\n");
+	if ((rc = record_shared_part(first, shared, out, err)) != 0)
+		return rc;
+	nv_buf_puts(out, "NAVETTE_RECORD_HEAD=\"$nv_record_shared"
+			 "${nv_record_task:+,$nv_record_task}\"\n");
+	/* the checkpoint's URLs are a job's own: such jobs go one by one
+	 * (runner.array_group) */
+	if (field(t0, "checkpoint"))
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "job %s: a job array's tasks have no "
+				  "checkpoint",
+				  string_field(first, "id"));
+	if ((rc = remote_settings(first, t0, out, err)) != 0)
+		return rc;
+	retry_header(first, t0, out);
+	if ((rc = remote_functions(first, t0, out, err)) != 0 ||
+	    (rc = post_function(field(field(t0, "post"), "fields"), varying,
+				string_field(first, "id"), out, err)) != 0)
+		return rc;
+	return nv_record_fill(out, nv_launcher_remote_body,
+			      nv_launcher_remote_body_len, err);
+}
+
+int nv_launcher_array_script(const cJSON *specs, nv_buf *out, nv_err *err)
+{
+	const cJSON *first = cJSON_GetArrayItem(specs, 0), *spec;
+	cJSON *varying = NULL;
+	int n = cJSON_GetArraySize(specs), k = 0, rc;
+
+	if (!cJSON_IsArray(specs) || n < 1 || n > NV_LAUNCHER_ARRAY_TASKS)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "a job array has 1 to %d tasks",
+				  NV_LAUNCHER_ARRAY_TASKS);
+	cJSON_ArrayForEach(spec, specs)
+	{
+		if ((rc = array_task_check(first, spec, k++, err)) != 0)
+			return rc;
+	}
+	if (!(varying = varying_post_fields(specs)))
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	nv_buf_printf(out,
+		      "#!/bin/sh\n"
+		      "# navette launcher for a job array of %d tasks, the "
+		      "first job %s (generated).\n"
+		      "set -u\n",
+		      n, string_field(first, "id"));
+	assign(out, "NAVETTE_COMMIT", string_field(first, "commit"));
+	assign(out, "NAVETTE_PROJECT", string_field(first, "project"));
+	rc = env_header(first, string_field(first, "id"), out, err);
+	if (rc == 0)
+		rc = array_body(specs, varying, out, err);
+	cJSON_Delete(varying);
+	if (rc == 0 && out->failed)
+		rc = nv_err_set(err, NV_EINVAL,
+				"split the sweep into smaller ones",
+				"the launcher of a job array of %d tasks is "
+				"larger than %zu bytes",
+				n, out->max);
+	return rc;
 }
 
 int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err)

@@ -28,6 +28,18 @@ const char *nv_launcher_output_reserved(const char *output);
  * policy; otherwise a local one (the backend stages and publishes). */
 int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err);
 
+/* A job array's launcher: the tasks of one sweep (specs, a JSON array of
+ * remote specs, each with its transfer) that differ only in their id,
+ * name, parameters, prefix and signed forms, as one script. Each task
+ * finds its own values by $SLURM_ARRAY_TASK_ID (0, 1... in the list's
+ * order) in a case at the top; what they share follows once, then the
+ * fixed part. A task that differs otherwise is NV_EINVAL naming it, and a
+ * script over out's cap is NV_EINVAL too. */
+#define NV_LAUNCHER_ARRAY_TASKS 1000
+/* Slurm's default batch script limit (max_script_size) */
+#define NV_LAUNCHER_ARRAY_MAX ((size_t)4 * 1024 * 1024)
+int nv_launcher_array_script(const cJSON *specs, nv_buf *out, nv_err *err);
+
 /* Whether name is usable as a job environment variable: a shell name, not
  * reserved (NAVETTE_*, PATH, HOME...). */
 /* Why name cannot be a job's environment variable, or NULL when it can. */

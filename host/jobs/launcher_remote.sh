@@ -46,6 +46,7 @@ nv_outputs=
 nv_stopped=
 nv_shipper=
 nv_cmd=
+nv_source=
 
 # ---- small tools --------------------------------------------------------
 
@@ -334,7 +335,8 @@ nv_step_data() {
 	navette_code
 	[ "$nv_state" = @STATE_SUCCEEDED@ ] || return
 	navette_inputs
-	chmod 0555 "$NAVETTE_INPUTS" 2>/dev/null
+	navette_output_inputs
+	chmod -R a-w "$NAVETTE_INPUTS" 2>/dev/null
 }
 
 # fetch_code URL SHA256 SIZE: the commit's tree as a tar.gz
@@ -369,11 +371,13 @@ $(nv_get_error "$nv_dest.part")" "$NV_HINT_URL"
 	nv_got_size=$(nv_size "$nv_dest.part")
 	nv_got_sha=$(nv_sha256 "$nv_dest.part")
 	if [ "$nv_got_size" != "$5" ]; then
-		nv_fail @PHASE_DATA_READY@ "input '$1' is $nv_got_size bytes, the job was \
-submitted with $5" "the object changed after submission: submit the job again"
+		nv_fail @PHASE_DATA_READY@ "input '$1' is $nv_got_size bytes, \
+${nv_source:-the job was submitted with} $5" "the object changed after \
+${nv_source:+it was published, or }submission: submit the job${nv_source:+s} again"
 	elif [ -n "$4" ] && [ "$nv_got_sha" != "$4" ]; then
-		nv_fail @PHASE_DATA_READY@ "input '$1' has sha256 $nv_got_sha, the job was \
-submitted with $4" "the object changed after submission: submit the job again"
+		nv_fail @PHASE_DATA_READY@ "input '$1' has sha256 $nv_got_sha, \
+${nv_source:-the job was submitted with} $4" "the object changed after \
+${nv_source:+it was published, or }submission: submit the job${nv_source:+s} again"
 	fi
 	if [ "$nv_state" != @STATE_SUCCEEDED@ ]; then
 		rm -f "$nv_dest.part"
@@ -382,6 +386,48 @@ submitted with $4" "the object changed after submission: submit the job again"
 	mv "$nv_dest.part" "$nv_dest" && chmod 0444 "$nv_dest"
 	nv_inputs="$nv_inputs${nv_inputs:+,}{\"name\":$(nv_json "$1"),\"url\":\
 $(nv_json "$2"),\"size\":$nv_got_size,\"sha256\":\"$nv_got_sha\"}"
+}
+
+# nv_record_output RECORD NAME: "SIZE SHA256" of output NAME as the run
+# record (written by a launcher: one flat object per output, in the order
+# name, key, url, size, sha256) lists it; nothing when it lists none.
+nv_record_output() {
+	tr -d '\n' <"$1" | awk -v want="{\"name\":$(nv_json "$2")," '{
+		at = index($0, "\"outputs\":[")
+		if (!at) exit
+		rest = substr($0, at)
+		at = index(rest, want)
+		if (!at) exit
+		one = substr(rest, at)
+		one = substr(one, 1, index(one, "}"))
+		if (!match(one, /"size":[0-9]+/)) exit
+		size = substr(one, RSTART + 7, RLENGTH - 7)
+		if (!match(one, /"sha256":"[0-9a-f]+"/)) exit
+		print size " " substr(one, RSTART + 10, RLENGTH - 11)
+	}'
+}
+
+# fetch_output NAME URL PRESIGNED RECORD_PRESIGNED PRODUCER OUTPUT: another
+# job's output, which must be the bytes that job's run record lists
+fetch_output() {
+	[ "$nv_state" = @STATE_SUCCEEDED@ ] || return
+	case $1 in */*) mkdir -p "$NAVETTE_INPUTS/${1%/*}" ;; esac
+	if ! nv_get "$4" "$nv_work/producer.json"; then
+		nv_fail @PHASE_DATA_READY@ "input '$1': the run record of job $5 \
+cannot be read ($(nv_get_error "$nv_work/producer.json"))" \
+			"see that job's outcome (navette status $5)"
+		return
+	fi
+	nv_listed=$(nv_record_output "$nv_work/producer.json" "$6")
+	if [ -z "$nv_listed" ]; then
+		nv_fail @PHASE_DATA_READY@ "input '$1': job $5 published no output \
+'$(nv_shown "$6")'" "that job must write it under \$NAVETTE_OUTPUTS \
+(success.outputs makes its absence a failure of that job)"
+		return
+	fi
+	nv_source="job $5's run record lists output '$(nv_shown "$6")' with"
+	fetch_input "$1" "$2" "$3" "${nv_listed#* }" "${nv_listed% *}"
+	nv_source=
 }
 
 nv_step_run() {

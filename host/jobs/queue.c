@@ -290,6 +290,30 @@ int nv_queue_submitted(nv_queue *q, const char *id, nv_err *err)
 			  "s", id);
 }
 
+int nv_queue_begin(nv_queue *q, nv_err *err)
+{
+	if (sqlite3_exec(q->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
+	    SQLITE_OK)
+		return db_error(q, err, "begin");
+	return 0;
+}
+
+int nv_queue_commit(nv_queue *q, nv_err *err)
+{
+	if (sqlite3_exec(q->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		int rc = db_error(q, err, "commit");
+		nv_queue_rollback(q);
+		return rc;
+	}
+	return 0;
+}
+
+void nv_queue_rollback(nv_queue *q)
+{
+	if (!sqlite3_get_autocommit(q->db))
+		sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
 int nv_queue_phase(nv_queue *q, const char *id, const char *phase, double at,
 		   nv_err *err)
 {

@@ -41,6 +41,14 @@ int nv_queue_insert_keyed(nv_queue *q, const char *id, const char *project,
 /* Marks the submission of job id complete (its key cleared). */
 int nv_queue_submitted(nv_queue *q, const char *id, nv_err *err);
 
+/* Groups the writes that follow (submit, set_remote, phase, submitted)
+ * into one transaction, written at once by nv_queue_commit (a job
+ * array's rows, before and after its one request) or undone by
+ * nv_queue_rollback. Not around claim or cancel, which have their own. */
+int nv_queue_begin(nv_queue *q, nv_err *err);
+int nv_queue_commit(nv_queue *q, nv_err *err);
+void nv_queue_rollback(nv_queue *q);
+
 /* The newest job whose submission of submit_key never completed and that
  * is not cancelled or failed, as a JSON object with its spec (caller
  * frees); *json_out NULL when there is none. */

@@ -656,3 +656,147 @@ int nv_slurm_requeue(nv_slurm *s, long long job_id, nv_err *err)
 			  "slurmrestd %s cannot requeue job %lld", s->api->name,
 			  job_id);
 }
+
+/* ---- job arrays ------------------------------------------------------- */
+
+int nv_slurm_task_listed(const char *tasks, long task)
+{
+	const char *p = tasks;
+
+	while (p && *p) {
+		char *end;
+		long lo = strtol(p, &end, 10), hi = lo, step = 1;
+
+		if (end == p)
+			return 0;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (*end == ':')
+			step = strtol(end + 1, &end, 10);
+		if (step < 1)
+			step = 1;
+		if (task >= lo && task <= hi && (task - lo) % step == 0)
+			return 1;
+		p = strchr(end, ',');
+		if (p)
+			p++;
+	}
+	return 0;
+}
+
+/* One GET of path; its jobs, at most max. */
+static int get_jobs(nv_slurm *s, const char *path, size_t max,
+		    nv_slurm_job **jobs, size_t *n, nv_err *err)
+{
+	nv_http_response resp;
+	int rc = call(s, "GET", path, NULL, "job query", LIST_BODY_MAX, &resp,
+		      NULL, err);
+
+	if (rc)
+		return rc;
+	rc = nv_slurm_parse_jobs(s->api->name, resp.body.data, resp.body.len,
+				 max, jobs, n, err);
+	nv_http_response_free(&resp);
+	return rc;
+}
+
+int nv_slurm_task_pick(const nv_slurm_job *jobs, size_t n, long long array_id,
+		       long task, nv_slurm_job *job)
+{
+	const nv_slurm_job *waiting = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		if (jobs[i].array_job_id != array_id)
+			continue;
+		if (jobs[i].array_task_id == task) {
+			*job = jobs[i];
+			return 0;
+		}
+		if (jobs[i].array_task_id < 0 &&
+		    nv_slurm_task_listed(jobs[i].array_tasks, task))
+			waiting = &jobs[i];
+	}
+	if (waiting) {
+		*job = *waiting;
+		job->array_task_id = task;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (jobs[i].array_job_id != array_id)
+			continue;
+		*job = jobs[i];
+		job->array_task_id = task;
+		job->job_id = array_id;
+		snprintf(job->state, sizeof(job->state), "CANCELLED");
+		snprintf(job->reason, sizeof(job->reason), "None");
+		job->nodes[0] = '\0';
+		job->start_time = job->end_time = 0;
+		job->exit_code = job->exit_signal = 0;
+		return 0;
+	}
+	return -1;
+}
+
+int nv_slurm_task_get(nv_slurm *s, long long array_id, long task,
+		      nv_slurm_job *job, nv_err *err)
+{
+	char path[96];
+	nv_slurm_job *jobs = NULL;
+	size_t n = 0;
+	int rc;
+
+	memset(job, 0, sizeof(*job));
+	if (array_id <= 0 || task < 0)
+		return nv_err_set(err, NV_EINVAL, NULL, "bad Slurm task id");
+	/* a started task answers alone; a waiting one only in its array */
+	snprintf(path, sizeof(path), "/slurm/%s/job/%lld_%ld", s->api->name,
+		 array_id, task);
+	rc = get_jobs(s, path, 16, &jobs, &n, err);
+	if (rc == 0 && nv_slurm_task_pick(jobs, n, array_id, task, job) == 0 &&
+	    job->array_task_id == task && strcmp(job->state, "CANCELLED"))
+		goto out;
+	free(jobs);
+	jobs = NULL;
+	snprintf(path, sizeof(path), "/slurm/%s/job/%lld", s->api->name,
+		 array_id);
+	rc = get_jobs(s, path, 0, &jobs, &n, err);
+	if (rc)
+		goto out;
+	if (nv_slurm_task_pick(jobs, n, array_id, task, job))
+		rc = nv_err_set(err, NV_ENOTFOUND, NULL,
+				"Slurm has no task %ld of job array %lld", task,
+				array_id);
+out:
+	free(jobs);
+	return rc;
+}
+
+int nv_slurm_task_cancel(nv_slurm *s, long long array_id, long task,
+			 int *was_done, nv_err *err)
+{
+	char path[96];
+	nv_http_response resp;
+	int rc, slurm_errno = 0;
+
+	if (was_done)
+		*was_done = 0;
+	if (array_id <= 0 || task < 0)
+		return nv_err_set(err, NV_EINVAL, NULL, "bad Slurm task id");
+	snprintf(path, sizeof(path), "/slurm/%s/job/%lld_%ld", s->api->name,
+		 array_id, task);
+	rc = call(s, "DELETE", path, NULL, "cancel", 0, &resp, &slurm_errno,
+		  err);
+	/* (a task cancelled before it started is no job any more) */
+	if (rc == NV_EREFUSED &&
+	    (slurm_errno == NV_SLURM_ERRNO_ALREADY_DONE ||
+	     slurm_errno == NV_SLURM_ERRNO_INVALID_JOB_ID)) {
+		if (was_done)
+			*was_done = 1;
+		nv_err_clear(err);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	nv_http_response_free(&resp);
+	return 0;
+}

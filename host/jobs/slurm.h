@@ -57,8 +57,10 @@ typedef struct nv_slurm_job_desc {
 	int hold;          /* submitted held (priority 0) */
 	int term_before_s; /* SIGTERM to the job this long before the time
 			    * limit (a last checkpoint); 0: none */
-	char *after; /* Slurm job ids "12,13": runs once each completed with
-		      * exit 0; cancelled by Slurm when one cannot */
+	char *after; /* Slurm job ids "12,13" (or array tasks "12_0"): runs
+		      * once each completed with exit 0; cancelled by
+		      * Slurm when one cannot */
+	char *array; /* a job array's task indexes, "0-5" */
 	char **env;  /* "NAME=value" entries */
 	size_t nenv;
 } nv_slurm_job_desc;
@@ -75,7 +77,8 @@ void nv_slurm_desc_free(nv_slurm_job_desc *d);
  * to minutes), cpus, memory (bytes, or with K/M/G/T and optional iB:
  * "4GiB"; rounded up to MiB), gpus, gres, nodes (a node list),
  * working_directory, stdout, stderr, requeue and hold ("true"/"false"),
- * after (Slurm job ids: "12,13").
+ * after (Slurm job ids or array tasks: "12,13_0"), array (task
+ * indexes: "0-999").
  * An unknown key is NV_EINVAL naming the known ones, before anything is
  * sent; so is a value out of range. */
 int nv_slurm_desc_set(nv_slurm_job_desc *d, const char *key, const char *value,
@@ -106,7 +109,11 @@ typedef struct nv_slurm_job {
 	int exit_signal; /* the signal that ended it, or 0 */
 	int restarts;    /* times Slurm requeued it */
 	int requeue;     /* whether Slurm may requeue it */
-	long time_limit_min; /* 0: none */
+	long time_limit_min;    /* 0: none */
+	long long array_job_id; /* the array it belongs to, 0: none */
+	long array_task_id;     /* its task, -1: none (or the array's
+				 * record of its tasks not started yet) */
+	char array_tasks[NV_SLURM_TEXT_MAX]; /* those tasks: "0-3,5" */
 	double submit_time, start_time,
 		end_time; /* epoch seconds, 0: not yet */
 } nv_slurm_job;
@@ -217,6 +224,23 @@ int nv_slurm_submit_refused(const nv_slurm *s);
 /* NV_ENOTFOUND when Slurm does not know the job (any more). */
 int nv_slurm_job_get(nv_slurm *s, long long job_id, nv_slurm_job *job,
 		     nv_err *err);
+/* Task `task` of job array array_id: its own record once Slurm started
+ * it, else the array's record of its waiting tasks when that lists it
+ * (state and reason are the array's). A task the array no longer lists
+ * while the array is known was cancelled before it started: its record
+ * then says CANCELLED. NV_ENOTFOUND when Slurm knows no such array. */
+int nv_slurm_task_get(nv_slurm *s, long long array_id, long task,
+		      nv_slurm_job *job, nv_err *err);
+/* nv_slurm_task_get's choice among the records of a GET of the array:
+ * 0 and *job, or -1 when none is of that array. Pure. */
+int nv_slurm_task_pick(const nv_slurm_job *jobs, size_t n, long long array_id,
+		       long task, nv_slurm_job *job);
+/* Whether task is one of tasks ("0-3,5,7-9:2", "%N" limits ignored). */
+int nv_slurm_task_listed(const char *tasks, long task);
+/* Cancels one task of an array (a task that already ended, or was
+ * cancelled before it started, sets *was_done). */
+int nv_slurm_task_cancel(nv_slurm *s, long long array_id, long task,
+			 int *was_done, nv_err *err);
 /* The session user's jobs Slurm still knows (malloc'd, free()). */
 int nv_slurm_jobs(nv_slurm *s, nv_slurm_job **jobs, size_t *njobs, nv_err *err);
 /* The newest job of the session's user whose name equals name (when

@@ -18,11 +18,11 @@
 /* ---- job descriptions ------------------------------------------------ */
 
 static const char *const desc_keys[] = {
-	"name",   "comment",     "partition", "account",
-	"qos",    "time_limit",  "cpus",      "memory",
-	"gpus",   "gres",        "nodes",     "working_directory",
-	"stdout", "stderr",      "requeue",   "hold",
-	"after",  "term_before", NULL};
+	"name",   "comment",    "partition",   "account",
+	"qos",    "time_limit", "cpus",        "memory",
+	"gpus",   "gres",       "nodes",       "working_directory",
+	"stdout", "stderr",     "requeue",     "hold",
+	"after",  "array",      "term_before", NULL};
 
 const char *const *nv_slurm_desc_keys(void)
 {
@@ -50,6 +50,7 @@ void nv_slurm_desc_free(nv_slurm_job_desc *d)
 	free(d->standard_output);
 	free(d->standard_error);
 	free(d->after);
+	free(d->array);
 	for (size_t i = 0; i < d->nenv; i++) {
 		/* values may be presigned URLs: wipe them */
 		OPENSSL_cleanse(d->env[i], strlen(d->env[i]));
@@ -170,6 +171,26 @@ int slurm_word_ok(const char *v, const char *extra)
 	return 1;
 }
 
+/* A list of numbers separated by commas: each N_M (after: a job or an
+ * array's task) or, for ranges, N-M (array: task indexes). */
+static int id_list_ok(const char *v, int ranges)
+{
+	char sep = ranges ? '-' : '_';
+	int digits = 0, joined = 0;
+
+	for (; *v; v++) {
+		if (*v >= '0' && *v <= '9')
+			digits++;
+		else if (*v == sep && digits && !joined)
+			digits = 0, joined = 1;
+		else if (*v == ',' && digits)
+			digits = 0, joined = 0;
+		else
+			return 0;
+	}
+	return digits > 0;
+}
+
 static int set_text(char **field, const char *v)
 {
 	char *copy = strdup(v);
@@ -258,23 +279,17 @@ int nv_slurm_desc_set(nv_slurm_job_desc *d, const char *key, const char *value,
 		d->term_before_s = (int)n;
 		return 0;
 	} else if (strcmp(key, "after") == 0) {
-		/* job ids, each a number, separated by commas */
-		size_t i = 0;
-		int digits = 0;
-
-		for (; value[i]; i++) {
-			if (value[i] >= '0' && value[i] <= '9')
-				digits++;
-			else if (value[i] == ',' && digits)
-				digits = 0;
-			else
-				break;
-		}
-		if (value[i] || !digits || i > NV_SLURM_AFTER_MAX)
+		/* job ids or array tasks (12 or 12_3), separated by commas */
+		if (!id_list_ok(value, 0) || strlen(value) > NV_SLURM_AFTER_MAX)
 			return desc_bad(err, key, value,
 					"give Slurm job ids, such as "
-					"\"12,13\"");
+					"\"12,13\" (or tasks: \"12_0\")");
 		text = &d->after;
+	} else if (strcmp(key, "array") == 0) {
+		if (!id_list_ok(value, 1) || strlen(value) > 64)
+			return desc_bad(err, key, value,
+					"give task indexes, such as \"0-5\"");
+		text = &d->array;
 	} else if (strcmp(key, "requeue") == 0 || strcmp(key, "hold") == 0) {
 		int flag;
 

@@ -236,6 +236,12 @@ static void push_job(lua_State *L, const nv_slurm_job *j)
 	SET_NUM("submit_time", j->submit_time);
 	SET_NUM("start_time", j->start_time);
 	SET_NUM("end_time", j->end_time);
+	if (j->array_job_id > 0) {
+		SET_INT("array_job_id", j->array_job_id);
+		if (j->array_task_id >= 0)
+			SET_INT("array_task_id", j->array_task_id);
+		SET_STR("array_tasks", j->array_tasks);
+	}
 	nv_slurm_map(j, -1, &v);
 	push_view(L, &v); // [.., job, view]
 	lua_setfield(L, -2, "view");
@@ -468,17 +474,30 @@ static int l_slurm_submit(lua_State *L)
 	return 1;
 }
 
-/* session:job(id) -> job | nil, err */
+/* The task index at idx (an array's), or -1 when none is given. */
+static long opt_task(lua_State *L, int idx)
+{
+	if (lua_isnoneornil(L, idx))
+		return -1;
+	return (long)nv_lua_checkrange(L, idx, 0, 4294967294LL,
+				       "slurm: task index");
+}
+
+/* session:job(id [, task]) -> job | nil, err (task: of job array id) */
 static int l_slurm_job(lua_State *L)
 {
 	nv_slurm *s = check_session(L);
 	lua_Integer id = check_job_id(L, 2);
+	long task = opt_task(L, 3);
 	nv_slurm_job job;
 	nv_err err;
+	int rc;
 
 	if (!s)
 		return plan_refused(L, "job");
-	if (nv_slurm_job_get(s, (long long)id, &job, &err))
+	rc = task >= 0 ? nv_slurm_task_get(s, (long long)id, task, &job, &err)
+		       : nv_slurm_job_get(s, (long long)id, &job, &err);
+	if (rc)
 		return nv_lua_push_error(L, &err);
 	push_job(L, &job);
 	return 1;
@@ -528,13 +547,14 @@ static int l_slurm_list_jobs(lua_State *L)
 	return 1; /* the box is collected with the C array */
 }
 
-/* session:cancel(id) -> true, was_done | nil, err */
+/* session:cancel(id [, task]) -> true, was_done | nil, err */
 static int l_slurm_cancel(lua_State *L)
 {
 	nv_slurm *s = check_session(L);
 	lua_Integer id = check_job_id(L, 2);
+	long task = opt_task(L, 3);
 	nv_err err;
-	int was_done = 0;
+	int was_done = 0, rc;
 
 	if (!s) {
 		lua_pushfstring(L, "%I", id);
@@ -543,7 +563,10 @@ static int l_slurm_cancel(lua_State *L)
 		lua_pushliteral(L, "planned");
 		return 2;
 	}
-	if (nv_slurm_cancel(s, (long long)id, &was_done, &err))
+	rc = task >= 0 ? nv_slurm_task_cancel(s, (long long)id, task, &was_done,
+					      &err)
+		       : nv_slurm_cancel(s, (long long)id, &was_done, &err);
+	if (rc)
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, 1);
 	lua_pushboolean(L, was_done);

@@ -154,6 +154,7 @@ static int build_job_v0_0_38(cJSON *job, const nv_slurm_job_desc *d)
 			ok = 0;
 		free(dep);
 	}
+	ADD_STR("array", d->array);
 #undef ADD_STR
 #undef ADD_NUM
 	env = cJSON_AddObjectToObject(job, "environment");
@@ -220,6 +221,12 @@ static int parse_job_v0_0_38(const cJSON *o, nv_slurm_job *job)
 	job->submit_time = slurm_number_in(field(o, "submit_time"), 0, 1e11, 0);
 	job->start_time = slurm_number_in(field(o, "start_time"), 0, 1e11, 0);
 	job->end_time = slurm_number_in(field(o, "end_time"), 0, 1e11, 0);
+	job->array_job_id = (long long)slurm_number_in(field(o, "array_job_id"),
+						       0, 4294967295.0, 0);
+	job->array_task_id = (long)slurm_number_in(field(o, "array_task_id"), 0,
+						   4294967295.0, -1);
+	slurm_copy_text(job->array_tasks, sizeof(job->array_tasks),
+			field(o, "array_task_string"));
 	return job->state[0] ? 0 : -1;
 }
 

@@ -35,6 +35,29 @@ function audit.record(entry, profile)
   return seq
 end
 
+-- audit.record_many({entry, ...}, profile): the entries (as
+-- audit.record's) as consecutive lines, one lock and one sync for all (a
+-- job array's tasks, submitted by one request).
+function audit.record_many(entries, profile)
+  if core.plan_mode() or #entries == 0 then return nil end
+  for _, entry in ipairs(entries) do
+    entry.profile = entry.profile or (profile and profile.name)
+    entry.result = entry.result or "ok"
+  end
+  local seq, err = native.append_many(entries)
+  if not seq then
+    _navette.out.write("stderr", "warning: audit log: " .. err.message
+                       .. "\n")
+    return nil
+  end
+  if profile and batch then
+    batch[profile.name or "?"] = profile
+  elseif profile then
+    audit.mirror(profile)
+  end
+  return seq
+end
+
 -- Copies the audit log to the profile's store (a file:// folder or the
 -- S3 bucket); a failure is a warning.
 function audit.mirror(profile)

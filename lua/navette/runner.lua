@@ -141,7 +141,10 @@ function runner.declare_sweep(decl)
     end
     check_new_name(run, j, "navette.sweep")
   end
+  -- (the jobs of one sweep may go to the backend as one job array)
+  run.sweeps = (run.sweeps or 0) + 1
   for i, j in ipairs(declared) do
+    j.sweep = run.sweeps
     declared[i] = handle(add_job(run, j, "navette.sweep"))
   end
   return declared
@@ -392,16 +395,11 @@ end
 
 -- An input that is an output of a job of the run (submitted before this
 -- one): where it will be, and the run record that will list it with its
--- sha256 (read when the job starts, after that job has succeeded).
+-- sha256 (read when the job starts, after that job has succeeded: by the
+-- agent from a file:// store, by the launcher through presigned GETs of
+-- both, made at submission, from an s3:// one).
 local function output_input(run, j, name, from)
   local producer = run.specs[from.job]
-  if run.profile.s3 then
-    refuse("job '" .. j.name .. "': input '" .. name .. "' is an output "
-           .. "of job '" .. from.job .. "': on an s3:// store that is not "
-           .. "supported yet", "use a profile with a file:// store, or "
-           .. "run the jobs one run after another (storage.head then "
-           .. "gives its sha256)", run, j.name)
-  end
   return { name = name, url = producer.outputs.url .. from.output,
            from = producer.id, output = from.output,
            record = producer.outputs.url .. NAMES.run_record }
@@ -530,6 +528,14 @@ function runner.sign_transfer(profile, store, spec, lifetime, code)
                   sha256 = input.sha256 or "", size = input.size,
                   get = signed("input " .. input.name,
                                store:presign_get(input.url, lifetime)) }
+    if input.from then
+      -- another job's output: its sha256 is in that job's run record,
+      -- which the launcher reads first (both keys are known now)
+      inputs[i].from, inputs[i].output = input.from, input.output
+      inputs[i].record_get = signed("the run record of job " .. input.from,
+                                    store:presign_get(input.record,
+                                                      lifetime))
+    end
   end
   local post = signed("the output policy",
                       store:post_policy(spec.outputs.prefix, lifetime,
@@ -859,9 +865,147 @@ function runner.render_launcher(spec)
   return errors.check(_navette.jobs.launcher(text))
 end
 
+-- The tasks of one job array at most (host/jobs/launcher.h).
+runner.ARRAY_MAX = 1000
+
+-- The jobs from run.jobs[i] on that go to the backend as one job array:
+-- the rest of a sweep (at most ARRAY_MAX), when the backend takes arrays
+-- and they differ only in their parameters. -> the list | nil, why not
+-- (nil, nil: not a sweep, or a backend without arrays).
+function runner.array_group(run, i, backend)
+  local j = run.jobs[i]
+  if not (backend.submit_array and j.sweep) then return nil end
+  local group, k = {}, i
+  while run.jobs[k] and run.jobs[k].sweep == j.sweep
+        and #group < runner.ARRAY_MAX do
+    group[#group + 1] = run.jobs[k]
+    k = k + 1
+  end
+  if #group < 2 then return nil end
+  if j.checkpoint then
+    return nil, "each job has a checkpoint of its own"
+  end
+  local list = backend.nodes and backend.nodes(run.profile)
+  if not run.nodes and not (j.resources and j.resources.nodes)
+     and list and #list > 1 then
+    return nil, "the profile's nodes are taken in turn, one node per job"
+  end
+  return group
+end
+
+-- What every submission of a run hands the backend (backends: ctx).
+local function submit_context(run, sessions, sub, nodes)
+  return {
+    db = jobs.db(), submission = sub, sessions = sessions, nodes = nodes,
+    redraw = function(s)
+      place(run, s, sub.job, job.new_id(run.project.name, s.commit))
+      s.launcher = runner.render_launcher(s) -- (its id and prefix are new)
+    end,
+    audit = function(s, detail)
+      require("navette.audit").record({ action = "job.submit",
+        target = s.name, job = s.id, commit = s.commit,
+        detail = detail }, run.profile)
+    end,
+    -- the same for several jobs ({spec, detail} each), as one write
+    audit_many = function(list)
+      local entries = {}
+      for i, x in ipairs(list) do
+        entries[i] = { action = "job.submit", target = x[1].name,
+                       job = x[1].id, commit = x[1].commit, detail = x[2] }
+      end
+      require("navette.audit").record_many(entries, run.profile)
+    end,
+  }
+end
+
+-- The spec of j with the run's id and what its log filter masks.
+local function run_spec(run, j)
+  local spec = runner.spec(run, j)
+  -- the run's own id, in each of its jobs (navette watch RUN)
+  run.run_id = run.run_id or job.new_run_id(run.project.name, spec.commit)
+  spec.run = spec.run or run.run_id
+  -- what the job's log filter must mask, without the values themselves
+  spec.redact_fingerprints = errors.check(_navette.creds.fingerprints())
+  return spec
+end
+
+local function submit_one(run, j, k, backend, sessions)
+  local spec = run_spec(run, j)
+  local launcher = runner.render_launcher(spec)
+  spec.launcher = launcher
+  if run.plan then
+    core.plan("jobs", "submit", spec.id .. " (" .. spec.name .. ") on "
+              .. run.profile.name)
+    return spec
+  end
+  local sub = run.submissions[spec]
+  return backend.submit(spec, launcher, submit_context(run, sessions, sub,
+                        runner.node_for(run, j, k)))
+end
+
+-- The jobs of group as one job array: each its own spec (id, prefix,
+-- signed URLs, row), one launcher for all of them, one request. A task
+-- whose submission was interrupted sends the group job by job instead
+-- (each then finds its task in Slurm). -> the specs
+local function submit_array(run, group, k, backend, sessions)
+  local specs, resumed = {}, false
+  for i, j in ipairs(group) do
+    specs[i] = run_spec(run, j)
+    resumed = resumed or run.submissions[specs[i]].resumed ~= nil
+    if run.plan then
+      -- (each task's own launcher is what `navette plan` shows)
+      if not run.checking then
+        specs[i].launcher = runner.render_launcher(specs[i])
+      end
+      core.plan("jobs", "submit", specs[i].id .. " (" .. specs[i].name
+                .. ") on " .. run.profile.name .. ", task " .. (i - 1)
+                .. " of the job array")
+    end
+  end
+  -- one launcher for all, made (so checked) in the checking pass too
+  local script
+  if not resumed and (specs[1].transfer or not run.plan) then
+    script = errors.check(_navette.jobs.array_launcher(
+      runner.array_json(specs)))
+  end
+  if run.plan then
+    core.plan("jobs", "submit-array", #specs .. " jobs of sweep "
+              .. group[1].name:match("^[^%[]*") .. " as one job array "
+              .. "(one request)")
+    return specs
+  end
+  if resumed then
+    for i, j in ipairs(group) do
+      specs[i].launcher = runner.render_launcher(specs[i])
+      specs[i] = backend.submit(specs[i], specs[i].launcher,
+        submit_context(run, sessions, run.submissions[specs[i]],
+                       runner.node_for(run, j, k + i - 1)))
+    end
+    return specs
+  end
+  local ctx = submit_context(run, sessions, nil,
+                             runner.node_for(run, group[1], k))
+  ctx.submissions = {}
+  for i, spec in ipairs(specs) do ctx.submissions[i] = run.submissions[spec] end
+  return backend.submit_array(specs, script, ctx)
+end
+
+-- The specs of an array's tasks as JSON, as each task sees its own.
+function runner.array_json(specs)
+  local saved = {}
+  for i, spec in ipairs(specs) do
+    saved[i] = spec.redact_fingerprints
+    spec.redact_fingerprints = nil
+  end
+  local text = json.encode(json.array(specs))
+  for i, spec in ipairs(specs) do spec.redact_fingerprints = saved[i] end
+  return text
+end
+
 -- Submits every declared job through the profile's backend; returns the
 -- list of specs. Each job's launcher is rendered once, here, and goes in
--- its spec (shown by plan, sent by the backend, run by the agent).
+-- its spec (shown by plan, sent by the backend, run by the agent); a
+-- sweep sent as one job array has one launcher for all its jobs.
 function runner.submit(run)
   local specs = {}
   run.ids, run.specs = {}, {}
@@ -874,37 +1018,27 @@ function runner.submit(run)
   end })
   local _ <close> = sessions
   local _ <close> = require("navette.audit").batch()
-  for _, j in ipairs(run.jobs) do
-    local spec = runner.spec(run, j)
-    -- the run's own id, in each of its jobs (navette watch RUN)
-    run.run_id = run.run_id or job.new_run_id(run.project.name, spec.commit)
-    spec.run = spec.run or run.run_id
-    local launcher = runner.render_launcher(spec)
-    spec.launcher = launcher
-    -- what the job's log filter must mask, without the values themselves
-    spec.redact_fingerprints = errors.check(_navette.creds.fingerprints())
-    if run.plan then
-      core.plan("jobs", "submit", spec.id .. " (" .. spec.name .. ") on "
-                .. run.profile.name)
+  local i = 1
+  while i <= #run.jobs do
+    local j = run.jobs[i]
+    local group, why = runner.array_group(run, i, backend)
+    local done
+    if group then
+      done = submit_array(run, group, #specs + 1, backend, sessions)
     else
-      local sub = run.submissions[spec]
-      spec = backend.submit(spec, launcher, {
-        db = jobs.db(), submission = sub, sessions = sessions,
-        nodes = runner.node_for(run, j, #specs + 1),
-        redraw = function(s)
-          place(run, s, sub.job, job.new_id(run.project.name, s.commit))
-          s.launcher = runner.render_launcher(s) -- (its id and prefix are new)
-        end,
-        audit = function(s, detail)
-          require("navette.audit").record({ action = "job.submit",
-            target = s.name, job = s.id, commit = s.commit,
-            detail = detail }, run.profile)
-        end,
-      })
+      if why and run.plan and j.sweep ~= (run.jobs[i - 1] or {}).sweep then
+        core.plan("jobs", "note", "sweep " .. j.name:match("^[^%[]*")
+                  .. ": one submission per job, not one job array ("
+                  .. why .. ")")
+      end
+      done = { submit_one(run, j, #specs + 1, backend, sessions) }
     end
-    -- (for the jobs that run after it, or take its outputs)
-    run.ids[spec.name], run.specs[spec.name] = spec.id, spec
-    specs[#specs + 1] = spec
+    for _, spec in ipairs(done) do
+      -- (for the jobs that run after it, or take its outputs)
+      run.ids[spec.name], run.specs[spec.name] = spec.id, spec
+      specs[#specs + 1] = spec
+    end
+    i = i + #done
   end
   return specs
 end

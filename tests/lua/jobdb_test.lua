@@ -68,3 +68,28 @@ t.test("a home that cannot hold a database is an error value", function()
   t.ok(err.message ~= "", "says why")
   t.raises(function() jobdb.open("a\0b") end, "holds a NUL")
 end)
+
+t.test("a transaction: its writes all kept, or none when it raises",
+       function()
+  local home = t.tmpdir()
+  local db <close> = assert(jobdb.open(home))
+  t.eq(db:transaction(function()
+    t.eq(db:submit("p-1-aaa", "p", "prof", "a", '{}', "fake"), true)
+    t.eq(db:submit("p-1-bbb", "p", "prof", "b", '{}', "fake"), true)
+    return 7
+  end), 7)
+  t.eq(#json.decode(assert(db:list(10))), 2, "both rows kept")
+  t.raises(function()
+    db:transaction(function()
+      db:submit("p-1-ccc", "p", "prof", "c", '{}', "fake")
+      db:set_remote("p-1-aaa", "12_0", "running")
+      error("stopped part way")
+    end)
+  end, "stopped part way")
+  t.eq(#json.decode(assert(db:list(10))), 2, "the third row undone")
+  t.eq(json.decode(assert(db:get("p-1-aaa"))).remote_id, json.null,
+       "and the change to the first")
+  -- the handle takes writes again, one by one
+  t.eq(db:submit("p-1-ddd", "p", "prof", "d", '{}', "fake"), true)
+  t.eq(#json.decode(assert(db:list(10))), 3)
+end)

@@ -612,6 +612,51 @@ static void test_mirror(const char *src)
 	free(head);
 }
 
+/* Several entries as one write (a job array's tasks): consecutive lines,
+ * chained like single appends; a bad entry among them writes none. */
+static void test_append_many(void)
+{
+	char home[1024];
+	nv_audit_report r;
+	nv_err err;
+	uint64_t seq = 0;
+	nv_audit_entry many[3] = {
+		{.action = "job.submit",
+		 .target = "t0",
+		 .job = "j-0",
+		 .result = "ok"},
+		{.action = "job.submit",
+		 .target = "t1",
+		 .job = "j-1",
+		 .result = "ok"},
+		{.action = "job.submit",
+		 .target = "t2",
+		 .job = "j-2",
+		 .result = "ok"},
+	};
+
+	new_home(home, sizeof(home));
+	CHECK(append(home, "first", "x", NULL, &seq) == 0 && seq == 1);
+	CHECK(nv_audit_append_many(home, many, 3, &seq, &err) == 0);
+	CHECK(seq == 2);
+	CHECK(append(home, "after", "y", NULL, &seq) == 0 && seq == 5);
+	verify(home, &r);
+	CHECK(r.ok && r.lines == 5 && r.last_seq == 5);
+	char *text = slurp(home, "audit.jsonl", NULL), *lines[MAX_LINES];
+	int n = text ? split_lines(text, lines, MAX_LINES) : 0;
+	CHECK(n == 5);
+	for (int i = 1; i <= 3 && i < n; i++) {
+		char want[16];
+		snprintf(want, sizeof(want), "\"j-%d\"", i - 1);
+		CHECK(strstr(lines[i], want) != NULL);
+	}
+	free(text);
+	many[1].action = NULL;
+	CHECK(nv_audit_append_many(home, many, 3, &seq, &err) == NV_EINVAL);
+	verify(home, &r);
+	CHECK(r.ok && r.lines == 5);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -627,6 +672,7 @@ int main(void)
 	test_append_chain(home);
 	test_tampering(home);
 	test_fresh_home();
+	test_append_many();
 	test_bounds();
 	test_filter_and_each();
 	test_concurrent();

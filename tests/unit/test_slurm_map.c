@@ -74,7 +74,7 @@ static void test_desc(void)
 	CHECK(nv_slurm_desc_set(&d, "exclude", "gpu-a", &err) == NV_EINVAL);
 	for (; keys[n]; n++)
 		;
-	CHECK(n == 18); /* ..., hold, after, term_before */
+	CHECK(n == 19); /* ..., hold, after, array, term_before */
 
 	/* Units. */
 	CHECK(nv_slurm_desc_set(&d, "time_limit", "3600", &err) == 0);
@@ -123,6 +123,20 @@ static void test_desc(void)
 	CHECK(nv_slurm_desc_set(&d, "after", "afterany:1", &err) == NV_EINVAL);
 	CHECK(nv_slurm_desc_set(&d, "after", "", &err) == NV_EINVAL);
 	CHECK_STR(d.after, "12,345"); /* unchanged on error */
+	/* tasks of a job array */
+	CHECK(nv_slurm_desc_set(&d, "after", "12_0,13,14_25", &err) == 0);
+	CHECK_STR(d.after, "12_0,13,14_25");
+	CHECK(nv_slurm_desc_set(&d, "after", "12_", &err) == NV_EINVAL);
+	CHECK(nv_slurm_desc_set(&d, "after", "12_1_2", &err) == NV_EINVAL);
+	CHECK(nv_slurm_desc_set(&d, "after", "_1", &err) == NV_EINVAL);
+	CHECK(nv_slurm_desc_set(&d, "after", "12-14", &err) == NV_EINVAL);
+	CHECK(nv_slurm_desc_set(&d, "array", "0-999", &err) == 0);
+	CHECK_STR(d.array, "0-999");
+	CHECK(nv_slurm_desc_set(&d, "array", "0-3,7", &err) == 0);
+	CHECK(nv_slurm_desc_set(&d, "array", "0-", &err) == NV_EINVAL);
+	CHECK(nv_slurm_desc_set(&d, "array", "0_3", &err) == NV_EINVAL);
+	CHECK(nv_slurm_desc_set(&d, "array", "0-3%2", &err) == NV_EINVAL);
+	CHECK_STR(d.array, "0-3,7");
 
 	/* Names and paths. */
 	CHECK(nv_slurm_desc_set(&d, "nodes", "gpu-[a-b],gpu-c", &err) == 0);
@@ -261,7 +275,8 @@ static void test_build(void)
 	nv_slurm_desc_set(&d, "stderr", "/srv/e.txt", &err);
 	nv_slurm_desc_set(&d, "requeue", "false", &err);
 	nv_slurm_desc_set(&d, "hold", "true", &err);
-	nv_slurm_desc_set(&d, "after", "7,8", &err);
+	nv_slurm_desc_set(&d, "after", "7,8_2", &err);
+	nv_slurm_desc_set(&d, "array", "0-5", &err);
 	nv_slurm_desc_set(&d, "term_before", "60", &err);
 	nv_slurm_desc_setenv(&d, "NAVETTE_JOB_ID", "p-1", &err);
 	nv_slurm_desc_setenv(&d, "QUOTE", "a \"b\"\n", &err);
@@ -289,7 +304,8 @@ static void test_build(void)
 	CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(job, "hold")));
 	/* after: Slurm's afterok, and Slurm ends a job whose dependency
 	 * can never be satisfied */
-	CHECK_STR(str_at(job, "dependency"), "afterok:7:8");
+	CHECK_STR(str_at(job, "dependency"), "afterok:7:8_2");
+	CHECK_STR(str_at(job, "array"), "0-5");
 	CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 		job, "kill_on_invalid_dependency")));
 	env = cJSON_GetObjectItemCaseSensitive(job, "environment");
@@ -446,6 +462,49 @@ static int classify_file(long status, const char *file, int *slurm_errno,
 
 	free(body);
 	return rc;
+}
+
+/* A job array as slurmrestd lists it: each started task a record of its
+ * own, the waiting ones in the array's record, a task cancelled while it
+ * waited in none (navette says CANCELLED). */
+static void test_array(void)
+{
+	nv_slurm_job *jobs = NULL, job;
+	size_t n = 0, len;
+	nv_err err;
+	char *body = load("job_array.json", &len);
+	long long array = 0;
+
+	CHECK(nv_slurm_parse_jobs("v0.0.38", body, len, 0, &jobs, &n, &err) ==
+	      0);
+	CHECK(n == 5);
+	for (size_t i = 0; i < n; i++)
+		if (jobs[i].array_task_id < 0)
+			array = jobs[i].job_id;
+	CHECK(array > 0);
+	CHECK(nv_slurm_task_pick(jobs, n, array, 2, &job) == 0);
+	CHECK(job.array_job_id == array && job.array_task_id == 2);
+	CHECK(job.job_id != array); /* its own record */
+	CHECK_STR(job.state, "RUNNING");
+	CHECK(nv_slurm_task_pick(jobs, n, array, 5, &job) == 0);
+	CHECK(job.array_task_id == 5 && job.job_id == array);
+	CHECK_STR(job.state, "PENDING");
+	CHECK(nv_slurm_task_pick(jobs, n, array, 4, &job) == 0);
+	CHECK(job.array_task_id == 4);
+	CHECK_STR(job.state, "CANCELLED");
+	CHECK(job.nodes[0] == '\0');
+	CHECK(nv_slurm_task_pick(jobs, n, array + 1000, 1, &job) == -1);
+	free(jobs);
+	free(body);
+
+	CHECK(nv_slurm_task_listed("0-3,5", 5));
+	CHECK(nv_slurm_task_listed("0-3,5", 0));
+	CHECK(!nv_slurm_task_listed("0-3,5", 4));
+	CHECK(nv_slurm_task_listed("1-9:2", 7));
+	CHECK(!nv_slurm_task_listed("1-9:2", 8));
+	CHECK(nv_slurm_task_listed("0-999%10", 500));
+	CHECK(!nv_slurm_task_listed("", 0));
+	CHECK(!nv_slurm_task_listed("x", 0));
 }
 
 static void test_classify(void)
@@ -686,6 +745,7 @@ int main(void)
 	test_desc();
 	test_build();
 	test_parse();
+	test_array();
 	test_classify();
 	test_map();
 	test_recorded();

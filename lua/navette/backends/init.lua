@@ -33,6 +33,12 @@
 --   submit(spec, launcher, ctx) -> spec: submits the job and records it;
 --                             returns the spec it runs with (that of an
 --                             earlier submission it adopted, if so)
+--   arrays?, submit_array?(specs, script, ctx) -> specs: submits the
+--                             tasks of one sweep (runner.array_group) as
+--                             one job array, script their one launcher
+--                             (jobs.array_launcher), each still a job of
+--                             its own (row, id, record); ctx as submit's,
+--                             with submissions[k] for specs[k]
 --   refresh?(row, ctx)        -> info: brings the row up to date with what
 --                             the backend knows: {changed = the row was
 --                             written (the caller reads it again),
@@ -56,7 +62,7 @@
 -- table whose values are closed when the run is submitted), redraw(spec)
 -- (gives spec a new id, and what follows from it, when the drawn one is
 -- taken) and audit(spec, detail) (records the submission in the audit
--- log).
+-- log; audit_many({{spec, detail}, ...}) records several as one write).
 local errors = require "navette.errors"
 
 local backends = {}

@@ -258,9 +258,14 @@ local function settle_pending(db, session, spec)
   local adopted
   for _, row in ipairs(text and json.decode(text) or {}) do
     if row.spec and row.spec.commit == spec.commit then
-      local found, ferr = session:find { name = row.id }
+      -- a task of a job array is found by the array's name
+      local array = row.spec.array
+      local found, ferr = session:find { name = array and array.name
+                                                or row.id }
       if found then
-        db:set_remote(row.id, tostring(found.job_id), "queued")
+        db:set_remote(row.id, array and ((found.array_job_id
+                      or found.job_id) .. "_" .. array.index)
+                      or tostring(found.job_id), "queued")
         db:phase(row.id, "accepted", sys.now())
         adopted = adopted or row.id
       elseif ferr and ferr.code == "not_found" and row.id == spec.id then
@@ -292,40 +297,74 @@ end
 -- keeps for one run, so a sweep goes through one session (one version
 -- discovery, kept-alive connections) per cluster, user, credential and
 -- token lifespan; the caller closes them.
--- The Slurm ids of the jobs spec runs after ("12,13"), from their rows;
--- nil when it runs after none. Each was submitted before it, so each has
--- its Slurm id; one without (its submission failed) stops the run here,
+-- The Slurm ids of the jobs spec runs after ("12,13", a task of an array
+-- "14_2", a whole array "15" when it runs after each of its tasks); nil
+-- when it runs after none. Each was submitted before it, so each has its
+-- Slurm id; one without (its submission failed) stops the run here,
 -- before this job is sent.
 local function after_ids(db, spec)
   if not spec.after or #spec.after == 0 then return nil end
-  local ids = {}
-  for i, id in ipairs(spec.after) do
+  local ids, arrays = {}, {}
+  for _, id in ipairs(spec.after) do
     local text = db:get(id)
     local row = text and json.decode(text)
     local remote = row and row.remote_id
-    if type(remote) ~= "string" or not remote:match("^%d+$") then
+    if type(remote) ~= "string" or not (remote:match("^%d+$")
+                                         or remote:match("^%d+_%d+$")) then
       error(errors.new("backend", "job '" .. spec.name .. "' runs after "
                        .. id .. ", which has no Slurm job id",
                        "see `navette status " .. id .. "`, then run again"),
             0)
     end
-    ids[i] = remote
+    local array = remote:match("^(%d+)_")
+    if array then
+      local a = arrays[array] or { n = 0, size = row.spec.array.size }
+      arrays[array] = a
+      a.n = a.n + 1
+      a[#a + 1] = remote
+    else
+      ids[#ids + 1] = remote
+    end
+  end
+  for _, array in ipairs(util.sorted_keys(arrays)) do
+    local a = arrays[array]
+    if a.n == a.size then
+      ids[#ids + 1] = array -- (afterok of an array: all its tasks)
+    else
+      for _, remote in ipairs(a) do ids[#ids + 1] = remote end
+    end
   end
   return table.concat(ids, ",")
 end
 
-local function send(spec, script, ctx)
-  local db = ctx.db
+-- A Slurm job id as a row keeps it ("12", or "14_2" for a task of an
+-- array) -> the job or array id, and the task index or nil.
+local function remote_ref(remote_id)
+  local array, task = tostring(remote_id):match("^(%d+)_(%d+)$")
+  if array then return tonumber(array), tonumber(task) end
+  return tonumber(remote_id), nil
+end
+
+-- The session for spec's cluster and token lifespan (kept in ctx.sessions
+-- for the run when given), or, when it cannot be opened, the error.
+local function session_for(spec, ctx)
   local profile_max = spec.slurm.max_token_lifespan or 3600
   local lifespan = token_lifespan(spec, profile_max)
   local cache, key = ctx.sessions, table.concat({ spec.slurm.endpoint,
     spec.slurm.user, tostring(spec.slurm.credential
     and spec.slurm.credential.name), tostring(lifespan) }, "\0")
-  local ok, session = true, cache and cache[key]
-  if not session then
-    ok, session = pcall(open, spec.slurm, lifespan, profile_max)
-    if ok and cache then cache[key] = session end
-  end
+  local session = cache and cache[key]
+  if session then return true, session end
+  local ok
+  ok, session = pcall(open, spec.slurm, lifespan, profile_max)
+  if ok and cache then cache[key] = session end
+  return ok, session
+end
+
+local function send(spec, script, ctx)
+  local db = ctx.db
+  local cache = ctx.sessions
+  local ok, session = session_for(spec, ctx)
   if not ok then
     -- refused before anything reached Slurm (identity, most often): the
     -- job is recorded as failed where it stopped, then the error raised
@@ -432,6 +471,127 @@ function M.submit(spec, launcher, ctx)
   end
   errors.check(ctx.db:submitted(id))
   return spec
+end
+
+-- ---- job arrays ----------------------------------------------------------------
+
+-- a sweep's jobs go to Slurm as one job array (runner.array_group)
+M.arrays = true
+
+-- Records the tasks' rows before the request (each with its spec, whose
+-- `array` says how Slurm knows it: an answer lost from here on is found
+-- again by the array's name), after each task's earlier submission whose
+-- answer was lost has been looked for. -> the ids of the adopted ones,
+-- by task (then none is recorded), and how many
+local function array_rows(specs, session, ctx, name)
+  local adopted, n = {}, 0
+  for k, spec in ipairs(specs) do
+    adopted[k] = settle_pending(ctx.db, session, spec)
+    if adopted[k] then n = n + 1 end
+  end
+  if n > 0 and n < #specs then
+    error(errors.new("backend", "of the " .. #specs .. " jobs of sweep '"
+                     .. specs[1].name .. "'..., " .. n .. " were found in "
+                     .. "Slurm from an earlier submission and the others "
+                     .. "not", "see `navette jobs`; cancel what is left "
+                     .. "of that submission, then run again"), 0)
+  end
+  if n > 0 then return adopted, n end
+  -- (one transaction: all of them recorded, or none)
+  errors.check(ctx.db:transaction(function()
+    for k, spec in ipairs(specs) do
+      spec.array = { name = name, index = k - 1, size = #specs,
+                     first = specs[1].id }
+      local sub = ctx.submissions[k] or {}
+      local inserted, ierr = ctx.db:submit(spec.id, spec.project,
+        spec.profile, spec.name, json.encode(spec), M.name, sub.key)
+      if inserted == nil then
+        error(errors.new("backend", "cannot record job '" .. spec.name
+                         .. "': " .. ierr.message, ierr.hint), 0)
+      end
+    end
+    return true
+  end))
+  return adopted, 0
+end
+
+-- What becomes of the tasks when the one request fails: refused for sure
+-- (a 4xx answer): each failed; else each left pending, for the next run
+-- to find by the array's name.
+local function array_failed(db, specs, err, refused, name)
+  local first = specs[1]
+  if refused then
+    for _, spec in ipairs(specs) do
+      db:finish(spec.id, "failed", nil,
+        { phase = "accepted", reason = "Slurm refused the job array: "
+          .. err.message, hint = err.hint or "check the profile's slurm "
+          .. "settings and the job's resources" })
+    end
+    error(errors.new(err.code == "refused" and "refused" or "backend",
+                     "Slurm refused the job array of sweep '"
+                     .. first.name .. "'...: " .. err.message, err.hint), 0)
+  end
+  error(errors.new("backend", "slurmrestd at " .. first.slurm.endpoint
+                   .. ": the submission of the job array " .. name .. " ("
+                   .. #specs .. " jobs) got no usable answer ("
+                   .. err.message .. "): it may or may not be in Slurm",
+                   "check that slurmrestd is reachable, then run the same "
+                   .. "`navette run` again: it looks the array up in Slurm "
+                   .. "by its name and submits it only if Slurm has none"), 0)
+end
+
+-- Submits the specs (the tasks of one sweep, script their one launcher)
+-- as one job array: one request, task k-1 being specs[k], each task a
+-- job of its own for navette (its row, Slurm id "ARRAY_TASK", prefix,
+-- record). ctx: as submit's, with submissions[k] for each spec. -> the
+-- specs (those of an earlier submission adopted, when its answer had
+-- been lost).
+function M.submit_array(specs, script, ctx)
+  local first = specs[1]
+  local ok, session = session_for(first, ctx)
+  if not ok then error(errors.from(session), 0) end
+  local name = first.id .. "-array"
+  local adopted, n = array_rows(specs, session, ctx, name)
+  if n > 0 then
+    for k, spec in ipairs(specs) do
+      specs[k] = M.submit(spec, script, { db = ctx.db, sessions =
+        ctx.sessions, submission = { resumed = { id = adopted[k],
+        remote_id = "adopted" } }, audit = ctx.audit })
+    end
+    return specs
+  end
+  local desc = description(first, ctx.nodes)
+  desc.name, desc.comment = name, "navette array of " .. #specs
+                                   .. " jobs from " .. first.id
+  desc.env.NAVETTE_JOB_ID = nil
+  desc.stdout = first.slurm.working_directory .. "/navette-%A_%a.out"
+  desc.array = "0-" .. (#specs - 1)
+  desc.after = after_ids(ctx.db, first)
+  local checked, cerr = native.check_desc(desc)
+  if not checked then
+    error(errors.new("recipe", "job '" .. first.name .. "': "
+                     .. cerr.message, cerr.hint), 0)
+  end
+  local array_id, err, refused = session:submit(script, desc)
+  if not array_id then array_failed(ctx.db, specs, err, refused, name) end
+  jobs_native.fault_point("submit-accepted", name)
+  local now, audited = sys.now(), {}
+  errors.check(ctx.db:transaction(function()
+    for k, spec in ipairs(specs) do
+      errors.check(ctx.db:set_remote(spec.id, array_id .. "_" .. (k - 1),
+                                     "queued"))
+      ctx.db:phase(spec.id, "accepted", now)
+      audited[k] = { spec, M.name .. " array " .. array_id .. " task "
+                           .. (k - 1) }
+    end
+    return true
+  end))
+  ctx.audit_many(audited)
+  errors.check(ctx.db:transaction(function()
+    for _, spec in ipairs(specs) do errors.check(ctx.db:submitted(spec.id)) end
+    return true
+  end))
+  return specs
 end
 
 -- ---- observation -------------------------------------------------------------
@@ -552,7 +712,7 @@ function M.refresh(row, ctx, force)
       local ok, session = pcall(open, spec.slurm, STATUS_TOKEN_LIFESPAN,
                                 STATUS_TOKEN_LIFESPAN)
       if ok then
-        extra.job = session:job(tonumber(row.remote_id))
+        extra.job = session:job(remote_ref(row.remote_id))
         session:close()
       end
     end
@@ -574,7 +734,7 @@ function M.refresh(row, ctx, force)
     if store then store:close() end
     return info(extra, store ~= nil)
   end
-  local job, err = session:job(tonumber(row.remote_id))
+  local job, err = session:job(remote_ref(row.remote_id))
   session:close()
   if not job then
     extra.error = err
@@ -658,7 +818,7 @@ function M.cancel(row, ctx)
     row.remote_id = tostring(found.job_id)
     ctx.db:set_remote(row.id, row.remote_id, nil)
   end
-  local ok, was_done = session:cancel(tonumber(row.remote_id))
+  local ok, was_done = session:cancel(remote_ref(row.remote_id))
   session:close()
   if not ok then
     error(errors.new("backend", endpoint .. ": cannot cancel Slurm job "
@@ -743,6 +903,7 @@ function M.list_rows(rows, ctx)
     end
     r.slurm = r.slurm or {}
     r.slurm.job_id = math.tointeger(tonumber(r.remote_id))
+                     or (r.remote_id ~= json.null and r.remote_id or nil)
   end
   local listing
   for _, r in ipairs(rows) do

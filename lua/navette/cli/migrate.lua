@@ -55,6 +55,7 @@ local function respecify(spec, node)
   new.submitted_at = sys.iso8601()
   new.migrated_from = spec.id
   new.adopted = nil
+  new.array = nil -- (a task of a job array goes again as a job alone)
   new.node = node
   local profile = { name = spec.profile, s3 = spec.outputs.s3,
                     max_output_bytes = spec.transfer.max_output_bytes }

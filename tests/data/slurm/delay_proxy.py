@@ -3,7 +3,9 @@
 connection to the target, and holds back the answer to the first job
 submission (POST .../job/submit) for --delay-submit seconds, after writing
 "submit forwarded" to the log, so a test can kill the submitter while its
-request has reached slurmrestd and its answer has not."""
+request has reached slurmrestd and its answer has not. With --log-submits,
+it also writes "submit request" for every submission it forwards, so a
+test can count the requests."""
 import argparse
 import socket
 import threading
@@ -14,6 +16,7 @@ parser.add_argument("--listen", type=int, required=True)
 parser.add_argument("--target", required=True)  # host:port
 parser.add_argument("--delay-submit", type=float, default=5.0)
 parser.add_argument("--log", required=True)
+parser.add_argument("--log-submits", action="store_true")
 args = parser.parse_args()
 host, port = args.target.rsplit(":", 1)
 lock = threading.Lock()
@@ -56,6 +59,9 @@ def serve(client):
                 if not data:
                     break
                 upstream.sendall(data)
+                if args.log_submits and data.startswith(b"POST ") and \
+                        b"/job/submit " in data.split(b"\r\n", 1)[0]:
+                    log("submit request")
                 with lock:
                     first = b"/job/submit" in data and not state["delayed"]
                     if first:
