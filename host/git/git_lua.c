@@ -462,8 +462,24 @@ static int l_git_library_ref(lua_State *L)
 	return 2;
 }
 
+/* repo:library_commit(id) -> true | nil, err: the cache holds commit id
+ * (looked up as an object, never through a tag or branch) */
+static int l_git_library_commit(lua_State *L)
+{
+	nv_git_repo *repo = check_repo(L, 1);
+	const char *id = luaL_checkstring(L, 2);
+	nv_err err;
+
+	nv_err_clear(&err);
+	if (nv_git_cache_has_commit(repo, id, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 static const luaL_Reg repo_methods[] = {
 	{"library_ref", l_git_library_ref},
+	{"library_commit", l_git_library_commit},
 	{"read_file", l_git_read_file},
 	{"workdir", l_git_workdir},
 	{"head", l_git_head},
