@@ -683,7 +683,8 @@ int luaopen_navette_creds(lua_State *L)
 	lua_setfield(L, -2, "__metatable"); /* getmetatable hides it */
 	lua_pop(L, 1);
 	luaL_newlib(L, fns);
-	/* the largest file the scan reads (a library serves no larger module) */
+	/* the largest file the scan reads (a library serves no larger module)
+	 */
 	lua_pushinteger(L, (lua_Integer)NV_SCAN_MAX_FILE_SIZE);
 	lua_setfield(L, -2, "scan_max_file_size");
 	return 1;

@@ -168,8 +168,8 @@ static void remove_stale(const char *dir)
 	if (!slash || slash == dir)
 		return;
 	base = slash + 1;
-	if (nv_pathf(parent, sizeof(parent), "%.*s", (int)(slash - dir),
-		     dir) < 0 ||
+	if (nv_pathf(parent, sizeof(parent), "%.*s", (int)(slash - dir), dir) <
+		    0 ||
 	    nv_pathf(prefix, sizeof(prefix), "%s.tmp-", base) < 0)
 		return;
 	plen = strlen(prefix);
@@ -413,12 +413,13 @@ int nv_git_cache_resolve(const nv_git_repo *repo, const char *ref,
 		return 0;
 	}
 	if (n >= NV_GIT_CACHE_HEX_MIN)
-		return nv_err_set(err, NV_EINVAL,
-				  "name the full 40-character commit id, or "
-				  "a tag whose name is not hexadecimal",
-				  "'%.40s' looks like an abbreviated commit id: "
-				  "ambiguous with a tag or branch of that name",
-				  ref);
+		return nv_err_set(
+			err, NV_EINVAL,
+			"name the full 40-character commit id, or "
+			"a tag whose name is not hexadecimal",
+			"'%.40s' looks like an abbreviated commit id: "
+			"ambiguous with a tag or branch of that name",
+			ref);
 	if (lookup_ref(nv_git_libgit2(repo), "tags", ref, &oid))
 		*kind = "tag";
 	else if (lookup_ref(nv_git_libgit2(repo), "heads", ref, &oid))

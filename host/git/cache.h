@@ -9,7 +9,8 @@
  * readers take none (libgit2 publishes packs and refs by rename); the
  * lock's holder removes what a killed fetch left. No credentials are
  * offered: anonymous https:// (no url.X.insteadOf rewrite) or a local
- * folder (fetched as the file:// URL of its real path) only. Pure C, no Lua; git_lua.c is the binding. */
+ * folder (fetched as the file:// URL of its real path) only. Pure C, no Lua;
+ * git_lua.c is the binding. */
 #ifndef NV_GIT_CACHE_H
 #define NV_GIT_CACHE_H
 
