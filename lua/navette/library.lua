@@ -190,6 +190,24 @@ end
 -- The largest navette.lock read (a lock lists a few libraries).
 library.LOCK_MAX = 1024 * 1024
 
+-- The text of the lock file at path in the folder, nil when there is
+-- none. Only a regular file (lstat: a symlink is refused, never followed)
+-- of at most LOCK_MAX bytes.
+function library.read_lock_file(path)
+  local st = sys.stat(path)
+  if not st then return nil end
+  if st.type ~= "file" then
+    error(errors.new("refused", path .. " is a " .. st.type .. ", not a "
+                     .. "regular file", "make it a file (remove it and run "
+                     .. "`navette lock RECIPE`)"), 0)
+  elseif st.size > library.LOCK_MAX then
+    error(errors.new("refused", path .. " is larger than "
+                     .. library.LOCK_MAX .. " bytes", "write it again with "
+                     .. "`navette lock RECIPE`"), 0)
+  end
+  return errors.check(sys.read_file(path, library.LOCK_MAX))
+end
+
 -- The lock a run checks against: the commit's (HEAD) for run and plan,
 -- the folder's for `navette lock`. -> by_url
 function library.read_lock(run)
@@ -202,16 +220,7 @@ function library.read_lock(run)
     error(errors.new("refused", path .. " " .. what, hint), 0)
   end
   if run.libraries_mode == "lock" or run.libraries_mode == "check" then
-    -- (lstat: a symlink is refused, never followed)
-    local st = sys.stat(path)
-    if st and st.type ~= "file" then
-      bad("is a " .. st.type .. ", not a regular file", "make it a file "
-          .. "(remove it and run `navette lock RECIPE`)")
-    elseif st and st.size > library.LOCK_MAX then
-      bad("is larger than " .. library.LOCK_MAX .. " bytes", "write it "
-          .. "again with `navette lock RECIPE`")
-    end
-    text = st and errors.check(sys.read_file(path, library.LOCK_MAX)) or ""
+    text = library.read_lock_file(path) or ""
   else
     local err
     text, err = run.repo:read_file("HEAD", rel, library.LOCK_MAX)
