@@ -407,10 +407,15 @@ local function evaluate(run, lib, module)
   local max = _navette.creds.scan_max_file_size
   local function source(rel)
     local src, err = lib.repo:read_file(lib.commit, rel, max)
-    if not src then return nil, err.message end
+    if not src then
+      return nil, err.message, err.message:find("is larger than", 1, true)
+             and "the secret scan reads files of at most " .. max
+                 .. " bytes: navette loads no larger module of a library"
+    end
     if src:find("\0", 1, true) then
       return nil, "'" .. rel .. "' holds a NUL byte (the secret scan "
-                  .. "skips binary files, so navette loads none)"
+                  .. "skips binary files, so navette loads none)",
+             "a library's module is Lua text, with no NUL byte"
     end
     return src, shown .. ":" .. rel
   end
@@ -423,11 +428,11 @@ local function evaluate(run, lib, module)
     load_module = function(_, rel) return source(rel) end,
   })
   local rel = module:gsub("%.", "/") .. ".lua"
-  local src, why = source(rel)
+  local src, why, hint = source(rel)
   if not src then
-    recipe_error("library " .. lib.url .. ": " .. why, "a library's "
-                 .. "module is init.lua at its root, or the file that "
-                 .. "module = \"a.b\" names (a/b.lua)")
+    recipe_error("library " .. lib.url .. ": " .. why, hint or ("a "
+                 .. "library's module is init.lua at its root, or the "
+                 .. "file that module = \"a.b\" names (a/b.lua)"))
   end
   local chunk = errors.check(core.load_recipe(shown .. ":" .. rel, env,
                                               shown .. ":" .. rel, src))
