@@ -22,6 +22,9 @@ library.KEYS = { "git", "ref", "module" }
 
 local URL_MAX, REF_MAX = 2048, 200
 
+-- The deepest chain of libraries using libraries.
+library.NEST_MAX = 16
+
 -- The last fetch of each cache by this process, by folder: {ok, err}. A
 -- run evaluates its recipe twice and fetches in the first pass only.
 local fetched = {}
@@ -449,19 +452,27 @@ function library.use(decl, from)
                  "run the recipe with `navette run` or `navette plan`")
   end
   -- A module being evaluated that is used again: a loop, which would
-  -- recurse until the memory limit.
+  -- recurse until the memory limit. (Compared by where it is fetched
+  -- from: https://H/a and HTTPS://h/a/ are one library.)
   run.library_evaluating = run.library_evaluating or {}
   local chain = run.library_evaluating
-  local key = spec.url .. " (" .. spec.module .. ")"
-  for i, k in ipairs(chain) do
-    if k == key then
+  local ok, where = pcall(library.source, spec.url, run.project.root)
+  local shown = spec.url .. " (" .. spec.module .. ")"
+  local key = (ok and where or spec.url) .. "\0" .. spec.module
+  for i, c in ipairs(chain) do
+    if c.key == key then
       local names = {}
-      for j = i, #chain do names[#names + 1] = chain[j] end
-      names[#names + 1] = key
+      for j = i, #chain do names[#names + 1] = chain[j].shown end
+      names[#names + 1] = shown
       recipe_error("libraries use each other in a loop: "
                    .. table.concat(names, " -> "), "a library must not "
                    .. "use itself, directly or through another")
     end
+  end
+  if #chain >= library.NEST_MAX then
+    recipe_error("libraries nest more than " .. library.NEST_MAX
+                 .. " deep: " .. shown, "a library's own navette.use "
+                 .. "should bring few others")
   end
   if from then library.source(spec.url, run.project.root, true) end
   run.library_used = run.library_used or {}
@@ -488,10 +499,11 @@ function library.use(decl, from)
     end
   end
   if used.modules[spec.module] == nil then
-    chain[#chain + 1] = key
+    local entry = { key = key, shown = shown }
+    chain[#chain + 1] = entry
     local _ <close> = setmetatable({}, { __close = function()
       for i = #chain, 1, -1 do
-        if chain[i] == key then table.remove(chain, i); break end
+        if chain[i] == entry then table.remove(chain, i); break end
       end
     end })
     local value = evaluate(run, used, spec.module)

@@ -452,5 +452,13 @@ nv_in "$Q" lock loop.lua
 check_rc "a library loop: a recipe error" 2
 check_contains "a library loop: names the chain" "$ERR" \
 	"libraries use each other in a loop: file://$LP (init) -> file://$LP (init)"
+put_file "$LP" init.lua <<EOF
+return require("navette").use { git = "FILE://$LP/./", ref = "v1" }
+EOF
+commit_all "$LP" >/dev/null && git -C "$LP" tag -f v1 >/dev/null || exit 1
+nv_in "$Q" lock loop.lua
+check_rc "a library loop, the URL spelled otherwise: a recipe error" 2
+check_contains "a library loop, spelled otherwise: still a loop" "$ERR" \
+	"libraries use each other in a loop: file://$LP (init) -> FILE://$LP/. (init)"
 
 finish
