@@ -461,4 +461,31 @@ check_rc "a library loop, the URL spelled otherwise: a recipe error" 2
 check_contains "a library loop, spelled otherwise: still a loop" "$ERR" \
 	"libraries use each other in a loop: file://$LP (init) -> FILE://$LP/. (init)"
 
+
+# ---- a fetch that hangs: the time bound says so (review F7) -----------------
+# (a listener that accepts and never answers: the TLS handshake waits)
+python3 -c '
+import os, socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(4)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1]); s.settimeout(30)
+try:
+    c, _ = s.accept(); time.sleep(20)
+except Exception:
+    pass' "$T/silent.port" &
+silent_pid=$!
+for _ in $(seq 100); do [ -f "$T/silent.port" ] && break; sleep 0.1; done
+put_file "$Q" hang.lua <<EOF
+require("navette").use { git = "https://127.0.0.1:$(cat "$T/silent.port")/team/lib", ref = "v1" }
+EOF
+commit_all "$Q" >/dev/null || exit 1
+NAVETTE_RECIPE_TIMEOUT=2 nv_in "$Q" lock hang.lua
+check_rc "a fetch that hangs: ended by the time bound" 2
+check_contains "a fetch that hangs: says it was fetching the library" \
+	"$ERR" "while navette fetched the library https://127.0.0.1:"
+check_no_match "a fetch that hangs: blames no pattern match" "$ERR" \
+	"backtrack"
+kill "$silent_pid" 2>/dev/null
+wait "$silent_pid" 2>/dev/null
+
 finish
