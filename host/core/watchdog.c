@@ -24,6 +24,8 @@ struct nv_watchdog {
 	double kill_at;
 	char message[1024];
 	size_t message_len;
+	char note[1024]; /* said instead of message when note_len > 0 */
+	size_t note_len;
 };
 
 static void *watch(void *arg)
@@ -40,8 +42,11 @@ static void *watch(void *arg)
 		if (nv_monotonic() >= w->kill_at) {
 			/* write(2) and _exit(2) only: the other thread is
 			 * stuck in arbitrary C code */
-			ssize_t n = write(STDERR_FILENO, w->message,
-					  w->message_len);
+			ssize_t n = w->note_len
+					    ? write(STDERR_FILENO, w->note,
+						    w->note_len)
+					    : write(STDERR_FILENO, w->message,
+						    w->message_len);
 			(void)n;
 			_exit(2);
 		}
@@ -74,11 +79,23 @@ int nv_watchdog_arm(nv_watchdog **wp, double kill_at, const char *message)
 	pthread_mutex_lock(&w->mu);
 	snprintf(w->message, sizeof(w->message), "%s", message);
 	w->message_len = strlen(w->message);
+	w->note_len = 0;
 	w->kill_at = kill_at;
 	w->armed = 1;
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 	return 0;
+}
+
+void nv_watchdog_note(nv_watchdog *w, const char *note)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	if (note)
+		snprintf(w->note, sizeof(w->note), "%s", note);
+	w->note_len = note ? strlen(w->note) : 0;
+	pthread_mutex_unlock(&w->mu);
 }
 
 void nv_watchdog_disarm(nv_watchdog *w)

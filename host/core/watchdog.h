@@ -17,6 +17,12 @@ typedef struct nv_watchdog nv_watchdog;
  * bounds Lua code). */
 int nv_watchdog_arm(nv_watchdog **w, double kill_at, const char *message);
 
+/* While note is set (not NULL), the process is ended with note instead of
+ * the armed message: a caller blocked in a known operation (a library's
+ * fetch) says what it was doing. NULL clears it; arming clears it too.
+ * w NULL: nothing to do. */
+void nv_watchdog_note(nv_watchdog *w, const char *note);
+
 /* Disarms w (NULL: nothing to do). */
 void nv_watchdog_disarm(nv_watchdog *w);
 

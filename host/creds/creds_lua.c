@@ -450,19 +450,29 @@ static int collect_finding(const nv_scan_finding *f, void *payload)
 
 static int push_report(lua_State *L, findings *all, const nv_scan_stats *stats);
 
-/* creds.scan_commit(repo_path, oid) -> {findings = {...}, allowed = n,
- * files = n, truncated = bool} | nil, err */
+/* creds.scan_commit(repo_path, oid [, {allowlist = false}]) ->
+ * {findings = {...}, allowed = n, files = n, truncated = bool} | nil, err.
+ * allowlist = false ignores the commit's .navette-secrets-allow. */
 static int l_creds_scan_commit(lua_State *L)
 {
 	const char *repo = luaL_checkstring(L, 1);
 	const char *oid = luaL_checkstring(L, 2);
-	findings *all = lua_newuserdatauv(L, sizeof(*all), 0);
+	unsigned flags = 0;
 	nv_scan_stats stats;
 	nv_err err;
 
+	if (!lua_isnoneornil(L, 3)) {
+		luaL_checktype(L, 3, LUA_TTABLE);
+		lua_getfield(L, 3, "allowlist");
+		if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1))
+			flags |= NV_SCAN_NO_ALLOWLIST;
+		lua_pop(L, 1);
+	}
+	findings *all = lua_newuserdatauv(L, sizeof(*all), 0);
 	memset(all, 0, sizeof(*all));
 	memset(&stats, 0, sizeof(stats));
-	int rc = nv_scan_commit(repo, oid, collect_finding, all, &stats, &err);
+	int rc = nv_scan_commit_ex(repo, oid, flags, collect_finding, all,
+				   &stats, &err);
 	if (rc < 0)
 		return nv_lua_push_error(L, &err);
 	return push_report(L, all, &stats);
@@ -673,5 +683,9 @@ int luaopen_navette_creds(lua_State *L)
 	lua_setfield(L, -2, "__metatable"); /* getmetatable hides it */
 	lua_pop(L, 1);
 	luaL_newlib(L, fns);
+	/* the largest file the scan reads (a library serves no larger module)
+	 */
+	lua_pushinteger(L, (lua_Integer)NV_SCAN_MAX_FILE_SIZE);
+	lua_setfield(L, -2, "scan_max_file_size");
 	return 1;
 }

@@ -149,6 +149,13 @@ int nv_scan_buffer(const nv_scan_allowlist *al, const char *path,
 int nv_scan_commit(const char *repo_path, const char *oid_hex, nv_scan_cb cb,
 		   void *payload, nv_scan_stats *stats, nv_err *err);
 
+/* nv_scan_commit() with flags: NV_SCAN_NO_ALLOWLIST ignores the commit's
+ * own allow-list (a library's files are scanned whatever it exempts). */
+#define NV_SCAN_NO_ALLOWLIST 1u
+int nv_scan_commit_ex(const char *repo_path, const char *oid_hex,
+		      unsigned flags, nv_scan_cb cb, void *payload,
+		      nv_scan_stats *stats, nv_err *err);
+
 /* Scans a plain folder with the allow-list at its root. Symlinks are never
  * followed (lstat/O_NOFOLLOW) and ".git" entries are skipped. stats (may be
  * NULL) is reset first. Returns like nv_scan_commit(). */

@@ -145,6 +145,14 @@ static int load_tree_allowlist(struct commit_walk *w, git_tree *tree,
 int nv_scan_commit(const char *repo_path, const char *oid_hex, nv_scan_cb cb,
 		   void *payload, nv_scan_stats *stats, nv_err *err)
 {
+	return nv_scan_commit_ex(repo_path, oid_hex, 0, cb, payload, stats,
+				 err);
+}
+
+int nv_scan_commit_ex(const char *repo_path, const char *oid_hex,
+		      unsigned flags, nv_scan_cb cb, void *payload,
+		      nv_scan_stats *stats, nv_err *err)
+{
 	struct commit_walk *w = NULL;
 	struct scan_ctx c;
 	nv_scan_stats local;
@@ -202,7 +210,8 @@ int nv_scan_commit(const char *repo_path, const char *oid_hex, nv_scan_cb cb,
 			      oid_hex);
 		goto out;
 	}
-	rc = load_tree_allowlist(w, tree, &al);
+	rc = (flags & NV_SCAN_NO_ALLOWLIST) ? 0
+					    : load_tree_allowlist(w, tree, &al);
 	if (rc)
 		goto out;
 	c.al = al;

@@ -2,11 +2,15 @@
  * resolving a library's ref to a commit with its kind. */
 #include "git/cache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <git2.h>
@@ -96,8 +100,10 @@ static int fetch_into(const char *dir, const char *url, nv_err *err)
 	char *specs[] = {heads, tags};
 	git_strarray refspecs = {specs, 2};
 	git_fetch_options opts;
+	git_remote_create_options ropts;
 	git_repository *repo = NULL;
 	git_remote *remote = NULL;
+	const char *asked;
 	char msg[NV_ERR_MESSAGE_MAX];
 	int grc, rc = 0;
 
@@ -111,18 +117,146 @@ static int fetch_into(const char *dir, const char *url, nv_err *err)
 	opts.prune = GIT_FETCH_PRUNE;
 	opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
 	opts.callbacks.transfer_progress = stop_when_too_big;
-	grc = git_remote_create_anonymous(&remote, repo, url);
-	if (grc >= 0)
+	/* An anonymous remote that no url.X.insteadOf of the user's git
+	 * configuration rewrites (an https URL made ssh would connect with
+	 * the user's keys to a host the library's URL did not name). */
+	git_remote_create_options_init(&ropts,
+				       GIT_REMOTE_CREATE_OPTIONS_VERSION);
+	ropts.repository = repo;
+	ropts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF |
+		      GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+	grc = git_remote_create_with_opts(&remote, url, &ropts);
+	if (grc >= 0) {
+		asked = git_remote_url(remote);
+		if (!asked || strcmp(asked, url) != 0) {
+			rc = nv_err_set(err, NV_EREFUSED,
+					"check url.*.insteadOf in your git "
+					"configuration",
+					"the remote of %.300s would fetch "
+					"from %.300s",
+					url, asked ? asked : "(none)");
+			goto out;
+		}
 		grc = git_remote_fetch(remote, &refspecs, &opts, "navette");
+	}
 	if (grc < 0) {
 		snprintf(msg, sizeof(msg), "cannot fetch %.300s%s", url,
 			 grc == GIT_EUSER ? " (more than 2 GiB)" : "");
 		rc = nv_git_fail(err, fetch_code(grc),
 				 "check the URL and that it is reachable", msg);
 	}
+out:
 	git_remote_free(remote);
 	git_repository_free(repo);
 	return rc;
+}
+
+/* Removes what a fetch of dir killed midway left (its writer held the
+ * lock we hold now, so nothing of it is in use): the folders
+ * DIR.tmp-RANDOM of a first fetch and libgit2's pack_git2_* temporary
+ * files in DIR/objects/pack. Best effort: a failure leaves litter only. */
+static void remove_stale(const char *dir)
+{
+	char parent[CACHE_PATH_MAX], prefix[CACHE_PATH_MAX],
+		path[CACHE_PATH_MAX];
+	const char *base, *slash = strrchr(dir, '/');
+	struct dirent *de;
+	size_t plen;
+	nv_err ignored;
+	DIR *d;
+
+	if (!slash || slash == dir)
+		return;
+	base = slash + 1;
+	if (nv_pathf(parent, sizeof(parent), "%.*s", (int)(slash - dir), dir) <
+		    0 ||
+	    nv_pathf(prefix, sizeof(prefix), "%s.tmp-", base) < 0)
+		return;
+	plen = strlen(prefix);
+	d = opendir(parent);
+	while (d && (de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, prefix, plen) != 0 ||
+		    strlen(de->d_name + plen) != 16 ||
+		    strspn(de->d_name + plen, "0123456789abcdef") != 16)
+			continue;
+		if (nv_pathf(path, sizeof(path), "%s/%s", parent, de->d_name) >=
+		    0)
+			nv_remove_tree(path, &ignored);
+	}
+	if (d)
+		closedir(d);
+	if (nv_pathf(parent, sizeof(parent), "%s/objects/pack", dir) < 0)
+		return;
+	d = opendir(parent);
+	while (d && (de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "pack_git2_", 10) != 0)
+			continue;
+		if (nv_pathf(path, sizeof(path), "%s/%s", parent, de->d_name) >=
+		    0)
+			unlink(path);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Where to fetch from, in buf: an https:// URL as it is, or an existing
+ * folder (an absolute path) as the file:// URL of its real path. Nothing
+ * else: a path such as "u@host:x" would make libgit2 speak ssh. */
+static int fetch_url(char *buf, size_t cap, const char *url, nv_err *err)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char real[PATH_MAX];
+	struct stat st;
+	size_t n = 0;
+
+	if (strncmp(url, "https://", 8) == 0) {
+		if (nv_pathf(buf, cap, "%s", url) < 0)
+			return nv_err_set(err, NV_EINVAL, NULL,
+					  "the library URL is too long");
+		return 0;
+	}
+	if (url[0] != '/')
+		return nv_err_set(err, NV_EINVAL,
+				  "use an https:// URL or the path of a "
+				  "folder",
+				  "a library is fetched from https:// or a "
+				  "local folder, not %.300s",
+				  url);
+	if (stat(url, &st) < 0)
+		return nv_err_set_errno(err, NV_ENOTFOUND, errno,
+					"check the library's path",
+					"no repository at %.300s", url);
+	if (!S_ISDIR(st.st_mode))
+		return nv_err_set(err, NV_ENOTFOUND, "check the library's path",
+				  "no repository at %.300s (not a folder)",
+				  url);
+	if (!realpath(url, real))
+		return nv_err_set_errno(err, NV_ENOTFOUND, errno,
+					"check the library's path",
+					"no repository at %.300s", url);
+	if (cap < 8)
+		return nv_err_set(err, NV_EINVAL, NULL, "buffer too small");
+	memcpy(buf, "file://", 7);
+	n = 7;
+	for (const char *p = real; *p; p++) {
+		unsigned char ch = (unsigned char)*p;
+		int plain = (ch >= 'a' && ch <= 'z') ||
+			    (ch >= 'A' && ch <= 'Z') ||
+			    (ch >= '0' && ch <= '9') || strchr("/._-~", ch);
+
+		if (n + 4 > cap)
+			return nv_err_set(err, NV_EINVAL, NULL,
+					  "the library path is too long");
+		if (plain) {
+			buf[n++] = (char)ch;
+		} else {
+			buf[n++] = '%';
+			buf[n++] = hex[ch >> 4];
+			buf[n++] = hex[ch & 15];
+		}
+	}
+	buf[n] = '\0';
+	return 0;
 }
 
 /* Makes the bare repository dir by a first fetch under a temporary name,
@@ -155,7 +289,7 @@ static int create_cache(const char *dir, const char *url, nv_err *err)
 
 int nv_git_cache_fetch(const char *dir, const char *url, nv_err *err)
 {
-	char parent[CACHE_PATH_MAX];
+	char parent[CACHE_PATH_MAX], from[CACHE_PATH_MAX + 16];
 	char *slash;
 	int fd, rc;
 
@@ -163,10 +297,9 @@ int nv_git_cache_fetch(const char *dir, const char *url, nv_err *err)
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "a library URL is 1 to %d bytes",
 				  NV_GIT_CACHE_URL_MAX);
-	if (url[0] == '/' && access(url, F_OK) < 0)
-		return nv_err_set_errno(err, NV_ENOTFOUND, errno,
-					"check the library's path",
-					"no repository at %.300s", url);
+	rc = fetch_url(from, sizeof(from), url, err);
+	if (rc)
+		return rc;
 	if (nv_pathf(parent, sizeof(parent), "%s", dir) < 0)
 		return nv_err_set(err, NV_EINVAL, NULL, "cache path too long");
 	slash = strrchr(parent, '/');
@@ -180,9 +313,11 @@ int nv_git_cache_fetch(const char *dir, const char *url, nv_err *err)
 		return nv_git_fail(err, NV_EBACKEND, NULL,
 				   "cannot initialise libgit2");
 	rc = lock_cache(&fd, dir, err);
-	if (!rc)
-		rc = access(dir, F_OK) == 0 ? fetch_into(dir, url, err)
-					    : create_cache(dir, url, err);
+	if (!rc) {
+		remove_stale(dir);
+		rc = access(dir, F_OK) == 0 ? fetch_into(dir, from, err)
+					    : create_cache(dir, from, err);
+	}
 	if (fd >= 0)
 		close(fd); /* releases the lock */
 	git_libgit2_shutdown();
@@ -211,20 +346,44 @@ static int lookup_ref(git_repository *repo, const char *space, const char *ref,
 	return found;
 }
 
-static int is_full_hex(const char *s)
+/* The length of s when it is all hexadecimal digits (either case), else 0. */
+static size_t hex_len(const char *s)
 {
-	size_t n = strspn(s, "0123456789abcdef");
+	size_t n = strspn(s, "0123456789abcdefABCDEF");
 
-	return n == NV_GIT_OID_HEX_LEN && s[n] == '\0';
+	return s[n] == '\0' ? n : 0;
+}
+
+int nv_git_cache_has_commit(const nv_git_repo *repo, const char *id,
+			    nv_err *err)
+{
+	git_repository *r = nv_git_libgit2(repo);
+	git_commit *c = NULL;
+	git_oid oid;
+	int found;
+
+	if (!id || hex_len(id) != NV_GIT_OID_HEX_LEN)
+		return nv_err_set(err, NV_EINVAL,
+				  "give the full 40-character commit id",
+				  "'%.60s' is not a commit id", id ? id : "");
+	found = git_oid_fromstr(&oid, id) == 0 &&
+		git_commit_lookup(&c, r, &oid) == 0;
+	git_commit_free(c);
+	git_error_clear();
+	if (!found)
+		return nv_err_set(err, NV_ENOTFOUND, NULL,
+				  "commit %s is not in the library's cache",
+				  id);
+	return 0;
 }
 
 int nv_git_cache_resolve(const nv_git_repo *repo, const char *ref,
 			 char oid_hex[NV_GIT_OID_HEX_LEN + 1],
 			 const char **kind, nv_err *err)
 {
-	git_repository *r = nv_git_libgit2(repo);
-	git_commit *c = NULL;
 	git_oid oid;
+	size_t n;
+	int rc;
 
 	oid_hex[0] = '\0';
 	*kind = NULL;
@@ -232,15 +391,39 @@ int nv_git_cache_resolve(const nv_git_repo *repo, const char *ref,
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "a library ref is 1 to %d bytes",
 				  NV_GIT_CACHE_REF_MAX);
-	if (lookup_ref(r, "tags", ref, &oid))
-		*kind = "tag";
-	else if (lookup_ref(r, "heads", ref, &oid))
-		*kind = "branch";
-	else if (is_full_hex(ref) && git_oid_fromstr(&oid, ref) == 0 &&
-		 git_commit_lookup(&c, r, &oid) == 0)
+	n = hex_len(ref);
+	if (n == NV_GIT_OID_HEX_LEN) {
+		/* a commit id names that object: never a tag or branch
+		 * named like it (which would point anywhere) */
+		rc = nv_git_cache_has_commit(repo, ref, err);
+		if (rc == NV_ENOTFOUND)
+			return nv_err_set(err, NV_ENOTFOUND,
+					  "check the commit id in the "
+					  "library's repository (git log)",
+					  "commit %.40s is not in the library",
+					  ref);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < n; i++)
+			oid_hex[i] = (char)(ref[i] >= 'A' && ref[i] <= 'F'
+						    ? ref[i] - 'A' + 'a'
+						    : ref[i]);
+		oid_hex[n] = '\0';
 		*kind = "commit";
-	git_commit_free(c);
-	git_error_clear();
+		return 0;
+	}
+	if (n >= NV_GIT_CACHE_HEX_MIN)
+		return nv_err_set(
+			err, NV_EINVAL,
+			"name the full 40-character commit id, or "
+			"a tag whose name is not hexadecimal",
+			"'%.40s' looks like an abbreviated commit id: "
+			"ambiguous with a tag or branch of that name",
+			ref);
+	if (lookup_ref(nv_git_libgit2(repo), "tags", ref, &oid))
+		*kind = "tag";
+	else if (lookup_ref(nv_git_libgit2(repo), "heads", ref, &oid))
+		*kind = "branch";
 	if (!*kind)
 		return nv_err_set(err, NV_ENOTFOUND,
 				  "check the tag, branch or commit id in the "

@@ -10,6 +10,8 @@
 #include <lauxlib.h>
 
 #include "core/nv_lua.h"
+#include "core/runtime.h"
+#include "core/watchdog.h"
 #include "git/archive.h"
 #include "git/cache.h"
 #include "git/git.h"
@@ -422,8 +424,24 @@ static int l_git_cache_fetch(lua_State *L)
 	const char *url = luaL_checkstring(L, 2);
 	nv_err err;
 
+	navette_runtime *rt = nv_runtime_of(L);
+	nv_watchdog *dog = rt && rt->deadline > 0 ? rt->watchdog : NULL;
+	char note[1024];
+	int rc;
+
+	/* the recipe's time bound ends a fetch that hangs: say so, not
+	 * "a pattern match that backtracks" */
+	snprintf(note, sizeof(note),
+		 "error: the recipe ran longer than %d s while navette fetched "
+		 "the library %.300s (navette.use); navette ended it one "
+		 "second later\n  check: that the library's remote answers "
+		 "(git ls-remote URL), or raise NAVETTE_RECIPE_TIMEOUT\n",
+		 rt ? (int)(rt->recipe_timeout_s + 0.5) : 0, url);
+	nv_watchdog_note(dog, note);
 	nv_err_clear(&err);
-	if (nv_git_cache_fetch(dir, url, &err))
+	rc = nv_git_cache_fetch(dir, url, &err);
+	nv_watchdog_note(dog, NULL);
+	if (rc)
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, 1);
 	return 1;
@@ -462,8 +480,24 @@ static int l_git_library_ref(lua_State *L)
 	return 2;
 }
 
+/* repo:library_commit(id) -> true | nil, err: the cache holds commit id
+ * (looked up as an object, never through a tag or branch) */
+static int l_git_library_commit(lua_State *L)
+{
+	nv_git_repo *repo = check_repo(L, 1);
+	const char *id = luaL_checkstring(L, 2);
+	nv_err err;
+
+	nv_err_clear(&err);
+	if (nv_git_cache_has_commit(repo, id, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 static const luaL_Reg repo_methods[] = {
 	{"library_ref", l_git_library_ref},
+	{"library_commit", l_git_library_commit},
 	{"read_file", l_git_read_file},
 	{"workdir", l_git_workdir},
 	{"head", l_git_head},

@@ -22,6 +22,9 @@ library.KEYS = { "git", "ref", "module" }
 
 local URL_MAX, REF_MAX = 2048, 200
 
+-- The deepest chain of libraries using libraries.
+library.NEST_MAX = 16
+
 -- The last fetch of each cache by this process, by folder: {ok, err}. A
 -- run evaluates its recipe twice and fetches in the first pass only.
 local fetched = {}
@@ -58,8 +61,10 @@ function library.parse_lock(text, where)
       if current[key] then fail(n, key .. " is given twice") end
       current[key] = value
     elseif not (line:match("^%s*$") or line:match("^%s*#")) then
-      fail(n, "expected [library \"URL\"], ref = REF or commit = ID, "
-           .. "got: " .. line:sub(1, 80))
+      -- (never the line itself: a lock that is some other file would
+      -- print that file's content)
+      fail(n, "expected [library \"URL\"], ref = REF or commit = ID, a "
+           .. "comment (#) or a blank line")
     end
   end
   for _, e in ipairs(entries) do
@@ -107,7 +112,10 @@ end
 -- lower case) or an absolute path (file://PATH or a path, relative to
 -- root). Anything else is refused: navette offers no credentials, and a
 -- URL carrying some would be written in the lock and the run records.
-function library.source(url, root)
+-- nested: the navette.use is a library's own, which may name only an
+-- https:// URL (its author cannot know the user's disk, and a path would
+-- let it read the user's other repositories).
+function library.source(url, root, nested)
   local scheme, rest = url:match("^(%a[%w+.-]*)://(.*)$")
   if scheme then
     scheme = scheme:lower()
@@ -117,10 +125,16 @@ function library.source(url, root)
                    .. "password", "libraries are fetched anonymously; "
                    .. "a URL is written in navette.lock and run records")
     end
-    if scheme == "file" then return clean_path(path) end
     if scheme == "https" then
       return "https://" .. host:lower() .. (path:gsub("/+$", ""))
     end
+    if nested then
+      recipe_error("a library's own navette.use names " .. url .. ": a "
+                   .. "library may use only https:// libraries", "local "
+                   .. "paths and file:// URLs are for the project's own "
+                   .. "recipes (ask the library's maintainers)")
+    end
+    if scheme == "file" then return clean_path(path) end
     recipe_error("the URL " .. url .. " uses " .. scheme .. "://",
                  "use https://, file:// or a path (navette fetches "
                  .. "libraries without credentials, over TLS)")
@@ -129,6 +143,12 @@ function library.source(url, root)
     recipe_error("the URL " .. url .. " looks like an ssh address",
                  "use https://, file:// or a path (ssh needs "
                  .. "credentials, which library fetches do not use)")
+  end
+  if nested then
+    recipe_error("a library's own navette.use names the path " .. url
+                 .. ": a library may use only https:// libraries",
+                 "local paths and file:// URLs are for the project's "
+                 .. "own recipes (ask the library's maintainers)")
   end
   return clean_path(util.join(root, url))
 end
@@ -170,6 +190,27 @@ local function lock_path(run)
   return run.project.root .. "/" .. library.LOCK_FILE
 end
 
+-- The largest navette.lock read (a lock lists a few libraries).
+library.LOCK_MAX = 1024 * 1024
+
+-- The text of the lock file at path in the folder, nil when there is
+-- none. Only a regular file (lstat: a symlink is refused, never followed)
+-- of at most LOCK_MAX bytes.
+function library.read_lock_file(path)
+  local st = sys.stat(path)
+  if not st then return nil end
+  if st.type ~= "file" then
+    error(errors.new("refused", path .. " is a " .. st.type .. ", not a "
+                     .. "regular file", "make it a file (remove it and run "
+                     .. "`navette lock RECIPE`)"), 0)
+  elseif st.size > library.LOCK_MAX then
+    error(errors.new("refused", path .. " is larger than "
+                     .. library.LOCK_MAX .. " bytes", "write it again with "
+                     .. "`navette lock RECIPE`"), 0)
+  end
+  return errors.check(sys.read_file(path, library.LOCK_MAX))
+end
+
 -- The lock a run checks against: the commit's (HEAD) for run and plan,
 -- the folder's for `navette lock`. -> by_url
 function library.read_lock(run)
@@ -177,12 +218,21 @@ function library.read_lock(run)
   local path = lock_path(run)
   local root = run.repo:workdir():gsub("/$", "")
   local text
+  local rel = path:sub(#root + 2)
+  local function bad(what, hint)
+    error(errors.new("refused", path .. " " .. what, hint), 0)
+  end
   if run.libraries_mode == "lock" or run.libraries_mode == "check" then
-    text = sys.stat(path) and errors.check(sys.read_file(path)) or ""
+    text = library.read_lock_file(path) or ""
   else
-    local rel = path:sub(#root + 2)
-    text = run.repo:read_file("HEAD", rel)
-    if not text and sys.stat(path) then
+    local err
+    text, err = run.repo:read_file("HEAD", rel, library.LOCK_MAX)
+    if not text and err and err.code ~= "not_found" then
+      -- (a symlink, a folder, too large: read_file says which)
+      bad("in commit HEAD cannot be read: " .. err.message, "make it a "
+          .. "regular file of at most " .. library.LOCK_MAX .. " bytes, "
+          .. "written by `navette lock RECIPE`, and commit it")
+    elseif not text and sys.stat(path) then
       error(errors.new("refused", library.LOCK_FILE .. " is not in "
                        .. "commit HEAD", "commit it (git add "
                        .. rel .. "): a run reads the committed lock"), 0)
@@ -268,7 +318,7 @@ local function check_locked(run, spec, current, kind, repo)
            .. " moved)", "ask the library's maintainers why; if the "
            .. "new commit is wanted, run `navette lock " .. run.recipe
            .. "`, review and commit " .. library.LOCK_FILE)
-  elseif not repo:library_ref(entry.commit) then
+  elseif not repo:library_commit(entry.commit) then
     refuse(spec.url .. ": commit " .. entry.commit .. " of "
            .. library.LOCK_FILE .. " is not in the cache", "fetch it: "
            .. "`navette lock --check " .. run.recipe .. "` (with the "
@@ -296,6 +346,11 @@ local function pin(run, spec)
            "name a tag or a commit id (pinned = true refuses floating "
            .. "refs)")
   end
+  if current and kind == "commit" and current ~= spec.ref:lower() then
+    refuse(spec.url .. ": ref " .. spec.ref .. " is a commit id, but it "
+           .. "resolved to commit " .. current, "report this: a commit id "
+           .. "is looked up as that commit, never through a tag")
+  end
   local commit = current
   if mode ~= "lock" then
     commit = check_locked(run, spec, asked and current or nil, kind, repo)
@@ -310,10 +365,37 @@ local function pin(run, spec)
            repo = repo, dir = dir }
 end
 
--- The secret scan of the library's commit, as of the project's commits.
+-- The secret scan of the library's commit, as of the project's commits,
+-- but with no allow-list: the library's own .navette-secrets-allow would
+-- exempt its own files (the project's applies to the project only).
 local function scan(run, lib)
-  require("navette.runner").scan_secrets(run, lib.commit, lib.url,
-    { path = lib.dir, name = "library " .. lib.url })
+  run.library_scanned = run.library_scanned or {}
+  if run.library_scanned[lib.commit] then return end
+  local report, err = _navette.creds.scan_commit(lib.dir, lib.commit,
+                                                 { allowlist = false })
+  if not report then
+    refuse(lib.url .. ": cannot scan commit " .. lib.commit:sub(1, 12)
+           .. " for secrets: " .. err.message, err.hint)
+  end
+  if #report.findings > 0 then
+    local lines = {}
+    for i, f in ipairs(report.findings) do
+      if i > 20 then
+        lines[#lines + 1] = "  ... and " .. (#report.findings - 20)
+                            .. " more"
+        break
+      end
+      lines[#lines + 1] = "  " .. f.path .. (f.line > 0
+        and (":" .. f.line) or "") .. ": " .. f.reason .. " [" .. f.rule
+        .. "]"
+    end
+    refuse(lib.url .. ": commit " .. lib.commit:sub(1, 12) .. " holds "
+           .. "what looks like secrets:\n" .. table.concat(lines, "\n"),
+           "ask the library's maintainers to remove them (and rotate "
+           .. "them); a library's own .navette-secrets-allow does not "
+           .. "apply")
+  end
+  run.library_scanned[lib.commit] = true
 end
 
 -- ---- evaluation ---------------------------------------------------------
@@ -322,36 +404,77 @@ end
 -- reads the library's files at the pinned commit, nothing else.
 local function evaluate(run, lib, module)
   local shown = lib.url .. "@" .. lib.commit:sub(1, 12)
+  local from = { url = lib.url }
+  -- (only what the secret scan read: at most its size cap, no NUL byte,
+  -- which the scan takes for a binary file and skips)
+  local max = _navette.creds.scan_max_file_size
   local function source(rel)
-    local src, err = lib.repo:read_file(lib.commit, rel)
-    if not src then return nil, err.message end
+    local src, err = lib.repo:read_file(lib.commit, rel, max)
+    if not src then
+      return nil, err.message, err.message:find("is larger than", 1, true)
+             and "the secret scan reads files of at most " .. max
+                 .. " bytes: navette loads no larger module of a library"
+    end
+    if src:find("\0", 1, true) then
+      return nil, "'" .. rel .. "' holds a NUL byte (the secret scan "
+                  .. "skips binary files, so navette loads none)",
+             "a library's module is Lua text, with no NUL byte"
+    end
     return src, shown .. ":" .. rel
   end
   local env = core.sandbox(run.recipe_dir, {
-    navette = require("navette.public").new(),
+    -- (its navette.use is marked as the library's own, whenever called)
+    navette = require("navette.public").new({
+      use = function(decl) return library.use(decl, from) end,
+    }),
     print = run.print,
     load_module = function(_, rel) return source(rel) end,
   })
   local rel = module:gsub("%.", "/") .. ".lua"
-  local src, why = source(rel)
+  local src, why, hint = source(rel)
   if not src then
-    recipe_error("library " .. lib.url .. ": " .. why, "a library's "
-                 .. "module is init.lua at its root, or the file that "
-                 .. "module = \"a.b\" names (a/b.lua)")
+    recipe_error("library " .. lib.url .. ": " .. why, hint or ("a "
+                 .. "library's module is init.lua at its root, or the "
+                 .. "file that module = \"a.b\" names (a/b.lua)"))
   end
   local chunk = errors.check(core.load_recipe(shown .. ":" .. rel, env,
                                               shown .. ":" .. rel, src))
   return chunk(module)
 end
 
--- navette.use{ git, ref [, module] } -> the library's module
-function library.use(decl)
+-- navette.use{ git, ref [, module] } -> the library's module. from: the
+-- library whose own navette.use this is (nil for the project's recipes).
+function library.use(decl, from)
   local spec = library.validate(decl)
   local run = require("navette.runner").current
   if not run then
     errors.raise("usage", "navette.use was called outside a recipe run",
                  "run the recipe with `navette run` or `navette plan`")
   end
+  -- A module being evaluated that is used again: a loop, which would
+  -- recurse until the memory limit. (Compared by where it is fetched
+  -- from: https://H/a and HTTPS://h/a/ are one library.)
+  run.library_evaluating = run.library_evaluating or {}
+  local chain = run.library_evaluating
+  local ok, where = pcall(library.source, spec.url, run.project.root)
+  local shown = spec.url .. " (" .. spec.module .. ")"
+  local key = (ok and where or spec.url) .. "\0" .. spec.module
+  for i, c in ipairs(chain) do
+    if c.key == key then
+      local names = {}
+      for j = i, #chain do names[#names + 1] = chain[j].shown end
+      names[#names + 1] = shown
+      recipe_error("libraries use each other in a loop: "
+                   .. table.concat(names, " -> "), "a library must not "
+                   .. "use itself, directly or through another")
+    end
+  end
+  if #chain >= library.NEST_MAX then
+    recipe_error("libraries nest more than " .. library.NEST_MAX
+                 .. " deep: " .. shown, "a library's own navette.use "
+                 .. "should bring few others")
+  end
+  if from then library.source(spec.url, run.project.root, true) end
   run.library_used = run.library_used or {}
   local used = run.library_used[spec.url]
   if used and used.ref ~= spec.ref then
@@ -361,12 +484,14 @@ function library.use(decl)
   end
   if not used then
     used = pin(run, spec)
+    scan(run, used)
+    -- (only now that every check passed: a library refused under pcall
+    -- is neither served later nor written in the lock or the records)
     used.modules = {}
     run.library_used[spec.url] = used
     run.libraries = run.libraries or {}
     run.libraries[#run.libraries + 1] = { url = used.url, ref = used.ref,
                                           commit = used.commit }
-    scan(run, used)
     if core.plan_mode() and run.plan_command then
       core.plan("git", "library", used.url .. " " .. used.ref .. " -> "
                 .. used.commit .. " (as locked; plan does not ask the "
@@ -374,6 +499,13 @@ function library.use(decl)
     end
   end
   if used.modules[spec.module] == nil then
+    local entry = { key = key, shown = shown }
+    chain[#chain + 1] = entry
+    local _ <close> = setmetatable({}, { __close = function()
+      for i = #chain, 1, -1 do
+        if chain[i] == entry then table.remove(chain, i); break end
+      end
+    end })
     local value = evaluate(run, used, spec.module)
     if value == nil then value = true end -- (as require does)
     used.modules[spec.module] = value

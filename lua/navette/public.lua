@@ -68,11 +68,12 @@ function public.names()
   return names
 end
 
--- A fresh sealed `navette` object.
-function public.new()
+-- A fresh sealed `navette` object. with (optional): a trusted function
+-- by path that replaces FUNCTIONS' (a library's navette.use is its own).
+function public.new(with)
   local api = { version = (core.version()) }
   for _, f in ipairs(FUNCTIONS) do
-    local path, fn = f[1], f[2]
+    local path, fn = f[1], (with and with[f[1]]) or f[2]
     local group, name = path:match("^(%w+)%.([%w_]+)$")
     if group then
       api[group] = api[group] or {}

@@ -257,4 +257,235 @@ check_rc "an unreachable library, not cached: exit 4" 4
 check_contains "an unreachable library: says it is not in the cache" \
 	"$ERR" "(and it is not in the cache)"
 
+
+# ---- a commit id means that commit (review F2) ------------------------------
+I=$(NO_PROJECT_FILE=1 new_repo idlib) || exit 1
+printf 'return { who = "reviewed" }\n' >"$I/init.lua"
+X=$(commit_all "$I") || exit 1
+printf 'return { who = "moved" }\n' >"$I/init.lua"
+Y=$(commit_all "$I") || exit 1
+git -C "$I" tag "$X" "$Y" || exit 1 # a tag named like commit X -> Y
+git -C "$I" tag abcdef1 "$Y" || exit 1
+Q=$(new_repo review) || exit 1
+put_file "$Q" byid.lua <<EOF
+local lib = require("navette").use { git = "file://$I", ref = "$X" }
+print("who: " .. lib.who)
+EOF
+put_file "$Q" abbrev.lua <<EOF
+require("navette").use { git = "file://$I", ref = "abcdef1" }
+EOF
+commit_all "$Q" >/dev/null || exit 1
+nv_in "$Q" lock byid.lua
+check_rc "a commit id shadowed by a tag: lock ok" 0
+check_contains "a commit id: the lock pins that commit" \
+	"$(cat "$Q/navette.lock")" "commit = $X"
+check_contains "a commit id: the module is that commit's" "$OUT" \
+	"who: reviewed"
+nv_in "$Q" lock abbrev.lua
+check_rc "a tag named like an abbreviated id: refused" 3
+check_contains "a tag named like an abbreviated id: ambiguous" "$ERR" \
+	"'abcdef1' looks like an abbreviated commit id"
+rm -f "$Q/navette.lock"
+
+# ---- a library's own navette.use: https:// only (review F3) ----------------
+V=$(NO_PROJECT_FILE=1 new_repo private) || exit 1
+printf 'return { customer_list = "acme,globex" }\n' >"$V/settings.lua"
+commit_all "$V" >/dev/null || exit 1
+N=$(NO_PROJECT_FILE=1 new_repo nester) || exit 1
+put_file "$N" init.lua <<EOF
+local navette = require "navette"
+local M = {}
+local function why(e) return type(e) == "table" and e.message or tostring(e) end
+function M.use(url)
+  local ok, s = pcall(navette.use, { git = url, ref = "main",
+                                     module = "settings" })
+  print("nested " .. url .. ": " .. (ok and "READ " .. s.customer_list
+                                     or why(s)))
+end
+M.use("../private")
+return M
+EOF
+commit_all "$N" >/dev/null || exit 1
+git -C "$N" tag v1 || exit 1
+put_file "$Q" nested.lua <<EOF
+local navette = require "navette"
+navette.use { git = "$V", ref = "main", module = "settings" } -- the project's
+local lib = navette.use { git = "file://$N", ref = "v1" }
+for _, url in ipairs { "$V", "file://$V", "/etc", "." } do lib.use(url) end
+EOF
+commit_all "$Q" >/dev/null || exit 1
+nv_in "$Q" lock nested.lua
+check_rc "a library's nested local use: the recipe goes on" 0
+check_no_match "a library reads no local repository" "$OUT" "READ"
+for url in ../private "$V" "file://$V" /etc .; do
+	check_contains "a library's nested use of $url: refused" "$OUT" \
+		"nested $url: "
+done
+check_contains "a library's nested use: says why" "$OUT" \
+	"a library may use only https:// libraries"
+rm -f "$Q/navette.lock"
+
+# a library refused (secret scan) under pcall is not served nor locked
+put_file "$Q" trypcall.lua <<EOF
+local navette = require "navette"
+for i = 1, 2 do
+  local ok = pcall(navette.use, { git = "file://$S", ref = "v1" })
+  print("attempt " .. i .. ": " .. (ok and "served" or "refused"))
+end
+navette.use { git = "file://$L", ref = "v1" }
+EOF
+commit_all "$Q" >/dev/null || exit 1
+nv_in "$Q" lock trypcall.lua
+check_contains "a library refused under pcall: refused again" "$OUT" \
+	"attempt 2: refused"
+check_no_match "a library refused under pcall: never served" "$OUT" "served"
+check_no_match "a library refused under pcall: not in the lock" \
+	"$(cat "$Q/navette.lock" 2>/dev/null)" "leaky"
+rm -f "$Q/navette.lock"
+
+# ---- fetched only from https:// or a folder (review F4) ---------------------
+echo x >"$Q/u@127.0.0.1:x"
+put_file "$Q" sshlike.lua <<'EOF'
+require("navette").use { git = "./u@127.0.0.1:x", ref = "v1" }
+EOF
+commit_all "$Q" >/dev/null || exit 1
+nv_in "$Q" lock sshlike.lua
+check_rc "a path that is a file named like an ssh address: exit 2" 2
+check_contains "an ssh-like file path: not a folder, no ssh" "$ERR" \
+	"(not a folder)"
+check_no_match "an ssh-like file path: no ssh session" "$ERR" "SSH|ssh"
+
+# ---- navette.lock is read as a regular file, never echoed (review F5) ------
+secret_text=Zq8vN2xLr7pK4wT9mY3bEchoed
+printf '%s\n' "$secret_text" >"$T/docker_secret"
+put_file "$Q" plain.lua <<EOF
+require("navette").use { git = "file://$L", ref = "v1" }
+EOF
+ln -s "$T/docker_secret" "$Q/navette.lock"
+nv_in "$Q" lock --check plain.lua
+check_rc "navette.lock a symlink: lock --check refused" 3
+check_contains "navette.lock a symlink: says so" "$ERR" \
+	"navette.lock is a symlink, not a regular file"
+check_no_match "navette.lock a symlink: its target is not printed" \
+	"$OUT$ERR" "$secret_text"
+nv_in "$Q" lock plain.lua
+check_rc "navette.lock a symlink: lock refused" 3
+check_no_match "navette.lock a symlink: lock prints no target" \
+	"$OUT$ERR" "$secret_text"
+check_eq "navette.lock a symlink: the secret is left as it was" \
+	"$(cat "$T/docker_secret")" "$secret_text"
+commit_all "$Q" >/dev/null || exit 1
+nv_in "$Q" plan plain.lua
+check_rc "navette.lock a committed symlink: plan refused" 3
+check_contains "a committed symlink: not a regular file" "$ERR" \
+	"not a regular file"
+check_no_match "a committed symlink: its target is not printed" \
+	"$OUT$ERR" "$secret_text"
+rm -f "$Q/navette.lock"
+printf '[library "x"]\nref = %s extra\n' "$secret_text" >"$Q/navette.lock"
+nv_in "$Q" lock --check plain.lua
+check_rc "a malformed lock: refused" 2
+check_contains "a malformed lock: names the line" "$ERR" "navette.lock:2:"
+check_no_match "a malformed lock: the line is not echoed" "$ERR" \
+	"$secret_text"
+python3 -c 'import sys; open(sys.argv[1], "w").write("#" * (1 << 20) + "\n")' \
+	"$Q/navette.lock"
+nv_in "$Q" lock --check plain.lua
+check_rc "a lock over the size cap: refused" 3
+check_contains "a lock over the size cap: says so" "$ERR" \
+	"is larger than 1048576 bytes"
+commit_all "$Q" >/dev/null || exit 1
+nv_in "$Q" plan plain.lua
+check_rc "a committed lock over the size cap: plan refused" 3
+check_contains "a committed lock over the size cap: says so" "$ERR" \
+	"larger than 1048576 bytes"
+check_no_match "a committed lock over the size cap: not 'not in HEAD'" \
+	"$ERR" "not in commit HEAD"
+git -C "$Q" rm -q navette.lock && commit_all "$Q" >/dev/null || exit 1
+
+# ---- a library serves only what the secret scan read (review F6) -----------
+tok=ghp_$(python3 -c 'import random; r=random.Random(7); print("".join(r.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") for _ in range(36)))')
+BG=$(NO_PROJECT_FILE=1 new_repo biglib) || exit 1
+python3 -c 'import sys; open(sys.argv[1], "w").write("-- " + "x" * (3 << 20) + "\nreturn { t = \"" + sys.argv[2] + "\" }\n")' \
+	"$BG/init.lua" "$tok"
+NL=$(NO_PROJECT_FILE=1 new_repo nullib) || exit 1
+printf -- '-- \0\nreturn { t = "%s" }\n' "$tok" >"$NL/init.lua"
+AL=$(NO_PROJECT_FILE=1 new_repo allowlib) || exit 1
+printf 'return { t = "%s" }\n' "$tok" >"$AL/init.lua"
+printf '** test fixtures\n' >"$AL/.navette-secrets-allow"
+for v in "$BG" "$NL" "$AL"; do
+	commit_all "$v" >/dev/null && git -C "$v" tag v1 || exit 1
+	b=$(basename "$v")
+	put_file "$Q" "$b.lua" <<EOF
+print("served: " .. #require("navette").use { git = "file://$v", ref = "v1" }.t)
+EOF
+done
+commit_all "$Q" >/dev/null || exit 1
+nv_in "$Q" lock biglib.lua
+check_rc "a module over the scan's size cap: refused" 2
+check_contains "a module over the scan's size cap: says so" "$ERR" \
+	"'init.lua' is larger than 2097152 bytes"
+check_no_match "a module over the scan's size cap: not served" "$OUT" \
+	"served"
+nv_in "$Q" lock nullib.lua
+check_rc "a module holding a NUL byte: refused" 2
+check_contains "a module holding a NUL byte: says so" "$ERR" \
+	"'init.lua' holds a NUL byte"
+nv_in "$Q" lock allowlib.lua
+check_rc "a library's own allow-list does not apply: refused" 3
+check_contains "a library's own allow-list: the finding" "$ERR" \
+	"init.lua:1: "
+check_no_match "a library's own allow-list: not served" "$OUT" "served"
+rm -f "$Q/navette.lock"
+
+# ---- a library that uses itself: a loop, not a runaway (review F8) ---------
+LP=$(NO_PROJECT_FILE=1 new_repo looper) || exit 1
+put_file "$LP" init.lua <<EOF
+return require("navette").use { git = "file://$LP", ref = "v1" }
+EOF
+commit_all "$LP" >/dev/null && git -C "$LP" tag v1 || exit 1
+put_file "$Q" loop.lua <<EOF
+require("navette").use { git = "file://$LP", ref = "v1" }
+EOF
+commit_all "$Q" >/dev/null || exit 1
+nv_in "$Q" lock loop.lua
+check_rc "a library loop: a recipe error" 2
+check_contains "a library loop: names the chain" "$ERR" \
+	"libraries use each other in a loop: file://$LP (init) -> file://$LP (init)"
+put_file "$LP" init.lua <<EOF
+return require("navette").use { git = "FILE://$LP/./", ref = "v1" }
+EOF
+commit_all "$LP" >/dev/null && git -C "$LP" tag -f v1 >/dev/null || exit 1
+nv_in "$Q" lock loop.lua
+check_rc "a library loop, the URL spelled otherwise: a recipe error" 2
+check_contains "a library loop, spelled otherwise: still a loop" "$ERR" \
+	"libraries use each other in a loop: file://$LP (init) -> FILE://$LP/. (init)"
+
+
+# ---- a fetch that hangs: the time bound says so (review F7) -----------------
+# (a listener that accepts and never answers: the TLS handshake waits)
+python3 -c '
+import os, socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(4)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1]); s.settimeout(30)
+try:
+    c, _ = s.accept(); time.sleep(20)
+except Exception:
+    pass' "$T/silent.port" &
+silent_pid=$!
+for _ in $(seq 100); do [ -f "$T/silent.port" ] && break; sleep 0.1; done
+put_file "$Q" hang.lua <<EOF
+require("navette").use { git = "https://127.0.0.1:$(cat "$T/silent.port")/team/lib", ref = "v1" }
+EOF
+commit_all "$Q" >/dev/null || exit 1
+NAVETTE_RECIPE_TIMEOUT=2 nv_in "$Q" lock hang.lua
+check_rc "a fetch that hangs: ended by the time bound" 2
+check_contains "a fetch that hangs: says it was fetching the library" \
+	"$ERR" "while navette fetched the library https://127.0.0.1:"
+check_no_match "a fetch that hangs: blames no pattern match" "$ERR" \
+	"backtrack"
+kill "$silent_pid" 2>/dev/null
+wait "$silent_pid" 2>/dev/null
+
 finish

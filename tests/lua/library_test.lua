@@ -55,6 +55,18 @@ t.test("the lock: a damaged file names its line", function()
   bad('[library "x"]\nbranch = v1\n', "^p/navette.lock:2: expected")
 end)
 
+t.test("the lock: a malformed line is never echoed", function()
+  -- (a lock that is some other file, a secret, must not be printed)
+  for _, text in ipairs({ "Zq8vN2xLr7pK4wT9mY3b\n",
+                          '[library "x"]\nref = v1\ncommit = ' .. A
+                          .. "\npassword = Zq8vN2xLr7pK4wT9mY3b x\n" }) do
+    local e = t.raises(function() library.parse_lock(text, "navette.lock") end)
+    t.match(e.message, "^navette.lock:%d+: expected")
+    t.ok(not e.message:find("Zq8v", 1, true), "echoed: " .. e.message)
+    t.ok(not (e.hint or ""):find("Zq8v", 1, true), "echoed: " .. e.hint)
+  end
+end)
+
 t.test("navette.use: what it accepts", function()
   local s = library.validate({ git = "https://h/team/lib/", ref = "v1.4" })
   t.eq(s.url, "https://h/team/lib", "a trailing slash is not part of it")
@@ -100,6 +112,18 @@ t.test("where a library is fetched from", function()
   bad("git://h/lib", "uses git://")
   bad("ssh://h/lib", "uses ssh://")
   bad("git@h:team/lib", "looks like an ssh address")
+end)
+
+t.test("a library's own navette.use: https:// only", function()
+  t.eq(library.source("https://h/team/lib", "/p", true), "https://h/team/lib")
+  for _, url in ipairs({ "../private", "/abs/lib", ".", "file:///abs/lib",
+                         "FILE://../x", "libs/x" }) do
+    local e = t.raises(function() library.source(url, "/p/proj", true) end)
+    t.match(e.message, "may use only https://")
+    t.eq(e.code, "recipe")
+  end
+  -- (the project's own recipes keep paths and file://)
+  t.eq(library.source("file:///abs/lib", "/p"), "/abs/lib")
 end)
 
 t.test("navette.use outside a run is a usage error", function()

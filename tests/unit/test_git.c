@@ -601,6 +601,68 @@ static void test_library_cache(void)
 	CHECK(nv_git_cache_resolve(repo, first, oid, &kind, &err) == 0);
 	nv_git_free(repo);
 
+	/* a tag named like commit id `first` pointing at `second`: the id
+	 * still means that commit; a name that looks like an abbreviated
+	 * id is refused; a commit the cache lacks is not found through a
+	 * tag of its name */
+	CHECK(sh("cd '%s' && git tag %s %s && git tag abcdef1 %s && "
+		 "git tag 00000000000000000000000000000000000000aa %s",
+		 lib, first, second, second, second) == 0);
+	CHECK(nv_git_cache_fetch(cache, lib, &err) == 0);
+	CHECK(nv_git_open_bare(&repo, cache, &err) == 0);
+	if (!repo)
+		return;
+	CHECK(nv_git_cache_resolve(repo, first, oid, &kind, &err) == 0);
+	CHECK_STR(oid, first);
+	CHECK_STR(kind, "commit");
+	CHECK(nv_git_cache_resolve(repo, "abcdef1", oid, &kind, &err) ==
+	      NV_EINVAL);
+	CHECK(strstr(err.message, "ambiguous") != NULL);
+	CHECK(nv_git_cache_resolve(repo,
+				   "00000000000000000000000000000000000000aa",
+				   oid, &kind, &err) == NV_ENOTFOUND);
+	CHECK(nv_git_cache_has_commit(repo, first, &err) == 0);
+	CHECK(nv_git_cache_has_commit(
+		      repo, "00000000000000000000000000000000000000aa", &err) ==
+	      NV_ENOTFOUND);
+	CHECK(nv_git_cache_has_commit(repo, "v1", &err) == NV_EINVAL);
+	nv_git_free(repo);
+	CHECK(sh("cd '%s' && git tag -d %s abcdef1 "
+		 "00000000000000000000000000000000000000aa >/dev/null",
+		 lib, first) == 0);
+
+	/* only https:// or a folder: a file named like an ssh address, a
+	 * relative path, another scheme are refused before libgit2 */
+	CHECK(sh("echo x > '%s/u@127.0.0.1:x'", tmp) == 0);
+	{
+		char path[PATH_MAX + 32];
+
+		snprintf(path, sizeof(path), "%s/u@127.0.0.1:x", tmp);
+		CHECK(nv_git_cache_fetch(cache, path, &err) == NV_ENOTFOUND);
+		CHECK(strstr(err.message, "not a folder") != NULL);
+	}
+	CHECK(nv_git_cache_fetch(cache, "u@127.0.0.1:x", &err) == NV_EINVAL);
+	CHECK(nv_git_cache_fetch(cache, "ssh://127.0.0.1/x", &err) ==
+	      NV_EINVAL);
+
+	/* the user's url.X.insteadOf does not rewrite a library's URL */
+	CHECK(sh("git config --global url.file:///nonexistent/.insteadOf "
+		 "file://") == 0);
+	CHECK(nv_git_cache_fetch(cache, lib, &err) == 0);
+	CHECK(sh("git config --global --unset url.file:///nonexistent/"
+		 ".insteadOf") == 0);
+
+	/* what a killed fetch left is removed by the next fetch */
+	CHECK(sh("mkdir -p '%s.tmp-0123456789abcdef/objects' "
+		 "'%s.tmp-keep' && echo x > "
+		 "'%s/objects/pack/pack_git2_0123456789abcdef'",
+		 cache, cache, cache) == 0);
+	CHECK(nv_git_cache_fetch(cache, lib, &err) == 0);
+	CHECK(sh("test ! -e '%s.tmp-0123456789abcdef' && "
+		 "test ! -e '%s/objects/pack/pack_git2_0123456789abcdef' && "
+		 "test -d '%s.tmp-keep'",
+		 cache, cache, cache) == 0);
+
 	/* the remote gone: the fetch fails, the cache stays */
 	CHECK(sh("mv '%s' '%s.away'", lib, lib) == 0);
 	CHECK(nv_git_cache_fetch(cache, lib, &err) == NV_ENOTFOUND);

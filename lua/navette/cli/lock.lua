@@ -62,9 +62,8 @@ end
 local function write_lock(path, found)
   local library = require "navette.library"
   local old = {}
-  if sys.stat(path) then
-    old = library.parse_lock(errors.check(sys.read_file(path)), path)
-  end
+  local text = library.read_lock_file(path) -- (a regular file only)
+  if text then old = library.parse_lock(text, path) end
   local entries, by_url = {}, {}
   for _, e in ipairs(old) do
     entries[#entries + 1] = e
