@@ -412,3 +412,54 @@ PY
 store_dir() {
 	printf '%s/store/%s/%s\n' "$NAVETTE_HOME" "$1" "$2"
 }
+
+# ---- the storage and Slurm stacks (ctest's fixtures "s3" and "slurm") ----
+
+# use_s3_stack NAME: the S3 stack's settings and keys in the environment
+# (S3_STACK_ENV, set by ctest), EP (the --endpoint flag) and BUCKET, a
+# bucket name for this test (not made yet). Exits without the fixture.
+use_s3_stack() {
+	if [ ! -r "${S3_STACK_ENV:-}" ]; then
+		echo "FAIL: S3_STACK_ENV is not set to a readable file (ctest sets it)" >&2
+		exit 1
+	fi
+	. "$S3_STACK_ENV"
+	export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY
+	export AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY
+	unset AWS_SESSION_TOKEN AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_PROFILE
+	export AWS_REGION=$S3_REGION
+	EP=(--endpoint "$S3_ENDPOINT")
+	BUCKET=nv-$1-$$-$RANDOM
+}
+
+# use_slurm_stack NAME: use_s3_stack NAME, and the Slurm stack's settings
+# (SLURM_STACK_ENV) exported, SLURM_STACK_DIR, WD (a working folder the
+# cluster's user reaches), logs shipped every second.
+use_slurm_stack() {
+	if [ ! -r "${SLURM_STACK_ENV:-}" ]; then
+		echo "FAIL: SLURM_STACK_ENV is not set to a readable file (ctest sets it)" >&2
+		exit 1
+	fi
+	use_s3_stack "$1"
+	. "$SLURM_STACK_ENV"
+	export SLURM_CONF
+	export NAVETTE_LOG_INTERVAL=1
+	SLURM_STACK_DIR=${SLURM_STACK_DIR:-$(dirname "$SLURM_STACK_ENV")}
+	WD=$T/slurm-wd
+	mkdir -p "$WD"
+	chmod 755 "$T" "$WD"
+}
+
+# s3cat KEY: an object of BUCKET on stdout (nothing, and status 1, when
+# it cannot be read)
+s3cat() {
+	rm -f "$T/got"
+	"$NAVETTE" storage cp "s3://$BUCKET/$1" "$T/got" "${EP[@]}" >/dev/null 2>&1 &&
+		cat "$T/got"
+}
+
+# st ID EXPR: EXPR (python, over d) of the job's `status --json`
+st() { "$NAVETTE" status "$1" --json 2>/dev/null | json "$2" 2>&1; }
+
+# sub_id NAME_RE: the id `run` printed for the job named NAME_RE (in OUT)
+sub_id() { printf '%s\n' "$OUT" | sed -n "s/^job $1 submitted: \(.*\)$/\1/p"; }

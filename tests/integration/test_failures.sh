@@ -45,7 +45,6 @@ prefix_listing() {
 }
 ONLY_NAVETTE="./navette-run.json ./navette.log "
 
-st() { "$NAVETTE" status "$1" --json 2>/dev/null | json "$2" 2>&1; }
 
 # ---- exit status 3
 nv_in "$R" run exit3.lua --wait

@@ -356,7 +356,7 @@ check_contains "an ssh-like file path: not a folder, no ssh" "$ERR" \
 check_no_match "an ssh-like file path: no ssh session" "$ERR" "SSH|ssh"
 
 # ---- navette.lock is read as a regular file, never echoed (review F5) ------
-secret_text=Zq8vN2xLr7pK4wT9mY3bEchoed
+secret_text=lock-target-never-shown
 printf '%s\n' "$secret_text" >"$T/docker_secret"
 put_file "$Q" plain.lua <<EOF
 require("navette").use { git = "file://$L", ref = "v1" }

@@ -9,18 +9,7 @@
 # Needs S3_STACK_ENV (the stack's users.env), set by ctest.
 . "$(dirname "$0")/lib.sh"
 
-: "${S3_STACK_ENV:?set S3_STACK_ENV to the users.env of tests/stack/s3-start.sh}"
-if [ ! -r "$S3_STACK_ENV" ]; then
-	echo "FAIL: no S3 stack: cannot read $S3_STACK_ENV" >&2
-	exit 1
-fi
-. "$S3_STACK_ENV"
-export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY
-export AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY
-unset AWS_SESSION_TOKEN AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_PROFILE
-export AWS_REGION=$S3_REGION
-EP=(--endpoint "$S3_ENDPOINT")
-BUCKET=nv-flow-$$-$RANDOM
+use_s3_stack flow
 nv storage mb "s3://$BUCKET" "${EP[@]}"
 check_rc "the test bucket is created" 0
 
@@ -52,13 +41,6 @@ EOF
 git -C "$R" init -q
 commit_all "$R" >/dev/null
 
-s3cat() {
-	rm -f "$T/got"
-	"$NAVETTE" storage cp "s3://$BUCKET/$1" "$T/got" "${EP[@]}" >/dev/null 2>&1 &&
-		cat "$T/got"
-}
-st() { "$NAVETTE" status "$1" --json 2>/dev/null | json "$2" 2>&1; }
-sub_id() { printf '%s\n' "$OUT" | sed -n "s/^job $1 submitted: \(.*\)$/\1/p"; }
 
 nv_in "$R" run recipes/flow.lua --wait
 check_rc "a sweep and its fan-in on an s3:// store succeed" 0

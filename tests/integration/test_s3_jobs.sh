@@ -329,7 +329,6 @@ for name in exit3 missing; do
 	FID=$(printf '%s\n' "$OUT" | sed -n "s/^job $name submitted: \([^ ]*\)$/\1/p")
 	eval "ID_$name=\$FID"
 done
-st() { "$NAVETTE" status "$1" --json 2>/dev/null | json "$2" 2>&1; }
 check_eq "exit 3: failed" "$(st "$ID_exit3" 'd["state"]')" failed
 check_eq "exit 3: in phase running" "$(st "$ID_exit3" 'd["failure"]["phase"]')" running
 check_match "exit 3: the reason names the status" \

@@ -278,7 +278,7 @@ no_job_submitted "ignored recipe"
 # recipe could catch) nor its values reach the recipe, whether the link
 # is committed, left untracked, a folder link, or the recipe itself.
 L=$(repo links) || exit 1
-printf 'AWS_SECRET_ACCESS_KEY=Zq8vN2xLr7pK4wT9mY3bLinkProbe\n' >"$T/outside.env"
+printf 'HIDDEN_VALUE=linkprobeneverread\n' >"$T/outside.env"
 mkdir -p "$T/outside-dir"
 cp "$T/outside.env" "$T/outside-dir/env.lua"
 ln -s "$T/outside.env" "$L/cfg.lua"
@@ -295,7 +295,7 @@ ln -s "$T/outside.env" "$L/loose.lua" # untracked
 for m in cfg sub.env loose; do
 	nv_in "$L" plan "req-$m.lua"
 	check_no_match "a link ($m): the file's text never reaches the recipe" \
-		"$OUT$ERR" "LinkProbe"
+		"$OUT$ERR" "linkprobeneverread"
 	check_contains "a link ($m): require says why" "$OUT" \
 		"CAUGHT: module '$m' not found"
 done
@@ -305,7 +305,7 @@ check_contains "a committed link: not a regular file" "$OUT" \
 nv_in "$L" plan direct.lua
 check_rc "a recipe that is a link to a file outside: refused" 2
 check_no_match "a recipe that is a link: its text is not shown" \
-	"$OUT$ERR" "LinkProbe"
+	"$OUT$ERR" "linkprobeneverread"
 
 # ---- a refused run has no side effect ---------------------------------------
 D=$(repo sideeffects) || exit 1

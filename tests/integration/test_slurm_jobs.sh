@@ -13,25 +13,7 @@
 # Needs SLURM_STACK_ENV, SLURM_STACK_DIR and S3_STACK_ENV (set by ctest).
 . "$(dirname "$0")/lib.sh"
 
-for v in SLURM_STACK_ENV S3_STACK_ENV; do
-	if [ ! -r "${!v:-}" ]; then
-		echo "FAIL: $v is not set to a readable file (ctest sets it)" >&2
-		exit 1
-	fi
-done
-. "$SLURM_STACK_ENV"
-. "$S3_STACK_ENV"
-export SLURM_CONF
-export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY
-export AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY
-unset AWS_SESSION_TOKEN AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_PROFILE
-export AWS_REGION=$S3_REGION
-export NAVETTE_LOG_INTERVAL=1
-EP=(--endpoint "$S3_ENDPOINT")
-BUCKET=nv-slurm-$$-$RANDOM
-WD=$T/slurm-wd
-mkdir -p "$WD"
-chmod 755 "$T" "$WD"
+use_slurm_stack slurm
 
 nv storage mb "s3://$BUCKET" "${EP[@]}"
 check_rc "the bucket is created" 0
@@ -140,12 +122,6 @@ git -C "$R" remote add origin "$T/origin.git"
 git -C "$R" push -q origin HEAD:main 2>/dev/null
 git -C "$R" fetch -q origin
 
-s3cat() {
-	rm -f "$T/got"
-	"$NAVETTE" storage cp "s3://$BUCKET/$1" "$T/got" "${EP[@]}" >/dev/null 2>&1 &&
-		cat "$T/got"
-}
-st() { "$NAVETTE" status "$1" --json 2>/dev/null | json "$2" 2>&1; }
 slurm_id() { st "$1" 'd["remote_id"]'; }
 # jobs Slurm knows by that name (finished ones too, for MinJobAge)
 squeue_named() { scontrol -o show jobs 2>/dev/null | grep -c " JobName=$1 "; }
@@ -294,7 +270,6 @@ check_eq "watch showed every phase, in order, the end last" "$WATCHED" \
 
 # ---- a node dies mid-run ---------------------------------------------------------
 
-SLURM_STACK_DIR=${SLURM_STACK_DIR:-$(dirname "$SLURM_STACK_ENV")}
 nv_in "$R" run recipes/fragile-once.lua --node gpu-a
 OID=$(submitted_id)
 check_state "once: running on gpu-a" "$OID" running 60
@@ -356,7 +331,6 @@ kill "$PROXY" 2>/dev/null
 
 nv_in "$R" run recipes/graph.lua --wait
 check_rc "a graph with a failed job: run --wait exits 1" 1
-sub_id() { printf '%s\n' "$OUT" | sed -n "s/^job $1 submitted: \(.*\)$/\1/p"; }
 G1=$(sub_id first)
 G2=$(sub_id second)
 GB=$(sub_id bad)

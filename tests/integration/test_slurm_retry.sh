@@ -8,26 +8,7 @@
 # The node is started again at the end, so the cluster is left healthy.
 . "$(dirname "$0")/lib.sh"
 
-for v in SLURM_STACK_ENV S3_STACK_ENV; do
-	if [ ! -r "${!v:-}" ]; then
-		echo "FAIL: $v is not set to a readable file (ctest sets it)" >&2
-		exit 1
-	fi
-done
-. "$SLURM_STACK_ENV"
-. "$S3_STACK_ENV"
-export SLURM_CONF
-export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY
-export AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY
-unset AWS_SESSION_TOKEN AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_PROFILE
-export AWS_REGION=$S3_REGION
-export NAVETTE_LOG_INTERVAL=1
-SLURM_STACK_DIR=${SLURM_STACK_DIR:-$(dirname "$SLURM_STACK_ENV")}
-EP=(--endpoint "$S3_ENDPOINT")
-BUCKET=nv-retry-$$-$RANDOM
-WD=$T/slurm-wd
-mkdir -p "$WD"
-chmod 755 "$T" "$WD"
+use_slurm_stack retry
 nv storage mb "s3://$BUCKET" "${EP[@]}"
 check_rc "the bucket is created" 0
 
@@ -95,12 +76,6 @@ git -C "$R" remote add origin "$T/origin.git"
 git -C "$R" push -q origin HEAD:main 2>/dev/null
 git -C "$R" fetch -q origin
 
-s3cat() {
-	rm -f "$T/got"
-	"$NAVETTE" storage cp "s3://$BUCKET/$1" "$T/got" "${EP[@]}" >/dev/null 2>&1 &&
-		cat "$T/got"
-}
-st() { "$NAVETTE" status "$1" --json 2>/dev/null | json "$2" 2>&1; }
 log_has() { "$NAVETTE" logs "$1" 2>/dev/null | grep -Eq -- "$2"; }
 saved() { s3cat "hpc/$1/navette-checkpoint/checkpoint.tar" >/dev/null; }
 

@@ -12,25 +12,7 @@
 # Needs SLURM_STACK_ENV and S3_STACK_ENV (set by ctest).
 . "$(dirname "$0")/lib.sh"
 
-for v in SLURM_STACK_ENV S3_STACK_ENV; do
-	if [ ! -r "${!v:-}" ]; then
-		echo "FAIL: $v is not set to a readable file (ctest sets it)" >&2
-		exit 1
-	fi
-done
-. "$SLURM_STACK_ENV"
-. "$S3_STACK_ENV"
-export SLURM_CONF
-export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY
-export AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY
-unset AWS_SESSION_TOKEN AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_PROFILE
-export AWS_REGION=$S3_REGION
-export NAVETTE_LOG_INTERVAL=1
-EP=(--endpoint "$S3_ENDPOINT")
-BUCKET=nv-sweep-$$-$RANDOM
-WD=$T/slurm-wd
-mkdir -p "$WD"
-chmod 755 "$T" "$WD"
+use_slurm_stack sweep
 nv storage mb "s3://$BUCKET" "${EP[@]}"
 check_rc "the bucket is created" 0
 
@@ -102,13 +84,6 @@ EOF
 git -C "$R" init -q
 commit_all "$R" >/dev/null
 
-s3cat() {
-	rm -f "$T/got"
-	"$NAVETTE" storage cp "s3://$BUCKET/$1" "$T/got" "${EP[@]}" >/dev/null 2>&1 &&
-		cat "$T/got"
-}
-st() { "$NAVETTE" status "$1" --json 2>/dev/null | json "$2" 2>&1; }
-sub_id() { printf '%s\n' "$OUT" | sed -n "s/^job $1 submitted: \(.*\)$/\1/p"; }
 
 # ---- plan: one array, or one submission per job, and why -------------------
 

@@ -57,13 +57,13 @@ end)
 
 t.test("the lock: a malformed line is never echoed", function()
   -- (a lock that is some other file, a secret, must not be printed)
-  for _, text in ipairs({ "Zq8vN2xLr7pK4wT9mY3b\n",
+  for _, text in ipairs({ "never-echoed-marker\n",
                           '[library "x"]\nref = v1\ncommit = ' .. A
-                          .. "\npassword = Zq8vN2xLr7pK4wT9mY3b x\n" }) do
+                          .. "\nvalue = never-echoed-marker x\n" }) do
     local e = t.raises(function() library.parse_lock(text, "navette.lock") end)
     t.match(e.message, "^navette.lock:%d+: expected")
-    t.ok(not e.message:find("Zq8v", 1, true), "echoed: " .. e.message)
-    t.ok(not (e.hint or ""):find("Zq8v", 1, true), "echoed: " .. e.hint)
+    t.ok(not e.message:find("never-echoed", 1, true), "echoed: " .. e.message)
+    t.ok(not (e.hint or ""):find("never-echoed", 1, true), "echoed: " .. e.hint)
   end
 end)
 
