@@ -4,7 +4,9 @@
 # the names say the parameters; `plan` shows the jobs; a malformed sweep
 # is a recipe error naming the key, with nothing submitted. `after`: a
 # fan-in job starts only once every job of the sweep has ended
-# succeeded; a cycle is refused, named, with nothing submitted; a job after a failed one, and a job after that one, end
+# succeeded (a 2x3 sweep's six outputs reach a fan-in job, each with the
+# sha256 its producer's record lists); a cycle is refused, named, with
+# nothing submitted; a job after a failed one, and a job after that one, end
 # cancelled at accepted naming the job they waited for. job:output(): a
 # job takes another's output as an input, after it, with the sha256 its
 # run record lists: a fan-in reads each part; an output never written, or
@@ -82,6 +84,18 @@ navette.sweep {
     command = { "sh", "-c", 'while [ ! -e "\$GATE" ]; do sleep 0.2; done' } },
   matrix = { n = { 1, 2, 3 } },
 }
+EOF2
+# a 2x3 sweep and a fan-in job that takes the six outputs
+put_file "$R" six.lua <<'EOF2'
+local navette = require "navette"
+local runs = navette.sweep {
+  job = { name = "fit", success = { outputs = { "score.txt" } },
+    command = { "sh", "-c", 'echo "lr=$NAVETTE_PARAM_LR seed=$NAVETTE_PARAM_SEED" > "$NAVETTE_OUTPUTS/score.txt"' } },
+  matrix = { lr = { 0.1, 0.01 }, seed = { 1, 2, 3 } },
+}
+navette.job { name = "best", success = { outputs = { "seen.txt" } },
+  inputs = { scores = navette.outputs(runs, "score.txt") },
+  command = { "sh", "-c", 'for i in 1 2 3 4 5 6; do shasum -a 256 "$NAVETTE_INPUTS/scores/$i" | cut -c1-64; done > "$NAVETTE_OUTPUTS/seen.txt"' } }
 EOF2
 put_file "$R" bad.lua <<'EOF2'
 local navette = require "navette"
@@ -216,6 +230,24 @@ nv status "$(id_of next)" --json
 check_match "next: the reason names broken" \
 	"$(printf '%s' "$OUT" | json 'd["failure"]["reason"]')" \
 	"^it runs after broken \($BROKEN\), which ended failed\$"
+
+# ---- a 2x3 sweep and its fan-in ------------------------------------------------
+
+nv_in "$R" run six.lua --wait
+check_rc "a 2x3 sweep and a fan-in: run --wait exits 0" 0
+BEST=$(printf '%s\n' "$OUT" | sed -n 's/^job best submitted: //p')
+WANT=
+for lr in 0.1 0.01; do
+	for seed in 1 2 3; do
+		ID=$(printf '%s\n' "$OUT" | sed -n "s/^job fit\[lr=$lr,seed=$seed\] submitted: //p")
+		WANT="$WANT$(json '[o["sha256"] for o in d["outputs"] if o["name"] == "score.txt"][0]' \
+			<"$(store_dir sweep "$ID")/navette-run.json")
+"
+	done
+done
+check_eq "the fan-in saw exactly the six outputs its producers' records list, in order" \
+	"$(cat "$(store_dir sweep "$BEST")/seen.txt" 2>&1)
+" "$WANT"
 
 # ---- job:output() --------------------------------------------------------------
 
