@@ -50,7 +50,7 @@ put_file "$R" recipes/sweep.lua <<'EOF'
 local navette = require "navette"
 local parts = navette.sweep {
   job = { name = "part", success = { outputs = { "part.txt" } },
-          command = { "sh", "-c", 'echo "lr=$NAVETTE_PARAM_LR seed=$NAVETTE_PARAM_SEED $(date +%s%N)" > "$NAVETTE_OUTPUTS/part.txt"' } },
+          command = { "sh", "-c", 'echo "lr=$NAVETTE_PARAM_LR seed=$NAVETTE_PARAM_SEED $(date +%s%N)" > "$NAVETTE_OUTPUTS/part.txt"' } }, -- portable-ok: runs on the cluster's Linux nodes
   matrix = { lr = { 1, 2 }, seed = { 1, 2, 3 } },
 }
 navette.job { name = "gather", inputs = { parts = navette.outputs(parts, "part.txt") },

@@ -33,6 +33,8 @@ ALLOWED = {
     "tests/stack/registry-stop.sh": "stops docker-registry: Linux only",
     "tests/bench/s3_bench.sh": "benchmarks against the ceph stack",
     "tests/bench/slurm_bench.sh": "benchmarks against the Slurm stack",
+    "tests/bench/sweep_bench.sh":
+        "benchmarks against the Slurm stack (and its sbatch)",
     "tests/bench/image_bench.sh": "benchmarks skopeo and GNU sha256sum",
     "tests/integration/test_portable_scripts.sh":
         "holds GNU-only lines on purpose, as this scanner's fixtures",
