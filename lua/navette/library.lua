@@ -378,19 +378,9 @@ local function scan(run, lib)
            .. " for secrets: " .. err.message, err.hint)
   end
   if #report.findings > 0 then
-    local lines = {}
-    for i, f in ipairs(report.findings) do
-      if i > 20 then
-        lines[#lines + 1] = "  ... and " .. (#report.findings - 20)
-                            .. " more"
-        break
-      end
-      lines[#lines + 1] = "  " .. f.path .. (f.line > 0
-        and (":" .. f.line) or "") .. ": " .. f.reason .. " [" .. f.rule
-        .. "]"
-    end
     refuse(lib.url .. ": commit " .. lib.commit:sub(1, 12) .. " holds "
-           .. "what looks like secrets:\n" .. table.concat(lines, "\n"),
+           .. "what looks like secrets:\n"
+           .. require("navette.runner").findings_text(report.findings),
            "ask the library's maintainers to remove them (and rotate "
            .. "them); a library's own .navette-secrets-allow does not "
            .. "apply")

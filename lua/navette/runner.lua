@@ -427,6 +427,22 @@ end
 -- Nothing leaves the laptop as code if the commit's tree holds something
 -- that looks like a secret (scanned once per commit and run). source: the
 -- repository of another commit ({path, name}: a library's cache).
+-- A secret scan's findings as lines "  path:line: reason [rule]", the
+-- first 20 and how many more.
+function runner.findings_text(findings)
+  local lines = {}
+  for i, f in ipairs(findings) do
+    if i > 20 then
+      lines[#lines + 1] = "  ... and " .. (#findings - 20) .. " more"
+      break
+    end
+    lines[#lines + 1] = "  " .. f.path .. (f.line > 0
+      and (":" .. f.line) or "") .. ": " .. f.reason .. " [" .. f.rule
+      .. "]"
+  end
+  return table.concat(lines, "\n")
+end
+
 function runner.scan_secrets(run, commit, target, source)
   run.scanned = run.scanned or {}
   if run.scanned[commit] then return end
@@ -437,20 +453,9 @@ function runner.scan_secrets(run, commit, target, source)
            .. err.message, err.hint, run, target)
   end
   if #report.findings > 0 then
-    local lines = {}
-    for i, f in ipairs(report.findings) do
-      if i > 20 then
-        lines[#lines + 1] = "  ... and " .. (#report.findings - 20)
-                            .. " more"
-        break
-      end
-      lines[#lines + 1] = "  " .. f.path .. (f.line > 0
-        and (":" .. f.line) or "") .. ": " .. f.reason .. " [" .. f.rule
-        .. "]"
-    end
     refuse((source and (source.name .. ": ") or "") .. "commit "
            .. commit:sub(1, 12) .. " holds what looks like "
-           .. "secrets:\n" .. table.concat(lines, "\n"),
+           .. "secrets:\n" .. runner.findings_text(report.findings),
            "remove them from the repository (and rotate them), or exempt "
            .. "a path with a written reason in .navette-secrets-allow",
            run, target)
