@@ -701,6 +701,16 @@ static int record_head(const cJSON *spec, nv_buf *out, nv_err *err)
 	return 0;
 }
 
+/* Where the attempts list of a remote job that retries is read from (a
+ * job's own: in an array, each task's branch has its task's). */
+static void attempts_header(const cJSON *transfer, nv_buf *out)
+{
+	const char *get = string_field(field(transfer, "attempts"), "get");
+
+	if (get)
+		assign(out, "NAVETTE_ATTEMPTS_GET", get);
+}
+
 /* A remote job's checkpoint (where the launcher restores it from, how
  * often it saves it) and its retries (the most attempts it runs). */
 static void retry_header(const cJSON *spec, const cJSON *transfer, nv_buf *out)
@@ -966,6 +976,7 @@ static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
 	    (rc = record_head(spec, out, err)) != 0)
 		return rc;
 	retry_header(spec, transfer, out);
+	attempts_header(transfer, out);
 	if ((rc = remote_functions(spec, transfer, out, err)) != 0 ||
 	    (rc = post_function(field(post, "fields"), NULL, id, out, err)) !=
 		    0)
@@ -1151,6 +1162,7 @@ static int array_task(const cJSON *spec, int k,
 	assign(out, "NAVETTE_OUTPUT_URL", string_field(t, "output_url"));
 	if ((rc = record_task_part(spec, shared, out, err)) != 0)
 		return rc;
+	attempts_header(t, out);
 	cJSON_ArrayForEach(item, fields)
 	{
 		if (!item->string || !field(varying, item->string))

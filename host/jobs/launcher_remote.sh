@@ -47,6 +47,9 @@ nv_stopped=
 nv_shipper=
 nv_cmd=
 nv_source=
+nv_kind=
+nv_requeued=
+nv_alarm=
 
 # ---- small tools --------------------------------------------------------
 
@@ -189,6 +192,18 @@ nv_ship_chunk() {
 	fi
 }
 
+# Stops the shipper (if it runs) and ships what it had not.
+nv_stop_shipper() {
+	[ -n "$nv_shipper" ] || return 0
+	kill -TERM "$nv_shipper" 2>/dev/null
+	wait "$nv_shipper" 2>/dev/null
+	nv_shipper=
+	if [ -f "$nv_work/shipped" ]; then
+		read -r nv_log_sent nv_log_chunk <"$nv_work/shipped"
+	fi
+	nv_ship_chunk
+}
+
 # In the background while the command runs. A TERM ends it between two
 # chunks, never in the middle of one, so the parent knows what was sent.
 nv_shipper_loop() {
@@ -204,15 +219,93 @@ nv_shipper_loop() {
 		nv_ship_chunk
 		printf '%s %s\n' "$nv_log_sent" "$nv_log_chunk" >"$nv_work/shipped"
 		nv_checkpoint_save due
+		if [ -n "$nv_alarm" ] && [ "$(date +%s)" -ge "$nv_alarm" ]; then
+			nv_alarm=
+			kill -USR1 $$ 2>/dev/null
+		fi
 	done
 }
 
 # ---- stopping -------------------------------------------------------------
 
-nv_on_signal() {
+# On Slurm, whether a SIGTERM came because the job reached its time limit
+# (Slurm's own view of the job: the node asks slurmctld with scontrol).
+nv_slurm_timed_out() {
+	[ -n "${SLURM_JOB_ID:-}" ] && command -v scontrol >/dev/null 2>&1 ||
+		return 1
+	case " $(scontrol -o show job "$SLURM_JOB_ID" 2>/dev/null) " in
+	*" JobState=TIMEOUT "*) return 0 ;;
+	esac
+	return 1
+}
+
+# Slurm's [D-]HH:MM:SS (or MM:SS) as seconds; nothing for UNLIMITED.
+nv_slurm_seconds() {
+	printf '%s\n' "$1" | awk -F'[-:]' '
+		/^[0-9]+-[0-9]+:[0-9]+:[0-9]+$/ { print (($1 * 24 + $2) * 60 + $3) * 60 + $4; exit }
+		/^[0-9]+:[0-9]+:[0-9]+$/ { print ($1 * 60 + $2) * 60 + $3; exit }
+		/^[0-9]+:[0-9]+$/ { print $1 * 60 + $2; exit }'
+}
+
+# When navette stops the command before the job's time limit (a job with
+# a checkpoint, or that retries on timeout: NAVETTE_WARN_BEFORE seconds
+# before it), in seconds since the epoch; nothing when it does not. Slurm
+# says how long the job has left (scontrol); without scontrol, the limit
+# (NAVETTE_TIME_LIMIT) counts from the launcher's start. (Slurm's own
+# warning signal reaches only job steps, never the batch script, through
+# slurmrestd: this launcher keeps the time itself.)
+nv_started=$(date +%s)
+nv_deadline() {
+	[ -n "${NAVETTE_WARN_BEFORE:-}" ] || return 0
+	nv_now_s=$(date +%s)
+	nv_left=
+	if [ -n "${SLURM_JOB_ID:-}" ] && command -v scontrol >/dev/null 2>&1; then
+		nv_line=" $(scontrol -o show job "$SLURM_JOB_ID" 2>/dev/null) "
+		nv_limit_s=$(nv_slurm_seconds "$(printf '%s' "$nv_line" |
+			sed -n 's/.* TimeLimit=\([^ ]*\) .*/\1/p')")
+		nv_run_s=$(nv_slurm_seconds "$(printf '%s' "$nv_line" |
+			sed -n 's/.* RunTime=\([^ ]*\) .*/\1/p')")
+		[ -n "$nv_limit_s" ] && [ -n "$nv_run_s" ] &&
+			nv_left=$((nv_limit_s - nv_run_s))
+	fi
+	if [ -z "$nv_left" ] && [ -n "${NAVETTE_TIME_LIMIT:-}" ]; then
+		nv_left=$((NAVETTE_TIME_LIMIT - (nv_now_s - nv_started)))
+	fi
+	[ -n "$nv_left" ] && printf '%s' $((nv_now_s + nv_left - NAVETTE_WARN_BEFORE))
+}
+
+# The time limit is near (the log shipper's alarm): the command gets a
+# SIGTERM, to save its checkpoint and end. It goes to the launcher's
+# process group (kill 0), as a backend's stop does: the command's own
+# processes, not only the subshell that waits for them (this launcher's
+# TERM trap then sees it stopped, and the shipper ends).
+nv_on_time_limit() {
+	[ -n "$nv_stopped" ] && return
+	[ -n "$nv_cmd" ] || return
 	nv_stopped=1
+	nv_kind=timeout
+	nv_fail @PHASE_RUNNING@ "the job reached its time limit (navette stopped \
+the command ${NAVETTE_WARN_BEFORE}s before it, so that it could save a checkpoint)" \
+		"raise resources.time_limit, or save checkpoints and retry on \
+timeout (retries = { on = { \"timeout\" } })"
+	kill -TERM 0 2>/dev/null || kill -TERM "$nv_cmd" 2>/dev/null
+}
+trap nv_on_time_limit USR1
+
+nv_on_signal() {
+	# (Slurm stopping an attempt this launcher requeued: it is over)
+	[ -n "$nv_requeued" ] && exit 0
 	[ -n "$nv_cmd" ] && kill -TERM "$nv_cmd" 2>/dev/null
+	[ -n "$nv_stopped" ] && return
+	nv_stopped=1
 	nv_why=$(cat "$NAVETTE_JOB_DIR/stop-reason" 2>/dev/null)
+	if [ -z "$nv_why" ] && nv_slurm_timed_out; then
+		nv_kind=timeout
+		nv_fail @PHASE_RUNNING@ "the job reached its time limit (Slurm \
+stopped it)" "raise resources.time_limit, or save checkpoints and retry \
+on timeout (retries = { on = { \"timeout\" } })"
+		return
+	fi
 	nv_fail @PHASE_RUNNING@ "${nv_why:-the job was stopped by a signal (cancelled, \
 time limit, or the node shut down)}" "see navette status for the backend's \
 reason; the log shows how far the command got"
@@ -226,10 +319,19 @@ trap nv_on_signal TERM INT HUP
 # starts; the folder is saved as one archive, @OBJECT_CHECKPOINT@/
 # @CHECKPOINT_ARCHIVE@ under the job's prefix (through the POST policy, so
 # one upload replaces it whole), every NAVETTE_CHECKPOINT_EVERY seconds by
-# the log shipper and once more when the command has ended. Slurm counts
-# its requeues of the job (SLURM_RESTART_COUNT): each is an attempt, and
-# one past retries.max (NAVETTE_RETRY_MAX) does not run. The state lives
-# in files of $nv_work, which the shipper (a subshell) shares.
+# the log shipper and once more when the command has ended.
+#
+# Retries on Slurm. Slurm counts its requeues of the job
+# (SLURM_RESTART_COUNT): each is an attempt, and one past retries.max
+# (NAVETTE_RETRY_MAX) does not run. Slurm requeues the job itself when its
+# node fails or it is preempted; for the failures Slurm would not retry,
+# named in NAVETTE_RETRY_ON ("timeout", "exit:N"), this launcher asks
+# Slurm to requeue the job (scontrol requeue), so that one failure is
+# retried once, by one of the two, and nothing waits for the laptop. An
+# attempt that ends so appends its line to @OBJECT_CHECKPOINT@/@ATTEMPTS@
+# (the next attempt reads it through NAVETTE_ATTEMPTS_GET), so that the
+# record of the last one lists why each ended. The state lives in files
+# of $nv_work, which the shipper (a subshell) shares.
 nv_attempt=$((${SLURM_RESTART_COUNT:-0} + 1))
 nv_ckpt_restored=null
 nv_ckpt_ran=
@@ -282,13 +384,104 @@ nv_checkpoint_save() {
 	rm -f "$nv_work/ckpt.new"
 }
 
+# The lines of the attempts list that this launcher writes (nv_step_retry),
+# and no other shape: what the next attempt puts in its record stays JSON.
+NV_ATTEMPT_LINE='^[{]"attempt":[1-9][0-9]{0,3},"state":"failed","failure":"(timeout|exit:[0-9]{1,3})","reason":"([^"\\]|\\["\\])*","node":"([^"\\]|\\["\\])*","ended":"[0-9TZ:.-]{1,40}","log_chunks":[0-9]{1,6}[}]$'
+
+# The attempts before this one that a launcher listed (none on the first).
+nv_attempts_load() {
+	: >"$nv_work/attempts"
+	[ "$nv_attempt" -gt 1 ] && [ -n "${NAVETTE_ATTEMPTS_GET:-}" ] || return 0
+	if nv_get "$NAVETTE_ATTEMPTS_GET" "$nv_work/attempts.got"; then
+		head -c 262144 "$nv_work/attempts.got" |
+			LC_ALL=C grep -E "$NV_ATTEMPT_LINE" >"$nv_work/attempts"
+	fi
+	rm -f "$nv_work/attempts.got"
+	# the log's chunks go on from where the attempts before left them
+	nv_log_chunk=$(tail -n 1 "$nv_work/attempts" |
+		sed -n 's/.*"log_chunks":\([0-9]*\)}$/\1/p')
+	nv_log_chunk=${nv_log_chunk:-0}
+}
+
+# The line of attempt $1 in the list, or nothing.
+nv_attempt_line() {
+	grep -F "{\"attempt\":$1,\"" "$nv_work/attempts" 2>/dev/null | head -n 1
+}
+
 # One past retries.max: the attempt does not run.
 nv_step_attempt() {
 	[ -n "${NAVETTE_RETRY_MAX:-}" ] || return 0
+	nv_attempts_load
 	[ "$nv_attempt" -gt $((NAVETTE_RETRY_MAX + 1)) ] || return 0
 	nv_fail @PHASE_ACCEPTED@ "Slurm requeued the job $((nv_attempt - 1)) \
 times; retries.max is $NAVETTE_RETRY_MAX" "see why its attempts ended \
 (navette logs ID), then run the recipe again"
+}
+
+# Before the command of a later attempt: why the earlier ones ended, in
+# the log.
+nv_attempts_note() {
+	[ "$nv_attempt" -gt 1 ] || return 0
+	nv_k=1
+	while [ "$nv_k" -lt "$nv_attempt" ]; do
+		nv_l=$(nv_attempt_line "$nv_k")
+		if [ -n "$nv_l" ]; then
+			nv_why="$(printf '%s\n' "$nv_l" |
+				sed 's/.*"failure":"\([^"]*\)".*/\1/'): $(printf '%s\n' \
+				"$nv_l" | sed 's/.*"reason":"\(.*\)","node":.*/\1/')"
+		else
+			nv_why="Slurm requeued the job (its node failed, or it was preempted)"
+		fi
+		printf 'navette: attempt %s ended (%s)\n' "$nv_k" "$nv_why"
+		nv_k=$((nv_k + 1))
+	done
+	printf 'navette: attempt %s of %s starts on %s\n' "$nv_attempt" \
+		"$((NAVETTE_RETRY_MAX + 1))" "${SLURMD_NODENAME:-$(hostname)}"
+}
+
+# The failure this attempt ended with, if the job retries it itself
+# (NAVETTE_RETRY_ON) and has an attempt left: ends the attempt (its log,
+# its checkpoint, its line in the attempts list), asks Slurm to requeue
+# the job, and waits to be stopped. Returns when Slurm would not.
+nv_step_retry() {
+	[ -n "$nv_kind" ] && [ -n "${NAVETTE_RETRY_MAX:-}" ] &&
+		[ -n "${SLURM_JOB_ID:-}" ] || return 0
+	case " ${NAVETTE_RETRY_ON:-} " in *" $nv_kind "*) ;; *) return 0 ;; esac
+	if [ "$nv_attempt" -gt "$NAVETTE_RETRY_MAX" ]; then
+		nv_freason="$nv_freason; attempt $nv_attempt of \
+$((NAVETTE_RETRY_MAX + 1)), no retry left"
+		return 0
+	fi
+	nv_stop_shipper
+	nv_checkpoint_save now
+	printf '{"attempt":%s,"state":"failed","failure":"%s","reason":%s,"node":%s,"ended":"%s","log_chunks":%s}\n' \
+		"$nv_attempt" "$nv_kind" "$(nv_json "$nv_freason")" \
+		"$(nv_json "${SLURMD_NODENAME:-$(hostname)}")" "$(nv_now)" \
+		"$nv_log_chunk" >>"$nv_work/attempts"
+	nv_publish "@OBJECT_CHECKPOINT@/@ATTEMPTS@" "$nv_work/attempts" || :
+	# an array's task is JOB_TASK: the array's own id would requeue all
+	nv_sjob=$SLURM_JOB_ID
+	[ -n "${SLURM_ARRAY_JOB_ID:-}" ] && [ -n "${SLURM_ARRAY_TASK_ID:-}" ] &&
+		nv_sjob=${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID
+	if ! command -v scontrol >/dev/null 2>&1; then
+		nv_rq_err="the node has no scontrol"
+	else
+		nv_requeued=1
+		if nv_rq_err=$(scontrol requeue "$nv_sjob" 2>&1); then
+			# Slurm stops this attempt now (nv_on_signal exits)
+			nv_t=0
+			while [ "$nv_t" -lt 300 ]; do
+				sleep 1
+				nv_t=$((nv_t + 1))
+			done
+			exit 0
+		fi
+		nv_requeued=
+	fi
+	nv_freason="$nv_freason; its retry failed: Slurm did not requeue the \
+job ($(printf '%s' "$nv_rq_err" | tr -d '\n' | cut -c1-200))"
+	nv_fhint="retries of $nv_kind need the node's scontrol and a cluster \
+that lets a job be requeued (JobRequeue, the partition): check them"
 }
 
 # The record's attempts and checkpoints (when the job has them), as
@@ -298,8 +491,13 @@ nv_attempts_json() {
 		printf ',"attempt":%s,"attempts":[' "$nv_attempt"
 		nv_k=1
 		while [ "$nv_k" -lt "$nv_attempt" ]; do
-			printf '{"attempt":%s,"state":"failed","failure":"requeued","reason":"%s"},' \
-				"$nv_k" "Slurm requeued the job (its node failed, or it was preempted)"
+			nv_l=$(nv_attempt_line "$nv_k")
+			if [ -n "$nv_l" ]; then
+				printf '%s,' "${nv_l%,\"log_chunks\":*}}"
+			else
+				printf '{"attempt":%s,"state":"failed","failure":"requeued","reason":"%s"},' \
+					"$nv_k" "Slurm requeued the job (its node failed, or it was preempted)"
+			fi
 			nv_k=$((nv_k + 1))
 		done
 		printf '{"attempt":%s,"state":"%s","node":%s,"ended":"%s"}]' \
@@ -436,11 +634,12 @@ nv_step_run() {
 		return
 	fi
 	nv_report @PHASE_RUNNING@
-	: >>"$NAVETTE_LOG"
+	nv_attempts_note >>"$NAVETTE_LOG"
 	nv_report @PHASE_LOGS_VISIBLE@
 	# a signal that came during a report: never start the command then
 	[ "$nv_state" = @STATE_SUCCEEDED@ ] || return
 	nv_ckpt_ran=1
+	nv_alarm=$(nv_deadline)
 	nv_shipper_loop &
 	nv_shipper=$!
 	# the command in the background, so a signal reaches nv_on_signal now
@@ -464,9 +663,12 @@ nv_step_run() {
 	fi
 	case " $NAVETTE_EXIT_CODES " in
 	*" $nv_code "*) ;;
-	*) nv_fail @PHASE_RUNNING@ "the command exited with status $nv_code" \
-		"${NAVETTE_FAILURE_HINT:-read the log (navette logs ID): check the \
-parameters, the data and the dependencies}" ;;
+	*)
+		nv_fail @PHASE_RUNNING@ "the command exited with status $nv_code" \
+			"${NAVETTE_FAILURE_HINT:-read the log (navette logs ID): check the \
+parameters, the data and the dependencies}"
+		nv_kind=exit:$nv_code
+		;;
 	esac
 	navette_failure_patterns
 	navette_required_outputs
@@ -563,14 +765,7 @@ has not expired (time limit plus url_margin)"
 # The log (its end, when over logs.max_bytes), then the run record.
 nv_step_record() {
 	cd "$NAVETTE_JOB_DIR" || return
-	if [ -n "$nv_shipper" ]; then
-		kill -TERM "$nv_shipper" 2>/dev/null
-		wait "$nv_shipper" 2>/dev/null
-		if [ -f "$nv_work/shipped" ]; then
-			read -r nv_log_sent nv_log_chunk <"$nv_work/shipped"
-		fi
-		nv_ship_chunk
-	fi
+	nv_stop_shipper
 	nv_checkpoint_save now # (what the command left, the shipper stopped)
 	: >>"$NAVETTE_LOG"
 	nv_lsize=$(nv_size "$NAVETTE_LOG")
@@ -635,6 +830,7 @@ if [ "$nv_state" = @STATE_SUCCEEDED@ ]; then
 	nv_step_run
 fi
 [ "$nv_state" = @STATE_SUCCEEDED@ ] && nv_step_publish
+[ "$nv_state" = @STATE_FAILED@ ] && nv_step_retry
 nv_step_record
 if [ -n "$nv_own_dir" ] && [ -z "${NAVETTE_KEEP_WORKSPACE:-}" ]; then
 	cd / && chmod -R u+w "$NAVETTE_JOB_DIR" 2>/dev/null

@@ -19,10 +19,14 @@
 #define NV_RECORD_LOG_CHUNKS "navette-log"    /* a folder: the log in chunks */
 #define NV_RECORD_STATUS     "navette-status" /* "PHASE TIME" lines */
 #define NV_RECORD_RUN_RECORD "navette-run.json" /* the run record */
-/* a folder: the job's checkpoint (manifest.json, objects/SHA256) */
+/* a folder: what the job's lineage carries from one attempt to the next,
+ * its checkpoint (manifest.json, objects/SHA256) */
 #define NV_RECORD_CHECKPOINT "navette-checkpoint"
 /* ... where a remote launcher keeps it as one archive */
 #define NV_RECORD_CHECKPOINT_ARCHIVE "checkpoint.tar"
+/* ... and the attempts a remote launcher ended to be retried: one JSON
+ * object per line, the next attempt's record lists them */
+#define NV_RECORD_ATTEMPTS "attempts.jsonl"
 /* A chunk is NV_RECORD_LOG_CHUNKS/NNNNNN, numbered from 1. */
 #define NV_RECORD_LOG_CHUNK_DIGITS 6
 /* the largest run record a reader takes (the Lua side reads 4 MiB too) */

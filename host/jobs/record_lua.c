@@ -5,7 +5,8 @@
  *   record.phases   {"submitted", ..., "outputs_published"}, in order
  *   record.states   {"succeeded", "failed", "cancelled"}
  *   record.names    {log, log_chunks (a folder: ends in "/"), status,
- *                    run_record, checkpoint_archive, log_chunk_digits}
+ *                    run_record, checkpoint_archive, attempts,
+ *                    log_chunk_digits}
  *   record.outcome(text|nil, ended) -> state, failure|nil, exit_code|nil
  *
  * text is the run record a launcher left (nil: none found); ended is the
@@ -149,7 +150,7 @@ int luaopen_navette_record(lua_State *L)
 	lua_setfield(L, -2, "phases");
 	push_list(L, state_at, NV_STATE_COUNT);
 	lua_setfield(L, -2, "states");
-	lua_createtable(L, 0, 5); // [record, names]
+	lua_createtable(L, 0, 8); // [record, names]
 	lua_pushliteral(L, NV_RECORD_LOG);
 	lua_setfield(L, -2, "log");
 	lua_pushliteral(L, NV_RECORD_LOG_CHUNKS "/");
@@ -161,6 +162,8 @@ int luaopen_navette_record(lua_State *L)
 	lua_pushliteral(L,
 			NV_RECORD_CHECKPOINT "/" NV_RECORD_CHECKPOINT_ARCHIVE);
 	lua_setfield(L, -2, "checkpoint_archive");
+	lua_pushliteral(L, NV_RECORD_CHECKPOINT "/" NV_RECORD_ATTEMPTS);
+	lua_setfield(L, -2, "attempts");
 	lua_pushinteger(L, NV_RECORD_LOG_CHUNK_DIGITS);
 	lua_setfield(L, -2, "log_chunk_digits");
 	lua_setfield(L, -2, "names");

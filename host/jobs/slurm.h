@@ -53,10 +53,8 @@ typedef struct nv_slurm_job_desc {
 	char *working_directory; /* required, absolute */
 	char *standard_output;   /* absolute; Slurm's %j etc. allowed */
 	char *standard_error;
-	int requeue;       /* -1: Slurm's default; 0 or 1 */
-	int hold;          /* submitted held (priority 0) */
-	int term_before_s; /* SIGTERM to the job this long before the time
-			    * limit (a last checkpoint); 0: none */
+	int requeue; /* -1: Slurm's default; 0 or 1 */
+	int hold;    /* submitted held (priority 0) */
 	char *after; /* Slurm job ids "12,13" (or array tasks "12_0"): runs
 		      * once each completed with exit 0; cancelled by
 		      * Slurm when one cannot */

@@ -18,11 +18,11 @@
 /* ---- job descriptions ------------------------------------------------ */
 
 static const char *const desc_keys[] = {
-	"name",   "comment",    "partition",   "account",
-	"qos",    "time_limit", "cpus",        "memory",
-	"gpus",   "gres",       "nodes",       "working_directory",
-	"stdout", "stderr",     "requeue",     "hold",
-	"after",  "array",      "term_before", NULL};
+	"name",   "comment",    "partition", "account",
+	"qos",    "time_limit", "cpus",      "memory",
+	"gpus",   "gres",       "nodes",     "working_directory",
+	"stdout", "stderr",     "requeue",   "hold",
+	"after",  "array",      NULL};
 
 const char *const *nv_slurm_desc_keys(void)
 {
@@ -271,12 +271,6 @@ int nv_slurm_desc_set(nv_slurm_job_desc *d, const char *key, const char *value,
 			return desc_bad(err, key, value,
 					"give a whole number of GPUs >= 0");
 		d->gpus = (int)n;
-		return 0;
-	} else if (strcmp(key, "term_before") == 0) {
-		if (parse_count(value, 65535, &n) || n < 1)
-			return desc_bad(err, key, value,
-					"give whole seconds from 1 to 65535");
-		d->term_before_s = (int)n;
 		return 0;
 	} else if (strcmp(key, "after") == 0) {
 		/* job ids or array tasks (12 or 12_3), separated by commas */

@@ -127,14 +127,6 @@ static int build_job_v0_0_38(cJSON *job, const nv_slurm_job_desc *d)
 		ok = 0;
 	if (d->hold && !cJSON_AddBoolToObject(job, "hold", 1))
 		ok = 0;
-	if (d->term_before_s > 0) { /* sbatch's --signal=TERM@N */
-		char sig[32];
-		/* (slurmrestd v0.0.38 of Slurm 22.05 refuses the B: of
-		 * "batch shell only": the job's processes get it) */
-		snprintf(sig, sizeof(sig), "TERM@%d", d->term_before_s);
-		if (!cJSON_AddStringToObject(job, "signal", sig))
-			ok = 0;
-	}
 	if (d->after) {
 		/* afterok:12:13, and a job whose dependency can never be
 		 * satisfied (one failed or was cancelled) is ended by Slurm

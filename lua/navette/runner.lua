@@ -562,6 +562,10 @@ function runner.sign_transfer(profile, store, spec, lifetime, code)
       every = spec.checkpoint.every,
       get = signed("the checkpoint", store:presign_get(spec.outputs.prefix
         .. _navette.record.names.checkpoint_archive, lifetime)) } or nil,
+    -- (why earlier attempts ended, for the record of a retried one)
+    attempts = spec.retries and {
+      get = signed("the attempts list", store:presign_get(spec.outputs.prefix
+        .. _navette.record.names.attempts, lifetime)) } or nil,
     lifetime = lifetime,
     expires_at = math.floor(sys.now()) + lifetime,
   }

@@ -3,9 +3,13 @@
 # a training whose node dies mid-run (its slurmd killed, and the job's
 # processes with it) is requeued by Slurm, not submitted again by navette,
 # and resumes on the other node from the checkpoint its first attempt
-# saved through its POST policy; its record lists both attempts. Retries
-# that would need navette to submit again (timeout, exit:N) are refused.
-# The node is started again at the end, so the cluster is left healthy.
+# saved through its POST policy; its record lists both attempts. A job
+# that retries on exit:N and timeout fails once with that status and once
+# at its real time limit: its launcher asks Slurm to requeue it each time
+# (the same Slurm job, never a second submission), and its third attempt
+# resumes from the checkpoint and succeeds, its record listing why each
+# attempt ended. A cancelled job is not retried. The node is started
+# again at the end, so the cluster is left healthy.
 . "$(dirname "$0")/lib.sh"
 
 use_slurm_stack retry
@@ -65,10 +69,39 @@ navette.job {
   success = { outputs = { "model.txt" } },
 }
 EOF
-put_file "$R" timeout.lua <<'EOF'
+# a job that fails in turn the two ways Slurm would not retry: it exits 3,
+# then runs into its time limit; its checkpoint counts the runs
+put_file "$R" flaky.sh <<'EOF'
+#!/bin/sh
+n=$(cat "$NAVETTE_CHECKPOINT/runs" 2>/dev/null || echo 0)
+n=$((n + 1))
+echo "$n" >"$NAVETTE_CHECKPOINT/runs"
+echo "run $n on $SLURMD_NODENAME"
+case $n in
+1) exit 3 ;;
+2)
+	trap 'echo "run 2: SIGTERM"; exit 143' TERM
+	while :; do sleep 1 & wait $!; done
+	;;
+esac
+echo "$n" >"$NAVETTE_OUTPUTS/runs.txt"
+EOF
+put_file "$R" flaky.lua <<'EOF'
 local navette = require "navette"
-navette.job { name = "t", command = { "true" },
-              retries = { on = { "node_fail", "timeout" } } }
+navette.job {
+  name = "flaky",
+  command = { "sh", "flaky.sh" },
+  retries = { max = 2, on = { "exit:3", "timeout" } },
+  checkpoint = { every = 1 },
+  resources = { cpus = 1, time_limit = "1m" },
+  success = { outputs = { "runs.txt" } },
+}
+EOF
+put_file "$R" held.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "held", command = { "sleep", "300" },
+              retries = { on = { "timeout", "exit:143" } },
+              resources = { cpus = 1, time_limit = "10m" } }
 EOF
 commit_all "$R" >/dev/null
 git init -q --bare "$T/origin.git"
@@ -78,12 +111,6 @@ git -C "$R" fetch -q origin
 
 log_has() { "$NAVETTE" logs "$1" 2>/dev/null | grep -Eq -- "$2"; }
 saved() { s3cat "hpc/$1/navette-checkpoint/checkpoint.tar" >/dev/null; }
-
-# ---- retries Slurm would not do itself: refused ------------------------------
-nv_in "$R" plan timeout.lua
-check_rc "retries on timeout on Slurm: refused" 3
-check_contains "the refusal names the kind" "$ERR" \
-	"retries on timeout are not supported on the slurm backend yet"
 
 # ---- the node dies: requeued, resumed from the checkpoint ---------------------
 nv_in "$R" run train.lua
@@ -96,6 +123,15 @@ check_true "train: a checkpoint is in the store" wait_for 30 saved "$ID"
 saved "$ID" || finish # (nothing to resume from: the rest cannot pass)
 SLURM_ID=$(st "$ID" 'd["remote_id"]')
 NODE=$(st "$ID" 'd["slurm"]["nodes"]')
+
+# ---- retries Slurm would not do itself: the launcher requeues ----------------
+# (on the node the training does not run on, which stays up, meanwhile)
+OTHER=gpu-a
+[ "$NODE" = gpu-a ] && OTHER=gpu-b
+nv_in "$R" run flaky.lua --node "$OTHER"
+check_rc "flaky: run exits 0" 0
+FID=$(submitted_id)
+
 PGID=$("$NAVETTE" logs "$ID" 2>/dev/null | sed -n "s/^on $NODE pgid \([0-9]*\)\$/\1/p" | head -1)
 check_match "train: it said its process group on $NODE" "$PGID" '^[0-9]+$'
 # the node dies: its slurmd, the job's slurmstepd (the parent of the batch
@@ -129,6 +165,41 @@ check_true "train: ... and those written" \
 	test "$(printf '%s' "$REC" | json 'len(d["checkpoints"]["written"])')" -ge 1
 nv status "$ID"
 check_match "train: status shows the attempt" "$OUT" '^state +succeeded · attempt 2$'
+
+# ---- a cancelled job that retries on timeout and exit:143: not retried ------
+nv_in "$R" run held.lua --node "$OTHER"
+check_rc "held: run exits 0" 0
+HID=$(submitted_id)
+check_state "held: running" "$HID" running 60
+nv cancel "$HID"
+check_rc "held: cancelled" 0
+check_state "held: ended" "$HID" 'succeeded|failed|cancelled' 90
+check_eq "held: a cancel is not retried" "$STATE" cancelled
+check_eq "held: Slurm never requeued it" "$(st "$HID" 'd["slurm"].get("restarts", 0)')" 0
+
+# ---- flaky: two retries by the launcher -----------------------------------------
+[ -n "$FID" ] || finish
+FSLURM=$(st "$FID" 'd["remote_id"]')
+check_state "flaky: ended" "$FID" 'succeeded|failed|cancelled' 240
+check_eq "flaky: it succeeded at last" "$STATE" succeeded
+check_eq "flaky: the same Slurm job, requeued twice" \
+	"$(st "$FID" 'd["remote_id"]') $(st "$FID" 'd["slurm"]["restarts"]')" "$FSLURM 2"
+check_eq "flaky: its output is the third run's" "$(s3cat "hpc/$FID/runs.txt")" 3
+FREC=$(s3cat "hpc/$FID/navette-run.json")
+check_eq "flaky: the record lists why each attempt ended" \
+	"$(printf '%s' "$FREC" | json '[(a["attempt"], a["state"], a.get("failure")) for a in d["attempts"]]')" \
+	'[[1, "failed", "exit:3"], [2, "failed", "timeout"], [3, "succeeded", null]]'
+check_eq "flaky: ... with the reasons" \
+	"$(printf '%s' "$FREC" | json 'd["attempts"][0]["reason"]')" \
+	"the command exited with status 3"
+check_match "flaky: ... the time limit named" \
+	"$(printf '%s' "$FREC" | json 'd["attempts"][1]["reason"]')" '^the job reached its time limit'
+FLOG=$("$NAVETTE" logs "$FID" 2>/dev/null)
+check_match "flaky: the log shows the first run" "$FLOG" '^run 1 on '
+check_match "flaky: ... the second, stopped before the limit" "$FLOG" '^run 2: SIGTERM$'
+check_match "flaky: ... the attempts' ends" "$FLOG" '^navette: attempt 2 ended \(timeout: the job reached its time limit'
+check_match "flaky: ... and the third" "$FLOG" '^navette: attempt 3 of 3 starts on '
+check_match "flaky: status shows the attempt" "$("$NAVETTE" status "$FID" 2>&1)" '^state +succeeded · attempt 3$'
 
 bash "$NAVETTE_SOURCE/tests/stack/slurm-node.sh" "$SLURM_STACK_DIR" start "$NODE"
 check_true "the node is back" wait_for 90 sh -c "sinfo -h -n $NODE -o '%t' | grep -qx idle"

@@ -201,3 +201,26 @@ t.test("a task that differs in more than its parameters is refused",
   t.eq(script, nil)
   t.match(err.message, "publish to S3")
 end)
+
+t.test("a task that retries reads its own attempts list", function()
+  local specs = {}
+  for k = 0, 2 do
+    specs[k + 1] = task_spec(k, { n = tostring(k) })
+    specs[k + 1].retries = { max = 2, on = { "exit:3" } }
+    specs[k + 1].transfer.attempts = { get = "http://s3/attempts-of-" .. k }
+  end
+  local script = assert(_navette.jobs.array_launcher(
+    json.encode(json.array(specs))))
+  local path = t.tmpdir() .. "/attempts.sh"
+  local head = script:match("^(.-\nNAVETTE_RECORD_HEAD=[^\n]*\n)")
+  assert(_navette.sys.write_file(path, head
+    .. 'printf "%s\\n" "${NAVETTE_ATTEMPTS_GET:-none}"\n'))
+  for k = 0, 2 do
+    local p = assert(io.popen("SLURM_ARRAY_TASK_ID=" .. k .. " sh '" .. path
+                              .. "' 2>&1"))
+    t.eq(p:read("a"), "http://s3/attempts-of-" .. k .. "\n",
+         "task " .. k .. "'s own list")
+    p:close()
+  end
+  t.match(script, "NAVETTE_RETRY_MAX='?2'?", "the most attempts, shared")
+end)

@@ -139,6 +139,9 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MpiDefault=none
 SchedulerType=sched/backfill
+# A requeued job becomes eligible when its begin time passes, and only a
+# scheduling pass starts it then (the backfill one: 30 s by default).
+SchedulerParameters=bf_interval=2
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 # Without it a job takes its node's whole memory: one job per node.

@@ -134,36 +134,50 @@ local AFTER_MAX = 10000
 
 -- Slurm requeues a job whose node fails, or that is preempted, when the
 -- job allows it (requeue): navette's retries of those kinds are that
--- requeue, and navette never submits the job again itself, so one
--- failure is never retried twice (and nothing waits for the laptop). The
--- launcher counts the attempts (SLURM_RESTART_COUNT) and fails one past
--- retries.max. A timeout or an exit status would need navette to submit
--- again: not done yet, refused.
+-- requeue. A timeout or an exit status Slurm would not retry: the
+-- launcher does, on the node, by asking Slurm to requeue the job
+-- (NAVETTE_RETRY_ON names those kinds). So navette never submits a job
+-- again itself, one failure is retried once, by one of the two, and
+-- nothing waits for the laptop. The launcher counts the attempts
+-- (SLURM_RESTART_COUNT) and fails one past retries.max.
 M.retries = true
 M.checkpoints = true
 local REQUEUED = { node_fail = true, preempted = true }
--- SIGTERM to the launcher this long before the time limit, so that the
--- command gets it and a last checkpoint is written
-local TERM_BEFORE = 60
-
+-- The launcher stops the command this long before the time limit, so
+-- that it saves a last checkpoint, or the launcher requeues a job that
+-- retries on timeout. (Slurm's own warning, `signal`, reaches job steps
+-- only, never the batch script: slurmrestd refuses its "B:".)
+local WARN_BEFORE = 60
 local function retries_by_requeue(spec)
   if not spec.retries then return end
-  for _, kind in ipairs(spec.retries.on) do
-    if not REQUEUED[kind] then
-      error(errors.new("refused", "job '" .. spec.name .. "': retries on "
-                       .. kind .. " are not supported on the slurm "
-                       .. "backend yet", "on Slurm, retries cover "
-                       .. "node_fail and preempted (Slurm requeues the "
-                       .. "job); drop '" .. kind .. "' from retries.on, "
-                       .. "or run it on the local backend"), 0)
-    end
-  end
   if spec.requeue == false then
     error(errors.new("recipe", "job '" .. spec.name .. "': retries need "
                      .. "Slurm's requeue, and the job says requeue = "
                      .. "false", "drop one of the two"), 0)
   end
   spec.requeue = true
+end
+
+-- The kinds of failure the launcher retries itself, as its
+-- NAVETTE_RETRY_ON: "timeout exit:137", or nil.
+local function launcher_retries(spec)
+  local kinds = {}
+  for _, kind in ipairs(spec.retries and spec.retries.on or {}) do
+    if not REQUEUED[kind] then kinds[#kinds + 1] = kind end
+  end
+  return #kinds > 0 and table.concat(kinds, " ") or nil
+end
+
+-- Seconds before the time limit at which the launcher stops the command
+-- (a job with a checkpoint, or that retries on timeout), or nil.
+local function warn_before(spec)
+  local wants = spec.checkpoint
+  for _, kind in ipairs(spec.retries and spec.retries.on or {}) do
+    wants = wants or kind == "timeout"
+  end
+  if not wants then return nil end
+  local limit = spec.resources and spec.resources.time_limit or 240
+  return math.max(1, math.min(WARN_BEFORE, math.floor(limit / 4)))
 end
 
 function M.prepare(spec, profile)
@@ -235,12 +249,15 @@ local function description(spec, nodes)
     stdout = cfg.working_directory .. "/navette-%j.out",
     requeue = spec.requeue == true,
     env = env,
-    term_before = spec.checkpoint
-                  and math.max(1, math.min(TERM_BEFORE,
-                                           math.floor((r.time_limit or 240)
-                                                      / 4)))
-                  or nil,
   }
+  env.NAVETTE_RETRY_ON = launcher_retries(spec)
+  local warn = warn_before(spec)
+  if warn then
+    env.NAVETTE_WARN_BEFORE = tostring(warn)
+    -- (Slurm's limit is whole minutes)
+    env.NAVETTE_TIME_LIMIT = r.time_limit
+                             and tostring(math.ceil(r.time_limit / 60) * 60)
+  end
   return d
 end
 
