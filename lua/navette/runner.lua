@@ -685,6 +685,20 @@ local function submission_key(run, j, spec)
   }))
 end
 
+-- A new job id that no job of this run has: ids drawn in the same
+-- second for the same commit differ only in 24 random bits, so the 1,000
+-- tasks of a sweep drew one id twice in about one run of 35, and the
+-- array's rows then failed as duplicates before anything was sent.
+local function new_job_id(run, commit)
+  run.drawn = run.drawn or {}
+  local id
+  repeat
+    id = job.new_id(run.project.name, commit)
+  until not run.drawn[id]
+  run.drawn[id] = true
+  return id
+end
+
 -- Gives spec the id `id` and what follows from it: the output prefix and
 -- URL, and on S3 the presigned transfer URLs under that prefix. Called
 -- again when a drawn id turns out to be taken, so that nothing of the
@@ -803,8 +817,7 @@ function runner.spec(run, j)
                         pin = s3.pin, credential = s3.credential,
                         bucket = s3.bucket, root = s3.root }
   end
-  place(run, spec, j, resumed and resumed.id
-                      or job.new_id(run.project.name, commit))
+  place(run, spec, j, resumed and resumed.id or new_job_id(run, commit))
   return spec
 end
 
@@ -914,7 +927,7 @@ local function submit_context(run, sessions, sub, nodes)
   return {
     db = jobs.db(), submission = sub, sessions = sessions, nodes = nodes,
     redraw = function(s)
-      place(run, s, sub.job, job.new_id(run.project.name, s.commit))
+      place(run, s, sub.job, new_job_id(run, s.commit))
       s.launcher = runner.render_launcher(s) -- (its id and prefix are new)
     end,
     audit = function(s, detail)
@@ -1012,6 +1025,8 @@ local function checked_specs(run)
     spec.redact_fingerprints = errors.check(_navette.creds.fingerprints())
     run.submissions = run.submissions or setmetatable({}, { __mode = "k" })
     run.submissions[spec] = { key = check.submissions[spec].key, job = j }
+    run.drawn = run.drawn or {}
+    run.drawn[spec.id] = true -- (a redrawn id is none of these)
     taken[j.name] = spec
   end
   run.run_id = check.run_id

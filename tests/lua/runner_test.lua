@@ -3,7 +3,8 @@
 -- each job, --node refused where the backend takes none, a taken id
 -- redrawn with everything that follows from it (its launcher too), an
 -- interrupted submission completed under its id, the checking pass's
--- specs sent only when the run would build the same ones, URL lifetimes.
+-- specs sent only when the run would build the same ones, ids unique in a
+-- run, URL lifetimes.
 local t = test
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
 local fixtures = assert(loadfile(here .. "/fixtures.lua"))()
@@ -109,13 +110,14 @@ t.test("an interrupted submission is completed under its id", function()
 end)
 
 -- Counts job.new_id's draws until the returned function is called (it
--- gives the count).
-local function count_ids()
+-- gives the count); pick(n, id), when given, says what the n-th returns.
+local function count_ids(pick)
   local job = require "navette.job"
   local real, n = job.new_id, 0
   job.new_id = function(...)
     n = n + 1
-    return real(...)
+    local id = real(...)
+    return pick and pick(n, id) or id
   end
   return function()
     job.new_id = real
@@ -153,6 +155,31 @@ t.test("the run takes the checking pass's specs only when it would "
   drawn = count_ids()
   runner.run(dir .. "/put.lua", {})
   t.eq(drawn(), 2, "an upload in the recipe: built again")
+  backends.unregister("fake")
+end)
+
+t.test("the jobs of a run never share an id, though a draw repeats",
+       function()
+  fixtures.fake_backend()
+  local dir = fixtures.repo(t, {
+    ["navette.lua"] = fixtures.project(t),
+    ["three.lua"] = fixtures.recipe({ "a", "b", "c" }),
+  })
+  local first
+  local drawn = count_ids(function(n, id)
+    first = first or id
+    return n <= 3 and first or id -- the first three draws alike
+  end)
+  local run = runner.load(dir .. "/three.lua", { plan = true })
+  local ok, specs = pcall(runner.submit, run)
+  local n = drawn()
+  t.ok(ok, specs)
+  t.ok(n >= 5, "drawn again (" .. n .. " draws)")
+  local seen = {}
+  for _, s in ipairs(specs) do
+    t.ok(not seen[s.id], "a new id for " .. s.name)
+    seen[s.id] = true
+  end
   backends.unregister("fake")
 end)
 
