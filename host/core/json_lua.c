@@ -145,7 +145,10 @@ static int cmp_keys(const void *a, const void *b)
 
 /* Creates the item for the value at idx and attaches it to parent (an
  * array when key is NULL) before descending, so everything built so far is
- * reachable from the boxed root if Lua raises midway. */
+ * reachable from the boxed root if Lua raises midway. Keys and string
+ * values are not copied: the tree points at the Lua strings, which the
+ * value being encoded holds until l_json_encode has printed the tree
+ * (cJSON_Delete leaves such strings alone). */
 static void encode_into(lua_State *L, int idx, int depth, cJSON *parent,
 			const char *key);
 
@@ -154,7 +157,7 @@ static void attach(lua_State *L, cJSON *parent, const char *key, cJSON *item)
 	if (!item)
 		luaL_error(L, "json: out of memory");
 	if (key)
-		cJSON_AddItemToObject(parent, key, item);
+		cJSON_AddItemToObjectCS(parent, key, item);
 	else
 		cJSON_AddItemToArray(parent, item);
 }
@@ -227,7 +230,7 @@ static void encode_into(lua_State *L, int idx, int depth, cJSON *parent,
 	}
 	case LUA_TSTRING:
 		attach(L, parent, key,
-		       cJSON_CreateString(check_text(L, idx, 0, key)));
+		       cJSON_CreateStringReference(check_text(L, idx, 0, key)));
 		return;
 	case LUA_TTABLE: encode_table(L, idx, depth, parent, key); return;
 	case LUA_TLIGHTUSERDATA:

@@ -1042,10 +1042,11 @@ static int array_task_check(const cJSON *first, const cJSON *spec, int k,
 static int all_same(const cJSON *specs, const char *key)
 {
 	const cJSON *first = cJSON_GetArrayItem(specs, 0), *spec;
+	const cJSON *value = field(first, key); /* (looked up once) */
 
 	cJSON_ArrayForEach(spec, specs)
 	{
-		if (!same_field(field(first, key), field(spec, key)))
+		if (!same_field(value, field(spec, key)))
 			return 0;
 	}
 	return 1;

@@ -1,5 +1,6 @@
 /* The durable job queue over SQLite (see queue.h). Every statement is
- * prepared, bound and finalized in one function; busy waits are bounded by
+ * prepared, bound and run in one function (the frequent ones are kept
+ * prepared for the handle's life: statement()); busy waits are bounded by
  * the busy timeout so two CLIs and the agent can share the file. */
 #include "jobs/queue.h"
 
@@ -17,8 +18,14 @@
 #include "core/jobid.h"
 #include "jobs/record.h"
 
+/* Statements kept prepared per handle: a sweep's submission runs the
+ * same few a thousand times each, and preparing one costs more than
+ * running it. */
+#define QUEUE_KEPT_STATEMENTS 24
+
 struct nv_queue {
 	sqlite3 *db;
+	sqlite3_stmt *kept[QUEUE_KEPT_STATEMENTS]; /* the first ones used */
 	char path[4200]; /* of jobs.db, for the recovery hint */
 };
 
@@ -191,8 +198,50 @@ void nv_queue_close(nv_queue *q)
 {
 	if (!q)
 		return;
+	for (int i = 0; i < QUEUE_KEPT_STATEMENTS; i++)
+		sqlite3_finalize(q->kept[i]);
 	sqlite3_close(q->db);
 	free(q);
+}
+
+/* A statement of sql, ready to bind: one kept from an earlier call with
+ * the same text, else a new one, kept while there is room. Give it back
+ * with statement_done(). NULL when it cannot be prepared (the message is
+ * the handle's). A handle is used by one thread at a time (the CLI's Lua
+ * state, the agent's loop), and no kept statement is used twice at once:
+ * none is open across a call that could ask for it again. */
+static sqlite3_stmt *statement(nv_queue *q, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	unsigned int flags = 0;
+	int i;
+
+	for (i = 0; i < QUEUE_KEPT_STATEMENTS && q->kept[i]; i++)
+		if (strcmp(sqlite3_sql(q->kept[i]), sql) == 0)
+			return q->kept[i];
+	if (i < QUEUE_KEPT_STATEMENTS)
+		flags = SQLITE_PREPARE_PERSISTENT;
+	if (sqlite3_prepare_v3(q->db, sql, -1, flags, &st, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return NULL;
+	}
+	if (i < QUEUE_KEPT_STATEMENTS)
+		q->kept[i] = st;
+	return st;
+}
+
+/* Ends a use of st: a kept one is reset (which ends its read) and its
+ * parameters cleared, another finalized. */
+static void statement_done(nv_queue *q, sqlite3_stmt *st)
+{
+	for (int i = 0; i < QUEUE_KEPT_STATEMENTS && q->kept[i]; i++) {
+		if (q->kept[i] == st) {
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+			return;
+		}
+	}
+	sqlite3_finalize(st);
 }
 
 /* Runs one statement with parameters described by fmt: 's' text (may be
@@ -200,11 +249,11 @@ void nv_queue_close(nv_queue *q)
 static int exec_bound(nv_queue *q, nv_err *err, const char *sql,
 		      const char *fmt, ...)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st = statement(q, sql);
 	va_list ap;
 	int rc;
 
-	if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+	if (!st)
 		return db_error(q, err, "prepare");
 	va_start(ap, fmt);
 	for (int i = 0; fmt[i]; i++) {
@@ -230,7 +279,7 @@ static int exec_bound(nv_queue *q, nv_err *err, const char *sql,
 	}
 	va_end(ap);
 	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	statement_done(q, st);
 	if (rc == SQLITE_CONSTRAINT)
 		return nv_err_set(err, NV_EREFUSED, NULL,
 				  "job database: duplicate entry");
@@ -696,12 +745,10 @@ static cJSON *row_to_json(nv_queue *q, sqlite3_stmt *st, int with_spec)
 	}
 
 	/* phases with timestamps, in the order they happened */
-	sqlite3_stmt *ph = NULL;
+	sqlite3_stmt *ph = statement(q, "SELECT phase, at FROM phases WHERE"
+					" job_id=? ORDER BY at, rowid");
 	cJSON *arr = cJSON_AddArrayToObject(o, "phases");
-	if (sqlite3_prepare_v2(q->db,
-			       "SELECT phase, at FROM phases WHERE job_id=?"
-			       " ORDER BY at, rowid",
-			       -1, &ph, NULL) == SQLITE_OK) {
+	if (ph) {
 		sqlite3_bind_text(ph, 1,
 				  (const char *)sqlite3_column_text(st, 0), -1,
 				  SQLITE_TRANSIENT);
@@ -712,8 +759,8 @@ static cJSON *row_to_json(nv_queue *q, sqlite3_stmt *st, int with_spec)
 			cJSON_AddStringToObject(p, "at", ts);
 			cJSON_AddItemToArray(arr, p);
 		}
+		statement_done(q, ph);
 	}
-	sqlite3_finalize(ph);
 	return o;
 }
 
@@ -901,8 +948,7 @@ int nv_queue_pending_remote(nv_queue *q, const char *backend,
 		 " AND remote_id IS NULL AND state='queued'"
 		 " ORDER BY created DESC LIMIT 10",
 		 job_columns);
-	if (!arr ||
-	    sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK) {
+	if (!arr || !(st = statement(q, sql))) {
 		cJSON_Delete(arr);
 		return db_error(q, err, "prepare");
 	}
@@ -911,7 +957,7 @@ int nv_queue_pending_remote(nv_queue *q, const char *backend,
 	sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
 	while (sqlite3_step(st) == SQLITE_ROW)
 		cJSON_AddItemToArray(arr, row_to_json(q, st, 1));
-	sqlite3_finalize(st);
+	statement_done(q, st);
 	*json_out = cJSON_PrintUnformatted(arr);
 	cJSON_Delete(arr);
 	if (!*json_out)
@@ -932,20 +978,20 @@ int nv_queue_interrupted(nv_queue *q, const char *submit_key, char **json_out,
 		 " AND state NOT IN ('cancelled','failed')"
 		 " ORDER BY created DESC LIMIT 1",
 		 job_columns);
-	if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+	if (!(st = statement(q, sql)))
 		return db_error(q, err, "prepare");
 	sqlite3_bind_text(st, 1, submit_key, -1, SQLITE_TRANSIENT);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE) {
-		sqlite3_finalize(st);
+		statement_done(q, st);
 		return 0;
 	}
 	if (rc != SQLITE_ROW) {
-		sqlite3_finalize(st);
+		statement_done(q, st);
 		return db_error(q, err, "read");
 	}
 	cJSON *o = row_to_json(q, st, 1);
-	sqlite3_finalize(st);
+	statement_done(q, st);
 	*json_out = o ? cJSON_PrintUnformatted(o) : NULL;
 	cJSON_Delete(o);
 	if (!*json_out)

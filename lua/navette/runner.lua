@@ -316,10 +316,14 @@ function runner.load(recipe, opts)
   local src, why = committed_source(run, real, recipe)
   if not src then errors.raise("usage", why) end
   local chunk = errors.check(core.load_recipe(real, env, recipe, src))
+  local recorded = #core.plan()
   runner.current = run
   local ok, result = core.call_bounded(chunk)
   runner.current = nil
   if not ok then error(errors.from(result), 0) end
+  -- what the evaluation did that a plan records instead (an upload, a
+  -- push, a request, a credential not run): see checked_specs
+  run.recorded = #core.plan() - recorded
   -- each job after those it runs after (a recipe may name a job it
   -- declares later; a cycle is refused, named)
   run.jobs = require("navette.graph").order(run.jobs)
@@ -571,23 +575,29 @@ function runner.sign_transfer(profile, store, spec, lifetime, code)
   }
 end
 
+-- The code archive of spec's commit, once per run and commit (a sweep's
+-- jobs share it): {key, sha256, size}.
+local function commit_archive(run, store, spec)
+  run.code_archives = run.code_archives or {}
+  local known = run.code_archives[spec.commit]
+  if not known then
+    local key, code = code_archive(run, store, spec)
+    known = { key = key, sha256 = code.sha256, size = code.size }
+    run.code_archives[spec.commit] = known
+  end
+  return known
+end
+
 local function transfer(run, spec, j)
   local store = storage._s3()
+  -- a plan without the store's credential signs nothing (placeholders)
+  if store.not_run then run.unsigned = true end
   local lifetime = runner.url_lifetime(run.profile, j)
   if spec.container and spec.container.workdir then
     return runner.sign_transfer(run.profile, store, spec, lifetime, nil)
   end
-  -- once per run and commit: a sweep's jobs share the archive
-  run.code_archives = run.code_archives or {}
-  local known = run.code_archives[spec.commit]
-  if not known then
-    known = { code_archive(run, store, spec) }
-    run.code_archives[spec.commit] = known
-  end
-  local key, code = known[1], known[2]
   return runner.sign_transfer(run.profile, store, spec, lifetime,
-                              { key = key, sha256 = code.sha256,
-                                size = code.size })
+                              commit_archive(run, store, spec))
 end
 
 -- The image a job runs in, pinned: its reference resolved to a digest
@@ -677,6 +687,20 @@ local function submission_key(run, j, spec)
     spec.logs or false, spec.requeue or false, spec.submitted_by,
     run.nodes or false, spec.retries or false, spec.checkpoint or false,
   }))
+end
+
+-- A new job id that no job of this run has: ids drawn in the same
+-- second for the same commit differ only in 24 random bits, so the 1,000
+-- tasks of a sweep drew one id twice in about one run of 35, and the
+-- array's rows then failed as duplicates before anything was sent.
+local function new_job_id(run, commit)
+  run.drawn = run.drawn or {}
+  local id
+  repeat
+    id = job.new_id(run.project.name, commit)
+  until not run.drawn[id]
+  run.drawn[id] = true
+  return id
 end
 
 -- Gives spec the id `id` and what follows from it: the output prefix and
@@ -797,8 +821,7 @@ function runner.spec(run, j)
                         pin = s3.pin, credential = s3.credential,
                         bucket = s3.bucket, root = s3.root }
   end
-  place(run, spec, j, resumed and resumed.id
-                      or job.new_id(run.project.name, commit))
+  place(run, spec, j, resumed and resumed.id or new_job_id(run, commit))
   return spec
 end
 
@@ -860,6 +883,7 @@ function runner.run(recipe, opts)
            .. "does it depend on the time or on a random number?", run)
   end
   run.scanned = check.scanned
+  run.checked = check -- (its specs: see checked_specs)
   local specs = #run.jobs > 0 and runner.submit(run) or {}
   return run, specs
 end
@@ -907,7 +931,7 @@ local function submit_context(run, sessions, sub, nodes)
   return {
     db = jobs.db(), submission = sub, sessions = sessions, nodes = nodes,
     redraw = function(s)
-      place(run, s, sub.job, job.new_id(run.project.name, s.commit))
+      place(run, s, sub.job, new_job_id(run, s.commit))
       s.launcher = runner.render_launcher(s) -- (its id and prefix are new)
     end,
     audit = function(s, detail)
@@ -927,8 +951,96 @@ local function submit_context(run, sessions, sub, nodes)
   }
 end
 
+-- Whether a and b hold the same: equal values, or plain tables with the
+-- same keys and, key by key, the same. Plain: no metatable but JSON's
+-- array mark (which runner.spec puts on some of a declaration's lists).
+local JSON_ARRAY = getmetatable(json.array({}))
+local function plain(t)
+  local mt = getmetatable(t)
+  return mt == nil or mt == JSON_ARRAY
+end
+
+local function same_value(a, b, depth)
+  if type(a) ~= "table" or type(b) ~= "table" then return a == b end
+  if rawequal(a, b) then return true end
+  if depth > 32 or not plain(a) or not plain(b) then return false end
+  local n = 0
+  for k, v in next, a do
+    if type(k) == "table" or not same_value(v, rawget(b, k), depth + 1) then
+      return false
+    end
+    n = n + 1
+  end
+  for _ in next, b do n = n - 1 end
+  return n == 0
+end
+
+-- The checking pass's specs, which the run takes as they are instead of
+-- building them again, by name; nil when it must build them (then it
+-- does, as the checking pass did). They are taken when the run would
+-- build the same ones: the project, profile and libraries are the same
+-- and the recipe declared the same jobs, field by field; its evaluation
+-- in the checking pass did nothing that a plan records instead of doing
+-- (no upload, push, request or credential left unrun: nothing the two
+-- evaluations saw differed by), and the store signed for real; each code
+-- reference resolves to the commit checked (the tree is checked again,
+-- as for any run); no earlier submission of these jobs was interrupted
+-- (such a job resumes under its recorded id, which runner.spec finds);
+-- and the code archive the run uploads is the one the checking pass
+-- hashed. A taken spec keeps the checking pass's id, submission time and
+-- signed URLs (made under a second before); what its log filter masks is
+-- read again, as the run knows it now.
+local function checked_specs(run)
+  local check = run.checked
+  if not check or check.recorded ~= 0 or check.unsigned
+     or not check.specs or #check.jobs ~= #run.jobs
+     or not same_value(run.project, check.project, 0)
+     or not same_value(run.profile, check.profile, 0) then
+    return nil
+  end
+  local libraries = require("navette.library").spec_field(run)
+  for i, j in ipairs(run.jobs) do
+    local spec = check.specs[j.name]
+    if not spec or not check.submissions[spec]
+       or not same_value(j, check.jobs[i], 0)
+       or not same_value(spec.libraries, libraries, 0) then
+      return nil
+    end
+  end
+  local db = jobs.db()
+  for _, j in ipairs(run.jobs) do
+    local spec = check.specs[j.name]
+    if pin_commit(run, j) ~= spec.commit
+       or errors.check(db:interrupted(check.submissions[spec].key)) then
+      return nil
+    end
+    local code = spec.transfer and spec.transfer.code
+    if code then
+      local got = commit_archive(run, storage._s3(), spec)
+      if got.key ~= code.key or got.sha256 ~= code.sha256
+         or got.size ~= code.size then
+        return nil
+      end
+    end
+  end
+  local taken = {}
+  for _, j in ipairs(run.jobs) do
+    local spec = check.specs[j.name]
+    spec.redact_fingerprints = errors.check(_navette.creds.fingerprints())
+    run.submissions = run.submissions or setmetatable({}, { __mode = "k" })
+    run.submissions[spec] = { key = check.submissions[spec].key, job = j }
+    run.drawn = run.drawn or {}
+    run.drawn[spec.id] = true -- (a redrawn id is none of these)
+    taken[j.name] = spec
+  end
+  run.run_id = check.run_id
+  return taken
+end
+
 -- The spec of j with the run's id and what its log filter masks.
 local function run_spec(run, j)
+  local taken = run.taken and run.taken[j.name]
+  if taken then return taken end
   local spec = runner.spec(run, j)
   -- the run's own id, in each of its jobs (navette watch RUN)
   run.run_id = run.run_id or job.new_run_id(run.project.name, spec.commit)
@@ -940,7 +1052,8 @@ end
 
 local function submit_one(run, j, k, backend, sessions)
   local spec = run_spec(run, j)
-  local launcher = runner.render_launcher(spec)
+  -- (a spec taken from the checking pass has its launcher)
+  local launcher = spec.launcher or runner.render_launcher(spec)
   spec.launcher = launcher
   if run.plan then
     core.plan("jobs", "submit", spec.id .. " (" .. spec.name .. ") on "
@@ -971,11 +1084,19 @@ local function submit_array(run, group, k, backend, sessions)
                 .. " of the job array")
     end
   end
-  -- one launcher for all, made (so checked) in the checking pass too
-  local script
-  if not resumed and (specs[1].transfer or not run.plan) then
+  -- one launcher for all, made (so checked) in the checking pass too,
+  -- and taken from there with its specs
+  local group_key = group[1].name .. "\0" .. group[#group].name
+  local script = run.taken and run.checked.scripts
+                 and run.checked.scripts[group_key]
+  if not script and not resumed
+     and (specs[1].transfer or not run.plan) then
     script = errors.check(_navette.jobs.array_launcher(
       runner.array_json(specs)))
+  end
+  if run.checking then
+    run.scripts = run.scripts or {}
+    run.scripts[group_key] = script
   end
   if run.plan then
     core.plan("jobs", "submit-array", #specs .. " jobs of sweep "
@@ -1027,6 +1148,7 @@ function runner.submit(run)
   end })
   local _ <close> = sessions
   local _ <close> = require("navette.audit").batch()
+  run.taken = checked_specs(run)
   local i = 1
   while i <= #run.jobs do
     local j = run.jobs[i]

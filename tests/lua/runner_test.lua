@@ -2,7 +2,9 @@
 -- (the fake of fake_backend.lua) and what it decides itself: the node of
 -- each job, --node refused where the backend takes none, a taken id
 -- redrawn with everything that follows from it (its launcher too), an
--- interrupted submission completed under its id, URL lifetimes.
+-- interrupted submission completed under its id, the checking pass's
+-- specs sent only when the run would build the same ones, ids unique in a
+-- run, URL lifetimes.
 local t = test
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
 local fixtures = assert(loadfile(here .. "/fixtures.lua"))()
@@ -104,6 +106,80 @@ t.test("an interrupted submission is completed under its id", function()
   -- complete now: a third run is a new job
   local _, again = runner.run(dir .. "/one.lua", {})
   t.ok(again[1].id ~= first, "a completed submission is never resumed")
+  backends.unregister("fake")
+end)
+
+-- Counts job.new_id's draws until the returned function is called (it
+-- gives the count); pick(n, id), when given, says what the n-th returns.
+local function count_ids(pick)
+  local job = require "navette.job"
+  local real, n = job.new_id, 0
+  job.new_id = function(...)
+    n = n + 1
+    local id = real(...)
+    return pick and pick(n, id) or id
+  end
+  return function()
+    job.new_id = real
+    return n
+  end
+end
+
+t.test("the run takes the checking pass's specs only when it would "
+       .. "build the same ones", function()
+  local fake = fixtures.fake_backend()
+  local dir = fixtures.repo(t, {
+    ["navette.lua"] = fixtures.project(t),
+    ["two.lua"] = fixtures.recipe({ "a", "b" }),
+    -- the same name, another command each time it is evaluated
+    ["clock.lua"] = "local navette = require 'navette'\n"
+      .. "navette.job { name = 'a', command = { 'echo', "
+      .. "tostring(os.clock()) } }\n",
+    -- an upload, which the checking pass only records
+    ["put.lua"] = "local navette = require 'navette'\n"
+      .. "navette.storage.put_string('note.txt', 'x')\n"
+      .. "navette.job { name = 'a', command = { 'echo', 'a' } }\n",
+  })
+  local drawn = count_ids()
+  local _, specs = runner.run(dir .. "/two.lua", {})
+  t.eq(drawn(), 2, "one id per job: the checking pass's specs are sent")
+  for i, s in ipairs(submits(fake)) do
+    t.eq(s.spec.id, specs[i].id)
+    t.ok(s.launcher:find(s.spec.id, 1, true), "a launcher for its id")
+    t.eq(jobs.row(s.spec.id).spec.launcher, s.launcher, "as recorded")
+  end
+  drawn = count_ids()
+  local _, clock = runner.run(dir .. "/clock.lua", {})
+  t.eq(drawn(), 2, "declared otherwise the second time: built again")
+  t.eq(submits(fake)[3].spec.command[2], clock[1].command[2])
+  drawn = count_ids()
+  runner.run(dir .. "/put.lua", {})
+  t.eq(drawn(), 2, "an upload in the recipe: built again")
+  backends.unregister("fake")
+end)
+
+t.test("the jobs of a run never share an id, though a draw repeats",
+       function()
+  fixtures.fake_backend()
+  local dir = fixtures.repo(t, {
+    ["navette.lua"] = fixtures.project(t),
+    ["three.lua"] = fixtures.recipe({ "a", "b", "c" }),
+  })
+  local first
+  local drawn = count_ids(function(n, id)
+    first = first or id
+    return n <= 3 and first or id -- the first three draws alike
+  end)
+  local run = runner.load(dir .. "/three.lua", { plan = true })
+  local ok, specs = pcall(runner.submit, run)
+  local n = drawn()
+  t.ok(ok, specs)
+  t.ok(n >= 5, "drawn again (" .. n .. " draws)")
+  local seen = {}
+  for _, s in ipairs(specs) do
+    t.ok(not seen[s.id], "a new id for " .. s.name)
+    seen[s.id] = true
+  end
   backends.unregister("fake")
 end)
 

@@ -592,22 +592,21 @@ function M.submit_array(specs, script, ctx)
   local array_id, err, refused = session:submit(script, desc)
   if not array_id then array_failed(ctx.db, specs, err, refused, name) end
   jobs_native.fault_point("submit-accepted", name)
+  -- each task's Slurm id and phase, and its submission complete, in one
+  -- transaction (a run killed before it finds the array by its name)
   local now, audited = sys.now(), {}
   errors.check(ctx.db:transaction(function()
     for k, spec in ipairs(specs) do
       errors.check(ctx.db:set_remote(spec.id, array_id .. "_" .. (k - 1),
                                      "queued"))
       ctx.db:phase(spec.id, "accepted", now)
+      errors.check(ctx.db:submitted(spec.id))
       audited[k] = { spec, M.name .. " array " .. array_id .. " task "
                            .. (k - 1) }
     end
     return true
   end))
   ctx.audit_many(audited)
-  errors.check(ctx.db:transaction(function()
-    for _, spec in ipairs(specs) do errors.check(ctx.db:submitted(spec.id)) end
-    return true
-  end))
   return specs
 end
 
