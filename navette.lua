@@ -3,4 +3,14 @@
 -- is built in and needs nothing here.
 return {
   name = "navette",
+  -- Files outside the repository that the catalogue's recipes upload as
+  -- inputs (navette.storage.put(key, { dataset = NAME })): the first path
+  -- that exists on this machine.
+  datasets = {
+    -- scikit-learn's handwritten digits (Debian: python3-sklearn)
+    digits = {
+      "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz",
+      "/usr/local/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz",
+    },
+  },
 }

@@ -678,7 +678,10 @@ static int prepare(agent *a, job *j, nv_record_outcome *o)
 		return 0;
 	}
 	agent_job_path(j, "workspace", path, sizeof(path));
-	if (nv_git_open(&r, repo, &err) != 0 ||
+	/* (a library's code: its cache, a bare repository) */
+	if ((cJSON_IsTrue(ofield(j->spec, "repository_bare"))
+		     ? nv_git_open_bare(&r, repo, &err)
+		     : nv_git_open(&r, repo, &err)) != 0 ||
 	    nv_git_export(r, commit, path, NULL, &err) != 0) {
 		nv_git_free(r);
 		nv_record_fail(

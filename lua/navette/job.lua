@@ -369,7 +369,9 @@ job.FIELDS = {
           .. "most 63." },
   { name = "code", type = "string", kind = "string", default = "HEAD",
     doc = "The commit the job runs (a revision: a branch, tag or commit "
-          .. "id); the tree must be clean and the commit pushed." },
+          .. "id); the tree must be clean and the commit pushed. In a job "
+          .. "a library declares, \"library\" is the library's locked "
+          .. "commit." },
   { name = "image", type = "string|navette.image.Result",
     check = check_image,
     doc = "The image: a reference (pinned to its digest when submitted), or "

@@ -416,6 +416,13 @@ local function evaluate(run, lib, module)
     -- (its navette.use is marked as the library's own, whenever called)
     navette = require("navette.public").new({
       use = function(decl) return library.use(decl, from) end,
+      -- (code = "library": this library's commit)
+      job = function(decl)
+        return require("navette.runner").declare(decl, lib)
+      end,
+      sweep = function(decl)
+        return require("navette.runner").declare_sweep(decl, lib)
+      end,
     }),
     print = run.print,
     load_module = function(_, rel) return source(rel) end,

@@ -108,6 +108,10 @@ local ANNOTATIONS = {
     default_profile = { "string", "The profile used without --profile." },
     credentials = { "table<string, navette.Credential>", "Credentials "
                     .. "every profile may use." },
+    datasets = { "table<string, string|string[]>", "Files outside the "
+                 .. "repository that recipes may upload "
+                 .. "(navette.storage.put(key, { dataset = NAME })): "
+                 .. "absolute paths, the first that exists is taken." },
   },
   profile = {
     storage = { "string", "The store: file:///... or s3://BUCKET/PREFIX/." },
@@ -241,9 +245,11 @@ local FUNCTIONS = {
     "Facts about the run in progress (nil outside one)." },
   { "navette.storage.url", { { "key", "string" } }, "string",
     "The URL of key in the profile's store." },
-  { "navette.storage.put", { { "key", "string" }, { "path", "string" } },
+  { "navette.storage.put", { { "key", "string" },
+    { "path", "string|{dataset: string}" } },
     "navette.storage.Object", "Uploads a file of the recipe's repository "
-    .. "(a path relative to the recipe) to key." },
+    .. "(a path relative to the recipe), or a dataset the project file "
+    .. "declares ({ dataset = NAME }), to key." },
   { "navette.storage.put_string", { { "key", "string" },
     { "data", "string" } }, "navette.storage.Object",
     "Uploads a string to key." },

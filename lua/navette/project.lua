@@ -11,7 +11,8 @@ local project = {}
 
 project.FILE = "navette.lua"
 
-local PROJECT_KEYS = { "name", "profiles", "default_profile", "credentials" }
+local PROJECT_KEYS = { "name", "profiles", "default_profile", "credentials",
+                       "datasets" }
 -- (then, before "platform", the settings table of each backend that has
 -- one, named after it)
 local PROFILE_KEYS = { "backend", "storage", "require_pushed", "remote",
@@ -370,6 +371,35 @@ local function validate_profile(path, name, p, home, shared_credentials)
   return profile
 end
 
+-- datasets = { NAME = { "/absolute/path", ... } }: files outside the
+-- repository that a recipe may upload (navette.storage.put(key,
+-- { dataset = NAME }) takes the first that exists on this machine).
+local function validate_datasets(path, t)
+  if type(t) ~= "table" then
+    fail(path, "datasets must be a table of NAME = { \"/absolute/path\", ... }")
+  end
+  local out = {}
+  for name, paths in pairs(t) do
+    if type(name) ~= "string" or not name:match("^[%w_.-]+$") then
+      fail(path, "datasets: names are letters, digits, '.', '_' and '-'")
+    end
+    if type(paths) == "string" then paths = { paths } end
+    if type(paths) ~= "table" or #paths == 0 then
+      fail(path, "datasets." .. name .. " must be a path or a list of paths")
+    end
+    out[name] = {}
+    for i, p in ipairs(paths) do
+      if type(p) ~= "string" or p:sub(1, 1) ~= "/" or p:find("\0", 1, true) then
+        fail(path, "datasets." .. name .. "[" .. i .. "] must be an "
+             .. "absolute path", "one per machine kind: the first that "
+             .. "exists is uploaded")
+      end
+      out[name][i] = p
+    end
+  end
+  return out
+end
+
 -- Loads the project that holds recipe_dir. repo_root: the git work tree
 -- (the project name defaults to its folder name).
 function project.load(recipe_dir, repo_root)
@@ -403,6 +433,9 @@ function project.load(recipe_dir, repo_root)
       fail(path, "name must be a non-empty string")
     end
     proj.name = slug(value.name)
+  end
+  if value.datasets ~= nil then
+    proj.datasets = validate_datasets(path, value.datasets)
   end
   local shared = {}
   if value.credentials ~= nil then

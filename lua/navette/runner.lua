@@ -57,6 +57,8 @@ end
 local function handle(j)
   local h = {}
   for k, v in pairs(j) do h[k] = v end
+  -- (a library's cache and repository are the runner's, never a recipe's)
+  h.library = nil
   h.output = function(self, path)
     if type(self) ~= "table" or type(self.name) ~= "string" then
       errors.raise("recipe", "output: call it as job:output(\"path\")")
@@ -114,20 +116,36 @@ local function inputs_after(j)
   end
 end
 
-function runner.declare(decl)
+-- code = "library" in a job a library declares: the library's commit
+-- (lib: what library.use pinned; nil for the project's recipes).
+local function library_code(j, lib, what)
+  if j.code ~= "library" then return end
+  if not lib then
+    errors.raise("recipe", what .. ": job '" .. j.name .. "': code = "
+                 .. "\"library\" is for a job that a library declares",
+                 "a recipe's job runs a commit of the recipe's repository: "
+                 .. "drop code, or name a revision (a branch, tag or "
+                 .. "commit id)")
+  end
+  j.library = lib
+end
+
+function runner.declare(decl, lib)
   local j = job.validate(decl)
   local run = current_run("navette.job")
+  library_code(j, lib, "navette.job")
   inputs_after(j)
   return handle(add_job(run, j, "navette.job"))
 end
 
 -- navette.sweep: every job of the sweep is validated before the first is
 -- declared. -> the list of the declared jobs
-function runner.declare_sweep(decl)
+function runner.declare_sweep(decl, lib)
   local run = current_run("navette.sweep")
   local declared = {}
   for i, item in ipairs(require("navette.sweep").expand(decl)) do
     local j = job.validate(item.decl)
+    library_code(j, lib, "navette.sweep")
     j.name = j.name .. item.suffix
     j.params = item.params
     declared[i] = j
@@ -300,6 +318,7 @@ function runner.load(recipe, opts)
   -- a run's preconditions on the tree hold before anything is evaluated
   if not opts.plan then check_tree(run) end
   storage._set_context({ profile = profile, repo_root = repo:workdir(),
+                         datasets = run.project.datasets,
                          recipe_dir = recipe_dir, planned = {} })
   require("navette.creds")._set_context(profile.credentials, profile)
   require("navette.http")._set_context(profile)
@@ -337,6 +356,14 @@ end
 -- share them).
 local function pin_commit(run, j)
   run.pinned = run.pinned or {}
+  run.code_repos = run.code_repos or {}
+  if j.library then
+    -- the commit the lock pinned, fetched, checked and scanned when the
+    -- library was used: its cache is the code's repository
+    local lib = j.library
+    run.code_repos[lib.commit] = lib
+    return lib.commit, lib.repo:commit(lib.commit)
+  end
   local pinned = run.pinned[j.code]
   if pinned then return pinned[1], pinned[2] end
   local repo = run.repo
@@ -497,7 +524,10 @@ local function code_archive(run, store, spec)
   local plan = core.plan_mode()
   if not plan then errors.check(sys.mkdir_p(core.home() .. "/tmp")) end
   -- in plan mode only hashed, not written
-  local made, err = run.repo:archive(spec.commit, not plan and tmp or nil)
+  -- (a library's commit from its cache)
+  local lib = run.code_repos and run.code_repos[spec.commit]
+  local repo = lib and lib.repo or run.repo
+  local made, err = repo:archive(spec.commit, not plan and tmp or nil)
   if not made then
     if not plan then sys.remove(tmp) end
     refuse("cannot pack commit " .. spec.commit:sub(1, 12) .. ": "
@@ -761,8 +791,10 @@ function runner.spec(run, j)
     commit = commit,
     commit_time = info and info.time,
     dirty = false,
-    repository = repository,
-    repository_path = run.repo:workdir(),
+    repository = j.library and j.library.url or repository,
+    repository_path = j.library and j.library.dir or run.repo:workdir(),
+    -- (a library's cache: a bare repository)
+    repository_bare = j.library and true or nil,
     recipe = run.recipe,
     image = image or "host",
     image_requested = image and image ~= j.image and j.image or nil,

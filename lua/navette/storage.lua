@@ -2,7 +2,8 @@
 -- to the profile's store, file:/// or s3:// (navette.s3store, the same
 -- calls); URLs (file:///..., s3://BUCKET/KEY) name objects anywhere. A path
 -- given to put() is read from the recipe's repository, never from outside
--- it. Every side effect honours plan mode.
+-- it, unless the project file names it as a dataset. Every side effect
+-- honours plan mode.
 local errors = require "navette.errors"
 local util = require "navette.util"
 local native, sys, core = _navette.storage, _navette.sys, _navette.core
@@ -141,11 +142,48 @@ local function uploaded(info)
 end
 
 -- storage.put(key, path) -> {url, key, sha256, size}
+-- A dataset of the project file (datasets = { NAME = { paths... } }): the
+-- first of its paths that is a regular file on this machine. The project
+-- file, not the recipe, says which files outside the repository a recipe
+-- may upload.
+local function dataset_file(source)
+  local name = source.dataset
+  if type(name) ~= "string" then
+    errors.raise("recipe", "navette.storage.put: the source is a path "
+                 .. "relative to the recipe, or { dataset = NAME }")
+  end
+  local datasets = context.datasets or {}
+  local paths = datasets[name]
+  if not paths then
+    local names = util.sorted_keys(datasets)
+    errors.raise("recipe", "navette.storage.put: dataset '" .. name
+                 .. "' is not declared in the project file"
+                 .. util.suggest(name, names),
+                 "declare it in navette.lua: datasets = { " .. name
+                 .. " = { \"/absolute/path\", ... } }")
+  end
+  for _, path in ipairs(paths) do
+    local real = sys.realpath(path)
+    local st = real and sys.stat(real)
+    if st and st.type == "file" then return real, path end
+  end
+  errors.raise("refused", "navette.storage.put: dataset '" .. name
+               .. "': none of its paths is a file on this machine ("
+               .. table.concat(paths, ", ") .. ")",
+               "install what ships it, or add its path on this machine to "
+               .. "the project file's datasets." .. name)
+end
+
 function storage.put(key, path)
   if type(key) ~= "string" then
     errors.raise("recipe", "navette.storage.put: key must be a string")
   end
-  local src = repository_file(path)
+  local src
+  if type(path) == "table" then
+    src, path = dataset_file(path)
+  else
+    src = repository_file(path)
+  end
   scan_upload(src, path)
   local store = open_store(true)
   if not store then -- plan mode with a store that does not exist yet

@@ -1,0 +1,8 @@
+-- The recipe catalogue as a library: another repository brings it with
+--   local lib = navette.use { git = URL, ref = TAG, module = "recipes.catalogue" }
+-- and calls lib.training.sweep{...} with its own parameters. Each job the
+-- library declares runs the library's commit (code = "library"), where
+-- its scripts are; its data comes from the recipe's project.
+return {
+  training = require "recipes.training.lib",
+}
