@@ -450,14 +450,17 @@ static int collect_finding(const nv_scan_finding *f, void *payload)
 
 static int push_report(lua_State *L, findings *all, const nv_scan_stats *stats);
 
-/* creds.scan_commit(repo_path, oid [, {allowlist = false}]) ->
+/* creds.scan_commit(repo_path, oid [, {allowlist = false|text}]) ->
  * {findings = {...}, allowed = n, files = n, truncated = bool} | nil, err.
- * allowlist = false ignores the commit's .navette-secrets-allow. */
+ * allowlist = false ignores the commit's .navette-secrets-allow; a text
+ * is the allow-list used in its place. */
 static int l_creds_scan_commit(lua_State *L)
 {
 	const char *repo = luaL_checkstring(L, 1);
 	const char *oid = luaL_checkstring(L, 2);
 	unsigned flags = 0;
+	const char *allow = NULL;
+	size_t allow_len = 0;
 	nv_scan_stats stats;
 	nv_err err;
 
@@ -466,13 +469,19 @@ static int l_creds_scan_commit(lua_State *L)
 		lua_getfield(L, 3, "allowlist");
 		if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1))
 			flags |= NV_SCAN_NO_ALLOWLIST;
-		lua_pop(L, 1);
+		if (lua_type(L, -1) == LUA_TSTRING) {
+			/* (it stays on the stack while the scan runs) */
+			flags |= NV_SCAN_NO_ALLOWLIST;
+			allow = lua_tolstring(L, -1, &allow_len);
+		} else {
+			lua_pop(L, 1);
+		}
 	}
 	findings *all = lua_newuserdatauv(L, sizeof(*all), 0);
 	memset(all, 0, sizeof(*all));
 	memset(&stats, 0, sizeof(stats));
-	int rc = nv_scan_commit_ex(repo, oid, flags, collect_finding, all,
-				   &stats, &err);
+	int rc = nv_scan_commit_ex(repo, oid, flags, allow, allow_len,
+				   collect_finding, all, &stats, &err);
 	if (rc < 0)
 		return nv_lua_push_error(L, &err);
 	return push_report(L, all, &stats);

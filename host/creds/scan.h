@@ -84,6 +84,9 @@
 #define NV_SCAN_MAX_DEPTH     128
 #define NV_SCAN_LINE_WINDOW   4096 /* bytes of a long line scanned at once */
 #define NV_SCAN_ALLOW_FILE    ".navette-secrets-allow"
+/* The first word of an allow-list line that grants a library (its URL,
+ * a glob of its files, the reason): skipped by the project's own scan. */
+#define NV_SCAN_ALLOW_LIBRARY "@library"
 #define NV_SCAN_ALLOW_MAX     1024 /* allow-list entries */
 
 typedef struct nv_scan_finding {
@@ -150,11 +153,14 @@ int nv_scan_commit(const char *repo_path, const char *oid_hex, nv_scan_cb cb,
 		   void *payload, nv_scan_stats *stats, nv_err *err);
 
 /* nv_scan_commit() with flags: NV_SCAN_NO_ALLOWLIST ignores the commit's
- * own allow-list (a library's files are scanned whatever it exempts). */
+ * own allow-list (a library's files are scanned whatever it exempts), and
+ * takes allow (allow_len bytes, an allow-list's text; may be NULL) in its
+ * place: what the project's allow-list grants that library. */
 #define NV_SCAN_NO_ALLOWLIST 1u
 int nv_scan_commit_ex(const char *repo_path, const char *oid_hex,
-		      unsigned flags, nv_scan_cb cb, void *payload,
-		      nv_scan_stats *stats, nv_err *err);
+		      unsigned flags, const char *allow, size_t allow_len,
+		      nv_scan_cb cb, void *payload, nv_scan_stats *stats,
+		      nv_err *err);
 
 /* Scans a plain folder with the allow-list at its root. Symlinks are never
  * followed (lstat/O_NOFOLLOW) and ".git" entries are skipped. stats (may be

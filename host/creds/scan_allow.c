@@ -168,6 +168,11 @@ int scan_allowlist_load(struct scan_ctx *c, nv_scan_allowlist **out,
 			continue;
 		for (ge = g; ge < re && !is_blank((unsigned char)*ge); ge++)
 			;
+		/* "@library URL GLOB REASON": what the project grants a
+		 * library (library.lua reads it), not a path of its own */
+		if ((size_t)(ge - g) == sizeof(NV_SCAN_ALLOW_LIBRARY) - 1 &&
+		    memcmp(g, NV_SCAN_ALLOW_LIBRARY, (size_t)(ge - g)) == 0)
+			continue;
 		for (r = ge; r < re && is_blank((unsigned char)*r); r++)
 			;
 		if (memchr(g, '\0', (size_t)(re - g))) {

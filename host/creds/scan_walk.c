@@ -145,13 +145,14 @@ static int load_tree_allowlist(struct commit_walk *w, git_tree *tree,
 int nv_scan_commit(const char *repo_path, const char *oid_hex, nv_scan_cb cb,
 		   void *payload, nv_scan_stats *stats, nv_err *err)
 {
-	return nv_scan_commit_ex(repo_path, oid_hex, 0, cb, payload, stats,
-				 err);
+	return nv_scan_commit_ex(repo_path, oid_hex, 0, NULL, 0, cb, payload,
+				 stats, err);
 }
 
 int nv_scan_commit_ex(const char *repo_path, const char *oid_hex,
-		      unsigned flags, nv_scan_cb cb, void *payload,
-		      nv_scan_stats *stats, nv_err *err)
+		      unsigned flags, const char *allow, size_t allow_len,
+		      nv_scan_cb cb, void *payload, nv_scan_stats *stats,
+		      nv_err *err)
 {
 	struct commit_walk *w = NULL;
 	struct scan_ctx c;
@@ -210,8 +211,14 @@ int nv_scan_commit_ex(const char *repo_path, const char *oid_hex,
 			      oid_hex);
 		goto out;
 	}
-	rc = (flags & NV_SCAN_NO_ALLOWLIST) ? 0
-					    : load_tree_allowlist(w, tree, &al);
+	if (!(flags & NV_SCAN_NO_ALLOWLIST))
+		rc = load_tree_allowlist(w, tree, &al);
+	else if (allow && allow_len > NV_SCAN_MAX_FILE_SIZE)
+		rc = nv_err_set(err, NV_EINVAL, NULL,
+				"scan: the allow-list is too big");
+	else
+		rc = allow ? scan_allowlist_load(&c, &al, allow, allow_len, err)
+			   : 0;
 	if (rc)
 		goto out;
 	c.al = al;

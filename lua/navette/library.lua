@@ -365,14 +365,29 @@ local function pin(run, spec)
            repo = repo, dir = dir }
 end
 
+-- What the project's allow-list (.navette-secrets-allow, as committed)
+-- grants the library at url: its lines "@library URL GLOB REASON", as an
+-- allow-list of the library's own files ("GLOB REASON" lines).
+local function granted(run, url)
+  local text = run.repo and run.repo:read_file("HEAD", ".navette-secrets-allow")
+  local out = {}
+  for line in (text or ""):gmatch("[^\n]+") do
+    local u, rest = line:match("^%s*@library%s+(%S+)%s+(%S.-)%s*$")
+    if u and (u:gsub("(.)/+$", "%1")) == url then out[#out + 1] = rest end
+  end
+  return table.concat(out, "\n")
+end
+
 -- The secret scan of the library's commit, as of the project's commits,
--- but with no allow-list: the library's own .navette-secrets-allow would
--- exempt its own files (the project's applies to the project only).
+-- but not under the library's own .navette-secrets-allow, which would let
+-- its author exempt any file: under what the project's allow-list grants
+-- it (reviewed in the project, with a reason each).
 local function scan(run, lib)
   run.library_scanned = run.library_scanned or {}
   if run.library_scanned[lib.commit] then return end
+  local grant = granted(run, lib.url)
   local report, err = _navette.creds.scan_commit(lib.dir, lib.commit,
-                                                 { allowlist = false })
+    { allowlist = grant ~= "" and grant or false })
   if not report then
     refuse(lib.url .. ": cannot scan commit " .. lib.commit:sub(1, 12)
            .. " for secrets: " .. err.message, err.hint)
@@ -383,7 +398,9 @@ local function scan(run, lib)
            .. require("navette.runner").findings_text(report.findings),
            "ask the library's maintainers to remove them (and rotate "
            .. "them); a library's own .navette-secrets-allow does not "
-           .. "apply")
+           .. "apply: to accept a file you reviewed, add a line '@library "
+           .. lib.url .. " PATH REASON' to your project's "
+           .. ".navette-secrets-allow")
   end
   run.library_scanned[lib.commit] = true
 end
