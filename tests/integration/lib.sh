@@ -463,3 +463,42 @@ st() { "$NAVETTE" status "$1" --json 2>/dev/null | json "$2" 2>&1; }
 
 # sub_id NAME_RE: the id `run` printed for the job named NAME_RE (in OUT)
 sub_id() { printf '%s\n' "$OUT" | sed -n "s/^job $1 submitted: \(.*\)$/\1/p"; }
+
+# ---- the recipe catalogue ------------------------------------------------------
+
+# catalogue_python MODULE...: puts first in PATH a python3 that imports the
+# modules (the first python3 of PATH, else the system's /usr/bin/python3,
+# where Debian's packages are), so that the jobs the local agent starts
+# find it; skips the test (exit 0 after finish) when none does.
+catalogue_python() {
+	local py imports="import $(printf '%s,' "$@" | sed 's/,$//')"
+	for py in "$(command -v python3)" /usr/bin/python3; do
+		if [ -x "$py" ] && "$py" -c "$imports" 2>/dev/null; then
+			mkdir -p "$T/python-bin"
+			ln -sf "$py" "$T/python-bin/python3"
+			export PATH="$T/python-bin:$PATH"
+			return 0
+		fi
+	done
+	skip "the catalogue's jobs" "no python3 imports $*: vendor/bootstrap test installs them"
+	finish
+}
+
+# catalogue_repo NAME: a repository holding a copy of this repository's
+# catalogue (navette.lua, recipes/catalogue.lua and every recipe family's
+# folder), committed and tagged catalogue-v1; prints its folder.
+catalogue_repo() {
+	local dir
+	dir=$(NO_PROJECT_FILE=1 new_repo "$1") || return 1
+	mkdir -p "$dir/recipes"
+	cp "$NAVETTE_SOURCE/navette.lua" "$dir/"
+	cp "$NAVETTE_SOURCE/recipes/catalogue.lua" "$dir/recipes/"
+	local family
+	for family in training audio video vision images; do
+		[ -d "$NAVETTE_SOURCE/recipes/$family" ] &&
+			cp -R "$NAVETTE_SOURCE/recipes/$family" "$dir/recipes/"
+	done
+	commit_all "$dir" >/dev/null || return 1
+	git -C "$dir" tag catalogue-v1 || return 1
+	printf '%s\n' "$dir"
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The recipe catalogue on the local backend (recipes/*), each recipe run
+# from a copy of this repository's catalogue, its real outputs checked:
+#   training   the 2x3 sweep of recipes/training/sweep.lua and its fan-in
+#              (best.json names the run with the best test accuracy, above
+#              0.9; the same seed gives the same accuracy); a corrupt data
+#              file fails the runs at `running` with the recipe's hint, and
+#              the fan-in is cancelled, naming a run;
+#   library    a second repository brings the catalogue with navette.use
+#              (by tag, module recipes.catalogue) and runs
+#              lib.training.sweep with its own parameters, from the
+#              library's commit.
+. "$(dirname "$0")/lib.sh"
+
+catalogue_python torch sklearn
+C=$(catalogue_repo catalogue)
+
+# ---- training ------------------------------------------------------------------
+nv_in "$C" plan recipes/training/sweep.lua
+check_rc "training: plan exits 0" 0
+check_match "training: plan shows the graph" "$OUT" \
+	'^  train\[lr=0\.05,seed=1\] -> train-best  \(metrics\.json as runs/1\)$'
+check_match "training: plan uploads the digits set" "$OUT" \
+	'storage put: .*datasets/digits\.csv\.gz <- /.*/sklearn/datasets/data/digits\.csv\.gz$'
+nv_in "$C" run recipes/training/sweep.lua --wait
+check_rc "training: run --wait exits 0" 0
+BEST=$(printf '%s\n' "$OUT" | sed -n 's/^job train-best submitted: //p')
+B=$(store_dir navette "$BEST")
+b() { json "$1" <"$B/best.json" 2>&1; }
+check_eq "training: best.json lists the six runs" "$(b 'len(d["runs"])')" 6
+check_eq "training: ... and names the most accurate" \
+	"$(b 'd["best"]["job"] == max(d["runs"], key=lambda r: r["test_accuracy"])["job"]')" true
+check_eq "training: its test accuracy is above 0.9" "$(b 'd["best"]["test_accuracy"] > 0.9')" true
+ACC=$(b 'd["best"]["test_accuracy"]')
+echo "training: best $(b 'd["best"]["job"]') test accuracy $ACC"
+FIRST=$(printf '%s\n' "$OUT" | sed -n 's/^job train\[lr=0\.05,seed=1\] submitted: //p')
+F=$(store_dir navette "$FIRST")
+check_file "training: a run publishes model.pt" "$F/model.pt"
+check_eq "training: its metrics list a loss per epoch" \
+	"$(json 'len(d["loss"])' <"$F/metrics.json" 2>&1)" 8
+check_eq "training: the checkpoint of every epoch was written" \
+	"$(json 'len(d["checkpoints"]["written"]) >= 1' <"$F/navette-run.json" 2>&1)" true
+check_eq "training: the data came in as an input, by sha256" \
+	"$(json 'd["inputs"][0]["sha256"]' <"$F/navette-run.json" 2>&1)" \
+	"$(sha256 "$(json 'd["inputs"][0]["url"][7:]' <"$F/navette-run.json")")"
+SEED1=$(json 'd["test_accuracy"]' <"$F/metrics.json" 2>&1)
+
+# ---- the catalogue as a library of another repository -----------------------
+U=$(new_repo user)
+cat >"$U/navette.lua" <<EOF2
+return {
+  name = "user",
+  datasets = { digits = { "/nowhere/digits.csv.gz",
+    "$(python3 -c 'import sklearn, os; print(os.path.dirname(sklearn.__file__))')/datasets/data/digits.csv.gz" } },
+}
+EOF2
+# (the catalogue repository's test fixtures hold made-up secrets: the
+# user's project accepts them for that library, with its reasons)
+sed -n 's|^\([^#][^ ]*\) *\(.*\)$|@library file://'"$C"' \1 \2|p' \
+	"$NAVETTE_SOURCE/.navette-secrets-allow" >"$U/.navette-secrets-allow"
+put_file "$U" train.lua <<EOF2
+local navette = require "navette"
+local lib = navette.use { git = "file://$C", ref = "catalogue-v1",
+                          module = "recipes.catalogue" }
+lib.training.sweep { name = "mine", lr = { 0.05 }, seed = { 1, 7 } }
+EOF2
+commit_all "$U" >/dev/null
+nv_in "$U" lock train.lua
+check_rc "library: navette lock exits 0" 0
+commit_all "$U" >/dev/null
+nv_in "$U" run train.lua --wait
+check_rc "library: run --wait exits 0" 0
+LB=$(printf '%s\n' "$OUT" | sed -n 's/^job mine-best submitted: //p')
+LD=$(store_dir user "$LB")
+check_eq "library: its own parameters (two runs of lr 0.05)" \
+	"$(json '[(r["job"], r["lr"]) for r in d["runs"]]' <"$LD/best.json" 2>&1)" \
+	'[["mine[lr=0.05,seed=1]", 0.05], ["mine[lr=0.05,seed=7]", 0.05]]'
+check_eq "library: the jobs ran the library's commit" \
+	"$(json 'd["commit"]' <"$LD/navette-run.json" 2>&1)" "$(git -C "$C" rev-parse catalogue-v1)"
+check_eq "library: ... and the record lists the library" \
+	"$(json 'd["libraries"][0]["ref"]' <"$LD/navette-run.json" 2>&1)" catalogue-v1
+check_eq "library: the same commit, data and seed: the same accuracy" \
+	"$(json '[r["test_accuracy"] for r in d["runs"] if r["seed"] == 1][0]' <"$LD/best.json" 2>&1)" \
+	"$SEED1"
+
+# ---- a corrupt data file fails at running, with the recipe's hint ------------
+head -c 3000 "$(python3 -c 'import sklearn, os; print(os.path.dirname(sklearn.__file__))')/datasets/data/digits.csv.gz" >"$T/corrupt.csv.gz"
+cat >"$U/navette.lua" <<EOF2
+return { name = "user", datasets = { digits = "$T/corrupt.csv.gz" } }
+EOF2
+commit_all "$U" >/dev/null
+nv_in "$U" run train.lua --wait
+check_rc "corrupt data: run --wait exits 1" 1
+RUNOUT=$OUT
+RUN1=$(printf '%s\n' "$RUNOUT" | sed -n 's/^job mine\[lr=0\.05,seed=1\] submitted: //p')
+BEST2=$(printf '%s\n' "$RUNOUT" | sed -n 's/^job mine-best submitted: //p')
+nv status "$RUN1" --json
+check_eq "corrupt data: the run failed at running" \
+	"$(printf '%s' "$OUT" | json '[d["state"], d["failure"]["phase"]]')" '["failed", "running"]'
+check_contains "corrupt data: ... with the recipe's hint" \
+	"$(printf '%s' "$OUT" | json 'd["failure"]["hint"]')" "not scikit-learn's digits.csv.gz"
+check_match "corrupt data: the log says why" "$("$NAVETTE" logs "$RUN1" 2>&1)" \
+	'^train: FAILED: .* is not a gzip-compressed CSV file'
+nv status "$BEST2" --json
+check_eq "corrupt data: the fan-in is cancelled at accepted" \
+	"$(printf '%s' "$OUT" | json '[d["state"], d["failure"]["phase"]]')" '["cancelled", "accepted"]'
+check_contains "corrupt data: ... naming a run it needed" \
+	"$(printf '%s' "$OUT" | json 'd["failure"]["reason"]')" "mine[lr=0.05,seed="
+finish
