@@ -58,7 +58,7 @@ function training.sweep(opts)
       inputs = { ["digits.csv.gz"] = opts.data or training.upload_data() },
       command = { "python3", "recipes/training/train.py" },
       env = { TRAIN_EPOCHS = tostring(epochs) },
-      resources = { cpus = 1, memory = "2GiB", time_limit = "20m",
+      resources = { cpus = 1, memory = "1GiB", time_limit = "20m",
                     gpus = opts.gpus },
       checkpoint = { every = "1m" },
       retries = { max = 2, on = { "preempted", "node_fail", "timeout" } },

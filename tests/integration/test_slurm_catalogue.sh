@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The recipe catalogue on the two-node Slurm cluster (fixtures "slurm" and
+# "s3"), unchanged from the local backend: each recipe run from a copy of
+# this repository's catalogue under a Slurm profile, its real outputs
+# checked.
+#   training   the 2x3 sweep of recipes/training/sweep.lua and its fan-in
+#              on the nodes (best.json above 0.9), the data uploaded to S3
+#              and read by sha256; a run's accuracy is the one train.py
+#              gives on this machine for the same data and seed.
+# Needs SLURM_STACK_ENV and S3_STACK_ENV (set by ctest).
+. "$(dirname "$0")/lib.sh"
+
+catalogue_python torch sklearn
+use_slurm_stack catalogue
+nv storage mb "s3://$BUCKET" "${EP[@]}"
+check_rc "the bucket is created" 0
+
+C=$(catalogue_repo catalogue)
+# the catalogue's project file, with a Slurm profile as the default
+DIGITS=$(python3 -c 'import sklearn, os; print(os.path.dirname(sklearn.__file__))')/datasets/data/digits.csv.gz
+cat >"$C/navette.lua" <<EOF2
+return {
+  name = "catalogue",
+  default_profile = "hpc",
+  datasets = { digits = "$DIGITS" },
+  credentials = {
+    jwtkey = { kind = "hs256", source = "file", path = "$SLURM_JWT_KEY" },
+  },
+  profiles = {
+    hpc = {
+      backend = "slurm", storage = "s3://$BUCKET/", require_pushed = false,
+      s3 = { endpoint = "$S3_ENDPOINT", region = "$S3_REGION" },
+      slurm = { endpoint = "$SLURMRESTD_URL", user = "$SLURM_USER",
+                credential = "jwtkey", partition = "$SLURM_PARTITION",
+                working_directory = "$WD" },
+      max_token_lifespan = "1h",
+    },
+  },
+}
+EOF2
+commit_all "$C" >/dev/null
+
+# ---- training ------------------------------------------------------------------
+SECONDS=0
+nv_in "$C" run recipes/training/sweep.lua --wait
+check_rc "training: run --wait exits 0 on Slurm" 0
+echo "training on Slurm: ${SECONDS}s"
+BEST=$(sub_id 'train-best')
+REC=$(s3cat "catalogue/$BEST/navette-run.json")
+check_eq "training: the fan-in ran on a node" \
+	"$(printf '%s' "$REC" | json 'd["state"]')" succeeded
+B=$(s3cat "catalogue/$BEST/best.json")
+check_eq "training: best.json lists the six runs" "$(printf '%s' "$B" | json 'len(d["runs"])')" 6
+check_eq "training: its best test accuracy is above 0.9" \
+	"$(printf '%s' "$B" | json 'd["best"]["test_accuracy"] > 0.9')" true
+echo "training: best $(printf '%s' "$B" | json 'd["best"]["job"]') test accuracy $(printf '%s' "$B" | json 'd["best"]["test_accuracy"]')"
+FIRST=$(sub_id 'train\[lr=0\.05,seed=1\]')
+FREC=$(s3cat "catalogue/$FIRST/navette-run.json")
+check_eq "training: the data came from S3, checked by sha256" \
+	"$(printf '%s' "$FREC" | json '[d["inputs"][0]["url"].startswith("s3://"), d["inputs"][0]["sha256"]]')" \
+	"[true, \"$(sha256 "$DIGITS")\"]"
+check_match "training: it ran on a node of the cluster" \
+	"$(printf '%s' "$FREC" | json 'd["attempts"][-1]["node"]')" '^gpu-[ab]$'
+# the same data and seed on this machine, outside navette
+mkdir -p "$T/in" "$T/out"
+cp "$DIGITS" "$T/in/digits.csv.gz"
+NAVETTE_INPUTS=$T/in NAVETTE_OUTPUTS=$T/out NAVETTE_PARAM_LR=0.05 \
+	NAVETTE_PARAM_SEED=1 python3 "$C/recipes/training/train.py" >/dev/null
+check_eq "training: the same commit, data and seed: the same accuracy" \
+	"$(s3cat "catalogue/$FIRST/metrics.json" | json 'd["test_accuracy"]')" \
+	"$(json 'd["test_accuracy"]' <"$T/out/metrics.json")"
+
+finish
