@@ -5,4 +5,5 @@
 -- its scripts are; its data comes from the recipe's project.
 return {
   training = require "recipes.training.lib",
+  audio = require "recipes.audio.lib",
 }
