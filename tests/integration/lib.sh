@@ -502,3 +502,26 @@ catalogue_repo() {
 	git -C "$dir" tag catalogue-v1 || return 1
 	printf '%s\n' "$dir"
 }
+
+# check_audio DIR: the audio recipe's outputs in DIR (a job's prefix, on
+# disk): each episode within 1 LU of -16 LUFS integrated, as ffmpeg's
+# ebur128 measures it here, with three chapter marks, and as long as its
+# chapters; report.json says the same figures.
+check_audio() {
+	local f i n d want
+	want=$(json 'sum(c["duration"] for c in d["chapters"])' <"$1/report.json" 2>&1)
+	for f in episode.opus episode.mp3; do
+		i=$(ffmpeg -hide_banner -nostats -i "$1/$f" -af ebur128 -f null - 2>&1 |
+			sed -n '/Summary:/,$p' | sed -n 's/^ *I: *\(-*[0-9.]*\) LUFS$/\1/p' | head -n 1)
+		echo "audio: $f integrated $i LUFS (measured here)"
+		check_true "audio: $f is within 1 LU of -16 LUFS ($i)" \
+			python3 -c "import sys; sys.exit(0 if abs(float('${i:-nan}') + 16) <= 1 else 1)"
+		n=$(ffprobe -v error -show_chapters -of json "$1/$f" | json 'len(d["chapters"])')
+		check_eq "audio: $f has three chapter marks" "$n" 3
+		d=$(ffprobe -v error -show_entries format=duration -of json "$1/$f" | json 'float(d["format"]["duration"])')
+		check_true "audio: $f lasts its chapters ($d s, chapters $want s)" \
+			python3 -c "import sys; sys.exit(0 if abs($d - $want) < 0.5 else 1)"
+	done
+	check_eq "audio: the report agrees" \
+		"$(json 'all(abs(f["integrated_lufs"] + 16) <= 1 for f in d["files"].values())' <"$1/report.json" 2>&1)" true
+}

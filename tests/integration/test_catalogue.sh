@@ -6,13 +6,21 @@
 #              0.9; the same seed gives the same accuracy); a corrupt data
 #              file fails the runs at `running` with the recipe's hint, and
 #              the fan-in is cancelled, naming a run;
+#   audio      recipes/audio/episode.lua: three chapters rendered, then
+#              episode.opus and episode.mp3, each measured here (ffmpeg's
+#              ebur128) within 1 LU of -16 LUFS, with three chapter marks
+#              and the chapters' duration;
 #   library    a second repository brings the catalogue with navette.use
 #              (by tag, module recipes.catalogue) and runs
 #              lib.training.sweep with its own parameters, from the
-#              library's commit.
+#              library's commit; lib.audio.episode with a script that has
+#              no chapter fails its chapter jobs at running with the hint.
 . "$(dirname "$0")/lib.sh"
 
 catalogue_python torch sklearn
+for tool in espeak-ng ffmpeg ffprobe sox; do
+	command -v "$tool" >/dev/null || { skip "the catalogue's jobs" "no $tool: vendor/bootstrap test installs it"; finish; }
+done
 C=$(catalogue_repo catalogue)
 
 # ---- training ------------------------------------------------------------------
@@ -45,6 +53,12 @@ check_eq "training: the data came in as an input, by sha256" \
 	"$(sha256 "$(json 'd["inputs"][0]["url"][7:]' <"$F/navette-run.json")")"
 SEED1=$(json 'd["test_accuracy"]' <"$F/metrics.json" 2>&1)
 
+# ---- audio ---------------------------------------------------------------------
+nv_in "$C" run recipes/audio/episode.lua --wait
+check_rc "audio: run --wait exits 0" 0
+EP=$(store_dir navette "$(printf '%s\n' "$OUT" | sed -n 's/^job chapter-episode submitted: //p')")
+check_audio "$EP"
+
 # ---- the catalogue as a library of another repository -----------------------
 U=$(new_repo user)
 cat >"$U/navette.lua" <<EOF2
@@ -64,8 +78,15 @@ local lib = navette.use { git = "file://$C", ref = "catalogue-v1",
                           module = "recipes.catalogue" }
 lib.training.sweep { name = "mine", lr = { 0.05 }, seed = { 1, 7 } }
 EOF2
+put_file "$U" nochapters.lua <<EOF2
+local navette = require "navette"
+local lib = navette.use { git = "file://$C", ref = "catalogue-v1",
+                          module = "recipes.catalogue" }
+lib.audio.episode { name = "talk", chapters = 2,
+  script = navette.storage.put_string("inputs/talk.txt", "Just a paragraph, with no chapter heading at all.\n") }
+EOF2
 commit_all "$U" >/dev/null
-nv_in "$U" lock train.lua
+nv_in "$U" lock train.lua nochapters.lua
 check_rc "library: navette lock exits 0" 0
 commit_all "$U" >/dev/null
 nv_in "$U" run train.lua --wait
@@ -82,6 +103,17 @@ check_eq "library: ... and the record lists the library" \
 check_eq "library: the same commit, data and seed: the same accuracy" \
 	"$(json '[r["test_accuracy"] for r in d["runs"] if r["seed"] == 1][0]' <"$LD/best.json" 2>&1)" \
 	"$SEED1"
+
+nv_in "$U" run nochapters.lua --wait
+check_rc "audio, no chapter: run --wait exits 1" 1
+TALK=$(printf '%s\n' "$OUT" | sed -n 's/^job talk\[chapter=1\] submitted: //p')
+nv status "$TALK" --json
+check_eq "audio, no chapter: the chapter job failed at running" \
+	"$(printf '%s' "$OUT" | json '[d["state"], d["failure"]["phase"]]')" '["failed", "running"]'
+check_contains "audio, no chapter: ... with the recipe's hint" \
+	"$(printf '%s' "$OUT" | json 'd["failure"]["hint"]')" "'# Title' chapter lines"
+check_match "audio, no chapter: the log says why" "$("$NAVETTE" logs "$TALK" 2>&1)" \
+	'^audio: FAILED: .* text before the first chapter heading'
 
 # ---- a corrupt data file fails at running, with the recipe's hint ------------
 head -c 3000 "$(python3 -c 'import sklearn, os; print(os.path.dirname(sklearn.__file__))')/datasets/data/digits.csv.gz" >"$T/corrupt.csv.gz"

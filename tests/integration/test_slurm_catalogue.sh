@@ -6,11 +6,17 @@
 #   training   the 2x3 sweep of recipes/training/sweep.lua and its fan-in
 #              on the nodes (best.json above 0.9), the data uploaded to S3
 #              and read by sha256; a run's accuracy is the one train.py
-#              gives on this machine for the same data and seed.
+#              gives on this machine for the same data and seed;
+#   audio      recipes/audio/episode.lua on the nodes: episode.opus and
+#              episode.mp3 within 1 LU of -16 LUFS (measured here), three
+#              chapter marks each.
 # Needs SLURM_STACK_ENV and S3_STACK_ENV (set by ctest).
 . "$(dirname "$0")/lib.sh"
 
 catalogue_python torch sklearn
+for tool in ffmpeg ffprobe; do
+	command -v "$tool" >/dev/null || { skip "the catalogue's jobs" "no $tool: vendor/bootstrap test installs it"; finish; }
+done
 use_slurm_stack catalogue
 nv storage mb "s3://$BUCKET" "${EP[@]}"
 check_rc "the bucket is created" 0
@@ -69,5 +75,17 @@ NAVETTE_INPUTS=$T/in NAVETTE_OUTPUTS=$T/out NAVETTE_PARAM_LR=0.05 \
 check_eq "training: the same commit, data and seed: the same accuracy" \
 	"$(s3cat "catalogue/$FIRST/metrics.json" | json 'd["test_accuracy"]')" \
 	"$(json 'd["test_accuracy"]' <"$T/out/metrics.json")"
+
+# ---- audio ---------------------------------------------------------------------
+SECONDS=0
+nv_in "$C" run recipes/audio/episode.lua --wait
+check_rc "audio: run --wait exits 0 on Slurm" 0
+echo "audio on Slurm: ${SECONDS}s"
+EPI=$(sub_id 'chapter-episode')
+mkdir -p "$T/episode"
+for f in episode.opus episode.mp3 report.json; do
+	s3cat "catalogue/$EPI/$f" >/dev/null && cp "$T/got" "$T/episode/$f"
+done
+check_audio "$T/episode"
 
 finish
