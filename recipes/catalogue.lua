@@ -6,4 +6,5 @@
 return {
   training = require "recipes.training.lib",
   audio = require "recipes.audio.lib",
+  video = require "recipes.video.lib",
 }
