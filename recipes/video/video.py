@@ -125,7 +125,8 @@ def segment():
     first, end = starts[part - 1], starts[part]
     count = end - first
     info = {"part": part, "parts": parts, "first_frame": first,
-            "frames": count, "node": os.uname().nodename}
+            "frames": count,
+            "node": os.environ.get("SLURMD_NODENAME") or os.uname().nodename}
     print("video: segment %d/%d: frames %d to %d (%d), crf %s"
           % (part, parts, first, end - 1, count, crf), flush=True)
     if count > 0:

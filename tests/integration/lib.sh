@@ -525,3 +525,28 @@ check_audio() {
 	check_eq "audio: the report agrees" \
 		"$(json 'all(abs(f["integrated_lufs"] + 16) <= 1 for f in d["files"].values())' <"$1/report.json" 2>&1)" true
 }
+
+# check_video DIR: the video recipe's outputs in DIR (the join's prefix,
+# on disk) and SOURCE, the source video: output.mp4 has the source's
+# frames and duration as ffprobe counts them here, and H.264 copied from
+# the segments; the HLS master lists two renditions; the sheet is a PNG.
+check_video() {
+	local dir=$1 src=$2 sf of sd od
+	sf=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$src")
+	of=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$dir/output.mp4")
+	sd=$(ffprobe -v error -show_entries format=duration -of csv=p=0 "$src")
+	od=$(ffprobe -v error -show_entries format=duration -of csv=p=0 "$dir/output.mp4")
+	echo "video: source $sf frames ${sd}s, output $of frames ${od}s (counted here)"
+	check_match "video: the source has frames" "$sf" '^[1-9][0-9]*$'
+	check_eq "video: the output has the source's frame count" "$of" "$sf"
+	check_true "video: ... and its duration ($od s, source $sd s)" \
+		python3 -c "import sys; sys.exit(0 if abs(${od:-0} - ${sd:-99}) < 0.05 else 1)"
+	check_eq "video: the output is H.264" \
+		"$(ffprobe -v error -select_streams v:0 -show_entries stream=codec_name -of csv=p=0 "$dir/output.mp4")" h264
+	check_eq "video: the HLS ladder has two renditions" \
+		"$(grep -c '^#EXT-X-STREAM-INF' "$dir/hls/master.m3u8" 2>&1)" 2
+	check_eq "video: the thumbnail sheet is a PNG" \
+		"$(head -c 8 "$dir/thumbnails.png" | od -An -tx1 | tr -d ' \n')" 89504e470d0a1a0a
+	check_eq "video: the report agrees" \
+		"$(json 'd["output"]["frames"] == d["source"]["frames"]' <"$dir/report.json" 2>&1)" true
+}

@@ -10,11 +10,17 @@
 #              episode.opus and episode.mp3, each measured here (ffmpeg's
 #              ebur128) within 1 LU of -16 LUFS, with three chapter marks
 #              and the chapters' duration;
+#   video      recipes/video/encode.lua: the demo source in four segments
+#              joined without re-encoding: output.mp4 has the source's
+#              frames and duration (counted here), an HLS ladder of two
+#              renditions and a thumbnail sheet;
 #   library    a second repository brings the catalogue with navette.use
 #              (by tag, module recipes.catalogue) and runs
 #              lib.training.sweep with its own parameters, from the
 #              library's commit; lib.audio.episode with a script that has
-#              no chapter fails its chapter jobs at running with the hint.
+#              no chapter fails its chapter jobs at running with the hint,
+#              and lib.video.encode with a source that is no video fails
+#              its segments likewise.
 . "$(dirname "$0")/lib.sh"
 
 catalogue_python torch sklearn
@@ -59,6 +65,12 @@ check_rc "audio: run --wait exits 0" 0
 EP=$(store_dir navette "$(printf '%s\n' "$OUT" | sed -n 's/^job chapter-episode submitted: //p')")
 check_audio "$EP"
 
+# ---- video ---------------------------------------------------------------------
+nv_in "$C" run recipes/video/encode.lua --wait
+check_rc "video: run --wait exits 0" 0
+check_video "$(store_dir navette "$(printf '%s\n' "$OUT" | sed -n 's/^job encode-join submitted: //p')")" \
+	"$(store_dir navette "$(printf '%s\n' "$OUT" | sed -n 's/^job encode-source submitted: //p')")/source.mp4"
+
 # ---- the catalogue as a library of another repository -----------------------
 U=$(new_repo user)
 cat >"$U/navette.lua" <<EOF2
@@ -85,8 +97,15 @@ local lib = navette.use { git = "file://$C", ref = "catalogue-v1",
 lib.audio.episode { name = "talk", chapters = 2,
   script = navette.storage.put_string("inputs/talk.txt", "Just a paragraph, with no chapter heading at all.\n") }
 EOF2
+put_file "$U" novideo.lua <<EOF2
+local navette = require "navette"
+local lib = navette.use { git = "file://$C", ref = "catalogue-v1",
+                          module = "recipes.catalogue" }
+lib.video.encode { name = "clip", parts = 2,
+  source = navette.storage.put_string("inputs/clip.mp4", "this is not a video\n") }
+EOF2
 commit_all "$U" >/dev/null
-nv_in "$U" lock train.lua nochapters.lua
+nv_in "$U" lock train.lua nochapters.lua novideo.lua
 check_rc "library: navette lock exits 0" 0
 commit_all "$U" >/dev/null
 nv_in "$U" run train.lua --wait
@@ -114,6 +133,15 @@ check_contains "audio, no chapter: ... with the recipe's hint" \
 	"$(printf '%s' "$OUT" | json 'd["failure"]["hint"]')" "'# Title' chapter lines"
 check_match "audio, no chapter: the log says why" "$("$NAVETTE" logs "$TALK" 2>&1)" \
 	'^audio: FAILED: .* text before the first chapter heading'
+
+nv_in "$U" run novideo.lua --wait
+check_rc "video, not a video: run --wait exits 1" 1
+CLIP=$(printf '%s\n' "$OUT" | sed -n 's/^job clip\[part=1\] submitted: //p')
+nv status "$CLIP" --json
+check_eq "video, not a video: the segment failed at running" \
+	"$(printf '%s' "$OUT" | json '[d["state"], d["failure"]["phase"]]')" '["failed", "running"]'
+check_contains "video, not a video: ... with the recipe's hint" \
+	"$(printf '%s' "$OUT" | json 'd["failure"]["hint"]')" "not a video ffprobe reads"
 
 # ---- a corrupt data file fails at running, with the recipe's hint ------------
 head -c 3000 "$(python3 -c 'import sklearn, os; print(os.path.dirname(sklearn.__file__))')/datasets/data/digits.csv.gz" >"$T/corrupt.csv.gz"

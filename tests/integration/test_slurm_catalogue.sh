@@ -9,7 +9,9 @@
 #              gives on this machine for the same data and seed;
 #   audio      recipes/audio/episode.lua on the nodes: episode.opus and
 #              episode.mp3 within 1 LU of -16 LUFS (measured here), three
-#              chapter marks each.
+#              chapter marks each;
+#   video      recipes/video/encode.lua on the nodes: output.mp4 with the
+#              source's frames and duration, the HLS ladder, the sheet.
 # Needs SLURM_STACK_ENV and S3_STACK_ENV (set by ctest).
 . "$(dirname "$0")/lib.sh"
 
@@ -87,5 +89,21 @@ for f in episode.opus episode.mp3 report.json; do
 	s3cat "catalogue/$EPI/$f" >/dev/null && cp "$T/got" "$T/episode/$f"
 done
 check_audio "$T/episode"
+
+# ---- video ---------------------------------------------------------------------
+SECONDS=0
+nv_in "$C" run recipes/video/encode.lua --wait
+check_rc "video: run --wait exits 0 on Slurm" 0
+echo "video on Slurm: ${SECONDS}s"
+JOIN=$(sub_id 'encode-join')
+SRC=$(sub_id 'encode-source')
+mkdir -p "$T/video/hls"
+for f in output.mp4 report.json thumbnails.png hls/master.m3u8; do
+	s3cat "catalogue/$JOIN/$f" >/dev/null && cp "$T/got" "$T/video/$f"
+done
+s3cat "catalogue/$SRC/source.mp4" >/dev/null && cp "$T/got" "$T/video/source.mp4"
+check_video "$T/video" "$T/video/source.mp4"
+check_eq "video: its segments ran on both nodes" \
+	"$(for p in 1 2 3 4; do s3cat "catalogue/$(sub_id "encode\[part=$p\]")/segment.json" | json 'd["node"]'; done | sort -u | wc -l | tr -d ' ')" 2
 
 finish
