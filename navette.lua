@@ -12,5 +12,14 @@ return {
       "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz",
       "/usr/local/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz",
     },
+    -- sample images of scikit-image (Debian: python3-skimage)
+    ["skimage-astronaut"] = "/usr/lib/python3/dist-packages/skimage/data/astronaut.png",
+    ["skimage-chelsea"] = "/usr/lib/python3/dist-packages/skimage/data/chelsea.png",
+    ["skimage-coffee"] = "/usr/lib/python3/dist-packages/skimage/data/coffee.png",
+    ["skimage-camera"] = "/usr/lib/python3/dist-packages/skimage/data/camera.png",
+    ["skimage-coins"] = "/usr/lib/python3/dist-packages/skimage/data/coins.png",
+    -- OpenCV's frontal face cascade (Debian: opencv-data)
+    haarcascade_frontalface_default =
+      "/usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml",
   },
 }

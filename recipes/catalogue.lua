@@ -7,4 +7,5 @@ return {
   training = require "recipes.training.lib",
   audio = require "recipes.audio.lib",
   video = require "recipes.video.lib",
+  vision = require "recipes.vision.lib",
 }
