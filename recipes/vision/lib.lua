@@ -46,7 +46,7 @@ function vision.pipeline(opts)
   local code = opts.code or "library"
   local inputs, names = { ["cascade.xml"] = cascade }, {}
   for i, img in ipairs(images) do
-    inputs["images/" .. i] = img.object
+    inputs["image-" .. i] = img.object
     names[i] = '"' .. img.name .. '"'
   end
   local numbers = {}
@@ -71,7 +71,7 @@ function vision.pipeline(opts)
   }
   local merge_inputs = { shards = navette.outputs(parts, "shard.json") }
   for k, v in pairs(inputs) do
-    if k:match("^images/") then merge_inputs[k] = v end
+    if k:match("^image%-") then merge_inputs[k] = v end
   end
   local merge = navette.job {
     name = name .. "-merge", code = code, image = opts.image,

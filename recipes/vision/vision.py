@@ -2,7 +2,7 @@
 
   python3 vision.py shard   shard $NAVETTE_PARAM_SHARD of VISION_SHARDS
                             takes images k, k + N, ... of
-                            $NAVETTE_INPUTS/images/1.. (VISION_NAMES, a
+                            $NAVETTE_INPUTS/image-1.. (VISION_NAMES, a
                             JSON list, names them in that order), finds
                             faces with OpenCV's Haar cascade
                             ($NAVETTE_INPUTS/cascade.xml, opencv-data's
@@ -43,10 +43,10 @@ def names():
 
 
 def read_image(k, name):
-    path = os.path.join(os.environ["NAVETTE_INPUTS"], "images", str(k))
+    path = os.path.join(os.environ["NAVETTE_INPUTS"], "image-%d" % k)
     img = cv2.imread(path, cv2.IMREAD_COLOR)
     if img is None:
-        fail("images/%d (%s) is not an image OpenCV reads" % (k, name))
+        fail("image-%d (%s) is not an image OpenCV reads" % (k, name))
     return img
 
 
