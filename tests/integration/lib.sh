@@ -550,3 +550,25 @@ check_video() {
 	check_eq "video: the report agrees" \
 		"$(json 'd["output"]["frames"] == d["source"]["frames"]' <"$dir/report.json" 2>&1)" true
 }
+
+# check_vision DIR: the vision recipe's outputs in DIR (the merge's
+# prefix, on disk): every image in report.json with its features, at
+# least one face on the astronaut, and a PNG thumbnail per image in the
+# contact sheet (decoded here).
+check_vision() {
+	local r=$1/report.json
+	check_eq "vision: the report covers the five images" \
+		"$(json 'sorted(d["images"])' <"$r" 2>&1)" \
+		'["astronaut", "camera", "chelsea", "coffee", "coins"]'
+	check_eq "vision: at least one face on the astronaut" \
+		"$(json 'len(d["images"]["astronaut"]["faces"]) >= 1' <"$r" 2>&1)" true
+	check_eq "vision: each image has its features" \
+		"$(json 'all(i["features"]["width"] > 0 and 0 <= i["features"]["edge_density"] <= 1 for i in d["images"].values())' <"$r" 2>&1)" true
+	echo "vision: faces $(json '{n: len(i["faces"]) for n, i in d["images"].items()}' <"$r" 2>&1)"
+	check_eq "vision: the contact sheet embeds a PNG per image" \
+		"$(python3 -c '
+import base64, re, sys
+html = open(sys.argv[1]).read()
+pngs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", html)
+print(sum(base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs))' "$1/contact-sheet.html" 2>&1)" 5
+}

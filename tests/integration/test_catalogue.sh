@@ -14,6 +14,10 @@
 #              joined without re-encoding: output.mp4 has the source's
 #              frames and duration (counted here), an HLS ladder of two
 #              renditions and a thumbnail sheet;
+#   vision     recipes/vision/faces.lua: five skimage images over two
+#              shards, a face found on the astronaut, a contact sheet of
+#              five PNG thumbnails; an image that is no image fails its
+#              shard at running with the hint;
 #   library    a second repository brings the catalogue with navette.use
 #              (by tag, module recipes.catalogue) and runs
 #              lib.training.sweep with its own parameters, from the
@@ -23,7 +27,7 @@
 #              its segments likewise.
 . "$(dirname "$0")/lib.sh"
 
-catalogue_python torch sklearn
+catalogue_python torch sklearn cv2 skimage
 for tool in espeak-ng ffmpeg ffprobe sox; do
 	command -v "$tool" >/dev/null || { skip "the catalogue's jobs" "no $tool: vendor/bootstrap test installs it"; finish; }
 done
@@ -70,6 +74,29 @@ nv_in "$C" run recipes/video/encode.lua --wait
 check_rc "video: run --wait exits 0" 0
 check_video "$(store_dir navette "$(printf '%s\n' "$OUT" | sed -n 's/^job encode-join submitted: //p')")" \
 	"$(store_dir navette "$(printf '%s\n' "$OUT" | sed -n 's/^job encode-source submitted: //p')")/source.mp4"
+
+# ---- vision --------------------------------------------------------------------
+nv_in "$C" run recipes/vision/faces.lua --wait
+check_rc "vision: run --wait exits 0" 0
+check_vision "$(store_dir navette "$(printf '%s\n' "$OUT" | sed -n 's/^job faces-merge submitted: //p')")"
+put_file "$C" recipes/vision/broken.lua <<'EOF2'
+local navette = require "navette"
+local vision = require "lib"
+vision.pipeline { name = "broken", shards = 1, code = "HEAD",
+  images = { { name = "noise", object = navette.storage.put_string(
+    "inputs/noise.png", "PNG? no: just text\n") } } }
+EOF2
+commit_all "$C" >/dev/null
+nv_in "$C" run recipes/vision/broken.lua --wait
+check_rc "vision, not an image: run --wait exits 1" 1
+NOISE=$(printf '%s\n' "$OUT" | sed -n 's/^job broken\[shard=1\] submitted: //p')
+nv status "$NOISE" --json
+check_eq "vision, not an image: the shard failed at running" \
+	"$(printf '%s' "$OUT" | json '[d["state"], d["failure"]["phase"]]')" '["failed", "running"]'
+check_contains "vision, not an image: ... with the recipe's hint" \
+	"$(printf '%s' "$OUT" | json 'd["failure"]["hint"]')" "an image OpenCV cannot read"
+check_match "vision, not an image: the log names it" "$("$NAVETTE" logs "$NOISE" 2>&1)" \
+	'^vision: FAILED: image-1 \(noise\) is not an image OpenCV reads'
 
 # ---- the catalogue as a library of another repository -----------------------
 U=$(new_repo user)

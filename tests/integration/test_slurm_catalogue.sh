@@ -11,11 +11,13 @@
 #              episode.mp3 within 1 LU of -16 LUFS (measured here), three
 #              chapter marks each;
 #   video      recipes/video/encode.lua on the nodes: output.mp4 with the
-#              source's frames and duration, the HLS ladder, the sheet.
+#              source's frames and duration, the HLS ladder, the sheet;
+#   vision     recipes/vision/faces.lua on the nodes: the five images'
+#              report, a face on the astronaut, the contact sheet.
 # Needs SLURM_STACK_ENV and S3_STACK_ENV (set by ctest).
 . "$(dirname "$0")/lib.sh"
 
-catalogue_python torch sklearn
+catalogue_python torch sklearn cv2 skimage
 for tool in ffmpeg ffprobe; do
 	command -v "$tool" >/dev/null || { skip "the catalogue's jobs" "no $tool: vendor/bootstrap test installs it"; finish; }
 done
@@ -30,7 +32,8 @@ cat >"$C/navette.lua" <<EOF2
 return {
   name = "catalogue",
   default_profile = "hpc",
-  datasets = { digits = "$DIGITS" },
+  datasets = { digits = "$DIGITS",
+$(sed -n '/^    \["skimage-/p; /^    haarcascade_frontalface_default =/,/\.xml",$/p' "$NAVETTE_SOURCE/navette.lua") },
   credentials = {
     jwtkey = { kind = "hs256", source = "file", path = "$SLURM_JWT_KEY" },
   },
@@ -105,5 +108,17 @@ s3cat "catalogue/$SRC/source.mp4" >/dev/null && cp "$T/got" "$T/video/source.mp4
 check_video "$T/video" "$T/video/source.mp4"
 check_eq "video: its segments ran on both nodes" \
 	"$(for p in 1 2 3 4; do s3cat "catalogue/$(sub_id "encode\[part=$p\]")/segment.json" | json 'd["node"]'; done | sort -u | wc -l | tr -d ' ')" 2
+
+# ---- vision --------------------------------------------------------------------
+SECONDS=0
+nv_in "$C" run recipes/vision/faces.lua --wait
+check_rc "vision: run --wait exits 0 on Slurm" 0
+echo "vision on Slurm: ${SECONDS}s"
+MERGE=$(sub_id 'faces-merge')
+mkdir -p "$T/vision"
+for f in report.json contact-sheet.html; do
+	s3cat "catalogue/$MERGE/$f" >/dev/null && cp "$T/got" "$T/vision/$f"
+done
+check_vision "$T/vision"
 
 finish
