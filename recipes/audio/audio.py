@@ -26,6 +26,12 @@ import re
 import subprocess
 import sys
 
+# (recipes/steps.py: what the catalogue's scripts share)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+import steps  # noqa: E402
+steps.NAME = "audio"
+
 TARGET_LUFS = -16.0
 TRUE_PEAK = -1.5
 LRA = 11.0
@@ -33,22 +39,12 @@ RATE = 48000
 
 
 def fail(message):
-    print("audio: FAILED: " + message, flush=True)
-    sys.exit(2)
+    steps.fail(message)
 
 
 def run(args, what):
     """Runs a tool; its stderr (where ffmpeg reports) is returned."""
-    try:
-        p = subprocess.run(args, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, check=False)
-    except FileNotFoundError:
-        fail("%s: %s is not installed on this node" % (what, args[0]))
-    if p.returncode != 0:
-        tail = p.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-        fail("%s: %s exited with %d: %s"
-             % (what, args[0], p.returncode, " / ".join(tail)))
-    return p.stderr.decode("utf-8", "replace")
+    return steps.run(args, what)[1]
 
 
 def chapters(path):

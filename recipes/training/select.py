@@ -10,10 +10,15 @@ import json
 import os
 import sys
 
+# (recipes/steps.py: what the catalogue's scripts share)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+import steps  # noqa: E402
+steps.NAME = "select"
+
 
 def fail(message):
-    print("select: FAILED: " + message, flush=True)
-    sys.exit(2)
+    steps.fail(message)
 
 
 def main():

@@ -29,12 +29,17 @@ import time
 import torch
 from torch import nn
 
+# (recipes/steps.py: what the catalogue's scripts share)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+import steps  # noqa: E402
+steps.NAME = "train"
+
 TEST_SHARE = 0.2  # the last fifth of a fixed shuffle is the test set
 
 
 def fail(message):
-    print("train: FAILED: " + message, flush=True)
-    sys.exit(2)
+    steps.fail(message)
 
 
 def load_digits(path):

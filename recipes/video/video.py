@@ -26,31 +26,27 @@ A source ffprobe cannot read, or a tool that fails, ends the step with
 
 import json
 import os
-import subprocess
 import sys
+
+# (recipes/steps.py: what the catalogue's scripts share)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+import steps  # noqa: E402
+steps.NAME = "video"
 
 
 def fail(message):
-    print("video: FAILED: " + message, flush=True)
-    sys.exit(2)
+    steps.fail(message)
 
 
 def run(args, what):
-    try:
-        p = subprocess.run(args, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, check=False)
-    except FileNotFoundError:
-        fail("%s: %s is not installed on this node" % (what, args[0]))
-    if p.returncode != 0:
-        tail = p.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-        fail("%s: %s exited with %d: %s"
-             % (what, args[0], p.returncode, " / ".join(tail)))
-    return p.stdout.decode("utf-8", "replace")
+    """Runs a tool; its stdout is returned."""
+    return steps.run(args, what)[0]
 
 
 def probe(path, *args):
     out = run(["ffprobe", "-v", "error", "-of", "json"] + list(args) + [path],
-              "ffprobe " + os.path.basename(path))
+              "%s is not a video ffprobe reads" % os.path.basename(path))
     try:
         return json.loads(out)
     except ValueError:

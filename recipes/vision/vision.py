@@ -24,12 +24,16 @@ import os
 import sys
 
 import cv2
-import numpy as np
+
+# (recipes/steps.py: what the catalogue's scripts share)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+import steps  # noqa: E402
+steps.NAME = "vision"
 
 
 def fail(message):
-    print("vision: FAILED: " + message, flush=True)
-    sys.exit(2)
+    steps.fail(message)
 
 
 def names():

@@ -492,7 +492,8 @@ catalogue_repo() {
 	dir=$(NO_PROJECT_FILE=1 new_repo "$1") || return 1
 	mkdir -p "$dir/recipes"
 	cp "$NAVETTE_SOURCE/navette.lua" "$dir/"
-	cp "$NAVETTE_SOURCE/recipes/catalogue.lua" "$dir/recipes/"
+	cp "$NAVETTE_SOURCE/recipes/catalogue.lua" "$NAVETTE_SOURCE/recipes/steps.py" \
+		"$dir/recipes/"
 	local family
 	for family in training audio video vision images; do
 		[ -d "$NAVETTE_SOURCE/recipes/$family" ] &&
@@ -571,4 +572,17 @@ import base64, re, sys
 html = open(sys.argv[1]).read()
 pngs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", html)
 print(sum(base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs))' "$1/contact-sheet.html" 2>&1)" 5
+}
+
+# check_failed WHAT ID STATE PHASE HINT [LOG_ERE]: job ID ended STATE at
+# PHASE (status --json), its hint holds HINT and, when given, its log has
+# a line matching LOG_ERE.
+check_failed() {
+	local got
+	got=$("$NAVETTE" status "$2" --json 2>&1)
+	check_eq "$1: $3 at $4" \
+		"$(printf '%s' "$got" | json '[d["state"], d["failure"]["phase"]]')" "[\"$3\", \"$4\"]"
+	check_contains "$1: ... with the recipe's hint" \
+		"$(printf '%s' "$got" | json 'd["failure"]["hint"]')" "$5"
+	[ -z "${6:-}" ] || check_match "$1: the log says why" "$("$NAVETTE" logs "$2" 2>&1)" "$6"
 }

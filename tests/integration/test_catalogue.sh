@@ -90,12 +90,7 @@ commit_all "$C" >/dev/null
 nv_in "$C" run recipes/vision/broken.lua --wait
 check_rc "vision, not an image: run --wait exits 1" 1
 NOISE=$(printf '%s\n' "$OUT" | sed -n 's/^job broken\[shard=1\] submitted: //p')
-nv status "$NOISE" --json
-check_eq "vision, not an image: the shard failed at running" \
-	"$(printf '%s' "$OUT" | json '[d["state"], d["failure"]["phase"]]')" '["failed", "running"]'
-check_contains "vision, not an image: ... with the recipe's hint" \
-	"$(printf '%s' "$OUT" | json 'd["failure"]["hint"]')" "an image OpenCV cannot read"
-check_match "vision, not an image: the log names it" "$("$NAVETTE" logs "$NOISE" 2>&1)" \
+check_failed "vision, not an image" "$NOISE" failed running "an image OpenCV cannot read" \
 	'^vision: FAILED: image-1 \(noise\) is not an image OpenCV reads'
 
 # ---- the catalogue as a library of another repository -----------------------
@@ -153,22 +148,14 @@ check_eq "library: the same commit, data and seed: the same accuracy" \
 nv_in "$U" run nochapters.lua --wait
 check_rc "audio, no chapter: run --wait exits 1" 1
 TALK=$(printf '%s\n' "$OUT" | sed -n 's/^job talk\[chapter=1\] submitted: //p')
-nv status "$TALK" --json
-check_eq "audio, no chapter: the chapter job failed at running" \
-	"$(printf '%s' "$OUT" | json '[d["state"], d["failure"]["phase"]]')" '["failed", "running"]'
-check_contains "audio, no chapter: ... with the recipe's hint" \
-	"$(printf '%s' "$OUT" | json 'd["failure"]["hint"]')" "'# Title' chapter lines"
-check_match "audio, no chapter: the log says why" "$("$NAVETTE" logs "$TALK" 2>&1)" \
+check_failed "audio, no chapter" "$TALK" failed running "'# Title' chapter lines" \
 	'^audio: FAILED: .* text before the first chapter heading'
 
 nv_in "$U" run novideo.lua --wait
 check_rc "video, not a video: run --wait exits 1" 1
 CLIP=$(printf '%s\n' "$OUT" | sed -n 's/^job clip\[part=1\] submitted: //p')
-nv status "$CLIP" --json
-check_eq "video, not a video: the segment failed at running" \
-	"$(printf '%s' "$OUT" | json '[d["state"], d["failure"]["phase"]]')" '["failed", "running"]'
-check_contains "video, not a video: ... with the recipe's hint" \
-	"$(printf '%s' "$OUT" | json 'd["failure"]["hint"]')" "not a video ffprobe reads"
+check_failed "video, not a video" "$CLIP" failed running "not a video ffprobe reads" \
+	'^video: FAILED: source\.mp4 is not a video ffprobe reads'
 
 # ---- a corrupt data file fails at running, with the recipe's hint ------------
 head -c 3000 "$(python3 -c 'import sklearn, os; print(os.path.dirname(sklearn.__file__))')/datasets/data/digits.csv.gz" >"$T/corrupt.csv.gz"
@@ -178,19 +165,11 @@ EOF2
 commit_all "$U" >/dev/null
 nv_in "$U" run train.lua --wait
 check_rc "corrupt data: run --wait exits 1" 1
-RUNOUT=$OUT
-RUN1=$(printf '%s\n' "$RUNOUT" | sed -n 's/^job mine\[lr=0\.05,seed=1\] submitted: //p')
-BEST2=$(printf '%s\n' "$RUNOUT" | sed -n 's/^job mine-best submitted: //p')
-nv status "$RUN1" --json
-check_eq "corrupt data: the run failed at running" \
-	"$(printf '%s' "$OUT" | json '[d["state"], d["failure"]["phase"]]')" '["failed", "running"]'
-check_contains "corrupt data: ... with the recipe's hint" \
-	"$(printf '%s' "$OUT" | json 'd["failure"]["hint"]')" "not scikit-learn's digits.csv.gz"
-check_match "corrupt data: the log says why" "$("$NAVETTE" logs "$RUN1" 2>&1)" \
+RUN1=$(printf '%s\n' "$OUT" | sed -n 's/^job mine\[lr=0\.05,seed=1\] submitted: //p')
+BEST2=$(printf '%s\n' "$OUT" | sed -n 's/^job mine-best submitted: //p')
+check_failed "corrupt data" "$RUN1" failed running "not scikit-learn's digits.csv.gz" \
 	'^train: FAILED: .* is not a gzip-compressed CSV file'
-nv status "$BEST2" --json
-check_eq "corrupt data: the fan-in is cancelled at accepted" \
-	"$(printf '%s' "$OUT" | json '[d["state"], d["failure"]["phase"]]')" '["cancelled", "accepted"]'
-check_contains "corrupt data: ... naming a run it needed" \
-	"$(printf '%s' "$OUT" | json 'd["failure"]["reason"]')" "mine[lr=0.05,seed="
+check_failed "corrupt data, the fan-in" "$BEST2" cancelled accepted ""
+check_contains "corrupt data: the fan-in names a run it needed" \
+	"$("$NAVETTE" status "$BEST2" --json | json 'd["failure"]["reason"]')" "mine[lr=0.05,seed="
 finish
