@@ -98,7 +98,7 @@ U=$(new_repo user)
 cat >"$U/navette.lua" <<EOF2
 return {
   name = "user",
-  datasets = { digits = { "/nowhere/digits.csv.gz",
+  datasets = { gone = "/nowhere/gone.csv", digits = { "/nowhere/digits.csv.gz",
     "$(python3 -c 'import sklearn, os; print(os.path.dirname(sklearn.__file__))')/datasets/data/digits.csv.gz" } },
 }
 EOF2
@@ -126,10 +126,24 @@ local lib = navette.use { git = "file://$C", ref = "catalogue-v1",
 lib.video.encode { name = "clip", parts = 2,
   source = navette.storage.put_string("inputs/clip.mp4", "this is not a video\n") }
 EOF2
+put_file "$U" nodata.lua <<'EOF2'
+local navette = require "navette"
+navette.storage.put("datasets/x", { dataset = "digitz" })
+EOF2
+put_file "$U" nofile.lua <<'EOF2'
+local navette = require "navette"
+navette.storage.put("datasets/x", { dataset = "gone" })
+EOF2
 commit_all "$U" >/dev/null
 nv_in "$U" lock train.lua nochapters.lua novideo.lua
 check_rc "library: navette lock exits 0" 0
 commit_all "$U" >/dev/null
+nv_in "$U" plan nodata.lua
+check_rc "a dataset the project file does not declare: exit 2" 2
+check_contains "... named, with the closest one" "$ERR" "dataset 'digitz' is not declared in the project file (did you mean 'digits'?)"
+nv_in "$U" plan nofile.lua
+check_rc "a dataset none of whose paths exists here: exit 3" 3
+check_contains "... named, with its paths" "$ERR" "dataset 'gone': none of its paths is a file on this machine (/nowhere/gone.csv)"
 nv_in "$U" run train.lua --wait
 check_rc "library: run --wait exits 0" 0
 LB=$(printf '%s\n' "$OUT" | sed -n 's/^job mine-best submitted: //p')
