@@ -228,6 +228,9 @@ nv_shipper_loop() {
 
 # ---- stopping -------------------------------------------------------------
 
+NV_HINT_TIMEOUT="raise resources.time_limit, or save checkpoints and retry \
+on timeout (retries = { on = { \"timeout\" } })"
+
 # On Slurm, whether a SIGTERM came because the job reached its time limit
 # (Slurm's own view of the job: the node asks slurmctld with scontrol).
 nv_slurm_timed_out() {
@@ -286,8 +289,7 @@ nv_on_time_limit() {
 	nv_kind=timeout
 	nv_fail @PHASE_RUNNING@ "the job reached its time limit (navette stopped \
 the command ${NAVETTE_WARN_BEFORE}s before it, so that it could save a checkpoint)" \
-		"raise resources.time_limit, or save checkpoints and retry on \
-timeout (retries = { on = { \"timeout\" } })"
+		"$NV_HINT_TIMEOUT"
 	kill -TERM 0 2>/dev/null || kill -TERM "$nv_cmd" 2>/dev/null
 }
 trap nv_on_time_limit USR1
@@ -302,8 +304,7 @@ nv_on_signal() {
 	if [ -z "$nv_why" ] && nv_slurm_timed_out; then
 		nv_kind=timeout
 		nv_fail @PHASE_RUNNING@ "the job reached its time limit (Slurm \
-stopped it)" "raise resources.time_limit, or save checkpoints and retry \
-on timeout (retries = { on = { \"timeout\" } })"
+stopped it)" "$NV_HINT_TIMEOUT"
 		return
 	fi
 	nv_fail @PHASE_RUNNING@ "${nv_why:-the job was stopped by a signal (cancelled, \
@@ -384,6 +385,9 @@ nv_checkpoint_save() {
 	rm -f "$nv_work/ckpt.new"
 }
 
+# Why an attempt that left no line ended (Slurm requeued it itself).
+NV_REQUEUED="Slurm requeued the job (its node failed, or it was preempted)"
+
 # The lines of the attempts list that this launcher writes (nv_step_retry),
 # and no other shape: what the next attempt puts in its record stays JSON.
 NV_ATTEMPT_LINE='^[{]"attempt":[1-9][0-9]{0,3},"state":"failed","failure":"(timeout|exit:[0-9]{1,3})","reason":"([^"\\]|\\["\\])*","node":"([^"\\]|\\["\\])*","ended":"[0-9TZ:.-]{1,40}","log_chunks":[0-9]{1,6}[}]$'
@@ -430,7 +434,7 @@ nv_attempts_note() {
 				sed 's/.*"failure":"\([^"]*\)".*/\1/'): $(printf '%s\n' \
 				"$nv_l" | sed 's/.*"reason":"\(.*\)","node":.*/\1/')"
 		else
-			nv_why="Slurm requeued the job (its node failed, or it was preempted)"
+			nv_why=$NV_REQUEUED
 		fi
 		printf 'navette: attempt %s ended (%s)\n' "$nv_k" "$nv_why"
 		nv_k=$((nv_k + 1))
@@ -496,7 +500,7 @@ nv_attempts_json() {
 				printf '%s,' "${nv_l%,\"log_chunks\":*}}"
 			else
 				printf '{"attempt":%s,"state":"failed","failure":"requeued","reason":"%s"},' \
-					"$nv_k" "Slurm requeued the job (its node failed, or it was preempted)"
+					"$nv_k" "$NV_REQUEUED"
 			fi
 			nv_k=$((nv_k + 1))
 		done

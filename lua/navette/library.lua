@@ -153,6 +153,11 @@ function library.source(url, root, nested)
   return clean_path(util.join(root, url))
 end
 
+-- A library's URL as navette keys it: without trailing slashes.
+function library.normal_url(url)
+  return (url:gsub("(.)/+$", "%1"))
+end
+
 -- Checks what a recipe passed. -> {url, ref, module}
 function library.validate(decl)
   if type(decl) ~= "table" then
@@ -181,7 +186,7 @@ function library.validate(decl)
     recipe_error("module must be a module name of the library, such as "
                  .. "\"init\" or \"patterns.sweep\"")
   end
-  return { url = (url:gsub("(.)/+$", "%1")), ref = ref, module = module }
+  return { url = library.normal_url(url), ref = ref, module = module }
 end
 
 -- ---- the lock of a run ------------------------------------------------------
@@ -373,7 +378,7 @@ local function granted(run, url)
   local out = {}
   for line in (text or ""):gmatch("[^\n]+") do
     local u, rest = line:match("^%s*@library%s+(%S+)%s+(%S.-)%s*$")
-    if u and (u:gsub("(.)/+$", "%1")) == url then out[#out + 1] = rest end
+    if u and library.normal_url(u) == url then out[#out + 1] = rest end
   end
   return table.concat(out, "\n")
 end

@@ -127,7 +127,9 @@ local function library_code(j, lib, what)
                  .. "drop code, or name a revision (a branch, tag or "
                  .. "commit id)")
   end
-  j.library = lib
+  -- (plain values, so that the two passes' jobs compare equal: the
+  -- repository object stays with the run's library.use)
+  j.library = { url = lib.url, commit = lib.commit, dir = lib.dir }
 end
 
 function runner.declare(decl, lib)
@@ -360,7 +362,7 @@ local function pin_commit(run, j)
   if j.library then
     -- the commit the lock pinned, fetched, checked and scanned when the
     -- library was used: its cache is the code's repository
-    local lib = j.library
+    local lib = run.library_used[j.library.url]
     run.code_repos[lib.commit] = lib
     return lib.commit, lib.repo:commit(lib.commit)
   end
@@ -455,9 +457,6 @@ local function describe_inputs(run, j)
   return json.array(out)
 end
 
--- Nothing leaves the laptop as code if the commit's tree holds something
--- that looks like a secret (scanned once per commit and run). source: the
--- repository of another commit ({path, name}: a library's cache).
 -- A secret scan's findings as lines "  path:line: reason [rule]", the
 -- first 20 and how many more.
 function runner.findings_text(findings)
@@ -474,6 +473,9 @@ function runner.findings_text(findings)
   return table.concat(lines, "\n")
 end
 
+-- Nothing leaves the laptop as code if the commit's tree holds something
+-- that looks like a secret (scanned once per commit and run). source: the
+-- repository of another commit ({path, name}: a library's cache).
 function runner.scan_secrets(run, commit, target, source)
   run.scanned = run.scanned or {}
   if run.scanned[commit] then return end

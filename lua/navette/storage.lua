@@ -114,7 +114,8 @@ end
 -- under the repository's allow-list (.navette-secrets-allow).
 local function scan_upload(src, path)
   local root = context.repo_root
-  local shown = root and src:sub(#root + 2) or path
+  local inside = root and src:sub(1, #root + 1) == root .. "/"
+  local shown = inside and src:sub(#root + 2) or path
   local allow
   if root then
     local f = io.open(root .. "/.navette-secrets-allow", "rb")
@@ -141,7 +142,6 @@ local function uploaded(info)
   return info
 end
 
--- storage.put(key, path) -> {url, key, sha256, size}
 -- A dataset of the project file (datasets = { NAME = { paths... } }): the
 -- first of its paths that is a regular file on this machine. The project
 -- file, not the recipe, says which files outside the repository a recipe
@@ -174,6 +174,7 @@ local function dataset_file(source)
                .. "the project file's datasets." .. name)
 end
 
+-- storage.put(key, path) -> {url, key, sha256, size}
 function storage.put(key, path)
   if type(key) ~= "string" then
     errors.raise("recipe", "navette.storage.put: key must be a string")

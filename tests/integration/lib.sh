@@ -458,6 +458,17 @@ s3cat() {
 		cat "$T/got"
 }
 
+# s3get PREFIX DIR NAME...: objects PREFIX/NAME of BUCKET into DIR/NAME
+# (a name may hold folders); one that cannot be read is left missing
+s3get() {
+	local prefix=$1 dir=$2 name
+	shift 2
+	for name in "$@"; do
+		mkdir -p "$(dirname "$dir/$name")"
+		s3cat "$prefix/$name" >/dev/null && cp "$T/got" "$dir/$name"
+	done
+}
+
 # st ID EXPR: EXPR (python, over d) of the job's `status --json`
 st() { "$NAVETTE" status "$1" --json 2>/dev/null | json "$2" 2>&1; }
 

@@ -87,10 +87,7 @@ nv_in "$C" run recipes/audio/episode.lua --wait
 check_rc "audio: run --wait exits 0 on Slurm" 0
 echo "audio on Slurm: ${SECONDS}s"
 EPI=$(sub_id 'chapter-episode')
-mkdir -p "$T/episode"
-for f in episode.opus episode.mp3 report.json; do
-	s3cat "catalogue/$EPI/$f" >/dev/null && cp "$T/got" "$T/episode/$f"
-done
+s3get "catalogue/$EPI" "$T/episode" episode.opus episode.mp3 report.json
 check_audio "$T/episode"
 
 # ---- video ---------------------------------------------------------------------
@@ -100,11 +97,8 @@ check_rc "video: run --wait exits 0 on Slurm" 0
 echo "video on Slurm: ${SECONDS}s"
 JOIN=$(sub_id 'encode-join')
 SRC=$(sub_id 'encode-source')
-mkdir -p "$T/video/hls"
-for f in output.mp4 report.json thumbnails.png hls/master.m3u8; do
-	s3cat "catalogue/$JOIN/$f" >/dev/null && cp "$T/got" "$T/video/$f"
-done
-s3cat "catalogue/$SRC/source.mp4" >/dev/null && cp "$T/got" "$T/video/source.mp4"
+s3get "catalogue/$JOIN" "$T/video" output.mp4 report.json thumbnails.png hls/master.m3u8
+s3get "catalogue/$SRC" "$T/video" source.mp4
 check_video "$T/video" "$T/video/source.mp4"
 check_eq "video: its segments ran on both nodes" \
 	"$(for p in 1 2 3 4; do s3cat "catalogue/$(sub_id "encode\[part=$p\]")/segment.json" | json 'd["node"]'; done | sort -u | wc -l | tr -d ' ')" 2
@@ -115,10 +109,7 @@ nv_in "$C" run recipes/vision/faces.lua --wait
 check_rc "vision: run --wait exits 0 on Slurm" 0
 echo "vision on Slurm: ${SECONDS}s"
 MERGE=$(sub_id 'faces-merge')
-mkdir -p "$T/vision"
-for f in report.json contact-sheet.html; do
-	s3cat "catalogue/$MERGE/$f" >/dev/null && cp "$T/got" "$T/vision/$f"
-done
+s3get "catalogue/$MERGE" "$T/vision" report.json contact-sheet.html
 check_vision "$T/vision"
 
 finish
