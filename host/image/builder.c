@@ -21,7 +21,7 @@ extern char **environ;
 
 static const char *const BUILDERS[] = {"buildah", "podman", "docker", NULL};
 
-static int on_path(const char *name)
+int nv_build_on_path(const char *name)
 {
 	const char *path = getenv("PATH");
 	char dir[4096], full[4200];
@@ -60,7 +60,7 @@ int nv_build_pick(const char *builder, char out[16], nv_err *err)
 				err, NV_EINVAL,
 				"builder is buildah, podman or docker",
 				"unknown builder '%.40s'", builder);
-		if (!on_path(builder))
+		if (!nv_build_on_path(builder))
 			return nv_err_set(
 				err, NV_EREFUSED,
 				"install it (Debian: apt-get install "
@@ -73,7 +73,7 @@ int nv_build_pick(const char *builder, char out[16], nv_err *err)
 		return 0;
 	}
 	for (i = 0; BUILDERS[i]; i++)
-		if (on_path(BUILDERS[i])) {
+		if (nv_build_on_path(BUILDERS[i])) {
 			snprintf(out, 16, "%s", BUILDERS[i]);
 			return 0;
 		}
@@ -85,9 +85,8 @@ int nv_build_pick(const char *builder, char out[16], nv_err *err)
 			  "docker)");
 }
 
-/* Runs argv; its stdout goes to our stderr, or into capture (bounded,
- * also echoed to stderr). Returns 0 or NV_EFAILED / NV_EIO. */
-static int run(const char *const *argv, char *capture, size_t cap, nv_err *err)
+int nv_build_run(const char *const *argv, char *capture, size_t cap,
+		 nv_err *err)
 {
 	posix_spawn_file_actions_t fa;
 	int pipefd[2] = {-1, -1}, status = 0, rc;
@@ -278,7 +277,7 @@ int nv_image_build(const nv_build_opts *o, nv_build_result *res, nv_err *err)
 	}
 	argv[n++] = o->context;
 	argv[n] = NULL;
-	rc = run(argv, NULL, 0, err);
+	rc = nv_build_run(argv, NULL, 0, err);
 	if (rc)
 		return rc;
 
@@ -291,7 +290,7 @@ int nv_image_build(const nv_build_opts *o, nv_build_result *res, nv_err *err)
 		argv[n++] = "push";
 		argv[n++] = o->target;
 		argv[n] = NULL;
-		rc = run(argv, out, sizeof(out), err);
+		rc = nv_build_run(argv, out, sizeof(out), err);
 		if (rc)
 			return rc;
 		if (find_digest(out, res->digest))
@@ -321,7 +320,7 @@ int nv_image_build(const nv_build_opts *o, nv_build_result *res, nv_err *err)
 	argv[n++] = o->target;
 	argv[n++] = dest;
 	argv[n] = NULL;
-	rc = run(argv, NULL, 0, err);
+	rc = nv_build_run(argv, NULL, 0, err);
 	if (!rc) {
 		char *text = NULL;
 		size_t len = 0;

@@ -43,6 +43,15 @@ typedef struct nv_build_result {
  * installed; none: NV_EREFUSED naming what to install. */
 int nv_build_pick(const char *builder, char out[16], nv_err *err);
 
+/* Whether name is an executable file in a folder of PATH. */
+int nv_build_on_path(const char *name);
+
+/* Runs argv (no shell; stdin /dev/null); its stdout goes to our stderr,
+ * or into capture (bounded, also echoed to stderr). A program that exits
+ * non-zero: NV_EFAILED naming it and its status. */
+int nv_build_run(const char *const *argv, char *capture, size_t cap,
+		 nv_err *err);
+
 /* Builds and pushes. A builder that fails: NV_EFAILED with its exit
  * status (its own messages are on stderr). Plain-http registries are
  * accepted (--tls-verify=false) only on loopback hosts. */

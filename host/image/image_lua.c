@@ -34,7 +34,9 @@
 #include "creds/creds_lua.h"
 #include "image/builder.h"
 #include "image/codelayer.h"
+#include "image/debootstrap.h"
 #include "image/dockercfg.h"
+#include "image/layout.h"
 #include "image/manifest.h"
 #include "image/reference.h"
 #include "image/registry.h"
@@ -713,6 +715,189 @@ static int l_image_tag_of(lua_State *L)
 	return 1;
 }
 
+/* The spec fields of a debootstrap call (table at t); packages into pk. */
+static void deb_spec(lua_State *L, int t, nv_debootstrap_spec *s,
+		     const char **pk)
+{
+	memset(s, 0, sizeof(*s));
+	s->suite = opt_string(L, t, "suite");
+	s->variant = opt_string(L, t, "variant");
+	s->platform = opt_string(L, t, "platform");
+	s->npackages = string_list(L, t, "packages", pk, NV_DEB_PACKAGES_MAX);
+	s->packages = pk;
+}
+
+/* image.debootstrap_identity{suite=, variant=, platform=, packages=} ->
+ * {hash, tag} | nil, err: what the image of that spec is tagged. */
+static int l_image_debootstrap_identity(lua_State *L)
+{
+	const char *pk[NV_DEB_PACKAGES_MAX];
+	char hash[65], tag[NV_IMAGE_TAG_MAX + 1];
+	nv_debootstrap_spec s;
+	nv_err err;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	deb_spec(L, 1, &s, pk);
+	if (nv_debootstrap_identity(&s, hash, tag, &err))
+		return nv_lua_push_error(L, &err);
+	lua_createtable(L, 0, 2);
+	lua_pushstring(L, hash);
+	lua_setfield(L, -2, "hash");
+	lua_pushstring(L, tag);
+	lua_setfield(L, -2, "tag");
+	return 1;
+}
+
+/* image.apt_mirror(suite) -> url | nil, err: this machine's apt mirror. */
+static int l_image_apt_mirror(lua_State *L)
+{
+	char url[NV_DEB_MIRROR_MAX + 1];
+	nv_err err;
+
+	if (nv_apt_default_mirror(luaL_checkstring(L, 1), url, sizeof(url),
+				  &err) ||
+	    nv_deb_mirror_check(url, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, url);
+	return 1;
+}
+
+/* image.debootstrap{suite=, variant=, platform=, packages={}, mirror=,
+ * work_dir=, labels={}, storage_root=, run_root=} -> true | nil, err:
+ * the image built into work_dir/layout. */
+static int l_image_debootstrap(lua_State *L)
+{
+	const char *pk[NV_DEB_PACKAGES_MAX], *labels[NV_BUILD_ARGS_MAX];
+	nv_debootstrap_opts o;
+	nv_err err;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	memset(&o, 0, sizeof(o));
+	deb_spec(L, 1, &o.spec, pk);
+	o.mirror = opt_string(L, 1, "mirror");
+	o.work_dir = opt_string(L, 1, "work_dir");
+	o.keyring = opt_string(L, 1, "keyring");
+	o.storage_root = opt_string(L, 1, "storage_root");
+	o.run_root = opt_string(L, 1, "run_root");
+	o.nlabels = string_list(L, 1, "labels", labels, NV_BUILD_ARGS_MAX);
+	o.labels = labels;
+	if (nv_plan_mode(L)) {
+		const char *shown = opt_string(L, 1, "to");
+
+		nv_plan_record(L, "image", "debootstrap",
+			       shown ? shown
+				     : (o.spec.suite ? o.spec.suite : ""));
+		lua_pushnil(L);
+		lua_pushliteral(L, "planned");
+		return 2;
+	}
+	if (nv_exec_forbidden(L)) {
+		nv_err_set(&err, NV_ENOTRUN, "build it with navette run",
+			   "debootstrap was not run: read-only commands run "
+			   "no program");
+		return nv_lua_push_error(L, &err);
+	}
+	if (nv_image_debootstrap(&o, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* image.layout_push{layout=DIR, to="registry/repository", tags={...},
+ * registries=, docker_config=} -> digest | nil, err: an OCI layout's one
+ * image pushed under each tag. */
+static int l_image_layout_push(lua_State *L)
+{
+	const char *tags[8];
+	const char *dir, *to;
+	nv_oci_layout layout;
+	nv_image_ref ref;
+	nv_registry *r;
+	session *ses;
+	size_t ntags;
+	nv_err err;
+	int n, rc;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	dir = opt_string(L, 1, "layout");
+	to = opt_string(L, 1, "to");
+	ntags = string_list(L, 1, "tags", tags, 8);
+	luaL_argcheck(L, dir && to && ntags > 0, 1,
+		      "layout, to and tags are required");
+	if (nv_plan_mode(L)) {
+		nv_plan_record(L, "image", "push", to);
+		lua_pushnil(L);
+		lua_pushliteral(L, "planned");
+		return 2;
+	}
+	n = parse_or_push(L, to, &ref);
+	if (n)
+		return n;
+	ses = session_new(L);
+	session_callbacks(L, ses, 1);
+	r = session_client_for(L, ses, 1, ref.registry, &err);
+	if (!r) {
+		session_release(ses);
+		return nv_lua_push_error(L, &err);
+	}
+	/* from here no Lua call until the layout is freed */
+	rc = nv_oci_layout_read(dir, &layout, &err);
+	if (!rc) {
+		rc = nv_oci_layout_push(r, ref.repository, dir, &layout, tags,
+					ntags, &err);
+		if (!rc)
+			lua_pushstring(L, layout.digest);
+		nv_oci_layout_free(&layout);
+	}
+	session_release(ses);
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	return 1;
+}
+
+/* image.retag(ref, tag, opts) -> digest | nil, err: the manifest of ref
+ * (by digest) put under tag in its repository, byte for byte. */
+static int l_image_retag(lua_State *L)
+{
+	const char *s = luaL_checkstring(L, 1), *tag = luaL_checkstring(L, 2);
+	int opts = opts_index(L, 3), n, rc;
+	char got[NV_IMAGE_DIGEST_LEN + 1];
+	nv_registry_manifest m;
+	nv_image_ref ref;
+	nv_registry *r;
+	session *ses;
+	nv_err err;
+
+	n = parse_or_push(L, s, &ref);
+	if (n)
+		return n;
+	luaL_argcheck(L, ref.digest[0] != '\0', 1, "a reference by digest");
+	if (nv_plan_mode(L)) {
+		nv_plan_record(L, "image", "tag", s);
+		lua_pushnil(L);
+		lua_pushliteral(L, "planned");
+		return 2;
+	}
+	ses = session_new(L);
+	r = session_client_for(L, ses, opts, ref.registry, &err);
+	if (!r) {
+		session_release(ses);
+		return nv_lua_push_error(L, &err);
+	}
+	memset(&m, 0, sizeof(m));
+	rc = nv_registry_manifest_get(r, ref.repository, ref.digest, &m, &err);
+	if (!rc)
+		rc = nv_registry_manifest_put(r, ref.repository, tag,
+					      m.media_type, m.body.data,
+					      m.body.len, got, &err);
+	nv_registry_manifest_free(&m);
+	session_release(ses);
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, got);
+	return 1;
+}
+
 int luaopen_navette_image(lua_State *L)
 {
 	static const luaL_Reg fns[] = {
@@ -726,6 +911,11 @@ int luaopen_navette_image(lua_State *L)
 		{"builder", l_image_builder},
 		{"tag_of", l_image_tag_of},
 		{"platform_check", l_image_platform_check},
+		{"debootstrap_identity", l_image_debootstrap_identity},
+		{"apt_mirror", l_image_apt_mirror},
+		{"debootstrap", l_image_debootstrap},
+		{"layout_push", l_image_layout_push},
+		{"retag", l_image_retag},
 		{NULL, NULL}};
 
 	luaL_newmetatable(L, SESSION_MT); // [mt]

@@ -364,8 +364,123 @@ function image.build(spec)
   return out
 end
 
+local DEB_KEYS = { "suite", "packages", "variant", "platform", "to",
+                   "mirror", "rebuild", "labels", "credential",
+                   "docker_config", "storage_root", "run_root" }
+
+-- image.debootstrap{to=, suite=, packages=, variant=, platform=, mirror=,
+-- rebuild=, ...} -> {reference, digest, tag, tagged, pointer, built,
+-- packages_sha256}: a Debian base image of the packages asked, built by
+-- debootstrap and buildah (Linux, as root) and pushed to `to`'s repository
+-- under "<suite>-<12 hex of the spec's hash>". A registry that has that
+-- tag has the image: nothing is built, unless rebuild = true. A tag in
+-- `to` ("registry/team/base:bookworm") is a pointer moved to the image,
+-- which a profile's `images` may name. Plan mode: looked up, not built.
+function image.debootstrap(spec)
+  if type(spec) ~= "table" then
+    errors.raise("recipe", "navette.image.debootstrap expects a table "
+                 .. "{ to = ..., packages = { ... } }")
+  end
+  known_keys("debootstrap", spec, DEB_KEYS)
+  string_arg("debootstrap", "to", spec.to)
+  string_arg("debootstrap", "suite", spec.suite, true)
+  string_arg("debootstrap", "variant", spec.variant, true)
+  string_arg("debootstrap", "mirror", spec.mirror, true)
+  local packages = spec.packages or {}
+  if type(packages) ~= "table" then
+    errors.raise("recipe", "navette.image.debootstrap: `packages` must be "
+                 .. "a list of Debian package names")
+  end
+  for i, p in ipairs(packages) do
+    string_arg("debootstrap", "packages[" .. i .. "]", p)
+  end
+  for _, l in ipairs(spec.labels or {}) do
+    string_arg("debootstrap", "a label", l)
+  end
+  local target = image.parse(spec.to)
+  if target.digest then
+    errors.raise("recipe", "navette.image.debootstrap: `to` names a digest ("
+                 .. spec.to .. ")", "give the repository (and a pointer "
+                 .. "tag if you want one): the digest is what the build "
+                 .. "produces")
+  end
+  local suite = spec.suite or "bookworm"
+  local platform = image.target_platform(spec.platform)
+  local id = check(native.debootstrap_identity {
+    suite = suite, variant = spec.variant, platform = platform,
+    packages = packages })
+  local pointer = not target.implicit_tag and target.tag or nil
+  if pointer == id.tag then pointer = nil end
+  local reg = { credential = spec.credential,
+                docker_config = spec.docker_config, platform = platform }
+  local out = { tag = id.tag, tagged = target.name .. ":" .. id.tag,
+                packages_sha256 = id.hash, suite = suite,
+                pointer = pointer and (target.name .. ":" .. pointer) }
+  local function point(digest)
+    if not pointer then return end
+    local has, at = image.exists(out.pointer, reg)
+    if has and at == digest then return end
+    local o = native_options(reg, { { registry = target.registry,
+                                      credential = spec.credential } })
+    local moved, merr = native.retag(target.name .. "@" .. digest, pointer,
+                                     o)
+    if moved == nil and merr == "planned" then return end
+    check(moved, merr, "moving " .. out.pointer)
+    out.pointer_moved = true
+  end
+  -- present already: the same spec was built (a read; plan does it too)
+  local present, digest = image.exists(out.tagged, reg)
+  if present and not spec.rebuild then
+    out.digest, out.built = digest, false
+    out.reference = target.name .. "@" .. digest
+    point(digest)
+    return out
+  end
+  if core.plan_mode() then
+    native.debootstrap { suite = suite, to = out.tagged } -- recorded only
+    out.planned, out.to = true, out.tagged
+    return out
+  end
+  local mirror = spec.mirror or check(native.apt_mirror(suite))
+  local labels = { "io.navette.packages.sha256=" .. id.hash,
+                   "io.navette.debian.suite=" .. suite,
+                   "io.navette.packages=" .. table.concat(packages, ",") }
+  for _, l in ipairs(spec.labels or {}) do labels[#labels + 1] = l end
+  local work = (sys.getenv("TMPDIR") or "/tmp") .. "/navette-debootstrap-"
+               .. sys.random_hex(6)
+  check(sys.mkdir_p(work, 448))
+  local ok, e = pcall(function()
+    check(native.debootstrap {
+      suite = suite, variant = spec.variant, platform = platform,
+      packages = packages, mirror = mirror, work_dir = work,
+      labels = labels, storage_root = spec.storage_root,
+      run_root = spec.run_root })
+    local o = native_options(reg, { { registry = target.registry,
+                                      credential = spec.credential } })
+    o.layout, o.to, o.tags = work .. "/layout", target.name, { id.tag }
+    return check(native.layout_push(o))
+  end)
+  sys.remove_tree(work)
+  if not ok then
+    audit("image.debootstrap", out.tagged, "failed",
+          type(e) == "table" and e.message)
+    error(e, 0)
+  end
+  out.digest, out.built = e, true
+  out.reference = target.name .. "@" .. e
+  image.check_platform(image.inspect(out.reference, reg), platform,
+                       out.reference)
+  point(e)
+  audit("image.debootstrap", out.reference, "ok", suite .. " with "
+        .. #packages .. " packages, " .. id.hash:sub(1, 12))
+  return out
+end
+
+image.OPTION_KEYS.debootstrap = DEB_KEYS
+
 -- The non-raising twins: try_resolve(...) -> digest, info | nil, err.
 errors.add_try(image, { "parse", "resolve", "exists", "inspect",
-                        "code_layer", "pack", "build", "check_platform" })
+                        "code_layer", "pack", "build", "debootstrap",
+                        "check_platform" })
 
 return image

@@ -71,6 +71,25 @@ local ANNOTATIONS = {
     storage_root = { "string", "The builder's storage folder." },
     run_root = { "string", "The builder's run folder." },
   },
+  image_debootstrap = {
+    to = { "string", "The repository to push to; a tag in it is a "
+           .. "pointer moved to the image.", required = true },
+    suite = { "string", "The Debian suite (default \"bookworm\")." },
+    packages = { "string[]", "The packages installed (the image's tag "
+                 .. "comes from this list)." },
+    variant = { "\"minbase\"|\"buildd\"", "debootstrap's variant "
+                .. "(default minbase)." },
+    platform = { "string", "The platform to build for (must be this "
+                 .. "machine's)." },
+    mirror = { "string", "The Debian mirror (default: this machine's apt "
+               .. "source)." },
+    rebuild = { "boolean", "Build even when the registry has the tag." },
+    labels = { "string[]", "More \"KEY=VALUE\" labels." },
+    credential = { "string|navette.creds.Handle", "Credential for `to`." },
+    docker_config = { "string", "Where docker-style logins are read." },
+    storage_root = { "string", "buildah's storage folder." },
+    run_root = { "string", "buildah's run folder." },
+  },
   http = {
     method = { "string", "GET, POST, PUT, DELETE, HEAD... (default GET)." },
     headers = { "table<string, string>", "Request headers." },
@@ -198,6 +217,10 @@ local OPTION_CLASSES = {
   { "navette.image.BuildSpec", function()
       return require("navette.image").OPTION_KEYS.build end,
     "image_build", "What navette.image.build builds." },
+  { "navette.image.DebootstrapSpec", function()
+      return require("navette.image").OPTION_KEYS.debootstrap end,
+    "image_debootstrap", "The Debian base image navette.image.debootstrap "
+    .. "builds." },
   { "navette.http.Options", function()
       return require("navette.http").OPTIONS end,
     "http", "Options of navette.http.request (TLS is always verified)." },
@@ -282,6 +305,10 @@ local FUNCTIONS = {
   { "navette.image.build", { { "spec", "navette.image.BuildSpec" } },
     "navette.image.Result", "Builds the commit's tree with the installed "
     .. "builder and pushes it." },
+  { "navette.image.debootstrap",
+    { { "spec", "navette.image.DebootstrapSpec" } }, "navette.image.Result",
+    "A Debian base image of a package list (debootstrap and buildah, "
+    .. "Linux, as root), built only when the registry lacks its tag." },
   { "navette.image.target_platform", { { "platform", "string?" } },
     "string", "The nodes' platform: platform, else the profile's, else "
     .. "linux/amd64 (never this machine's)." },

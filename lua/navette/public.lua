@@ -49,6 +49,8 @@ local FUNCTIONS = {
     function(...) return require("navette.image").code_layer(...) end },
   { "image.pack", function(...) return require("navette.image").pack(...) end },
   { "image.build", function(...) return require("navette.image").build(...) end },
+  { "image.debootstrap",
+    function(...) return require("navette.image").debootstrap(...) end },
   { "image.target_platform",
     function(...) return require("navette.image").target_platform(...) end },
   { "image.check_platform",
