@@ -5,10 +5,15 @@ ending a step with a failure a person recognises, and running a tool.
   steps.NAME = "audio"
   steps.fail("why")            prints "audio: FAILED: why", exits 2
   out, err = steps.run([...], "what it does")
+  steps.scratch()              moves into a folder for scratch files
 """
 
+import atexit
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 NAME = "step"
 
@@ -17,6 +22,16 @@ def fail(message):
     """Ends the step: the line the recipe's failure condition matches."""
     print("%s: FAILED: %s" % (NAME, message), flush=True)
     sys.exit(2)
+
+
+def scratch():
+    """Moves into a folder of the step's own for its scratch files (the
+    workspace is the commit, read-only when the job runs in an image),
+    removed when the step ends -> its path."""
+    folder = tempfile.mkdtemp(prefix=NAME + "-")
+    atexit.register(shutil.rmtree, folder, True)
+    os.chdir(folder)
+    return folder
 
 
 def run(args, what):

@@ -9,7 +9,9 @@
 
 #include <stdio.h>
 
+#include "core/clock.h"
 #include "core/runtime.h"
+#include "core/watchdog.h"
 
 /* ---- errors, plan mode, the runtime's folders -------------------------- */
 
@@ -32,6 +34,31 @@ bool nv_plan_mode(lua_State *L)
 {
 	navette_runtime *rt = nv_runtime_of(L);
 	return rt && rt->plan;
+}
+
+double nv_recipe_clock_stop(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+	double left;
+
+	if (!rt || rt->deadline <= 0)
+		return 0;
+	left = rt->deadline - nv_monotonic();
+	if (left < 0.001)
+		left = 0.001; /* past it: the hook stops the recipe on resume */
+	nv_watchdog_pause(rt->watchdog);
+	rt->deadline = 0;
+	return left;
+}
+
+void nv_recipe_clock_resume(lua_State *L, double left)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+
+	if (!rt || left <= 0)
+		return;
+	rt->deadline = nv_deadline_after(left);
+	nv_watchdog_resume(rt->watchdog, rt->deadline + 1.0);
 }
 
 bool nv_checking_mode(lua_State *L)

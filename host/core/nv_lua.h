@@ -32,6 +32,13 @@ bool nv_exec_forbidden(lua_State *L);
  * compute what it would make, as long as it changes nothing. */
 bool nv_checking_mode(lua_State *L);
 
+/* The recipe's time bound does not run while navette's own long work does
+ * (an image build: programs navette runs, not the recipe's code, bounded
+ * on their own): stop returns the time that was left (0 when no bound is
+ * in force), resume gives it back. Between them, call no Lua code. */
+double nv_recipe_clock_stop(lua_State *L);
+void nv_recipe_clock_resume(lua_State *L, double left);
+
 /* Appends one entry {primitive=, action=, detail=} to the plan record.
  * May raise (memory). */
 void nv_plan_record(lua_State *L, const char *primitive, const char *action,

@@ -98,6 +98,23 @@ void nv_watchdog_note(nv_watchdog *w, const char *note)
 	pthread_mutex_unlock(&w->mu);
 }
 
+void nv_watchdog_pause(nv_watchdog *w)
+{
+	nv_watchdog_disarm(w);
+}
+
+void nv_watchdog_resume(nv_watchdog *w, double kill_at)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->note_len = 0;
+	w->kill_at = kill_at;
+	w->armed = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
 void nv_watchdog_disarm(nv_watchdog *w)
 {
 	if (!w)

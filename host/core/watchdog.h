@@ -23,6 +23,12 @@ int nv_watchdog_arm(nv_watchdog **w, double kill_at, const char *message);
  * w NULL: nothing to do. */
 void nv_watchdog_note(nv_watchdog *w, const char *note);
 
+/* Stops w until nv_watchdog_resume, keeping its message (NULL: nothing
+ * to do). */
+void nv_watchdog_pause(nv_watchdog *w);
+/* Arms w again, with the message it had, to end the process at kill_at. */
+void nv_watchdog_resume(nv_watchdog *w, double kill_at);
+
 /* Disarms w (NULL: nothing to do). */
 void nv_watchdog_disarm(nv_watchdog *w);
 

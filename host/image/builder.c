@@ -150,9 +150,10 @@ int nv_build_run(const char *const *argv, char *capture, size_t cap,
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
-	return nv_err_set(err, NV_EFAILED, "read the builder's messages above",
-			  "%s %s failed (%s %d)", argv[0],
-			  argv[1] && argv[1][0] == '-' ? "" : argv[1],
+	return nv_err_set(err, NV_EFAILED, "read its messages above",
+			  "%s%s%s failed (%s %d)", argv[0],
+			  argv[1] && argv[1][0] != '-' ? " " : "",
+			  argv[1] && argv[1][0] != '-' ? argv[1] : "",
 			  WIFEXITED(status) ? "exit status" : "signal",
 			  WIFEXITED(status) ? WEXITSTATUS(status)
 					    : WTERMSIG(status));

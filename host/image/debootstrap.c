@@ -237,11 +237,37 @@ static int first_http(const char *list, char *out, size_t cap)
 	return -1;
 }
 
+/* apt's false: no, false, off, without, disable (any case). */
+static int bool_false(const char *v)
+{
+	static const char *const words[] = {"no",      "false",   "off",
+					    "without", "disable", NULL};
+	size_t n;
+
+	v += strspn(v, " \t");
+	n = strcspn(v, " \t");
+	for (int i = 0; words[i]; i++)
+		if (n == strlen(words[i]) && strncasecmp(v, words[i], n) == 0)
+			return 1;
+	return 0;
+}
+
+/* A continuation line (it starts with a space) added to its field. */
+static void append_field(char *field, size_t cap, const char *line)
+{
+	size_t have = strlen(field), add = strlen(line);
+
+	if (have + add + 1 < cap) {
+		memcpy(field + have, line, add + 1);
+	}
+}
+
 static int find_deb822(const char *text, size_t len, const char *suite,
 		       char *out, size_t cap)
 {
 	const char *p = text, *end = text + len;
 	char line[2048], types[2048] = "", uris[2048] = "", suites[2048] = "";
+	char *last = NULL; /* the field a continuation line adds to */
 	int more, disabled = 0;
 
 	do {
@@ -255,16 +281,21 @@ static int find_deb822(const char *text, size_t len, const char *suite,
 				return 0;
 			types[0] = uris[0] = suites[0] = '\0';
 			disabled = 0;
+			last = NULL;
 			continue;
 		}
+		if (line[0] != ' ' && line[0] != '\t')
+			last = NULL; /* a field of its own */
 		if (strncasecmp(line, "Types:", 6) == 0)
-			snprintf(types, sizeof(types), "%s", line + 6);
+			snprintf(last = types, sizeof(types), "%s", line + 6);
 		else if (strncasecmp(line, "URIs:", 5) == 0)
-			snprintf(uris, sizeof(uris), "%s", line + 5);
+			snprintf(last = uris, sizeof(uris), "%s", line + 5);
 		else if (strncasecmp(line, "Suites:", 7) == 0)
-			snprintf(suites, sizeof(suites), "%s", line + 7);
+			snprintf(last = suites, sizeof(suites), "%s", line + 7);
 		else if (strncasecmp(line, "Enabled:", 8) == 0)
-			disabled = has_word(line + 8, "no");
+			disabled = bool_false(line + 8);
+		else if ((line[0] == ' ' || line[0] == '\t') && last)
+			append_field(last, sizeof(uris), line);
 	} while (more);
 	return -1;
 }

@@ -667,8 +667,14 @@ static int l_image_build(lua_State *L)
 			   "commands run no program");
 		return nv_lua_push_error(L, &err);
 	}
-	if (nv_image_build(&o, &res, &err))
-		return nv_lua_push_error(L, &err);
+	{
+		double left = nv_recipe_clock_stop(L);
+		int rc = nv_image_build(&o, &res, &err);
+
+		nv_recipe_clock_resume(L, left);
+		if (rc)
+			return nv_lua_push_error(L, &err);
+	}
 	lua_createtable(L, 0, 2);
 	lua_pushstring(L, res.builder);
 	lua_setfield(L, -2, "builder");
@@ -797,8 +803,14 @@ static int l_image_debootstrap(lua_State *L)
 			   "no program");
 		return nv_lua_push_error(L, &err);
 	}
-	if (nv_image_debootstrap(&o, &err))
-		return nv_lua_push_error(L, &err);
+	{
+		double left = nv_recipe_clock_stop(L);
+		int rc = nv_image_debootstrap(&o, &err);
+
+		nv_recipe_clock_resume(L, left);
+		if (rc)
+			return nv_lua_push_error(L, &err);
+	}
 	lua_pushboolean(L, 1);
 	return 1;
 }
@@ -834,20 +846,27 @@ static int l_image_layout_push(lua_State *L)
 	if (n)
 		return n;
 	ses = session_new(L);
-	session_callbacks(L, ses, 1);
 	r = session_client_for(L, ses, 1, ref.registry, &err);
 	if (!r) {
 		session_release(ses);
 		return nv_lua_push_error(L, &err);
 	}
-	/* from here no Lua call until the layout is freed */
-	rc = nv_oci_layout_read(dir, &layout, &err);
-	if (!rc) {
-		rc = nv_oci_layout_push(r, ref.repository, dir, &layout, tags,
-					ntags, &err);
-		if (!rc)
-			lua_pushstring(L, layout.digest);
-		nv_oci_layout_free(&layout);
+	/* from here no Lua call until the layout is freed (no progress
+	 * callback: the recipe's clock stops while the blobs go) */
+	{
+		double left = nv_recipe_clock_stop(L);
+
+		rc = nv_oci_layout_read(dir, &layout, &err);
+		if (!rc) {
+			rc = nv_oci_layout_push(r, ref.repository, dir, &layout,
+						tags, ntags, &err);
+			nv_recipe_clock_resume(L, left);
+			if (!rc)
+				lua_pushstring(L, layout.digest);
+			nv_oci_layout_free(&layout);
+		} else {
+			nv_recipe_clock_resume(L, left);
+		}
 	}
 	session_release(ses);
 	if (rc)

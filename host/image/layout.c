@@ -67,10 +67,11 @@ int nv_oci_layout_index_parse(const char *text, size_t len,
 		goto out;
 	}
 	if (!cJSON_IsNumber(sz) || sz->valuedouble < 2 ||
-	    sz->valuedouble > (double)NV_OCI_MANIFEST_MAX) {
+	    sz->valuedouble > (double)NV_OCI_MANIFEST_MAX ||
+	    sz->valuedouble != (double)(int64_t)sz->valuedouble) {
 		rc = nv_err_set(err, NV_EINVAL, hint,
-				"index.json: the entry's size is not between "
-				"2 and %zu bytes",
+				"index.json: the entry's size is not a whole "
+				"number of bytes between 2 and %zu",
 				NV_OCI_MANIFEST_MAX);
 		goto out;
 	}
@@ -165,6 +166,13 @@ int nv_oci_layout_read(const char *dir, nv_oci_layout *out, nv_err *err)
 					   out->media_type, err);
 	if (rc)
 		goto fail;
+	if (out->parsed.kind == NV_OCI_IMAGE &&
+	    strcmp(out->parsed.media_type, out->media_type) != 0) {
+		rc = nv_err_set(err, NV_EINVAL, "write the layout again",
+				"the manifest is %.80s; index.json says %.80s",
+				out->parsed.media_type, out->media_type);
+		goto fail;
+	}
 	if (out->parsed.kind != NV_OCI_IMAGE) {
 		rc = nv_err_set(err, NV_EINVAL, NULL,
 				"the layout's manifest is a list, not an "

@@ -13,6 +13,7 @@
 #include "core/fsname.h"
 #include "core/jobid.h"
 #include "jobs/record.h"
+#include "net/http.h"
 
 extern const char nv_launcher_remote_body[];
 extern const size_t nv_launcher_remote_body_len;
@@ -341,6 +342,32 @@ static int container_of(const cJSON *spec, const cJSON **c, const char **image,
 	return 0;
 }
 
+/* Whether the image's registry is on loopback (127.0.0.1:5000/...): a
+ * registry there speaks plain http, as navette's own client allows only
+ * for loopback, and podman is told so (docker already assumes it). */
+static int image_on_loopback(const char *image)
+{
+	char host[256];
+	size_t n = strcspn(image, "/");
+
+	if (n == 0 || n >= sizeof(host) || image[n] != '/')
+		return 0;
+	memcpy(host, image, n);
+	host[n] = '\0';
+	if (host[0] == '[')
+		host[strcspn(host, "]") + 1] = '\0';
+	else
+		host[strcspn(host, ":")] = '\0';
+	return nv_http_host_is_loopback(host);
+}
+
+static int runtime_is(const char *runtime, const char *name)
+{
+	const char *base = strrchr(runtime, '/');
+
+	return strcmp(base ? base + 1 : runtime, name) == 0;
+}
+
 static int image_function(const cJSON *spec, nv_buf *out, nv_err *err)
 {
 	const cJSON *c;
@@ -398,8 +425,10 @@ static int image_function(const cJSON *spec, nv_buf *out, nv_err *err)
 		nv_buf_puts(out, " ");
 		break;
 	default:
-		nv_buf_puts(out,
-			    "\"$NAVETTE_RUNTIME\" pull \"$NAVETTE_IMAGE\" ");
+		nv_buf_puts(out, "\"$NAVETTE_RUNTIME\" pull ");
+		if (runtime_is(runtime, "podman") && image_on_loopback(image))
+			nv_buf_puts(out, "--tls-verify=false ");
+		nv_buf_puts(out, "\"$NAVETTE_IMAGE\" ");
 	}
 	nv_buf_puts(
 		out,

@@ -155,6 +155,9 @@ local ANNOTATIONS = {
     max_output_bytes = { "integer|string", "The largest output a job may "
                          .. "publish." },
     container = { "table", "The container runtime of the nodes." },
+    images = { "table<string, string>", "Images by name that recipes run "
+               .. "in (navette.context().images): \"catalogue\" for the "
+               .. "recipe catalogue." },
     platform = { "string", "The nodes' OS/ARCH[/VARIANT] (default "
                  .. "linux/amd64): images are built and checked for it." },
   },

@@ -20,7 +20,7 @@ local PROFILE_KEYS = { "backend", "storage", "require_pushed", "remote",
                        "description", "credentials", "max_credential_age",
                        "max_token_lifespan", "endpoints", "s3",
                        "max_url_lifetime", "url_margin",
-                       "max_output_bytes", "container" }
+                       "max_output_bytes", "container", "images" }
 -- the backends whose settings a profile may hold
 local function settings_backends()
   local out = {}
@@ -217,6 +217,32 @@ local function validate_container(path, name, t)
   return { runtime = t.runtime }
 end
 
+-- images = { NAME = "registry/repository:tag" }: the images the profile
+-- says recipes run in (a library's jobs look theirs up by name, e.g. the
+-- catalogue's "catalogue"); a tag is resolved to its digest when a job
+-- is submitted.
+local function validate_images(path, name, t)
+  if type(t) ~= "table" then
+    profile_fail(path, name, "images must be a table { NAME = "
+                 .. "\"registry/repository:tag\" }")
+  end
+  local out = {}
+  for k, v in pairs(t) do
+    if type(k) ~= "string" or not k:match("^[%a_][%w_-]*$") then
+      profile_fail(path, name, "images: '" .. tostring(k) .. "' is not a "
+                   .. "name", "names are words: catalogue, cuda, ...")
+    end
+    local ok, err = type(v) == "string" and _navette.image.parse(v)
+    if not ok then
+      profile_fail(path, name, "images." .. k .. " must be an image "
+                   .. "reference" .. (err and (": " .. err.message) or ""),
+                   "for example \"registry.example.com/team/base:bookworm\"")
+    end
+    out[k] = v
+  end
+  return out
+end
+
 -- The nodes' platform: images are built, layered and checked for it.
 local function validate_platform(path, name, v)
   local platform = v or "linux/amd64"
@@ -342,6 +368,8 @@ local function validate_profile(path, name, p, home, shared_credentials)
   if p.container ~= nil then
     container = validate_container(path, name, p.container)
   end
+  local images = p.images ~= nil and validate_images(path, name, p.images)
+                 or {}
   local platform = validate_platform(path, name, p.platform)
   local endpoints = validate_endpoints(path, name, p.endpoints)
   local profile = {
@@ -359,6 +387,7 @@ local function validate_profile(path, name, p, home, shared_credentials)
                                   URL_MARGIN_DEFAULT, URL_LIFETIME_MAX),
     max_output_bytes = output_bytes(),
     container = container,
+    images = images,
     platform = platform,
     -- remote profiles require the commit on a remote by default
     require_pushed = p.require_pushed == nil and name ~= "local"

@@ -204,6 +204,9 @@ function runner.context()
     -- show itself, or a recipe could act differently when checked
     plan = run.plan_command,
     recipe = run.recipe,
+    -- the images the profile names (profile `images`), by name; the
+    -- boundary hands the recipe a sealed copy
+    images = run.profile.images or {},
   }
 end
 

@@ -232,6 +232,7 @@ def episode():
 
 
 def main():
+    steps.scratch()
     if len(sys.argv) in (2, 3) and sys.argv[1] == "chapter":
         # N, else the sweep's parameter
         arg = sys.argv[2] if len(sys.argv) == 3 else os.environ.get(

@@ -30,6 +30,7 @@ function audio.episode(opts)
   end
   local name = opts.name or "chapter"
   local code = opts.code or "library"
+  local image = opts.image or navette.context().images.catalogue
   local numbers = {}
   for i = 1, count do numbers[i] = i end
   local failure = {
@@ -41,7 +42,7 @@ function audio.episode(opts)
   }
   local parts = navette.sweep {
     job = {
-      name = name, code = code, image = opts.image,
+      name = name, code = code, image = image,
       inputs = { ["script.txt"] = opts.script },
       command = { "python3", "recipes/audio/audio.py", "chapter" },
       env = { AUDIO_VOICE = opts.voice or "en-us",
@@ -53,7 +54,7 @@ function audio.episode(opts)
     matrix = { chapter = numbers },
   }
   local episode = navette.job {
-    name = name .. "-episode", code = code, image = opts.image,
+    name = name .. "-episode", code = code, image = image,
     inputs = { wav = navette.outputs(parts, "chapter.wav"),
                json = navette.outputs(parts, "chapter.json") },
     command = { "python3", "recipes/audio/audio.py", "episode" },

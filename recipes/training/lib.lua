@@ -35,8 +35,9 @@ end
 --   epochs     epochs per run (8)
 --   data       the digits file in storage (default: training.upload_data())
 --   name       the runs' name ("train"; the fan-in is NAME-best)
---   image      the image the jobs run in (default: the node's own python3
---              with python3-torch, recorded as host)
+--   image      the image the jobs run in (default: the profile's
+--              images.catalogue, built by recipes/images; else the node's
+--              own python3 with python3-torch, recorded as host)
 --   gpus       GPUs per run (train.py uses CUDA when the node has it)
 --   code       the commit the jobs run: "library" (this library's, the
 --              default) or a revision of the recipe's repository ("HEAD"
@@ -46,6 +47,7 @@ function training.sweep(opts)
   opts = opts or {}
   local name = opts.name or "train"
   local code = opts.code or "library"
+  local image = opts.image or navette.context().images.catalogue
   local epochs = opts.epochs or 8
   if math.type(epochs) ~= "integer" or epochs < 1 or epochs > 1000 then
     error("training.sweep: epochs must be a whole number from 1 to 1000", 2)
@@ -54,7 +56,7 @@ function training.sweep(opts)
     job = {
       name = name,
       code = code,
-      image = opts.image,
+      image = image,
       inputs = { ["digits.csv.gz"] = opts.data or training.upload_data() },
       command = { "python3", "recipes/training/train.py" },
       env = { TRAIN_EPOCHS = tostring(epochs) },
@@ -79,7 +81,7 @@ function training.sweep(opts)
   local best = navette.job {
     name = name .. "-best",
     code = code,
-    image = opts.image,
+    image = image,
     inputs = { runs = navette.outputs(runs, "metrics.json") },
     command = { "python3", "recipes/training/select.py" },
     env = { SELECT_NAMES = "[" .. table.concat(names, ",") .. "]" },

@@ -29,6 +29,7 @@ function video.encode(opts)
   end
   local name = opts.name or "encode"
   local code = opts.code or "library"
+  local image = opts.image or navette.context().images.catalogue
   local failure = {
     log_patterns = { "video: FAILED" },
     hint = "the log says why (video: FAILED: ...): a source that is not a "
@@ -38,7 +39,7 @@ function video.encode(opts)
   local source, source_input = nil, opts.source
   if source_input == nil then
     source = navette.job {
-      name = name .. "-source", code = code, image = opts.image,
+      name = name .. "-source", code = code, image = image,
       command = { "python3", "recipes/video/video.py", "source" },
       env = { VIDEO_SECONDS = tostring(opts.seconds or 12) },
       resources = { cpus = 1, memory = "512MiB", time_limit = "10m" },
@@ -51,7 +52,7 @@ function video.encode(opts)
   for i = 1, parts do numbers[i] = i end
   local segments = navette.sweep {
     job = {
-      name = name, code = code, image = opts.image,
+      name = name, code = code, image = image,
       inputs = { ["source.mp4"] = source_input },
       command = { "python3", "recipes/video/video.py", "segment" },
       env = { VIDEO_PARTS = tostring(parts), VIDEO_CRF = tostring(crf) },
@@ -62,7 +63,7 @@ function video.encode(opts)
     matrix = { part = numbers },
   }
   local join = navette.job {
-    name = name .. "-join", code = code, image = opts.image,
+    name = name .. "-join", code = code, image = image,
     inputs = { ["source.mp4"] = source_input,
                segments = navette.outputs(segments, "segment.mp4") },
     command = { "python3", "recipes/video/video.py", "join" },

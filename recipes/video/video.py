@@ -198,10 +198,11 @@ def join():
 
 
 def main():
-    steps = {"source": source, "segment": segment, "join": join}
-    if len(sys.argv) != 2 or sys.argv[1] not in steps:
+    step = {"source": source, "segment": segment, "join": join}
+    if len(sys.argv) != 2 or sys.argv[1] not in step:
         fail("usage: video.py source | segment | join")
-    steps[sys.argv[1]]()
+    steps.scratch()
+    step[sys.argv[1]]()
 
 
 if __name__ == "__main__":

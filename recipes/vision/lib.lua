@@ -44,6 +44,7 @@ function vision.pipeline(opts)
   end
   local name = opts.name or "faces"
   local code = opts.code or "library"
+  local image = opts.image or navette.context().images.catalogue
   local inputs, names = { ["cascade.xml"] = cascade }, {}
   for i, img in ipairs(images) do
     inputs["image-" .. i] = img.object
@@ -60,7 +61,7 @@ function vision.pipeline(opts)
   }
   local parts = navette.sweep {
     job = {
-      name = name, code = code, image = opts.image, inputs = inputs,
+      name = name, code = code, image = image, inputs = inputs,
       command = { "python3", "recipes/vision/vision.py", "shard" },
       env = env,
       resources = { cpus = 1, memory = "1GiB", time_limit = "10m" },
@@ -74,7 +75,7 @@ function vision.pipeline(opts)
     if k:match("^image%-") then merge_inputs[k] = v end
   end
   local merge = navette.job {
-    name = name .. "-merge", code = code, image = opts.image,
+    name = name .. "-merge", code = code, image = image,
     inputs = merge_inputs,
     command = { "python3", "recipes/vision/vision.py", "merge" },
     env = env,

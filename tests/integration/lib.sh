@@ -229,6 +229,17 @@ check_true() {
 	fi
 }
 
+# check_false WHAT COMMAND...: COMMAND fails (its output is not shown).
+check_false() {
+	local what=$1
+	shift
+	if "$@" >/dev/null 2>&1; then
+		fail "$what (got a succeeding '$*', expected a failure)"
+	else
+		pass "$what"
+	fi
+}
+
 # finish: prints the counts; the script's status says whether all passed
 # (0), a check failed or none ran (1), or some were skipped (77).
 finish() {

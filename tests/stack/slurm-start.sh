@@ -167,7 +167,21 @@ MaxJobCount=20000
 NodeName=gpu-a NodeHostname=localhost NodeAddr=127.0.0.1 Port=$PORT_A CPUs=2 RealMemory=2000 Gres=gpu:1 State=UNKNOWN
 NodeName=gpu-b NodeHostname=localhost NodeAddr=127.0.0.1 Port=$PORT_B CPUs=2 RealMemory=2000 Gres=gpu:1 State=UNKNOWN
 PartitionName=debug Nodes=gpu-a,gpu-b Default=YES MaxTime=INFINITE State=UP
+# What a site sets up for podman on its nodes (jobs in images): here runc
+# (crun cannot start containers on hybrid cgroups) and limits a container
+# may set on this machine; slurmstepd reads the task's environment from it.
+TaskProlog=$DIR/task-prolog.sh
 EOF
+mkdir -p "$DIR/containers"
+cat >"$DIR/containers/containers.conf" <<'EOF'
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+[engine]
+runtime = "runc"
+EOF
+printf '#!/bin/sh\necho "export CONTAINERS_CONF=%s/containers/containers.conf"\n' \
+	"$DIR" >"$DIR/task-prolog.sh"
+chmod 755 "$DIR/task-prolog.sh"
 # One fake GPU per node (its device is /dev/null): enough to schedule
 # --gpus; nothing here uses a real GPU.
 cat >"$DIR/gres.conf" <<EOF
