@@ -196,16 +196,16 @@ static int builder_is_remote_client(const char *builder)
 }
 #endif
 
-/* buildah/podman's global storage flags: --root, --runroot, vfs. */
-static int storage_args(const nv_build_opts *o, const char **argv, int n)
+int nv_build_storage_args(const char *storage_root, const char *run_root,
+			  const char **argv, int n)
 {
-	if (o->storage_root) {
+	if (storage_root) {
 		argv[n++] = "--root";
-		argv[n++] = o->storage_root;
+		argv[n++] = storage_root;
 	}
-	if (o->run_root) {
+	if (run_root) {
 		argv[n++] = "--runroot";
-		argv[n++] = o->run_root;
+		argv[n++] = run_root;
 	}
 	argv[n++] = "--storage-driver";
 	argv[n++] = "vfs";
@@ -254,7 +254,8 @@ int nv_image_build(const nv_build_opts *o, nv_build_result *res, nv_err *err)
 	/* build */
 	argv[n++] = res->builder;
 	if (own_storage)
-		n = storage_args(o, argv, n);
+		n = nv_build_storage_args(o->storage_root, o->run_root, argv,
+					  n);
 	argv[n++] = strcmp(res->builder, "buildah") == 0 ? "bud" : "build";
 	if (own_storage) {
 		argv[n++] = "--isolation";
@@ -312,7 +313,8 @@ int nv_image_build(const nv_build_opts *o, nv_build_result *res, nv_err *err)
 	nv_pathf(digest_file, sizeof(digest_file), "%s/digest", tmp);
 	snprintf(dest, sizeof(dest), "docker://%s", o->target);
 	if (own_storage)
-		n = storage_args(o, argv, n);
+		n = nv_build_storage_args(o->storage_root, o->run_root, argv,
+					  n);
 	argv[n++] = "push";
 	if (insecure)
 		argv[n++] = "--tls-verify=false";

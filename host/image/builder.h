@@ -52,6 +52,11 @@ int nv_build_on_path(const char *name);
 int nv_build_run(const char *const *argv, char *capture, size_t cap,
 		 nv_err *err);
 
+/* Appends buildah/podman's global storage flags to argv at n (--root,
+ * --runroot when given, then --storage-driver vfs) -> the new count. */
+int nv_build_storage_args(const char *storage_root, const char *run_root,
+			  const char **argv, int n);
+
 /* Builds and pushes. A builder that fails: NV_EFAILED with its exit
  * status (its own messages are on stderr). Plain-http registries are
  * accepted (--tls-verify=false) only on loopback hosts. */

@@ -473,20 +473,8 @@ static void unmount_rootfs(const char *rootfs)
 /* buildah [--root R --runroot R] --storage-driver vfs */
 static int buildah_argv(const nv_debootstrap_opts *o, const char **argv)
 {
-	int n = 0;
-
-	argv[n++] = "buildah";
-	if (o->storage_root) {
-		argv[n++] = "--root";
-		argv[n++] = o->storage_root;
-	}
-	if (o->run_root) {
-		argv[n++] = "--runroot";
-		argv[n++] = o->run_root;
-	}
-	argv[n++] = "--storage-driver";
-	argv[n++] = "vfs";
-	return n;
+	argv[0] = "buildah";
+	return nv_build_storage_args(o->storage_root, o->run_root, argv, 1);
 }
 
 /* Runs a buildah subcommand with one argument, capturing its one line. */
