@@ -40,7 +40,9 @@ check_match "training: plan shows the graph" "$OUT" \
 	'^  train\[lr=0\.05,seed=1\] -> train-best  \(metrics\.json as runs/1\)$'
 check_match "training: plan uploads the digits set" "$OUT" \
 	'storage put: .*datasets/digits\.csv\.gz <- /.*/sklearn/datasets/data/digits\.csv\.gz$'
+SECONDS=0
 nv_in "$C" run recipes/training/sweep.lua --wait
+echo "training on the local backend: ${SECONDS}s"
 check_rc "training: run --wait exits 0" 0
 BEST=$(printf '%s\n' "$OUT" | sed -n 's/^job train-best submitted: //p')
 B=$(store_dir navette "$BEST")
@@ -64,19 +66,25 @@ check_eq "training: the data came in as an input, by sha256" \
 SEED1=$(json 'd["test_accuracy"]' <"$F/metrics.json" 2>&1)
 
 # ---- audio ---------------------------------------------------------------------
+SECONDS=0
 nv_in "$C" run recipes/audio/episode.lua --wait
+echo "audio on the local backend: ${SECONDS}s"
 check_rc "audio: run --wait exits 0" 0
 EP=$(store_dir navette "$(printf '%s\n' "$OUT" | sed -n 's/^job chapter-episode submitted: //p')")
 check_audio "$EP"
 
 # ---- video ---------------------------------------------------------------------
+SECONDS=0
 nv_in "$C" run recipes/video/encode.lua --wait
+echo "video on the local backend: ${SECONDS}s"
 check_rc "video: run --wait exits 0" 0
 check_video "$(store_dir navette "$(printf '%s\n' "$OUT" | sed -n 's/^job encode-join submitted: //p')")" \
 	"$(store_dir navette "$(printf '%s\n' "$OUT" | sed -n 's/^job encode-source submitted: //p')")/source.mp4"
 
 # ---- vision --------------------------------------------------------------------
+SECONDS=0
 nv_in "$C" run recipes/vision/faces.lua --wait
+echo "vision on the local backend: ${SECONDS}s"
 check_rc "vision: run --wait exits 0" 0
 check_vision "$(store_dir navette "$(printf '%s\n' "$OUT" | sed -n 's/^job faces-merge submitted: //p')")"
 put_file "$C" recipes/vision/broken.lua <<'EOF2'
