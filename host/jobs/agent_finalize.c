@@ -139,6 +139,26 @@ static long long log_max_bytes(const cJSON *spec)
 	return LOG_MAX_DEFAULT;
 }
 
+/* The node's fingerprint the launcher wrote (launcher_fingerprint.sh), or
+ * null: an object, at most 64 KiB, or nothing of it. */
+static cJSON *node_fingerprint(const job *j)
+{
+	char path[PATH_CAP + 32], *text = NULL;
+	size_t len = 0;
+	cJSON *node = NULL;
+	nv_err err;
+
+	if (nv_pathf(path, sizeof(path), "%s/fingerprint.json", j->dir) == 0 &&
+	    nv_read_file(&text, &len, path, 64 * 1024, &err) == 0)
+		node = cJSON_ParseWithLength(text, len);
+	free(text);
+	if (node && !cJSON_IsObject(node)) {
+		cJSON_Delete(node);
+		node = NULL;
+	}
+	return node ? node : cJSON_CreateNull();
+}
+
 /* Fills record (its outputs already there) from the spec, the queue's
  * phase timeline and o; takes record_log. */
 static void build_record(agent *a, const job *j, const nv_record_outcome *o,
@@ -179,6 +199,7 @@ static void build_record(agent *a, const job *j, const nv_record_outcome *o,
 		cJSON_AddNullToObject(record, "failure");
 	}
 	cJSON_AddItemToObject(record, "log", record_log);
+	cJSON_AddItemToObject(record, "node", node_fingerprint(j));
 	agent_attempts_record(j, o, record);
 	agent_checkpoint_record(j, record);
 }

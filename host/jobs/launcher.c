@@ -17,6 +17,9 @@
 
 extern const char nv_launcher_remote_body[];
 extern const size_t nv_launcher_remote_body_len;
+/* launcher_fingerprint.sh: navette_fingerprint, in every launcher */
+extern const char nv_launcher_fingerprint_body[];
+extern const size_t nv_launcher_fingerprint_body_len;
 
 const char *nv_launcher_output_reserved(const char *output)
 {
@@ -438,7 +441,52 @@ static int image_function(const cJSON *spec, nv_buf *out, nv_err *err)
 		"\t\treturn 1\n"
 		"\tfi\n"
 		"}\n");
+	/* a program of the image, for the fingerprint (an interpreter's
+	 * version), with nothing of the job's mounted */
+	switch (runtime_family(runtime, &prefix)) {
+	case RT_APPTAINER:
+		nv_buf_puts(out,
+			    "navette_in_image() { \"$NAVETTE_RUNTIME\" exec "
+			    "--containall \"$NAVETTE_JOB_DIR/image.sif\" "
+			    "\"$@\"; }\n");
+		break;
+	case RT_ENROOT:
+		nv_buf_puts(out, "navette_in_image() { return 1; }\n");
+		break;
+	default:
+		nv_buf_puts(out,
+			    "navette_in_image() { \"$NAVETTE_RUNTIME\" run "
+			    "--rm --pull=never --network=none "
+			    "\"$NAVETTE_IMAGE\" \"$@\"; }\n");
+	}
 	return 0;
+}
+
+/* The interpreter a command starts with (python3, node...: its version
+ * goes in the fingerprint), or NULL. */
+static const char *command_interpreter(const cJSON *spec)
+{
+	static const char *const names[] = {"python",  "perl",  "ruby", "node",
+					    "Rscript", "julia", "java", NULL};
+	const cJSON *first = cJSON_GetArrayItem(field(spec, "command"), 0);
+	const char *cmd, *base;
+
+	if (!cJSON_IsString(first))
+		return NULL;
+	cmd = first->valuestring;
+	base = strrchr(cmd, '/');
+	base = base ? base + 1 : cmd;
+	for (int i = 0; names[i]; i++) {
+		size_t n = strlen(names[i]);
+
+		/* python, python3, python3.11 */
+		if (strncmp(base, names[i], n) == 0 &&
+		    (base[n] == '\0' ||
+		     (i == 0 &&
+		      strspn(base + n, "0123456789.") == strlen(base + n))))
+			return cmd;
+	}
+	return NULL;
 }
 
 /* The variables a container gets, by name: navette's own, then the job's
@@ -636,7 +684,13 @@ static int command_function(const cJSON *spec, nv_buf *out, nv_err *err)
 	nv_buf_puts(out, "< /dev/null\n"
 			 "\tprintf 'exit %s\\n' \"$?\" >> \"$NAVETTE_STATUS\"\n"
 			 "}\n");
-	return image_function(spec, out, err);
+	if ((rc = image_function(spec, out, err)) != 0)
+		return rc;
+	if (command_interpreter(spec))
+		assign(out, "NAVETTE_INTERPRETER", command_interpreter(spec));
+	nv_buf_append(out, nv_launcher_fingerprint_body,
+		      nv_launcher_fingerprint_body_len);
+	return 0;
 }
 
 static int local_script(const cJSON *spec, nv_buf *out, nv_err *err)
@@ -678,6 +732,7 @@ static int local_script(const cJSON *spec, nv_buf *out, nv_err *err)
 			      "report %s\n",
 			      nv_record_phase_name(NV_PHASE_IMAGE_READY),
 			      nv_record_phase_name(NV_PHASE_DATA_READY));
+	nv_buf_puts(out, "navette_fingerprint\n");
 	nv_buf_printf(out,
 		      "cd \"$NAVETTE_WORKSPACE\" || { report 'exit 127'; "
 		      "exit 127; }\n"

@@ -805,9 +805,14 @@ $nv_log_chunk}"
 $(nv_json "$nv_freason"),\"hint\":$(nv_json "$nv_fhint")}"
 	fi
 	NAVETTE_RECORD_HEAD="$NAVETTE_RECORD_HEAD$(nv_attempts_json)"
-	printf '%s,"inputs":[%s],"phases":[%s],"state":"%s","exit_code":%s,"outputs":[%s],"failure":%s,"log":%s,"finished_at":"%s"}\n' \
+	nv_node=null
+	if [ -s "$NAVETTE_JOB_DIR/fingerprint.json" ]; then
+		nv_node=$(cat "$NAVETTE_JOB_DIR/fingerprint.json")
+	fi
+	printf '%s,"inputs":[%s],"phases":[%s],"state":"%s","exit_code":%s,"outputs":[%s],"failure":%s,"log":%s,"node":%s,"finished_at":"%s"}\n' \
 		"$NAVETTE_RECORD_HEAD" "$nv_inputs" "$nv_phases" "$nv_state" \
-		"$nv_exit" "$nv_outputs" "$nv_failure" "$nv_logjson" "$(nv_now)" \
+		"$nv_exit" "$nv_outputs" "$nv_failure" "$nv_logjson" "$nv_node" \
+		"$(nv_now)" \
 		>"$NAVETTE_JOB_DIR/@OBJECT_RUN_RECORD@"
 	if ! nv_publish @OBJECT_RUN_RECORD@ "$NAVETTE_JOB_DIR/@OBJECT_RUN_RECORD@"; then
 		printf 'record-failed %s\n' "$nv_perr" >>"$NAVETTE_STATUS"
@@ -827,6 +832,7 @@ else
 	nv_fail @PHASE_IMAGE_READY@ "$nv_image_error" "check the image reference, and \
 that this node can reach its registry (network, credentials)"
 fi
+navette_fingerprint
 [ "$nv_state" = @STATE_SUCCEEDED@ ] && nv_step_data
 [ "$nv_state" = @STATE_SUCCEEDED@ ] && nv_checkpoint_restore
 if [ "$nv_state" = @STATE_SUCCEEDED@ ]; then

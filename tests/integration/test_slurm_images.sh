@@ -152,6 +152,11 @@ SRC=$(sub_id encode-source)
 check_eq "its jobs ran in the pointer's image" \
 	"$(json 'd["image"]' <"$T/store/team/$JOIN/navette-run.json" 2>&1)" "$REPO@$DIGEST"
 check_video "$T/store/team/$JOIN" "$T/store/team/$SRC/source.mp4"
+# the node's fingerprint: the runtime, and the interpreter asked in the image
+PYV=$(podman run --rm "$REPO@$DIGEST" python3 --version 2>&1)
+check_eq "the join's record holds the node: podman, and python3 as the image has it" \
+	"$(json '[d["node"]["runtime"]["name"], d["node"]["interpreter"]["name"], d["node"]["interpreter"]["version"], d["node"]["kernel"] != None]' <"$T/store/team/$JOIN/navette-run.json" 2>&1)" \
+	"[\"podman\", \"python3\", \"$PYV\", true]"
 SECONDS=0
 nv_in "$U" run video.lua --profile hpc --wait
 check_rc "video in the catalogue image, Slurm" 0
@@ -160,6 +165,9 @@ JOIN=$(sub_id encode-join)
 SRC=$(sub_id encode-source)
 check_eq "its jobs ran in the pointer's image on a node" \
 	"$(s3cat "team/$JOIN/navette-run.json" | json 'd["image"]')" "$REPO@$DIGEST"
+check_eq "... and its record holds the node's fingerprint" \
+	"$(s3cat "team/$JOIN/navette-run.json" | json '[d["node"]["runtime"]["name"], d["node"]["interpreter"]["version"], d["node"]["cpu"]["cores"] > 0]')" \
+	"[\"podman\", \"$PYV\", true]"
 s3get "team/$JOIN" "$T/video" output.mp4 report.json thumbnails.png hls/master.m3u8
 s3get "team/$SRC" "$T/video" source.mp4
 check_video "$T/video" "$T/video/source.mp4"

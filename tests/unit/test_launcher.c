@@ -184,6 +184,21 @@ static void test_remote(void)
 	snprintf(link, sizeof(link), "%s/launcher/fake-curl", data_dir);
 	CHECK(access(link, X_OK) == 0);
 	CHECK(symlink(link, path) == 0);
+	/* a node with a GPU: nvidia-smi as a driver prints it, for the
+	 * fingerprint */
+	snprintf(path, sizeof(path), "%s/bin/nvidia-smi", rdir);
+	{
+		const char *smi =
+			"#!/bin/sh\n"
+			"case \"$*\" in\n"
+			"*query-gpu*) echo 'NVIDIA H200, 560.35.03'; "
+			"echo 'NVIDIA H200, 560.35.03' ;;\n"
+			"*) echo '| NVIDIA-SMI 560.35.03   Driver Version: "
+			"560.35.03   CUDA Version: 12.6     |' ;;\n"
+			"esac\n";
+		CHECK(nv_write_file_atomic(path, smi, strlen(smi), 0755,
+					   &err) == 0);
+	}
 	snprintf(path, sizeof(path), "%s/data.csv", rdir);
 	CHECK(nv_write_file_atomic(path, data, strlen(data), 0644, &err) == 0);
 	char sha[65];
@@ -203,6 +218,26 @@ static void test_remote(void)
 	CHECK(cJSON_GetObjectItem(rec, "exit_code") &&
 	      cJSON_GetObjectItem(rec, "exit_code")->valuedouble == 5);
 	CHECK(store_has("p/p-2/a b.txt") && store_has("p/p-2/sub/r.txt"));
+	/* the node's fingerprint: the kernel, the CPU, the GPUs and CUDA
+	 * from nvidia-smi; no interpreter (the command is sh) */
+	{
+		const cJSON *node = cJSON_GetObjectItem(rec, "node");
+		const cJSON *gpus = cJSON_GetObjectItem(node, "gpus");
+
+		CHECK(cJSON_IsObject(node));
+		CHECK(rstr(node, "kernel", NULL) &&
+		      strlen(rstr(node, "kernel", NULL)) > 2);
+		CHECK(cJSON_IsNumber(cJSON_GetObjectItem(
+			cJSON_GetObjectItem(node, "cpu"), "cores")));
+		CHECK(cJSON_GetArraySize(gpus) == 2);
+		CHECK_STR(rstr(cJSON_GetArrayItem(gpus, 1), "name", NULL),
+			  "NVIDIA H200");
+		CHECK_STR(rstr(cJSON_GetArrayItem(gpus, 0), "driver", NULL),
+			  "560.35.03");
+		CHECK_STR(rstr(node, "cuda", NULL), "12.6");
+		CHECK(cJSON_IsNull(cJSON_GetObjectItem(node, "interpreter")));
+		CHECK(cJSON_IsNull(cJSON_GetObjectItem(node, "runtime")));
+	}
 	CHECK(store_has("p/p-2/navette.log") &&
 	      store_has("p/p-2/navette-status"));
 	const cJSON *outs = cJSON_GetObjectItem(rec, "outputs");

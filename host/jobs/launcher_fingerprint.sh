@@ -1,0 +1,94 @@
+# The node's fingerprint (compiled into every launcher, local and remote):
+# what the machine that ran the job was, written as one JSON object to
+# $NAVETTE_JOB_DIR/fingerprint.json, which the run record carries as
+# "node". Only sh and the tools each system has; a probe that is missing
+# or fails leaves its field null, and no probe runs longer than
+# NV_FP_LIMIT seconds where `timeout` exists (a broken GPU driver can make
+# nvidia-smi hang).
+#   host, os, kernel, arch, cpu {model, cores}
+#   runtime {name, version}      the container runtime (jobs in images)
+#   gpus [{name, driver}], cuda  from nvidia-smi, when the node has it
+#   interpreter {name, version}  when the command starts with one
+#                                (NAVETTE_INTERPRETER: python3, node...),
+#                                asked in the image for a job in one
+
+NV_FP_LIMIT=${NV_FP_LIMIT:-10}
+
+# nv_fp_str TEXT: TEXT as a JSON string, or null when empty (control
+# characters dropped, at most 200 bytes).
+nv_fp_str() {
+	if [ -z "$1" ]; then
+		printf 'null'
+		return
+	fi
+	printf '"%s"' "$(printf '%s' "$1" | LC_ALL=C tr -d '\000-\037\177' |
+		cut -c1-200 | sed 's/\\/\\\\/g; s/"/\\"/g')"
+}
+
+# nv_fp_all CMD...: CMD's output (its errors dropped), bounded in time.
+nv_fp_all() {
+	command -v "$1" >/dev/null 2>&1 || return 1
+	if command -v timeout >/dev/null 2>&1; then
+		timeout "$NV_FP_LIMIT" "$@" 2>/dev/null
+	else
+		"$@" 2>/dev/null
+	fi
+}
+
+# nv_fp_run CMD...: the first line CMD prints, on either stream.
+nv_fp_run() {
+	nv_fp_all sh -c '"$@" 2>&1' sh "$@" | head -n 1
+}
+
+navette_fingerprint() {
+	nv_fp_os= nv_fp_cpu= nv_fp_cores= nv_fp_rt= nv_fp_gpus= nv_fp_cuda=
+	nv_fp_interp=null
+	case $(uname -s) in
+	Darwin)
+		nv_fp_os="macOS $(nv_fp_run sw_vers -productVersion)"
+		nv_fp_cpu=$(nv_fp_run sysctl -n machdep.cpu.brand_string)
+		nv_fp_cores=$(nv_fp_run sysctl -n hw.ncpu)
+		;;
+	*)
+		if [ -r /etc/os-release ]; then
+			nv_fp_os=$(sed -n 's/^PRETTY_NAME=//p' /etc/os-release |
+				head -n 1 | tr -d '"')
+		fi
+		nv_fp_cpu=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' \
+			/proc/cpuinfo 2>/dev/null | head -n 1)
+		nv_fp_cores=$(nv_fp_run getconf _NPROCESSORS_ONLN)
+		;;
+	esac
+	case $nv_fp_cores in '' | *[!0-9]*) nv_fp_cores=null ;; esac
+	if [ -n "${NAVETTE_RUNTIME:-}" ]; then
+		nv_fp_rt="{\"name\":$(nv_fp_str "$NAVETTE_RUNTIME"),\"version\":\
+$(nv_fp_str "$(nv_fp_run "$NAVETTE_RUNTIME" --version)")}"
+	fi
+	if command -v nvidia-smi >/dev/null 2>&1; then
+		nv_fp_cuda=$(nv_fp_all nvidia-smi |
+			sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -n 1)
+		nv_fp_gpus=$(nv_fp_all nvidia-smi --query-gpu=name,driver_version \
+			--format=csv,noheader | head -n 16 |
+			while IFS=, read -r nv_n nv_d; do
+				printf '{"name":%s,"driver":%s},' \
+					"$(nv_fp_str "$nv_n")" \
+					"$(nv_fp_str "$(printf '%s' "$nv_d" | tr -d ' ')")"
+			done)
+	fi
+	if [ -n "${NAVETTE_INTERPRETER:-}" ]; then
+		if [ -n "${NAVETTE_RUNTIME:-}" ] && [ -n "${NAVETTE_IMAGE:-}" ]; then
+			nv_fp_v=$(navette_in_image "$NAVETTE_INTERPRETER" \
+				--version 2>&1 | head -n 1)
+		else
+			nv_fp_v=$(nv_fp_run "$NAVETTE_INTERPRETER" --version)
+		fi
+		nv_fp_interp="{\"name\":$(nv_fp_str "$NAVETTE_INTERPRETER"),\
+\"version\":$(nv_fp_str "$nv_fp_v")}"
+	fi
+	printf '{"host":%s,"os":%s,"kernel":%s,"arch":%s,"cpu":{"model":%s,"cores":%s},"runtime":%s,"gpus":[%s],"cuda":%s,"interpreter":%s}\n' \
+		"$(nv_fp_str "$(uname -n)")" "$(nv_fp_str "$nv_fp_os")" \
+		"$(nv_fp_str "$(uname -sr)")" "$(nv_fp_str "$(uname -m)")" \
+		"$(nv_fp_str "$nv_fp_cpu")" "$nv_fp_cores" "${nv_fp_rt:-null}" \
+		"${nv_fp_gpus%,}" "$(nv_fp_str "$nv_fp_cuda")" "$nv_fp_interp" \
+		>"$NAVETTE_JOB_DIR/fingerprint.json" 2>/dev/null
+}
