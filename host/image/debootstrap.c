@@ -19,6 +19,7 @@
 #include "core/fsutil.h"
 #include "image/builder.h"
 #include "image/codelayer.h"
+#include "image/manifest.h"
 #include "storage/sha256.h"
 
 #define DEB_ARGV_MAX (24 + NV_BUILD_ARGS_MAX * 2)
@@ -497,15 +498,21 @@ static int buildah_line(const nv_debootstrap_opts *o, const char *sub,
 	return rc;
 }
 
-static int make_image(const nv_debootstrap_opts *o, const char *arch,
-		      const char *rootfs, const char *layout, char *cid,
-		      size_t cidcap, nv_err *err)
+static int make_image(const nv_debootstrap_opts *o, const char *rootfs,
+		      const char *layout, char *cid, size_t cidcap, nv_err *err)
 {
 	const char *argv[DEB_ARGV_MAX];
 	char mnt[4096], from[4200], dest[4300];
+	char os[32], arch[32], variant[32];
 	int n, rc;
 	size_t i;
 
+	/* the image config's platform, as OCI names it (not Debian's) */
+	rc = nv_oci_platform_parse(o->spec.platform ? o->spec.platform
+						    : NV_IMAGE_PLATFORM_DEFAULT,
+				   os, arch, variant, err);
+	if (rc)
+		return rc;
 	rc = buildah_line(o, "from", "scratch", cid, cidcap, err);
 	if (rc)
 		return rc;
@@ -524,17 +531,12 @@ static int make_image(const nv_debootstrap_opts *o, const char *arch,
 	n = buildah_argv(o, argv);
 	argv[n++] = "config";
 	argv[n++] = "--os";
-	argv[n++] = "linux";
+	argv[n++] = os;
 	argv[n++] = "--arch";
 	argv[n++] = arch;
-	if (strcmp(arch, "armhf") == 0) {
-		argv[n - 1] = "arm";
+	if (variant[0]) {
 		argv[n++] = "--variant";
-		argv[n++] = "v7";
-	} else if (strcmp(arch, "i386") == 0) {
-		argv[n - 1] = "386";
-	} else if (strcmp(arch, "ppc64el") == 0) {
-		argv[n - 1] = "ppc64le";
+		argv[n++] = variant;
 	}
 	argv[n++] = "--env";
 	argv[n++] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
@@ -645,7 +647,7 @@ int nv_image_debootstrap(const nv_debootstrap_opts *o, nv_err *err)
 		remove_files_in(path, ".deb");
 		nv_pathf(path, sizeof(path), "%s/var/lib/apt/lists", rootfs);
 		remove_files_in(path, NULL);
-		rc = make_image(o, arch, rootfs, layout, cid, sizeof(cid), err);
+		rc = make_image(o, rootfs, layout, cid, sizeof(cid), err);
 	}
 	if (cid[0]) {
 		const char *rm[16];

@@ -12,8 +12,8 @@
 
 #include "core/fsname.h"
 #include "core/jobid.h"
+#include "image/reference.h"
 #include "jobs/record.h"
-#include "net/http.h"
 
 extern const char nv_launcher_remote_body[];
 extern const size_t nv_launcher_remote_body_len;
@@ -345,23 +345,18 @@ static int container_of(const cJSON *spec, const cJSON **c, const char **image,
 	return 0;
 }
 
-/* Whether the image's registry is on loopback (127.0.0.1:5000/...): a
- * registry there speaks plain http, as navette's own client allows only
- * for loopback, and podman is told so (docker already assumes it). */
+/* Whether the image's registry is on loopback (127.0.0.1:5000/...): its
+ * API base is plain http there (nv_image_ref_api_base, as navette's own
+ * client reaches it), and podman is told so (docker already assumes it). */
 static int image_on_loopback(const char *image)
 {
-	char host[256];
-	size_t n = strcspn(image, "/");
+	char base[NV_IMAGE_NAME_MAX + 16];
+	nv_image_ref ref;
+	nv_err err;
 
-	if (n == 0 || n >= sizeof(host) || image[n] != '/')
-		return 0;
-	memcpy(host, image, n);
-	host[n] = '\0';
-	if (host[0] == '[')
-		host[strcspn(host, "]") + 1] = '\0';
-	else
-		host[strcspn(host, ":")] = '\0';
-	return nv_http_host_is_loopback(host);
+	return nv_image_ref_parse(&ref, image, &err) == 0 &&
+	       nv_image_ref_api_base(&ref, base, sizeof(base)) == 0 &&
+	       strncmp(base, "http://", 7) == 0;
 }
 
 static int runtime_is(const char *runtime, const char *name)

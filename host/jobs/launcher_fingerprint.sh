@@ -40,6 +40,35 @@ nv_fp_run() {
 	nv_fp_all sh -c '"$@" 2>&1' sh "$@" | head -n 1
 }
 
+# nv_fp_in_image: the interpreter's version as the job's image has it.
+# Asking starts a container, so the answer is kept beside the job folders,
+# per image digest and interpreter (an image never changes under its
+# digest): a node asks once per image, not once per job.
+nv_fp_in_image() {
+	nv_fp_cache=
+	case $NAVETTE_IMAGE in
+	*@sha256:*)
+		nv_fp_cache="$(dirname "$NAVETTE_JOB_DIR")/.navette-interpreter-\
+${NAVETTE_IMAGE##*@sha256:}-$(basename "$NAVETTE_INTERPRETER" |
+			LC_ALL=C tr -c 'A-Za-z0-9._-\n' '_')"
+		if [ -s "$nv_fp_cache" ]; then
+			head -n 1 "$nv_fp_cache"
+			return
+		fi
+		;;
+	esac
+	nv_fp_ok=
+	nv_fp_out=$(navette_in_image "$NAVETTE_INTERPRETER" --version 2>&1) &&
+		nv_fp_ok=1
+	nv_fp_v=$(printf '%s\n' "$nv_fp_out" | head -n 1)
+	printf '%s\n' "$nv_fp_v"
+	# an answer the image gave, never a failure to ask
+	if [ -n "$nv_fp_cache" ] && [ -n "$nv_fp_ok" ] && [ -n "$nv_fp_v" ] &&
+		printf '%s\n' "$nv_fp_v" >"$nv_fp_cache.$$" 2>/dev/null; then
+		mv -f "$nv_fp_cache.$$" "$nv_fp_cache" 2>/dev/null
+	fi
+}
+
 navette_fingerprint() {
 	nv_fp_os= nv_fp_cpu= nv_fp_cores= nv_fp_rt= nv_fp_gpus= nv_fp_cuda=
 	nv_fp_interp=null
@@ -77,8 +106,7 @@ $(nv_fp_str "$(nv_fp_run "$NAVETTE_RUNTIME" --version)")}"
 	fi
 	if [ -n "${NAVETTE_INTERPRETER:-}" ]; then
 		if [ -n "${NAVETTE_RUNTIME:-}" ] && [ -n "${NAVETTE_IMAGE:-}" ]; then
-			nv_fp_v=$(navette_in_image "$NAVETTE_INTERPRETER" \
-				--version 2>&1 | head -n 1)
+			nv_fp_v=$(nv_fp_in_image)
 		else
 			nv_fp_v=$(nv_fp_run "$NAVETTE_INTERPRETER" --version)
 		fi

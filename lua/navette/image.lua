@@ -413,6 +413,11 @@ function image.debootstrap(spec)
   if pointer == id.tag then pointer = nil end
   local reg = { credential = spec.credential,
                 docker_config = spec.docker_config, platform = platform }
+  -- the target registry's client options (its credential), for writes
+  local function target_options()
+    return native_options(reg, { { registry = target.registry,
+                                    credential = spec.credential } })
+  end
   local out = { tag = id.tag, tagged = target.name .. ":" .. id.tag,
                 packages_sha256 = id.hash, suite = suite,
                 pointer = pointer and (target.name .. ":" .. pointer) }
@@ -420,10 +425,8 @@ function image.debootstrap(spec)
     if not pointer then return end
     local has, at = image.exists(out.pointer, reg)
     if has and at == digest then return end
-    local o = native_options(reg, { { registry = target.registry,
-                                      credential = spec.credential } })
     local moved, merr = native.retag(target.name .. "@" .. digest, pointer,
-                                     o)
+                                     target_options())
     if moved == nil and merr == "planned" then return end
     check(moved, merr, "moving " .. out.pointer)
     out.pointer_moved = true
@@ -455,8 +458,7 @@ function image.debootstrap(spec)
       packages = packages, mirror = mirror, work_dir = work,
       labels = labels, storage_root = spec.storage_root,
       run_root = spec.run_root })
-    local o = native_options(reg, { { registry = target.registry,
-                                      credential = spec.credential } })
+    local o = target_options()
     o.layout, o.to, o.tags = work .. "/layout", target.name, { id.tag }
     return check(native.layout_push(o))
   end)

@@ -137,7 +137,7 @@ static void test_identity(void)
 	snprintf(want, sizeof(want), "bookworm-%.12s", h0);
 	CHECK_STR(t0, want);
 	CHECK(strlen(t0) == strlen("bookworm-") + 12);
-	/* pinned: sha256 of the canonical text, by sha256sum */
+	/* pinned: sha256 of the canonical text, by shasum -a 256 */
 	CHECK_STR(h0, "510abc55d6e042a4dae8626bb51958a6"
 		      "bf9359181f73ba61fe1760908e42f6e1");
 	CHECK_STR(t0, "bookworm-510abc55d6e0");
