@@ -193,6 +193,23 @@ local function refuse(message, hint, run, target)
 end
 runner.refuse = refuse -- (navette.use's refusals: audited alike)
 
+-- `navette portability` evaluates a recipe to gather evidence, not to
+-- submit: a missing input, an image not in its registry or a commit not
+-- on the remote is what it reports, so under run.survey (a list) such a
+-- finding is noted ({job, part, message, hint}) and the evaluation goes
+-- on; otherwise it is refused, as in a run. Returns true when noted.
+local function note(run, part, j, message, hint)
+  if not run.survey then return false end
+  run.survey[#run.survey + 1] = { job = j.name, part = part,
+                                  message = message, hint = hint }
+  return true
+end
+local function refuse_or_note(run, part, j, message, hint)
+  if not note(run, part, j, message, hint) then
+    refuse(message, hint, run, j.name)
+  end
+end
+
 -- Read-only facts about the run in progress (navette.context()).
 function runner.context()
   local run = runner.current
@@ -289,7 +306,8 @@ local function check_tree(run)
 end
 
 -- Loads and evaluates the recipe. opts: profile, plan, nodes, checking
--- (the first pass of a run: evaluated in plan mode, refusals audited).
+-- (the first pass of a run: evaluated in plan mode, refusals audited),
+-- survey (a list: see refuse_or_note).
 function runner.load(recipe, opts)
   opts = opts or {}
   local st = sys.stat(recipe)
@@ -315,6 +333,7 @@ function runner.load(recipe, opts)
     plan = plan and true or false, checking = opts.checking and true or false,
     plan_command = opts.plan and true or false,
     nodes = opts.nodes, uncommitted = {},
+    survey = opts.survey,
     -- navette lock: the folder's files, and what navette.use does
     working = opts.working, libraries_mode = opts.libraries,
     print = opts.print,
@@ -383,16 +402,20 @@ local function pin_commit(run, j)
            .. err.message, err.hint or "check the commit reference")
   end
   runner.scan_secrets(run, commit, j.name)
-  if run.profile.require_pushed then
+  -- (a survey asks whatever the profile requires: moving code needs it)
+  if run.profile.require_pushed or run.survey then
     local present, rerr = repo:on_remote(commit, run.profile.remote)
     if present == nil then
-      refuse("job '" .. j.name .. "': " .. rerr.message, rerr.hint)
+      refuse_or_note(run, "code", j, "job '" .. j.name .. "': "
+                     .. rerr.message, rerr.hint)
     elseif not present then
-      refuse("job '" .. j.name .. "': commit " .. commit:sub(1, 12)
+      refuse_or_note(run, "code", j, "job '" .. j.name .. "': commit "
+             .. commit:sub(1, 12)
              .. " is not on the remote (as of the last fetch)",
-             "push it (git push), then run again: profile '"
-             .. run.profile.name .. "' runs only pushed commits", run,
-             j.name)
+             run.survey and "push it (git push): a node fetches the code "
+             .. "from the remote" or "push it (git push), then run again: "
+             .. "profile '" .. run.profile.name .. "' runs only pushed "
+             .. "commits")
     end
   end
   local info = repo:commit(commit)
@@ -405,12 +428,27 @@ end
 local function store_input(run, j, name, url, planned)
   local entry = { name = name, url = url }
   if url:match("^s3://") and not run.profile.s3 then
+    if note(run, "data", j, "job '" .. j.name .. "': input '"
+                      .. name .. "' is in S3 (" .. url .. ") but profile '"
+                      .. run.profile.name .. "' stores in "
+                      .. run.profile.storage, "upload the input to this "
+                      .. "profile's store (navette.storage.put)") then
+      return entry
+    end
     refuse("job '" .. j.name .. "': input '" .. name .. "' is in S3 ("
            .. url .. ") but profile '" .. run.profile.name .. "' stores "
            .. "in " .. run.profile.storage, "run it with a profile whose "
            .. "storage is s3://, or upload the input to this profile's "
            .. "store (navette.storage.put)")
   elseif url:match("^file://") and run.profile.s3 then
+    if note(run, "data", j, "job '" .. j.name .. "': input '"
+                      .. name .. "' is a file on this machine (" .. url
+                      .. "), which the nodes of profile '"
+                      .. run.profile.name .. "' do not see",
+                      "upload it with navette.storage.put (the profile's "
+                      .. "store is " .. run.profile.storage .. ")") then
+      return entry
+    end
     refuse("job '" .. j.name .. "': input '" .. name .. "' is a local "
            .. "file URL (" .. url .. ") but the job reads its inputs from "
            .. "S3", "upload it with navette.storage.put (the profile's "
@@ -422,9 +460,10 @@ local function store_input(run, j, name, url, planned)
   elseif run.plan and planned[url] then
     entry.sha256, entry.size = planned[url].sha256, planned[url].size
   else
-    refuse("job '" .. j.name .. "': input '" .. name .. "' is not in "
-           .. "storage: " .. url .. (err and (" (" .. err.message .. ")")
-           or ""), "upload it first (navette.storage.put in the recipe)")
+    refuse_or_note(run, "data", j, "job '" .. j.name .. "': input '"
+           .. name .. "' is not in storage: " .. url
+           .. (err and (" (" .. err.message .. ")") or ""),
+           "upload it first (navette.storage.put in the recipe)")
   end
   return entry
 end
@@ -671,9 +710,11 @@ function runner.pin_image(run, j, commit)
     local got, e = image.try_resolve(j.image,
                                      { platform = profile.platform })
     if not got then
-      refuse("job '" .. j.name .. "': cannot resolve the image " .. j.image
-             .. " to a digest: " .. e.message, e.hint or "check the "
-             .. "reference and the registry's credential", run, j.name)
+      refuse_or_note(run, "image", j, "job '" .. j.name .. "': cannot "
+             .. "resolve the image " .. j.image .. " to a digest: "
+             .. e.message, e.hint or "check the reference and the "
+             .. "registry's credential")
+      return j.image, { runtime = runtime, image = j.image }
     end
     digest = got
   end
@@ -682,18 +723,18 @@ function runner.pin_image(run, j, commit)
   local info, ierr = image.try_inspect(pinned,
                                         { platform = profile.platform })
   if not info then
-    refuse("job '" .. j.name .. "': the image " .. pinned .. " is not in "
-           .. "its registry: " .. ierr.message, "push it "
-           .. "first (navette image push-code, or image.build in the "
-           .. "recipe): the node pulls it by digest from there", run,
-           j.name)
+    refuse_or_note(run, "image", j, "job '" .. j.name .. "': the image "
+           .. pinned .. " is not in its registry: " .. ierr.message,
+           "push it first (navette image push-code, or image.build in "
+           .. "the recipe): the node pulls it by digest from there")
+    return pinned, { runtime = runtime, image = pinned }
   end
   local pok, e = image.try_check_platform(info, profile.platform,
                                          "the image " .. pinned)
   if not pok then
-    refuse("job '" .. j.name .. "': " .. e.message .. " (profile '"
-           .. profile.name .. "' runs " .. (profile.platform
-           or image.DEFAULT_PLATFORM) .. ")", e.hint, run, j.name)
+    refuse_or_note(run, "image", j, "job '" .. j.name .. "': "
+           .. e.message .. " (profile '" .. profile.name .. "' runs "
+           .. (profile.platform or image.DEFAULT_PLATFORM) .. ")", e.hint)
   end
   local container = { runtime = runtime, image = pinned }
   -- a code layer of this very commit: the code is in the image

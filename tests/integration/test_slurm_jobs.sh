@@ -157,8 +157,22 @@ nv_in "$R" run recipes/same.lua --node gpu-a --wait
 check_rc "the deterministic job runs on gpu-a" 0
 A=$(submitted_id)
 check_match "it ran on gpu-a" "$(st "$A" 'd["slurm"]["nodes"]')" '^gpu-a$'
+# the job runs on the nodes' own environment (no image) from a repository
+# without a remote: the portability rules refuse the move
 nv migrate "$A" --to gpu-b
-check_rc "migrate to gpu-b: the comparison holds (exit 0)" 0
+check_rc "migrate to gpu-b is refused by the portability rules (exit 3)" 3
+check_match "it names the rule of the hand-installed dependency" "$ERR" \
+	'rule 2 \(no hand-installed dependency\) fails'
+check_match "and the code not on a remote" "$ERR" \
+	'rule 1 \(code, image and data\) fails'
+check_match "with the action to take" "$ERR" '-> rebuild an image first'
+check_match "and how to go on anyway" "$ERR" 'with --force \(audited\)'
+nv migrate "$A" --to gpu-b --force
+check_rc "migrate --force to gpu-b: the comparison holds (exit 0)" 0
+check_match "the forced move says which rules it overrode" "$ERR" \
+	'over the portability rules 1, 2 \(--force, audited\)'
+check_eq "the audit log holds the forced move" \
+	"$(grep -c '"action":"migrate.force"' "$NAVETTE_HOME/audit/audit.jsonl")" 1
 MIGRATE_OUT=$OUT
 B=$(printf '%s\n' "$OUT" | sed -n 's/.* submitted again on gpu-b: \(.*\)$/\1/p')
 check_match "migrate printed the new job" "$B" '^hpc-'
@@ -167,6 +181,8 @@ check_match "the comparison names both nodes" "$OUT" "\\(on gpu-a\\)"
 check_match "logs present in both" "$OUT" 'log .* present in both'
 check_match "the declared output is in both" "$OUT" 'declared sum.txt .* present in both'
 check_match "checksums equal" "$OUT" '^  sum.txt .* sha256 equal'
+check_match "the two nodes' fingerprints side by side" "$OUT" \
+	'^  kernel .* same$'
 check_eq "same commit" "$(st "$B" 'd["commit"]')" "$HEAD"
 check_eq "the new run's record says where it came from" \
 	"$(s3cat "hpc/$B/navette-run.json" | json 'd["state"]')" succeeded

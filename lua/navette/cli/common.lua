@@ -14,8 +14,9 @@ local common = {}
 -- `help` is not listed: the dispatcher answers it, completion writes its
 -- own entry for it, and an unknown name is never suggested as `help`.
 common.ORDER = { "run", "plan", "lock", "status", "logs", "watch", "cancel", "jobs",
-                 "migrate", "creds", "audit", "storage", "image", "agent",
-                 "test", "completion", "definitions", "version" }
+                 "migrate", "portability", "creds",
+                 "audit", "storage", "image", "agent", "test", "completion",
+                 "definitions", "version" }
 
 local KNOWN = { help = true }
 for _, name in ipairs(common.ORDER) do KNOWN[name] = true end

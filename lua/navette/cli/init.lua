@@ -23,7 +23,9 @@
 --     credentials named in that job's recorded spec: the declaration
 --     that `run` accepted and ran then, never a project file read now,
 --     so they can still read an S3 record or ask the backend;
---   acting, may execute: run, cancel, migrate, test (runs the project's
+--   acting, may execute: run, cancel, migrate, portability (evaluates
+--     a recipe as run's checking pass does, reads the jobs' records),
+--     test (runs the project's
 --     test files), agent (runs jobs), creds check NAME (loads NAME on
 --     request: how to check one whose source is a command), storage
 --     (its verbs load only the credential --credential names, or the

@@ -19,13 +19,19 @@ local M = {
   summary = { { "migrate JOB --to NODE",
                 "rerun a Slurm job on NODE, compare" } },
   usage = [[
-usage: navette migrate JOB --to NODE [--no-wait] [--json]
+usage: navette migrate JOB --to NODE [--force] [--no-wait] [--json]
   Submits the same definition as JOB (same commit, image digest and
   inputs) on NODE (slurm backend), waits for both, and compares their run
   records: logs present, the same declared outputs present, and the
-  outputs' sha256 equal (where the job is deterministic). Exit 0 when the
-  comparison holds, 1 otherwise.]],
-  flags = { to = "value", ["no-wait"] = "bool", json = "bool" },
+  outputs' sha256 equal (where the job is deterministic), with the two
+  nodes' fingerprints (OS, kernel, runtime, driver, CUDA, interpreter)
+  side by side. Exit 0 when the comparison holds, 1 otherwise.
+  First the five rules of `navette portability` are judged on JOB: a
+  move they refuse is refused (exit 3) with the actions to take, unless
+  --force, which goes on and writes the rules it overrode to the audit
+  log.]],
+  flags = { to = "value", ["no-wait"] = "bool", json = "bool",
+            force = "bool" },
   read_only = false,
 }
 
@@ -135,10 +141,21 @@ function M.compare_records(spec_a, ra, la, rb, lb)
 end
 
 -- Compares the two jobs' records as published in their store.
+-- Also returns the differences of the two nodes' fingerprints (a list
+-- of {what, a, b, same}: navette.portability.fingerprint_diff), which
+-- inform and never decide: a new kernel is why one compares.
 function M.compare(spec_a, spec_b)
   local ra, la = record_of(spec_a)
   local rb, lb = record_of(spec_b)
-  return M.compare_records(spec_a, ra, la, rb, lb)
+  local ok, rows = M.compare_records(spec_a, ra, la, rb, lb)
+  local fp = require("navette.portability").fingerprint_diff(
+    ra and ra.node, rb and rb.node)
+  if ra and rb and ra.image ~= nil then
+    table.insert(fp, 1, { what = "image", a = tostring(ra.image),
+                          b = tostring(rb.image),
+                          same = ra.image == rb.image })
+  end
+  return ok, rows, fp
 end
 
 function M.run(argv)
@@ -163,6 +180,43 @@ function M.run(argv)
          .. backends.with("nodes") .. " profile")
   end
   local old = row.spec
+  -- the five rules, on this job's evidence
+  local portability = require "navette.portability"
+  local verdict = portability.evaluate(portability.gather_job(row, opts.to))
+  if not verdict.allowed then
+    local lines, failed = {}, {}
+    for _, r in ipairs(verdict.rules) do
+      if r.status == "fails" then
+        failed[#failed + 1] = tostring(r.id)
+        lines[#lines + 1] = "  rule " .. r.id .. " (" .. r.name .. ") fails:"
+        for _, e in ipairs(r.failures) do lines[#lines + 1] = "    " .. e end
+        lines[#lines + 1] = "    -> " .. r.action
+      end
+    end
+    local text = table.concat(lines, "\n")
+    if not opts.force then
+      require("navette.audit").record({ action = "policy.refuse",
+        target = old.name, job = old.id, commit = old.commit,
+        profile = old.profile, result = "refused",
+        detail = "migrate to " .. opts.to .. ": portability rules "
+                 .. table.concat(failed, ",") .. " fail" },
+        { name = old.profile, storage = old.outputs.store,
+          s3 = old.outputs.s3 })
+      fail("refused", "job " .. old.id .. " may not move to " .. opts.to
+           .. " yet (the rules of `navette portability`):\n" .. text,
+           "take the actions above first, or move it anyway with --force "
+           .. "(audited)")
+    end
+    require("navette.audit").record({ action = "migrate.force",
+      target = old.name, job = old.id, commit = old.commit,
+      profile = old.profile, result = "forced",
+      detail = "to " .. opts.to .. " over portability rules "
+               .. table.concat(failed, ",") },
+      { name = old.profile, storage = old.outputs.store, s3 = old.outputs.s3 })
+    term.eprint("warning: moving " .. old.id .. " to " .. opts.to
+                .. " over the portability rules " .. table.concat(failed, ", ")
+                .. " (--force, audited):\n" .. text)
+  end
   local new = respecify(old, opts.to)
   local launcher = require("navette.runner").render_launcher(new)
   new.launcher = launcher
@@ -185,7 +239,7 @@ function M.run(argv)
   end
   local views = common.follow_or_raise({ old.id, id }, opts.json,
                                       { [old.id] = "before", [id] = "after" })
-  local ok, rows = M.compare(old, new)
+  local ok, rows, fingerprint = M.compare(old, new)
   local va, vb = views[old.id], views[id]
   local function node_of(v)
     return v and backend.describe(v).node or "?"
@@ -197,7 +251,8 @@ function M.run(argv)
     end
     term.print(json.encode({ from = old.id, to = id, from_node = node_of(va),
                              to_node = node_of(vb), same = ok,
-                             rows = json.array(list) }, true))
+                             rows = json.array(list),
+                             fingerprint = json.array(fingerprint) }, true))
   else
     term.print("")
     term.print("comparison of " .. old.id .. " (on " .. node_of(va) .. ")")
@@ -211,6 +266,13 @@ function M.run(argv)
     for _, r in ipairs(rows) do
       term.print("  " .. pad(r[1], 25) .. pad(r[2], 19) .. pad(r[3], 19)
                  .. r[4])
+    end
+    if #fingerprint > 0 then
+      term.print("  the nodes:")
+      for _, d in ipairs(fingerprint) do
+        term.print("  " .. pad(d.what, 25) .. pad(d.a, 19) .. pad(d.b, 19)
+                   .. (d.same and "same" or "differs"))
+      end
     end
     term.print(ok and "the change of node holds: same logs, outputs and "
                .. "checksums" or "the runs differ: see above (a job that "

@@ -1,0 +1,114 @@
+-- `navette portability RECIPE [--profile P] [--to NODE|PROFILE]`: may the
+-- recipe's jobs move to another node without a person? The five rules of
+-- navette.portability, each with its evidence and, when it fails, the
+-- action to take first. Exit 0 when every rule holds, 1 otherwise.
+local term = require "navette.term"
+local common = require "navette.cli.common"
+local errors = require "navette.errors"
+local json = _navette.json
+
+local M = {
+  name = "portability",
+  summary = { { "portability RECIPE [--to NODE|PROFILE]",
+                "may its jobs change node? the five rules" } },
+  usage = [[
+usage: navette portability RECIPE [--profile P] [--to NODE|PROFILE] [--json]
+  Evaluates RECIPE (as `run` checks it: nothing is uploaded or submitted)
+  and judges the five rules for moving its jobs to another node, on
+  evidence: the commit on the remote, the image in its registry, the
+  inputs in the store, and the jobs' last succeeded run records on the
+  profile (the node they ran on, the outputs and log they published).
+    1 code, image and data   a pushed commit, a published image, inputs
+                             in object storage
+    2 no hand-installed      the job runs in an image, not on the node's
+      dependency             own environment
+    3 outputs off the node   the last run published its outputs to
+                             object storage
+    4 no rights tied to a    no credential file of one machine or address,
+      machine                no node key read by the command
+    5 logs centralised       the last run shipped its log to the store
+  --to PROFILE judges rules 1 and 4 under that profile; --to NODE shows
+  how that node differs from where the job last ran. Exit 0 when every
+  rule holds (an automated move is allowed), 1 with the actions to take
+  first.]],
+  flags = { profile = "value", to = "value", json = "bool" },
+  read_only = false,
+}
+
+-- Prints the verdict; returns the exit status.
+function M.print(result, header)
+  term.print(header)
+  for _, r in ipairs(result.rules) do
+    term.printf("%2d. %-30s %s\n", r.id, r.name, r.status == "holds"
+                and "holds" or term.style("stdout", "bold", "FAILS"))
+    for _, e in ipairs(r.evidence) do term.print("      " .. e) end
+    if r.action then term.print("      -> " .. r.action) end
+  end
+  term.print("")
+  if result.allowed then
+    term.print("verdict: automated move allowed")
+  else
+    term.print("verdict: not yet; first:")
+    for _, a in ipairs(result.actions) do
+      term.print("  - " .. a.action .. (#a.jobs > 0 and (" (jobs: "
+                 .. table.concat(a.jobs, ", ") .. ")") or "")
+                 .. " [rule " .. a.rule .. "]")
+    end
+  end
+end
+
+function M.run(argv)
+  local opts, args = common.parse(M.name, argv, M.flags)
+  if opts.help then term.print(M.usage); return 0 end
+  if #args ~= 1 then common.usage_error("expected one RECIPE", M.name) end
+  local portability = require "navette.portability"
+  local target
+  if opts.to then
+    if not opts.to:match("^[%w._%[%],-]+$") then
+      common.usage_error("--to expects a node or profile name, got '"
+                         .. opts.to .. "'", M.name)
+    end
+    -- a profile of the project, else a node of the profile's backend
+    local runner_project = require "navette.project"
+    local sys = _navette.sys
+    local real = sys.realpath(args[1])
+    if not real then
+      error(errors.new("usage", "no recipe file '" .. args[1] .. "'",
+                       "give the path of a .lua recipe"), 0)
+    end
+    local dir = require("navette.util").dirname(real)
+    local repo = _navette.git.open(dir)
+    local proj = runner_project.load(dir, repo and repo:workdir() or nil)
+    if repo then repo:close() end
+    if proj.profiles and proj.profiles[opts.to] then
+      target = { profile = opts.to }
+    else
+      local profile = runner_project.profile(proj, opts.profile)
+      if not require("navette.backends").get(profile.backend).nodes then
+        common.usage_error("--to " .. opts.to .. ": no profile of that "
+          .. "name, and profile " .. profile.name .. " (" .. profile.backend
+          .. ") has no nodes to name", M.name)
+      end
+      target = { node = opts.to }
+    end
+  end
+  local facts = portability.gather_recipe(args[1], opts.profile, target)
+  local result = portability.evaluate(facts)
+  if opts.json then
+    term.print(json.encode({
+      recipe = args[1], project = facts.project, profile = facts.profile,
+      evaluated_under = facts.evaluated_under,
+      to = opts.to, allowed = result.allowed,
+      verdict = result.allowed and "automated move allowed" or "actions",
+      rules = json.array(result.rules), actions = result.actions,
+    }, true))
+  else
+    M.print(result, "portability of " .. args[1] .. " · project "
+      .. facts.project .. " · profile " .. facts.profile
+      .. (target and (" -> " .. (target.profile and ("profile "
+          .. target.profile) or ("node " .. target.node))) or ""))
+  end
+  return result.allowed and 0 or 1
+end
+
+return M
