@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -310,6 +311,28 @@ static int l_sys_which(lua_State *L)
 	return 1;
 }
 
+/* sys.free_space(path) -> available, total | nil, err: bytes of the file
+ * system that holds path, available being what an unprivileged user may
+ * still write (statvfs's f_bavail), for `navette doctor`. */
+static int l_sys_free_space(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	struct statvfs vfs;
+
+	if (statvfs(path, &vfs) != 0) {
+		nv_err err;
+		nv_err_set_errno(&err, errno == ENOENT ? NV_ENOTFOUND : NV_EIO,
+				 errno, NULL,
+				 "cannot read the free space of %s", path);
+		return nv_lua_push_error(L, &err);
+	}
+	lua_pushinteger(L, (lua_Integer)((unsigned long long)vfs.f_bavail *
+					 vfs.f_frsize));
+	lua_pushinteger(L, (lua_Integer)((unsigned long long)vfs.f_blocks *
+					 vfs.f_frsize));
+	return 2;
+}
+
 static int l_sys_isatty(lua_State *L)
 {
 	lua_pushboolean(L, isatty((int)nv_lua_checkrange(L, 1, 0, INT_MAX,
@@ -338,6 +361,7 @@ int luaopen_navette_sys(lua_State *L)
 				       {"random_hex", l_sys_random_hex},
 				       {"isatty", l_sys_isatty},
 				       {"which", l_sys_which},
+				       {"free_space", l_sys_free_space},
 				       {"trap_interrupt", l_sys_trap_interrupt},
 				       {"interrupted", l_sys_interrupted},
 				       {NULL, NULL}};
