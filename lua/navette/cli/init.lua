@@ -25,6 +25,8 @@
 --     so they can still read an S3 record or ask the backend;
 --   acting, may execute: run, cancel, migrate, portability (evaluates
 --     a recipe as run's checking pass does, reads the jobs' records),
+--     doctor (loads the profile's credentials on request, as creds
+--     check),
 --     test (runs the project's
 --     test files), agent (runs jobs), creds check NAME (loads NAME on
 --     request: how to check one whose source is a command), storage

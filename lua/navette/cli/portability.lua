@@ -93,6 +93,11 @@ function M.run(argv)
     end
   end
   local facts = portability.gather_recipe(args[1], opts.profile, target)
+  if #facts.jobs == 0 then
+    error(errors.new("usage", "recipe " .. args[1] .. " declares no job: "
+                     .. "there is nothing to move", "give the recipe "
+                     .. "whose jobs would change node"), 0)
+  end
   local result = portability.evaluate(facts)
   if opts.json then
     term.print(json.encode({
