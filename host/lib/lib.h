@@ -31,5 +31,6 @@ int luaopen_navette_s3(lua_State *L);
 int luaopen_navette_image(lua_State *L);
 int luaopen_navette_slurm(lua_State *L);
 int luaopen_navette_record(lua_State *L);
+int luaopen_navette_tasks(lua_State *L);
 
 #endif

@@ -34,6 +34,7 @@ void nv_lib_open_natives(lua_State *L)
 					   {"image", luaopen_navette_image},
 					   {"slurm", luaopen_navette_slurm},
 					   {"record", luaopen_navette_record},
+					   {"tasks", luaopen_navette_tasks},
 					   {NULL, NULL}};
 
 	lua_newtable(L); // [_navette]

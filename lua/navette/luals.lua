@@ -152,6 +152,9 @@ local ANNOTATIONS = {
                          .. "job gets (at most 7 days)." },
     url_margin = { "integer|string", "How long a job's URLs outlive its "
                    .. "time limit." },
+    maintenance = { "string[]", "The recipes whose tasks (navette.task) "
+                    .. "`navette maintain` runs when given none: paths "
+                    .. "relative to the project's folder." },
     max_output_bytes = { "integer|string", "The largest output a job may "
                          .. "publish." },
     container = { "table", "The container runtime of the nodes." },
@@ -292,6 +295,10 @@ local FUNCTIONS = {
   { "navette.image.parse", { { "ref", "string" } }, "navette.image.Ref",
     "The parts of an image reference." },
   { "navette.image.resolve", { { "ref", "string" },
+  { "navette.task", { { "spec", "navette.task.Spec" } },
+    "{name: string, schedule: string}", "Declares a scheduled task of the "
+    .. "recipe, run by `navette maintain` when due (a wrong key, name or "
+    .. "schedule is a recipe error naming the line)." },
     { "opts", "navette.image.ReadOptions?" } }, "string, table",
     "The digest of ref's manifest for the platform, and details." },
   { "navette.image.exists", { { "ref", "string" },
@@ -369,6 +376,20 @@ local RESULT_CLASSES = [[
 ---@field status integer
 ---@field headers table<string, string>
 ---@field body string
+
+---What a task's body gets (navette.task{ run = function(ctx) ... end }).
+---@class navette.task.Context
+---@field name string
+---@field schedule string the schedule, written canonically
+---@field slot string the slot this run is for (ISO-8601 UTC)
+---@field missed integer slots that fell due since the last run (1 on time)
+---@field last_run? string when the last run started (ISO-8601 UTC)
+---@field last_result? string "ok" or "failed"
+---@field last_message? string
+---@field plan boolean true under `navette maintain --plan`
+---@field profile string
+---@field project string
+---@field recipe string the recipe's path in the project
 
 ---@class navette.Endpoint
 ---@field ca_bundle? string a CA bundle to trust
@@ -542,6 +563,9 @@ function luals.generate()
     out[#out + 1] = "function " .. f[1] .. "(" .. table.concat(names, ", ")
                     .. ") end"
     out[#out + 1] = ""
+  field_classes(out, "navette.task.Spec", "A scheduled task's "
+                .. "declaration: navette.task{...}.",
+                require("navette.task").FIELDS)
   end
   out[#out + 1] = "return navette"
   return table.concat(out, "\n") .. "\n"

@@ -12,7 +12,7 @@ local project = {}
 project.FILE = "navette.lua"
 
 local PROJECT_KEYS = { "name", "profiles", "default_profile", "credentials",
-                       "datasets" }
+                       "datasets", "maintenance" }
 -- (then, before "platform", the settings table of each backend that has
 -- one, named after it)
 local PROFILE_KEYS = { "backend", "storage", "require_pushed", "remote",
@@ -429,6 +429,44 @@ local function validate_datasets(path, t)
   return out
 end
 
+-- maintenance = { "recipes/maintenance/rotate-keys.lua", ... }: the
+-- recipes whose tasks (navette.task) `navette maintain` runs when given
+-- none: paths relative to the project file's folder, inside it.
+local function validate_maintenance(path, t)
+  if type(t) == "string" then t = { t } end
+  if type(t) ~= "table" then
+    fail(path, "maintenance must be a list of recipe paths",
+         "maintenance = { \"recipes/maintenance/rotate-keys.lua\" }")
+  end
+  local n = 0
+  for _ in pairs(t) do n = n + 1 end
+  if n ~= #t or n > 256 then
+    fail(path, "maintenance must be a list of at most 256 recipe paths")
+  end
+  local out = {}
+  for i, p in ipairs(t) do
+    local where = "maintenance[" .. i .. "]"
+    if type(p) ~= "string" or p == "" or #p > 1024 or p:find("%z") then
+      fail(path, where .. " must be a recipe's path (a string)")
+    end
+    if p:sub(1, 1) == "/" then
+      fail(path, where .. " = '" .. p .. "' must be relative to the "
+           .. "project's folder", "for example \"recipes/maintenance/"
+           .. "rotate-keys.lua\"")
+    end
+    for segment in (p .. "/"):gmatch("([^/]*)/") do
+      if segment == ".." then
+        fail(path, where .. " = '" .. p .. "' leaves the project's folder")
+      end
+    end
+    if not p:match("%.lua$") then
+      fail(path, where .. " = '" .. p .. "' is not a .lua recipe")
+    end
+    out[i] = p
+  end
+  return out
+end
+
 -- Loads the project that holds recipe_dir. repo_root: the git work tree
 -- (the project name defaults to its folder name).
 function project.load(recipe_dir, repo_root)
@@ -465,6 +503,9 @@ function project.load(recipe_dir, repo_root)
   end
   if value.datasets ~= nil then
     proj.datasets = validate_datasets(path, value.datasets)
+  end
+  if value.maintenance ~= nil then
+    proj.maintenance = validate_maintenance(path, value.maintenance)
   end
   local shared = {}
   if value.credentials ~= nil then

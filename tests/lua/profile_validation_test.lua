@@ -9,10 +9,12 @@ local project = require "navette.project"
 local CASES = {
   { [[return { nme = "x" }]],
     "unknown key 'nme' (did you mean 'name'?)",
-    "project keys are: name, profiles, default_profile, credentials, datasets" },
+    "project keys are: name, profiles, default_profile, credentials, datasets, "
+    .. "maintenance" },
   { [[return { [1] = "x" }]],
     "unknown key '1'",
-    "project keys are: name, profiles, default_profile, credentials, datasets" },
+    "project keys are: name, profiles, default_profile, credentials, datasets, "
+    .. "maintenance" },
   { [[return { datasets = "/srv/x.csv" }]],
     'datasets must be a table of NAME = { "/absolute/path", ... }',
     nil },

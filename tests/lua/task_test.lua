@@ -1,0 +1,240 @@
+-- navette.task: the declaration's checks (each message naming the key
+-- and the recipe's line), the tasks kept per evaluated run, the body
+-- called by navette (its result, its failure, the sealed ctx, the time
+-- bound, no job declared from a body), the schedule natives and the
+-- project file's `maintenance` key.
+local t = test
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+local fixtures = assert(loadfile(here .. "/fixtures.lua"))()
+local runner = require "navette.runner"
+local task = require "navette.task"
+local core, native = _navette.core, _navette.tasks
+
+local PROJECT = [[return { name = "demo" }]]
+
+-- Evaluates source as recipe r.lua of a fresh repository (plan mode);
+-- returns the run and its tasks.
+local function load(source)
+  local dir = fixtures.repo(t, { ["navette.lua"] = PROJECT,
+                                 ["r.lua"] = source })
+  local run = runner.load(dir .. "/r.lua", { plan = true })
+  return run, task.of(run), dir
+end
+
+local function refused(source, pattern)
+  t.raises(function() load(source) end, pattern)
+end
+
+local HEAD = "local navette = require 'navette'\n"
+
+t.test("a recipe's tasks are kept with its run, in order", function()
+  local run, tasks = load(HEAD .. [[
+local a = navette.task { name = "rotate", schedule = "daily 03:00",
+                         run = function(ctx) return "rotated" end }
+navette.task { name = "archive", schedule = "every 24h",
+               run = function(ctx) end }
+navette.task { name = "retest", schedule = "weekly mon 04:00",
+               run = function(ctx) end }
+assert(a.name == "rotate" and a.schedule == "daily 03:00")
+assert(a.run == nil, "the body is not handed back")
+assert(not pcall(function() a.name = "x" end), "sealed")
+]])
+  t.eq(#tasks, 3)
+  t.eq(tasks[1].name, "rotate")
+  t.eq(tasks[2].schedule, "every 1d", "written canonically")
+  t.eq(tasks[3].schedule_info.kind, "weekly")
+  t.eq(tasks[3].schedule_info.weekday, 1)
+  t.match(tasks[1].declared_at, "r%.lua:2$")
+  -- another evaluation has its own
+  local _, again = load(HEAD)
+  t.eq(#again, 0)
+  t.eq(#task.of(run), 3)
+end)
+
+t.test("each mistake is a recipe error naming the key and the line",
+       function()
+  refused(HEAD .. "\nnavette.task { name = 'x', schedul = 'daily 03:00', "
+          .. "run = print }", "^[^\n]*r%.lua:3: navette%.task: unknown key "
+          .. "'schedul' %(did you mean 'schedule'%?%)")
+  refused(HEAD .. "navette.task { schedule = 'daily 03:00', run = print }",
+          "r%.lua:2: navette%.task: 'name' is required")
+  local e = t.raises(function()
+    load(HEAD .. "navette.task { name = 'x', run = print }")
+  end, "r%.lua:2: navette%.task: 'schedule' is required")
+  t.match(e.hint, "schedule = \"daily 03:00\"")
+  t.eq(e.code, "recipe")
+  refused(HEAD .. "navette.task { name = 'x', schedule = 'daily 03:00' }",
+          "'run' is required")
+  refused(HEAD .. "navette.task { name = 'x', schedule = 'daily 03:00', "
+          .. "run = 'echo hi' }", "'run' must be a function, got a string")
+  refused(HEAD .. "navette.task { name = 5, schedule = 'daily 03:00', "
+          .. "run = print }", "'name' must be a string, got a number")
+  refused(HEAD .. "navette.task { name = 'a b', schedule = 'daily 03:00', "
+          .. "run = print }", "'name' = 'a b': use letters, digits")
+  refused(HEAD .. "navette.task { name = '" .. string.rep("n", 64)
+          .. "', schedule = 'daily 03:00', run = print }", "at most 63")
+  refused(HEAD .. "navette.task 'rotate'", "expects a table")
+  refused(HEAD .. "navette.task { [1] = 2, name = 'x', schedule = 'every "
+          .. "6h', run = print }", "keys must be names")
+  for bad, why in pairs({
+    ["dayly 03:00"] = "unknown form",
+    ["daily 3:00"] = "HH:MM",
+    ["daily 24:00"] = "HH:MM",
+    ["weekly monday 04:00"] = "the day must be",
+    ["every 6"] = "needs a unit",
+    ["every 0h"] = "from 1m to 366d",
+    ["every 400d"] = "from 1m to 366d",
+  }) do
+    e = t.raises(function()
+      load(HEAD .. "\n\nnavette.task { name = 'x', schedule = '" .. bad
+           .. "', run = print }")
+    end, "r%.lua:4: navette%.task: 'schedule' = \"" .. bad:gsub("%p", "%%%0")
+      .. "\": .*" .. why)
+    t.match(e.hint, "local time", bad)
+  end
+  refused(HEAD .. "navette.task { name = 'x', schedule = 'every 6h', "
+          .. "run = print }\nnavette.task { name = 'x', schedule = "
+          .. "'daily 01:00', run = print }", "r%.lua:3: navette%.task: a "
+          .. "task named 'x' is already declared at [^\n]*r%.lua:2")
+end)
+
+t.test("the public API holds task, sealed", function()
+  refused(HEAD .. "navette.task = function() end", "sealed")
+  refused(HEAD .. "rawset(navette, 'task', print)", "sealed")
+end)
+
+t.test("outside a run, navette.task says where it belongs", function()
+  t.raises(function()
+    task.declare({ name = "x", schedule = "every 6h", run = print })
+  end, "navette%.task was called outside a recipe run")
+end)
+
+t.test("a body runs with a sealed ctx; its result is the run's", function()
+  local run, tasks = load(HEAD .. [[
+navette.task { name = "ok", schedule = "every 6h", run = function(ctx)
+  return ctx.name .. " " .. ctx.schedule .. " " .. ctx.slot .. " "
+         .. ctx.missed .. " " .. tostring(ctx.plan) .. " " .. ctx.profile
+         .. " " .. ctx.project .. " " .. ctx.recipe .. " "
+         .. tostring(ctx.last_result)
+end }
+navette.task { name = "no", schedule = "every 6h", run = function(ctx)
+  return false, "not today"
+end }
+navette.task { name = "boom", schedule = "every 6h", run = function(ctx)
+  local x = nil
+  return x.field
+end }
+navette.task { name = "write", schedule = "every 6h", run = function(ctx)
+  ctx.name = "other"
+end }
+navette.task { name = "job", schedule = "every 6h", run = function(ctx)
+  navette.job { name = "j", command = { "true" } }
+end }
+navette.task { name = "nested", schedule = "every 6h", run = function(ctx)
+  navette.task { name = "n", schedule = "every 6h", run = print }
+end }
+]])
+  local slot = 1780000000
+  local function exec(i, state)
+    return task.execute(run, tasks[i], { slot = slot, missed = 2,
+      plan = false, recipe = "r.lua", state = state })
+  end
+  local out = exec(1, { result = "failed", message = "x", last_run = 1 })
+  t.ok(out.ok)
+  t.eq(out.message, "ok every 6h " .. _navette.sys.iso8601(slot)
+       .. " 2 false local demo r.lua failed")
+  out = exec(2)
+  t.eq(out.ok, false)
+  t.eq(out.message, "not today")
+  out = exec(3)
+  t.eq(out.ok, false)
+  t.match(out.message, "r%.lua:13: attempt to index")
+  out = exec(4)
+  t.eq(out.ok, false)
+  t.match(out.message, "sealed")
+  out = exec(5)
+  t.eq(out.ok, false)
+  t.match(out.message, "declared job%(s%) j: a task cannot submit jobs")
+  t.match(out.hint, "navette run")
+  t.eq(#run.jobs, 0, "the job is not left in the run")
+  out = exec(6)
+  t.eq(out.ok, false)
+  t.match(out.message, "a task cannot declare another")
+  t.eq(runner.current, nil, "the run is no longer current")
+end)
+
+t.test("a body is bounded in time like the recipe", function()
+  local run, tasks = load(HEAD .. [[
+navette.task { name = "spin", schedule = "every 6h", run = function(ctx)
+  while true do end
+end }
+]])
+  core.set_limits(1)
+  local out = task.execute(run, tasks[1], { slot = 1, missed = 1,
+                                            recipe = "r.lua" })
+  core.set_limits(120)
+  t.eq(out.ok, false)
+  t.ok(out.duration < 10, "stopped at its bound")
+  t.match(out.message, "1 s")
+end)
+
+t.test("in plan mode a body's actions are recorded, not done", function()
+  local run, tasks, dir = load(HEAD .. [[
+navette.task { name = "put", schedule = "every 6h", run = function(ctx)
+  navette.storage.put_string("notes/a.txt", "hello")
+  return tostring(ctx.plan)
+end }
+]])
+  local out = task.execute(run, tasks[1], { slot = 1, missed = 1,
+                                            plan = true, recipe = "r.lua" })
+  t.ok(out.ok, out.message)
+  t.eq(out.message, "true")
+  t.eq(#out.actions, 1)
+  t.eq(out.actions[1].primitive, "storage")
+  t.eq(out.actions[1].action, "put")
+  t.eq(_navette.sys.stat(dir .. "/notes"), nil)
+end)
+
+t.test("the schedule natives", function()
+  local canonical, info = native.parse("every 90m")
+  t.eq(canonical, "every 90m")
+  t.eq(info.every, 5400)
+  local none, err = native.parse("every 90")
+  t.eq(none, nil)
+  t.eq(err.code, "invalid")
+  t.match(err.message, "needs a unit")
+  t.eq(native.parse("daily 03:00\0 rm"), nil, "a NUL is refused")
+  local due, slot, missed = native.due("every 1h", 0, 1000)
+  t.eq(due, true); t.eq(slot, 1000); t.eq(missed, 1)
+  due, slot, missed = native.due("every 1h", 3600, 3600 * 5 + 10)
+  t.eq(due, true); t.eq(missed, 5); t.eq(slot, 3600 * 5)
+  t.eq(native.after_run("every 1h", slot, 3600 * 5 + 10), 3600 * 6)
+  t.eq((native.due("every 1h", 3600 * 6, 3600 * 5 + 20)), false)
+  t.raises(function() native.due("hourly", 0, 0) end, "schedule")
+end)
+
+t.test("the project file's maintenance key", function()
+  local project = require "navette.project"
+  local function with(value)
+    local dir = fixtures.repo(t, { ["navette.lua"] = "return { name = 'p', "
+                                   .. "maintenance = " .. value .. " }" })
+    return project.load(dir, dir)
+  end
+  local p = with("{ 'recipes/maintenance/rotate-keys.lua', 'b.lua' }")
+  t.eq(p.maintenance[1], "recipes/maintenance/rotate-keys.lua")
+  t.eq(#p.maintenance, 2)
+  t.eq(with("'one.lua'").maintenance[1], "one.lua")
+  t.raises(function() with("{ '/etc/x.lua' }") end,
+           "maintenance%[1%] = '/etc/x%.lua' must be relative")
+  t.raises(function() with("{ 'a.lua', '../x.lua' }") end,
+           "maintenance%[2%] = '%.%./x%.lua' leaves the project's folder")
+  t.raises(function() with("{ 'notes.txt' }") end, "is not a %.lua recipe")
+  t.raises(function() with("{ 3 }") end, "must be a recipe's path")
+  t.raises(function() with("{ x = 'a.lua' }") end, "must be a list")
+  t.raises(function() with("true") end, "must be a list")
+  t.raises(function()
+    local dir = fixtures.repo(t, { ["navette.lua"] =
+      "return { maintainance = {} }" })
+    project.load(dir, dir)
+  end, "unknown key 'maintainance' %(did you mean 'maintenance'%?%)")
+end)
