@@ -591,6 +591,85 @@ void nv_git_url_strip_userinfo(char *url)
 		memmove(auth, at + 1, strlen(at + 1) + 1);
 }
 
+/* Adds the file at path to cfg at level when it exists (an include of it
+ * is followed by libgit2, a conditional one against repo). */
+static int config_add(git_config *cfg, const char *path,
+		      git_config_level_t level, const git_repository *repo)
+{
+	int rc;
+
+	if (!path || !path[0])
+		return 0;
+	rc = git_config_add_file_ondisk(cfg, path, level, repo, 0);
+	return rc == GIT_ENOTFOUND ? 0 : rc;
+}
+
+int nv_git_config_string(const nv_git_repo *repo, const char *name, char *buf,
+			 size_t cap, nv_err *err)
+{
+	git_config *cfg = NULL;
+	git_buf value = GIT_BUF_INIT, path = GIT_BUF_INIT;
+	const char *global = getenv("GIT_CONFIG_GLOBAL");
+	const char *nosystem = getenv("GIT_CONFIG_NOSYSTEM");
+	int rc = 0, grc = 0;
+
+	if (cap)
+		buf[0] = '\0';
+	if (git_config_new(&cfg) < 0)
+		return git_fail(err, NV_ENOMEM, NULL,
+				"cannot read the git configuration");
+	/* The files git reads, in its order, with its variables: system
+	 * (unless GIT_CONFIG_NOSYSTEM), XDG, global (GIT_CONFIG_GLOBAL or
+	 * ~/.gitconfig), the repository's. */
+	if (!(nosystem && nosystem[0] && strcmp(nosystem, "0") != 0 &&
+	      strcmp(nosystem, "false") != 0) &&
+	    git_config_find_system(&path) == 0)
+		grc = config_add(cfg, path.ptr, GIT_CONFIG_LEVEL_SYSTEM, NULL);
+	git_buf_dispose(&path);
+	if (!grc && git_config_find_xdg(&path) == 0)
+		grc = config_add(cfg, path.ptr, GIT_CONFIG_LEVEL_XDG, NULL);
+	git_buf_dispose(&path);
+	if (!grc && global && global[0])
+		grc = config_add(cfg, global, GIT_CONFIG_LEVEL_GLOBAL, NULL);
+	else if (!grc && git_config_find_global(&path) == 0)
+		grc = config_add(cfg, path.ptr, GIT_CONFIG_LEVEL_GLOBAL, NULL);
+	git_buf_dispose(&path);
+	if (!grc && repo) {
+		char local[4096];
+
+		if (snprintf(local, sizeof(local), "%sconfig",
+			     git_repository_path(repo->repo)) <
+		    (int)sizeof(local))
+			grc = config_add(cfg, local, GIT_CONFIG_LEVEL_LOCAL,
+					 repo->repo);
+	}
+	if (grc < 0) {
+		rc = git_fail(err, NV_EIO, NULL,
+			      "cannot read the git configuration");
+		goto out;
+	}
+	grc = git_config_get_string_buf(&value, cfg, name);
+	if (grc == GIT_ENOTFOUND) {
+		rc = nv_err_set(err, NV_ENOTFOUND, NULL, "%s is not set", name);
+		goto out;
+	}
+	if (grc < 0) {
+		rc = git_fail(err, NV_EIO, NULL, "cannot read %s", name);
+		goto out;
+	}
+	if (value.size >= cap) {
+		rc = nv_err_set(err, NV_ENOMEM, NULL,
+				"%s is longer than %zu bytes", name,
+				cap ? cap - 1 : 0);
+		goto out;
+	}
+	memcpy(buf, value.ptr, value.size + 1);
+out:
+	git_buf_dispose(&value);
+	git_config_free(cfg);
+	return rc;
+}
+
 int nv_git_remote_url(const nv_git_repo *repo, const char *name, char *buf,
 		      size_t cap, nv_err *err)
 {

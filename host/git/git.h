@@ -106,6 +106,15 @@ int nv_git_status(const nv_git_repo *repo, nv_git_status_cb cb, void *payload,
 int nv_git_on_remote(const nv_git_repo *repo, const char *remote,
 		     const char *oid_hex, int *present, nv_err *err);
 
+/* The value of a git configuration variable ("user.email") as git reads
+ * it: the repository's file over the global (GIT_CONFIG_GLOBAL, else
+ * ~/.gitconfig), XDG and system (unless GIT_CONFIG_NOSYSTEM) ones, each
+ * file's includes followed by libgit2 (conditional ones against repo); with
+ * repo NULL, the global, XDG and system ones only. Copies it into buf
+ * (at most cap bytes with the NUL); NV_ENOTFOUND when it is not set. */
+int nv_git_config_string(const nv_git_repo *repo, const char *name, char *buf,
+			 size_t cap, nv_err *err);
+
 /* Copies the fetch URL of remote name (NULL = "origin") into buf with any
  * user:password@ removed, because URLs end up in run records. scp-like
  * addresses (git@host:path) are kept as they are: the user there is not a

@@ -237,6 +237,23 @@ static int l_git_remote_url(lua_State *L)
 	return 1;
 }
 
+/* git.config(name [, repo]) -> value | nil, err (not_found when unset):
+ * the repository's view when repo is given, else the global one. */
+static int l_git_config(lua_State *L)
+{
+	const char *name = luaL_checkstring(L, 1);
+	const nv_git_repo *repo =
+		lua_isnoneornil(L, 2) ? NULL : check_repo(L, 2);
+	char value[4096];
+	nv_err err;
+
+	nv_err_clear(&err);
+	if (nv_git_config_string(repo, name, value, sizeof(value), &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, value);
+	return 1;
+}
+
 static int l_git_export(lua_State *L)
 {
 	nv_git_repo *repo = check_repo(L, 1);
@@ -523,6 +540,7 @@ static const luaL_Reg repo_meta[] = {
 
 static const luaL_Reg git_functions[] = {
 	{"open", l_git_open},
+	{"config", l_git_config},
 	{"open_cache", l_git_open_cache},
 	{"cache_name", l_git_cache_name},
 	{"cache_fetch", l_git_cache_fetch},

@@ -103,115 +103,6 @@ local function getenv(name)
   return v ~= "" and v or nil
 end
 
--- a boolean variable as git reads one
-local function env_true(name)
-  local v = (getenv(name) or "false"):lower()
-  return v ~= "0" and v ~= "false" and v ~= "no" and v ~= "off"
-end
-
-local function expand_home(path)
-  return (path:gsub("^~/", (getenv("HOME") or "") .. "/"))
-end
-
--- One git configuration file read into values (keys as "section.key",
--- or "section.subsection.key", lower-case but the subsection), later
--- lines over earlier ones; [include] path is followed (depth-bounded),
--- an [includeIf] is noted in notes, not followed. A missing file is
--- nothing.
-local function read_git_config(path, values, notes, depth)
-  local text = sys.stat(path) and sys.read_file(path, 1024 * 1024)
-  if not text then return end
-  local section
-  for line in text:gmatch("[^\n]*") do
-    line = line:gsub("\r$", "")
-    local head, rest = line:match("^%s*%[([^%]]*)%](.*)$")
-    if head then
-      local name, sub = head:match('^%s*([%w.-]+)%s+"(.*)"%s*$')
-      section = name and (name:lower() .. "." .. sub) or head:lower()
-                                                           :gsub("%s", "")
-      line = rest
-    end
-    local key, value = line:match("^%s*([%a][%w-]*)%s*=%s*(.-)%s*$")
-    if not key then
-      key = line:match("^%s*([%a][%w-]*)%s*$")
-      value = key and "true"
-    end
-    if key and section then
-      -- a value: quotes removed, a comment after it dropped
-      local out, quoted = {}, false
-      local i = 1
-      while i <= #value do
-        local c = value:sub(i, i)
-        if c == '"' then quoted = not quoted
-        elseif c == "\\" then
-          local n = value:sub(i + 1, i + 1)
-          out[#out + 1] = ({ n = "\n", t = "\t", b = "\b" })[n] or n
-          i = i + 1
-        elseif (c == "#" or c == ";") and not quoted then break
-        else out[#out + 1] = c end
-        i = i + 1
-      end
-      value = table.concat(out):gsub("%s+$", "")
-      local full = section .. "." .. key:lower()
-      values[full] = value
-      if full == "include.path" and depth < 10 then
-        local inc = expand_home(value)
-        if inc:sub(1, 1) ~= "/" then
-          inc = util.join(util.dirname(path), inc)
-        end
-        read_git_config(inc, values, notes, depth + 1)
-      elseif section:match("^includeif%.") then
-        notes[#notes + 1] = path
-      end
-    end
-  end
-end
-
--- The git folder of the repository around dir (a worktree's .git file
--- followed to its common folder), or nil.
-local function git_dir(dir)
-  local repo = _navette.git.open(dir)
-  if not repo then return nil end
-  local root = repo:workdir()
-  repo:close()
-  if not root then return nil end
-  local dot = util.join(root, ".git")
-  local st = sys.stat(dot)
-  if st and st.type == "file" then
-    local text = sys.read_file(dot, 4096) or ""
-    local target = text:match("^gitdir:%s*(.-)%s*$")
-    if not target then return nil end
-    dot = util.join(root, target)
-    local common_dir = sys.read_file(util.join(dot, "commondir"), 4096)
-    if common_dir then
-      dot = util.join(dot, (common_dir:gsub("%s+$", "")))
-    end
-  end
-  return dot
-end
-
--- The files git reads for user.name and user.email, in its order (the
--- later wins): system, global (GIT_CONFIG_GLOBAL, else the XDG file and
--- ~/.gitconfig), the repository's.
-local function git_config_files(dir)
-  local files = {}
-  if not env_true("GIT_CONFIG_NOSYSTEM") then
-    files[#files + 1] = getenv("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"
-  end
-  local global = getenv("GIT_CONFIG_GLOBAL")
-  if global then
-    files[#files + 1] = expand_home(global)
-  else
-    local home = getenv("HOME") or ""
-    files[#files + 1] = (getenv("XDG_CONFIG_HOME") or (home .. "/.config"))
-                        .. "/git/config"
-    files[#files + 1] = home .. "/.gitconfig"
-  end
-  local gd = git_dir(dir)
-  if gd then files[#files + 1] = util.join(gd, "config") end
-  return files
-end
-
 local function check_git(dir)
   local out = {}
   local path = sys.which("git")
@@ -222,13 +113,19 @@ local function check_git(dir)
       "install git: navette reads repositories itself, but the commits "
       .. "it runs are made with git")
   end
-  local values, notes, files = {}, {}, git_config_files(dir)
-  for _, f in ipairs(files) do read_git_config(f, values, notes, 0) end
-  -- what a commit takes: the variables over the configuration
+  -- git's configuration as libgit2 reads it (the repository's over the
+  -- global and system files, includes followed), the variables over it
+  local git = _navette.git
+  local repo = git.open(dir)
+  local function config(key)
+    local v = git.config(key, repo or nil)
+    return v ~= "" and v or nil
+  end
   local name = (getenv("GIT_AUTHOR_NAME") and getenv("GIT_COMMITTER_NAME"))
-               or values["user.name"]
+               or config("user.name")
   local email = (getenv("GIT_AUTHOR_EMAIL") and getenv("GIT_COMMITTER_EMAIL"))
-                or values["user.email"] or getenv("EMAIL")
+                or config("user.email") or getenv("EMAIL")
+  if repo then repo:close() end
   local missing, hints = {}, {}
   if not name or name == "" then
     missing[#missing + 1] = "user.name"
@@ -238,22 +135,13 @@ local function check_git(dir)
     missing[#missing + 1] = "user.email"
     hints[#hints + 1] = "git config --global user.email you@example.com"
   end
-  local read = {}
-  for _, f in ipairs(files) do
-    if sys.stat(f) then read[#read + 1] = f end
-  end
   if #missing == 0 then
     out[#out + 1] = check("git identity", "ok",
       printable(name) .. " <" .. printable(email) .. ">")
   else
-    local detail = table.concat(missing, " and ") .. " not set (read: "
-                   .. (#read > 0 and table.concat(read, ", ") or "no file")
-                   .. "): commits get a guessed identity, or git refuses "
-                   .. "to make them"
-    if #notes > 0 then
-      detail = detail .. "; the includeIf of " .. notes[1] .. " was not "
-               .. "followed: `git config user.email` says what git sees"
-    end
+    local detail = table.concat(missing, " and ") .. " not set in git's "
+                   .. "configuration: commits get a guessed identity, or "
+                   .. "git refuses to make them"
     out[#out + 1] = check("git identity", "warn", detail,
                           table.concat(hints, "; "))
   end
