@@ -35,6 +35,21 @@ local function check(value, err, what)
   return errors.check(nil, err, what)
 end
 
+-- An S3 client of profile's endpoint (region, addressing, and the CA
+-- bundle or pin of its s3 table or of its endpoints table) signing with
+-- handle, which is sent only to host (nil: the endpoint's own).
+function M.client(profile, handle, host)
+  local cfg = profile.s3
+  -- (the profile's endpoints are keyed by normalised origin, with port)
+  local origin = require("navette.http").origin_of(cfg.endpoint)
+  local ep = profile.endpoints and origin and profile.endpoints[origin] or {}
+  return s3.open { endpoint = cfg.endpoint, region = cfg.region,
+                   path_style = cfg.path_style, credential = handle,
+                   credential_host = host,
+                   ca_bundle = cfg.ca_bundle or ep.ca_bundle,
+                   pin = cfg.pin or ep.pin }
+end
+
 -- Opens the store of profile (profile.s3 as project.lua validated it).
 -- credential: an already loaded handle (else loaded from the declaration).
 function M.open(profile, credential)
@@ -60,13 +75,7 @@ function M.open(profile, credential)
     end
     credential = handle
   end
-  local ep = profile.endpoints and profile.endpoints[cfg.endpoint] or {}
-  local client = s3.open { endpoint = cfg.endpoint, region = cfg.region,
-                           path_style = cfg.path_style,
-                           credential = credential,
-                           credential_host = cfg.credential.host,
-                           ca_bundle = cfg.ca_bundle or ep.ca_bundle,
-                           pin = cfg.pin or ep.pin }
+  local client = M.client(profile, credential, cfg.credential.host)
   return setmetatable({ client = client, bucket = cfg.bucket,
                         root = cfg.root, profile = profile }, Store)
 end
