@@ -22,8 +22,8 @@ local M = {
   summary = {
     { "maintain [RECIPE...]", "run the scheduled tasks that are due "
       .. "(--once, --list, --plan)" },
-    { "maintain --install|--uninstall", "run them on time with launchd "
-      .. "(macOS) or a systemd user timer" },
+    { "maintain --install", "run them on time (launchd agent or systemd "
+      .. "user timer)" },
   },
   usage = [[
 usage: navette maintain [RECIPE...] [--once] [--list] [--json] [--plan]
@@ -124,6 +124,9 @@ end
 -- recipe's code is known to be the commit's.
 local function load_recipe(recipe, opts, acting)
   local runner = require "navette.runner"
+  -- a fresh plan record per evaluation: a maintain that stays for weeks
+  -- does not keep every evaluation's
+  core.set_plan(true, true)
   local run = runner.load(recipe, { profile = opts.profile, plan = true })
   if acting then
     runner.check_committed(run)
