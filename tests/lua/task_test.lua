@@ -238,3 +238,48 @@ t.test("the project file's maintenance key", function()
     project.load(dir, dir)
   end, "unknown key 'maintainance' %(did you mean 'maintenance'%?%)")
 end)
+
+t.test("the task database and the lock are handles", function()
+  core.set_plan(false) -- (the evaluations above left plan mode on)
+  local home = t.tmpdir()
+  local none, err = native.open(home, true)
+  t.eq(none, nil)
+  t.eq(err.code, "not_found", "read-only on a home without tasks.db")
+  local db = assert(native.open(home))
+  t.match(tostring(db), "^taskdb %(" .. home:gsub("%p", "%%%0") .. "%)$")
+  t.eq(db:get("p", "r.lua", "a"), false, "no row yet")
+  t.eq(db:put({ project = "p", recipe = "r.lua", name = "a",
+                schedule = "every 6h", result = "ok",
+                message = string.rep("é", 600), next_due = 42, runs = 1 }),
+       true)
+  local row = db:get("p", "r.lua", "a")
+  t.eq(row.next_due, 42)
+  t.eq(row.runs, 1)
+  t.ok(#row.message <= 1023 and utf8.len(row.message), "cut, still UTF-8")
+  t.eq(#db:list(), 1)
+  t.eq(#db:list("other"), 0)
+  t.raises(function() db:put({ project = "p", recipe = "r.lua",
+                               name = string.rep("n", 64),
+                               schedule = "every 6h" }) end, "too long")
+  core.set_plan(true)
+  t.eq(db:put({ project = "p", recipe = "r.lua", name = "b",
+                schedule = "every 6h" }), false, "plan mode writes nothing")
+  core.set_plan(false)
+  t.eq(db:get("p", "r.lua", "b"), false)
+  db:close()
+  db:close() -- harmless
+  t.eq(tostring(db), "taskdb (closed)")
+  t.raises(function() db:list() end, "closed task database")
+
+  local lock = assert(native.lock(home))
+  t.eq(tostring(lock), "maintain lock (held)")
+  local again, lerr = native.lock(home)
+  t.eq(again, nil)
+  t.eq(lerr.code, "refused")
+  t.eq(lerr.holder, _navette.sys.pid())
+  lock:close()
+  lock:close()
+  t.eq(tostring(lock), "maintain lock (released)")
+  again = assert(native.lock(home))
+  again:close()
+end)
