@@ -17,6 +17,7 @@
 #include "creds/redact.h"
 #include "creds/scan.h"
 #include "creds/source.h"
+#include "creds/store.h"
 
 typedef struct handle {
 	nv_secret *secret; /* NULL once closed */
@@ -60,6 +61,15 @@ static void push_handle(lua_State *L, nv_secret *s, int not_run)
 	h->not_run = not_run;
 	luaL_setmetatable(L, NV_SECRET_MT);
 	h->secret = s;
+}
+
+nv_secret **nv_creds_push_slot(lua_State *L)
+{
+	handle *h = lua_newuserdatauv(L, sizeof(*h), 0); // [.., handle]
+	h->secret = NULL;
+	h->not_run = 0;
+	luaL_setmetatable(L, NV_SECRET_MT);
+	return &h->secret;
 }
 
 static int l_secret_close(lua_State *L)
@@ -129,6 +139,25 @@ static int l_secret_info(lua_State *L)
 		lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
 	}
 	lua_setfield(L, -2, "fields");
+	return 1;
+}
+
+/* handle:access_key_id() -> the id of an s3 key pair, or nil (another
+ * kind, a stand-in). Not a secret: every signed request carries it, and a
+ * key rotation must tell its keys apart. Still a field of the secret, so
+ * the redactor masks it in everything printed; info() leaves it out. */
+static int l_secret_access_key_id(lua_State *L)
+{
+	const handle *h = check_open(L, 1);
+	const nv_secret_field *id =
+		h->secret->kind == NV_SECRET_S3 && !h->not_run
+			? nv_secret_get(h->secret, "access_key_id")
+			: NULL;
+
+	if (!id)
+		lua_pushnil(L);
+	else
+		lua_pushlstring(L, (const char *)id->value, id->len);
 	return 1;
 }
 
@@ -648,6 +677,51 @@ static int push_report(lua_State *L, findings *all, const nv_scan_stats *stats)
 	return 1;
 }
 
+/* creds.store_file(handle, path) -> true | nil, err: the handle's value
+ * written over path as a file source reads it (store.h). Plan mode:
+ * recorded, nothing written. */
+static int l_creds_store_file(lua_State *L)
+{
+	const nv_secret *s = nv_plan_mode(L) ? check_open(L, 1)->secret
+					     : nv_creds_check(L, 1);
+	const char *path = luaL_checkstring(L, 2);
+	nv_err err;
+
+	if (nv_plan_mode(L)) {
+		nv_plan_record(L, "creds", "store", path);
+		lua_pushboolean(L, 1);
+		return 1;
+	}
+	if (nv_creds_store_file(s, path, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* creds.store_keychain(handle, service, account) -> true | nil, err:
+ * security add-generic-password -U (store.h). Runs a program: not where
+ * none may run (plan mode records it). */
+static int l_creds_store_keychain(lua_State *L)
+{
+	const nv_secret *s = nv_plan_mode(L) ? check_open(L, 1)->secret
+					     : nv_creds_check(L, 1);
+	const char *service = luaL_checkstring(L, 2);
+	const char *account = luaL_checkstring(L, 3);
+	nv_err err;
+
+	if (nv_plan_mode(L) || nv_exec_forbidden(L)) {
+		nv_plan_record(
+			L, "creds", "store",
+			lua_pushfstring(L, "keychain %s/%s", service, account));
+		lua_pushboolean(L, 1);
+		return 1;
+	}
+	if (nv_creds_store_keychain(s, service, account, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 static int l_creds_cache_clear(lua_State *L)
 {
 	(void)L;
@@ -657,11 +731,13 @@ static int l_creds_cache_clear(lua_State *L)
 
 int luaopen_navette_creds(lua_State *L)
 {
-	static const luaL_Reg methods[] = {{"info", l_secret_info},
-					   {"equals", l_secret_equals},
-					   {"name", l_secret_name},
-					   {"close", l_secret_close},
-					   {NULL, NULL}};
+	static const luaL_Reg methods[] = {
+		{"info", l_secret_info},
+		{"equals", l_secret_equals},
+		{"name", l_secret_name},
+		{"access_key_id", l_secret_access_key_id},
+		{"close", l_secret_close},
+		{NULL, NULL}};
 	static const luaL_Reg meta[] = {{"__gc", l_secret_close},
 					{"__close", l_secret_close},
 					{"__tostring", l_secret_tostring},
@@ -674,6 +750,8 @@ int luaopen_navette_creds(lua_State *L)
 		{"not_run", l_creds_not_run},
 		{"mint_jwt", l_creds_mint_jwt},
 		{"cache_clear", l_creds_cache_clear},
+		{"store_file", l_creds_store_file},
+		{"store_keychain", l_creds_store_keychain},
 		{"redact", l_creds_redact},
 		{"redact_stream", l_creds_redact_stream},
 		{"env_allowed", l_creds_env_allowed},

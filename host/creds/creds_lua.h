@@ -11,4 +11,10 @@
 
 const nv_secret *nv_creds_check(lua_State *L, int idx);
 
+/* Pushes a new handle, closed, and returns where its secret goes: a C
+ * call that makes a secret writes it there, so that nothing can raise
+ * between its making and the handle owning it (left NULL: the handle
+ * stays closed, the caller pops it). */
+nv_secret **nv_creds_push_slot(lua_State *L);
+
 #endif

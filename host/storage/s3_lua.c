@@ -27,6 +27,7 @@
 #include "core/nv_lua.h"
 #include "core/output.h"
 #include "creds/creds_lua.h"
+#include "storage/rgw_admin.h"
 #include "storage/s3.h"
 #include "storage/sigv4.h"
 
@@ -816,6 +817,93 @@ static int l_s3_write_signed(lua_State *L)
 }
 
 /* close(), __close and __gc: harmless on a closed client. */
+/* ---- radosgw's admin API (rgw_admin.h), on a client signed by an admin -- */
+
+/* client:admin_keys(uid) -> {access key id, ...} | nil, err */
+static int l_s3_admin_keys(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	const char *uid = luaL_checkstring(L, 2);
+	/* 13 KiB: in a userdata, not on the C stack */
+	nv_rgw_key_list *ids = lua_newuserdatauv(L, sizeof(*ids), 0);
+	nv_err err;
+
+	if (nv_rgw_user_keys(cfg, uid, ids, &err))
+		return nv_lua_push_error(L, &err);
+	lua_createtable(L, ids->count, 0); // [.., ids, list]
+	for (int i = 0; i < ids->count; i++) {
+		lua_pushstring(L, ids->ids[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
+	return 1;
+}
+
+/* client:admin_create_key(uid, name) -> handle (kind s3, the new key) |
+ * nil, err. Plan mode: recorded, nil, "planned". */
+static int l_s3_admin_create_key(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	const char *uid = luaL_checkstring(L, 2);
+	const char *name = luaL_checkstring(L, 3);
+	nv_secret **slot;
+	nv_err err;
+
+	if (nv_plan_mode(L)) {
+		nv_plan_record(L, "rgw", "key create", uid);
+		lua_pushnil(L);
+		lua_pushliteral(L, "planned");
+		return 2;
+	}
+	/* the handle exists (closed) before the key does: nothing can raise
+	 * between the creation and the hand-off of the secret to it */
+	slot = nv_creds_push_slot(L); // [.., handle]
+	if (nv_rgw_key_create(cfg, uid, name, slot, &err)) {
+		lua_pop(L, 1);
+		return nv_lua_push_error(L, &err);
+	}
+	nv_secret_announce(*slot); /* the redactor masks it from now on */
+	return 1;
+}
+
+/* client:admin_remove_key(uid, access_key) -> true | nil, err */
+static int l_s3_admin_remove_key(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	const char *uid = luaL_checkstring(L, 2);
+	const char *access_key = luaL_checkstring(L, 3);
+	nv_err err;
+
+	if (nv_plan_mode(L)) {
+		nv_plan_record(L, "rgw", "key remove", uid);
+		lua_pushboolean(L, 1);
+		return 1;
+	}
+	if (nv_rgw_key_remove(cfg, uid, access_key, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* client:check_credential() -> true | nil, err with err.s3_code, the
+ * server's code (InvalidAccessKeyId, SignatureDoesNotMatch...) */
+static int l_s3_check_credential(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	char code[NV_RGW_CODE_MAX];
+	nv_err err;
+
+	if (nv_rgw_check_credential(cfg, code, &err)) {
+		nv_lua_push_error(L, &err); // [.., nil, err]
+		if (code[0]) {
+			lua_pushstring(L, code);
+			lua_setfield(L, -2, "s3_code");
+		}
+		return 2;
+	}
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 static int l_s3_close(lua_State *L)
 {
 	l_s3_client *c = to_client(L);
@@ -855,6 +943,10 @@ int luaopen_navette_s3(lua_State *L)
 		{"post_policy", l_s3_post_policy},
 		{"explain", l_s3_explain},
 		{"write_signed", l_s3_write_signed},
+		{"admin_keys", l_s3_admin_keys},
+		{"admin_create_key", l_s3_admin_create_key},
+		{"admin_remove_key", l_s3_admin_remove_key},
+		{"check_credential", l_s3_check_credential},
 		{"close", l_s3_close},
 		{NULL, NULL}};
 	static const luaL_Reg meta[] = {{"__gc", l_s3_close},

@@ -289,6 +289,87 @@ function creds.jwt(key, opts)
   return token
 end
 
+-- creds.store(name, handle) -> true: writes handle's value where the
+-- declared source of credential name reads it, so that the next
+-- creds.get(name) loads it (a rotation's new key): a file source's file,
+-- replaced atomically (a temp file of mode 0600 beside it, synced,
+-- renamed), in the format that source reads for the kind; a keychain
+-- source's item (macOS, security add-generic-password -U). env and command
+-- sources are refused: navette cannot change what they read. Forgets the
+-- handle this run holds for name (handles already given out stay as they
+-- are). Plan mode: recorded, nothing written. Audited ("creds.store").
+function creds.store(name, handle)
+  local what = "navette.creds.store"
+  if type(name) ~= "string" then
+    errors.raise("recipe", what .. "(name, handle): name must be the name "
+                 .. "of a declared credential")
+  end
+  if type(handle) ~= "userdata" or not pcall(function() return handle:name() end) then
+    errors.raise("recipe", what .. "(name, handle): handle must be a "
+                 .. "credential handle (navette.creds.get, "
+                 .. "navette.storage.create_key)")
+  end
+  local d = context.declared[name]
+  if not d then
+    local names = util.sorted_keys(context.declared)
+    errors.raise("recipe", what .. ": no credential named '" .. name .. "'"
+                 .. util.suggest(name, names),
+                 "declare it under credentials = { ... } in navette.lua")
+  end
+  local info = handle:info()
+  if info.kind ~= d.kind then
+    errors.raise("refused", what .. ": credential " .. name .. " is of "
+                 .. "kind " .. d.kind .. ", the handle of kind "
+                 .. info.kind)
+  end
+  if d.source == "env" then
+    errors.raise("refused", what .. ": credential " .. name .. " comes "
+                 .. "from environment variables, which navette cannot "
+                 .. "change for the programs that read them",
+                 "set the new value where those variables are set (your "
+                 .. "shell profile, the CI's secrets), or declare the "
+                 .. "credential with source = \"file\" and a path")
+  elseif d.source == "command" then
+    errors.raise("refused", what .. ": credential " .. name .. " is "
+                 .. "printed by a command (" .. table.concat(d.command, " ")
+                 .. "), which navette cannot write to",
+                 "store the new value where that command reads it, or "
+                 .. "declare the credential with source = \"file\"")
+  elseif d.source == "keychain" and sys.os ~= "macos" then
+    errors.raise("refused", what .. ": credential " .. name .. " is in "
+                 .. "the Keychain, which exists on macOS only (this "
+                 .. "system is " .. tostring(sys.os) .. ")",
+                 "run the rotation on the Mac, or give the credential a "
+                 .. "file source in this system's profile")
+  end
+  local where = d.source == "file" and d.path
+                or ("keychain " .. d.service .. "/" .. d.account)
+  if core.plan_mode() then
+    core.plan("creds", "store", name .. " -> " .. where)
+    return true
+  end
+  local ok, err
+  if d.source == "file" then
+    ok, err = native.store_file(handle, d.path)
+  else
+    ok, err = native.store_keychain(handle, d.service, d.account)
+  end
+  if not ok then
+    errors.raise(err.code == "invalid" and "recipe" or err.code,
+                 what .. ": " .. err.message, err.hint)
+  end
+  context.loaded[name] = nil
+  native.cache_clear()
+  local audit = _navette.audit and require "navette.audit"
+  if audit then
+    audit.record({ action = "creds.store", target = where,
+                   credential = name,
+                   detail = "source " .. d.source },
+                 context.profile)
+  end
+  return true
+end
+
 -- Loads every declared credential for `creds list/check`: returns rows of
 -- metadata (never values) with `error` when it could not be loaded, and
 -- `not_run` (with `note` and `hint`) for a source that runs a program
