@@ -393,6 +393,7 @@ static int l_tasks_service(lua_State *L)
 	n = (int)lua_rawlen(L, 1);
 	luaL_argcheck(L, n >= 1 && n <= NV_SERVICE_ARGS_MAX, 1,
 		      "1 to 16 arguments");
+	luaL_checkstack(L, n + 2, "tasks.service: arguments");
 	for (int i = 0; i < n; i++) {
 		lua_rawgeti(L, 1, i + 1); // [argv, (timeout), .., arg]
 		argv[i] = lua_tostring(L, -1);
