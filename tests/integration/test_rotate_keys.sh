@@ -39,6 +39,20 @@ make_user() {
 	FIRST_AK=$(json 'd["keys"][0]["access_key"]' <"$T/$1.json")
 }
 
+# absent WHAT TEXT SECRET...: no secret is in TEXT (a failure never shows
+# the secret)
+absent() {
+	local what=$1 text=$2 s
+	shift 2
+	for s in "$@"; do
+		case $text in *"$s"*)
+			fail "$what (a secret is in the output)"
+			return ;;
+		esac
+	done
+	pass "$what"
+}
+
 # ---- the primitives -------------------------------------------------------
 export S3_ACCESS_KEY S3_SECRET_KEY
 nv storage mb "s3://$BUCKET" "${EP[@]}"
@@ -63,10 +77,159 @@ chmod 600 "$ROT_DIR/svc.json"
 
 nv test --host "$NAVETTE_SOURCE/tests/integration/rotate_keys_host.lua"
 check_rc "the primitives against radosgw (rotate_keys_host.lua)" 0
-check_no_match "no secret in their output" "$OUT$ERR" "$ROT_SVC_SK|$ROT_ADMIN_SK"
+absent "no secret in their output" "$OUT$ERR" "$ROT_SVC_SK" "$ROT_ADMIN_SK"
 check_eq "the service user has one key left, the one created" \
 	"$(key_ids "$ROT_USER" | wc -l | tr -d ' ')" 1
 check_eq "the stored file holds that key" \
 	"$(json 'd["AccessKeyId"]' <"$ROT_DIR/svc.json")" "$(key_ids "$ROT_USER")"
+
+# ---- the recipe, end to end through `navette maintain --once` --------------
+# Its ROTATION table names user svc and credentials rgw-admin, storage-svc.
+make_user svc
+OLD_AK=$FIRST_AK
+SVC_FILE=$T/creds/storage-svc.json
+json 'json.dumps({"Version": 1, "AccessKeyId": d["keys"][0]["access_key"], "SecretAccessKey": d["keys"][0]["secret_key"]})' \
+	<"$T/svc.json" >"$SVC_FILE"
+chmod 600 "$SVC_FILE"
+# the first key's pair, for the server's verdict on it after the rotation
+cp "$SVC_FILE" "$T/old-key.json"
+
+R=$T/proj
+mkdir -p "$R/recipes/maintenance"
+cat >"$R/navette.lua" <<EOF
+return { name = "rot", default_profile = "s3",
+  credentials = {
+    ["rgw-admin"] = { kind = "s3", source = "env",
+      env = { access_key_id = "ROT_ADMIN_AK", secret_access_key = "ROT_ADMIN_SK" } },
+    ["storage-svc"] = { kind = "s3", source = "file", path = "$SVC_FILE" },
+  },
+  maintenance = { "recipes/maintenance/rotate-keys.lua" },
+  profiles = { s3 = { backend = "local", storage = "s3://$BUCKET/",
+    require_pushed = false,
+    s3 = { endpoint = "$S3_ENDPOINT", region = "$S3_REGION" } } } }
+EOF
+cp "$NAVETTE_SOURCE/recipes/maintenance/rotate-keys.lua" "$R/recipes/maintenance/"
+git -C "$R" init -q
+commit_all "$R" >/dev/null
+
+# Until public.lua lists the key functions, the recipe runs with a copy of
+# the library that adds them (the lines the change's report gives).
+LUA_PATH_FOR_RECIPE=
+if ! grep -q '"storage.create_key"' "$NAVETTE_SOURCE/lua/navette/public.lua"; then
+	cp -R "$NAVETTE_SOURCE/lua" "$T/lua"
+	python3 -c '
+import sys
+p = sys.argv[1]
+s = open(p).read()
+anchor = "  { \"storage.read\", function(...) return require(\"navette.storage\").read(...) end },\n"
+if anchor not in s:
+    sys.exit("public.lua changed: update test_rotate_keys.sh")
+add = "".join("  { \"storage.%s\",\n    function(...) return require(\"navette.storage\").%s(...) end },\n" % (n, n)
+              for n in ("keys", "create_key", "remove_key", "check_credential"))
+add += "  { \"creds.store\", function(...) return require(\"navette.creds\").store(...) end },\n"
+open(p, "w").write(s.replace(anchor, anchor + add, 1))
+' "$T/lua/navette/public.lua" || fail "the copy of lua/ with the key functions"
+	LUA_PATH_FOR_RECIPE=$T/lua
+	echo "note: public.lua does not list storage.create_key yet: the recipe runs with a copy of lua/ that adds the lines"
+fi
+maintain() {
+	if [ -n "$LUA_PATH_FOR_RECIPE" ]; then
+		NAVETTE_LUA_PATH=$LUA_PATH_FOR_RECIPE nv_in "$R" maintain "$@"
+	else
+		nv_in "$R" maintain "$@"
+	fi
+}
+# server_says FILE: radosgw's own verdict on the key pair of FILE (a
+# credential_process JSON): the HTTP status of a signed ListBuckets and
+# the error code, if any (the pair goes to curl, never to the output)
+server_says() {
+	local ak sk
+	ak=$(json 'd["AccessKeyId"]' <"$1")
+	sk=$(json 'd["SecretAccessKey"]' <"$1")
+	curl -s -o "$T/verdict" -w '%{http_code}' --max-time 10 \
+		--aws-sigv4 "aws:amz:$S3_REGION:s3" --user "$ak:$sk" \
+		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$S3_ENDPOINT/"
+	printf ' %s\n' "$(sed -n 's:.*<Code>\([^<]*\)</Code>.*:\1:p' "$T/verdict")"
+}
+stored_id() { json 'd["AccessKeyId"]' <"$SVC_FILE"; }
+
+check_eq "before: the old key is accepted" "$(server_says "$T/old-key.json")" "200 "
+
+maintain --plan recipes/maintenance/rotate-keys.lua
+check_rc "maintain --plan runs the task in plan mode" 0
+check_contains "it lists the key creation" "$OUT" "storage key create: radosgw user svc"
+check_contains "... and the store" "$OUT" "creds store: storage-svc -> $SVC_FILE"
+check_eq "and changes nothing: the user keeps its one key" "$(key_ids svc)" "$OLD_AK"
+check_eq "... and the file its key" "$(stored_id)" "$OLD_AK"
+
+AUDIT=$NAVETTE_HOME/audit/audit.jsonl
+AUDIT_BEFORE=$(wc -l <"$AUDIT" | tr -d ' ')
+maintain --once recipes/maintenance/rotate-keys.lua
+check_rc "maintain --once runs the rotation" 0
+check_contains "the task succeeds" "$OUT" "task rotate-storage-key (recipes/maintenance/rotate-keys.lua): ok"
+check_contains "it says what it did" "$OUT" "1 old key removed"
+NEW_AK=$(stored_id)
+check_ne "the stored file holds a new key" "$NEW_AK" "$OLD_AK"
+check_eq "the user has one key, the stored one" "$(key_ids svc)" "$NEW_AK"
+check_eq "the file is still 0600" "$(stat -c %a "$SVC_FILE")" 600
+check_eq "the old key gets 403 InvalidAccessKeyId from radosgw" \
+	"$(server_says "$T/old-key.json")" "403 InvalidAccessKeyId"
+check_eq "the new key is accepted" "$(server_says "$SVC_FILE")" "200 "
+printf 'rotated payload\n' >"$T/payload"
+nv_in "$R" storage mb "s3://$BUCKET-e2e" --endpoint "$S3_ENDPOINT" --credential storage-svc
+check_rc "the new key makes a bucket of the service user" 0
+nv_in "$R" storage cp "$T/payload" "s3://$BUCKET-e2e/p.txt" --endpoint "$S3_ENDPOINT" --credential storage-svc
+check_rc "a put with the new key" 0
+nv_in "$R" storage cp "s3://$BUCKET-e2e/p.txt" "$T/payload.back" --endpoint "$S3_ENDPOINT" --credential storage-svc
+check_rc "a get with the new key" 0
+check_eq "the object comes back" "$(cat "$T/payload.back" 2>&1)" "rotated payload"
+
+# the rotation's lines (after the primitives' own)
+audit_actions() {
+	python3 -c '
+import json, sys
+want = ("storage.key_create", "creds.store", "storage.key_remove", "task.run")
+lines = open(sys.argv[1]).read().splitlines()[int(sys.argv[2]):]
+acts = [json.loads(l).get("action") for l in lines if l.strip()]
+print(" ".join(a for a in acts if a in want))' "$AUDIT" "$AUDIT_BEFORE"
+}
+check_eq "the audit log has the rotation's lines, in order" "$(audit_actions)" \
+	"storage.key_create creds.store storage.key_remove task.run"
+check_eq "no secret in the audit log" "$(python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["SecretAccessKey"]
+print("found" if s in open(sys.argv[2]).read() else "none")' "$SVC_FILE" "$AUDIT")" none
+nv audit verify
+check_rc "the audit chain verifies" 0
+
+# A second rotation (a fresh schedule state, so the weekly task is due).
+cp "$SVC_FILE" "$T/first-rotation.json"
+rm -f "$NAVETTE_HOME/tasks.db"
+maintain --once recipes/maintenance/rotate-keys.lua
+check_rc "a second rotation runs" 0
+SECOND_AK=$(stored_id)
+check_ne "it stores another key" "$SECOND_AK" "$NEW_AK"
+check_eq "it converges: one key left, the stored one" "$(key_ids svc)" "$SECOND_AK"
+check_eq "the first rotation's key is refused now" \
+	"$(server_says "$T/first-rotation.json")" "403 InvalidAccessKeyId"
+
+# A rotation stopped after its key creation: a key made by the server,
+# never stored.
+cp "$SVC_FILE" "$T/second-rotation.json"
+rgw key create --uid=svc --key-type=s3 --gen-access-key --gen-secret >"$T/orphan.json"
+ORPHAN_AK=$(json '"\n".join(k["access_key"] for k in d["keys"])' <"$T/orphan.json" | grep -vx "$SECOND_AK")
+check_eq "the user now has two keys" "$(key_ids svc | wc -l | tr -d ' ')" 2
+rm -f "$NAVETTE_HOME/tasks.db"
+maintain --once recipes/maintenance/rotate-keys.lua
+check_rc "the next run converges" 0
+check_contains "it removed both other keys" "$OUT" "2 old keys removed"
+THIRD_AK=$(stored_id)
+check_eq "one key left, the newest, stored" "$(key_ids svc)" "$THIRD_AK"
+check_ne "it is not the interrupted run's key" "$THIRD_AK" "$ORPHAN_AK"
+check_ne "nor the second rotation's" "$THIRD_AK" "$SECOND_AK"
+check_eq "the second rotation's key is refused" \
+	"$(server_says "$T/second-rotation.json")" "403 InvalidAccessKeyId"
+absent "no secret printed" "$OUT$ERR" "$(json 'd["SecretAccessKey"]' <"$SVC_FILE")" \
+	"$(json 'd["SecretAccessKey"]' <"$T/second-rotation.json")" "$ROT_ADMIN_SK"
 
 finish
