@@ -106,12 +106,24 @@ function service.systemd_units(facts)
       s.weekday and (SYSTEMD_DAYS[s.weekday] .. " ") or "", s.hour, s.minute)
   end
   if facts.every then
+    -- OnUnitActiveSec keeps the shortest interval while the machine is
+    -- awake, but its clock stops during a suspend: a calendar wake as
+    -- often as that interval allows (hourly at most; a divisor of an
+    -- hour below), persistent, brings a laptop back on time after one
+    local step = 60
+    if facts.every < 3600 then
+      for _, d in ipairs({ 30, 20, 15, 12, 10, 6, 5, 4, 3, 2, 1 }) do
+        if d * 60 <= facts.every then step = d; break end
+      end
+    end
+    timer[#timer + 1] = step == 60 and "OnCalendar=*-*-* *:00:00"
+                        or string.format("OnCalendar=*-*-* *:00/%d:00", step)
     -- once soon after it is enabled, then every shortest interval
     timer[#timer + 1] = "OnActiveSec=1min"
     timer[#timer + 1] = "OnUnitActiveSec=" .. sd_seconds(facts.every)
   end
-  -- a calendar slot missed while the machine was off runs at the next
-  -- start (maintain itself runs a task's missed slots once)
+  -- a calendar wake missed while the machine was off or asleep comes at
+  -- the next start (maintain itself runs a task's missed slots once)
   timer[#timer + 1] = "Persistent=true"
   timer[#timer + 1] = "Unit=" .. facts.name .. ".service"
   timer[#timer + 1] = ""

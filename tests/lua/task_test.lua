@@ -283,3 +283,37 @@ t.test("the task database and the lock are handles", function()
   again = assert(native.lock(home))
   again:close()
 end)
+
+t.test("the launchd and systemd files say what the schedules need",
+       function()
+  local service = require "navette.task_service"
+  local infos = {}
+  for i, s in ipairs({ "weekly mon 04:00", "every 7m", "daily 03:00",
+                       "every 2h", "daily 03:00" }) do
+    infos[i] = select(2, native.parse(s))
+  end
+  local slots, every = service.wakeups(infos)
+  t.eq(#slots, 2, "daily 03:00 once")
+  t.eq(every, 420, "the shortest interval")
+  local facts = { project = "p", name = "navette-maintain-p",
+                  label = "org.navette.maintain.p",
+                  program = "/opt/my tools/navette",
+                  argv = { "maintain", "--once", "50%$HOME\"x" },
+                  workdir = "/srv/a&b", home = "/h/<n>", slots = slots,
+                  every = every, log = "/h/<n>/maintain.log" }
+  local unit, timer = service.systemd_units(facts)
+  t.match(unit, "\nExecStart=\"/opt/my tools/navette\" \"maintain\" "
+          .. "\"%-%-once\" \"50%%%%%$%$HOME\\\"x\"\n")
+  t.match(unit, "\nWorkingDirectory=/srv/a&b\n")
+  t.match(timer, "\nOnCalendar=%*%-%*%-%* 03:00:00\nOnCalendar=Mon %*%-%*%-%* "
+          .. "04:00:00\nOnCalendar=%*%-%*%-%* %*:00/6:00\nOnActiveSec=1min\n"
+          .. "OnUnitActiveSec=7min\nPersistent=true\n")
+  local plist = service.launchd_plist(facts)
+  t.match(plist, "<string>/srv/a&amp;b</string>")
+  t.match(plist, "<string>50%%%$HOME&quot;x</string>")
+  t.match(plist, "<key>Weekday</key>\n\t\t\t<integer>1</integer>\n\t\t\t"
+          .. "<key>Hour</key>\n\t\t\t<integer>4</integer>")
+  t.match(plist, "<key>StartInterval</key>\n\t<integer>420</integer>")
+  t.ok(not plist:match("<!%-%-.*%-%-.*%-%->"), "no -- inside a comment")
+  t.match(plist, service.MARKER:gsub("%p", "%%%0"))
+end)
