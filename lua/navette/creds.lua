@@ -322,6 +322,17 @@ function creds.store(name, handle)
                  .. "kind " .. d.kind .. ", the handle of kind "
                  .. info.kind)
   end
+  -- The project file says where to write, and it may come from a clone
+  -- being tried: only a place that holds a credential of this kind now
+  -- (or nothing yet) is overwritten. An s3 credential is a JSON object
+  -- with its key pair, which no other file is; the other kinds' sources
+  -- take any text (an hs256 key, any bytes), so a path could name a file
+  -- that is not a credential (~/.ssh/id_ed25519): they are not stored.
+  if d.kind ~= "s3" then
+    errors.raise("refused", what .. ": credential " .. name .. " is of "
+                 .. "kind " .. d.kind .. "; only kind s3 is stored",
+                 "write the new value to its source yourself")
+  end
   if d.source == "env" then
     errors.raise("refused", what .. ": credential " .. name .. " comes "
                  .. "from environment variables, which navette cannot "
@@ -347,6 +358,18 @@ function creds.store(name, handle)
   if core.plan_mode() then
     core.plan("creds", "store", name .. " -> " .. where)
     return true
+  end
+  local current, lerr = load(d)
+  if current then
+    current:close()
+  elseif not (lerr.message:find("No such file", 1, true)
+              or lerr.message:find("exit status 44", 1, true)) then
+    -- (security's 44: no such item)
+    errors.raise("refused", what .. ": " .. where .. " does not hold a "
+                 .. "credential of kind " .. d.kind .. " now, so navette "
+                 .. "does not overwrite it (" .. lerr.message .. ")",
+                 "check the path or item of credential " .. name
+                 .. "; fix what is there, or remove it, first")
   end
   local ok, err
   if d.source == "file" then

@@ -29,6 +29,12 @@ local declared = {
     source = "file", path = SVC_FILE }, "test"),
   ["env-svc"] = creds.validate("env-svc", { kind = "s3", source = "env" },
                                "test"),
+  junk = creds.validate("junk", { kind = "s3", source = "file",
+    path = DIR .. "/junk" }, "test"),
+  fresh = creds.validate("fresh", { kind = "s3", source = "file",
+    path = DIR .. "/fresh.json" }, "test"),
+  jwt = creds.validate("jwt", { kind = "hs256", source = "file",
+    path = DIR .. "/jwt.key" }, "test"),
   ["cmd-svc"] = creds.validate("cmd-svc", { kind = "s3", source = "command",
     command = { "/bin/false" } }, "test"),
 }
@@ -164,6 +170,18 @@ t.test("creds.store refuses env and command sources, and a wrong kind",
            "no credential named 'nope'")
   t.raises(function() creds.store("storage-svc", "a string") end,
            "credential handle")
+  -- what is at the path now must be a credential of the kind, or nothing
+  assert(sys.write_file(DIR .. "/junk", "not a credential\n", 384))
+  t.raises(function() creds.store("junk", created) end,
+           "does not hold a credential of kind s3")
+  t.eq(sys.read_file(DIR .. "/junk"), "not a credential\n")
+  t.eq(creds.store("fresh", created), true)
+  t.ok(creds.get("fresh"):equals(created), "a first store creates it")
+  -- kinds whose source reads any text are not stored
+  local key = _navette.creds.load { name = "k", kind = "hs256",
+                                    source = "env",
+                                    env = { key = "ROT_ADMIN_SK" } }
+  t.raises(function() creds.store("jwt", key) end, "only kind s3")
 end)
 
 t.test("remove_key: the old key is then refused by the server", function()
