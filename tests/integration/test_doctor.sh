@@ -76,7 +76,7 @@ field_of() {
 status_of() { field_of "$1" 2; }
 
 # random_hex: 32 hex digits
-random_hex() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
+random_hex() { od -An -tx1 -N16 /dev/urandom | LC_ALL=C tr -d ' \n'; }
 
 # ---- a project with a good endpoint and a good credential -----------------
 
