@@ -364,6 +364,81 @@ function image.build(spec)
   return out
 end
 
+local REBUILD_KEYS = { "builder", "file", "context", "platform", "to",
+                       "build_args", "labels", "repo", "commit", "credential",
+                       "docker_config", "storage_root", "run_root", "force" }
+
+-- image.rebuild{to = "registry/team/app:POINTER", builder=, file=, ...}
+-- -> {built, up_to_date, reference, digest, pointer, lockfile_hash,
+-- previous = {digest, lockfile_hash} | nil}: an image built by image.build
+-- only when the lock-file hash of the commit (the sha256 of the root's
+-- dependency lock files: navette's repo:lockfile_hash) differs from the
+-- one the pointer's image carries in its io.navette.lockfile.sha256
+-- label, read from the registry. A new build is pushed under its own tag
+-- (commit and hash) and the pointer moved to it; otherwise nothing is
+-- built and the pointer stays (force = true builds all the same: a
+-- change of the Containerfile alone is no change of the lock files).
+-- Plan mode: the lookup is done, the build recorded.
+function image.rebuild(spec)
+  if type(spec) ~= "table" then
+    errors.raise("recipe", "navette.image.rebuild expects a table "
+                 .. "{ to = \"registry/repo:pointer\", ... }")
+  end
+  known_keys("rebuild", spec, REBUILD_KEYS)
+  string_arg("rebuild", "to", spec.to)
+  local target = image.parse(spec.to)
+  if target.digest or target.implicit_tag then
+    errors.raise("recipe", "navette.image.rebuild: `to` must name a "
+                 .. "pointer tag (" .. spec.to .. ")", "write it as "
+                 .. "registry/repo:current: the tag a profile's images "
+                 .. "names, moved to each new build")
+  end
+  local reg = { credential = spec.credential,
+                docker_config = spec.docker_config,
+                platform = image.target_platform(spec.platform) }
+  local git = _navette.git
+  local repo = check(git.open(repo_root(spec.repo)))
+  local commit = check(repo:resolve(spec.commit or "HEAD"))
+  local lock = check(repo:lockfile_hash(commit))
+  repo:close()
+  local pointer = target.name .. ":" .. target.tag
+  local out = { pointer = pointer, lockfile_hash = lock, commit = commit }
+  local present, at = image.exists(pointer, reg)
+  if present then
+    local info = image.inspect(target.name .. "@" .. at, reg)
+    local was = info.labels["io.navette.lockfile.sha256"]
+    out.previous = { digest = at, lockfile_hash = was }
+    if was == lock and not spec.force then
+      out.built, out.up_to_date = false, true
+      out.digest, out.reference = at, target.name .. "@" .. at
+      return out
+    end
+  end
+  local build = {}
+  for _, k in ipairs(REBUILD_KEYS) do build[k] = spec[k] end
+  build.force = nil
+  build.to = target.name -- its own tag: the commit and the hash
+  local built = image.build(build)
+  out.built, out.up_to_date = true, false
+  if built.planned then
+    out.planned, out.tagged = true, built.tagged
+    return out
+  end
+  out.digest, out.reference, out.tagged = built.digest, built.reference,
+                                          built.tagged
+  local moved, merr = native.retag(built.reference, target.tag,
+    native_options(reg, { { registry = target.registry,
+                            credential = spec.credential } }))
+  check(moved, merr, "moving " .. pointer)
+  audit("image.rebuild", pointer, "ok", "to " .. built.reference
+        .. " (lock-file hash " .. lock:sub(1, 12) .. ", was "
+        .. tostring(out.previous and out.previous.lockfile_hash
+                    and out.previous.lockfile_hash:sub(1, 12) or "none")
+        .. ")")
+  return out
+end
+image.OPTION_KEYS.rebuild = REBUILD_KEYS
+
 local DEB_KEYS = { "suite", "packages", "variant", "platform", "to",
                    "mirror", "rebuild", "labels", "credential",
                    "docker_config", "storage_root", "run_root" }
@@ -483,6 +558,6 @@ image.OPTION_KEYS.debootstrap = DEB_KEYS
 -- The non-raising twins: try_resolve(...) -> digest, info | nil, err.
 errors.add_try(image, { "parse", "resolve", "exists", "inspect",
                         "code_layer", "pack", "build", "debootstrap",
-                        "check_platform" })
+                        "rebuild", "check_platform" })
 
 return image

@@ -71,6 +71,27 @@ local ANNOTATIONS = {
     storage_root = { "string", "The builder's storage folder." },
     run_root = { "string", "The builder's run folder." },
   },
+  image_rebuild = {
+    to = { "string", "The pointer: registry/repo:TAG, moved to each new "
+           .. "build.", required = true },
+    force = { "boolean", "Build even when the lock files are unchanged." },
+    builder = { "string", "podman, buildah or docker (default: the first "
+                .. "found)." },
+    file = { "string", "The Containerfile, in the commit (default "
+             .. "\"Containerfile\")." },
+    context = { "string", "The build context, in the commit (default "
+                .. "\".\")." },
+    platform = { "string", "The platform to build for." },
+    build_args = { "table<string, string>", "Build arguments." },
+    labels = { "table<string, string>", "Labels of the image." },
+    repo = { "string", "The repository folder (default: the recipe's)." },
+    commit = { "string", "The commit whose tree is built (default "
+               .. "HEAD)." },
+    credential = { "string|navette.creds.Handle", "Credential for `to`." },
+    docker_config = { "string", "Where docker-style logins are read." },
+    storage_root = { "string", "The builder's storage folder." },
+    run_root = { "string", "The builder's run folder." },
+  },
   image_debootstrap = {
     to = { "string", "The repository to push to; a tag in it is a "
            .. "pointer moved to the image.", required = true },
@@ -131,6 +152,9 @@ local ANNOTATIONS = {
                  .. "repository that recipes may upload "
                  .. "(navette.storage.put(key, { dataset = NAME })): "
                  .. "absolute paths, the first that exists is taken." },
+    maintenance = { "string[]", "The recipes whose tasks (navette.task) "
+                    .. "`navette maintain` runs when given none: paths "
+                    .. "relative to the project's folder." },
   },
   profile = {
     storage = { "string", "The store: file:///... or s3://BUCKET/PREFIX/." },
@@ -152,9 +176,6 @@ local ANNOTATIONS = {
                          .. "job gets (at most 7 days)." },
     url_margin = { "integer|string", "How long a job's URLs outlive its "
                    .. "time limit." },
-    maintenance = { "string[]", "The recipes whose tasks (navette.task) "
-                    .. "`navette maintain` runs when given none: paths "
-                    .. "relative to the project's folder." },
     max_output_bytes = { "integer|string", "The largest output a job may "
                          .. "publish." },
     container = { "table", "The container runtime of the nodes." },
@@ -223,6 +244,10 @@ local OPTION_CLASSES = {
   { "navette.image.BuildSpec", function()
       return require("navette.image").OPTION_KEYS.build end,
     "image_build", "What navette.image.build builds." },
+  { "navette.image.RebuildSpec", function()
+      return require("navette.image").OPTION_KEYS.rebuild end,
+    "image_rebuild", "What navette.image.rebuild builds when the lock "
+    .. "files changed." },
   { "navette.image.DebootstrapSpec", function()
       return require("navette.image").OPTION_KEYS.debootstrap end,
     "image_debootstrap", "The Debian base image navette.image.debootstrap "
@@ -270,6 +295,10 @@ local FUNCTIONS = {
   { "navette.use", { { "spec", "navette.UseSpec" } }, "table",
     "A team's recipe library at the commit navette.lock pins, evaluated "
     .. "in the sandbox; returns its module (sealed)." },
+  { "navette.task", { { "spec", "navette.task.Spec" } },
+    "{name: string, schedule: string}", "Declares a scheduled task of the "
+    .. "recipe, run by `navette maintain` when due (a wrong key, name or "
+    .. "schedule is a recipe error naming the line)." },
   { "navette.context", {}, "navette.Context?",
     "Facts about the run in progress (nil outside one)." },
   { "navette.storage.url", { { "key", "string" } }, "string",
@@ -295,10 +324,6 @@ local FUNCTIONS = {
   { "navette.image.parse", { { "ref", "string" } }, "navette.image.Ref",
     "The parts of an image reference." },
   { "navette.image.resolve", { { "ref", "string" },
-  { "navette.task", { { "spec", "navette.task.Spec" } },
-    "{name: string, schedule: string}", "Declares a scheduled task of the "
-    .. "recipe, run by `navette maintain` when due (a wrong key, name or "
-    .. "schedule is a recipe error naming the line)." },
     { "opts", "navette.image.ReadOptions?" } }, "string, table",
     "The digest of ref's manifest for the platform, and details." },
   { "navette.image.exists", { { "ref", "string" },
@@ -315,6 +340,10 @@ local FUNCTIONS = {
   { "navette.image.build", { { "spec", "navette.image.BuildSpec" } },
     "navette.image.Result", "Builds the commit's tree with the installed "
     .. "builder and pushes it." },
+  { "navette.image.rebuild", { { "spec", "navette.image.RebuildSpec" } },
+    "table", "Builds the commit (image.build) only when its lock-file "
+    .. "hash differs from the pointer's image's label, then moves the "
+    .. "pointer; {built, up_to_date, reference, digest, previous}." },
   { "navette.image.debootstrap",
     { { "spec", "navette.image.DebootstrapSpec" } }, "navette.image.Result",
     "A Debian base image of a package list (debootstrap and buildah, "
@@ -348,6 +377,20 @@ local RESULT_CLASSES = [[
 ---@field plan boolean true when run by `navette plan`
 ---@field recipe string
 
+---What a task's body gets (navette.task{ run = function(ctx) ... end }).
+---@class navette.task.Context
+---@field name string
+---@field schedule string the schedule, written canonically
+---@field slot string the slot this run is for (ISO-8601 UTC)
+---@field missed integer slots that fell due since the last run (1 on time)
+---@field last_run? string when the last run started (ISO-8601 UTC)
+---@field last_result? string "ok" or "failed"
+---@field last_message? string
+---@field plan boolean true under `navette maintain --plan`
+---@field profile string
+---@field project string
+---@field recipe string the recipe's path in the project
+
 ---@class navette.storage.Object
 ---@field url string
 ---@field key string
@@ -376,20 +419,6 @@ local RESULT_CLASSES = [[
 ---@field status integer
 ---@field headers table<string, string>
 ---@field body string
-
----What a task's body gets (navette.task{ run = function(ctx) ... end }).
----@class navette.task.Context
----@field name string
----@field schedule string the schedule, written canonically
----@field slot string the slot this run is for (ISO-8601 UTC)
----@field missed integer slots that fell due since the last run (1 on time)
----@field last_run? string when the last run started (ISO-8601 UTC)
----@field last_result? string "ok" or "failed"
----@field last_message? string
----@field plan boolean true under `navette maintain --plan`
----@field profile string
----@field project string
----@field recipe string the recipe's path in the project
 
 ---@class navette.Endpoint
 ---@field ca_bundle? string a CA bundle to trust
@@ -534,6 +563,9 @@ function luals.generate()
   }
   field_classes(out, "navette.job.Spec", "A job's declaration: "
                 .. "navette.job{...}.", job.FIELDS)
+  field_classes(out, "navette.task.Spec", "A scheduled task's "
+                .. "declaration: navette.task{...}.",
+                require("navette.task").FIELDS)
   for _, c in ipairs(OPTION_CLASSES) do
     option_class(out, c[1], c[2](), ANNOTATIONS[c[3]], c[4])
   end
@@ -563,9 +595,6 @@ function luals.generate()
     out[#out + 1] = "function " .. f[1] .. "(" .. table.concat(names, ", ")
                     .. ") end"
     out[#out + 1] = ""
-  field_classes(out, "navette.task.Spec", "A scheduled task's "
-                .. "declaration: navette.task{...}.",
-                require("navette.task").FIELDS)
   end
   out[#out + 1] = "return navette"
   return table.concat(out, "\n") .. "\n"

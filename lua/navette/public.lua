@@ -50,6 +50,8 @@ local FUNCTIONS = {
     function(...) return require("navette.image").code_layer(...) end },
   { "image.pack", function(...) return require("navette.image").pack(...) end },
   { "image.build", function(...) return require("navette.image").build(...) end },
+  { "image.rebuild",
+    function(...) return require("navette.image").rebuild(...) end },
   { "image.debootstrap",
     function(...) return require("navette.image").debootstrap(...) end },
   { "image.target_platform",
