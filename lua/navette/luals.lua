@@ -321,6 +321,22 @@ local FUNCTIONS = {
   { "navette.storage.read", { { "target", "string" },
     { "max_bytes", "integer?" } }, "string",
     "An object's bytes (key or URL)." },
+  { "navette.storage.keys", { { "opts", "{user: string, credential: string}" } },
+    "string[]", "The S3 access key ids of a radosgw user, from the admin API "
+    .. "at the profile's s3.endpoint signed with credential (a declared s3 "
+    .. "credential of an admin with the caps users=*)." },
+  { "navette.storage.create_key", { { "opts",
+    "{user: string, credential: string, name: string?}" } },
+    "navette.creds.Handle", "A new S3 key of a radosgw user, made by the "
+    .. "server, as a handle (its id: handle:access_key_id()); audited." },
+  { "navette.storage.remove_key", { { "opts",
+    "{user: string, access_key: string, credential: string}" } }, "true",
+    "Removes an S3 key of a radosgw user (not_found when the user has no "
+    .. "such key); audited." },
+  { "navette.storage.check_credential", { { "opts",
+    "{credential: string|navette.creds.Handle}" } }, "true",
+    "True when the server accepts a signed request (ListBuckets) with the "
+    .. "credential; raises refused with the server's code otherwise." },
   { "navette.image.parse", { { "ref", "string" } }, "navette.image.Ref",
     "The parts of an image reference." },
   { "navette.image.resolve", { { "ref", "string" },
@@ -361,6 +377,11 @@ local FUNCTIONS = {
       .. "job: navette.job.Spec?}" } }, "navette.creds.Handle",
     "Mints a JWT signed with key, for at most the profile's "
     .. "max_token_lifespan." },
+  { "navette.creds.store", { { "name", "string" },
+    { "handle", "navette.creds.Handle" } }, "true",
+    "Writes handle's value where the declared source of credential name "
+    .. "reads it (a file, atomically and 0600, or the macOS Keychain; kind "
+    .. "s3); audited." },
   { "navette.http.request", { { "url", "string" },
     { "opts", "navette.http.Options?" } }, "navette.http.Response",
     "An HTTP request under the profile's TLS policy." },
@@ -414,6 +435,7 @@ local RESULT_CLASSES = [[
 
 ---An opaque credential: only C reads its value.
 ---@class navette.creds.Handle: userdata
+---@field access_key_id fun(self: navette.creds.Handle): string? the id of an s3 key pair (masked in output like the rest)
 
 ---@class navette.http.Response
 ---@field status integer
