@@ -139,6 +139,15 @@ static long long log_max_bytes(const cJSON *spec)
 	return LOG_MAX_DEFAULT;
 }
 
+/* Whether the job publishes its log (logs.publish, true unless false). */
+static int log_published(const cJSON *spec)
+{
+	const cJSON *logs = ofield(spec, "logs");
+	const cJSON *pub = logs ? ofield(logs, "publish") : NULL;
+
+	return !cJSON_IsFalse(pub);
+}
+
 /* The node's fingerprint the launcher wrote (launcher_fingerprint.sh), or
  * null: an object, at most 64 KiB, or nothing of it. */
 static cJSON *node_fingerprint(const job *j)
@@ -324,12 +333,16 @@ void agent_finalize(agent *a, job *j, nv_record_outcome *o)
 	/* the log and the run record, whatever the outcome */
 	if (spec && agent_reredact_log(spec, logpath, &err) != 0)
 		agent_log("job %s: %s", j->id, err.message);
-	if (store &&
+	if (store && log_published(spec) &&
 	    agent_publish_log(store, prefix, logpath, log_max_bytes(spec),
 			      record_log, &err) != 0)
 		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_OUTPUTS_PUBLISHED,
 			       "check the store's rights and free space",
 			       "cannot publish the log: %s", err.message);
+	if (spec && !log_published(spec)) { /* as the remote launcher does */
+		cJSON_Delete(record_log);
+		record_log = cJSON_CreateNull();
+	}
 	agent_phase_end(a, j, o->state);
 	build_record(a, j, o, record, record_log);
 	if (store &&

@@ -84,7 +84,8 @@ function jobs.view(row, info)
       v.outputs[i] = { name = o.name, key = o.key, url = o.url,
                        size = o.size, sha256 = o.sha256 }
     end
-    v.log_url = record.log and record.log.url or nil
+    -- (null in the record of a job whose log is not published)
+    v.log_url = type(record.log) == "table" and record.log.url or nil
   end
   return v
 end

@@ -74,9 +74,23 @@ put_file "$R" ok.lua <<'RECIPE'
 local navette = require "navette"
 navette.job { name = "ok", command = { "true" } }
 RECIPE
+put_file "$R" nolog.lua <<'RECIPE'
+local navette = require "navette"
+navette.job { name = "nolog", command = { "true" }, logs = { publish = false } }
+RECIPE
 commit_all "$R" >/dev/null
 nv_in "$R" run ok.lua --wait
 check_rc "a job for the colour checks succeeds" 0
+# a job whose log is not published: its record's log is null
+nv_in "$R" run nolog.lua --wait
+check_rc "a job that keeps its log: run --wait follows it to the end" 0
+NOLOG=$(submitted_id)
+nv status "$NOLOG" --json
+check_rc "its status reads its record" 0
+check_eq "no published log in its view" \
+	"$(printf '%s' "$OUT" | json '[d["state"], d.get("log_url")]')" '["succeeded", null]'
+check_absent "nor in the store" "$(store_dir colours "$NOLOG")/navette.log"
+check_file "whose run record is there" "$(store_dir colours "$NOLOG")/navette-run.json"
 # on_tty NO_COLOR_VALUE|- ARGS...: navette on a terminal ("-": unset)
 on_tty() {
 	local nc=$1

@@ -96,5 +96,7 @@ printf 'numpy==2.1.0\n' >"$R/requirements.txt"
 commit_all "$R" >/dev/null
 nv_in "$R" maintain --list --json
 check_rc "maintain --list exits 0" 0
-check_match "the task is listed with its schedule" "$OUT" '"schedule": *"daily 03:00"'
+check_eq "the task is listed with its schedule and last result" \
+	"$(printf '%s' "$OUT" | json '[(t["name"], t["schedule"], t["result"]) for t in d["tasks"]]')" \
+	"[('rebuild-image', 'daily 03:00', 'ok')]"
 finish

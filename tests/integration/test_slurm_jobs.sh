@@ -157,20 +157,23 @@ nv_in "$R" run recipes/same.lua --node gpu-a --wait
 check_rc "the deterministic job runs on gpu-a" 0
 A=$(submitted_id)
 check_match "it ran on gpu-a" "$(st "$A" 'd["slurm"]["nodes"]')" '^gpu-a$'
-# the job runs on the nodes' own environment (no image) from a repository
-# without a remote: the portability rules refuse the move
+# the job runs on the nodes' own environment (no image), and the project
+# reads the cluster's key from the stack's folder (a file of this machine):
+# the portability rules refuse the move
 nv migrate "$A" --to gpu-b
 check_rc "migrate to gpu-b is refused by the portability rules (exit 3)" 3
 check_match "it names the rule of the hand-installed dependency" "$ERR" \
 	'rule 2 \(no hand-installed dependency\) fails'
-check_match "and the code not on a remote" "$ERR" \
-	'rule 1 \(code, image and data\) fails'
+check_match "and the key file of this machine" "$ERR" \
+	"credential jwtkey: its source is the file $SLURM_JWT_KEY, which is this machine's"
+check_no_match "the code, image and data rule holds (a pushed commit)" "$ERR" \
+	'rule 1 \('
 check_match "with the action to take" "$ERR" '-> rebuild an image first'
 check_match "and how to go on anyway" "$ERR" 'with --force \(audited\)'
 nv migrate "$A" --to gpu-b --force
 check_rc "migrate --force to gpu-b: the comparison holds (exit 0)" 0
 check_match "the forced move says which rules it overrode" "$ERR" \
-	'over the portability rules 1, 2 \(--force, audited\)'
+	'over the portability rules 2, 4 \(--force, audited\)'
 check_eq "the audit log holds the forced move" \
 	"$(grep -c '"action":"migrate.force"' "$NAVETTE_HOME/audit/audit.jsonl")" 1
 MIGRATE_OUT=$OUT

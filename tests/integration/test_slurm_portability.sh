@@ -89,13 +89,13 @@ commit_all "$R" >/dev/null
 git -C "$R" push -q origin HEAD:main 2>/dev/null
 check_rc "the commit is pushed" 0
 
-# rules PROFILE RECIPE [ARGS]: `portability --json`; prints the five
-# statuses ("holds holds fails holds holds")
+# rules PROFILE RECIPE [ARGS]: `portability --json` (OUT, RC); S: the
+# five statuses ("holds holds fails holds holds")
 rules() {
 	local profile=$1 recipe=$2
 	shift 2
 	nv_in "$R" portability "$recipe" --profile "$profile" --json "$@"
-	printf '%s' "$OUT" | json '" ".join(r["status"] for r in d["rules"])'
+	S=$(printf '%s' "$OUT" | json '" ".join(r["status"] for r in d["rules"])')
 }
 evidence() { # RULE: the evidence of rule RULE in the last --json, one per line
 	printf '%s' "$OUT" | json '"\n".join(d["rules"]['"$1"' - 1]["evidence"])'
@@ -108,7 +108,7 @@ for P in local hpc; do
 		check_rc "$P: $r runs and succeeds" 0
 	done
 
-	S=$(rules "$P" pass.lua)
+	rules "$P" pass.lua
 	check_eq "$P: pass.lua holds every rule" "$S" "holds holds holds holds holds"
 	check_rc "$P: pass.lua: exit 0" 0
 	check_eq "$P: the verdict" "$(printf '%s' "$OUT" | json 'd["verdict"]')" "automated move allowed"
@@ -125,7 +125,7 @@ for P in local hpc; do
 	check_match "$P: rule 4 shows the credential tied to no machine" "$(evidence 4)" \
 		"credential jwtkey \\(hs256, file\\) is tied to no machine"
 
-	S=$(rules "$P" rule2.lua)
+	rules "$P" rule2.lua
 	check_eq "$P: rule2.lua breaks rule 2 only" "$S" "holds fails holds holds holds"
 	check_rc "$P: rule2.lua: exit 1" 1
 	check_match "$P: the evidence is the node and its python3 from the last record" \
@@ -133,32 +133,32 @@ for P in local hpc; do
 	check_match "$P: the action: rebuild an image first" \
 		"$(printf '%s' "$OUT" | json 'd["actions"][0]["action"]')" "^rebuild an image first"
 
-	S=$(rules "$P" rule3.lua)
+	rules "$P" rule3.lua
 	check_eq "$P: rule3.lua breaks rule 3 only" "$S" "holds holds fails holds holds"
 	check_match "$P: the evidence: the last run published no outputs" "$(evidence 3)" \
 		"^job rule3: its last run team-.* published no outputs: what it made stayed on the node"
 	check_match "$P: the action: publish outputs first" \
 		"$(printf '%s' "$OUT" | json 'd["actions"][0]["action"]')" "^publish outputs to object storage first"
 
-	S=$(rules "$P" rule4.lua)
+	rules "$P" rule4.lua
 	check_eq "$P: rule4.lua breaks rule 4 only" "$S" "holds holds holds fails holds"
 	check_match "$P: the evidence: the node's key the command reads" "$(evidence 4)" \
 		"^job rule4 reads a Ceph keyring on the node: /etc/ceph/ceph.client.admin.keyring"
 	check_match "$P: the action: a service role first" \
 		"$(printf '%s' "$OUT" | json 'd["actions"][0]["action"]')" "^move the rights to a service role first"
 
-	S=$(rules "$P" rule5.lua)
+	rules "$P" rule5.lua
 	check_eq "$P: rule5.lua breaks rule 5 only" "$S" "holds holds holds holds fails"
 	check_match "$P: the evidence: the log kept on the node" "$(evidence 5)" \
 		"job rule5 keeps its log on the node \\(logs.publish = false\\)"
 	check_match "$P: the action: centralise logs first" \
 		"$(printf '%s' "$OUT" | json 'd["actions"][0]["action"]')" "^centralise logs first"
 
-	S=$(rules "$P" rule1-image.lua)
+	rules "$P" rule1-image.lua
 	check_eq "$P: an image not in its registry breaks rule 1 only" "$S" "fails holds holds holds holds"
 	check_match "$P: the evidence names the image" "$(evidence 1)" \
 		"cannot resolve the image $PLAIN/$RUN_ID/absent:1 to a digest"
-	S=$(rules "$P" rule1-data.lua)
+	rules "$P" rule1-data.lua
 	check_eq "$P: an input not in the store breaks rule 1 only" "$S" "fails holds holds holds holds"
 	check_match "$P: the evidence names the input" "$(evidence 1)" \
 		"input 'd' is not in storage: s3://$BUCKET/.*absent.txt"
@@ -176,24 +176,24 @@ check_match "a portable recipe: the verdict" "$OUT" '^verdict: automated move al
 # a commit not on the remote breaks rule 1 (the jobs' records still hold)
 echo "# a change" >>"$R/pass.lua"
 commit_all "$R" >/dev/null
-S=$(rules hpc pass.lua)
+rules hpc pass.lua
 check_eq "a commit not pushed breaks rule 1 only" "$S" "fails holds holds holds holds"
 check_match "the evidence: the commit is not on the remote" "$(evidence 1)" \
 	"commit [0-9a-f]{12} is not on the remote \\(as of the last fetch\\)"
 git -C "$R" push -q origin HEAD:main 2>/dev/null
-S=$(rules hpc pass.lua)
+rules hpc pass.lua
 check_eq "pushed, it holds again" "$S" "holds holds holds holds holds"
 
 # --to PROFILE: rules 1 and 4 judged under the target, the records of the
 # profile the jobs ran on
-S=$(rules local pass.lua --to hpc)
+rules local pass.lua --to hpc
 check_eq "--to hpc from local: every rule holds" "$S" "holds holds holds holds holds"
-S=$(rules hpc pass.lua --to disk)
+rules hpc pass.lua --to disk
 check_eq "--to a file:// profile: its store breaks 1, 3 and 5" "$S" "fails holds fails holds fails"
 check_match "the evidence names the target's store" "$(evidence 3)" \
 	"the store is file://$T/disk-store, a folder of one machine"
 # --to NODE: the node is named, the verdict the same
-S=$(rules hpc rule2.lua --to gpu-b)
+rules hpc rule2.lua --to gpu-b
 check_eq "--to gpu-b: the same verdict" "$S" "holds fails holds holds holds"
 nv_in "$R" portability pass.lua --profile local --to gpu-b
 check_rc "--to NODE on a backend without nodes is a usage error" 2

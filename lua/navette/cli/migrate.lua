@@ -209,7 +209,7 @@ function M.run(argv)
     end
     require("navette.audit").record({ action = "migrate.force",
       target = old.name, job = old.id, commit = old.commit,
-      profile = old.profile, result = "forced",
+      profile = old.profile, result = "ok",
       detail = "to " .. opts.to .. " over portability rules "
                .. table.concat(failed, ",") },
       { name = old.profile, storage = old.outputs.store, s3 = old.outputs.s3 })
