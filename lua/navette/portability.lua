@@ -165,6 +165,16 @@ function M.fingerprint_diff(na, nb)
   return out
 end
 
+-- The job's prefix an output of a record lies under (its URL less its
+-- name, which may hold folders).
+function M.prefix_of(o)
+  local url, name = tostring(o.url), tostring(o.name or "")
+  if name ~= "" and url:sub(-#name) == name then
+    return url:sub(1, #url - #name)
+  end
+  return url:match("^(.*/)") or url
+end
+
 local function new_rule(def)
   return { id = def.id, name = def.name, status = "holds",
            evidence = {}, failures = {}, action = nil, jobs = {} }
@@ -299,7 +309,7 @@ function M.evaluate(facts)
       else
         holds(r3, "job " .. name .. ": its last run " .. last.id
               .. " published " .. #outs .. " output(s) with sha256 under "
-              .. tostring(rec.output_prefix or (spec.outputs or {}).url))
+              .. M.prefix_of(outs[1]))
       end
       local log = type(rec.log) == "table" and rec.log.url
       if spec.logs and spec.logs.publish == false then
@@ -396,8 +406,11 @@ function M.last_run(rows, project, profile, name, node)
       local ok, record = pcall(published.record, r.record_url, spec)
       if not ok or not record then
         if not node then
+          local why = not ok and (type(record) == "table" and record.message
+                                  or tostring(record)) or "not found"
           return { id = r.id, error = "the run record of its last run "
-                   .. r.id .. " cannot be read (" .. r.record_url .. ")" }
+                   .. r.id .. " cannot be read (" .. r.record_url .. ": "
+                   .. why .. ")" }
         end
       else
         local host = type(record.node) == "table" and record.node.host
@@ -447,6 +460,10 @@ function M.gather_recipe(recipe, profile_name, target)
                                     checking = true, survey = survey,
                                     print = function() end })
   local specs = #run.jobs > 0 and runner.submit(run) or {}
+  -- out of plan mode for what follows, which only reads (a store's GET
+  -- in plan mode is recorded, not done); the evaluation's plan is not
+  -- shown
+  _navette.core.set_plan(false, true)
   -- (the profile the jobs ran on: the target's evaluation aside)
   local source = target and target.profile
                  and require("navette.project").profile(run.project,

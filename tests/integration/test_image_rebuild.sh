@@ -98,5 +98,5 @@ nv_in "$R" maintain --list --json
 check_rc "maintain --list exits 0" 0
 check_eq "the task is listed with its schedule and last result" \
 	"$(printf '%s' "$OUT" | json '[(t["name"], t["schedule"], t["result"]) for t in d["tasks"]]')" \
-	"[('rebuild-image', 'daily 03:00', 'ok')]"
+	'[["rebuild-image", "daily 03:00", "ok"]]'
 finish

@@ -129,7 +129,7 @@ for P in local hpc; do
 	check_eq "$P: rule2.lua breaks rule 2 only" "$S" "holds fails holds holds holds"
 	check_rc "$P: rule2.lua: exit 1" 1
 	check_match "$P: the evidence is the node and its python3 from the last record" \
-		"$(evidence 2)" "^job rule2 runs on the node's own environment \\(no image\\): its last run team-.* used node [^,]+, python3 3\\.[0-9]+\\.[0-9]+"
+		"$(evidence 2)" "^job rule2 runs on the node's own environment \\(no image\\): its last run team-.* used node [^,]+, python3 Python 3\\.[0-9]+\\.[0-9]+"
 	check_match "$P: the action: rebuild an image first" \
 		"$(printf '%s' "$OUT" | json 'd["actions"][0]["action"]')" "^rebuild an image first"
 
@@ -174,7 +174,7 @@ nv_in "$R" portability pass.lua --profile hpc
 check_match "a portable recipe: the verdict" "$OUT" '^verdict: automated move allowed$'
 
 # a commit not on the remote breaks rule 1 (the jobs' records still hold)
-echo "# a change" >>"$R/pass.lua"
+echo "-- a change" >>"$R/pass.lua"
 commit_all "$R" >/dev/null
 rules hpc pass.lua
 check_eq "a commit not pushed breaks rule 1 only" "$S" "fails holds holds holds holds"
