@@ -71,27 +71,6 @@ local ANNOTATIONS = {
     storage_root = { "string", "The builder's storage folder." },
     run_root = { "string", "The builder's run folder." },
   },
-  image_rebuild = {
-    to = { "string", "The pointer: registry/repo:TAG, moved to each new "
-           .. "build.", required = true },
-    force = { "boolean", "Build even when the lock files are unchanged." },
-    builder = { "string", "podman, buildah or docker (default: the first "
-                .. "found)." },
-    file = { "string", "The Containerfile, in the commit (default "
-             .. "\"Containerfile\")." },
-    context = { "string", "The build context, in the commit (default "
-                .. "\".\")." },
-    platform = { "string", "The platform to build for." },
-    build_args = { "table<string, string>", "Build arguments." },
-    labels = { "table<string, string>", "Labels of the image." },
-    repo = { "string", "The repository folder (default: the recipe's)." },
-    commit = { "string", "The commit whose tree is built (default "
-               .. "HEAD)." },
-    credential = { "string|navette.creds.Handle", "Credential for `to`." },
-    docker_config = { "string", "Where docker-style logins are read." },
-    storage_root = { "string", "The builder's storage folder." },
-    run_root = { "string", "The builder's run folder." },
-  },
   image_debootstrap = {
     to = { "string", "The repository to push to; a tag in it is a "
            .. "pointer moved to the image.", required = true },
@@ -210,6 +189,15 @@ local ANNOTATIONS = {
     description = { "string", "A line shown by `creds list`." },
   },
 }
+-- image.rebuild takes image.build's options, its `to` a pointer, and force
+ANNOTATIONS.image_rebuild = {
+  to = { "string", "The pointer: registry/repo:TAG, moved to each new "
+         .. "build.", required = true },
+  force = { "boolean", "Build even when the lock files are unchanged." },
+}
+for k, v in pairs(ANNOTATIONS.image_build) do
+  if k ~= "to" and k ~= "tag" then ANNOTATIONS.image_rebuild[k] = v end
+end
 
 -- A profile's backend and each backend's settings table, from the files
 -- of lua/navette/backends (a backend documents its settings' table in

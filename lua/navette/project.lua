@@ -68,6 +68,17 @@ local function validate_credentials(path, t, where)
   return out
 end
 
+-- The project holding dir (default: the working folder): its file found
+-- walking up from dir, its root the work tree of the git repository
+-- around dir (none outside one).
+function project.at(dir)
+  dir = dir or sys.cwd()
+  local repo = _navette.git.open(dir)
+  local root = repo and repo:workdir() or nil
+  if repo then repo:close() end
+  return project.load(dir, root)
+end
+
 -- Finds navette.lua in dir or a parent; returns its path or nil.
 function project.find(dir)
   local d = dir

@@ -2,7 +2,7 @@
 -- their sources, ages and expiries (never their values).
 local term = require "navette.term"
 local common = require "navette.cli.common"
-local sys, json = _navette.sys, _navette.json
+local json = _navette.json
 
 local M = {
   name = "creds",
@@ -22,11 +22,7 @@ usage: navette creds list [--profile P] [--json]
 -- The project of the working folder (for commands without a recipe).
 local function here_project(profile_name)
   local project = require "navette.project"
-  local cwd = sys.cwd()
-  local repo = _navette.git.open(cwd)
-  local root = repo and repo:workdir() or nil
-  if repo then repo:close() end
-  local proj = project.load(cwd, root)
+  local proj = project.at()
   return proj, project.profile(proj, profile_name)
 end
 

@@ -418,11 +418,7 @@ end
 
 local function project_here(profile_name)
   local project = require "navette.project"
-  local cwd = sys.cwd()
-  local repo = _navette.git.open(cwd)
-  local root = repo and repo:workdir() or nil
-  if repo then repo:close() end
-  local proj = project.load(cwd, root)
+  local proj = project.at()
   return proj, project.profile(proj, profile_name)
 end
 

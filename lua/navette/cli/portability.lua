@@ -76,10 +76,7 @@ function M.run(argv)
       error(errors.new("usage", "no recipe file '" .. args[1] .. "'",
                        "give the path of a .lua recipe"), 0)
     end
-    local dir = require("navette.util").dirname(real)
-    local repo = _navette.git.open(dir)
-    local proj = runner_project.load(dir, repo and repo:workdir() or nil)
-    if repo then repo:close() end
+    local proj = runner_project.at(require("navette.util").dirname(real))
     if proj.profiles and proj.profiles[opts.to] then
       target = { profile = opts.to }
     else

@@ -151,12 +151,7 @@ end
 local function declared_credential(name, profile_name)
   local project = require "navette.project"
   local creds = require "navette.creds"
-  local cwd = sys.cwd()
-  local repo = _navette.git.open(cwd)
-  local root = repo and repo:workdir() or nil
-  if repo then repo:close() end
-  local proj = project.load(cwd, root)
-  local profile = project.profile(proj, profile_name)
+  local profile = project.profile(project.at(), profile_name)
   local decl = profile.credentials[name]
   if decl and decl.kind ~= "s3" then
     error(errors.new("usage", "credential '" .. name .. "' is of kind "
