@@ -422,6 +422,26 @@ static int l_core_call_bounded(lua_State *L)
 	return lua_gettop(L);
 }
 
+/* _navette.core.unbounded(fn, ...) -> fn's results: runs fn with the
+ * recipe's time bound stopped, then resumed with what was left of it:
+ * navette's own waiting inside a recipe (following the jobs a task
+ * submitted) is not the recipe's time. Trusted code only: a recipe never
+ * reaches _navette. An error of fn is raised once the clock runs again. */
+static int l_core_unbounded(lua_State *L)
+{
+	int nargs = lua_gettop(L) - 1;
+	double left;
+	int status;
+
+	luaL_checktype(L, 1, LUA_TFUNCTION);
+	left = nv_recipe_clock_stop(L);
+	status = nv_pcall(L, nargs, LUA_MULTRET);
+	nv_recipe_clock_resume(L, left);
+	if (status != LUA_OK)
+		return lua_error(L);
+	return lua_gettop(L);
+}
+
 /* _navette.core.pcall(fn, ...): like pcall, with error tables. */
 static int l_core_pcall(lua_State *L)
 {
@@ -542,6 +562,7 @@ int luaopen_navette_core(lua_State *L)
 				       {"copy", nv_core_copy},
 				       {"load_recipe", l_core_load_recipe},
 				       {"call_bounded", l_core_call_bounded},
+				       {"unbounded", l_core_unbounded},
 				       {"pcall", l_core_pcall},
 				       {"set_plan", l_core_set_plan},
 				       {"plan_mode", l_core_plan_mode},

@@ -287,6 +287,12 @@ local FUNCTIONS = {
     "{name: string, schedule: string}", "Declares a scheduled task of the "
     .. "recipe, run by `navette maintain` when due (a wrong key, name or "
     .. "schedule is a recipe error naming the line)." },
+  { "navette.retest", { { "spec", "{job: table, nodes: string[]?, "
+      .. "baseline: string?, timeout: integer|string?}" } }, "table",
+    "Submits the smoke job once per node, follows them, and compares each "
+    .. "run record with that node's baseline in the store (state, phases, "
+    .. "outputs' sha256; the fingerprint shown): {ok, regressions, rows, "
+    .. "nodes, text}." },
   { "navette.context", {}, "navette.Context?",
     "Facts about the run in progress (nil outside one)." },
   { "navette.storage.url", { { "key", "string" } }, "string",

@@ -33,6 +33,7 @@ local FUNCTIONS = {
   { "context", function() return require("navette.runner").context() end },
   { "use", function(spec) return require("navette.library").use(spec) end },
   { "task", function(spec) return require("navette.task").declare(spec) end },
+  { "retest", function(spec) return require("navette.retest").retest(spec) end },
   { "storage.url", function(...) return require("navette.storage").url(...) end },
   { "storage.put", function(...) return require("navette.storage").put(...) end },
   { "storage.put_string",
