@@ -265,6 +265,9 @@ static const struct code_hint *code_hint_find(const char *code)
 
 static int error_retryable(long status, const char *code)
 {
+	/* 501 NotImplemented: the store lacks the call, now and later */
+	if (status == 501)
+		return 0;
 	return status >= 500 || status == 429 ||
 	       strcmp(code, "SlowDown") == 0 ||
 	       strcmp(code, "RequestTimeout") == 0 ||

@@ -29,6 +29,7 @@
 #include "creds/creds_lua.h"
 #include "storage/rgw_admin.h"
 #include "storage/s3.h"
+#include "storage/s3_lifecycle.h"
 #include "storage/sigv4.h"
 
 #define S3_CLIENT_MT "navette.s3.client"
@@ -679,6 +680,44 @@ static int l_s3_copy(lua_State *L)
 	return 1;
 }
 
+/* client:lifecycle(bucket, id, prefix, days) -> {outcome, rules}: outcome
+ * "applied", "present", "unsupported" (the store answers 501) or
+ * "foreign" (rules navette did not write are there: left alone), rules
+ * the number the bucket had | nil, err */
+static int l_s3_lifecycle(lua_State *L)
+{
+	static const char *const names[] = {"", "applied", "present",
+					    "unsupported", "foreign"};
+	const nv_s3_config *cfg = check_client(L);
+	const char *bucket, *id, *prefix;
+	nv_s3_lifecycle_outcome outcome = NV_S3_LIFECYCLE_APPLIED;
+	lua_Integer days;
+	int rules = 0;
+	nv_err err;
+
+	if (!(bucket = check_bucket(L, 2, &err)))
+		return nv_lua_push_error(L, &err);
+	id = luaL_checkstring(L, 3);
+	prefix = luaL_checkstring(L, 4);
+	days = luaL_checkinteger(L, 5);
+	luaL_argcheck(L, days >= 1 && days <= NV_S3_LIFECYCLE_DAYS_MAX, 5,
+		      "days out of range");
+	if (nv_plan_mode(L)) {
+		lua_pushfstring(L, "s3://%s: expire %s after %d days", bucket,
+				prefix, (int)days);
+		return plan_stub(L, "lifecycle", NULL);
+	}
+	if (nv_s3_lifecycle_apply(cfg, bucket, id, prefix, (long)days, &outcome,
+				  &rules, &err))
+		return nv_lua_push_error(L, &err);
+	lua_createtable(L, 0, 2); // [.., result]
+	lua_pushstring(L, names[outcome]);
+	lua_setfield(L, -2, "outcome");
+	lua_pushinteger(L, rules);
+	lua_setfield(L, -2, "rules");
+	return 1;
+}
+
 /* create_bucket(bucket) -> true (also when the caller already owns it) */
 static int l_s3_create_bucket(lua_State *L)
 {
@@ -938,6 +977,7 @@ int luaopen_navette_s3(lua_State *L)
 		{"delete", l_s3_delete},
 		{"delete_batch", l_s3_delete_batch},
 		{"copy", l_s3_copy},
+		{"lifecycle", l_s3_lifecycle},
 		{"create_bucket", l_s3_create_bucket},
 		{"presign", l_s3_presign},
 		{"post_policy", l_s3_post_policy},

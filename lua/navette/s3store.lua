@@ -1,6 +1,7 @@
 -- The s3:// store of a profile (storage = "s3://BUCKET/ROOT/"): the same
 -- calls as a file:// store object (put, put_string, head, list, read, url,
--- delete, close), over _navette.s3, with keys relative to ROOT. It also
+-- delete, copy, get, close; lifecycle, which a file:// store lacks), over
+-- _navette.s3, with keys relative to ROOT. It also
 -- hands out what a job gets instead of keys: presigned GET URLs and a POST
 -- policy scoped to a prefix. The credential is loaded as a handle from the
 -- profile's declaration (never a Lua string). A store answers like the
@@ -182,6 +183,36 @@ function Store:delete(target)
   return self.client:delete(bucket, key)
 end
 
+-- copy(from key or URL, to key) -> info of the copy (a server-side
+-- CopyObject: the bytes never come here; the metadata, its sha256 with
+-- it, travels with them) | nil, err
+function Store:copy(from, to)
+  local sb, sk = self:locate(from)
+  local dk = self:full_key(to)
+  local info, err = self.client:copy(sb, sk, self.bucket, dk)
+  if not info then return nil, err end
+  return with_url(self, info, self.bucket, dk)
+end
+
+-- get(key or URL, path) -> info with the sha256 of the bytes received
+-- (checked against the recorded one when the object carries it) | nil, err
+function Store:get(target, path)
+  local bucket, key = self:locate(target)
+  local info, err = self.client:get(bucket, key, path)
+  if not info then return nil, err end
+  return with_url(self, info, bucket, key)
+end
+
+-- lifecycle(prefix, days, id) -> {outcome, rules} | nil, err: the rule
+-- expiring the store's objects under prefix (a key prefix of this store)
+-- after days (s3_lifecycle.h: a bucket's rules written by others are
+-- left alone).
+function Store:lifecycle(prefix, days, id)
+  local full = self.root .. prefix
+  check(s3.check_key(full .. "x")) -- (a prefix may end in '/')
+  return self.client:lifecycle(self.bucket, id, full, days)
+end
+
 -- A presigned GET URL of an object (key or URL) valid for expires_s.
 function Store:presign_get(target, expires_s)
   local bucket, key = self:locate(target)
@@ -242,6 +273,25 @@ function Unsigned:delete(target)
   local bucket, key = self:locate(target)
   core.plan("s3", "delete", "s3://" .. bucket .. "/" .. key)
   return true
+end
+
+function Unsigned:copy(from, to)
+  local sb, sk = self:locate(from)
+  local dk = self:full_key(to)
+  core.plan("s3", "copy", "s3://" .. sb .. "/" .. sk .. " -> s3://"
+            .. self.bucket .. "/" .. dk)
+  return with_url(self, { planned = true }, self.bucket, dk)
+end
+
+function Unsigned:get(target)
+  return self:unavailable("cannot read " .. tostring(target)
+                          .. " in this plan")
+end
+
+function Unsigned:lifecycle(prefix, days)
+  core.plan("s3", "lifecycle", "s3://" .. self.bucket .. ": expire "
+            .. self.root .. prefix .. " after " .. days .. " days")
+  return { outcome = "planned", rules = 0 }
 end
 
 function Unsigned:presign_get(target)

@@ -283,6 +283,217 @@ function storage.read(target, max_bytes)
   return errors.check(data, err)
 end
 
+-- ---- copies, deletions, checksums and lifecycle ------------------------
+-- What moving objects inside the profile's store needs (archive-logs):
+-- a copy made by the store itself (CopyObject on S3: the bytes never come
+-- here, the recorded sha256 travels with them), a deletion, the sha256 of
+-- an object (the recorded one, or the bytes read back), and a bucket
+-- lifecycle rule. A target is a key of the store or a URL inside it. Each
+-- change is audited; plan mode records it and does nothing.
+
+-- The profile's store (s3store or file store object) and the target as
+-- that store takes it (a key, or an s3:// URL of the profile's bucket).
+local function own_target(what, target)
+  if type(target) ~= "string" or target == "" then
+    errors.raise("recipe", what .. ": the object is a key of the store or "
+                 .. "a URL inside it")
+  end
+  store_root()
+  if context.profile.s3 then
+    local bucket = target:match("^s3://([^/]+)/")
+    if target:match("^%a[%w+.-]*://") and bucket ~= context.profile.s3.bucket
+    then
+      errors.raise("refused", what .. ": " .. target .. " is not in the "
+                   .. "profile's store (s3://" .. context.profile.s3.bucket
+                   .. "/)", "name a key of the store")
+    end
+    return s3_store(), target
+  end
+  local key = target
+  if target:match("^%a[%w+.-]*://") then
+    local root, k = native.find(target)
+    local mine = open_store(false)
+    local own = mine and root and root == mine:root()
+    if mine then mine:close() end
+    if not own then
+      errors.raise("refused", what .. ": " .. target .. " is not in the "
+                   .. "profile's store (" .. store_root() .. ")",
+                   "name a key of the store")
+    end
+    key = k
+  end
+  local store = open_store(false)
+  if not store then errors.raise("not_found", what .. ": no object "
+                                 .. target .. " (no store yet)") end
+  return store, key
+end
+
+local function target_url(target)
+  if target:match("^%a[%w+.-]*://") then return target end
+  return storage.url(target)
+end
+
+local function audit(entry)
+  require("navette.audit").record(entry, context.profile)
+end
+
+-- copy(from, to) -> info of the copy {url, key, size, sha256 (when the
+-- object records it), etag (S3)}: from a key or URL of the profile's
+-- store to key to of the same store, made by the store.
+function storage.copy(from, to)
+  local what = "navette.storage.copy"
+  if type(to) ~= "string" or to == "" or to:match("^%a[%w+.-]*://") then
+    errors.raise("recipe", what .. "(from, to): to is a key of the store")
+  end
+  local store, src = own_target(what, from)
+  if core.plan_mode() then
+    if store.close then store:close() end
+    core.plan("storage", "copy", storage.url(to) .. " <- "
+              .. target_url(from))
+    return { key = to, url = storage.url(to), planned = true }
+  end
+  local info, err = store:copy(src, to)
+  store:close()
+  info = errors.check(info, err, what .. " " .. target_url(from) .. " -> "
+                      .. to)
+  info.key, info.url = to, info.url or storage.url(to)
+  audit({ action = "storage.copy", target = info.url,
+          detail = "from " .. target_url(from) .. ", " .. info.size
+                   .. " bytes" .. (info.sha256 and (", sha256 "
+                   .. info.sha256) or "") })
+  return info
+end
+
+-- delete(target) -> true; an object already gone is no error (S3 says
+-- the same of a DeleteObject).
+function storage.delete(target)
+  local what = "navette.storage.delete"
+  local store, key = own_target(what, target)
+  local url = target_url(target)
+  if core.plan_mode() then
+    store:close()
+    core.plan("storage", "delete", url)
+    return true
+  end
+  local ok, err = store:delete(key)
+  store:close()
+  if not ok and not (err and err.code == "not_found") then
+    errors.check(nil, err, what .. " " .. url)
+  end
+  audit({ action = "storage.delete", target = url })
+  return true
+end
+
+local SHA256_READ_MAX = 64 * 1024 * 1024
+
+-- sha256(target, {read = bool, max_bytes = N}) -> hex, how: the sha256
+-- the object records ("recorded": navette's uploads carry it), else, or
+-- with read = true always, that of its bytes read back ("read", checked
+-- against the recorded one), objects up to max_bytes (default 64 MiB).
+-- In plan mode nothing is read: the recorded one, or nil ("unknown").
+function storage.sha256(target, opts)
+  local what = "navette.storage.sha256"
+  opts = opts or {}
+  if type(opts) ~= "table" then
+    errors.raise("recipe", what .. "(target, {read = bool, max_bytes = N})")
+  end
+  util.check_keys(opts, { "read", "max_bytes" }, function(k, sugg, list)
+    errors.raise("recipe", what .. ": unknown key '" .. tostring(k) .. "'"
+                 .. sugg, "it takes: " .. list)
+  end)
+  local max = opts.max_bytes or SHA256_READ_MAX
+  if math.type(max) ~= "integer" or max < 0 then
+    errors.raise("recipe", what .. ": max_bytes must be a count of bytes")
+  end
+  local head = storage.head(target)
+  if not head then errors.raise("not_found", what .. ": no object "
+                                .. tostring(target)) end
+  if head.sha256 and not opts.read then return head.sha256, "recorded" end
+  if core.plan_mode() then return head.sha256, "unknown" end
+  if head.size and head.size > max then
+    errors.raise("refused", what .. ": " .. target_url(target) .. " is "
+                 .. head.size .. " bytes, more than " .. max,
+                 "raise max_bytes to read it")
+  end
+  local store, key = own_target(what, target)
+  local dir = core.home() .. "/tmp"
+  errors.check(sys.mkdir_p(dir))
+  local tmp = dir .. "/sha256-" .. sys.pid() .. "-" .. sys.random_hex(8)
+  local info, err = store:get(key, tmp)
+  store:close()
+  sys.remove(tmp)
+  info = errors.check(info, err, what .. " " .. target_url(target))
+  if head.sha256 and info.sha256 ~= head.sha256 then
+    errors.raise("failed", what .. ": " .. target_url(target) .. " holds "
+                 .. "bytes of sha256 " .. tostring(info.sha256)
+                 .. ", not the recorded " .. head.sha256)
+  end
+  return info.sha256, "read"
+end
+
+local LIFECYCLE_DAYS_MAX = 36500
+
+-- lifecycle{prefix = P, expire_days = N [, id = ID]} -> true, "applied"
+-- | true, "present" | false, reason: a rule of the profile's bucket that
+-- expires the store's objects under P (a key prefix of the store) N days
+-- after their creation. navette writes the rule only where the bucket
+-- has none or only its own (a PUT replaces every rule); other rules, a
+-- store without lifecycle (501 NotImplemented) or a file:// store give
+-- false and why, not an error.
+function storage.lifecycle(opts)
+  local what = "navette.storage.lifecycle"
+  if type(opts) ~= "table" then
+    errors.raise("recipe", what .. "{ prefix = \"...\", expire_days = N }")
+  end
+  util.check_keys(opts, { "prefix", "expire_days", "id" },
+                  function(k, sugg, list)
+    errors.raise("recipe", what .. ": unknown key '" .. tostring(k) .. "'"
+                 .. sugg, "it takes: " .. list)
+  end)
+  local prefix, days = opts.prefix, opts.expire_days
+  if type(prefix) ~= "string" or prefix == "" then
+    errors.raise("recipe", what .. ": 'prefix' must be a non-empty key "
+                 .. "prefix (an empty one would cover the whole store)")
+  end
+  if math.type(days) ~= "integer" or days < 1
+     or days > LIFECYCLE_DAYS_MAX then
+    errors.raise("recipe", what .. ": 'expire_days' must be a whole "
+                 .. "number of days, 1 to " .. LIFECYCLE_DAYS_MAX)
+  end
+  local id = opts.id or ("navette-expire-"
+                         .. prefix:gsub("[^%w._-]", "_")):sub(1, 255)
+  if type(id) ~= "string" or not id:match("^[%w._-]+$") or #id > 255 then
+    errors.raise("recipe", what .. ": 'id' holds 1 to 255 letters, digits, "
+                 .. "'.', '_' or '-'")
+  end
+  store_root()
+  if not context.profile.s3 then
+    return false, "a file:// store has no lifecycle rules"
+  end
+  local url = storage.url(prefix)
+  if core.plan_mode() then
+    core.plan("storage", "lifecycle", url .. ": expire after " .. days
+              .. " days (rule " .. id .. ")")
+    return true, "planned"
+  end
+  local result, err = s3_store():lifecycle(prefix, days, id)
+  result = errors.check(result, err, what .. " " .. url)
+  if result.outcome == "applied" then
+    audit({ action = "storage.lifecycle", target = url,
+            detail = "expire after " .. days .. " days, rule " .. id })
+    return true, "applied"
+  elseif result.outcome == "present" then
+    return true, "present"
+  elseif result.outcome == "unsupported" then
+    return false, "the store does not support lifecycle rules (501 "
+                  .. "NotImplemented)"
+  end
+  return false, "the bucket has " .. result.rules .. " lifecycle rule(s) "
+                .. "that navette did not write, which a PUT would replace: "
+                .. "add the rule " .. id .. " (prefix " .. url .. ", "
+                .. days .. " days) to them by hand"
+end
+
 -- ---- radosgw users' S3 keys (the admin API: host/storage/rgw_admin.c) ----
 -- What a key rotation needs: the key ids of a radosgw user, a new key
 -- (made by the server: a handle, never a string), removing a key, and
@@ -442,7 +653,8 @@ end
 
 -- The non-raising twins: try_read(...) -> bytes | nil, err (errors.lua).
 errors.add_try(storage, { "url", "put", "put_string", "head", "list",
-                          "read", "keys", "create_key", "remove_key",
+                          "read", "copy", "delete", "sha256", "lifecycle",
+                          "keys", "create_key", "remove_key",
                           "check_credential" })
 
 -- What a plan has recorded as put in this run (url -> info).
