@@ -141,13 +141,16 @@ static long squeeze(const char *xml, size_t len, char *out, size_t cap)
 	return (long)n;
 }
 
-static int count_of(const char *hay, const char *needle)
+/* The <Rule> elements of a flattened configuration: "<Rule" followed by
+ * '>', '/' or white space (never "<Rules>"...). */
+static int rules_in(const char *flat)
 {
 	int n = 0;
 
-	for (const char *p = strstr(hay, needle); p;
-	     p = strstr(p + strlen(needle), needle))
-		n++;
+	for (const char *p = strstr(flat, "<Rule"); p;
+	     p = strstr(p + 5, "<Rule"))
+		if (p[5] && strchr("> \t\r\n/", p[5]))
+			n++;
 	return n;
 }
 
@@ -169,8 +172,7 @@ void nv_s3_lifecycle_match(const char *xml, size_t len, const char *id,
 		*rules = -1;
 		return;
 	}
-	/* "<Rule>" or "<Rule " (never "<Rules>"...) */
-	*rules = count_of(flat, "<Rule>") + count_of(flat, "<Rule ");
+	*rules = rules_in(flat);
 	nv_buf_init(&idb, sizeof(idtag));
 	nv_buf_puts(&idb, "<ID>");
 	xml_escape(&idb, id);

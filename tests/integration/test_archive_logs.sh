@@ -150,14 +150,22 @@ check_contains "the recent job has its record" "$THREE_BEFORE" "$P/$THREE/navett
 # A run stopped after its copies: TWO's objects already in the archive,
 # no manifest (laid out as the recipe copies them)
 A=team/_archive/arch
+# no manifest; its copy of the status object is stale (the recipe must not
+# take a copy it has not checked)
 for k in $(s3keys "$P/$TWO/"); do
 	case $k in */out.txt) continue ;; esac
 	"$NAVETTE" storage cp "s3://$BUCKET/$k" "$T/pre.obj" "${EP[@]}" >/dev/null 2>&1 &&
+		{ case $k in */navette-status) echo stale >"$T/pre.obj" ;; esac; } &&
 		"$NAVETTE" storage cp "$T/pre.obj" "s3://$BUCKET/$A/$TWO/${k#"$P/$TWO/"}" "${EP[@]}" >/dev/null 2>&1 ||
 		fail "laying out the stopped run's copy of $k"
 done
 check_eq "the stopped run left copies and no manifest" \
 	"$(s3keys "$A/$TWO/" | grep -c manifest.json)" 0
+
+# ONE's record and log as they are, for a run stopped while deleting
+"$NAVETTE" storage cp "s3://$BUCKET/$P/$ONE/navette-run.json" "$T/one-rec" "${EP[@]}" >/dev/null 2>&1 &&
+	"$NAVETTE" storage cp "s3://$BUCKET/$P/$ONE/navette.log" "$T/one-log" "${EP[@]}" >/dev/null 2>&1 ||
+	fail "keeping ONE's record and log"
 
 ALL_BEFORE=$(s3keys "")
 
@@ -228,12 +236,31 @@ lines = open(sys.argv[1]).read().splitlines()[int(sys.argv[2]):]
 acts = collections.Counter(json.loads(l).get("action") for l in lines if l.strip())
 print(" ".join("%s=%d" % (a, acts[a]) for a in ("storage.lifecycle", "storage.copy", "storage.put", "storage.delete", "task.run")))' "$AUDIT" "$1"
 }
-# ONE's objects copied (TWO's copies were there already), two manifests,
-# every original of both deleted
+# ONE's objects copied, and TWO's stale status copy again (its other
+# copies were there already and checked), two manifests, every original
+# of both deleted
 check_eq "the audit log has the archive's lines" "$(audit_actions "$AUDIT_BEFORE")" \
-	"storage.lifecycle=1 storage.copy=$MOVED_ONE storage.put=2 storage.delete=$MOVED task.run=1"
+	"storage.lifecycle=1 storage.copy=$((MOVED_ONE + 1)) storage.put=2 storage.delete=$MOVED task.run=1"
 nv audit verify
 check_rc "the audit chain verifies" 0
+
+# ---- a run stopped while deleting: the record (deleted last) still there ------
+"$NAVETTE" storage cp "s3://$BUCKET/$A/$ONE/manifest.json" "$T/manifest-one" "${EP[@]}" >/dev/null 2>&1
+"$NAVETTE" storage cp "$T/one-rec" "s3://$BUCKET/$P/$ONE/navette-run.json" "${EP[@]}" >/dev/null 2>&1 &&
+	"$NAVETTE" storage cp "$T/one-log" "s3://$BUCKET/$P/$ONE/navette.log" "${EP[@]}" >/dev/null 2>&1 ||
+	fail "putting back ONE's record and log"
+AUDIT_BEFORE=$(wc -l <"$AUDIT" | tr -d ' ')
+rm -f "$NAVETTE_HOME/tasks.db"
+maintain --once recipes/maintenance/archive-logs.lua
+check_rc "the next run finishes the job" 0
+check_contains "it archives that job" "$OUT" "archived 1 job(s), $MOVED_ONE object(s)"
+check_eq "its originals are gone, its output stays" "$(s3keys "$P/$ONE/")" "$P/$ONE/out.txt"
+rm -f "$T/manifest-again"
+"$NAVETTE" storage cp "s3://$BUCKET/$A/$ONE/manifest.json" "$T/manifest-again" "${EP[@]}" >/dev/null 2>&1
+check_eq "the manifest still lists every copy (the ones whose originals were gone too)" \
+	"$(cat "$T/manifest-again" 2>&1)" "$(cat "$T/manifest-one" 2>&1)"
+check_eq "the copies were checked, not made again" "$(audit_actions "$AUDIT_BEFORE")" \
+	"storage.lifecycle=0 storage.copy=0 storage.put=1 storage.delete=2 task.run=1"
 
 # ---- a second run: nothing to do ------------------------------------------------
 AUDIT_BEFORE=$(wc -l <"$AUDIT" | tr -d ' ')

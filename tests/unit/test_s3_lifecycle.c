@@ -122,6 +122,10 @@ static void test_match(void)
 			      "team/ _archive/", 365, &rules, &ours, &same);
 	CHECK(rules == 1 && ours && !same);
 	/* no configuration text, or a truncated one */
+	/* a rule written <Rule\t> or <Rule/> still counts; <Rules> does not */
+	match("<Rules><Rule\t><ID>x</ID></Rule><Rule/>", 365, &rules, &ours,
+	      &same);
+	CHECK(rules == 2 && !ours && !same);
 	match("", 365, &rules, &ours, &same);
 	CHECK(rules == 0 && !ours && !same);
 	match("<LifecycleConfiguration><Rule><ID>navette-archive</ID>", 365,
