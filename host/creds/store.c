@@ -1,6 +1,7 @@
 /* Writing a credential back to its source (see store.h). */
 #include "creds/store.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -51,15 +52,16 @@ static void put_json(struct text *t, const unsigned char *v, size_t n)
 	put_str(t, "\"");
 	for (size_t i = 0; i < n; i++) {
 		char esc[8];
-		if (v[i] == '"' || v[i] == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)v[i];
-			put(t, esc, 2);
-		} else if (v[i] < 0x20 || v[i] == 0x7f) {
+		/* Every ASCII byte outside a key's usual alphabet is written
+		 * \u00XX: the file may be read by more than a JSON parser (a
+		 * path a project file chose), and "$(...)" inside quotes is
+		 * a shell's. Bytes of UTF-8 sequences pass as they are. */
+		if (v[i] >= 0x80 || isalnum(v[i]) ||
+		    (v[i] && strchr("+/=._-", v[i]))) {
+			put(t, &v[i], 1);
+		} else {
 			snprintf(esc, sizeof(esc), "\\u%04x", v[i]);
 			put(t, esc, 6);
-		} else {
-			put(t, &v[i], 1);
 		}
 	}
 	put_str(t, "\"");

@@ -184,7 +184,14 @@ int nv_rgw_parse_keys(const char *json, size_t len,
 	{
 		const cJSON *ak =
 			cJSON_GetObjectItemCaseSensitive(item, "access_key");
+		const cJSON *owner =
+			cJSON_GetObjectItemCaseSensitive(item, "user");
 		const char *id;
+
+		/* A subuser's key ("svc:backup") is listed with the user's
+		 * but belongs to another service: never the user's own. */
+		if (cJSON_IsString(owner) && strchr(owner->valuestring, ':'))
+			continue;
 
 		if (ids->count == NV_RGW_KEYS_MAX) {
 			rc = nv_err_set(err, NV_EBACKEND,

@@ -82,10 +82,23 @@ int nv_service_run(const char *const *argv, double timeout_s, int *status,
 		}
 	}
 	close(pipefd[0]);
-	while (waitpid(pid, &wstatus, 0) < 0) {
-		if (errno != EINTR)
+	/* The pipe closed; the child may still run (it closed its output,
+	 * or left a child holding it): reaped by the deadline, else
+	 * killed. */
+	for (;;) {
+		pid_t got = waitpid(pid, &wstatus, WNOHANG);
+
+		if (got == pid)
+			break;
+		if (got < 0 && errno != EINTR)
 			return nv_err_set_errno(err, NV_EIO, errno, NULL,
 						"lost %s", argv[0]);
+		if (got == 0 && !killed && nv_monotonic() >= deadline) {
+			kill(pid, SIGKILL);
+			killed = 1;
+		}
+		if (got == 0)
+			usleep(10000);
 	}
 	if (killed)
 		return nv_err_set(err, NV_EBACKEND, NULL,

@@ -359,17 +359,45 @@ function creds.store(name, handle)
     core.plan("creds", "store", name .. " -> " .. where)
     return true
   end
-  local current, lerr = load(d)
-  if current then
-    current:close()
-  elseif not (lerr.message:find("No such file", 1, true)
-              or lerr.message:find("exit status 44", 1, true)) then
-    -- (security's 44: no such item)
-    errors.raise("refused", what .. ": " .. where .. " does not hold a "
-                 .. "credential of kind " .. d.kind .. " now, so navette "
-                 .. "does not overwrite it (" .. lerr.message .. ")",
-                 "check the path or item of credential " .. name
-                 .. "; fix what is there, or remove it, first")
+  local exists = d.source ~= "file" or sys.stat(d.path) ~= nil
+  if d.source == "file" and not exists then
+    -- nothing there yet: a new file only in navette's own folders (a
+    -- project file may name ~/.bash_profile), whose folder exists
+    local home = sys.getenv("HOME") or ""
+    local config = sys.getenv("XDG_CONFIG_HOME")
+    if not config or config == "" then config = home .. "/.config" end
+    local allowed = { home .. "/.navette/", core.home() .. "/",
+                      config .. "/navette/" }
+    local inside = false
+    for _, dir in ipairs(allowed) do
+      if home ~= "" and d.path:sub(1, #dir) == dir then inside = true end
+    end
+    if not inside or ("/" .. d.path .. "/"):find("/%.%.?/") then
+      errors.raise("refused", what .. ": " .. d.path .. " does not exist, "
+                   .. "and navette creates a credential file only under "
+                   .. table.concat(allowed, ", "),
+                   "put the credential's file there (path = "
+                   .. "\"~/.navette/" .. name .. ".json\"), or create it "
+                   .. "yourself with the current key first")
+    end
+    if not sys.stat(util.dirname(d.path)) then
+      errors.raise("refused", what .. ": the folder of " .. d.path
+                   .. " does not exist", "create it (mkdir -m 700 "
+                   .. util.dirname(d.path) .. ")")
+    end
+  else
+    local current, lerr = load(d)
+    if current then
+      current:close()
+    elseif not (d.source == "keychain"
+                and lerr.message:find("exit status 44", 1, true)) then
+      -- (security's 44: no such item, which may be created)
+      errors.raise("refused", what .. ": " .. where .. " does not hold a "
+                   .. "credential of kind " .. d.kind .. " now, so navette "
+                   .. "does not overwrite it (" .. lerr.message .. ")",
+                   "check the path or item of credential " .. name
+                   .. "; fix what is there, or remove it, first")
+    end
   end
   local ok, err
   if d.source == "file" then

@@ -264,6 +264,16 @@ local BUILD_KEYS = { "builder", "file", "context", "platform", "to", "tag",
 image.OPTION_KEYS = { read = READ_KEYS, code_layer = CODE_KEYS,
                       pack = PACK_KEYS, build = BUILD_KEYS }
 
+-- navette's own labels (io.navette.*: the lock-file hash, the package
+-- list) are what rebuild and the checks read: a recipe does not set them.
+local function check_label(fn, l)
+  if type(l) == "string" and l:lower():match("^io%.navette%.") then
+    errors.raise("recipe", "navette.image." .. fn .. ": the label '"
+                 .. l:match("^[^=]*") .. "' is navette's own",
+                 "name your labels outside io.navette. (org.example.*)")
+  end
+end
+
 -- image.build{builder=, file=, context=, platform=, to=, ...} ->
 -- {reference, digest, tag, builder}: the commit's tree (never the working
 -- folder) is exported, scanned for secrets and built; the tag comes from
@@ -303,7 +313,10 @@ function image.build(spec)
   if source then
     labels[#labels + 1] = "org.opencontainers.image.source=" .. source
   end
-  for _, l in ipairs(spec.labels or {}) do labels[#labels + 1] = l end
+  for _, l in ipairs(spec.labels or {}) do
+    check_label("build", l)
+    labels[#labels + 1] = l
+  end
   if core.plan_mode() then
     native.build { to = ref } -- recorded only
     repo:close()
@@ -471,6 +484,7 @@ function image.debootstrap(spec)
   end
   for _, l in ipairs(spec.labels or {}) do
     string_arg("debootstrap", "a label", l)
+    check_label("debootstrap", l)
   end
   local target = image.parse(spec.to)
   if target.digest then

@@ -58,6 +58,9 @@ local MACHINE_RIGHTS = {
   { "^/etc/munge/", "the node's munge key" },
   { "^/etc/slurm/.*key", "the cluster's Slurm key" },
   { "^/etc/ceph/.*keyring", "a Ceph keyring" },
+  { "^/run/munge/", "the node's munge socket" },
+  { "^/var/run/munge/", "the node's munge socket" },
+  { "%.secret$", "a secret file" },
   { "^/var/run/secrets/", "a secret mounted on the node" },
   { "^/run/secrets/", "a secret mounted on the node" },
   { "%.pem$", "a private key or certificate file" },
@@ -68,12 +71,28 @@ local MACHINE_RIGHTS = {
   { "/[%w_.-]*token$", "a token file" },
 }
 
+-- A path with its "." and ".." steps resolved ("/home/u/../../etc/x" is
+-- "/etc/x"): the rules compare what the path names.
+local function normal(path)
+  local lead = path:match("^[~/]") and path:sub(1, 1) or ""
+  local parts = {}
+  for part in path:sub(#lead + 1):gmatch("[^/]+") do
+    if part == ".." then
+      if #parts > 0 then parts[#parts] = nil end
+    elseif part ~= "." then
+      parts[#parts + 1] = part
+    end
+  end
+  return (lead == "~" and "~/" or lead) .. table.concat(parts, "/")
+end
+M.normal = normal
+
 local function machine_rights(text)
   local found = {}
   -- every path in the text: "/a/b", "~/a", "$HOME/a", "--key=/a/b"
   for path in text:gmatch("[~$%w_{}]*/[%w%._%-/]+") do
     if path:match("^[~$]") or path:sub(1, 1) == "/" then
-      local p = path:gsub("^%${?HOME}?", "~")
+      local p = normal((path:gsub("^%${?HOME}?", "~")))
       for _, m in ipairs(MACHINE_RIGHTS) do
         if p:match(m[1]) then
           found[#found + 1] = { path = p, what = m[2] }
@@ -103,10 +122,11 @@ end
 local function credential_ties(d, home)
   local ties = {}
   if d.source == "file" and type(d.path) == "string" then
+    local path = normal(d.path)
     local inside = home and home ~= "" and home ~= "/"
-                   and d.path:sub(1, #home + 1) == home .. "/"
+                   and path:sub(1, #home + 1) == home .. "/"
     if not inside then
-      ties[#ties + 1] = "its source is the file " .. d.path .. ", which "
+      ties[#ties + 1] = "its source is the file " .. path .. ", which "
         .. "is this machine's (outside your home folder): another machine "
         .. "has no such file"
     end
@@ -237,8 +257,15 @@ function M.evaluate(facts)
             .. " is on the remote (as of the last fetch)")
     end
     if spec.image and spec.image ~= "host" and not noted.image then
-      holds(r1, "job " .. name .. ": image " .. spec.image
-            .. " is in its registry")
+      if spec.image:find("@sha256:", 1, true) then
+        holds(r1, "job " .. name .. ": image " .. spec.image
+              .. " is in its registry")
+      else
+        -- (built and pushed by the recipe itself, before its jobs)
+        holds(r1, "job " .. name .. ": image " .. spec.image .. " is "
+              .. "built and pushed by the recipe when it runs, then "
+              .. "pinned by digest")
+      end
     end
     for _, input in ipairs(spec.inputs or {}) do
       if input.from then

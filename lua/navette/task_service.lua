@@ -66,6 +66,31 @@ local function sd_arg(s)
   return "\"" .. e .. "\""
 end
 
+-- A quoted Environment= assignment: systemd expands no variable there
+-- ("$" is itself), so only %, \ and " are escaped.
+local function sd_env(s)
+  local e = s:gsub("\\", "\\\\"):gsub("\"", "\\\""):gsub("%%", "%%%%")
+  return "\"" .. e .. "\""
+end
+
+-- Refuses what would break out of a line of a unit file or of the plist:
+-- a control character (a newline ends a directive) in anything written.
+function service.check_facts(facts)
+  local function check(what, v)
+    if type(v) == "string" and v:find("%c") then
+      error(require("navette.errors").new("refused", "maintain --install: "
+        .. what .. " holds a control character (" .. string.format("%q", v)
+        .. "), which would end a line of the file written",
+        "rename it (a folder, the project's name) without newlines or "
+        .. "control characters"), 0)
+    end
+  end
+  for _, k in ipairs({ "project", "name", "program", "workdir", "home" }) do
+    check(k, facts[k])
+  end
+  for i, a in ipairs(facts.argv or {}) do check("argument " .. i, a) end
+end
+
 -- A path setting (WorkingDirectory=): % escaped; no quoting there.
 local function sd_path(s)
   return (s:gsub("%%", "%%%%"))
@@ -80,6 +105,7 @@ end
 -- facts: {project, name, program, argv (after the program), workdir,
 -- home, slots, every}. Returns the service's and the timer's text.
 function service.systemd_units(facts)
+  service.check_facts(facts)
   local args = { sd_arg(facts.program) }
   for _, a in ipairs(facts.argv) do args[#args + 1] = sd_arg(a) end
   local unit = table.concat({
@@ -90,7 +116,7 @@ function service.systemd_units(facts)
     "[Service]",
     "Type=oneshot",
     "WorkingDirectory=" .. sd_path(facts.workdir),
-    "Environment=" .. sd_arg("NAVETTE_HOME=" .. facts.home),
+    "Environment=" .. sd_env("NAVETTE_HOME=" .. facts.home),
     "ExecStart=" .. table.concat(args, " "),
     "" }, "\n")
   local timer = {
@@ -143,6 +169,7 @@ end
 -- facts as for systemd_units, plus label and log (a file under
 -- NAVETTE_HOME). Returns the plist's text.
 function service.launchd_plist(facts)
+  service.check_facts(facts)
   local out = {
     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
     "<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" "

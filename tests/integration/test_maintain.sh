@@ -376,4 +376,19 @@ check_match "a second --uninstall has nothing to remove" "$OUT" '^nothing to rem
 check_eq "install and uninstall are audited" \
 	"$("$NAVETTE" audit show 2>/dev/null | grep -c ' maintain\.\(un\)\{0,1\}install ')" 5
 
+# ---- the project file acted on is the commit's -----------------------------------
+# (it names the endpoints and the credentials' paths the bodies act on; a
+# branch checked out to read it, or an edit, must not be run unattended)
+cp "$REPO/navette.lua" "$T/navette.lua.committed"
+printf '%s\n' '-- an edit not committed' >>"$REPO/navette.lua"
+due_in_past note 60
+nv_in "$REPO" maintain --once
+check_rc "maintain --once with the project file edited: refused (exit 3)" 3
+check_match "it names the file and says why" "$ERR" \
+	"the project file $REPO/navette.lua is not as committed"
+check_match "and what to do" "$ERR" "commit it"
+cp "$T/navette.lua.committed" "$REPO/navette.lua"
+nv_in "$REPO" maintain --once
+check_rc "as committed again, it runs" 0
+
 finish

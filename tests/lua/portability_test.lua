@@ -171,6 +171,24 @@ t.test("rule 4: a node's key in the command or the environment", function()
   end
 end)
 
+t.test("rule 4: a path with .. is judged by what it names", function()
+  local r = p.evaluate(facts(function(_, f)
+    f.credentials.slurm.path = "/home/alice/../../etc/ceph/ceph.client.admin.keyring"
+  end))
+  t.eq(r.rules[4].status, "fails", "a credential path climbing out of home")
+  t.ok(evidence(r, 4):find("/etc/ceph/ceph.client.admin.keyring", 1, true))
+  r = p.evaluate(facts(function(j)
+    j.spec.command = { "sh", "-c", "cat /tmp/../etc/munge/munge.key" }
+  end))
+  t.eq(r.rules[4].status, "fails", "a node key reached through ..")
+  for _, path in ipairs({ "/etc/slurm/jwt.secret", "/run/munge/munge.socket.2" }) do
+    r = p.evaluate(facts(function(j) j.spec.command = { "use", path } end))
+    t.eq(r.rules[4].status, "fails", path)
+  end
+  t.eq(p.normal("/a/./b/../c"), "/a/c")
+  t.eq(p.normal("~/x/../.ssh/id"), "~/.ssh/id")
+end)
+
 t.test("rule 4: credentials tied to a machine", function()
   local r = p.evaluate(facts(function(_, f)
     f.credentials.slurm.path = "/etc/slurm/jwt_hs256.key"

@@ -317,3 +317,29 @@ t.test("the launchd and systemd files say what the schedules need",
   t.ok(not plist:match("<!%-%-.*%-%-.*%-%->"), "no -- inside a comment")
   t.match(plist, service.MARKER:gsub("%p", "%%%0"))
 end)
+
+t.test("no line of a unit or the plist can be injected", function()
+  local service = require "navette.task_service"
+  local base = { project = "p", name = "navette-maintain-p",
+                 label = "org.navette.maintain.p", program = "/usr/bin/navette",
+                 argv = { "maintain", "--once" }, workdir = "/srv/p",
+                 home = "/h/nv$x", slots = {}, every = 3600,
+                 log = "/h/maintain.log" }
+  -- systemd expands no variable in Environment=: "$" is written once
+  local unit = service.systemd_units(base)
+  t.match(unit, '\nEnvironment="NAVETTE_HOME=/h/nv%$x"\n')
+  for _, k in ipairs({ "workdir", "home", "program", "project" }) do
+    local facts = {}
+    for key, v in pairs(base) do facts[key] = v end
+    facts[k] = "/srv/evil\nExecStartPre=/bin/touch /tmp/pwned\n#"
+    t.raises(function() service.systemd_units(facts) end,
+             "holds a control character")
+    t.raises(function() service.launchd_plist(facts) end,
+             "holds a control character")
+  end
+  local facts = {}
+  for key, v in pairs(base) do facts[key] = v end
+  facts.argv = { "maintain", "--once", "recipes/x\001.lua" }
+  t.raises(function() service.systemd_units(facts) end,
+           "argument 3 holds a control character")
+end)

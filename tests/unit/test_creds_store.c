@@ -76,9 +76,10 @@ static void test_text(void)
 	nv_err err;
 
 	CHECK(nv_creds_store_text(s, 0, &text, &len, &err) == 0);
+	/* punctuation outside a key's alphabet is written \u00XX */
 	CHECK_STR((const char *)text,
 		  "{\"Version\": 1, \"AccessKeyId\": \"AK1\", "
-		  "\"SecretAccessKey\": \"se\\\"cr\\\\et\"}\n");
+		  "\"SecretAccessKey\": \"se\\u0022cr\\u005cet\"}\n");
 	free(text);
 	CHECK(nv_creds_store_text(s, 1, &text, &len, &err) == 0);
 	CHECK(text[len - 1] == '}'); /* no newline for the Keychain */

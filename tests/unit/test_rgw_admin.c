@@ -44,6 +44,15 @@ static void test_user_info(nv_rgw_key_list *ids)
 	CHECK_STR(ids->ids[1], "R0WUXR2WV3QLJLQHV4FB");
 	CHECK(nv_rgw_key_list_has(ids, "R0WUXR2WV3QLJLQHV4FB"));
 	CHECK(!nv_rgw_key_list_has(ids, "R0WUXR2WV3QLJLQHV4F"));
+	/* a subuser's key is listed beside the user's: not the user's */
+	CHECK(parse("{\"user_id\":\"svc\",\"keys\":["
+		    "{\"user\":\"svc:backup\",\"access_key\":"
+		    "\"SUBUSERKEY000000001X\",\"secret_key\":\"x\"},"
+		    "{\"user\":\"svc\",\"access_key\":"
+		    "\"W4K7HR1U38IE1TJ4ZFBP\",\"secret_key\":\"y\"}]}",
+		    ids, &err) == 0);
+	CHECK(ids->count == 1);
+	CHECK_STR(ids->ids[0], "W4K7HR1U38IE1TJ4ZFBP");
 	/* a user without keys */
 	CHECK(parse("{\"user_id\":\"x\",\"keys\":[]}", ids, &err) == 0);
 	CHECK(ids->count == 0);

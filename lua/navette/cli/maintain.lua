@@ -87,10 +87,7 @@ end
 
 -- The project holding the working folder (its file and root).
 local function cwd_project()
-  local cwd = sys.cwd()
-  local repo = git.open(cwd)
-  local root = repo and repo:workdir():gsub("/$", "") or nil
-  return require("navette.project").load(cwd, root)
+  return require("navette.project").at()
 end
 
 -- The recipes (absolute paths) and the project they were named from.
@@ -130,6 +127,20 @@ local function load_recipe(recipe, opts, acting)
   local run = runner.load(recipe, { profile = opts.profile, plan = true })
   if acting then
     runner.check_committed(run)
+    -- the project file chooses the endpoints and the credentials' paths
+    -- the bodies act on: the commit's, never an edit in the working tree
+    local file, root = run.project.file, run.repo:workdir():gsub("/$", "")
+    if file and file:sub(1, #root + 1) == root .. "/" then
+      local rel = file:sub(#root + 2)
+      for _, e in ipairs(run.repo:status()) do
+        if e.path == rel then
+          runner.refuse("the project file " .. file .. " is not as "
+            .. "committed (" .. e.status .. "): the tasks act on its "
+            .. "endpoints and credentials", "commit it (or `git checkout "
+            .. "-- " .. rel .. "`), then run maintain again", run)
+        end
+      end
+    end
     core.set_plan(false)
   end
   -- what navette.context() tells the bodies
@@ -374,7 +385,6 @@ local function install(recipes, proj, named, opts)
     texts = { service.launchd_plist(facts) }
   else
     texts = { service.systemd_units(facts) }
-    texts[2] = select(2, service.systemd_units(facts))
   end
   for _, p in ipairs(paths) do
     if sys.stat(p) and not service.ours(p) then
