@@ -315,6 +315,25 @@ local FUNCTIONS = {
   { "navette.storage.read", { { "target", "string" },
     { "max_bytes", "integer?" } }, "string",
     "An object's bytes (key or URL)." },
+  { "navette.storage.copy", { { "from", "string" }, { "to", "string" } },
+    "navette.storage.Object", "A copy made by the store itself of an "
+    .. "object of the profile's store (key or URL inside it) under key to "
+    .. "(S3 CopyObject: its recorded sha256 travels with it); audited." },
+  { "navette.storage.delete", { { "target", "string" } }, "true",
+    "Deletes an object of the profile's store (key or URL inside it); one "
+    .. "already gone is no error; audited." },
+  { "navette.storage.sha256", { { "target", "string" },
+    { "opts", "{read: boolean?, max_bytes: integer?}?" } }, "string, string",
+    "An object's sha256 and how it was known: \"recorded\" (navette's "
+    .. "uploads carry it), or \"read\" (its bytes read back, checked "
+    .. "against the recorded one; always with read = true), up to "
+    .. "max_bytes (default 64 MiB)." },
+  { "navette.storage.lifecycle", { { "opts",
+    "{prefix: string, expire_days: integer, id: string?}" } },
+    "boolean, string", "A lifecycle rule of the profile's bucket expiring "
+    .. "the objects under prefix after expire_days: true and \"applied\" or "
+    .. "\"present\"; false and why where the store has none (file://, 501 "
+    .. "NotImplemented) or the bucket has rules navette did not write." },
   { "navette.storage.keys", { { "opts", "{user: string, credential: string}" } },
     "string[]", "The S3 access key ids of a radosgw user, from the admin API "
     .. "at the profile's s3.endpoint signed with credential (a declared s3 "

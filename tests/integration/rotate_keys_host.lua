@@ -31,7 +31,11 @@ local declared = {
                                "test"),
   junk = creds.validate("junk", { kind = "s3", source = "file",
     path = DIR .. "/junk" }, "test"),
+  -- a first store creates a file only in navette's folders
   fresh = creds.validate("fresh", { kind = "s3", source = "file",
+    path = _navette.core.home() .. "/fresh-" .. sys.random_hex(4) .. ".json" },
+    "test"),
+  outside = creds.validate("outside", { kind = "s3", source = "file",
     path = DIR .. "/fresh.json" }, "test"),
   jwt = creds.validate("jwt", { kind = "hs256", source = "file",
     path = DIR .. "/jwt.key" }, "test"),
@@ -175,6 +179,10 @@ t.test("creds.store refuses env and command sources, and a wrong kind",
   t.raises(function() creds.store("junk", created) end,
            "does not hold a credential of kind s3")
   t.eq(sys.read_file(DIR .. "/junk"), "not a credential\n")
+  t.raises(function() creds.store("outside", created) end,
+           "navette creates a credential file only under")
+  t.eq(sys.stat(DIR .. "/fresh.json"), nil, "nothing created outside")
+  assert(sys.mkdir_p(_navette.core.home(), 448))
   t.eq(creds.store("fresh", created), true)
   t.ok(creds.get("fresh"):equals(created), "a first store creates it")
   -- kinds whose source reads any text are not stored

@@ -46,32 +46,7 @@ cp "$NAVETTE_SOURCE/recipes/maintenance/archive-logs.lua" "$R/recipes/maintenanc
 git -C "$R" init -q
 commit_all "$R" >/dev/null
 
-# Until public.lua lists the archive functions, the recipe runs with a copy
-# of the library that adds them (the lines the change's report gives).
-LUA_PATH_FOR_RECIPE=
-if ! grep -q '"storage.lifecycle"' "$NAVETTE_SOURCE/lua/navette/public.lua"; then
-	cp -R "$NAVETTE_SOURCE/lua" "$T/lua"
-	python3 -c '
-import sys
-p = sys.argv[1]
-s = open(p).read()
-anchor = "  { \"storage.read\", function(...) return require(\"navette.storage\").read(...) end },\n"
-if anchor not in s:
-    sys.exit("public.lua changed: update test_archive_logs.sh")
-add = "".join("  { \"storage.%s\",\n    function(...) return require(\"navette.storage\").%s(...) end },\n" % (n, n)
-              for n in ("copy", "delete", "sha256", "lifecycle"))
-open(p, "w").write(s.replace(anchor, anchor + add, 1))
-' "$T/lua/navette/public.lua" || fail "the copy of lua/ with the archive functions"
-	LUA_PATH_FOR_RECIPE=$T/lua
-	echo "note: public.lua does not list storage.lifecycle yet: the recipe runs with a copy of lua/ that adds the lines"
-fi
-maintain() {
-	if [ -n "$LUA_PATH_FOR_RECIPE" ]; then
-		NAVETTE_LUA_PATH=$LUA_PATH_FOR_RECIPE nv_in "$R" maintain "$@"
-	else
-		nv_in "$R" maintain "$@"
-	fi
-}
+maintain() { nv_in "$R" maintain "$@"; }
 
 # s3keys PREFIX: the keys of BUCKET under PREFIX, one a line, sorted
 s3keys() {
