@@ -615,9 +615,16 @@ int nv_git_config_string(const nv_git_repo *repo, const char *name, char *buf,
 
 	if (cap)
 		buf[0] = '\0';
-	if (git_config_new(&cfg) < 0)
-		return git_fail(err, NV_ENOMEM, NULL,
-				"cannot read the git configuration");
+	/* libgit2 set up for this call (its search paths are freed by the
+	 * matching shutdown), as every entry point here does */
+	if (git_libgit2_init() < 0)
+		return nv_err_set(err, NV_EIO, NULL, "cannot start libgit2");
+	if (git_config_new(&cfg) < 0) {
+		rc = git_fail(err, NV_ENOMEM, NULL,
+			      "cannot read the git configuration");
+		git_libgit2_shutdown();
+		return rc;
+	}
 	/* The files git reads, in its order, with its variables: system
 	 * (unless GIT_CONFIG_NOSYSTEM), XDG, global (GIT_CONFIG_GLOBAL or
 	 * ~/.gitconfig), the repository's. */
@@ -667,6 +674,7 @@ int nv_git_config_string(const nv_git_repo *repo, const char *name, char *buf,
 out:
 	git_buf_dispose(&value);
 	git_config_free(cfg);
+	git_libgit2_shutdown();
 	return rc;
 }
 
