@@ -865,7 +865,7 @@ int nv_s3_delete(const nv_s3_config *cfg, const char *bucket, const char *key,
 /* --- batch delete ----------------------------------------------------------
  */
 
-static void xml_escape(nv_buf *b, const char *s)
+void nv_s3_xml_escape(nv_buf *b, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
@@ -992,7 +992,7 @@ int nv_s3_delete_batch(const nv_s3_config *cfg, const char *bucket,
 			   "<Delete><Quiet>false</Quiet>");
 	for (size_t i = 0; i < nkeys; i++) {
 		nv_buf_puts(&body, "<Object><Key>");
-		xml_escape(&body, keys[i]);
+		nv_s3_xml_escape(&body, keys[i]);
 		nv_buf_puts(&body, "</Key></Object>");
 	}
 	nv_buf_puts(&body, "</Delete>");

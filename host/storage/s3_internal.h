@@ -126,6 +126,10 @@ uint64_t nv_s3_part_len(uint64_t size, uint64_t part, int i);
 
 /* One page of the multipart uploads of keys starting with prefix, each
  * given to callback with its upload id. */
+/* Appends s to b with XML's five special characters escaped (request
+ * bodies: batch delete, lifecycle rules). */
+void nv_s3_xml_escape(nv_buf *b, const char *s);
+
 int nv_s3_list_uploads_raw(const nv_s3_config *cfg, const char *bucket,
 			   const char *prefix, nv_s3_xml_list_cb callback,
 			   void *payload, int *truncated, nv_err *err);

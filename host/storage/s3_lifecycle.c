@@ -59,27 +59,13 @@ static int prefix_check(const char *prefix, nv_err *err)
 	return 0;
 }
 
-static void xml_escape(nv_buf *b, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&': nv_buf_puts(b, "&amp;"); break;
-		case '<': nv_buf_puts(b, "&lt;"); break;
-		case '>': nv_buf_puts(b, "&gt;"); break;
-		case '"': nv_buf_puts(b, "&quot;"); break;
-		case '\'': nv_buf_puts(b, "&apos;"); break;
-		default: nv_buf_append(b, s, 1);
-		}
-	}
-}
-
 /* The <Rule> element, without the configuration around it. */
 static void rule_xml(nv_buf *b, const char *id, const char *prefix, long days)
 {
 	nv_buf_puts(b, "<Rule><ID>");
-	xml_escape(b, id);
+	nv_s3_xml_escape(b, id);
 	nv_buf_puts(b, "</ID><Filter><Prefix>");
-	xml_escape(b, prefix);
+	nv_s3_xml_escape(b, prefix);
 	nv_buf_printf(b,
 		      "</Prefix></Filter><Status>Enabled</Status>"
 		      "<Expiration><Days>%ld</Days></Expiration></Rule>",
@@ -175,7 +161,7 @@ void nv_s3_lifecycle_match(const char *xml, size_t len, const char *id,
 	*rules = rules_in(flat);
 	nv_buf_init(&idb, sizeof(idtag));
 	nv_buf_puts(&idb, "<ID>");
-	xml_escape(&idb, id);
+	nv_s3_xml_escape(&idb, id);
 	nv_buf_puts(&idb, "</ID>");
 	if (!idb.failed)
 		*ours = strstr(flat, idb.data) != NULL;

@@ -381,6 +381,21 @@ local REBUILD_KEYS = { "builder", "file", "context", "platform", "to",
                        "build_args", "labels", "repo", "commit", "credential",
                        "docker_config", "storage_root", "run_root", "force" }
 
+-- Moves the pointer tag of target's repository to digest (the same
+-- manifest put under that tag), unless it is there already; reg: the
+-- registry options, credential: for the write. Returns true when moved
+-- (plan mode: recorded, false).
+local function move_pointer(target, tag, digest, reg, credential)
+  local has, at = image.exists(target.name .. ":" .. tag, reg)
+  if has and at == digest then return false end
+  local moved, merr = native.retag(target.name .. "@" .. digest, tag,
+    native_options(reg, { { registry = target.registry,
+                            credential = credential } }))
+  if moved == nil and merr == "planned" then return false end
+  check(moved, merr, "moving " .. target.name .. ":" .. tag)
+  return true
+end
+
 -- image.rebuild{to = "registry/team/app:POINTER", builder=, file=, ...}
 -- -> {built, up_to_date, reference, digest, pointer, lockfile_hash,
 -- previous = {digest, lockfile_hash} | nil}: an image built by image.build
@@ -439,10 +454,7 @@ function image.rebuild(spec)
   end
   out.digest, out.reference, out.tagged = built.digest, built.reference,
                                           built.tagged
-  local moved, merr = native.retag(built.reference, target.tag,
-    native_options(reg, { { registry = target.registry,
-                            credential = spec.credential } }))
-  check(moved, merr, "moving " .. pointer)
+  move_pointer(target, target.tag, built.digest, reg, spec.credential)
   audit("image.rebuild", pointer, "ok", "to " .. built.reference
         .. " (lock-file hash " .. lock:sub(1, 12) .. ", was "
         .. tostring(out.previous and out.previous.lockfile_hash
@@ -512,13 +524,9 @@ function image.debootstrap(spec)
                 pointer = pointer and (target.name .. ":" .. pointer) }
   local function point(digest)
     if not pointer then return end
-    local has, at = image.exists(out.pointer, reg)
-    if has and at == digest then return end
-    local moved, merr = native.retag(target.name .. "@" .. digest, pointer,
-                                     target_options())
-    if moved == nil and merr == "planned" then return end
-    check(moved, merr, "moving " .. out.pointer)
-    out.pointer_moved = true
+    if move_pointer(target, pointer, digest, reg, spec.credential) then
+      out.pointer_moved = true
+    end
   end
   -- present already: the same spec was built (a read; plan does it too)
   local present, digest = image.exists(out.tagged, reg)
