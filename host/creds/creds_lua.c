@@ -17,6 +17,7 @@
 #include "creds/redact.h"
 #include "creds/scan.h"
 #include "creds/source.h"
+#include "creds/htpasswd.h"
 #include "creds/store.h"
 
 typedef struct handle {
@@ -722,6 +723,45 @@ static int l_creds_store_keychain(lua_State *L)
 	return 1;
 }
 
+/* creds.generate(kind, name, user, len) -> handle | nil, err: a new
+ * secret of kind hs256 or basic (htpasswd.h); the redactor learns it at
+ * once. */
+static int l_creds_generate(lua_State *L)
+{
+	nv_secret_kind kind = nv_secret_kind_parse(luaL_checkstring(L, 1));
+	const char *name = luaL_checkstring(L, 2);
+	const char *user = luaL_optstring(L, 3, NULL);
+	lua_Integer len = luaL_optinteger(L, 4, 0);
+	nv_secret *s;
+	nv_err err;
+
+	luaL_argcheck(L, len >= 0 && len <= NV_GENERATE_MAX, 4,
+		      "length out of range");
+	luaL_checkstack(L, 2, NULL);
+	s = nv_secret_generate(name, kind, user, (size_t)len, &err);
+	if (!s)
+		return nv_lua_push_error(L, &err);
+	nv_secret_announce(s);
+	push_handle(L, s, 0);
+	return 1;
+}
+
+/* creds.htpasswd(handle, cost) -> "user:$2y$..." | nil, err */
+static int l_creds_htpasswd(lua_State *L)
+{
+	const nv_secret *s = nv_creds_check(L, 1);
+	lua_Integer cost = luaL_optinteger(L, 2, 0);
+	char line[NV_HTPASSWD_LINE_MAX];
+	nv_err err;
+
+	luaL_argcheck(L, cost >= 0 && cost <= NV_HTPASSWD_COST_MAX, 2,
+		      "bcrypt cost out of range");
+	if (nv_htpasswd_line(s, (int)cost, line, sizeof(line), &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, line);
+	return 1;
+}
+
 static int l_creds_cache_clear(lua_State *L)
 {
 	(void)L;
@@ -752,6 +792,8 @@ int luaopen_navette_creds(lua_State *L)
 		{"cache_clear", l_creds_cache_clear},
 		{"store_file", l_creds_store_file},
 		{"store_keychain", l_creds_store_keychain},
+		{"generate", l_creds_generate},
+		{"htpasswd", l_creds_htpasswd},
 		{"redact", l_creds_redact},
 		{"redact_stream", l_creds_redact_stream},
 		{"env_allowed", l_creds_env_allowed},

@@ -467,6 +467,31 @@ static int l_image_exists(lua_State *L)
 	return 2;
 }
 
+/* image.ping(registry, opts) -> true | nil, err: GET /v2/ with the
+ * registry's credential of opts (a token fetched first where the registry
+ * asks for one); a 401 or 403 is err.code "refused". */
+static int l_image_ping(lua_State *L)
+{
+	const char *registry = luaL_checkstring(L, 1);
+	int opts = opts_index(L, 2), rc;
+	nv_registry *r;
+	session *ses;
+	nv_err err;
+
+	ses = session_new(L);
+	r = session_client_for(L, ses, opts, registry, &err);
+	if (!r) {
+		session_release(ses);
+		return nv_lua_push_error(L, &err);
+	}
+	rc = nv_registry_ping(r, &err);
+	session_release(ses);
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 static void push_code_result(lua_State *L, const nv_code_layer_result *r,
 			     int pushed)
 {
@@ -924,6 +949,7 @@ int luaopen_navette_image(lua_State *L)
 		{"resolve", l_image_resolve},
 		{"inspect", l_image_inspect},
 		{"exists", l_image_exists},
+		{"ping", l_image_ping},
 		{"code_layer", l_image_code_layer},
 		{"pack", l_image_pack},
 		{"build", l_image_build},

@@ -289,6 +289,66 @@ function creds.jwt(key, opts)
   return token
 end
 
+-- navette's own folders, where a credential file may be created: ~/.navette/,
+-- NAVETTE_HOME, ~/.config/navette/ (each ending with '/').
+local function navette_folders()
+  local home = sys.getenv("HOME") or ""
+  local config = sys.getenv("XDG_CONFIG_HOME")
+  if not config or config == "" then config = home .. "/.config" end
+  if home == "" then return { core.home() .. "/" } end
+  return { home .. "/.navette/", core.home() .. "/", config .. "/navette/" }
+end
+
+-- Whether path lies in one of dirs (no '.' or '..' step in it).
+local function inside(path, dirs)
+  if ("/" .. path .. "/"):find("/%.%.?/") then return false end
+  for _, dir in ipairs(dirs) do
+    if path:sub(1, #dir) == dir then return true end
+  end
+  return false
+end
+
+local function staged_path(name)
+  return core.home() .. "/staged/" .. name
+end
+
+local function is_handle(h)
+  return type(h) == "userdata" and pcall(function() return h:name() end)
+end
+
+-- The declaration of credential name, raising for a name not declared.
+local function declared_or_raise(what, name)
+  if type(name) ~= "string" then
+    errors.raise("recipe", what .. ": name must be the name of a declared "
+                 .. "credential")
+  end
+  local d = context.declared[name]
+  if not d then
+    local names = util.sorted_keys(context.declared)
+    errors.raise("recipe", what .. ": no credential named '" .. name .. "'"
+                 .. util.suggest(name, names),
+                 "declare it under credentials = { ... } in navette.lua")
+  end
+  return d
+end
+
+-- The declaration of credential name, which handle is to become the value
+-- of (store, stage): a handle of the declared kind.
+local function next_value_of(what, name, handle)
+  local d = declared_or_raise(what, name)
+  if not is_handle(handle) then
+    errors.raise("recipe", what .. "(name, handle): handle must be a "
+                 .. "credential handle (navette.creds.get, generate or "
+                 .. "staged, navette.storage.create_key)")
+  end
+  local kind = handle:info().kind
+  if kind ~= d.kind then
+    errors.raise("refused", what .. ": credential " .. name .. " is of "
+                 .. "kind " .. d.kind .. ", the handle of kind " .. kind)
+  end
+  return d
+end
+
 -- creds.store(name, handle) -> true: writes handle's value where the
 -- declared source of credential name reads it, so that the next
 -- creds.get(name) loads it (a rotation's new key): a file source's file,
@@ -300,38 +360,23 @@ end
 -- are). Plan mode: recorded, nothing written. Audited ("creds.store").
 function creds.store(name, handle)
   local what = "navette.creds.store"
-  if type(name) ~= "string" then
-    errors.raise("recipe", what .. "(name, handle): name must be the name "
-                 .. "of a declared credential")
-  end
-  if type(handle) ~= "userdata" or not pcall(function() return handle:name() end) then
-    errors.raise("recipe", what .. "(name, handle): handle must be a "
-                 .. "credential handle (navette.creds.get, "
-                 .. "navette.storage.create_key)")
-  end
-  local d = context.declared[name]
-  if not d then
-    local names = util.sorted_keys(context.declared)
-    errors.raise("recipe", what .. ": no credential named '" .. name .. "'"
-                 .. util.suggest(name, names),
-                 "declare it under credentials = { ... } in navette.lua")
-  end
-  local info = handle:info()
-  if info.kind ~= d.kind then
-    errors.raise("refused", what .. ": credential " .. name .. " is of "
-                 .. "kind " .. d.kind .. ", the handle of kind "
-                 .. info.kind)
-  end
+  local d = next_value_of(what, name, handle)
   -- The project file says where to write, and it may come from a clone
   -- being tried: only a place that holds a credential of this kind now
   -- (or nothing yet) is overwritten. An s3 credential is a JSON object
   -- with its key pair, which no other file is; the other kinds' sources
   -- take any text (an hs256 key, any bytes), so a path could name a file
-  -- that is not a credential (~/.ssh/id_ed25519): they are not stored.
-  if d.kind ~= "s3" then
+  -- that is not a credential (~/.ssh/id_ed25519): their files are written
+  -- only inside navette's own folders.
+  local allowed = navette_folders()
+  if d.kind ~= "s3" and d.source == "file" and not inside(d.path, allowed) then
     errors.raise("refused", what .. ": credential " .. name .. " is of "
-                 .. "kind " .. d.kind .. "; only kind s3 is stored",
-                 "write the new value to its source yourself")
+                 .. "kind " .. d.kind .. ", whose file cannot be told from "
+                 .. "another file, and " .. d.path .. " is outside "
+                 .. "navette's folders (" .. table.concat(allowed, ", ")
+                 .. ")", "keep the credential's file there (path = \"~/"
+                 .. ".navette/" .. name .. "\"), or write the new value to "
+                 .. d.path .. " yourself")
   end
   if d.source == "env" then
     errors.raise("refused", what .. ": credential " .. name .. " comes "
@@ -363,16 +408,7 @@ function creds.store(name, handle)
   if d.source == "file" and not exists then
     -- nothing there yet: a new file only in navette's own folders (a
     -- project file may name ~/.bash_profile), whose folder exists
-    local home = sys.getenv("HOME") or ""
-    local config = sys.getenv("XDG_CONFIG_HOME")
-    if not config or config == "" then config = home .. "/.config" end
-    local allowed = { home .. "/.navette/", core.home() .. "/",
-                      config .. "/navette/" }
-    local inside = false
-    for _, dir in ipairs(allowed) do
-      if home ~= "" and d.path:sub(1, #dir) == dir then inside = true end
-    end
-    if not inside or ("/" .. d.path .. "/"):find("/%.%.?/") then
+    if not inside(d.path, allowed) then
       errors.raise("refused", what .. ": " .. d.path .. " does not exist, "
                    .. "and navette creates a credential file only under "
                    .. table.concat(allowed, ", "),
@@ -411,6 +447,9 @@ function creds.store(name, handle)
   end
   context.loaded[name] = nil
   native.cache_clear()
+  -- a staged value is dropped once a value is stored: it was the one, or
+  -- a newer rotation replaced it
+  sys.remove(staged_path(name))
   local audit = _navette.audit and require "navette.audit"
   if audit then
     audit.record({ action = "creds.store", target = where,
@@ -419,6 +458,136 @@ function creds.store(name, handle)
                  context.profile)
   end
   return true
+end
+
+-- ---- rotations that a server's operator finishes ---------------------------
+--
+-- A registry's htpasswd password and a Slurm JWT key change on the server
+-- by a hand navette does not have (a file on the registry's host, the
+-- controller's key and `scontrol reconfigure`). Their rotation has two
+-- halves: the new secret is made and staged (kept aside, the credential's
+-- source untouched), the operator installs it on the server, and a later
+-- run, finding the server accepts the staged value, stores it as the
+-- credential (creds.store drops the staged file). Staged values live in
+-- NAVETTE_HOME/staged/NAME, 0600, in the format of a file source.
+
+-- creds.generate{ kind = "hs256" | "basic", user = ..., length = N,
+-- name = ... } -> handle: a new random secret (an hs256 key of N bytes, a
+-- basic password of N characters [A-Za-z0-9] for user), N 16..512,
+-- default 32. Nothing is written.
+local GENERATE_KEYS = { "kind", "user", "length", "name" }
+creds.GENERATE_KEYS = GENERATE_KEYS
+function creds.generate(opts)
+  local what = "navette.creds.generate"
+  if type(opts) ~= "table" then
+    errors.raise("recipe", what .. " expects a table: " .. what
+                 .. "{ kind = \"hs256\" } or { kind = \"basic\", user = ... }")
+  end
+  util.check_keys(opts, GENERATE_KEYS, function(k, suggestion, list)
+    errors.raise("recipe", what .. ": unknown key '" .. tostring(k) .. "'"
+                 .. suggestion, "it takes: " .. list)
+  end)
+  if opts.kind ~= "hs256" and opts.kind ~= "basic" then
+    errors.raise("recipe", what .. ": kind must be \"hs256\" or \"basic\"",
+                 "an s3 key is made by the storage server "
+                 .. "(navette.storage.create_key)")
+  end
+  if opts.kind == "basic" and type(opts.user) ~= "string" then
+    errors.raise("recipe", what .. ": a basic credential needs user = "
+                 .. "\"name\" (the user the server knows)")
+  elseif opts.kind == "hs256" and opts.user ~= nil then
+    errors.raise("recipe", what .. ": an hs256 key has no user")
+  end
+  local length = opts.length or 32
+  if math.type(length) ~= "integer" or length < 16 or length > 512 then
+    errors.raise("recipe", what .. ": length must be an integer from 16 "
+                 .. "to 512")
+  end
+  local name = opts.name or "generated"
+  if type(name) ~= "string" or not name:match("^[%w][%w._-]*$")
+     or #name > 64 then
+    errors.raise("recipe", what .. ": name: letters, digits, '.', '_' and "
+                 .. "'-'")
+  end
+  local handle, err = native.generate(opts.kind, name, opts.user, length)
+  if not handle then
+    errors.raise(err.code == "invalid" and "recipe" or err.code,
+                 what .. ": " .. err.message, err.hint)
+  end
+  return handle
+end
+
+-- creds.htpasswd(handle [, cost]) -> "user:$2y$..." : the htpasswd line of
+-- a basic credential (bcrypt, cost 4..14, default 10, a fresh salt), as
+-- `htpasswd -nB` prints it. A hash, not the password: it may be shown.
+function creds.htpasswd(handle, cost)
+  local what = "navette.creds.htpasswd"
+  if not is_handle(handle) then
+    errors.raise("recipe", what .. "(handle [, cost]): handle must be a "
+                 .. "credential handle of kind basic")
+  end
+  if cost ~= nil and (math.type(cost) ~= "integer" or cost < 4 or cost > 14) then
+    errors.raise("recipe", what .. ": cost must be an integer from 4 to 14")
+  end
+  local line, err = native.htpasswd(handle, cost)
+  if not line then
+    errors.raise(err.code == "invalid" and "recipe" or err.code,
+                 what .. ": " .. err.message, err.hint)
+  end
+  return line
+end
+
+-- creds.stage(name, handle) -> path: keeps handle aside as the next value
+-- of credential name (same kind), in NAVETTE_HOME/staged/NAME (0600, the
+-- format of a file source: an hs256 key's raw bytes, "user:password");
+-- replaces a staged value. The credential's source is not touched. Plan
+-- mode: recorded, nothing written. Audited ("creds.stage").
+function creds.stage(name, handle)
+  local what = "navette.creds.stage"
+  local d = next_value_of(what, name, handle)
+  local path = staged_path(name)
+  if core.plan_mode() then
+    core.plan("creds", "stage", name .. " -> " .. path)
+    return path
+  end
+  local ok, err = sys.mkdir_p(util.dirname(path), 448) -- 0700
+  if ok then ok, err = native.store_file(handle, path) end
+  if not ok then
+    errors.raise(err.code == "invalid" and "recipe" or err.code,
+                 what .. ": " .. tostring(err.message or err), err.hint)
+  end
+  local audit = _navette.audit and require "navette.audit"
+  if audit then
+    audit.record({ action = "creds.stage", target = path, credential = name,
+                   detail = "kind " .. d.kind }, context.profile)
+  end
+  return path
+end
+
+-- creds.staged(name) -> handle, path | nil: the value staged for
+-- credential name, or nil when none is.
+function creds.staged(name)
+  local what = "navette.creds.staged"
+  local d = declared_or_raise(what, name)
+  local path = staged_path(name)
+  if not sys.stat(path) then return nil end
+  local handle, err = native.load { name = name, kind = d.kind,
+                                    source = "file", path = path }
+  if not handle then
+    errors.raise("refused", what .. ": " .. err.message,
+                 "remove " .. path .. " to start the rotation again")
+  end
+  return handle, path
+end
+
+-- creds.declared() -> { NAME = { kind, source, host } }: what the profile
+-- declares (never a value, never a path).
+function creds.declared()
+  local out = {}
+  for name, d in pairs(context.declared) do
+    out[name] = { kind = d.kind, source = d.source, host = d.host }
+  end
+  return out
 end
 
 -- Loads every declared credential for `creds list/check`: returns rows of

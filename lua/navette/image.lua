@@ -162,6 +162,39 @@ function image.exists(ref, opts)
   return present, digest
 end
 
+-- image.check_credential{ registry = "host:port", credential = NAME or
+-- HANDLE, ca_bundle = ... } -> true when the registry accepts the
+-- credential (GET /v2/, a token fetched first where the registry asks for
+-- one); raises refused when it answers 401 or 403. A handle not declared
+-- is sent to that registry only.
+local CHECK_KEYS = { "registry", "credential", "ca_bundle" }
+function image.check_credential(opts)
+  local what = "navette.image.check_credential"
+  if type(opts) ~= "table" then
+    errors.raise("recipe", what .. " expects a table: " .. what
+                 .. "{ registry = \"host:port\", credential = ... }")
+  end
+  known_keys("check_credential", opts, CHECK_KEYS)
+  string_arg("check_credential", "registry", opts.registry)
+  if type(opts.credential) ~= "string" and type(opts.credential) ~= "userdata" then
+    errors.raise("recipe", what .. ": credential must name a declared "
+                 .. "credential or be a handle")
+  end
+  local name = type(opts.credential) == "string" and opts.credential
+               or opts.credential:name()
+  local o = native_options({ ca_bundle = opts.ca_bundle, docker_config = false },
+                           { { registry = opts.registry,
+                               credential = opts.credential } })
+  local ok, err = native.ping(opts.registry, o)
+  if ok then return true end
+  if err.code == "refused" then
+    errors.raise("refused", what .. ": " .. opts.registry .. " refuses "
+                 .. "credential " .. name .. " (" .. err.message .. ")",
+                 err.hint)
+  end
+  fail(err, what .. ": cannot reach " .. opts.registry)
+end
+
 -- image.inspect(ref, opts) -> {digest, reference, platform, media_type,
 -- manifest, config, labels, layers = {{digest, size, media_type}}}
 function image.inspect(ref, opts)
@@ -580,6 +613,6 @@ image.OPTION_KEYS.debootstrap = DEB_KEYS
 -- The non-raising twins: try_resolve(...) -> digest, info | nil, err.
 errors.add_try(image, { "parse", "resolve", "exists", "inspect",
                         "code_layer", "pack", "build", "debootstrap",
-                        "rebuild", "check_platform" })
+                        "rebuild", "check_platform", "check_credential" })
 
 return image

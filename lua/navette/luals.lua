@@ -350,6 +350,15 @@ local FUNCTIONS = {
     "{credential: string|navette.creds.Handle}" } }, "true",
     "True when the server accepts a signed request (ListBuckets) with the "
     .. "credential; raises refused with the server's code otherwise." },
+  { "navette.image.check_credential", { { "opts", "{registry: string, "
+      .. "credential: string|navette.creds.Handle, ca_bundle: string?}" } },
+    "true",
+    "True when the registry accepts the credential (GET /v2/); raises "
+    .. "refused on 401 or 403." },
+  { "navette.slurm.check_credential", { { "opts",
+    "{credential: string|navette.creds.Handle}" } }, "true",
+    "True when the profile's Slurm cluster accepts the credential (an "
+    .. "hs256 key's token, a bearer token); raises refused otherwise." },
   { "navette.image.parse", { { "ref", "string" } }, "navette.image.Ref",
     "The parts of an image reference." },
   { "navette.image.resolve", { { "ref", "string" },
@@ -393,8 +402,28 @@ local FUNCTIONS = {
   { "navette.creds.store", { { "name", "string" },
     { "handle", "navette.creds.Handle" } }, "true",
     "Writes handle's value where the declared source of credential name "
-    .. "reads it (a file, atomically and 0600, or the macOS Keychain; kind "
-    .. "s3); audited." },
+    .. "reads it (a file, atomically and 0600, or the macOS Keychain; a "
+    .. "file of a kind other than s3 only inside navette's folders); drops "
+    .. "a staged value; audited." },
+  { "navette.creds.generate", { { "opts", "{kind: \"hs256\"|\"basic\", "
+      .. "user: string?, length: integer?, name: string?}" } },
+    "navette.creds.Handle",
+    "A new random secret: an hs256 key of length bytes, or a basic "
+    .. "password of length characters for user (16 to 512, default 32)." },
+  { "navette.creds.htpasswd", { { "handle", "navette.creds.Handle" },
+    { "cost", "integer?" } }, "string",
+    "The htpasswd line (user:bcrypt hash, cost 4 to 14, default 10) of a "
+    .. "basic credential." },
+  { "navette.creds.stage", { { "name", "string" },
+    { "handle", "navette.creds.Handle" } }, "string",
+    "Keeps handle aside as the next value of credential name, in "
+    .. "NAVETTE_HOME/staged/NAME (0600), and returns that path; audited." },
+  { "navette.creds.staged", { { "name", "string" } },
+    "navette.creds.Handle?, string?",
+    "The value staged for credential name and its path, or nil." },
+  { "navette.creds.declared", {}, "table<string, {kind: string, "
+      .. "source: string, host: string?}>",
+    "The credentials the profile declares (never a value or a path)." },
   { "navette.http.request", { { "url", "string" },
     { "opts", "navette.http.Options?" } }, "navette.http.Response",
     "An HTTP request under the profile's TLS policy." },

@@ -16,6 +16,7 @@ local util = require "navette.util"
 local published = require "navette.published"
 local native, jobs_native, sys, json =
   _navette.slurm, _navette.jobs, _navette.sys, _navette.json
+local core = _navette.core
 
 local M = { name = "slurm" }
 
@@ -224,6 +225,64 @@ local function open(cfg, lifespan, max)
   return session
 end
 M.open = open
+
+-- check_credential{ credential = NAME or HANDLE } -> true when the
+-- profile's cluster accepts the credential (an hs256 key, whose tokens it
+-- must verify, or a bearer token): a token is minted and a job lookup
+-- sent through slurmrestd. Raises refused naming what Slurm said when it
+-- does not; plan mode records the check and does nothing.
+function M.check_credential(opts)
+  local what = "navette.slurm.check_credential"
+  if type(opts) ~= "table" then
+    errors.raise("recipe", what .. " expects a table: " .. what
+                 .. "{ credential = NAME or HANDLE }")
+  end
+  util.check_keys(opts, { "credential" }, function(k, suggestion, list)
+    errors.raise("recipe", what .. ": unknown key '" .. tostring(k) .. "'"
+                 .. suggestion, "it takes: " .. list)
+  end)
+  local run = require("navette.runner").current
+  local profile = run and run.profile
+  local cfg = profile and profile.slurm
+  if not cfg then
+    errors.raise("usage", what .. " needs a profile whose backend is slurm",
+                 "run the recipe with --profile naming such a profile")
+  end
+  local handle = opts.credential
+  if type(handle) == "string" then
+    handle = require("navette.creds").get(handle)
+  elseif type(handle) ~= "userdata" then
+    errors.raise("recipe", what .. ": credential must name a declared "
+                 .. "credential or be a handle")
+  end
+  local kind = handle:info().kind
+  if kind ~= "hs256" and kind ~= "bearer" then
+    errors.raise("recipe", what .. ": credential " .. handle:name()
+                 .. " is of kind " .. kind .. ", not hs256 or bearer")
+  end
+  if core.plan_mode() then
+    core.plan("slurm", "check credential", handle:name())
+    return true
+  end
+  local max = cfg.max_token_lifespan or 3600
+  local session, serr = native.open {
+    endpoint = cfg.endpoint, user = cfg.user, credential = handle,
+    lifespan = math.min(60, max), max_lifespan = max,
+    version = cfg.api_version, ca_bundle = cfg.ca_bundle, pin = cfg.pin,
+  }
+  local found, err
+  if session then
+    found, err = session:find { name = "navette-credential-check" }
+    session:close()
+  else
+    err = serr
+  end
+  if found or err.code == "not_found" then return true end
+  errors.raise(err.code == "refused" and "refused" or "backend",
+               what .. ": slurmrestd at " .. cfg.endpoint .. " with "
+               .. "credential " .. handle:name() .. ": " .. err.message,
+               err.hint)
+end
 
 -- ---- submission --------------------------------------------------------------
 

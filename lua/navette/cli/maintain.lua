@@ -27,7 +27,7 @@ local M = {
   },
   usage = [[
 usage: navette maintain [RECIPE...] [--once] [--list] [--json] [--plan]
-                        [--profile P] [--install|--uninstall]
+                        [--task NAME] [--profile P] [--install|--uninstall]
   Runs the tasks (navette.task) of the recipes given, else of those the
   project file lists under `maintenance`, when their schedule says they
   are due. A task that missed several slots runs once; a failed task is
@@ -39,12 +39,15 @@ usage: navette maintain [RECIPE...] [--once] [--list] [--json] [--plan]
   --json       the same as data
   --plan       the due tasks in plan mode: what they would do, doing
                nothing (no state written)
+  --task NAME  with --once or --plan: that task only, now, due or not
+               (its next slot is counted from this run)
   --profile P  the profile the recipes run with
   --install    write and load a launchd agent (macOS) or a systemd user
                service and timer that run `navette maintain --once`
   --uninstall  unload and remove what --install wrote]],
   flags = { once = "bool", list = "bool", json = "bool", plan = "bool",
-            profile = "value", install = "bool", uninstall = "bool" },
+            profile = "value", install = "bool", uninstall = "bool",
+            task = "value" },
   read_only = false,
 }
 
@@ -209,6 +212,15 @@ local function pass(recipes, opts, db)
         local now = sys.now()
         local row = state_of(db, run, rel, t)
         local due, slot, missed = native.due(t.schedule, row.next_due, now)
+        if opts.task then
+          -- the task asked for runs now, due or not; no other runs
+          if t.name ~= opts.task then
+            due = false
+          elseif not due then
+            due, slot, missed = true, now, 0
+          end
+          if t.name == opts.task then result.matched = true end
+        end
         local v = view(row, t, due, slot, missed, now)
         v.ran = false
         if due then
@@ -259,6 +271,14 @@ local function pass(recipes, opts, db)
       local code = errors.exit_status[e.code] or 4
       if status == 0 or status == 1 then status = code end
     end
+  end
+  if opts.task and not result.matched and #result.errors == 0 then
+    local names = {}
+    for _, v in ipairs(result.tasks) do names[#names + 1] = v.name end
+    errors.raise("usage", "maintain --task: no task named '" .. opts.task
+                 .. "'" .. util.suggest(opts.task, names),
+                 #names > 0 and ("tasks: " .. table.concat(names, ", "))
+                 or "the recipes declare no task")
   end
   return result, status, soonest
 end
@@ -473,6 +493,9 @@ function M.run(argv)
   if opts.list and (opts.once or opts.plan) then
     common.usage_error("--list runs nothing: it takes no --once or --plan",
                        M.name)
+  end
+  if opts.task and not (opts.once or opts.plan) then
+    common.usage_error("--task NAME goes with --once or --plan", M.name)
   end
   if opts.list or opts.plan then core.forbid_exec() end
   if opts.uninstall then
