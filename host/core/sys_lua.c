@@ -16,6 +16,7 @@
 
 #include <lauxlib.h>
 #include <lua.h>
+#include <openssl/evp.h>
 
 #include "core/fsutil.h"
 #include "core/nv_lua.h"
@@ -300,6 +301,24 @@ static int l_sys_random_hex(lua_State *L)
 	return 1;
 }
 
+/* sha256(text) -> the hex digest of text (a name's fingerprint, never a
+ * secret's: the value is a Lua string). */
+static int l_sys_sha256(lua_State *L)
+{
+	size_t len;
+	const char *text = luaL_checklstring(L, 1, &len);
+	unsigned char md[32];
+	unsigned int n = 0;
+	char hex[65];
+
+	if (EVP_Digest(text, len, md, &n, EVP_sha256(), NULL) != 1 || n != 32)
+		return luaL_error(L, "sha256: OpenSSL failed");
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	lua_pushlstring(L, hex, 64);
+	return 1;
+}
+
 /* which(name) -> path | nil: an executable on $PATH. */
 static int l_sys_which(lua_State *L)
 {
@@ -359,6 +378,7 @@ int luaopen_navette_sys(lua_State *L)
 				       {"identity", l_sys_identity},
 				       {"pid", l_sys_pid},
 				       {"random_hex", l_sys_random_hex},
+				       {"sha256", l_sys_sha256},
 				       {"isatty", l_sys_isatty},
 				       {"which", l_sys_which},
 				       {"free_space", l_sys_free_space},

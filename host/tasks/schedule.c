@@ -193,6 +193,16 @@ static int at_or_past(const nv_schedule *s, const struct tm *tm)
 	       (tm->tm_hour == s->hour && tm->tm_min >= s->minute);
 }
 
+/* Whether the slot x is not at the schedule's time of day: mktime moved
+ * it past a spring gap (02:30 does not exist; it gave 03:30). */
+static int moved_by_gap(const nv_schedule *s, double x)
+{
+	struct tm tm;
+
+	return local_day(x, &tm) == 0 &&
+	       (tm.tm_hour != s->hour || tm.tm_min != s->minute);
+}
+
 double nv_schedule_next(const nv_schedule *s, double anchor, double after)
 {
 	struct tm day;
@@ -211,11 +221,15 @@ double nv_schedule_next(const nv_schedule *s, double anchor, double after)
 		return -1;
 	/* the slot of `after`'s own date only while its time is ahead, so
 	 * that an autumn's repeated hour does not give the day a second
-	 * slot; a week and two days cover every weekday */
-	for (d = at_or_past(s, &day) ? 1 : 0; d <= 9; d++) {
+	 * slot, or when a spring gap moved it later than the clock says
+	 * (daily 02:30 is 03:30 that day: still ahead at 03:10); a week and
+	 * two days cover every weekday */
+	for (d = 0; d <= 9; d++) {
 		double x = local_slot(s, &day, d, &wday);
 
 		if (x < 0 || x <= after)
+			continue;
+		if (d == 0 && at_or_past(s, &day) && !moved_by_gap(s, x))
 			continue;
 		if (s->kind == NV_SCHEDULE_WEEKLY && wday != s->weekday)
 			continue;

@@ -185,11 +185,13 @@ t.test("creds.store refuses env and command sources, and a wrong kind",
   assert(sys.mkdir_p(_navette.core.home(), 448))
   t.eq(creds.store("fresh", created), true)
   t.ok(creds.get("fresh"):equals(created), "a first store creates it")
-  -- kinds whose source reads any text are not stored
+  -- kinds whose source reads any text are stored only in navette's
+  -- folders (their file cannot be told from another)
   local key = _navette.creds.load { name = "k", kind = "hs256",
                                     source = "env",
                                     env = { key = "ROT_ADMIN_SK" } }
-  t.raises(function() creds.store("jwt", key) end, "only kind s3")
+  t.raises(function() creds.store("jwt", key) end,
+           "whose file cannot be told from another file")
 end)
 
 t.test("remove_key: the old key is then refused by the server", function()

@@ -273,15 +273,18 @@ EOF
 chmod +x "$T/bin/systemctl" "$T/bin/launchctl"
 export PATH="$T/bin:$PATH"
 UNITS=$XDG_CONFIG_HOME/systemd/user
-SERVICE=$UNITS/navette-maintain-maint.service
-TIMER=$UNITS/navette-maintain-maint.timer
+# a checkout's unit: the project's name and 8 hex digits of the sha256 of
+# its folder's real path (another clone of "maint" gets other units)
+KEY=maint-$(printf '%s' "$(cd "$REPO" && pwd -P)" | shasum -a 256 | cut -c1-8)
+SERVICE=$UNITS/navette-maintain-$KEY.service
+TIMER=$UNITS/navette-maintain-$KEY.timer
 
 NAVETTE_SERVICE_MANAGER=systemd nv_in "$REPO" maintain --install
 check_rc "--install (systemd) exits 0" 0
 check_file "... wrote the service" "$SERVICE"
 check_file "... and the timer" "$TIMER"
 check_contains "systemctl --user unusable: it says how to enable it" "$OUT" \
-	"systemctl --user enable --now navette-maintain-maint.timer"
+	"systemctl --user enable --now navette-maintain-$KEY.timer"
 check_contains "... having tried" "$(cat "$T/systemctl.log" 2>&1)" "--user daemon-reload"
 check_eq "the service: a oneshot maintain --once of the project" \
 	"$(grep -E '^(Type|WorkingDirectory|Environment|ExecStart)=' "$SERVICE")" \
@@ -296,10 +299,10 @@ OnCalendar=*-*-* *:00:00
 OnActiveSec=1min
 OnUnitActiveSec=6h
 Persistent=true
-Unit=navette-maintain-maint.service"
+Unit=navette-maintain-$KEY.service"
 if command -v systemd-analyze >/dev/null 2>&1; then
 	verify=$(cd "$UNITS" && systemd-analyze verify --man=no \
-		navette-maintain-maint.service navette-maintain-maint.timer 2>&1)
+		navette-maintain-$KEY.service navette-maintain-$KEY.timer 2>&1)
 	check_eq "systemd-analyze verify: the units are clean" "$?:$verify" "0:"
 	sed -n 's/^OnCalendar=//p' "$TIMER" >"$T/calendars"
 	while read -r spec; do
@@ -318,17 +321,17 @@ touch "$T/systemctl.works"
 : >"$T/systemctl.log"
 NAVETTE_SERVICE_MANAGER=systemd nv_in "$REPO" maintain --install
 check_match "with systemctl --user working, --install enables the timer" "$OUT" \
-	'^loaded: systemd user timer navette-maintain-maint\.timer'
+	"^loaded: systemd user timer navette-maintain-$KEY\\.timer"
 check_eq "... through daemon-reload and enable --now" "$(cat "$T/systemctl.log")" \
 	"--user daemon-reload
---user enable --now navette-maintain-maint.timer"
+--user enable --now navette-maintain-$KEY.timer"
 : >"$T/systemctl.log"
 NAVETTE_SERVICE_MANAGER=systemd nv_in "$REPO" maintain --uninstall
 check_rc "--uninstall (systemd) exits 0" 0
 check_absent "... removed the service" "$SERVICE"
 check_absent "... and the timer" "$TIMER"
 check_contains "... after disabling it" "$(cat "$T/systemctl.log")" \
-	"--user disable --now navette-maintain-maint.timer"
+	"--user disable --now navette-maintain-$KEY.timer"
 check_eq "... and nothing else in that folder was touched" "$(ls -A "$UNITS")" ""
 printf '[Service]\nExecStart=/bin/true\n' >"$SERVICE"
 NAVETTE_SERVICE_MANAGER=systemd nv_in "$REPO" maintain --install
@@ -340,7 +343,7 @@ rm -f "$SERVICE"
 
 # ---- --install / --uninstall: launchd (the macOS file, checked here) -------------
 
-PLIST=$HOME/Library/LaunchAgents/org.navette.maintain.maint.plist
+PLIST=$HOME/Library/LaunchAgents/org.navette.maintain.$KEY.plist
 NAVETTE_SERVICE_MANAGER=launchd nv_in "$REPO" maintain --install
 check_rc "--install (launchd) exits 0" 0
 check_file "... wrote the agent's plist" "$PLIST"
@@ -357,7 +360,7 @@ print(p["StartCalendarInterval"], p["StartInterval"], p["RunAtLoad"])
 print(p["StandardOutPath"] == p["StandardErrorPath"], p["StandardOutPath"])
 PY
 )" "['EnvironmentVariables', 'Label', 'ProgramArguments', 'RunAtLoad', 'StandardErrorPath', 'StandardOutPath', 'StartCalendarInterval', 'StartInterval', 'WorkingDirectory']
-org.navette.maintain.maint
+org.navette.maintain.$KEY
 ['maintain', '--once']
 $NAVETTE_REAL
 $REPO
@@ -370,7 +373,7 @@ NAVETTE_SERVICE_MANAGER=launchd nv_in "$REPO" maintain --uninstall
 check_rc "--uninstall (launchd) exits 0" 0
 check_absent "... removed the plist" "$PLIST"
 check_contains "... after booting it out" "$(cat "$T/launchctl.log")" \
-	"bootout gui/$(id -u)/org.navette.maintain.maint"
+	"bootout gui/$(id -u)/org.navette.maintain.$KEY"
 NAVETTE_SERVICE_MANAGER=launchd nv_in "$REPO" maintain --uninstall
 check_match "a second --uninstall has nothing to remove" "$OUT" '^nothing to remove'
 check_eq "install and uninstall are audited" \
@@ -390,5 +393,31 @@ check_match "and what to do" "$ERR" "commit it"
 cp "$T/navette.lua.committed" "$REPO/navette.lua"
 nv_in "$REPO" maintain --once
 check_rc "as committed again, it runs" 0
+
+# ---- another checkout of the same project has its own state and units -------
+CLONE=$T/clone-of-maint
+git clone -q "$REPO" "$CLONE"
+nv_in "$REPO" maintain --once --task note
+check_rc "(the first checkout's note runs now)" 0
+nv_in "$CLONE" maintain --once
+check_match "a clone's tasks are due there though the first checkout ran them" \
+	"$OUT" "^task note .*: ok"
+CLONE_KEY=maint-$(printf '%s' "$(cd "$CLONE" && pwd -P)" | shasum -a 256 | cut -c1-8)
+check_eq "its --json names the project and its own checkout" \
+	"$(cd "$CLONE" && "$NAVETTE" maintain --list --json 2>/dev/null |
+		json "sorted(set((t['project'], t['checkout']) for t in d['tasks']))")" \
+	"[[\"maint\", \"$CLONE_KEY\"]]"
+check_ne "another key than the first checkout's" "$CLONE_KEY" "$KEY"
+NAVETTE_SERVICE_MANAGER=systemd nv_in "$CLONE" maintain --install
+check_file "--install in the clone writes its own unit" \
+	"$UNITS/navette-maintain-$CLONE_KEY.timer"
+NAVETTE_SERVICE_MANAGER=systemd nv_in "$CLONE" maintain --uninstall
+check_absent "and --uninstall there removes it" \
+	"$UNITS/navette-maintain-$CLONE_KEY.timer"
+nv_in "$REPO" maintain --once --task nope
+check_rc "--task with an unknown name: usage (exit 2)" 2
+check_match "listing the tasks" "$ERR" "tasks: note, broken"
+nv_in "$REPO" maintain --task note
+check_rc "--task without --once or --plan: usage (exit 2)" 2
 
 finish

@@ -165,11 +165,14 @@ audit_actions() {
 import json, sys
 want = ("storage.key_create", "creds.store", "storage.key_remove", "task.run")
 lines = open(sys.argv[1]).read().splitlines()[int(sys.argv[2]):]
-acts = [json.loads(l).get("action") for l in lines if l.strip()]
-print(" ".join(a for a in acts if a in want))' "$AUDIT" "$AUDIT_BEFORE"
+recs = [json.loads(l) for l in lines if l.strip()]
+# (the other tasks of the recipe, with no credential declared here, say skipped)
+print(" ".join(r["action"] + ("(%s)" % r["target"].split(":")[-1]
+                              if r["action"] == "task.run" else "")
+               for r in recs if r.get("action") in want))' "$AUDIT" "$AUDIT_BEFORE"
 }
 check_eq "the audit log has the rotation's lines, in order" "$(audit_actions)" \
-	"storage.key_create creds.store storage.key_remove task.run"
+	"storage.key_create creds.store storage.key_remove task.run(rotate-storage-key) task.run(rotate-registry-password) task.run(rotate-slurm-key)"
 check_eq "no secret in the audit log" "$(python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))["SecretAccessKey"]

@@ -162,6 +162,14 @@ static void test_daily_dst(void)
 	CHECK(a > utc(2026, 3, 28, 23, 0) && a < utc(2026, 3, 29, 22, 0));
 	b = nv_schedule_next(&s, 0, a);
 	CHECK(b == utc(2026, 3, 30, 0, 30)); /* 02:30 CEST */
+	/* a catch-up run after the gap but before the moved slot (glibc
+	 * moves 02:30 to 03:30 CEST; the clock already says 03:10) keeps
+	 * that day's slot, not the next day's */
+	if (a > utc(2026, 3, 29, 1, 10))
+		CHECK(nv_schedule_next(&s, 0, utc(2026, 3, 29, 1, 10)) == a);
+	CHECK(nv_schedule_next(&s, 0, utc(2026, 3, 29, 1, 10)) <
+		      utc(2026, 3, 30, 0, 30) ||
+	      a <= utc(2026, 3, 29, 1, 10));
 	/* 02:30 happens twice on the 25th of October: one slot that day */
 	a = nv_schedule_next(&s, 0, utc(2026, 10, 24, 12, 0));
 	CHECK(a == utc(2026, 10, 25, 0, 30) || a == utc(2026, 10, 25, 1, 30));

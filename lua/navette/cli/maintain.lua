@@ -93,6 +93,14 @@ local function cwd_project()
   return require("navette.project").at()
 end
 
+-- What tells one checkout's tasks (their state, the installed unit) from
+-- another's of the same project name: NAME-XXXXXXXX, the first eight hex
+-- digits of the sha256 of the project folder's real path.
+local function checkout_key(proj)
+  local root = sys.realpath(proj.root) or proj.root
+  return proj.name .. "-" .. sys.sha256(root):sub(1, 8)
+end
+
 -- The recipes (absolute paths) and the project they were named from.
 local function recipes_of(args)
   local proj = cwd_project()
@@ -160,12 +168,12 @@ end
 local function state_of(db, run, rel, t)
   local row
   if db then
-    local got, err = db:get(run.project.name, rel, t.name)
+    local got, err = db:get(checkout_key(run.project), rel, t.name)
     if got == nil then errors.check(nil, err, "task state") end
     row = got or nil
   end
   if not row then
-    row = { project = run.project.name, recipe = rel, name = t.name,
+    row = { project = checkout_key(run.project), recipe = rel, name = t.name,
             schedule = t.schedule, last_run = 0, last_slot = 0,
             duration = 0, result = "", message = "", next_due = 0,
             runs = 0, failures = 0 }
@@ -182,7 +190,8 @@ end
 -- One task's entry in --list and --json.
 local function view(row, t, due, slot, missed, now)
   return {
-    project = row.project, recipe = row.recipe, name = row.name,
+    project = row.project:match("^(.*)%-%x%x%x%x%x%x%x%x$") or row.project,
+    checkout = row.project, recipe = row.recipe, name = row.name,
     schedule = t and t.schedule or row.schedule,
     last_run = iso(row.last_run), last_slot = iso(row.last_slot),
     result = row.result ~= "" and row.result or json.null,
@@ -393,7 +402,7 @@ local function install(recipes, proj, named, opts)
     for _, r in ipairs(recipes) do argv[#argv + 1] = r end
   end
   local slots, every = service.wakeups(infos)
-  local slug = proj.name
+  local slug = checkout_key(proj)
   local facts = { project = proj.name, name = service.name(slug),
                   label = service.label(slug), program = program,
                   argv = argv, workdir = proj.root, home = core.home(),
@@ -446,7 +455,8 @@ end
 local function uninstall(proj)
   local service = require "navette.task_service"
   local manager = service.manager()
-  local _, paths = service.paths(manager, proj.name)
+  local slug = checkout_key(proj)
+  local _, paths = service.paths(manager, slug)
   local present = {}
   for _, p in ipairs(paths) do
     if sys.stat(p) then
@@ -463,7 +473,7 @@ local function uninstall(proj)
                .. proj.name)
     return 0
   end
-  for _, c in ipairs(service.unload_commands(manager, proj.name)) do
+  for _, c in ipairs(service.unload_commands(manager, slug)) do
     local ok, message = service.command(c)
     if not ok then term.eprint("note: " .. message) end
   end
