@@ -228,6 +228,7 @@ function creds.get(name)
   end
   local d = context.declared[name]
   if not d then
+    require("navette.isolation").check_credential(context.profile, name)
     local names = util.sorted_keys(context.declared)
     errors.raise("recipe", "no credential named '" .. name .. "'"
                  .. util.suggest(name, names), #names > 0
@@ -324,6 +325,7 @@ local function declared_or_raise(what, name)
   end
   local d = context.declared[name]
   if not d then
+    require("navette.isolation").check_credential(context.profile, name)
     local names = util.sorted_keys(context.declared)
     errors.raise("recipe", what .. ": no credential named '" .. name .. "'"
                  .. util.suggest(name, names),

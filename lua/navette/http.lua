@@ -58,6 +58,8 @@ function http.request(url, opts)
   if not origin then
     errors.raise("recipe", "navette.http: '" .. url .. "' is not a URL")
   end
+  require("navette.isolation").check_origin(context.profile, url,
+                                            "navette.http")
   local endpoint = {}
   local endpoints = context.profile and context.profile.endpoints or {}
   endpoint = endpoints[origin] or {}

@@ -106,6 +106,13 @@ end
 
 -- Native options for refs (list of {registry, credential}) and opts.
 local function native_options(opts, refs)
+  local run = require("navette.runner").current
+  if run and run.profile then
+    for _, r in ipairs(refs) do
+      require("navette.isolation").check_registry(run.profile, r.registry,
+                                                  "navette.image")
+    end
+  end
   local o = { platform = image.target_platform(opts.platform),
               registries = {},
               docker_config = opts.docker_config, progress = opts.progress,

@@ -175,17 +175,60 @@ local function profile_fail(path, name, message, hint)
   fail(path, "profile '" .. name .. "': " .. message, hint)
 end
 
--- The shared credentials, with the profile's own (t) over them.
-local function profile_credentials(path, name, t, shared)
+-- The credentials a profile may use (issue 16: profiles share nothing
+-- implicitly). A project-level declaration is a definition, not a grant:
+-- a profile uses one when it names it, in the list part of its own
+-- credentials (credentials = { "registry", own = { kind = ... } }) or in
+-- its settings (s3.credential, slurm.credential...: `refs`). Its own
+-- declarations (the name = { ... } part) are its alone.
+local function profile_credentials(path, name, t, shared, refs)
   local credentials = {}
-  for k, v in pairs(shared or {}) do credentials[k] = v end
+  shared = shared or {}
   if t ~= nil then
-    for k, v in pairs(validate_credentials(path, t,
+    if type(t) ~= "table" then
+      profile_fail(path, name, "credentials must be a table: names of the "
+                   .. "project's credentials, and name = { ... } of its own")
+    end
+    local own = {}
+    for k, v in pairs(t) do
+      if math.type(k) == "integer" then
+        if type(v) ~= "string" or not shared[v] then
+          local names = util.sorted_keys(shared)
+          profile_fail(path, name, "credentials[" .. k .. "]: '"
+                       .. tostring(v) .. "' is not a credential of the "
+                       .. "project" .. util.suggest(tostring(v), names),
+                       #names > 0 and ("the project declares: "
+                                       .. table.concat(names, ", "))
+                       or "declare it under the project's credentials = "
+                          .. "{ ... }, or in this profile as NAME = { ... }")
+        end
+        credentials[v] = shared[v]
+      else
+        own[k] = v
+      end
+    end
+    for k, v in pairs(validate_credentials(path, own,
                                            "profile '" .. name .. "': ")) do
       credentials[k] = v
     end
   end
+  for _, ref in ipairs(refs) do
+    if type(ref) == "string" and not credentials[ref] and shared[ref] then
+      credentials[ref] = shared[ref]
+    end
+  end
   return credentials
+end
+
+-- The credential names a profile's settings give (s3.credential, and the
+-- backends' settings' credential).
+local function referenced_credentials(p)
+  local refs = {}
+  if type(p.s3) == "table" then refs[#refs + 1] = p.s3.credential end
+  for _, n in ipairs(settings_backends()) do
+    if type(p[n]) == "table" then refs[#refs + 1] = p[n].credential end
+  end
+  return refs
 end
 
 -- p[key] as seconds (nil when absent).
@@ -347,7 +390,8 @@ local function validate_profile(path, name, p, home, shared_credentials)
     fail(path, "profile '" .. name .. "': remote must be a string")
   end
   local credentials = profile_credentials(path, name, p.credentials,
-                                          shared_credentials)
+                                          shared_credentials,
+                                          referenced_credentials(p))
   local s3
   if storage:match("^s3://") then
     s3 = validate_s3(path, name, storage, p.s3, credentials)
@@ -521,8 +565,13 @@ function project.load(recipe_dir, repo_root)
   local shared = {}
   if value.credentials ~= nil then
     shared = validate_credentials(path, value.credentials, "")
-    for k, v in pairs(shared) do proj.profiles["local"].credentials[k] = v end
+    -- a project without profiles has one, the built-in local: nothing to
+    -- keep apart, it gets the project's credentials
+    if value.profiles == nil then
+      for k, v in pairs(shared) do proj.profiles["local"].credentials[k] = v end
+    end
   end
+  proj.credentials = shared
   if value.profiles ~= nil then
     if type(value.profiles) ~= "table" then
       fail(path, "profiles must be a table of name = { ... }")
@@ -534,6 +583,7 @@ function project.load(recipe_dir, repo_root)
       proj.profiles[name] = validate_profile(path, name, p, home, shared)
     end
   end
+  require("navette.isolation").index(proj)
   if value.default_profile ~= nil then
     if not proj.profiles[value.default_profile] then
       fail(path, "default_profile '" .. tostring(value.default_profile)

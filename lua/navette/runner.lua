@@ -427,6 +427,10 @@ end
 -- (or as planned, for an upload of this very plan).
 local function store_input(run, j, name, url, planned)
   local entry = { name = name, url = url }
+  -- another profile's data is refused, even under survey (portability
+  -- judges a profile's own recipe)
+  require("navette.isolation").check_url(run.profile, url, "job '" .. j.name
+                                         .. "': input '" .. name .. "'")
   if url:match("^s3://") and not run.profile.s3 then
     if note(run, "data", j, "job '" .. j.name .. "': input '"
                       .. name .. "' is in S3 (" .. url .. ") but profile '"

@@ -220,9 +220,17 @@ function storage.put_string(key, s)
                                            .. key .. "'"))
 end
 
+-- A URL in another profile's storage is refused (navette.isolation).
+local function check_isolation(target, what)
+  require("navette.isolation").check_url(context.profile, target, what)
+end
+
 -- The store's answer to head: info | nil, err (whatever the failure).
 local function head_answer(target)
   local store, key
+  local allowed, refusal = pcall(check_isolation, target,
+                                 "navette.storage.head")
+  if not allowed then return nil, errors.from(refusal) end
   if type(target) == "string" and target:match("^s3://") then
     if not (context.profile and context.profile.s3) then
       return nil, { code = "refused", message = "s3:// objects need a "
@@ -264,6 +272,7 @@ end
 
 function storage.read(target, max_bytes)
   local store, key
+  check_isolation(target, "navette.storage.read")
   if type(target) == "string" and target:match("^s3://") then
     if not (context.profile and context.profile.s3) then
       errors.raise("refused", "s3:// objects need a profile with s3:// "

@@ -41,8 +41,11 @@
 --                         path = "~/.navette/slurm-jwt.key" },
 --   },
 --   maintenance = { "recipes/maintenance/rotate-keys.lua" },
--- the profile's s3.endpoint is the radosgw spoken to, and its slurm
--- profile's credential the key that rotates. Give the admin its caps once:
+-- and each profile the tasks run with names those it uses (credentials =
+-- { "rgw-admin", "storage-svc", "registry-svc" }; its slurm.credential
+-- names "slurm-key"): a profile gets no project credential it does not
+-- name. The profile's s3.endpoint is the radosgw spoken to, and its
+-- slurm profile's credential the key that rotates. Give the admin its caps once:
 -- radosgw-admin caps add --uid=ADMIN --caps="users=*". A credential of
 -- kind basic or hs256 is stored only inside navette's folders (~/.navette,
 -- NAVETTE_HOME, ~/.config/navette): its file cannot be told from another.

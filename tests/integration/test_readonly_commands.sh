@@ -48,6 +48,7 @@ return {
   },
   profiles = {
     s3 = { storage = "s3://bucket/team/", require_pushed = false,
+           credentials = { "reg", "plain" },
            s3 = { endpoint = "http://127.0.0.1:9", region = "us-east-1",
                   credential = "sts" } },
   },

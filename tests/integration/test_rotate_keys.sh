@@ -106,7 +106,7 @@ return { name = "rot", default_profile = "s3",
   },
   maintenance = { "recipes/maintenance/rotate-keys.lua" },
   profiles = { s3 = { backend = "local", storage = "s3://$BUCKET/",
-    require_pushed = false,
+    require_pushed = false, credentials = { "rgw-admin", "storage-svc" },
     s3 = { endpoint = "$S3_ENDPOINT", region = "$S3_REGION" } } } }
 EOF
 cp "$NAVETTE_SOURCE/recipes/maintenance/rotate-keys.lua" "$R/recipes/maintenance/"

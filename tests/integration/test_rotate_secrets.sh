@@ -81,6 +81,7 @@ return {
   },
   profiles = {
     hpc = { backend = "slurm", storage = "s3://rot-unused/",
+            credentials = { "registry-svc" },
             s3 = { endpoint = "http://127.0.0.1:9" },
             slurm = { endpoint = "$SLURM_URL", user = "root",
                       credential = "slurm-key", partition = "debug" } },
@@ -239,7 +240,8 @@ return {
     ["registry-svc"] = { kind = "basic", source = "file", path = "$T/elsewhere",
                          host = "$REGISTRY_BASIC" },
   },
-  profiles = { hpc = { storage = "file://$T/store" } },
+  profiles = { hpc = { storage = "file://$T/store",
+                       credentials = { "registry-svc" } } },
 }
 EOF
 put_file "$R" recipes/store.lua <<'EOF'

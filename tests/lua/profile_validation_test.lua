@@ -52,8 +52,15 @@ local CASES = {
     "profile 'a': remote must be a string",
     nil },
   { [[return { profiles = { a = { credentials = 1 } } }]],
-    "profile 'a': credentials must be a table of name = { ... }",
+    "profile 'a': credentials must be a table: names of the project's "
+    .. "credentials, and name = { ... } of its own",
     nil },
+  { [[return { credentials = { reg = { kind = "basic", source = "env",
+                 env = { user = "U", password = "P" } } },
+               profiles = { a = { credentials = { "rg" } } } }]],
+    "profile 'a': credentials[1]: 'rg' is not a credential of the project "
+    .. "(did you mean 'reg'?)",
+    "the project declares: reg" },
   { [[return { profiles = { a = { max_credential_age = "zz" } } }]],
     "profile 'a': max_credential_age must be a duration",
     "for example \"90d\" or \"1h\"" },

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Profiles share nothing implicitly (issue 16), through the CLI: a recipe
+# run in profile dev that names prod's bucket (a job's input, a read, a
+# head), prod's registry or prod's cluster endpoint, and a recipe run in
+# prod that loads a credential only dev has (its own, or a project-level
+# one only dev names), are refused with exit 3 naming both profiles, by
+# `navette plan` and `navette run` alike, before anything is sent: every
+# endpoint here is a closed port, so a request sent first would end in a
+# connection error (exit 4), not in the refusal. The same recipes in
+# their own profile get past the check (and then fail to connect).
+. "$(dirname "$0")/lib.sh"
+
+R=$(new_repo iso)
+CLOSED=http://127.0.0.1:9
+cat >"$R/navette.lua" <<EOF
+return {
+  name = "iso",
+  credentials = {
+    ["team-registry"] = { kind = "basic", source = "env", host = "127.0.0.1:9",
+                          env = { user = "REG_USER", password = "REG_PASSWORD" } },
+  },
+  profiles = {
+    dev = {
+      storage = "s3://iso-dev/",
+      s3 = { endpoint = "$CLOSED" },
+      credentials = { "team-registry",
+                      ["dev-key"] = { kind = "hs256", source = "env",
+                                      env = { key = "DEV_KEY" } } },
+      require_pushed = false,
+    },
+    prod = {
+      storage = "s3://iso-prod/",
+      s3 = { endpoint = "$CLOSED" },
+      images = { app = "127.0.0.1:19/app:v1" },
+      endpoints = { ["https://127.0.0.1:29"] = { pin = "sha256//x" } },
+      require_pushed = false,
+    },
+  },
+  default_profile = "dev",
+}
+EOF
+put_file "$R" recipes/input.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "train", command = { "true" },
+              inputs = { data = "s3://iso-prod/datasets/train.csv" } }
+EOF
+put_file "$R" recipes/read.lua <<'EOF'
+local navette = require "navette"
+navette.storage.read("s3://iso-prod/models/model.bin")
+EOF
+put_file "$R" recipes/head.lua <<'EOF'
+local navette = require "navette"
+navette.storage.head("s3://iso-dev/outputs/x")
+EOF
+put_file "$R" recipes/registry.lua <<'EOF'
+local navette = require "navette"
+navette.image.exists("127.0.0.1:19/app:v1")
+EOF
+put_file "$R" recipes/endpoint.lua <<'EOF'
+local navette = require "navette"
+navette.http.get("https://127.0.0.1:29/api")
+EOF
+put_file "$R" recipes/devkey.lua <<'EOF'
+local navette = require "navette"
+navette.creds.get("dev-key")
+EOF
+put_file "$R" recipes/sharedkey.lua <<'EOF'
+local navette = require "navette"
+navette.creds.get("team-registry")
+EOF
+commit_all "$R" >/dev/null
+export DEV_KEY=0123456789abcdef0123456789abcdef REG_USER=u REG_PASSWORD=p
+export AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=examplesecretexamplesecret
+
+for cmd in plan run; do
+	nv_in "$R" "$cmd" recipes/input.lua --profile dev
+	check_rc "$cmd: dev's job with an input in prod's bucket: refused (exit 3)" 3
+	check_match "... naming both profiles" "$ERR" \
+		"input 'data': s3://iso-prod/datasets/train.csv is in the storage of profile 'prod', not of profile 'dev' \(s3://iso-dev/\)"
+	check_match "... and what to do" "$ERR" "check: run the recipe with --profile prod"
+
+	nv_in "$R" "$cmd" recipes/read.lua --profile dev
+	check_rc "$cmd: dev reading prod's object: refused (exit 3)" 3
+	check_match "... naming both profiles" "$ERR" "profile 'prod', not of profile 'dev'"
+
+	nv_in "$R" "$cmd" recipes/head.lua --profile prod
+	check_rc "$cmd: prod looking at dev's bucket: refused (exit 3)" 3
+	check_match "... naming both profiles" "$ERR" "in the storage of profile 'dev', not of profile 'prod'"
+
+	nv_in "$R" "$cmd" recipes/registry.lua --profile dev
+	check_rc "$cmd: dev reaching prod's registry: refused (exit 3)" 3
+	check_match "... naming both profiles" "$ERR" "registry 127.0.0.1:19 belongs to profile 'prod'.*not to profile 'dev'"
+
+	nv_in "$R" "$cmd" recipes/endpoint.lua --profile dev
+	check_rc "$cmd: dev calling prod's endpoint: refused (exit 3)" 3
+	check_match "... naming both profiles" "$ERR" "https://127.0.0.1:29 is an endpoint of profile 'prod', not of profile 'dev'"
+
+	nv_in "$R" "$cmd" recipes/devkey.lua --profile prod
+	check_rc "$cmd: prod loading dev's own credential: refused (exit 3)" 3
+	check_match "... naming both profiles" "$ERR" "credential 'dev-key' belongs to profile 'dev', not to profile 'prod'"
+
+	nv_in "$R" "$cmd" recipes/sharedkey.lua --profile prod
+	check_rc "$cmd: prod loading a project credential only dev names: refused (exit 3)" 3
+	check_match "... naming profile prod and the way to grant it" "$ERR" \
+		"credential 'team-registry' belongs to profile 'dev', not to profile 'prod'"
+done
+
+# in their own profile the same recipes pass the check
+nv_in "$R" plan recipes/devkey.lua --profile dev
+check_rc "dev loads its own credential" 0
+nv_in "$R" plan recipes/sharedkey.lua --profile dev
+check_rc "dev loads the project credential it names" 0
+nv_in "$R" plan recipes/head.lua --profile dev
+check_no_match "dev's head of its own bucket is not refused as another profile's" \
+	"$ERR" "share nothing"
+nv_in "$R" plan recipes/read.lua --profile prod
+check_no_match "prod's read of its own object is not refused as another profile's" \
+	"$ERR" "share nothing"
+
+# no job was submitted, nothing recorded for the refused runs
+check_eq "no job was recorded" "$("$NAVETTE" jobs --json 2>/dev/null | json 'len(d)' 2>/dev/null || echo 0)" 0
+finish
