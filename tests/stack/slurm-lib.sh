@@ -1,13 +1,20 @@
 # Helpers shared by tests/stack/slurm-stop.sh and slurm-node.sh (sourced,
 # with DIR and WAIT set): the stack's daemons are known by PID only.
 
-# slurm_ours PID: alive (not a zombie) and started with a path under DIR.
+# slurm_ours PID: alive (not a zombie) and started with a path under DIR
+# on its command line; or slurmdbd (SLURM_ACCOUNTING=1), whose command line
+# names no path (it reads the slurmdbd.conf beside $SLURM_CONF), with
+# SLURM_CONF=DIR/slurm.conf in its environment.
 slurm_ours() {
 	local state
 	case ${1:-} in '' | *[!0-9]*) return 1 ;; esac
 	state=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
 	case $state in Z*) return 1 ;; esac
-	tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$DIR/"
+	# (2> first: reading the files of a process that is exiting fails)
+	tr '\0' '\n' 2>/dev/null <"/proc/$1/cmdline" | grep -qF -- "$DIR/" && return 0
+	[ "$(cat 2>/dev/null "/proc/$1/comm")" = slurmdbd ] || return 1
+	tr '\0' '\n' 2>/dev/null <"/proc/$1/environ" |
+		grep -qxF -- "SLURM_CONF=$DIR/slurm.conf"
 }
 
 # slurm_stop_one NAME: SIGTERM to DIR/run/NAME.pid, a bounded wait, SIGKILL.
