@@ -390,15 +390,50 @@ static int admin_error(const nv_s3_config *cfg, const char *method,
 			  method, uid, code, resp->status, rid);
 }
 
-/* One admin request; the 2xx answer (if want_answer) in *a, which the
- * caller frees with answer_free. code: the server's error code. */
+/* One admin request with the canonical query q (built by the caller);
+ * the 2xx answer in *a, which the caller frees with answer_free. code:
+ * the server's error code. */
+static int admin_run(const nv_s3_config *cfg, const char *method,
+		     const char *uid, const char *query, int idempotent,
+		     struct answer *a, char code[NV_RGW_CODE_MAX], nv_err *err)
+{
+	struct call c;
+	nv_http_response resp;
+	int rc;
+
+	code[0] = '\0';
+	a->data = NULL;
+	a->len = 0;
+	if (!cfg->credential)
+		return nv_err_set(err, NV_EINVAL, "give the admin's credential",
+				  "radosgw admin API: requests must be signed");
+	a->data = malloc(NV_RGW_ANSWER_MAX + 1);
+	if (!a->data)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	memset(&c, 0, sizeof(c));
+	c.method = method;
+	c.key = ADMIN_PATH;
+	c.query = query;
+	c.sink = answer_sink;
+	c.sink_payload = a;
+	c.sink_rewind = answer_rewind;
+	c.max_body = NV_RGW_ANSWER_MAX;
+	c.idempotent = idempotent;
+	rc = nv_s3_call_run(cfg, &c, &resp, err);
+	if (rc)
+		rc = admin_error(cfg, method, uid, &resp, rc, code, err);
+	nv_http_response_free(&resp);
+	if (rc)
+		answer_free(a);
+	return rc;
+}
+
+/* One admin request on uid's keys (see admin_run). */
 static int admin_call(const nv_s3_config *cfg, const char *method,
 		      const char *uid, const char *access_key, int key,
 		      int idempotent, struct answer *a,
 		      char code[NV_RGW_CODE_MAX], nv_err *err)
 {
-	struct call c;
-	nv_http_response resp;
 	nv_buf q;
 	int rc;
 
@@ -410,33 +445,12 @@ static int admin_call(const nv_s3_config *cfg, const char *method,
 		rc = nv_rgw_access_key_check(access_key, err);
 	if (rc)
 		return rc;
-	if (!cfg->credential)
-		return nv_err_set(err, NV_EINVAL, "give the admin's credential",
-				  "radosgw admin API: requests must be signed");
-	a->data = malloc(NV_RGW_ANSWER_MAX + 1);
-	if (!a->data)
-		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
 	nv_buf_init(&q, QUERY_MAX);
 	rc = admin_query(&q, access_key, uid, key, err);
-	if (rc)
-		goto out;
-	memset(&c, 0, sizeof(c));
-	c.method = method;
-	c.key = ADMIN_PATH;
-	c.query = q.data;
-	c.sink = answer_sink;
-	c.sink_payload = a;
-	c.sink_rewind = answer_rewind;
-	c.max_body = NV_RGW_ANSWER_MAX;
-	c.idempotent = idempotent;
-	rc = nv_s3_call_run(cfg, &c, &resp, err);
-	if (rc)
-		rc = admin_error(cfg, method, uid, &resp, rc, code, err);
-	nv_http_response_free(&resp);
-out:
+	if (!rc)
+		rc = admin_run(cfg, method, uid, q.data, idempotent, a, code,
+			       err);
 	nv_buf_free(&q);
-	if (rc)
-		answer_free(a);
 	return rc;
 }
 
@@ -532,6 +546,138 @@ int nv_rgw_key_remove(const nv_s3_config *cfg, const char *uid,
 		rc = first.code;
 	}
 	free(now);
+	return rc;
+}
+
+/* Copies a string member of obj into out (cap bytes), cut; "" when it is
+ * absent or not a string. */
+static void copy_text(const cJSON *obj, const char *name, char *out, size_t cap)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	snprintf(out, cap, "%s", cJSON_IsString(v) ? v->valuestring : "");
+}
+
+int nv_rgw_parse_user(const char *json, size_t len, nv_rgw_user *out,
+		      nv_err *err)
+{
+	const cJSON *uid, *suspended;
+	cJSON *root;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = nv_rgw_parse_keys(json, len, NULL, NULL, &out->keys, NULL, err);
+	if (rc)
+		return rc;
+	root = cJSON_ParseWithLength(json, len);
+	uid = cJSON_GetObjectItemCaseSensitive(root, "user_id");
+	if (!cJSON_IsObject(root) || !cJSON_IsString(uid) ||
+	    nv_rgw_uid_check(uid->valuestring, NULL) != 0) {
+		cJSON_Delete(root);
+		return malformed(err, "a user without a valid user_id");
+	}
+	snprintf(out->uid, sizeof(out->uid), "%s", uid->valuestring);
+	copy_text(root, "display_name", out->display_name,
+		  sizeof(out->display_name));
+	copy_text(root, "email", out->email, sizeof(out->email));
+	suspended = cJSON_GetObjectItemCaseSensitive(root, "suspended");
+	out->suspended =
+		cJSON_IsTrue(suspended) ||
+		(cJSON_IsNumber(suspended) && suspended->valuedouble != 0);
+	wipe_strings(root);
+	cJSON_Delete(root);
+	return 0;
+}
+
+int nv_rgw_user_info(const nv_s3_config *cfg, const char *uid, nv_rgw_user *out,
+		     nv_err *err)
+{
+	struct answer a;
+	char code[NV_RGW_CODE_MAX];
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = admin_call(cfg, "GET", uid, NULL, 0, 1, &a, code, err);
+	if (rc)
+		return rc;
+	rc = nv_rgw_parse_user(a.data, a.len, out, err);
+	answer_free(&a);
+	return rc;
+}
+
+/* A display name or an email: printable ASCII or UTF-8, no control. */
+static int text_ok(const char *s, int required)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0)
+		return !required;
+	if (n > NV_RGW_TEXT_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+int nv_rgw_user_create(const nv_s3_config *cfg, const char *uid,
+		       const char *display_name, const char *email, nv_err *err)
+{
+	struct answer a;
+	char code[NV_RGW_CODE_MAX];
+	nv_buf q;
+	int rc = nv_rgw_uid_check(uid, err);
+
+	if (rc)
+		return rc;
+	if (!text_ok(display_name, 1) || !text_ok(email, 0))
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "radosgw admin API: user %.140s: a display "
+				  "name (and email) of at most %d printable "
+				  "bytes",
+				  uid, NV_RGW_TEXT_MAX);
+	nv_buf_init(&q, QUERY_MAX * 2);
+	nv_buf_puts(&q, "display-name=");
+	nv_sigv4_uri_encode(&q, display_name, strlen(display_name), 0);
+	if (email && email[0]) {
+		nv_buf_puts(&q, "&email=");
+		nv_sigv4_uri_encode(&q, email, strlen(email), 0);
+	}
+	nv_buf_puts(&q, "&format=json&generate-key=false&uid=");
+	nv_sigv4_uri_encode(&q, uid, strlen(uid), 0);
+	if (q.failed)
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "admin query too long");
+	else
+		/* a second PUT of the same user answers UserAlreadyExists:
+		 * safe to retry */
+		rc = admin_run(cfg, "PUT", uid, q.data, 1, &a, code, err);
+	if (!rc)
+		answer_free(&a);
+	nv_buf_free(&q);
+	return rc;
+}
+
+int nv_rgw_user_suspend(const nv_s3_config *cfg, const char *uid, int suspended,
+			nv_err *err)
+{
+	struct answer a;
+	char code[NV_RGW_CODE_MAX];
+	nv_buf q;
+	int rc = nv_rgw_uid_check(uid, err);
+
+	if (rc)
+		return rc;
+	nv_buf_init(&q, QUERY_MAX);
+	nv_buf_printf(&q, "format=json&suspended=%s&uid=",
+		      suspended ? "true" : "false");
+	nv_sigv4_uri_encode(&q, uid, strlen(uid), 0);
+	if (q.failed)
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "admin query too long");
+	else
+		rc = admin_run(cfg, "POST", uid, q.data, 1, &a, code, err);
+	if (!rc)
+		answer_free(&a);
+	nv_buf_free(&q);
 	return rc;
 }
 

@@ -80,6 +80,33 @@ int nv_rgw_key_remove(const nv_s3_config *cfg, const char *uid,
 int nv_rgw_check_credential(const nv_s3_config *cfg, char code[NV_RGW_CODE_MAX],
 			    nv_err *err);
 
+/* A user as the admin API describes it (no secret). */
+#define NV_RGW_TEXT_MAX 256
+typedef struct nv_rgw_user {
+	char uid[NV_RGW_UID_MAX + 1];
+	char display_name[NV_RGW_TEXT_MAX + 1];
+	char email[NV_RGW_TEXT_MAX + 1];
+	int suspended;
+	nv_rgw_key_list keys;
+} nv_rgw_user;
+
+/* GET /admin/user: the user's name, email, suspension and key ids;
+ * NV_ENOTFOUND when there is no such user. */
+int nv_rgw_user_info(const nv_s3_config *cfg, const char *uid, nv_rgw_user *out,
+		     nv_err *err);
+
+/* PUT /admin/user?display-name=&email=&generate-key=false: a user without
+ * a key (nv_rgw_key_create makes one). display_name: 1..NV_RGW_TEXT_MAX
+ * printable bytes; email may be NULL or empty. */
+int nv_rgw_user_create(const nv_s3_config *cfg, const char *uid,
+		       const char *display_name, const char *email,
+		       nv_err *err);
+
+/* POST /admin/user?suspended=true|false: a suspended user's every request
+ * is refused (403 UserSuspended), its keys and data kept. */
+int nv_rgw_user_suspend(const nv_s3_config *cfg, const char *uid, int suspended,
+			nv_err *err);
+
 /* --- the answers (pure, exposed for tests and fuzzing) ------------------ */
 
 /* Parses a user-info object ({"user_id": ..., "keys": [...]}) or a key
@@ -95,6 +122,12 @@ int nv_rgw_check_credential(const nv_s3_config *cfg, char code[NV_RGW_CODE_MAX],
 int nv_rgw_parse_keys(const char *json, size_t len,
 		      const nv_rgw_key_list *before, const char *name,
 		      nv_rgw_key_list *ids, nv_secret **created, nv_err *err);
+
+/* Parses a user-info object into out (the keys as nv_rgw_parse_keys
+ * reads them; display_name and email cut at NV_RGW_TEXT_MAX; suspended
+ * from 0/1 or a boolean). NV_EBACKEND on a malformed answer. */
+int nv_rgw_parse_user(const char *json, size_t len, nv_rgw_user *out,
+		      nv_err *err);
 
 /* Parses radosgw's JSON error ({"Code": "NoSuchUser", ...}) into code:
  * 0, or -1 when json is not one. */

@@ -30,6 +30,7 @@
 #include "storage/rgw_admin.h"
 #include "storage/s3.h"
 #include "storage/s3_lifecycle.h"
+#include "storage/s3_policy.h"
 #include "storage/sigv4.h"
 
 #define S3_CLIENT_MT "navette.s3.client"
@@ -718,6 +719,61 @@ static int l_s3_lifecycle(lua_State *L)
 	return 1;
 }
 
+/* client:bucket_policy(bucket) -> json | false (none) | nil, err */
+static int l_s3_bucket_policy(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	const char *bucket;
+	nv_buf out;
+	int none = 0;
+	nv_err err;
+
+	if (!(bucket = check_bucket(L, 2, &err)))
+		return nv_lua_push_error(L, &err);
+	nv_buf_init(&out, NV_S3_POLICY_MAX + 1);
+	if (nv_s3_policy_get(cfg, bucket, &out, &none, &err)) {
+		nv_buf_free(&out);
+		return nv_lua_push_error(L, &err);
+	}
+	if (none)
+		lua_pushboolean(L, 0);
+	else
+		lua_pushlstring(L, out.data ? out.data : "", out.len);
+	nv_buf_free(&out);
+	return 1;
+}
+
+/* client:put_bucket_policy(bucket, json) -> true | nil, err;
+ * client:put_bucket_policy(bucket, nil) removes it. Plan mode: recorded. */
+static int l_s3_put_bucket_policy(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	const char *bucket, *json = NULL;
+	size_t len = 0;
+	nv_err err;
+	int rc;
+
+	if (!(bucket = check_bucket(L, 2, &err)))
+		return nv_lua_push_error(L, &err);
+	if (!lua_isnoneornil(L, 3)) {
+		json = luaL_checklstring(L, 3, &len);
+		if (nv_s3_policy_check(json, len, &err))
+			return nv_lua_push_error(L, &err);
+	}
+	if (nv_plan_mode(L)) {
+		lua_pushfstring(L, "s3://%s: %s", bucket,
+				json ? "bucket policy written"
+				     : "bucket policy removed");
+		return plan_stub(L, "bucket_policy", NULL);
+	}
+	rc = json ? nv_s3_policy_put(cfg, bucket, json, len, &err)
+		  : nv_s3_policy_delete(cfg, bucket, &err);
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 /* create_bucket(bucket) -> true (also when the caller already owns it) */
 static int l_s3_create_bucket(lua_State *L)
 {
@@ -923,6 +979,77 @@ static int l_s3_admin_remove_key(lua_State *L)
 	return 1;
 }
 
+/* client:admin_user(uid) -> {uid, display_name, email, suspended, keys =
+ * {id, ...}} | nil, err (not_found: no such user) */
+static int l_s3_admin_user(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	const char *uid = luaL_checkstring(L, 2);
+	nv_rgw_user *u = lua_newuserdatauv(L, sizeof(*u), 0); // [.., box]
+	nv_err err;
+
+	if (nv_rgw_user_info(cfg, uid, u, &err))
+		return nv_lua_push_error(L, &err);
+	lua_createtable(L, 0, 5);
+	lua_pushstring(L, u->uid);
+	lua_setfield(L, -2, "uid");
+	lua_pushstring(L, u->display_name);
+	lua_setfield(L, -2, "display_name");
+	lua_pushstring(L, u->email);
+	lua_setfield(L, -2, "email");
+	lua_pushboolean(L, u->suspended);
+	lua_setfield(L, -2, "suspended");
+	lua_createtable(L, u->keys.count, 0);
+	for (int i = 0; i < u->keys.count; i++) {
+		lua_pushstring(L, u->keys.ids[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
+	lua_setfield(L, -2, "keys");
+	return 1;
+}
+
+/* client:admin_create_user(uid, display_name, email) -> true | nil, err.
+ * Plan mode: recorded. */
+static int l_s3_admin_create_user(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	const char *uid = luaL_checkstring(L, 2);
+	const char *name = luaL_checkstring(L, 3);
+	const char *email = luaL_optstring(L, 4, NULL);
+	nv_err err;
+
+	if (nv_plan_mode(L)) {
+		nv_plan_record(L, "rgw", "user create", uid);
+		lua_pushboolean(L, 1);
+		return 1;
+	}
+	if (nv_rgw_user_create(cfg, uid, name, email, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* client:admin_suspend(uid, suspended) -> true | nil, err. Plan mode:
+ * recorded. */
+static int l_s3_admin_suspend(lua_State *L)
+{
+	const nv_s3_config *cfg = check_client(L);
+	const char *uid = luaL_checkstring(L, 2);
+	int suspended = lua_toboolean(L, 3);
+	nv_err err;
+
+	if (nv_plan_mode(L)) {
+		nv_plan_record(L, "rgw",
+			       suspended ? "user suspend" : "user enable", uid);
+		lua_pushboolean(L, 1);
+		return 1;
+	}
+	if (nv_rgw_user_suspend(cfg, uid, suspended, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 /* client:check_credential() -> true | nil, err with err.s3_code, the
  * server's code (InvalidAccessKeyId, SignatureDoesNotMatch...) */
 static int l_s3_check_credential(lua_State *L)
@@ -978,6 +1105,8 @@ int luaopen_navette_s3(lua_State *L)
 		{"delete_batch", l_s3_delete_batch},
 		{"copy", l_s3_copy},
 		{"lifecycle", l_s3_lifecycle},
+		{"bucket_policy", l_s3_bucket_policy},
+		{"put_bucket_policy", l_s3_put_bucket_policy},
 		{"create_bucket", l_s3_create_bucket},
 		{"presign", l_s3_presign},
 		{"post_policy", l_s3_post_policy},
@@ -986,6 +1115,9 @@ int luaopen_navette_s3(lua_State *L)
 		{"admin_keys", l_s3_admin_keys},
 		{"admin_create_key", l_s3_admin_create_key},
 		{"admin_remove_key", l_s3_admin_remove_key},
+		{"admin_user", l_s3_admin_user},
+		{"admin_create_user", l_s3_admin_create_user},
+		{"admin_suspend", l_s3_admin_suspend},
 		{"check_credential", l_s3_check_credential},
 		{"close", l_s3_close},
 		{NULL, NULL}};

@@ -18,6 +18,8 @@
 #   REGISTRY_TOKEN_USER, REGISTRY_TOKEN_PASSWORD       pull+push on token
 #   REGISTRY_TOKEN_READER, REGISTRY_TOKEN_READER_PASSWORD  pull only
 #   REGISTRY_LOG_PLAIN, REGISTRY_LOG_BASIC, REGISTRY_LOG_TOKEN  log files
+#   REGISTRY_TEAM_ACL   the token service's team ACL file (absent until
+#                       navette team apply writes it)
 # Anonymous requests to the token service get pull rights.
 # On failure it prints the end of the logs, stops what it started and
 # exits non-zero. Linux; needs docker-registry, htpasswd
@@ -140,7 +142,7 @@ registry_config token "$TOKEN_PORT" "auth:
 
 spawn issuer python3 "$HERE/registry_token_issuer.py" --port "$ISSUER_PORT" \
 	--key "$DIR/token.key" --users "$DIR/users.json" --issuer "$ISSUER" \
-	--service "$SERVICE"
+	--service "$SERVICE" --acl "$DIR/team-acl.json"
 for name in plain basic token; do
 	spawn "$name" docker-registry serve "$DIR/$name/config.yml"
 done
@@ -180,6 +182,7 @@ REGISTRY_LOG_PLAIN=$DIR/plain.log
 REGISTRY_LOG_BASIC=$DIR/basic.log
 REGISTRY_LOG_TOKEN=$DIR/token.log
 REGISTRY_STACK_DIR=$DIR
+REGISTRY_TEAM_ACL=$DIR/team-acl.json
 EOF
 ms=$((($(date +%s%N) - started_ns) / 1000000))
 say "up in $((ms / 1000)).$(printf '%03d' $((ms % 1000))) s: plain :$PLAIN_PORT, basic :$BASIC_PORT, token :$TOKEN_PORT (issuer :$ISSUER_PORT), dir $DIR"

@@ -13,6 +13,14 @@ access [{type, name, actions}], where the actions granted are those asked
 for that the user holds (users file: {"user": {"password": ..., "actions":
 [...]}}, and "" for anonymous requests). Wrong password: 401.
 
+A team's ACL file (--acl FILE, optional; written by `navette team apply`,
+read again whenever its mtime changes): {"users": {"alice": {"password":
+"$2y$..."}}, "acl": [{"account": "alice", "name": "vision/*", "actions":
+["pull"]}]}. Its users log in with the bcrypt hash (crypt(3), libxcrypt);
+an entry's name is a repository or a prefix ending with '*'; a user gets
+the union of the actions of the entries that match. A user missing from
+the file (a revoked member) gets 401 like a wrong password.
+
 Test controls (loopback only, never used by the registry):
   GET  /_log                       one line per token request:
                                    "user scope1 scope2... -> granted"
@@ -25,6 +33,11 @@ Prints its port on stdout once listening.
 """
 import argparse
 import base64
+import warnings
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import crypt
 import hashlib
 import http.server
 import json
@@ -85,10 +98,29 @@ class Issuer(http.server.BaseHTTPRequestHandler):
                 auth[6:]).decode().partition(":")
         except Exception:
             return None, "malformed Basic credentials"
+        team = self.server.team_acl()
+        if user in team.get("users", {}):
+            stored = team["users"][user].get("password", "")
+            if stored.startswith("$2") and crypt.crypt(password,
+                                                       stored) == stored:
+                return user, None
+            return None, "invalid username or password"
         entry = self.server.users.get(user)
         if not entry or entry.get("password") != password:
             return None, "invalid username or password"
         return user, None
+
+    def team_actions(self, user, name):
+        """The actions the team's ACL gives user on repository name."""
+        out = set()
+        for e in self.server.team_acl().get("acl", []):
+            pat = e.get("name", "")
+            if e.get("account") != user:
+                continue
+            if pat == name or (pat.endswith("*") and
+                               name.startswith(pat[:-1])):
+                out.update(e.get("actions", []))
+        return out
 
     def do_POST(self):
         url = urllib.parse.urlparse(self.path)
@@ -129,6 +161,7 @@ class Issuer(http.server.BaseHTTPRequestHandler):
                 STATE["log"].append("? refused")
             return self.answer(401, {"details": problem}, {
                 "WWW-Authenticate": 'Basic realm="navette-test-issuer"'})
+        team_user = user in self.server.team_acl().get("users", {})
         holds = set(self.server.users.get(user, {}).get("actions", []))
         access, asked, granted = [], [], []
         for scope in q.get("scope", []):
@@ -137,7 +170,8 @@ class Issuer(http.server.BaseHTTPRequestHandler):
                 continue
             _, name, actions = parts
             want = [a for a in actions.split(",") if a]
-            give = [a for a in want if a in holds]
+            allowed = self.team_actions(user, name) if team_user else holds
+            give = [a for a in want if a in allowed]
             with LOCK:
                 if (STATE["stingy"] and "push" in give
                         and name not in STATE["stingy_done"]):
@@ -177,9 +211,30 @@ def main():
     ap.add_argument("--users", required=True)
     ap.add_argument("--issuer", required=True)
     ap.add_argument("--service", required=True)
+    ap.add_argument("--acl", default=None)
     a = ap.parse_args()
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", a.port), Issuer)
     srv.key, srv.issuer, srv.service = a.key, a.issuer, a.service
+    cache = {"mtime": None, "acl": {}}
+
+    def team_acl():
+        """The ACL file as of its last change ({} without one)."""
+        if not a.acl:
+            return {}
+        try:
+            mtime = os.stat(a.acl).st_mtime_ns
+        except OSError:
+            return {}
+        with LOCK:
+            if cache["mtime"] != mtime:
+                try:
+                    with open(a.acl) as f:
+                        cache["acl"] = json.load(f)
+                except (OSError, ValueError):
+                    cache["acl"] = {}
+                cache["mtime"] = mtime
+            return cache["acl"]
+    srv.team_acl = team_acl
     srv.kid = libtrust_kid(a.key)
     with open(a.users) as f:
         srv.users = json.load(f)

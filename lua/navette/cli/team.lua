@@ -1,0 +1,240 @@
+-- `navette team show|apply|revoke`: a team's policy (team.lua beside the
+-- project file) converged onto the services that enforce it, and a
+-- member's revocation, proved against each service.
+local errors = require "navette.errors"
+local term = require "navette.term"
+local util = require "navette.util"
+local common = require "navette.cli.common"
+local sys, json = _navette.sys, _navette.json
+
+local M = {
+  name = "team",
+  summary = {
+    { "team show", "the team's members, roles, quotas and findings" },
+    { "team apply [--plan]", "converge the services to team.lua" },
+    { "team revoke MEMBER", "cut a member off every service, and prove it" },
+  },
+  usage = [[
+usage: navette team show [--json]
+       navette team apply [--plan] [--readmit MEMBER] [--json]
+       navette team revoke MEMBER [--json]
+  The team's policy is team.lua beside navette.lua: members (name, email,
+  roles, key ids), roles (submit, read-logs, image-pull, image-push,
+  admin, data-read and data-write prefixes, quota) and the services that
+  enforce it (services.s3: radosgw users and bucket policies;
+  services.registry: the token service's ACL file).
+  show      the policy and its findings (a credential two members share)
+  apply     reads each service, prints every change (+ create, ~ change,
+            ! needs you), then makes them; --plan stops after printing.
+            A second apply says "no changes". A member's new secrets are
+            handed over in NAVETTE_HOME/team/TEAM/ (0600). --readmit
+            enables a suspended member's user again.
+  revoke    suspends the member's S3 user and removes their registry
+            login, writes the audit line, then tries each of their
+            credentials navette holds against each service and prints
+            the refusals and the time from the command to the last one.
+            Exit 1 when a credential is still accepted.]],
+  flags = { plan = "bool", json = "bool", readmit = "value" },
+  read_only = false,
+}
+
+local SERVICES = { "s3", "registry" }
+
+local function load_policy()
+  local project = require "navette.project"
+  local team = require "navette.team"
+  local proj = project.at()
+  if not proj.file then
+    common.usage_error("no project file (navette.lua) here or above", M.name)
+  end
+  local policy = team.load(proj)
+  if not policy then
+    error(errors.new("usage", "no " .. team.FILE .. " beside " .. proj.file,
+                     "write the team's policy there: navette team --help"), 0)
+  end
+  return proj, policy, team
+end
+
+local function service_module(name)
+  return require("navette.team." .. name)
+end
+
+local function show(opts)
+  local _, policy, team = load_policy()
+  local findings = team.findings(policy)
+  if opts.json then
+    local members = {}
+    for _, m in ipairs(team.members(policy)) do
+      members[#members + 1] = { id = m.id, name = m.name, email = m.email,
+                                roles = m.roles, revoked = m.revoked }
+    end
+    term.print(json.encode({ team = policy.name, members = json.array(members),
+                             findings = json.array(findings) }, true))
+    return #findings > 0 and 1 or 0
+  end
+  term.print("team " .. policy.name .. " (" .. policy.path .. ")")
+  for _, m in ipairs(team.members(policy)) do
+    term.printf("  %-12s %-24s %s%s\n", m.id, m.email,
+                table.concat(m.roles, ", "), m.revoked and " (revoked)" or "")
+  end
+  for _, name in ipairs(util.sorted_keys(policy.roles)) do
+    local r = policy.roles[name]
+    local rights = util.sorted_keys(r.grants)
+    for _, d in ipairs(r.read) do rights[#rights + 1] = "read " .. d.url end
+    for _, d in ipairs(r.write) do rights[#rights + 1] = "write " .. d.url end
+    term.printf("  role %-14s %s\n", name, table.concat(rights, "; "))
+  end
+  for _, f in ipairs(findings) do term.print("  finding: " .. f) end
+  return #findings > 0 and 1 or 0
+end
+
+local function apply(opts)
+  local proj, policy, team = load_policy()
+  local audit = require "navette.audit"
+  local readmit = opts.readmit and { [opts.readmit] = true } or nil
+  if opts.readmit and not policy.members[opts.readmit] then
+    common.usage_error("--readmit: no member '" .. opts.readmit .. "'", M.name)
+  end
+  if opts.readmit and policy.members[opts.readmit].revoked then
+    common.usage_error("--readmit: " .. opts.readmit .. " is revoked in "
+                       .. policy.path .. ": remove revoked = true there",
+                       M.name)
+  end
+  if not opts.plan then
+    team.apply_revocations(policy, opts.readmit)
+  else
+    team.apply_revocations(policy, nil)
+  end
+  local changes, unchanged, active = {}, 0, {}
+  for _, name in ipairs(SERVICES) do
+    if policy.services[name] then
+      active[#active + 1] = name
+      local list, same = service_module(name).changes(policy, proj,
+                                                      { readmit = readmit })
+      for _, c in ipairs(list) do changes[#changes + 1] = c end
+      unchanged = unchanged + same
+    end
+  end
+  local findings = team.findings(policy)
+  for _, f in ipairs(findings) do
+    changes[#changes + 1] = { service = "team", op = "!", what = f }
+  end
+  local todo = 0
+  for _, c in ipairs(changes) do if c.run then todo = todo + 1 end end
+  local out = { team = policy.name, plan = opts.plan == true,
+                services = json.array(active), changes = {} }
+  if not opts.json then
+    term.print(term.style("stdout", "bold", "team " .. policy.name)
+               .. (opts.plan and " (plan: nothing is changed)" or "")
+               .. ": " .. (todo == 0 and "no changes" or (todo .. " change"
+               .. (todo == 1 and "" or "s"))) .. " (" .. unchanged
+               .. " already as the policy says; services: "
+               .. table.concat(active, ", ") .. ")")
+  end
+  for _, c in ipairs(changes) do
+    local row = { service = c.service, op = c.op, what = c.what }
+    if c.run and not opts.plan then
+      local ok, result = pcall(c.run)
+      if not ok then
+        local e = errors.from(result)
+        audit.record({ action = "team.apply", target = c.service,
+                       result = "failed", detail = c.what .. ": "
+                       .. e.message })
+        error(e, 0)
+      end
+      row.done = true
+      row.note = result
+      audit.record({ action = "team.apply", target = c.service,
+                     result = "ok", detail = c.what })
+    end
+    out.changes[#out.changes + 1] = row
+    if not opts.json then
+      term.print("  " .. c.op .. " " .. c.what
+                 .. (row.note and ("\n      " .. row.note) or ""))
+    end
+  end
+  out.changes = json.array(out.changes)
+  if opts.json then term.print(json.encode(out, true)) end
+  return 0
+end
+
+local function revoke(id, opts)
+  local started = sys.now()
+  local proj, policy = load_policy()
+  local audit = require "navette.audit"
+  local m = policy.members[id]
+  if not m then
+    common.usage_error("no member '" .. tostring(id) .. "'"
+                       .. util.suggest(tostring(id),
+                                       util.sorted_keys(policy.members)),
+                       M.name)
+  end
+  local done, proofs, failed = {}, {}, 0
+  for _, name in ipairs(SERVICES) do
+    if policy.services[name] then
+      done[#done + 1] = service_module(name).revoke(policy, proj, m)
+    end
+  end
+  require("navette.team").mark_revoked(policy, id)
+  audit.record({ action = "team.revoke", target = id, result = "ok",
+                 detail = table.concat(done, "; ") })
+  local last = started
+  for _, name in ipairs(SERVICES) do
+    if policy.services[name] then
+      local p = service_module(name).prove(policy, proj, m)
+      if p then
+        p.after_s = sys.now() - started
+        last = math.max(last, sys.now())
+        if not p.refused then failed = failed + 1 end
+        proofs[#proofs + 1] = p
+      else
+        proofs[#proofs + 1] = { service = name, credential = "(none held "
+          .. "here)", refused = json.null, answer = "navette holds no "
+          .. "credential of " .. id .. " for it: not tried" }
+      end
+    end
+  end
+  local seconds = last - started
+  if opts.json then
+    term.print(json.encode({ member = id, done = json.array(done),
+                             proofs = json.array(proofs),
+                             seconds = seconds, ok = failed == 0 }, true))
+  else
+    term.print("revoked " .. id .. ":")
+    for _, d in ipairs(done) do term.print("  " .. d) end
+    term.print("proof (each credential of " .. id .. " tried again):")
+    for _, p in ipairs(proofs) do
+      term.printf("  %-9s %-18s %s%s\n", p.service, p.credential,
+                  p.refused == true and "refused: " or
+                  (p.refused == false and "STILL ACCEPTED: " or ""),
+                  p.answer)
+    end
+    term.printf("from the command to the last refusal: %.2f s\n", seconds)
+    if failed > 0 then
+      term.eprint("error: " .. failed .. " credential(s) of " .. id
+                  .. " still accepted")
+    end
+  end
+  if not m.revoked then
+    term.eprint("note: mark " .. id .. " revoked = true in " .. policy.path
+                .. " (or remove the member) and commit: this machine "
+                .. "remembers the revocation, another admin's apply would "
+                .. "not")
+  end
+  return failed > 0 and 1 or 0
+end
+
+function M.run(argv)
+  local opts, args = common.parse(M.name, argv, M.flags)
+  if opts.help or #args == 0 then
+    term.print(M.usage)
+    return opts.help and 0 or 2
+  end
+  local verb = table.remove(args, 1)
+  if verb == "show" and #args == 0 then return show(opts) end
+  if verb == "apply" and #args == 0 then return apply(opts) end
+  if verb == "revoke" and #args == 1 then return revoke(args[1], opts) end
+  common.usage_error("unknown or malformed team command: " .. verb, M.name)
+end
+
+return M

@@ -1,0 +1,355 @@
+-- navette.team: a team's policy (team.lua beside navette.lua, data like
+-- it) and its convergence onto the real services: who the members are,
+-- what each role may do, the quotas, and which services enforce them
+-- (navette team apply, revoke). The services hold the rights; navette
+-- writes them there and checks before sending, so a member who edits the
+-- client gains nothing.
+--
+--   return {
+--     name = "vision",
+--     members = {
+--       alice = { name = "Alice Martin", email = "alice@example.com",
+--                 roles = { "developer" } },
+--       bob   = { name = "Bob Stone", email = "bob@example.com",
+--                 roles = { "developer", "image-maintainer" },
+--                 keys = { "AKIA..." } },         -- key ids they use
+--     },
+--     roles = {
+--       developer = { "submit", "read-logs", "image-pull",
+--                     ["data-read"] = { "s3://team-data/datasets/" },
+--                     ["data-write"] = { "s3://team-data/outputs/{member}/" },
+--                     quota = { gpus_per_job = 1, concurrent_jobs = 1,
+--                               gpu_hours_per_day = 8 } },
+--       ["image-maintainer"] = { "image-pull", "image-push" },
+--     },
+--     quota = { gpus = 2 },                         -- the whole team's
+--     services = {
+--       s3 = { profile = "dev", admin = "rgw-admin" },
+--       registry = { host = "registry.example.com:5000",
+--                    repositories = { "vision/*" },
+--                    acl_file = "/srv/registry-auth/acl.json" },
+--     },
+--   }
+local errors = require "navette.errors"
+local util = require "navette.util"
+local sys, core = _navette.sys, _navette.core
+
+local team = {}
+
+team.FILE = "team.lua"
+team.GRANTS = { "submit", "read-logs", "image-pull", "image-push", "admin" }
+team.QUOTA_KEYS = { "gpus_per_job", "concurrent_jobs", "gpu_hours_per_day",
+                    "gpus" }
+local TOP_KEYS = { "name", "members", "roles", "quota", "services" }
+local MEMBER_KEYS = { "name", "email", "roles", "keys", "revoked" }
+local SERVICE_KEYS = {
+  s3 = { "profile", "admin" },
+  registry = { "host", "repositories", "acl_file", "profile" },
+  slurm = { "profile", "account", "qos" },
+}
+
+local function listed(v, list)
+  for _, x in ipairs(list) do if x == v then return true end end
+  return false
+end
+
+local function fail(path, message, hint)
+  error(errors.new("recipe", path .. ": " .. message, hint), 0)
+end
+
+-- A member, role or team name: what a radosgw user, a Unix and Slurm
+-- user and a registry account all accept.
+local function name_ok(s)
+  return type(s) == "string" and s:match("^[a-z][a-z0-9_-]*$") ~= nil
+         and #s <= 32
+end
+
+local function keys_of(path, where, t, known)
+  util.check_keys(t, known, function(k, suggestion, list)
+    fail(path, where .. "unknown key '" .. tostring(k) .. "'" .. suggestion,
+         "keys: " .. list)
+  end)
+end
+
+-- "s3://bucket/prefix/" (prefix may hold {member}) -> bucket, prefix
+local function data_prefix(path, where, url)
+  local bucket, prefix
+  if type(url) == "string" then
+    bucket, prefix = url:match("^s3://([a-z0-9][a-z0-9.-]+)/(.*)$")
+  end
+  if not bucket then
+    fail(path, where .. "'" .. tostring(url) .. "' is not an s3:// "
+         .. "prefix", "write \"s3://BUCKET/PREFIX/\"")
+  end
+  if prefix:find("%*") or prefix:find("[%c\"]") then
+    fail(path, where .. "'" .. url .. "': a prefix holds no '*', quote or "
+         .. "control character (it covers everything under it)")
+  end
+  local rest = prefix:gsub("{member}", "")
+  if rest:find("[{}]") then
+    fail(path, where .. "'" .. url .. "': the only placeholder is {member}")
+  end
+  return bucket, prefix
+end
+
+local function validate_quota(path, where, q)
+  if type(q) ~= "table" then fail(path, where .. "quota must be a table") end
+  keys_of(path, where .. "quota: ", q, team.QUOTA_KEYS)
+  local out = {}
+  for k, v in pairs(q) do
+    if math.type(v) ~= "integer" or v < 0 or v > 1000000 then
+      fail(path, where .. "quota." .. k .. " must be a whole number")
+    end
+    out[k] = v
+  end
+  return out
+end
+
+local function validate_role(path, name, r)
+  local where = "role '" .. name .. "': "
+  if type(r) ~= "table" then fail(path, where .. "must be a table") end
+  local role = { name = name, grants = {}, read = {}, write = {} }
+  for k, v in pairs(r) do
+    if math.type(k) == "integer" then
+      if not listed(v, team.GRANTS) then
+        fail(path, where .. "unknown right '" .. tostring(v) .. "'"
+             .. util.suggest(tostring(v), team.GRANTS),
+             "rights: " .. table.concat(team.GRANTS, ", ")
+             .. ", data-read = {...}, data-write = {...}")
+      end
+      role.grants[v] = true
+    elseif k == "data-read" or k == "data-write" then
+      if type(v) ~= "table" or #v == 0 then
+        fail(path, where .. k .. " must list s3:// prefixes")
+      end
+      for i, url in ipairs(v) do
+        local bucket, prefix = data_prefix(path, where .. k .. "[" .. i
+                                           .. "]: ", url)
+        local list = k == "data-read" and role.read or role.write
+        list[#list + 1] = { bucket = bucket, prefix = prefix, url = url }
+      end
+    elseif k == "quota" then
+      role.quota = validate_quota(path, where, v)
+    else
+      fail(path, where .. "unknown key '" .. tostring(k) .. "'",
+           "a role lists rights (" .. table.concat(team.GRANTS, ", ")
+           .. ") and may have data-read, data-write and quota")
+    end
+  end
+  return role
+end
+
+local function validate_member(path, id, m, roles)
+  local where = "member '" .. tostring(id) .. "': "
+  if not name_ok(id) then
+    fail(path, where .. "member ids are lower-case letters, digits, '_' "
+         .. "and '-', starting with a letter, at most 32")
+  end
+  if type(m) ~= "table" then fail(path, where .. "must be a table") end
+  keys_of(path, where, m, MEMBER_KEYS)
+  if type(m.name) ~= "string" or m.name == "" or m.name:find("%c") then
+    fail(path, where .. "name must be the person's name")
+  end
+  if type(m.email) ~= "string" or not m.email:match("^[^@%s]+@[^@%s]+$") then
+    fail(path, where .. "email must be an address")
+  end
+  if type(m.roles) ~= "table" or #m.roles == 0 then
+    fail(path, where .. "roles must list the member's roles")
+  end
+  for _, r in ipairs(m.roles) do
+    if not roles[r] then
+      fail(path, where .. "no role '" .. tostring(r) .. "'"
+           .. util.suggest(tostring(r), util.sorted_keys(roles)))
+    end
+  end
+  local keys = {}
+  for i, k in ipairs(m.keys or {}) do
+    if type(k) ~= "string" or k == "" or #k > 512 then
+      fail(path, where .. "keys[" .. i .. "] must be a key id")
+    end
+    keys[i] = k
+  end
+  if m.revoked ~= nil and type(m.revoked) ~= "boolean" then
+    fail(path, where .. "revoked must be a boolean")
+  end
+  return { id = id, name = m.name, email = m.email:lower(),
+           roles = m.roles, keys = keys, revoked = m.revoked == true }
+end
+
+local function validate_services(path, s, proj)
+  if type(s) ~= "table" then fail(path, "services must be a table") end
+  keys_of(path, "services: ", s, util.sorted_keys(SERVICE_KEYS))
+  local out = {}
+  for name, t in pairs(s) do
+    local where = "services." .. name .. ": "
+    if type(t) ~= "table" then fail(path, where .. "must be a table") end
+    keys_of(path, where, t, SERVICE_KEYS[name])
+    if t.profile ~= nil and not (proj.profiles or {})[t.profile] then
+      fail(path, where .. "no profile '" .. tostring(t.profile) .. "'"
+           .. util.suggest(tostring(t.profile),
+                           util.sorted_keys(proj.profiles or {})))
+    end
+    out[name] = t
+  end
+  if out.s3 then
+    local p = proj.profiles[out.s3.profile or proj.default_profile]
+    if not (p and p.s3) then
+      fail(path, "services.s3: the profile must have s3:// storage (its "
+           .. "s3.endpoint is the radosgw the users are made on)")
+    end
+    if type(out.s3.admin) ~= "string" or not p.credentials[out.s3.admin] then
+      fail(path, "services.s3.admin must name a credential of profile "
+           .. p.name .. " (a radosgw user with the caps users=*)")
+    end
+  end
+  if out.registry then
+    local r = out.registry
+    if type(r.host) ~= "string" or r.host == "" then
+      fail(path, "services.registry.host must be the registry's host:port")
+    end
+    if type(r.acl_file) ~= "string" or r.acl_file:sub(1, 1) ~= "/" then
+      fail(path, "services.registry.acl_file must be an absolute path",
+           "the token service's ACL file (navette writes it)")
+    end
+    if type(r.repositories) ~= "table" or #r.repositories == 0 then
+      fail(path, "services.registry.repositories must list repository "
+           .. "patterns (\"team/*\")")
+    end
+    for i, pat in ipairs(r.repositories) do
+      if type(pat) ~= "string" or not pat:match("^[a-z0-9][a-z0-9._/-]*%*?$") then
+        fail(path, "services.registry.repositories[" .. i .. "] must be "
+             .. "a repository name, or a prefix ending with '*'")
+      end
+    end
+  end
+  return out
+end
+
+-- The policy of the project proj (team.lua at its root), validated, or
+-- nil when there is none.
+function team.load(proj)
+  local path = util.join(proj.root, team.FILE)
+  local st = sys.stat(path)
+  if not st then return nil end
+  local env = core.sandbox(util.dirname(path), { require = false })
+  local chunk = errors.check(core.load_recipe(path, env, path))
+  local ok, value = core.call_bounded(chunk)
+  if not ok then error(errors.from(value), 0) end
+  if type(value) ~= "table" then
+    fail(path, "the team file must return a table",
+         "write: return { name = \"team\", members = { ... }, roles = { ... } }")
+  end
+  keys_of(path, "", value, TOP_KEYS)
+  if not name_ok(value.name) then
+    fail(path, "name must be the team's name (lower-case letters, digits, "
+         .. "'_' and '-')")
+  end
+  if type(value.roles) ~= "table" then fail(path, "roles must be a table") end
+  local policy = { name = value.name, path = path, roles = {}, members = {},
+                   quota = value.quota and validate_quota(path, "", value.quota)
+                           or {} }
+  for name, r in pairs(value.roles) do
+    if not name_ok(name) then
+      fail(path, "role '" .. tostring(name) .. "': role names are "
+           .. "lower-case letters, digits, '_' and '-'")
+    end
+    policy.roles[name] = validate_role(path, name, r)
+  end
+  if type(value.members) ~= "table" then
+    fail(path, "members must be a table of id = { name, email, roles }")
+  end
+  for id, m in pairs(value.members) do
+    policy.members[id] = validate_member(path, id, m, policy.roles)
+  end
+  policy.services = validate_services(path, value.services or {}, proj)
+  return policy
+end
+
+-- Whether member m holds right (a grant word) through one of its roles.
+function team.has(policy, m, right)
+  for _, r in ipairs(m.roles) do
+    if policy.roles[r].grants[right] then return true end
+  end
+  return false
+end
+
+-- The members in id order (revoked ones too), and the active ones.
+function team.members(policy, active_only)
+  local out = {}
+  for _, id in ipairs(util.sorted_keys(policy.members)) do
+    local m = policy.members[id]
+    if not (active_only and m.revoked) then out[#out + 1] = m end
+  end
+  return out
+end
+
+-- Findings about the policy itself: a key id listed by two members (a
+-- shared credential), an email used twice.
+function team.findings(policy)
+  local found, seen_key, seen_mail = {}, {}, {}
+  for _, m in ipairs(team.members(policy)) do
+    for _, k in ipairs(m.keys) do
+      if seen_key[k] then
+        found[#found + 1] = "members " .. seen_key[k] .. " and " .. m.id
+          .. " share the credential " .. k:sub(1, 6) .. "...: each member "
+          .. "has their own"
+      else
+        seen_key[k] = m.id
+      end
+    end
+    if seen_mail[m.email] then
+      found[#found + 1] = "members " .. seen_mail[m.email] .. " and " .. m.id
+        .. " have the same email " .. m.email
+    else
+      seen_mail[m.email] = m.id
+    end
+  end
+  return found
+end
+
+-- The member a git email or a key id names, or nil.
+function team.member_of(policy, email, key_id)
+  for _, m in ipairs(team.members(policy)) do
+    if email and m.email == email:lower() then return m end
+    for _, k in ipairs(m.keys) do
+      if key_id and k == key_id then return m end
+    end
+  end
+  return nil
+end
+
+-- Where apply hands a member's new secrets over (0600 files): the folder
+-- NAVETTE_HOME/team/TEAM/.
+function team.handoff_dir(policy)
+  return core.home() .. "/team/" .. policy.name
+end
+
+-- Revocations this machine made (navette team revoke) are remembered in
+-- NAVETTE_HOME/team/TEAM/revoked/MEMBER, so that an apply of a team.lua
+-- not yet updated never gives a revoked member their rights back; the
+-- member counts as revoked until --readmit.
+local function revoked_marker(policy, id)
+  return team.handoff_dir(policy) .. "/revoked/" .. id
+end
+
+function team.mark_revoked(policy, id)
+  local path = revoked_marker(policy, id)
+  errors.check(sys.mkdir_p(util.dirname(path), 448))
+  errors.check(sys.write_file(path, sys.iso8601(sys.now()) .. "\n", 384))
+end
+
+-- Applies the markers to policy (m.revoked set), but readmit's.
+function team.apply_revocations(policy, readmit)
+  for id, m in pairs(policy.members) do
+    local path = revoked_marker(policy, id)
+    if sys.stat(path) then
+      if readmit == id then
+        errors.check(sys.remove(path))
+      else
+        m.revoked, m.revoked_here = true, true
+      end
+    end
+  end
+end
+
+return team

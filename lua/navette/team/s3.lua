@@ -1,0 +1,269 @@
+-- A team's policy on radosgw (navette team apply, revoke): one user per
+-- member, made through the admin API with a key that radosgw generates
+-- (handed over in NAVETTE_HOME/team/TEAM/MEMBER.s3.json, 0600), and, on
+-- each bucket the roles name, bucket policy statements that give each
+-- role exactly its prefixes: s3:GetObject under data-read, s3:PutObject
+-- and s3:GetObject under data-write ({member}: the member's own prefix).
+-- Nothing else is granted, so a shared dataset is read-only unless a role
+-- says otherwise; radosgw itself refuses the rest (403 AccessDenied). The
+-- statements navette writes carry Sids "navette-team-TEAM-..."; the
+-- bucket's other statements are kept as they are. A revoked member's user
+-- is suspended (403 UserSuspended), keys and data kept.
+local errors = require "navette.errors"
+local util = require "navette.util"
+local team = require "navette.team"
+local json, sys = _navette.json, _navette.sys
+
+local M = {}
+
+-- The profile, an admin client (the admin API) and an owner client (the
+-- bucket policies: only a bucket's owner may set them, the profile's
+-- store credential).
+local function clients(policy, proj)
+  local s = policy.services.s3
+  local profile = proj.profiles[s.profile or proj.default_profile]
+  local creds = require "navette.creds"
+  creds._set_context(profile.credentials, profile)
+  local s3store = require "navette.s3store"
+  local decl = profile.credentials[s.admin]
+  local admin = s3store.client(profile, creds.get(s.admin), decl.host)
+  local owner_h, err = _navette.creds.load(profile.s3.credential)
+  if not owner_h then
+    errors.raise("refused", "the store credential of profile "
+                 .. profile.name .. " cannot be loaded: " .. err.message,
+                 err.hint)
+  end
+  local owner = s3store.client(profile, owner_h)
+  return profile, admin, owner
+end
+M.clients = clients
+
+local function check(value, err, what)
+  return errors.check(value, err, what)
+end
+
+local function sid_prefix(policy)
+  return "navette-team-" .. policy.name .. "-"
+end
+
+local function arn_user(id) return "arn:aws:iam:::user/" .. id end
+
+-- The statements the policy wants on each bucket: { bucket = {stmt...} }.
+function M.statements(policy)
+  local by_bucket = {}
+  local function add(bucket, st)
+    by_bucket[bucket] = by_bucket[bucket] or {}
+    table.insert(by_bucket[bucket], st)
+  end
+  for _, rname in ipairs(util.sorted_keys(policy.roles)) do
+    local role = policy.roles[rname]
+    local holders = {}
+    for _, m in ipairs(team.members(policy, true)) do
+      for _, r in ipairs(m.roles) do
+        if r == rname then holders[#holders + 1] = m.id end
+      end
+    end
+    if #holders > 0 then
+      -- a prefix with {member} is each holder's own (one statement each);
+      -- another is shared by every holder of the role
+      local function grant(kind, list, actions)
+        for i, d in ipairs(list) do
+          local own = d.prefix:find("{member}", 1, true) ~= nil
+          for _, id in ipairs(holders) do
+            local prefix = d.prefix:gsub("{member}", id)
+            add(d.bucket, {
+              Sid = sid_prefix(policy) .. kind .. "-" .. rname .. "-" .. i
+                    .. (own and ("-" .. id) or ""),
+              Effect = "Allow", Principal = { AWS = { arn_user(id) } },
+              Action = actions,
+              Resource = { "arn:aws:s3:::" .. d.bucket .. "/" .. prefix
+                           .. "*" },
+            })
+          end
+        end
+      end
+      grant("read", role.read, { "s3:GetObject" })
+      grant("write", role.write, { "s3:GetObject", "s3:PutObject" })
+    end
+  end
+  -- one statement per Sid (a prefix without {member} is the same for
+  -- every holder: their principals merge)
+  for bucket, list in pairs(by_bucket) do
+    local merged, order = {}, {}
+    for _, st in ipairs(list) do
+      local have = merged[st.Sid]
+      if have then
+        for _, p in ipairs(st.Principal.AWS) do
+          table.insert(have.Principal.AWS, p)
+        end
+      else
+        merged[st.Sid] = st
+        order[#order + 1] = st.Sid
+      end
+    end
+    table.sort(order)
+    local out = {}
+    for i, sid in ipairs(order) do
+      table.sort(merged[sid].Principal.AWS)
+      out[i] = merged[sid]
+    end
+    by_bucket[bucket] = out
+  end
+  return by_bucket
+end
+
+-- The policy document of bucket with ours replacing the team's current
+-- statements, the others kept; and whether anything changed.
+local function merged_policy(policy, current_json, ours)
+  local prefix = sid_prefix(policy)
+  local current = current_json and json.decode(current_json) or nil
+  local keep, had = {}, {}
+  if type(current) == "table" and type(current.Statement) == "table" then
+    for _, st in ipairs(current.Statement) do
+      if type(st) == "table" and type(st.Sid) == "string"
+         and st.Sid:sub(1, #prefix) == prefix then
+        had[#had + 1] = st
+      else
+        keep[#keep + 1] = st
+      end
+    end
+  end
+  table.sort(had, function(a, b) return a.Sid < b.Sid end)
+  -- radosgw gives a Principal's list back as written; compare as data
+  local changed = json.encode(had) ~= json.encode(ours)
+  local statements = {}
+  for _, st in ipairs(keep) do statements[#statements + 1] = st end
+  for _, st in ipairs(ours) do statements[#statements + 1] = st end
+  local doc = #statements > 0
+              and json.encode({ Version = "2012-10-17",
+                                Statement = statements }) or nil
+  return doc, changed, #keep
+end
+
+-- The changes that bring radosgw to the policy: a list of {service, op
+-- ("+", "~", "-", "!"), what, run} (run nil: a note, nothing to do).
+-- opts.readmit: member ids whose suspended user may be enabled again.
+function M.changes(policy, proj, opts)
+  opts = opts or {}
+  local changes, unchanged = {}, 0
+  local profile, admin, owner = clients(policy, proj)
+  local dir = team.handoff_dir(policy)
+  local function change(op, what, run)
+    changes[#changes + 1] = { service = "s3", op = op, what = what,
+                              run = run }
+  end
+  local function hand_key(id)
+    local path = dir .. "/" .. id .. ".s3.json"
+    local key = check(admin:admin_create_key(id, "team-" .. id),
+                      nil, "a key for " .. id)
+    check(sys.mkdir_p(dir, 448))
+    check(_navette.creds.store_file(key, path))
+    return "key " .. key:access_key_id():sub(-4) .. " handed over in "
+           .. path
+  end
+  for _, m in ipairs(team.members(policy)) do
+    local info, err = admin:admin_user(m.id)
+    if not info and err.code ~= "not_found" then
+      errors.check(nil, err, "radosgw user " .. m.id)
+    end
+    if not info then
+      if not m.revoked then
+        change("+", "s3 user " .. m.id .. " (" .. m.name .. " <" .. m.email
+               .. ">) and its key, handed over in " .. dir .. "/" .. m.id
+               .. ".s3.json", function()
+          check(admin:admin_create_user(m.id, m.name, m.email))
+          return hand_key(m.id)
+        end)
+      else
+        unchanged = unchanged + 1
+      end
+    else
+      if m.revoked and not info.suspended then
+        change("~", "s3 user " .. m.id .. ": suspended (revoked in "
+               .. team.FILE .. ")", function()
+          check(admin:admin_suspend(m.id, true))
+        end)
+      elseif not m.revoked and info.suspended then
+        if opts.readmit and opts.readmit[m.id] then
+          change("~", "s3 user " .. m.id .. ": enabled again (--readmit)",
+                 function() check(admin:admin_suspend(m.id, false)) end)
+        else
+          change("!", "s3 user " .. m.id .. " is suspended (revoked): left "
+                 .. "so; remove the member from " .. team.FILE .. ", or "
+                 .. "navette team apply --readmit " .. m.id)
+        end
+      elseif not m.revoked and #info.keys == 0 then
+        change("+", "s3 key of user " .. m.id .. ", handed over in " .. dir
+               .. "/" .. m.id .. ".s3.json", function()
+          return hand_key(m.id)
+        end)
+      else
+        unchanged = unchanged + 1
+      end
+      for _, k in ipairs(m.keys) do
+        local has = false
+        for _, id in ipairs(info.keys) do has = has or id == k end
+        if k:match("^[%w+/=._-]+$") and #k <= 128 and not has then
+          change("!", "member " .. m.id .. " lists key " .. k:sub(1, 6)
+                 .. "..., which radosgw user " .. m.id .. " does not have")
+        end
+      end
+    end
+  end
+  local wanted = M.statements(policy)
+  local buckets = {}
+  for b in pairs(wanted) do buckets[#buckets + 1] = b end
+  table.sort(buckets)
+  for _, bucket in ipairs(buckets) do
+    local current, err = owner:bucket_policy(bucket)
+    if current == nil then
+      errors.check(nil, err, "the policy of bucket " .. bucket
+                   .. " (only its owner, the store credential of profile "
+                   .. profile.name .. ", may read it)")
+    end
+    local doc, changed, kept = merged_policy(policy, current or nil,
+                                             wanted[bucket])
+    if changed then
+      change("~", "s3 bucket policy of " .. bucket .. ": "
+             .. #wanted[bucket] .. " statement"
+             .. (#wanted[bucket] == 1 and "" or "s") .. " of team "
+             .. policy.name .. (kept > 0 and (", " .. kept
+             .. " other statement(s) kept") or ""), function()
+        check(owner:put_bucket_policy(bucket, doc))
+      end)
+    else
+      unchanged = unchanged + 1
+    end
+  end
+  return changes, unchanged
+end
+
+-- Revokes member m on radosgw: the user suspended. Returns what it did.
+function M.revoke(policy, proj, m)
+  local _, admin = clients(policy, proj)
+  local info, err = admin:admin_user(m.id)
+  if not info then
+    if err.code == "not_found" then return "s3: no user " .. m.id end
+    errors.check(nil, err, "radosgw user " .. m.id)
+  end
+  check(admin:admin_suspend(m.id, true))
+  return "s3: user " .. m.id .. " suspended"
+end
+
+-- The proof: the member's handed-over key tried against radosgw. Returns
+-- {service, credential, refused, answer} or nil when navette holds none.
+function M.prove(policy, proj, m)
+  local path = team.handoff_dir(policy) .. "/" .. m.id .. ".s3.json"
+  if not sys.stat(path) then return nil end
+  local profile = clients(policy, proj)
+  local handle = check(_navette.creds.load { name = m.id .. "-s3",
+    kind = "s3", source = "file", path = path })
+  local client = require("navette.s3store").client(profile, handle)
+  local ok, e = client:check_credential()
+  return { service = "s3", credential = "key ..."
+           .. (handle:access_key_id() or "?"):sub(-4),
+           refused = not ok, answer = ok and "accepted (HTTP 200)"
+           or (e.s3_code or e.message) }
+end
+
+return M

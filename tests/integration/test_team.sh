@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# A team on shared services (issue 16): team.lua with alice (developer:
+# submit, read-logs, image-pull, read the shared dataset, write her own
+# outputs) and bob (developer and image maintainer: also image-push),
+# converged by `navette team apply` onto the real radosgw (users made
+# through the admin API, a bucket policy) and the token service of the
+# registry fixture (its team ACL file). The services themselves refuse
+# what the roles do not give: alice writing under the shared dataset or
+# bob's prefix (403 from radosgw), alice pushing an image (the token
+# service grants pull only, the registry answers 401); bob's push works.
+# A second apply changes nothing. `navette team revoke alice` suspends
+# her S3 user and removes her registry login, proves it (each of her
+# credentials refused, the time measured) while bob's still work, and a
+# later apply does not give her rights back. Radosgw answers are read
+# with curl --aws-sigv4, not navette. Needs S3_STACK_ENV and
+# REGISTRY_STACK_ENV (ctest's fixtures "s3" and "registry").
+. "$(dirname "$0")/lib.sh"
+
+use_s3_stack team
+if [ ! -r "${REGISTRY_STACK_ENV:-}" ]; then
+	echo "FAIL: REGISTRY_STACK_ENV is not set (ctest sets it)" >&2
+	exit 1
+fi
+. "$REGISTRY_STACK_ENV"
+CONF=$(dirname "$S3_STACK_ENV")/ceph.conf
+if ! command -v radosgw-admin >/dev/null || [ ! -r "$CONF" ]; then
+	skip "the team's services" "radosgw-admin or $CONF missing"
+	finish
+fi
+rgw() { perl -e 'alarm 60; exec @ARGV or die' radosgw-admin -c "$CONF" "$@" 2>>"$T/radosgw-admin.err"; }
+for u in alice bob; do rgw user rm --uid="$u" --purge-data >/dev/null 2>&1 || true; done
+rm -f "$REGISTRY_TEAM_ACL"
+ADMIN=team-admin-$$
+rgw user rm --uid="$ADMIN" --purge-data >/dev/null 2>&1 || true
+rgw user create --uid="$ADMIN" --display-name="team admin" --caps="users=*" >"$T/admin.json" ||
+	{ fail "radosgw-admin user create"; finish; }
+export TEAM_ADMIN_AK TEAM_ADMIN_SK
+TEAM_ADMIN_AK=$(json 'd["keys"][0]["access_key"]' <"$T/admin.json")
+TEAM_ADMIN_SK=$(json 'd["keys"][0]["secret_key"]' <"$T/admin.json")
+BUCKET=nv-team-$$-$RANDOM
+nv storage mb "s3://$BUCKET" "${EP[@]}"
+check_rc "the team's bucket is made (owner: the profile's store key)" 0
+echo "the shared dataset" >"$T/d.txt"
+nv storage cp "$T/d.txt" "s3://$BUCKET/datasets/d.txt" "${EP[@]}"
+check_rc "the dataset is put by the owner" 0
+
+R=$(new_repo vision)
+cat >"$R/navette.lua" <<EOF
+return {
+  name = "vision",
+  default_profile = "dev",
+  credentials = {
+    ["rgw-admin"] = { kind = "s3", source = "env",
+      env = { access_key_id = "TEAM_ADMIN_AK", secret_access_key = "TEAM_ADMIN_SK" } },
+  },
+  profiles = {
+    dev = { storage = "s3://$BUCKET/runs/", require_pushed = false,
+            s3 = { endpoint = "$S3_ENDPOINT", region = "$S3_REGION" },
+            credentials = { "rgw-admin" } },
+  },
+}
+EOF
+cat >"$R/team.lua" <<EOF
+return {
+  name = "vision",
+  members = {
+    alice = { name = "Alice Martin", email = "alice@example.com",
+              roles = { "developer" } },
+    bob = { name = "Bob Stone", email = "bob@example.com",
+            roles = { "developer", "images" } },
+  },
+  roles = {
+    developer = { "submit", "read-logs", "image-pull",
+                  ["data-read"] = { "s3://$BUCKET/datasets/" },
+                  ["data-write"] = { "s3://$BUCKET/outputs/{member}/" },
+                  quota = { gpus_per_job = 1, concurrent_jobs = 1 } },
+    images = { "image-pull", "image-push" },
+  },
+  services = {
+    s3 = { profile = "dev", admin = "rgw-admin" },
+    registry = { host = "$REGISTRY_TOKEN", repositories = { "vision/*" },
+                 acl_file = "$REGISTRY_TEAM_ACL" },
+  },
+}
+EOF
+commit_all "$R" >/dev/null
+HANDOFF=$NAVETTE_HOME/team/vision
+
+# s3_code WHO METHOD KEY: radosgw's HTTP status for WHO's handed-over key
+s3_code() {
+	local pair
+	pair=$(json 'd["AccessKeyId"] + ":" + d["SecretAccessKey"]' <"$HANDOFF/$1.s3.json")
+	curl -s -o /dev/null -w '%{http_code}' --aws-sigv4 "aws:amz:$S3_REGION:s3" \
+		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' --user "$pair" \
+		-X "$2" ${3:+--data-binary x} "$S3_ENDPOINT/$BUCKET/$3"
+}
+s3_get() { s3_code "$1" GET "$2"; }
+s3_put() {
+	local pair
+	pair=$(json 'd["AccessKeyId"] + ":" + d["SecretAccessKey"]' <"$HANDOFF/$1.s3.json")
+	curl -s -o /dev/null -w '%{http_code}' --aws-sigv4 "aws:amz:$S3_REGION:s3" \
+		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' --user "$pair" \
+		-X PUT --data-binary x "$S3_ENDPOINT/$BUCKET/$2"
+}
+# push_code WHO: the registry's answer to WHO starting a blob upload in
+# vision/app with the token the token service gives for pull,push
+push_code() {
+	local tok
+	tok=$(curl -s -u "$(cat "$HANDOFF/$1.registry")" \
+		"$REGISTRY_ISSUER/token?service=navette-test-registry&scope=repository:vision/app:pull,push" |
+		json 'd.get("token", "")' 2>/dev/null)
+	curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $tok" \
+		"http://$REGISTRY_TOKEN/v2/vision/app/blobs/uploads/"
+}
+login_code() {
+	curl -s -o /dev/null -w '%{http_code}' -u "$(cat "$HANDOFF/$1.registry")" \
+		"$REGISTRY_ISSUER/token?service=navette-test-registry&scope=repository:vision/app:pull"
+}
+
+nv_in "$R" team show
+check_rc "team show: the policy is valid" 0
+check_match "it lists the members and their roles" "$OUT" "bob +bob@example.com +developer, images"
+
+nv_in "$R" team apply --plan
+check_rc "team apply --plan" 0
+check_match "the plan shows each change before anything is made" "$OUT" \
+	"^team vision \(plan: nothing is changed\): 4 changes"
+check_match "... the users" "$OUT" '^  \+ s3 user alice \(Alice Martin <alice@example.com>\)'
+check_match "... the bucket policy" "$OUT" "^  ~ s3 bucket policy of $BUCKET: 3 statements of team vision"
+check_match "... the registry ACL" "$OUT" "alice \(vision/\* pull\), bob \(vision/\* pull,push\)"
+check_false "the plan made no user" rgw user info --uid=alice
+check_absent "nor the ACL file" "$REGISTRY_TEAM_ACL"
+
+nv_in "$R" team apply
+check_rc "team apply" 0
+check_match "it made the changes" "$OUT" "^team vision: 4 changes"
+check_true "radosgw user alice exists" rgw user info --uid=alice
+check_eq "alice's key is handed over 0600" \
+	"$(python3 -c 'import os,sys; print(oct(os.stat(sys.argv[1]).st_mode & 0o777))' "$HANDOFF/alice.s3.json")" 0o600
+nv_in "$R" team apply
+check_rc "a second apply" 0
+check_match "changes nothing and says so" "$OUT" "^team vision: no changes"
+
+# ---- the services enforce the roles ---------------------------------------
+check_eq "alice reads the shared dataset" "$(s3_get alice datasets/d.txt)" 200
+check_eq "alice writes her own outputs" "$(s3_put alice outputs/alice/model.bin)" 200
+check_eq "radosgw refuses alice writing under the shared dataset" "$(s3_put alice datasets/evil.txt)" 403
+check_eq "... and under bob's outputs" "$(s3_put alice outputs/bob/x.bin)" 403
+check_eq "... and in the runs of the store" "$(s3_put alice runs/x)" 403
+check_eq "bob writes his outputs" "$(s3_put bob outputs/bob/model.bin)" 200
+check_eq "bob cannot read alice's outputs" "$(s3_get bob outputs/alice/model.bin)" 403
+check_eq "the registry refuses alice's push (her token grants pull only)" "$(push_code alice)" 401
+check_eq "bob's push is accepted" "$(push_code bob)" 202
+check_match "the token service gave alice pull only" \
+	"$(curl -s "$REGISTRY_ISSUER/_log")" "^alice repository:vision/app:pull,push -> repository:vision/app:pull$"
+
+# ---- revocation -----------------------------------------------------------
+nv_in "$R" team revoke alice
+check_rc "team revoke alice: every credential refused (exit 0)" 0
+check_match "it suspends her S3 user" "$OUT" "s3: user alice suspended"
+check_match "and removes her registry login" "$OUT" "registry: alice's login and rights removed"
+check_match "the proof: radosgw refuses her key" "$OUT" "^  s3 +key \.\.\.[A-Z0-9]{4} +refused: UserSuspended"
+check_match "the proof: the token service refuses her login" "$OUT" "^  registry +login alice +refused: .*HTTP 401"
+check_match "and the time it took" "$OUT" "^from the command to the last refusal: [0-9]+\.[0-9]{2} s$"
+REVOKE_S=$(printf '%s\n' "$OUT" | sed -n 's/^from the command to the last refusal: \([0-9.]*\) s$/\1/p')
+echo "revocation took $REVOKE_S s"
+check_true "within seconds" python3 -c "import sys; sys.exit(0 if float('$REVOKE_S') < 5 else 1)"
+check_eq "radosgw refuses alice's read now" "$(s3_get alice datasets/d.txt)" 403
+check_eq "the token service refuses her login" "$(login_code alice)" 401
+check_eq "bob still reads" "$(s3_get bob datasets/d.txt)" 200
+check_eq "bob still pushes" "$(push_code bob)" 202
+check_match "the audit log has the revocation" "$("$NAVETTE" audit show 2>/dev/null)" "team\.revoke +ok +alice"
+nv_in "$R" team apply
+check_rc "an apply of the unchanged team.lua" 0
+check_no_match "gives alice nothing back" "$OUT" "new login for alice|enabled again"
+check_eq "her login stays refused" "$(login_code alice)" 401
+check_eq "her S3 user stays suspended" "$(s3_get alice datasets/d.txt)" 403
+
+# ---- a policy naming a file navette did not write is refused ---------------
+nv_in "$R" team apply --readmit carol
+check_rc "--readmit of an unknown member: usage (exit 2)" 2
+finish
