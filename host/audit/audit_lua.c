@@ -45,7 +45,7 @@ static const char *opt_field(lua_State *L, int t, const char *name)
  * 8 slots), checked as append's argument arg. */
 static void read_entry(lua_State *L, int t, int arg, nv_audit_entry *entry)
 {
-	luaL_checkstack(L, 8, "audit entries");
+	luaL_checkstack(L, 12, "audit entries");
 	luaL_argcheck(L, lua_type(L, t) == LUA_TTABLE, arg,
 		      "an audit entry is a table");
 	memset(entry, 0, sizeof(*entry));
@@ -57,6 +57,7 @@ static void read_entry(lua_State *L, int t, int arg, nv_audit_entry *entry)
 	entry->commit = opt_field(L, t, "commit");
 	entry->result = opt_field(L, t, "result");
 	entry->detail = opt_field(L, t, "detail"); /* [..., values...] */
+	entry->identity = opt_field(L, t, "identity");
 	luaL_argcheck(L, entry->action && *entry->action, arg,
 		      "audit entry needs an action");
 	if (!entry->result)

@@ -17,8 +17,14 @@ end
 -- audit.record{action=, target=, profile=, credential=, job=, commit=,
 -- result=, detail=} with the profile table (for the mirror). Failures to
 -- write the audit log are reported but never hide the action's outcome.
+-- The team member this run acts for ("alice <alice@example.com>
+-- user@host"), set by the runner when the project has a team.lua that
+-- names the git identity's email; nil: the line's identity is user@host.
+audit.member_identity = nil
+
 function audit.record(entry, profile)
   if core.plan_mode() then return nil end
+  entry.identity = entry.identity or audit.member_identity
   entry.profile = entry.profile or (profile and profile.name)
   entry.result = entry.result or "ok"
   local seq, err = native.append(entry)
@@ -41,6 +47,7 @@ end
 function audit.record_many(entries, profile)
   if core.plan_mode() or #entries == 0 then return nil end
   for _, entry in ipairs(entries) do
+    entry.identity = entry.identity or audit.member_identity
     entry.profile = entry.profile or (profile and profile.name)
     entry.result = entry.result or "ok"
   end

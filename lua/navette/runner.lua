@@ -824,10 +824,41 @@ end
 -- Builds the spec of declaration j: everything the backend needs, pinned.
 -- The id is that of an interrupted submission of the same job when there
 -- is one (run.submissions[spec].resumed: its row), else a new one.
+-- The team member the run acts for: the member of the project's
+-- team.lua whose email is the git identity's (user.email), or nil (no
+-- team.lua, or an email it does not list). Each job's spec, its Slurm
+-- comment and the audit lines carry it.
+function runner.member(run)
+  if run.member == nil then
+    run.member = false
+    local team = require "navette.team"
+    local policy = team.load(run.project)
+    if policy then
+      team.apply_revocations(policy) -- (this machine's revocations too)
+      local email = _navette.git.config("user.email", run.repo)
+      local m = email and email ~= "" and team.member_of(policy, email)
+      if m then
+        local user, host = sys.identity()
+        run.member = { id = m.id, email = m.email, team = policy.name,
+                       revoked = m.revoked }
+        require("navette.audit").member_identity = m.id .. " <" .. m.email
+          .. "> " .. tostring(user) .. "@" .. tostring(host)
+      end
+    end
+  end
+  return run.member or nil
+end
+
 function runner.spec(run, j)
   local commit, info = pin_commit(run, j)
   run.identity = run.identity or { sys.identity() }
   local user, host = run.identity[1], run.identity[2]
+  local member = runner.member(run)
+  if member and member.revoked then
+    refuse("team member " .. member.id .. " is revoked in team.lua: no "
+           .. "job is submitted for them", "ask an admin of team "
+           .. member.team, run, j.name)
+  end
   run.repository = run.repository or run.repo:remote_url()
                    or run.repo:workdir()
   local repository = run.repository
@@ -861,7 +892,10 @@ function runner.spec(run, j)
     failure_condition = { log_patterns = json.array(j.failure.log_patterns),
                           hint = j.failure.hint },
     logs = j.logs,
-    submitted_by = user .. "@" .. host,
+    submitted_by = (member and (member.id .. " <" .. member.email .. "> ")
+                    or "") .. user .. "@" .. host,
+    member = member and { id = member.id, email = member.email,
+                          team = member.team } or nil,
     submitted_at = sys.iso8601(),
   }
   -- what the backend adds: how to reach the job again, its defaults

@@ -154,6 +154,22 @@ check_eq "bob's push is accepted" "$(push_code bob)" 202
 check_match "the token service gave alice pull only" \
 	"$(curl -s "$REGISTRY_ISSUER/_log")" "^alice repository:vision/app:pull,push -> repository:vision/app:pull$"
 
+# ---- identity per submission ----------------------------------------------
+put_file "$R" recipes/hello.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "hello", command = { "sh", "-c", "echo hello" } }
+EOF
+commit_all "$R" >/dev/null
+git -C "$R" config user.email alice@example.com
+nv_in "$R" run recipes/hello.lua --profile dev --wait
+check_rc "alice's job runs" 0
+JOB=$(printf '%s\n' "$OUT" | sed -n 's/^job hello submitted: \(.*\)$/\1/p')
+check_match "its run record names her as the submitter" \
+	"$(s3cat "runs/vision/$JOB/navette-run.json" | json 'd["submitted_by"]')" \
+	"^alice <alice@example.com> [^ ]+@[^ ]+$"
+check_match "the audit lines carry her identity" \
+	"$(tail -1 "$NAVETTE_HOME/audit/audit.jsonl")" '"identity":"alice <alice@example.com> '
+
 # ---- revocation -----------------------------------------------------------
 nv_in "$R" team revoke alice
 check_rc "team revoke alice: every credential refused (exit 0)" 0
@@ -176,7 +192,14 @@ check_no_match "gives alice nothing back" "$OUT" "new login for alice|enabled ag
 check_eq "her login stays refused" "$(login_code alice)" 401
 check_eq "her S3 user stays suspended" "$(s3_get alice datasets/d.txt)" 403
 
-# ---- a policy naming a file navette did not write is refused ---------------
+nv_in "$R" run recipes/hello.lua --profile dev
+check_rc "a run as the revoked alice is refused (exit 3)" 3
+check_match "saying so" "$ERR" "team member alice is revoked"
+git -C "$R" config user.email bob@example.com
+nv_in "$R" run recipes/hello.lua --profile dev --wait
+check_rc "bob's run still goes" 0
+
+# ---- misuse ------------------------------------------------------------------
 nv_in "$R" team apply --readmit carol
 check_rc "--readmit of an unknown member: usage (exit 2)" 2
 finish

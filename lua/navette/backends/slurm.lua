@@ -297,7 +297,8 @@ local function description(spec, nodes)
     env.NAVETTE_LOG_INTERVAL = log_interval
   end
   local d = {
-    name = spec.id, comment = "navette " .. spec.id,
+    name = spec.id, comment = "navette " .. spec.id
+      .. (spec.member and (" member " .. spec.member.id) or ""),
     partition = r.partition or cfg.partition,
     account = r.account or cfg.account, qos = r.qos or cfg.qos,
     time_limit = r.time_limit and math.ceil(r.time_limit) or nil,
