@@ -657,6 +657,54 @@ int nv_slurm_requeue(nv_slurm *s, long long job_id, nv_err *err)
 			  job_id);
 }
 
+/* ---- accounting --------------------------------------------------------- */
+
+static int db_path_ok(const char *path)
+{
+	size_t n = path ? strlen(path) : 0;
+
+	if (n == 0 || n > 200 || strstr(path, ".."))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)path[i]) &&
+		    !strchr("_/.-?=&,", path[i]))
+			return 0;
+	return 1;
+}
+
+int nv_slurm_db(nv_slurm *s, const char *method, const char *path,
+		const char *body, char **out, nv_err *err)
+{
+	char url[300], what[260];
+	nv_http_response resp;
+	int rc;
+
+	*out = NULL;
+	if (!db_path_ok(path))
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "slurmdb: a path of [A-Za-z0-9_/.-?=&,], "
+				  "without '..'");
+	if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0 &&
+	    strcmp(method, "DELETE") != 0)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "slurmdb: GET, POST or DELETE");
+	snprintf(url, sizeof(url), "/slurmdb/%s/%s", s->api->name, path);
+	snprintf(what, sizeof(what), "accounting request %s %s", method, path);
+	rc = call(s, method, url, body, what, NV_SLURM_DB_MAX, &resp, NULL,
+		  err);
+	if (rc)
+		return rc;
+	*out = malloc(resp.body.len + 1);
+	if (!*out) {
+		nv_http_response_free(&resp);
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	}
+	memcpy(*out, resp.body.data ? resp.body.data : "", resp.body.len);
+	(*out)[resp.body.len] = '\0';
+	nv_http_response_free(&resp);
+	return 0;
+}
+
 /* ---- job arrays ------------------------------------------------------- */
 
 int nv_slurm_task_listed(const char *tasks, long task)

@@ -255,4 +255,16 @@ int nv_slurm_cancel(nv_slurm *s, long long job_id, int *was_done, nv_err *err);
  * job with requeue=true on node failure by itself). */
 int nv_slurm_requeue(nv_slurm *s, long long job_id, nv_err *err);
 
+/* Slurm's accounting API (slurmrestd's dbv0.0.NN plugin, which slurmdbd
+ * serves): METHOD /slurmdb/VERSION/PATH with a JSON body (or NULL), the
+ * answer's body (at most NV_SLURM_DB_MAX bytes) copied into out, a
+ * malloc'd NUL-terminated string the caller frees. path: 1..200 bytes of
+ * [A-Za-z0-9_/.-] and '?=&' (no "..": the accounting API only). An answer
+ * with errors is the error, classified as for the job API (a write by a
+ * user who is not an administrator: NV_EREFUSED, "Access/permission
+ * denied"). */
+#define NV_SLURM_DB_MAX ((size_t)4 * 1024 * 1024)
+int nv_slurm_db(nv_slurm *s, const char *method, const char *path,
+		const char *body, char **out, nv_err *err);
+
 #endif

@@ -439,6 +439,30 @@ static int l_slurm_info(lua_State *L)
 	return 1;
 }
 
+/* session:db(method, path [, body]) -> the answer's JSON text | nil, err:
+ * the accounting API (nv_slurm_db). Plan mode: a write is recorded and
+ * answers "{}", a read goes on (reading is safe). */
+static int l_slurm_db(lua_State *L)
+{
+	nv_slurm *s = check_session(L);
+	const char *method = luaL_checkstring(L, 2);
+	const char *path = luaL_checkstring(L, 3);
+	const char *body = luaL_optstring(L, 4, NULL);
+	char *out = NULL;
+	nv_err err;
+
+	if (!s || (nv_plan_mode(L) && strcmp(method, "GET") != 0)) {
+		nv_plan_record(L, "slurmdb", method, path);
+		lua_pushliteral(L, "{}");
+		return 1;
+	}
+	if (nv_slurm_db(s, method, path, body, &out, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, out);
+	free(out);
+	return 1;
+}
+
 /* session:submit(script, desc) -> job_id | nil, err. desc holds the
  * resource keys (slurm.desc_keys()) and env = {NAME = "value"}. */
 static int l_slurm_submit(lua_State *L)
@@ -677,15 +701,12 @@ static int l_slurm_versions(lua_State *L)
 
 int luaopen_navette_slurm(lua_State *L)
 {
-	static const luaL_Reg methods[] = {{"submit", l_slurm_submit},
-					   {"job", l_slurm_job},
-					   {"find", l_slurm_find},
-					   {"jobs", l_slurm_list_jobs},
-					   {"cancel", l_slurm_cancel},
-					   {"requeue", l_slurm_requeue},
-					   {"info", l_slurm_info},
-					   {"close", l_slurm_close},
-					   {NULL, NULL}};
+	static const luaL_Reg methods[] = {
+		{"submit", l_slurm_submit}, {"job", l_slurm_job},
+		{"find", l_slurm_find},     {"jobs", l_slurm_list_jobs},
+		{"cancel", l_slurm_cancel}, {"requeue", l_slurm_requeue},
+		{"info", l_slurm_info},     {"db", l_slurm_db},
+		{"close", l_slurm_close},   {NULL, NULL}};
 	static const luaL_Reg meta[] = {{"__gc", l_slurm_close},
 					{"__close", l_slurm_close},
 					{"__tostring", l_slurm_tostring},

@@ -840,13 +840,43 @@ function runner.member(run)
       if m then
         local user, host = sys.identity()
         run.member = { id = m.id, email = m.email, team = policy.name,
-                       revoked = m.revoked }
+                       revoked = m.revoked, roles = m.roles,
+                       policy = policy }
         require("navette.audit").member_identity = m.id .. " <" .. m.email
           .. "> " .. tostring(user) .. "@" .. tostring(host)
       end
     end
   end
   return run.member or nil
+end
+
+-- navette's own check of the team's quota before anything is sent (the
+-- services enforce it too: Slurm holds such a job with its QOS reason):
+-- a job asking more GPUs than the member's roles allow per job is
+-- refused, with the numbers.
+function runner.check_quota(run, j, member)
+  local gpus = j.resources and j.resources.gpus
+  if not gpus or gpus == 0 then return end
+  local allowed, from
+  for _, r in ipairs(member.roles) do
+    local q = member.policy.roles[r].quota
+    if q and q.gpus_per_job and (not allowed or q.gpus_per_job > allowed) then
+      allowed, from = q.gpus_per_job, r
+    end
+  end
+  local team_gpus = member.policy.quota.gpus
+  if allowed and gpus > allowed then
+    refuse("job '" .. j.name .. "' asks for " .. gpus .. " GPU"
+           .. (gpus == 1 and "" or "s") .. "; team " .. member.team
+           .. "'s quota gives " .. member.id .. " " .. allowed .. " per job "
+           .. "(role " .. from .. ": quota.gpus_per_job = " .. allowed
+           .. ")", "ask for at most " .. allowed .. ", or ask an admin of "
+           .. "team " .. member.team .. " for a role with more", run, j.name)
+  elseif team_gpus and gpus > team_gpus then
+    refuse("job '" .. j.name .. "' asks for " .. gpus .. " GPUs; team "
+           .. member.team .. " has " .. team_gpus .. " in all (quota.gpus)",
+           "ask for at most " .. team_gpus, run, j.name)
+  end
 end
 
 function runner.spec(run, j)
@@ -859,6 +889,7 @@ function runner.spec(run, j)
            .. "job is submitted for them", "ask an admin of team "
            .. member.team, run, j.name)
   end
+  if member then runner.check_quota(run, j, member) end
   run.repository = run.repository or run.repo:remote_url()
                    or run.repo:workdir()
   local repository = run.repository

@@ -45,7 +45,7 @@ local MEMBER_KEYS = { "name", "email", "roles", "keys", "revoked" }
 local SERVICE_KEYS = {
   s3 = { "profile", "admin" },
   registry = { "host", "repositories", "acl_file", "profile" },
-  slurm = { "profile", "account", "qos" },
+  slurm = { "profile", "account", "cluster", "token_lifespan" },
 }
 
 local function listed(v, list)
@@ -201,6 +201,27 @@ local function validate_services(path, s, proj)
       fail(path, "services.s3.admin must name a credential of profile "
            .. p.name .. " (a radosgw user with the caps users=*)")
     end
+  end
+  if out.slurm then
+    local p = proj.profiles[out.slurm.profile or proj.default_profile]
+    if not (p and p.backend == "slurm") then
+      fail(path, "services.slurm: the profile must be a slurm profile "
+           .. "(its user an administrator of the cluster's accounting)")
+    end
+    if out.slurm.account ~= nil and not name_ok(out.slurm.account) then
+      fail(path, "services.slurm.account must be an account name")
+    end
+    -- a member's token lives no longer than the profile lets a token
+    -- live (max_token_lifespan): apply mints a new one when it nears its
+    -- end
+    local max = p.max_token_lifespan or 3600
+    local life = util.parse_duration(out.slurm.token_lifespan or max)
+    if not life or life < 600 or life > max then
+      fail(path, "services.slurm.token_lifespan must be a duration of 10 "
+           .. "minutes to profile " .. p.name .. "'s max_token_lifespan ("
+           .. max .. " s)")
+    end
+    out.slurm.token_lifespan_s = math.floor(life)
   end
   if out.registry then
     local r = out.registry

@@ -22,15 +22,17 @@ usage: navette team show [--json]
   roles, key ids), roles (submit, read-logs, image-pull, image-push,
   admin, data-read and data-write prefixes, quota) and the services that
   enforce it (services.s3: radosgw users and bucket policies;
-  services.registry: the token service's ACL file).
+  services.registry: the token service's ACL file; services.slurm: the
+  account, QOS, users and associations of a cluster with accounting).
   show      the policy and its findings (a credential two members share)
   apply     reads each service, prints every change (+ create, ~ change,
             ! needs you), then makes them; --plan stops after printing.
             A second apply says "no changes". A member's new secrets are
             handed over in NAVETTE_HOME/team/TEAM/ (0600). --readmit
             enables a suspended member's user again.
-  revoke    suspends the member's S3 user and removes their registry
-            login, writes the audit line, then tries each of their
+  revoke    suspends the member's S3 user, removes their registry login,
+            cancels their Slurm jobs and removes their Slurm user, writes
+            the audit line, then tries each of their
             credentials navette holds against each service and prints
             the refusals and the time from the command to the last one.
             Exit 1 when a credential is still accepted.]],
@@ -38,7 +40,7 @@ usage: navette team show [--json]
   read_only = false,
 }
 
-local SERVICES = { "s3", "registry" }
+local SERVICES = { "s3", "registry", "slurm" }
 
 local function load_policy()
   local project = require "navette.project"

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# A team's quotas on a Slurm cluster with accounting (issue 16): a cluster
+# of this test's own with slurmdbd (SLURM_ACCOUNTING=1, free ports) and
+# the S3 fixture for the jobs' data. `navette team apply` makes, through
+# slurmrestd's accounting API as root: the account with the team's GPUs
+# (GrpTRES), the role's QOS (MaxTRESPerJob, MaxJobsPerUser), alice's and
+# bob's users and associations (their GPU-hours as GrpTRESMins) and a
+# token for each (handed over 0600); a second apply changes nothing. As
+# alice (her git email; her own Slurm user and token): a 2-GPU job is
+# refused by navette before anything is sent, with the numbers; her first
+# GPU job runs, her second is held by Slurm itself (QOSMaxJobsPerUserLimit)
+# and carries her identity in its comment. `navette team revoke alice`
+# cancels her jobs, removes her Slurm user and proves it (Slurm refuses
+# her token: invalid account), within seconds, while bob still submits.
+# Linux, as root, with slurmdbd and mariadb-server (vendor/packages.txt);
+# else skipped. Needs S3_STACK_ENV (ctest's fixture "s3").
+. "$(dirname "$0")/lib.sh"
+
+if [ "$(id -u)" -ne 0 ]; then
+	skip "a team on Slurm" "the test cluster runs its daemons as root"
+	finish
+fi
+for tool in slurmctld slurmdbd mariadbd sacctmgr squeue munged curl; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		skip "a team on Slurm" "$tool is not installed (vendor/packages.txt, group test)"
+		finish
+	fi
+done
+use_s3_stack teamslurm
+chmod 755 "$T"
+STACK=$NAVETTE_SOURCE/tests/stack
+DIR=$T/slurm
+trap 'st=$?; [ -d "$DIR/run" ] && bash "$STACK/slurm-stop.sh" "$DIR" >/dev/null 2>&1; (exit $st); _cleanup' EXIT
+bounded() { perl -e 'alarm shift; exec @ARGV or exit 127' "$@"; }
+for u in alice bob; do
+	id "$u" >/dev/null 2>&1 || useradd -M -d /tmp -s /bin/bash "$u" ||
+		id "$u" >/dev/null 2>&1 || { fail "user $u exists or can be made"; finish; }
+done
+read -r P1 P2 P3 P4 P5 P6 <<<"$(free_ports 6 | tr '\n' ' ')"
+if ! SLURM_ACCOUNTING=1 SLURM_PORT=$P1 SLURMD_PORT_A=$P2 SLURMD_PORT_B=$P3 \
+	SLURMRESTD_PORT=$P4 SLURMDBD_PORT=$P5 SLURM_DB_PORT=$P6 \
+	bounded 120 bash "$STACK/slurm-start.sh" "$DIR" >"$T/start.log" 2>&1; then
+	fail "a Slurm cluster with accounting starts: $(tail -20 "$T/start.log")"
+	finish
+fi
+unset SLURM_CONF
+. "$DIR/slurm.env"
+sl() { SLURM_CONF=$SLURM_CONF bounded 30 "$@"; }
+cp "$SLURM_JWT_KEY" "$NAVETTE_HOME/cluster.key"
+chmod 600 "$NAVETTE_HOME/cluster.key"
+HANDOFF=$NAVETTE_HOME/team/vision
+nv storage mb "s3://$BUCKET" "${EP[@]}"
+check_rc "the jobs' bucket is made" 0
+
+# the members' jobs write their Slurm output here (each cluster counts its
+# jobs from 1: a shared /tmp would hold another run's navette-1.out)
+WD=$T/wd
+mkdir -p "$WD"
+chmod 1777 "$WD"
+R=$(new_repo vision)
+profile() { # NAME USER CREDENTIAL
+	cat <<EOF
+    $1 = { backend = "slurm", storage = "s3://$BUCKET/", require_pushed = false,
+           s3 = { endpoint = "$S3_ENDPOINT", region = "$S3_REGION" },
+           slurm = { endpoint = "$SLURMRESTD_URL", user = "$2", credential = "$3",
+                     partition = "$SLURM_PARTITION", account = "vision",
+                     working_directory = "$WD" } },
+EOF
+}
+cat >"$R/navette.lua" <<EOF
+return {
+  name = "vision", default_profile = "admin",
+  credentials = {
+    clusterkey = { kind = "hs256", source = "file", path = "$NAVETTE_HOME/cluster.key" },
+    ["alice-token"] = { kind = "bearer", source = "file", path = "$HANDOFF/alice.slurm-token" },
+    ["bob-token"] = { kind = "bearer", source = "file", path = "$HANDOFF/bob.slurm-token" },
+  },
+  profiles = {
+$(profile admin root clusterkey)
+$(profile alice alice alice-token)
+$(profile bob bob bob-token)
+  },
+}
+EOF
+cat >"$R/team.lua" <<'EOF'
+return {
+  name = "vision",
+  members = {
+    alice = { name = "Alice", email = "alice@example.com", roles = { "developer" } },
+    bob = { name = "Bob", email = "bob@example.com", roles = { "developer" } },
+  },
+  roles = {
+    developer = { "submit", "read-logs",
+                  quota = { gpus_per_job = 1, concurrent_jobs = 1, gpu_hours_per_day = 8 } },
+  },
+  quota = { gpus = 2 },
+  services = { slurm = { profile = "admin", account = "vision" } },
+}
+EOF
+put_file "$R" recipes/gpu.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "train", command = { "sh", "-c", "sleep 120" },
+              resources = { gpus = 1, cpus = 1, time_limit = "5m" } }
+EOF
+put_file "$R" recipes/big.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "big", command = { "true" },
+              resources = { gpus = 2, cpus = 1, time_limit = "5m" } }
+EOF
+commit_all "$R" >/dev/null
+
+nv_in "$R" team apply --plan
+check_rc "team apply --plan" 0
+check_match "the plan names the QOS and its limits" "$OUT" \
+	'^  \+ slurm QOS vision-developer: MaxTRESPerJob=gres/gpu=1 MaxJobsPerUser=1$'
+check_match "... the account with the team's GPUs" "$OUT" 'account vision on .*: GrpTRES=gres/gpu=2'
+check_match "... each member" "$OUT" 'slurm user alice in account vision with QOS vision-developer, GrpTRESMins=gres/gpu=480'
+check_eq "the plan made nothing in slurmdbd" "$(sl sacctmgr -n -P show qos vision-developer format=name 2>&1)" ""
+nv_in "$R" team apply
+check_rc "team apply" 0
+nv_in "$R" team apply
+check_match "a second apply: no changes" "$OUT" "^team vision: no changes"
+check_eq "slurmdbd holds the QOS's limits" \
+	"$(sl sacctmgr -n -P show qos vision-developer format=name,maxtres,maxjobspu 2>&1)" \
+	"vision-developer|gres/gpu=1|1"
+check_eq "... the account's GPUs and the members' GPU-hours" \
+	"$(sl sacctmgr -n -P show assoc account=vision format=user,qos,grptres,grptresmins 2>&1 | LC_ALL=C sort)" \
+	"alice|vision-developer||gres/gpu=480
+bob|vision-developer||gres/gpu=480
+|normal|gres/gpu=2|"
+check_eq "alice's token is handed over 0600" \
+	"$(python3 -c 'import os,sys; print(oct(os.stat(sys.argv[1]).st_mode & 0o777))' "$HANDOFF/alice.slurm-token")" 0o600
+
+# ---- as alice ---------------------------------------------------------------
+git -C "$R" config user.email alice@example.com
+nv_in "$R" run recipes/big.lua --profile alice
+check_rc "a 2-GPU job: refused by navette (exit 3)" 3
+check_match "... with the numbers" "$ERR" \
+	"job 'big' asks for 2 GPUs; team vision's quota gives alice 1 per job \(role developer: quota.gpus_per_job = 1\)"
+check_eq "... before anything reached Slurm" "$(sl squeue -h -u alice -o %i | wc -l | tr -d ' ')" 0
+nv_in "$R" run recipes/gpu.lua --profile alice
+check_rc "alice's first GPU job is submitted" 0
+nv_in "$R" run recipes/gpu.lua --profile alice
+check_rc "her second too" 0
+state_of() { sl squeue -h -u alice -t "$1" -o '%T %r %k' 2>&1; }
+deadline=$(($(date +%s) + 30))
+until [ -n "$(state_of RUNNING)" ] && [ "$(state_of PENDING | cut -d' ' -f2)" = QOSMaxJobsPerUserLimit ]; do
+	[ "$(date +%s)" -lt "$deadline" ] || break
+	sleep 0.3
+done
+check_match "her first runs, as Slurm user alice" "$(state_of RUNNING)" '^RUNNING '
+check_match "Slurm holds the second: QOSMaxJobsPerUserLimit" "$(state_of PENDING)" '^PENDING QOSMaxJobsPerUserLimit '
+check_match "her jobs carry her identity" "$(state_of PENDING)" ' member alice$'
+
+# ---- revocation ---------------------------------------------------------------
+nv_in "$R" team revoke alice
+check_rc "team revoke alice: every credential refused (exit 0)" 0
+check_match "her jobs are cancelled and her user removed" "$OUT" \
+	"slurm: user alice removed from accounting \(2 jobs cancelled\)"
+check_match "the proof: Slurm refuses her token" "$OUT" \
+	"^  slurm +token alice +refused: .*Invalid account"
+check_match "and the time it took" "$OUT" "^from the command to the last refusal: [0-9]+\.[0-9]{2} s$"
+REVOKE_S=$(printf '%s\n' "$OUT" | sed -n 's/^from the command to the last refusal: \([0-9.]*\) s$/\1/p')
+echo "revocation on Slurm took $REVOKE_S s"
+check_true "within seconds" python3 -c "import sys; sys.exit(0 if float('$REVOKE_S') < 10 else 1)"
+check_eq "slurmdbd no longer knows alice" \
+	"$(sl sacctmgr -n -P show assoc user=alice format=user 2>&1)" ""
+nv_in "$R" run recipes/gpu.lua --profile alice
+check_rc "alice's next run is refused (exit 3)" 3
+check_match "... as a revoked member" "$ERR" "team member alice is revoked"
+git -C "$R" config user.email bob@example.com
+nv_in "$R" run recipes/gpu.lua --profile bob
+check_rc "bob still submits" 0
+deadline=$(($(date +%s) + 30))
+until [ -n "$(sl squeue -h -u bob -t RUNNING -o %i)" ]; do
+	[ "$(date +%s)" -lt "$deadline" ] || break
+	sleep 0.3
+done
+check_ne "... and his job runs ($(sl squeue -h -u bob -o '%T %r' 2>&1))" \
+	"$(sl squeue -h -u bob -t RUNNING -o %i)" ""
+finish
