@@ -199,6 +199,23 @@ git -C "$R" config user.email bob@example.com
 nv_in "$R" run recipes/hello.lua --profile dev --wait
 check_rc "bob's run still goes" 0
 
+# ---- a credential two members share is a finding ----------------------------
+cp "$R/team.lua" "$T/team.lua.kept"
+python3 - "$R/team.lua" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+s = s.replace('roles = { "developer" } },', 'roles = { "developer" }, keys = { "AKIASHAREDKEY01" } },', 1)
+s = s.replace('roles = { "developer", "images" } },', 'roles = { "developer", "images" }, keys = { "AKIASHAREDKEY01" } },', 1)
+open(p, "w").write(s)
+PY
+nv_in "$R" doctor --profile dev
+check_match "navette doctor reports a credential alice and bob share" "$OUT" \
+	"warn +team: members alice and bob share the credential AKIASH"
+nv_in "$R" team apply --plan
+check_match "so does team apply --plan" "$OUT" "^  ! members alice and bob share the credential"
+cp "$T/team.lua.kept" "$R/team.lua"
+
 # ---- misuse ------------------------------------------------------------------
 nv_in "$R" team apply --readmit carol
 check_rc "--readmit of an unknown member: usage (exit 2)" 2

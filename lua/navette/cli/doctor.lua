@@ -26,7 +26,9 @@ usage: navette doctor [--profile P] [--json]
   its endpoints table) answers with TLS verified or its pin matching,
   and its clock, read from its Date header, is within 60 s of this one
   (warn past 60 s, fail past 5 min: SigV4 refuses a request 15 min off);
-  the local agent; free space under NAVETTE_HOME (warn under 1 GiB, fail
+  the team's policy when the project has a team.lua (warn on a
+  credential two members share); the local agent; free space under
+  NAVETTE_HOME (warn under 1 GiB, fail
   under 100 MiB). Each check prints ok, warn, fail or skip (does not
   apply here) and what to do. --json prints {profile, checks = [{name,
   status, detail, hint}], ok}. Exit 0 when no check failed (warnings
@@ -414,6 +416,31 @@ local function check_disk()
   return check("disk space", status, detail, hint)
 end
 
+-- The team's policy (team.lua), when the project has one: valid, and no
+-- credential two members share (each member has their own: a shared key
+-- makes revoking one revoke both, and the audit cannot tell them apart).
+local function check_team(proj)
+  local team = require "navette.team"
+  local ok, policy = pcall(team.load, proj)
+  if not ok then
+    local e = errors.from(policy)
+    return { check("team", "fail", e.message, e.hint) }
+  end
+  if not policy then return {} end
+  local out = {}
+  for _, f in ipairs(team.findings(policy)) do
+    out[#out + 1] = check("team", "warn", f, "give each member their own "
+                          .. "credential (navette team apply makes them) and "
+                          .. "list only its key id in " .. team.FILE)
+  end
+  if #out == 0 then
+    out[1] = check("team", "ok", "team " .. policy.name .. ": "
+                   .. #team.members(policy, true) .. " active member(s), "
+                   .. "no shared credential")
+  end
+  return out
+end
+
 -- ---- the command -----------------------------------------------------------
 
 local function project_here(profile_name)
@@ -448,6 +475,7 @@ function M.run(argv)
         .. " (no navette.lua)")) .. ", profile " .. profile.name))
   end
   add(table.unpack(check_git(sys.cwd())))
+  if ok and proj.file then add(table.unpack(check_team(proj))) end
   if profile then
     local rows, declared, by_name = check_credentials(profile)
     add(table.unpack(rows))
