@@ -1,7 +1,8 @@
 /* Fuzz target: the parsers of radosgw's admin answers (rgw_admin.c), which
  * read whatever a server, or something posing as one, sends back, secrets
  * included. The first byte picks the parser (user info or key list, a
- * creation's answer against a fixed list of keys before, an error), the
+ * creation's answer against a fixed list of keys before, an error, a
+ * user's info with its name, email and suspension), the
  * rest is the document. Checks invariants, not just the absence of
  * crashes: ids non-empty, bounded and of the allowed characters, at most
  * NV_RGW_KEYS_MAX; a creation yields a secret exactly when it succeeds,
@@ -36,7 +37,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	size--;
-	switch (data[0] % 3) {
+	switch (data[0] % 4) {
+	case 3: {
+		/* a user's info (navette team apply): a valid uid, bounded
+		 * texts, the keys as parse_keys reads them */
+		static nv_rgw_user u;
+
+		if (nv_rgw_parse_user(doc, size, &u, &err) == 0) {
+			if (nv_rgw_uid_check(u.uid, NULL) != 0 ||
+			    strnlen(u.display_name, sizeof(u.display_name)) ==
+				    sizeof(u.display_name) ||
+			    strnlen(u.email, sizeof(u.email)) ==
+				    sizeof(u.email) ||
+			    (u.suspended != 0 && u.suspended != 1))
+				abort();
+			check_ids(&u.keys);
+		}
+		break;
+	}
 	case 0:
 		rc = nv_rgw_parse_keys(doc, size, NULL, NULL, &ids, NULL, &err);
 		if (rc == 0)
