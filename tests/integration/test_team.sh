@@ -126,7 +126,7 @@ check_rc "team apply --plan" 0
 check_match "the plan shows each change before anything is made" "$OUT" \
 	"^team vision \(plan: nothing is changed\): 4 changes"
 check_match "... the users" "$OUT" '^  \+ s3 user alice \(Alice Martin <alice@example.com>\)'
-check_match "... the bucket policy" "$OUT" "^  ~ s3 bucket policy of $BUCKET: 3 statements of team vision"
+check_match "... the bucket policy" "$OUT" "^  ~ s3 bucket policy of $BUCKET: 4 statements of team vision"
 check_match "... the registry ACL" "$OUT" "alice \(vision/\* pull\), bob \(vision/\* pull,push\)"
 check_false "the plan made no user" rgw user info --uid=alice
 check_absent "nor the ACL file" "$REGISTRY_TEAM_ACL"
@@ -167,6 +167,8 @@ JOB=$(printf '%s\n' "$OUT" | sed -n 's/^job hello submitted: \(.*\)$/\1/p')
 check_match "its run record names her as the submitter" \
 	"$(s3cat "runs/vision/$JOB/navette-run.json" | json 'd["submitted_by"]')" \
 	"^alice <alice@example.com> [^ ]+@[^ ]+$"
+check_eq "with read-logs, alice reads her job's record with her own key" \
+	"$(s3_get alice "runs/vision/$JOB/navette-run.json")" 200
 check_match "the audit lines carry her identity" \
 	"$(tail -1 "$NAVETTE_HOME/audit/audit.jsonl")" '"identity":"alice <alice@example.com> '
 

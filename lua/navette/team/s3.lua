@@ -3,7 +3,9 @@
 -- (handed over in NAVETTE_HOME/team/TEAM/MEMBER.s3.json, 0600), and, on
 -- each bucket the roles name, bucket policy statements that give each
 -- role exactly its prefixes: s3:GetObject under data-read, s3:PutObject
--- and s3:GetObject under data-write ({member}: the member's own prefix).
+-- and s3:GetObject under data-write ({member}: the member's own prefix),
+-- s3:GetObject on the store's jobs (their logs and records) with
+-- read-logs.
 -- Nothing else is granted, so a shared dataset is read-only unless a role
 -- says otherwise; radosgw itself refuses the rest (403 AccessDenied). The
 -- statements navette writes carry Sids "navette-team-TEAM-..."; the
@@ -49,7 +51,9 @@ end
 local function arn_user(id) return "arn:aws:iam:::user/" .. id end
 
 -- The statements the policy wants on each bucket: { bucket = {stmt...} }.
-function M.statements(policy)
+-- logs: {bucket, prefix} of the store the jobs' logs and records are in
+-- (the s3 profile's storage root), which read-logs gives s3:GetObject on.
+function M.statements(policy, logs)
   local by_bucket = {}
   local function add(bucket, st)
     by_bucket[bucket] = by_bucket[bucket] or {}
@@ -84,6 +88,10 @@ function M.statements(policy)
       end
       grant("read", role.read, { "s3:GetObject" })
       grant("write", role.write, { "s3:GetObject", "s3:PutObject" })
+      if logs and role.grants["read-logs"] then
+        grant("logs", { { bucket = logs.bucket, prefix = logs.prefix } },
+              { "s3:GetObject" })
+      end
     end
   end
   -- one statement per Sid (a prefix without {member} is the same for
@@ -210,7 +218,8 @@ function M.changes(policy, proj, opts)
       end
     end
   end
-  local wanted = M.statements(policy)
+  local wanted = M.statements(policy, { bucket = profile.s3.bucket,
+                                        prefix = profile.s3.root or "" })
   local buckets = {}
   for b in pairs(wanted) do buckets[#buckets + 1] = b end
   table.sort(buckets)
