@@ -94,11 +94,11 @@ return {
   profiles = {
     good = { storage = "s3://bkt/", require_pushed = false,
              s3 = { endpoint = "$RIGHT", credential = "store" },
-             credentials = { store = { kind = "s3", source = "env" } } },
+             credentials = { "api", store = { kind = "s3", source = "env" } } },
     skewed = { storage = "s3://bkt/", require_pushed = false,
                s3 = { endpoint = "$SKEWED", credential = "store" },
                credentials = { store = { kind = "s3", source = "env" } } },
-    unsafe = { credentials = { leaky = { kind = "bearer", source = "file",
+    unsafe = { credentials = { "api", leaky = { kind = "bearer", source = "file",
                                          path = "$T/leaky.token" } } },
     missing = { credentials = { gone = { kind = "bearer", source = "env",
                                           env = { token = "DOCTOR_NO_SUCH_TOKEN" } } } },

@@ -47,6 +47,8 @@ return {
               env = { token = "NAVETTE_TEST_RO_TOKEN" } },
   },
   profiles = {
+    -- (the built-in local profile, with the project's credentials named)
+    ["local"] = { storage = "file://$T/store", credentials = { "sts", "reg", "plain" } },
     s3 = { storage = "s3://bucket/team/", require_pushed = false,
            credentials = { "reg", "plain" },
            s3 = { endpoint = "http://127.0.0.1:9", region = "us-east-1",

@@ -54,8 +54,16 @@ function M.run(argv)
   if opts.json then
     term.print(json.encode(json.array(rows), true))
   elseif #rows == 0 then
-    term.print("project " .. proj.name .. " declares no credentials "
-               .. "(credentials = { ... } in navette.lua)")
+    local defined = util.sorted_keys(proj.credentials or {})
+    if #defined > 0 then
+      term.print("profile " .. profile.name .. " has no credential: the "
+                 .. "project declares " .. table.concat(defined, ", ")
+                 .. ", and a profile uses those it names (credentials = { \""
+                 .. defined[1] .. "\" } in the profile)")
+    else
+      term.print("project " .. proj.name .. " declares no credentials "
+                 .. "(credentials = { ... } in navette.lua)")
+    end
   else
     -- one word per row; what went wrong is told under the table
     term.printf("%-20s %-7s %-9s %-6s %-8s %s\n", "NAME", "KIND", "SOURCE",
