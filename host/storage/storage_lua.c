@@ -172,6 +172,20 @@ static int l_storage_find(lua_State *L)
 	return 2;
 }
 
+/* path_from_url(url) -> the absolute path a file:// URL names (decoded,
+ * no "." or ".." step), as the store reads it | nil, err */
+static int l_storage_path_from_url(lua_State *L)
+{
+	char path[NV_FILESTORE_PATH_MAX];
+	nv_err err;
+
+	if (nv_filestore_path_from_url(path, sizeof(path),
+				       luaL_checkstring(L, 1), &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, path);
+	return 1;
+}
+
 /* ---- store methods ---------------------------------------------------- */
 
 static int l_storage_put(lua_State *L)
@@ -564,6 +578,7 @@ static const luaL_Reg storage_functions[] = {
 	{"open", l_storage_open},
 	{"job_prefix", l_storage_job_prefix},
 	{"find", l_storage_find},
+	{"path_from_url", l_storage_path_from_url},
 	{NULL, NULL},
 };
 

@@ -70,7 +70,24 @@ local function registry_entry(registry, credential)
     entry.credential = creds.get(credential)
     entry.credential_host = decl and decl.host or nil
   elseif credential ~= nil then
-    entry.credential = credential -- a handle; C checks it
+    -- a handle: sent to its declaration's host only (one not declared,
+    -- a rotation's new secret, to the registry it was given for)
+    local decl = creds.declaration and type(credential) == "userdata"
+                 and creds.declaration(credential:name())
+    if decl and decl.host then
+      local function bare(h)
+        h = h:lower():gsub("%.$", "")
+        return h:match("^(.-):%d+$") or h
+      end
+      if decl.host:lower() ~= registry:lower()
+         and not (not decl.host:find(":%d+$") and bare(decl.host) == bare(registry)) then
+        errors.raise("refused", "credential '" .. credential:name() .. "' is "
+                     .. "bound to " .. decl.host .. ", not to registry "
+                     .. registry, "give the registry its own credential")
+      end
+      entry.credential_host = decl.host
+    end
+    entry.credential = credential
   elseif creds.for_host then
     local name = creds.for_host(registry, { "basic", "bearer" })
     if name then
@@ -336,6 +353,13 @@ function image.build(spec)
   local target = image.parse(spec.to)
   if target.digest then
     errors.raise("recipe", "navette.image.build: `to` names a digest")
+  end
+  -- the builder pushes itself: another profile's registry is refused
+  -- before it starts (plan mode too)
+  local run = require("navette.runner").current
+  if run and run.profile then
+    require("navette.isolation").check_registry(run.profile, target.registry,
+                                                "navette.image.build")
   end
   local builder, berr = native.builder(spec.builder)
   if not builder then fail(berr) end

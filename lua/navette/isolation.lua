@@ -17,24 +17,40 @@ local function with_slash(s)
   return s:sub(-1) == "/" and s or s .. "/"
 end
 
--- A storage URL as {scheme, bucket, path} (path: the key or the file
--- path, "" for a bucket's root), or nil.
+-- The real path of an absolute path: its longest existing ancestor
+-- resolved (symlinks followed), the rest as written.
+local function real(path)
+  local sys = _navette.sys
+  local head, tail = path, ""
+  for _ = 1, 256 do
+    local r = sys.realpath(head)
+    if r then return (r == "/" and "" or r) .. tail end
+    if head == "/" or head == "" then break end
+    local base = head:match("([^/]*)/*$")
+    tail = "/" .. base .. tail
+    head = head:sub(1, #head - #base):gsub("/+$", "")
+    if head == "" then head = "/" end
+  end
+  return path
+end
+
+-- A storage URL as {scheme, bucket, path} (path: the key, or the file's
+-- real path without its leading '/'; "" for a bucket's root), nil when it
+-- is no storage URL, false when it is a file:// URL the store would not
+-- read either. A file:// URL is read as the store reads it
+-- (file://localhost/, %XX decoded, "." and ".." steps resolved).
 local function parse_storage(url)
   if type(url) ~= "string" then return nil end
-  local bucket, key = url:match("^s3://([^/]+)/?(.*)$")
-  if bucket then return { scheme = "s3", bucket = bucket, path = key } end
-  local path = url:match("^file://(/.*)$")
-  if path then
-    -- '.' and '..' steps resolved, so that a path cannot step out of a
-    -- root it seems to be in
-    local parts = {}
-    for part in path:gmatch("[^/]+") do
-      if part == ".." then parts[#parts] = nil
-      elseif part ~= "." then parts[#parts + 1] = part end
-    end
-    return { scheme = "file", bucket = "",
-             path = table.concat(parts, "/") .. (path:sub(-1) == "/"
-                                                 and "/" or "") }
+  local lower = url:sub(1, 8):lower()
+  if lower:sub(1, 5) == "s3://" then
+    local bucket, key = url:match("^[sS]3://([^/]+)/?(.*)$")
+    if not bucket then return false end
+    return { scheme = "s3", bucket = bucket:lower(), path = key }
+  end
+  if lower:sub(1, 7) == "file://" then
+    local path = _navette.storage.path_from_url(url)
+    if not path then return false end
+    return { scheme = "file", bucket = "", path = real(path):sub(2) }
   end
   return nil
 end
@@ -46,19 +62,36 @@ local function inside(u, root)
               or with_slash(u.path) == root.path)
 end
 
-local function origin_of(url)
-  return require("navette.http").origin_of(url)
+
+-- A registry's or a credential's host as "host:port" (lower case, no
+-- trailing dot, the port as a number: "05000" is 5000), or "host" alone
+-- when no port is given (it then stands for every port).
+local function host_of(h)
+  if type(h) ~= "string" then return nil end
+  h = h:lower()
+  local host, port = h:match("^(.-):(%d+)$")
+  if not host then host = h end
+  host = host:gsub("%.$", "")
+  return port and (host .. ":" .. tonumber(port)) or host
 end
 
--- "host:port" of a registry or a credential's host, lower case.
-local function host_of(h)
-  return type(h) == "string" and h:lower() or nil
+-- The origin of a URL, normalised as http.origin_of does, with the
+-- host's trailing dot dropped and the port as a number.
+local function origin_norm(url)
+  local o = require("navette.http").origin_of(url)
+  if not o then return nil end
+  local scheme, host, port = o:match("^(%a[%w+.-]*)://(.-):(%d+)$")
+  if not scheme then return o end
+  return scheme .. "://" .. host:gsub("%.$", "") .. ":" .. tonumber(port)
 end
 
 -- What profile p names, by kind.
 local function owned(p)
   local o = { storage = {}, credentials = {}, registries = {}, origins = {} }
   local root = parse_storage(p.storage)
+  if root and root.scheme == "file" and root.path ~= "" then
+    root.path = root.path .. "/"
+  end
   if root then
     root.path = root.path ~= "" and with_slash(root.path) or ""
     o.storage[1] = root
@@ -74,12 +107,12 @@ local function owned(p)
     if parsed then o.registries[host_of(parsed.registry)] = true end
   end
   local function origin(url)
-    local x = type(url) == "string" and origin_of(url)
+    local x = type(url) == "string" and origin_norm(url)
     if x then o.origins[x] = true end
   end
   if p.s3 then origin(p.s3.endpoint) end
   if p.slurm then origin(p.slurm.endpoint) end
-  for x in pairs(p.endpoints or {}) do o.origins[x] = true end
+  for x in pairs(p.endpoints or {}) do origin(x) end
   return o
 end
 
@@ -119,24 +152,40 @@ local function quoted(list)
   return "'" .. table.concat(list, "', '") .. "'"
 end
 
--- check_url(p, url, what): refuses a storage URL inside another profile's
--- storage root and outside p's.
+-- check_url(p, url, what): refuses a storage URL that belongs to another
+-- profile: the profile whose root holding it is the longest (a profile on
+-- s3://shared/ does not own what one on s3://shared/secret/ keeps), when
+-- that is not p. A file:// URL the store cannot read is refused too.
 function M.check_url(p, url, what)
+  local iso = p and p.isolation
   local u = parse_storage(url)
-  if not u then return end
-  local list = others(p, function(o)
-    for _, root in ipairs(o.storage) do
-      if inside(u, root) then return true end
-    end
-    return false
-  end)
-  if list then
-    refuse((what and (what .. ": ") or "") .. url .. " is in the storage "
-           .. "of profile " .. quoted(list) .. ", not of profile '"
-           .. p.isolation.name .. "' (" .. tostring(p.storage) .. ")",
-           "run the recipe with --profile " .. list[1] .. ", or copy the "
-           .. "data into profile " .. p.isolation.name .. "'s store")
+  if u == nil or not iso then return end
+  local prefix = (what and (what .. ": ") or "")
+  if u == false then
+    refuse(prefix .. tostring(url) .. " is not a storage URL navette "
+           .. "reads", "write file:///ABSOLUTE/PATH or s3://BUCKET/KEY")
   end
+  local best, owners = -1, {}
+  for _, name in ipairs(util.sorted_keys(iso.shared.owners)) do
+    for _, root in ipairs(iso.shared.owners[name].storage) do
+      if inside(u, root) then
+        if #root.path > best then
+          best, owners = #root.path, { name }
+        elseif #root.path == best then
+          owners[#owners + 1] = name
+        end
+      end
+    end
+  end
+  if #owners == 0 then return end
+  for _, name in ipairs(owners) do
+    if name == iso.name then return end
+  end
+  refuse(prefix .. url .. " is in the storage of profile "
+         .. quoted(owners) .. ", not of profile '" .. iso.name .. "' ("
+         .. tostring(p.storage) .. ")", "run the recipe with --profile "
+         .. owners[1] .. ", or copy the data into profile " .. iso.name
+         .. "'s store")
 end
 
 -- check_registry(p, registry, what): refuses a registry ("host:port")
@@ -144,7 +193,17 @@ end
 function M.check_registry(p, registry, what)
   local host = host_of(registry)
   if not host then return end
-  local list = others(p, function(o) return o.registries[host] == true end)
+  local bare = host:match("^(.-):%d+$") or host
+  local list = others(p, function(o)
+    if o.registries[host] or o.registries[bare] then return true end
+    -- a registry named here without a port: any port of that host
+    if bare == host then
+      for h in pairs(o.registries) do
+        if (h:match("^(.-):%d+$") or h) == bare then return true end
+      end
+    end
+    return false
+  end)
   if list then
     refuse((what and (what .. ": ") or "") .. "registry " .. registry
            .. " belongs to profile " .. quoted(list) .. " (its images or "
@@ -157,7 +216,7 @@ end
 -- check_origin(p, url, what): refuses an HTTP endpoint (a cluster, an S3
 -- service, an endpoints entry) another profile names and p does not.
 function M.check_origin(p, url, what)
-  local origin = type(url) == "string" and origin_of(url)
+  local origin = type(url) == "string" and origin_norm(url)
   if not origin then return end
   local list = others(p, function(o) return o.origins[origin] == true end)
   if list then

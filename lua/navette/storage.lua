@@ -18,6 +18,11 @@ function storage._set_context(ctx)
   context = ctx
 end
 
+-- A URL in another profile's storage is refused (navette.isolation).
+local function check_isolation(target, what)
+  require("navette.isolation").check_url(context.profile, target, what)
+end
+
 -- The profile's s3:// store, opened once per run (its credential too).
 local function s3_store()
   if not context.s3 then
@@ -220,11 +225,6 @@ function storage.put_string(key, s)
                                            .. key .. "'"))
 end
 
--- A URL in another profile's storage is refused (navette.isolation).
-local function check_isolation(target, what)
-  require("navette.isolation").check_url(context.profile, target, what)
-end
-
 -- The store's answer to head: info | nil, err (whatever the failure).
 local function head_answer(target)
   local store, key
@@ -308,13 +308,15 @@ local function own_target(what, target)
                  .. "a URL inside it")
   end
   store_root()
+  check_isolation(target, what)
   if context.profile.s3 then
-    local bucket = target:match("^s3://([^/]+)/")
-    if target:match("^%a[%w+.-]*://") and bucket ~= context.profile.s3.bucket
-    then
+    local bucket, key = target:match("^s3://([^/]+)/(.*)$")
+    local root = context.profile.s3.root or ""
+    if target:match("^%a[%w+.-]*://") and (bucket ~= context.profile.s3.bucket
+       or key:sub(1, #root) ~= root) then
       errors.raise("refused", what .. ": " .. target .. " is not in the "
                    .. "profile's store (s3://" .. context.profile.s3.bucket
-                   .. "/)", "name a key of the store")
+                   .. "/" .. root .. ")", "name a key of the store")
     end
     return s3_store(), target
   end

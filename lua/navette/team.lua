@@ -150,7 +150,8 @@ local function validate_member(path, id, m, roles)
   if type(m.name) ~= "string" or m.name == "" or m.name:find("%c") then
     fail(path, where .. "name must be the person's name")
   end
-  if type(m.email) ~= "string" or not m.email:match("^[^@%s]+@[^@%s]+$") then
+  if type(m.email) ~= "string" or not m.email:match("^[^@%s]+@[^@%s]+$")
+     or m.email:find("[%c\127]") then
     fail(path, where .. "email must be an address")
   end
   if type(m.roles) ~= "table" or #m.roles == 0 then
@@ -228,8 +229,11 @@ local function validate_services(path, s, proj)
     if type(r.host) ~= "string" or r.host == "" then
       fail(path, "services.registry.host must be the registry's host:port")
     end
-    if type(r.acl_file) ~= "string" or r.acl_file:sub(1, 1) ~= "/" then
-      fail(path, "services.registry.acl_file must be an absolute path",
+    if type(r.acl_file) ~= "string" or r.acl_file:sub(1, 1) ~= "/"
+       or not r.acl_file:match("%.json$")
+       or ("/" .. r.acl_file .. "/"):find("/%.%.?/") then
+      fail(path, "services.registry.acl_file must be an absolute path "
+           .. "ending in .json, without '.' or '..' steps",
            "the token service's ACL file (navette writes it)")
     end
     if type(r.repositories) ~= "table" or #r.repositories == 0 then
@@ -359,13 +363,14 @@ function team.mark_revoked(policy, id)
   errors.check(sys.write_file(path, sys.iso8601(sys.now()) .. "\n", 384))
 end
 
--- Applies the markers to policy (m.revoked set), but readmit's.
-function team.apply_revocations(policy, readmit)
+-- Applies the markers to policy (m.revoked set), but readmit's, whose
+-- marker goes (kept when keep_marker: a plan reads, it removes nothing).
+function team.apply_revocations(policy, readmit, keep_marker)
   for id, m in pairs(policy.members) do
     local path = revoked_marker(policy, id)
     if sys.stat(path) then
       if readmit == id then
-        errors.check(sys.remove(path))
+        if not keep_marker then errors.check(sys.remove(path)) end
       else
         m.revoked, m.revoked_here = true, true
       end

@@ -28,6 +28,11 @@ return {
                                       env = { key = "DEV_KEY" } } },
       require_pushed = false,
     },
+    stage = {
+      storage = "s3://iso-dev/stage/",
+      s3 = { endpoint = "$CLOSED" },
+      require_pushed = false,
+    },
     prod = {
       storage = "s3://iso-prod/",
       s3 = { endpoint = "$CLOSED" },
@@ -68,6 +73,19 @@ put_file "$R" recipes/sharedkey.lua <<'EOF'
 local navette = require "navette"
 navette.creds.get("team-registry")
 EOF
+put_file "$R" recipes/delete.lua <<'EOF'
+local navette = require "navette"
+navette.storage.delete("s3://iso-dev/stage/model.bin")
+EOF
+put_file "$R" recipes/build.lua <<'EOF'
+local navette = require "navette"
+navette.image.build { to = "127.0.0.1:19/app:dev" }
+EOF
+put_file "$R" recipes/elsewhere.lua <<'EOF'
+local navette = require "navette"
+navette.image.check_credential { registry = "127.0.0.1:39",
+                                 credential = navette.creds.get("team-registry") }
+EOF
 commit_all "$R" >/dev/null
 export DEV_KEY=0123456789abcdef0123456789abcdef REG_USER=u REG_PASSWORD=p
 export AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=examplesecretexamplesecret
@@ -104,6 +122,20 @@ for cmd in plan run; do
 	check_match "... naming profile prod and the way to grant it" "$ERR" \
 		"credential 'team-registry' belongs to profile 'dev', not to profile 'prod'"
 done
+
+# the review's variants: a nested root in dev's own bucket, a build that
+# would push itself, a credential handed to another registry
+for cmd in plan run; do
+	nv_in "$R" "$cmd" recipes/delete.lua --profile dev
+	check_rc "$cmd: dev deleting under stage's prefix of its own bucket: refused (exit 3)" 3
+	check_match "... naming stage" "$ERR" "in the storage of profile 'stage', not of profile 'dev'"
+	nv_in "$R" "$cmd" recipes/build.lua --profile dev
+	check_rc "$cmd: dev building into prod's registry: refused before the build (exit 3)" 3
+	check_match "... naming prod" "$ERR" "navette.image.build: registry 127.0.0.1:19 belongs to profile 'prod'"
+done
+nv_in "$R" plan recipes/elsewhere.lua --profile dev
+check_rc "a credential bound to one registry, handed to another: refused (exit 3)" 3
+check_match "... saying where it is bound" "$ERR" "credential 'team-registry' is bound to 127.0.0.1:9, not to registry 127.0.0.1:39"
 
 # in their own profile the same recipes pass the check
 nv_in "$R" plan recipes/devkey.lua --profile dev

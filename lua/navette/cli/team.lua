@@ -102,11 +102,12 @@ local function apply(opts)
                        .. policy.path .. ": remove revoked = true there",
                        M.name)
   end
-  if not opts.plan then
-    team.apply_revocations(policy, opts.readmit)
-  else
-    team.apply_revocations(policy, nil)
+  if opts.plan then
+    -- as safe as reading: no credential's program runs
+    _navette.core.forbid_exec()
   end
+  team.apply_revocations(policy, not opts.plan and opts.readmit or nil,
+                         opts.plan)
   local changes, unchanged, active = {}, 0, {}
   for _, name in ipairs(SERVICES) do
     if policy.services[name] then
@@ -172,12 +173,21 @@ local function revoke(id, opts)
                        M.name)
   end
   local done, proofs, failed = {}, {}, 0
+  -- remembered first: a service that fails below must not leave the
+  -- member's rights to be given back by the next apply
+  require("navette.team").mark_revoked(policy, id)
   for _, name in ipairs(SERVICES) do
     if policy.services[name] then
-      done[#done + 1] = service_module(name).revoke(policy, proj, m)
+      local ok, result = pcall(service_module(name).revoke, policy, proj, m)
+      if ok then
+        done[#done + 1] = result
+      else
+        local e = errors.from(result)
+        failed = failed + 1
+        done[#done + 1] = name .. ": NOT REVOKED: " .. e.message
+      end
     end
   end
-  require("navette.team").mark_revoked(policy, id)
   audit.record({ action = "team.revoke", target = id, result = "ok",
                  detail = table.concat(done, "; ") })
   local last = started

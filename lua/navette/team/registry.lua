@@ -22,8 +22,14 @@ end
 -- file navette did not write.
 local function current(policy)
   local path = policy.services.registry.acl_file
-  local text = sys.read_file(path)
-  if not text then return nil end
+  local st = sys.stat(path)
+  if not st then return nil end
+  local text = st.type == "file" and sys.read_file(path)
+  if not text then
+    errors.raise("refused", "the registry ACL file " .. path .. " cannot "
+                 .. "be read: left alone", "check the path and its "
+                 .. "permissions (services.registry.acl_file)")
+  end
   local ok, doc = pcall(json.decode, text)
   if not ok or type(doc) ~= "table" or doc.generated_by ~= marker(policy) then
     errors.raise("refused", "the registry ACL file " .. path .. " was not "
