@@ -36,6 +36,7 @@ return {
   },
   profiles = {
     ["local"] = { backend = "local", storage = "s3://$BUCKET/laptop/",
+                  credentials = { "jwtkey" },
                   s3 = { endpoint = "$S3_ENDPOINT", region = "$S3_REGION" } },
     disk = { backend = "local", storage = "file://$T/disk-store" },
     hpc = {
