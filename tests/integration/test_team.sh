@@ -169,6 +169,7 @@ check_match "its run record names her as the submitter" \
 	"^alice <alice@example.com> [^ ]+@[^ ]+$"
 check_eq "with read-logs, alice reads her job's record with her own key" \
 	"$(s3_get alice "runs/vision/$JOB/navette-run.json")" 200
+check_eq "... and its log" "$(s3_get alice "runs/vision/$JOB/navette.log")" 200
 check_match "the audit lines carry her identity" \
 	"$(tail -1 "$NAVETTE_HOME/audit/audit.jsonl")" '"identity":"alice <alice@example.com> '
 

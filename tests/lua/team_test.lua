@@ -63,18 +63,18 @@ t.test("bucket statements: each role its prefixes, {member} each one's",
   local st = team_s3.statements(policy(GOOD)).data
   local by = {}
   for _, s in ipairs(st) do by[s.Sid] = s end
-  local read = by["navette-team-vision-read-dev-1"]
+  local read = by["navette-team-6-vision-read-dev-1"]
   t.eq(table.concat(read.Principal.AWS, " "),
        "arn:aws:iam:::user/alice arn:aws:iam:::user/bob")
   t.eq(table.concat(read.Action, " "), "s3:GetObject")
   t.eq(read.Resource[1], "arn:aws:s3:::data/sets/*")
-  local own = by["navette-team-vision-write-dev-1-alice"]
+  local own = by["navette-team-6-vision-write-dev-1-alice"]
   t.eq(own.Principal.AWS[1], "arn:aws:iam:::user/alice")
   t.eq(own.Resource[1], "arn:aws:s3:::data/out/alice/*")
   t.eq(table.concat(own.Action, " "), "s3:GetObject s3:PutObject")
-  t.ok(by["navette-team-vision-write-dev-1-bob"], "bob's own prefix")
-  t.eq(by["navette-team-vision-write-dev-1-carol"], nil, "revoked: nothing")
-  local shared = by["navette-team-vision-write-dev-2"]
+  t.ok(by["navette-team-6-vision-write-dev-1-bob"], "bob's own prefix")
+  t.eq(by["navette-team-6-vision-write-dev-1-carol"], nil, "revoked: nothing")
+  local shared = by["navette-team-6-vision-write-dev-2"]
   t.eq(#shared.Principal.AWS, 2, "a shared prefix: one statement")
   for _, s in ipairs(st) do
     for _, p in ipairs(s.Principal.AWS) do

@@ -4,7 +4,7 @@
 -- each bucket the roles name, bucket policy statements that give each
 -- role exactly its prefixes: s3:GetObject under data-read, s3:PutObject
 -- and s3:GetObject under data-write ({member}: the member's own prefix),
--- s3:GetObject on the store's jobs (their logs and records) with
+-- s3:GetObject on the store's jobs (their logs, records and outputs) with
 -- read-logs.
 -- Nothing else is granted, so a shared dataset is read-only unless a role
 -- says otherwise; radosgw itself refuses the rest (403 AccessDenied). The
@@ -44,8 +44,10 @@ local function check(value, err, what)
   return errors.check(value, err, what)
 end
 
+-- (the name's length first: team "vision" must not take team
+-- "vision-x"'s statements for its own)
 local function sid_prefix(policy)
-  return "navette-team-" .. policy.name .. "-"
+  return "navette-team-" .. #policy.name .. "-" .. policy.name .. "-"
 end
 
 local function arn_user(id) return "arn:aws:iam:::user/" .. id end
@@ -70,18 +72,21 @@ function M.statements(policy, logs)
     if #holders > 0 then
       -- a prefix with {member} is each holder's own (one statement each);
       -- another is shared by every holder of the role
-      local function grant(kind, list, actions)
+      local function grant(kind, list, actions, suffixes)
         for i, d in ipairs(list) do
           local own = d.prefix:find("{member}", 1, true) ~= nil
           for _, id in ipairs(holders) do
             local prefix = d.prefix:gsub("{member}", id)
+            local resources = {}
+            for _, suffix in ipairs(suffixes or { "" }) do
+              resources[#resources + 1] = "arn:aws:s3:::" .. d.bucket .. "/"
+                                          .. prefix .. "*" .. suffix
+            end
             add(d.bucket, {
               Sid = sid_prefix(policy) .. kind .. "-" .. rname .. "-" .. i
                     .. (own and ("-" .. id) or ""),
               Effect = "Allow", Principal = { AWS = { arn_user(id) } },
-              Action = actions,
-              Resource = { "arn:aws:s3:::" .. d.bucket .. "/" .. prefix
-                           .. "*" },
+              Action = actions, Resource = resources,
             })
           end
         end
@@ -89,6 +94,9 @@ function M.statements(policy, logs)
       grant("read", role.read, { "s3:GetObject" })
       grant("write", role.write, { "s3:GetObject", "s3:PutObject" })
       if logs and role.grants["read-logs"] then
+        -- (under the whole store root: radosgw 16 matches no '*' inside
+        -- a resource (bucket/root/*/navette.log grants nothing), so the
+        -- jobs' outputs come with their logs and records)
         grant("logs", { { bucket = logs.bucket, prefix = logs.prefix } },
               { "s3:GetObject" })
       end
