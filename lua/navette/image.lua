@@ -246,8 +246,10 @@ end
 local function audit(action, target, result, detail)
   local a = _navette.audit
   if a and a.append then
+    -- (the team member the run acts for, as audit.record names them)
     pcall(a.append, { action = action, target = target, result = result,
-                      detail = detail })
+                      detail = detail,
+                      identity = require("navette.audit").member_identity })
   end
 end
 
