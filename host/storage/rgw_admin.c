@@ -620,11 +620,33 @@ static int text_ok(const char *s, int required)
 	return 1;
 }
 
-int nv_rgw_user_create(const nv_s3_config *cfg, const char *uid,
-		       const char *display_name, const char *email, nv_err *err)
+/* A change to uid whose answer is not read: q holds the parameters that
+ * sort before uid ("...&"), uid is appended last (SigV4's canonical
+ * order), then q is freed. */
+static int admin_change(const nv_s3_config *cfg, const char *method,
+			const char *uid, nv_buf *q, nv_err *err)
 {
 	struct answer a;
 	char code[NV_RGW_CODE_MAX];
+	int rc;
+
+	nv_buf_puts(q, "uid=");
+	nv_sigv4_uri_encode(q, uid, strlen(uid), 0);
+	if (q->failed)
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "admin query too long");
+	else
+		/* each is the same the second time (a user made twice answers
+		 * UserAlreadyExists): safe to retry */
+		rc = admin_run(cfg, method, uid, q->data, 1, &a, code, err);
+	if (!rc)
+		answer_free(&a);
+	nv_buf_free(q);
+	return rc;
+}
+
+int nv_rgw_user_create(const nv_s3_config *cfg, const char *uid,
+		       const char *display_name, const char *email, nv_err *err)
+{
 	nv_buf q;
 	int rc = nv_rgw_uid_check(uid, err);
 
@@ -643,42 +665,22 @@ int nv_rgw_user_create(const nv_s3_config *cfg, const char *uid,
 		nv_buf_puts(&q, "&email=");
 		nv_sigv4_uri_encode(&q, email, strlen(email), 0);
 	}
-	nv_buf_puts(&q, "&format=json&generate-key=false&uid=");
-	nv_sigv4_uri_encode(&q, uid, strlen(uid), 0);
-	if (q.failed)
-		rc = nv_err_set(err, NV_ENOMEM, NULL, "admin query too long");
-	else
-		/* a second PUT of the same user answers UserAlreadyExists:
-		 * safe to retry */
-		rc = admin_run(cfg, "PUT", uid, q.data, 1, &a, code, err);
-	if (!rc)
-		answer_free(&a);
-	nv_buf_free(&q);
-	return rc;
+	nv_buf_puts(&q, "&format=json&generate-key=false&");
+	return admin_change(cfg, "PUT", uid, &q, err);
 }
 
 int nv_rgw_user_suspend(const nv_s3_config *cfg, const char *uid, int suspended,
 			nv_err *err)
 {
-	struct answer a;
-	char code[NV_RGW_CODE_MAX];
 	nv_buf q;
 	int rc = nv_rgw_uid_check(uid, err);
 
 	if (rc)
 		return rc;
 	nv_buf_init(&q, QUERY_MAX);
-	nv_buf_printf(&q, "format=json&suspended=%s&uid=",
+	nv_buf_printf(&q, "format=json&suspended=%s&",
 		      suspended ? "true" : "false");
-	nv_sigv4_uri_encode(&q, uid, strlen(uid), 0);
-	if (q.failed)
-		rc = nv_err_set(err, NV_ENOMEM, NULL, "admin query too long");
-	else
-		rc = admin_run(cfg, "POST", uid, q.data, 1, &a, code, err);
-	if (!rc)
-		answer_free(&a);
-	nv_buf_free(&q);
-	return rc;
+	return admin_change(cfg, "POST", uid, &q, err);
 }
 
 static int discard_sink(void *payload, const char *data, size_t len)

@@ -522,6 +522,16 @@ local function validate_maintenance(path, t)
   return out
 end
 
+-- The value a data file returns (navette.lua, team.lua): evaluated in
+-- the sandbox without modules, nothing with a side effect, bounded.
+function project.evaluate_data(path)
+  local env = core.sandbox(util.dirname(path), { require = false })
+  local chunk = errors.check(core.load_recipe(path, env, path))
+  local ok, value = core.call_bounded(chunk)
+  if not ok then error(errors.from(value), 0) end
+  return value
+end
+
 -- Loads the project that holds recipe_dir. repo_root: the git work tree
 -- (the project name defaults to its folder name).
 function project.load(recipe_dir, repo_root)
@@ -537,11 +547,7 @@ function project.load(recipe_dir, repo_root)
   if not path then return proj end
   proj.root = util.dirname(path)
 
-  -- the project file is data: no module, nothing with a side effect
-  local env = core.sandbox(util.dirname(path), { require = false })
-  local chunk = errors.check(core.load_recipe(path, env, path))
-  local ok, value = core.call_bounded(chunk)
-  if not ok then error(errors.from(value), 0) end
+  local value = project.evaluate_data(path)
   if type(value) ~= "table" then
     fail(path, "the project file must return a table",
          "write: return { name = \"my-project\", profiles = { ... } }")

@@ -256,10 +256,7 @@ function team.load(proj)
   local path = util.join(proj.root, team.FILE)
   local st = sys.stat(path)
   if not st then return nil end
-  local env = core.sandbox(util.dirname(path), { require = false })
-  local chunk = errors.check(core.load_recipe(path, env, path))
-  local ok, value = core.call_bounded(chunk)
-  if not ok then error(errors.from(value), 0) end
+  local value = require("navette.project").evaluate_data(path)
   if type(value) ~= "table" then
     fail(path, "the team file must return a table",
          "write: return { name = \"team\", members = { ... }, roles = { ... } }")
@@ -347,6 +344,29 @@ end
 -- NAVETTE_HOME/team/TEAM/.
 function team.handoff_dir(policy)
   return core.home() .. "/team/" .. policy.name
+end
+
+-- The file a member's secret for a service is handed over in:
+-- handoff_dir/ID.SUFFIX ("s3.json", "registry", "slurm-token").
+function team.handoff_path(policy, id, suffix)
+  return team.handoff_dir(policy) .. "/" .. id .. "." .. suffix
+end
+
+-- Writes handle there (0600, the format of a file source); its path.
+function team.hand_over(policy, id, suffix, handle)
+  errors.check(sys.mkdir_p(team.handoff_dir(policy), 448))
+  local path = team.handoff_path(policy, id, suffix)
+  errors.check(_navette.creds.store_file(handle, path))
+  return path
+end
+
+-- The handle of kind handed over for id, or nil when there is none.
+function team.handed(policy, id, suffix, kind)
+  local path = team.handoff_path(policy, id, suffix)
+  if not sys.stat(path) then return nil end
+  return errors.check(_navette.creds.load { name = id .. "-"
+    .. suffix:match("^[^.]*"),
+    kind = kind, source = "file", path = path })
 end
 
 -- Revocations this machine made (navette team revoke) are remembered in

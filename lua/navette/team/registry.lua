@@ -91,13 +91,9 @@ end
 
 local function write(policy, doc, fresh)
   local path = policy.services.registry.acl_file
-  local dir = team.handoff_dir(policy)
   local handed = {}
   for _, id in ipairs(util.sorted_keys(fresh)) do
-    errors.check(sys.mkdir_p(dir, 448))
-    errors.check(_navette.creds.store_file(fresh[id],
-                                           dir .. "/" .. id .. ".registry"))
-    handed[#handed + 1] = dir .. "/" .. id .. ".registry"
+    handed[#handed + 1] = team.hand_over(policy, id, "registry", fresh[id])
   end
   errors.check(sys.write_file(path, json.encode(doc, true) .. "\n", 384))
   return #handed > 0 and ("logins handed over in "
@@ -142,10 +138,8 @@ function M.revoke(policy, _, m)
 end
 
 function M.prove(policy, _, m)
-  local path = team.handoff_dir(policy) .. "/" .. m.id .. ".registry"
-  if not sys.stat(path) then return nil end
-  local handle = errors.check(_navette.creds.load { name = m.id
-    .. "-registry", kind = "basic", source = "file", path = path })
+  local handle = team.handed(policy, m.id, "registry", "basic")
+  if not handle then return nil end
   local ok, e = require("navette.image").try_check_credential {
     registry = policy.services.registry.host, credential = handle }
   return { service = "registry", credential = "login " .. m.id,

@@ -14,7 +14,7 @@
 local errors = require "navette.errors"
 local util = require "navette.util"
 local team = require "navette.team"
-local json, sys = _navette.json, _navette.sys
+local json = _navette.json
 
 local M = {}
 
@@ -163,19 +163,15 @@ function M.changes(policy, proj, opts)
   opts = opts or {}
   local changes, unchanged = {}, 0
   local profile, admin, owner = clients(policy, proj)
-  local dir = team.handoff_dir(policy)
   local function change(op, what, run)
     changes[#changes + 1] = { service = "s3", op = op, what = what,
                               run = run }
   end
   local function hand_key(id)
-    local path = dir .. "/" .. id .. ".s3.json"
     local key = check(admin:admin_create_key(id, "team-" .. id),
                       nil, "a key for " .. id)
-    check(sys.mkdir_p(dir, 448))
-    check(_navette.creds.store_file(key, path))
     return "key " .. key:access_key_id():sub(-4) .. " handed over in "
-           .. path
+           .. team.hand_over(policy, id, "s3.json", key)
   end
   for _, m in ipairs(team.members(policy)) do
     local info, err = admin:admin_user(m.id)
@@ -185,8 +181,8 @@ function M.changes(policy, proj, opts)
     if not info then
       if not m.revoked then
         change("+", "s3 user " .. m.id .. " (" .. m.name .. " <" .. m.email
-               .. ">) and its key, handed over in " .. dir .. "/" .. m.id
-               .. ".s3.json", function()
+               .. ">) and its key, handed over in "
+               .. team.handoff_path(policy, m.id, "s3.json"), function()
           check(admin:admin_create_user(m.id, m.name, m.email))
           return hand_key(m.id)
         end)
@@ -209,8 +205,8 @@ function M.changes(policy, proj, opts)
                  .. "navette team apply --readmit " .. m.id)
         end
       elseif not m.revoked and #info.keys == 0 then
-        change("+", "s3 key of user " .. m.id .. ", handed over in " .. dir
-               .. "/" .. m.id .. ".s3.json", function()
+        change("+", "s3 key of user " .. m.id .. ", handed over in "
+               .. team.handoff_path(policy, m.id, "s3.json"), function()
           return hand_key(m.id)
         end)
       else
@@ -270,11 +266,9 @@ end
 -- The proof: the member's handed-over key tried against radosgw. Returns
 -- {service, credential, refused, answer} or nil when navette holds none.
 function M.prove(policy, proj, m)
-  local path = team.handoff_dir(policy) .. "/" .. m.id .. ".s3.json"
-  if not sys.stat(path) then return nil end
+  local handle = team.handed(policy, m.id, "s3.json", "s3")
+  if not handle then return nil end
   local profile = clients(policy, proj)
-  local handle = check(_navette.creds.load { name = m.id .. "-s3",
-    kind = "s3", source = "file", path = path })
   local client = require("navette.s3store").client(profile, handle)
   local ok, e = client:check_credential()
   return { service = "s3", credential = "key ..."

@@ -212,8 +212,7 @@ function M.changes(policy, proj)
         have_qos[#have_qos + 1] = q
       end
       table.sort(have_qos)
-      local token_file = team.handoff_dir(policy) .. "/" .. m.id
-                         .. ".slurm-token"
+      local token_file = team.handoff_path(policy, m.id, "slurm-token")
       if not token_fresh(token_file) then
         change("+", "slurm token of " .. m.id .. " (user " .. m.id .. ", "
                .. policy.services.slurm.token_lifespan_s .. " s), handed "
@@ -294,11 +293,9 @@ end
 -- them (MEMBER.slurm-token), which Slurm must refuse; a submission it
 -- accepts is cancelled at once.
 function M.prove(policy, proj, m)
-  local path = team.handoff_dir(policy) .. "/" .. m.id .. ".slurm-token"
-  if not _navette.sys.stat(path) then return nil end
+  local token = team.handed(policy, m.id, "slurm-token", "bearer")
+  if not token then return nil end
   local _, profile = session(policy, proj)
-  local token = errors.check(_navette.creds.load { name = m.id
-    .. "-slurm", kind = "bearer", source = "file", path = path })
   local cfg = {}
   for k, v in pairs(profile.slurm) do cfg[k] = v end
   cfg.user = m.id
@@ -332,10 +329,7 @@ function M.hand_token(policy, proj, m, lifespan)
   if key:info().kind ~= "hs256" then return nil end
   local token = errors.check(_navette.creds.mint_jwt(key, m.id .. "-slurm",
     json.encode({ sun = m.id }), lifespan))
-  local dir = team.handoff_dir(policy)
-  errors.check(_navette.sys.mkdir_p(dir, 448))
-  local path = dir .. "/" .. m.id .. ".slurm-token"
-  errors.check(_navette.creds.store_file(token, path))
+  local path = team.hand_over(policy, m.id, "slurm-token", token)
   errors.check(_navette.sys.write_file(path .. ".expires", string.format(
     "%d\n", math.floor(_navette.sys.now() + lifespan)), 384))
   return path
