@@ -45,7 +45,8 @@ local MEMBER_KEYS = { "name", "email", "roles", "keys", "revoked" }
 local SERVICE_KEYS = {
   s3 = { "profile", "admin" },
   registry = { "host", "repositories", "acl_file", "profile" },
-  slurm = { "profile", "account", "cluster", "token_lifespan" },
+  slurm = { "profile", "account", "cluster", "token_lifespan",
+            "revoke_running" },
 }
 
 local function listed(v, list)
@@ -223,6 +224,15 @@ local function validate_services(path, s, proj)
            .. max .. " s)")
     end
     out.slurm.token_lifespan_s = math.floor(life)
+    -- what `team revoke` does with the member's running jobs (pending
+    -- ones are always cancelled)
+    local running = out.slurm.revoke_running or "cancel"
+    if running ~= "cancel" and running ~= "leave" then
+      fail(path, "services.slurm.revoke_running must be \"cancel\" or "
+           .. "\"leave\"", "what team revoke does with the member's "
+           .. "running jobs (their pending ones are always cancelled)")
+    end
+    out.slurm.revoke_running = running
   end
   if out.registry then
     local r = out.registry
