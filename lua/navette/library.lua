@@ -36,13 +36,14 @@ end
 -- ---- the lock file (pure) -------------------------------------------------
 
 local LOCK_HEADER = "# navette.lock: the commit of each library navette.use "
-  .. "brings.\n# Written by `navette lock RECIPE...`; review it and commit "
-  .. "it.\n"
+  .. "brings, and of the team's\n# policy repository (navette.lua's team).\n"
+  .. "# Written by `navette lock [RECIPE...]`; review it and commit it.\n"
 
--- text -> entries {url, ref, commit} (in the file's order) and a map by
--- url. where: the file's name in messages.
+-- text -> entries {kind, url, ref, commit} (in the file's order; kind
+-- "library" or "team"), the libraries by url, and the team entry (one
+-- at most: [team "URL"]). where: the file's name in messages.
 function library.parse_lock(text, where)
-  local entries, by_url, current = {}, {}, nil
+  local entries, by_url, current, team = {}, {}, nil, nil
   local function fail(n, message)
     error(errors.new("recipe", where .. ":" .. n .. ": " .. message,
                      "write it again with `navette lock RECIPE`"), 0)
@@ -51,43 +52,54 @@ function library.parse_lock(text, where)
   for line in (text .. "\n"):gmatch("([^\n]*)\n") do
     n = n + 1
     line = line:gsub("\r$", "")
-    local url = line:match('^%[library "([^"]+)"%]%s*$')
+    local kind, url = line:match('^%[(%l+) "([^"]+)"%]%s*$')
     local key, value = line:match("^%s*([%w_]+)%s*=%s*(%S+)%s*$")
-    if url then
+    if url and kind == "library" then
       if by_url[url] then fail(n, "library " .. url .. " is listed twice") end
-      current = { url = url, line = n }
+      current = { kind = kind, url = url, line = n }
       entries[#entries + 1], by_url[url] = current, current
+    elseif url and kind == "team" then
+      if team then fail(n, "a second team repository (one policy per "
+                           .. "project)") end
+      current = { kind = kind, url = url, line = n }
+      entries[#entries + 1], team = current, current
     elseif key and current and (key == "ref" or key == "commit") then
       if current[key] then fail(n, key .. " is given twice") end
       current[key] = value
     elseif not (line:match("^%s*$") or line:match("^%s*#")) then
       -- (never the line itself: a lock that is some other file would
       -- print that file's content)
-      fail(n, "expected [library \"URL\"], ref = REF or commit = ID, a "
-           .. "comment (#) or a blank line")
+      fail(n, "expected [library \"URL\"], [team \"URL\"], ref = REF or "
+           .. "commit = ID, a comment (#) or a blank line")
     end
   end
   for _, e in ipairs(entries) do
     if not e.ref or not e.commit then
-      fail(e.line, "library " .. e.url .. " needs both ref and commit")
+      fail(e.line, e.kind .. " " .. e.url .. " needs both ref and commit")
     elseif not e.commit:match("^" .. ("%x"):rep(40) .. "$") then
-      fail(e.line, "library " .. e.url .. ": commit must be a full "
+      fail(e.line, e.kind .. " " .. e.url .. ": commit must be a full "
            .. "40-character commit id")
     end
     e.line = nil
   end
-  return entries, by_url
+  return entries, by_url, team
 end
 
--- entries -> the file's text, one section per library, sorted by url.
+-- entries -> the file's text, one section per entry: the team's first,
+-- then the libraries sorted by url.
 function library.format_lock(entries)
   local sorted = {}
   for i, e in ipairs(entries) do sorted[i] = e end
-  table.sort(sorted, function(a, b) return a.url < b.url end)
+  table.sort(sorted, function(a, b)
+    local ka, kb = a.kind == "team" and 0 or 1, b.kind == "team" and 0 or 1
+    if ka ~= kb then return ka < kb end
+    return a.url < b.url
+  end)
   local out = { LOCK_HEADER }
   for _, e in ipairs(sorted) do
-    out[#out + 1] = '\n[library "' .. e.url .. '"]\nref = ' .. e.ref
-                    .. "\ncommit = " .. e.commit .. "\n"
+    out[#out + 1] = "\n[" .. (e.kind or "library") .. ' "' .. e.url
+                    .. '"]\nref = ' .. e.ref .. "\ncommit = " .. e.commit
+                    .. "\n"
   end
   return table.concat(out)
 end
@@ -191,10 +203,6 @@ end
 
 -- ---- the lock of a run ------------------------------------------------------
 
-local function lock_path(run)
-  return run.project.root .. "/" .. library.LOCK_FILE
-end
-
 -- The largest navette.lock read (a lock lists a few libraries).
 library.LOCK_MAX = 1024 * 1024
 
@@ -216,22 +224,23 @@ function library.read_lock_file(path)
   return errors.check(sys.read_file(path, library.LOCK_MAX))
 end
 
--- The lock a run checks against: the commit's (HEAD) for run and plan,
--- the folder's for `navette lock`. -> by_url
-function library.read_lock(run)
-  if run.library_lock then return run.library_lock end
-  local path = lock_path(run)
-  local root = run.repo:workdir():gsub("/$", "")
+-- The lock of the project at root, in git repository repo: the
+-- folder's (from_folder: `navette lock`, which writes it) or commit
+-- HEAD's (what a run and a team command check against).
+-- -> by_url, the team entry (see parse_lock)
+function library.read_lock_at(root, repo, from_folder)
+  local path = root .. "/" .. library.LOCK_FILE
+  local top = repo:workdir():gsub("/$", "")
   local text
-  local rel = path:sub(#root + 2)
+  local rel = path:sub(#top + 2)
   local function bad(what, hint)
     error(errors.new("refused", path .. " " .. what, hint), 0)
   end
-  if run.libraries_mode == "lock" or run.libraries_mode == "check" then
+  if from_folder then
     text = library.read_lock_file(path) or ""
   else
     local err
-    text, err = run.repo:read_file("HEAD", rel, library.LOCK_MAX)
+    text, err = repo:read_file("HEAD", rel, library.LOCK_MAX)
     if not text and err and err.code ~= "not_found" then
       -- (a symlink, a folder, too large: read_file says which)
       bad("in commit HEAD cannot be read: " .. err.message, "make it a "
@@ -243,9 +252,17 @@ function library.read_lock(run)
                        .. rel .. "): a run reads the committed lock"), 0)
     end
   end
-  local _, by_url = library.parse_lock(text or "", path)
-  run.library_lock = by_url
-  return by_url
+  local _, by_url, team = library.parse_lock(text or "", path)
+  return by_url, team
+end
+
+-- The lock a run checks against: the commit's (HEAD) for run and plan,
+-- the folder's for `navette lock`. -> by_url
+function library.read_lock(run)
+  if run.library_lock then return run.library_lock end
+  run.library_lock = library.read_lock_at(run.project.root, run.repo,
+    run.libraries_mode == "lock" or run.libraries_mode == "check")
+  return run.library_lock
 end
 
 -- ---- fetching and pinning ---------------------------------------------------
@@ -276,98 +293,121 @@ local function refuse(message, hint)
                                    run and run.recipe)
 end
 
--- The cache of spec, fetched unless in plan. -> its repository, its
--- folder, and the fetch's error when the remote could not be reached
-local function open_cache(run, spec, mode)
-  local source = library.source(spec.url, run.project.root)
+-- Pins spec {url, ref} to a commit of its cache. ctx says for whom:
+--   root     the project's folder (a path is relative to it)
+--   mode     "run" | "check" (fetch, check against the lock), "plan"
+--            (the cache and the lock alone), "lock" (fetch, take the
+--            commit the ref points to now)
+--   what     "library" or "team repository", the start of messages
+--   entry()  the lock's entry for spec.url, or nil (not for "lock")
+--   again    what to do when the lock is behind ("run `navette lock ...`")
+--   check    the command that fetches without pinning, for hints
+--   refuse   (message, hint): raises the refusal
+--   fetch    (dir, source) -> ok, err: fetches the cache
+--   pinned   the name of a pinned profile (a branch is refused), or nil
+-- The ref is checked against the remote when it was fetched; in plan, or
+-- when the remote is unreachable, the cache serves the locked commit.
+-- -> {url, ref, commit, kind, repo, dir}
+function library.pin_source(spec, ctx)
+  local mode, what = ctx.mode, ctx.what
+  local function refuse_(message, hint) ctx.refuse(message, hint) end
+  local source = library.source(spec.url, ctx.root)
   local dir = core.home() .. "/libraries/"
               .. errors.check(git.cache_name(source))
   local ok, ferr = true, nil
-  if mode ~= "plan" then ok, ferr = fetch(run, dir, source) end
+  if mode ~= "plan" then ok, ferr = ctx.fetch(dir, source) end
+  ferr = not ok and ferr or nil
   local repo, oerr
   if sys.stat(dir) then repo, oerr = git.open_cache(dir) end
-  if repo then return repo, dir, not ok and ferr or nil end
   if oerr then
-    error(errors.new("io", "library " .. spec.url .. ": its cache " .. dir
+    error(errors.new("io", what .. " " .. spec.url .. ": its cache " .. dir
                      .. " cannot be read: " .. oerr.message, "remove "
                      .. "that folder: the next run fetches it again"), 0)
-  elseif mode == "plan" then
-    refuse(spec.url .. " is not in the cache (" .. dir .. ")",
-           "fetch it first: `navette lock --check " .. run.recipe
-           .. "` (changes nothing) or `navette lock " .. run.recipe
-           .. "` (pins its ref); plan does not use the network")
+  elseif not repo and mode == "plan" then
+    refuse_(spec.url .. " is not in the cache (" .. dir .. ")",
+            "fetch it first: " .. ctx.check .. " (changes nothing) or "
+            .. ctx.again .. "; plan does not use the network")
+  elseif not repo then
+    error(errors.new(ferr.code, what .. " " .. spec.url .. ": "
+                     .. ferr.message .. " (and it is not in the cache)",
+                     ferr.hint), 0)
   end
-  error(errors.new(ferr.code, "library " .. spec.url .. ": "
-                   .. ferr.message .. " (and it is not in the cache)",
-                   ferr.hint), 0)
-end
-
--- The checks of a run against the lock (not for `navette lock`): the
--- library is there with the ref asked for, the ref points where the lock
--- says (current: the commit it points to now, nil when the remote was
--- not asked), and the cache holds that commit. -> the locked commit
-local function check_locked(run, spec, current, kind, repo)
-  local entry = library.read_lock(run)[spec.url]
-  local again = "run `navette lock " .. run.recipe .. "` and commit "
-                .. library.LOCK_FILE
-  if not entry then
-    refuse(spec.url .. " (ref " .. spec.ref .. ") is not in "
-           .. library.LOCK_FILE, again)
-  elseif entry.ref ~= spec.ref then
-    refuse(spec.url .. ": " .. library.LOCK_FILE .. " pins ref "
-           .. entry.ref .. ", the recipe asks for " .. spec.ref, again)
-  elseif current and current ~= entry.commit then
-    refuse(spec.url .. ": ref " .. spec.ref .. " now points to "
-           .. "commit " .. current .. ", but " .. library.LOCK_FILE
-           .. " pins commit " .. entry.commit .. " (the " .. kind
-           .. " moved)", "ask the library's maintainers why; if the "
-           .. "new commit is wanted, run `navette lock " .. run.recipe
-           .. "`, review and commit " .. library.LOCK_FILE)
-  elseif not repo:library_commit(entry.commit) then
-    refuse(spec.url .. ": commit " .. entry.commit .. " of "
-           .. library.LOCK_FILE .. " is not in the cache", "fetch it: "
-           .. "`navette lock --check " .. run.recipe .. "` (with the "
-           .. "library's remote reachable)")
-  end
-  return entry.commit
-end
-
--- Pins spec to a commit. The ref is checked against the remote when it
--- was fetched; in plan, or when the remote is unreachable, the cache
--- serves the locked commit. -> {url, ref, commit, repo, dir}
-local function pin(run, spec)
-  local mode = mode_of(run)
-  local repo, dir, ferr = open_cache(run, spec, mode)
   local asked = mode ~= "plan" and not ferr
   local current, kind = repo:library_ref(spec.ref)
   if not current and (asked or mode == "lock") then
-    refuse(spec.url .. ": " .. kind.message, kind.hint)
+    refuse_(spec.url .. ": " .. kind.message, kind.hint)
   elseif not current then
     kind = nil
   end
-  if kind == "branch" and run.profile.pinned then
-    refuse(spec.url .. ": ref " .. spec.ref .. " is a branch, which "
-           .. "moves; profile '" .. run.profile.name .. "' is pinned",
-           "name a tag or a commit id (pinned = true refuses floating "
-           .. "refs)")
+  if kind == "branch" and ctx.pinned then
+    refuse_(spec.url .. ": ref " .. spec.ref .. " is a branch, which "
+            .. "moves; profile '" .. ctx.pinned .. "' is pinned",
+            "name a tag or a commit id (pinned = true refuses floating "
+            .. "refs)")
   end
   if current and kind == "commit" and current ~= spec.ref:lower() then
-    refuse(spec.url .. ": ref " .. spec.ref .. " is a commit id, but it "
-           .. "resolved to commit " .. current, "report this: a commit id "
-           .. "is looked up as that commit, never through a tag")
+    refuse_(spec.url .. ": ref " .. spec.ref .. " is a commit id, but it "
+            .. "resolved to commit " .. current, "report this: a commit "
+            .. "id is looked up as that commit, never through a tag")
   end
   local commit = current
   if mode ~= "lock" then
-    commit = check_locked(run, spec, asked and current or nil, kind, repo)
+    -- the checks against the lock: the entry is there with the ref asked
+    -- for, the ref points where the lock says (when the remote was
+    -- asked), and the cache holds that commit
+    local entry = ctx.entry()
+    current = asked and current or nil
+    if not entry then
+      refuse_(spec.url .. " (ref " .. spec.ref .. ") is not in "
+              .. library.LOCK_FILE, ctx.again)
+    elseif entry.ref ~= spec.ref then
+      refuse_(spec.url .. ": " .. library.LOCK_FILE .. " pins ref "
+              .. entry.ref .. ", " .. ctx.asker .. " asks for " .. spec.ref,
+              ctx.again)
+    elseif current and current ~= entry.commit then
+      refuse_(spec.url .. ": ref " .. spec.ref .. " now points to "
+              .. "commit " .. current .. ", but " .. library.LOCK_FILE
+              .. " pins commit " .. entry.commit .. " (the " .. kind
+              .. " moved)", "ask the " .. what .. "'s maintainers why; "
+              .. "if the new commit is wanted, " .. ctx.again:gsub(
+              " and commit ", ", review and commit ", 1))
+    elseif not repo:library_commit(entry.commit) then
+      refuse_(spec.url .. ": commit " .. entry.commit .. " of "
+              .. library.LOCK_FILE .. " is not in the cache", "fetch it: "
+              .. ctx.check .. " (with the remote reachable)")
+    end
+    commit = entry.commit
   end
   if ferr and not ferr.warned then
     ferr.warned = true -- (once: a run evaluates its recipe twice)
-    require("navette.term").eprint("warning: library " .. spec.url
+    require("navette.term").eprint("warning: " .. what .. " " .. spec.url
       .. " is unreachable (" .. ferr.message .. "); using commit "
       .. commit:sub(1, 12) .. " from the cache")
   end
   return { url = spec.url, ref = spec.ref, commit = commit, kind = kind,
            repo = repo, dir = dir }
+end
+
+-- A library of the run, pinned (see pin_source).
+local function pin(run, spec)
+  return library.pin_source(spec, {
+    root = run.project.root, mode = mode_of(run), what = "library",
+    entry = function() return library.read_lock(run)[spec.url] end,
+    again = "run `navette lock " .. run.recipe .. "` and commit "
+            .. library.LOCK_FILE,
+    check = "`navette lock --check " .. run.recipe .. "`",
+    asker = "the recipe",
+    refuse = refuse,
+    fetch = function(dir, source) return fetch(run, dir, source) end,
+    pinned = run.profile.pinned and run.profile.name or nil,
+  })
+end
+
+-- The fetch of a cache by this process: once (a team command reads its
+-- policy more than once). -> ok, err
+function library.fetch_once(dir, source)
+  if not fetched[dir] then fetched[dir] = { git.cache_fetch(dir, source) } end
+  return fetched[dir][1], fetched[dir][2]
 end
 
 -- What the project's allow-list (.navette-secrets-allow, as committed)

@@ -125,8 +125,10 @@ local ANNOTATIONS = {
     profiles = { "table<string, navette.Profile>", "Targets by name; "
                  .. "`local` is built in." },
     default_profile = { "string", "The profile used without --profile." },
-    credentials = { "table<string, navette.Credential>", "Credentials "
-                    .. "every profile may use." },
+    credentials = { "table<string, navette.Credential>", "Credential "
+                    .. "definitions: a profile uses one only when it names "
+                    .. "it (its credentials list, s3.credential, "
+                    .. "slurm.credential)." },
     datasets = { "table<string, string|string[]>", "Files outside the "
                  .. "repository that recipes may upload "
                  .. "(navette.storage.put(key, { dataset = NAME })): "
@@ -134,6 +136,11 @@ local ANNOTATIONS = {
     maintenance = { "string[]", "The recipes whose tasks (navette.task) "
                     .. "`navette maintain` runs when given none: paths "
                     .. "relative to the project's folder." },
+    team = { "{ git: string, ref: string, file?: string }", "The team "
+             .. "policy's repository, pinned by commit in navette.lock "
+             .. "(`navette lock`): git (https://, file:// or a path), ref "
+             .. "(a tag), file (default \"team.lua\"). Instead of a "
+             .. "team.lua beside navette.lua." },
   },
   profile = {
     storage = { "string", "The store: file:///... or s3://BUCKET/PREFIX/." },

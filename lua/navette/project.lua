@@ -12,7 +12,7 @@ local project = {}
 project.FILE = "navette.lua"
 
 local PROJECT_KEYS = { "name", "profiles", "default_profile", "credentials",
-                       "datasets", "maintenance" }
+                       "datasets", "maintenance", "team" }
 -- (then, before "platform", the settings table of each backend that has
 -- one, named after it)
 local PROFILE_KEYS = { "backend", "storage", "require_pushed", "remote",
@@ -524,9 +524,11 @@ end
 
 -- The value a data file returns (navette.lua, team.lua): evaluated in
 -- the sandbox without modules, nothing with a side effect, bounded.
-function project.evaluate_data(path)
-  local env = core.sandbox(util.dirname(path), { require = false })
-  local chunk = errors.check(core.load_recipe(path, env, path))
+-- text: the file's content when it is not read from path (a file at a
+-- commit; path is then its name in messages and dir its folder).
+function project.evaluate_data(path, text, dir)
+  local env = core.sandbox(dir or util.dirname(path), { require = false })
+  local chunk = errors.check(core.load_recipe(path, env, path, text))
   local ok, value = core.call_bounded(chunk)
   if not ok then error(errors.from(value), 0) end
   return value
@@ -567,6 +569,10 @@ function project.load(recipe_dir, repo_root)
   end
   if value.maintenance ~= nil then
     proj.maintenance = validate_maintenance(path, value.maintenance)
+  end
+  if value.team ~= nil then
+    proj.team_source = require("navette.team").validate_source(path,
+                                                               value.team)
   end
   local shared = {}
   if value.credentials ~= nil then

@@ -832,7 +832,13 @@ function runner.member(run)
   if run.member == nil then
     run.member = false
     local team = require "navette.team"
-    local policy = team.load(run.project)
+    -- (`navette lock` pins the team repository; its --check checks the
+    -- folder's lock; plan reads the cache)
+    local lm = run.libraries_mode
+    local policy = team.load(run.project, {
+      mode = (lm == "lock" or lm == "check") and lm
+             or (run.plan_command and "plan" or "run"),
+      from_folder = lm == "lock" or lm == "check" })
     if policy then
       team.apply_revocations(policy) -- (this machine's revocations too)
       local email = _navette.git.config("user.email", run.repo)

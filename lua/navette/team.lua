@@ -260,13 +260,113 @@ local function validate_services(path, s, proj)
   return out
 end
 
--- The policy of the project proj (team.lua at its root), validated, or
--- nil when there is none.
-function team.load(proj)
+-- ---- a team repository ------------------------------------------------------
+-- The policy may live in a repository of its own, shared by the team's
+-- projects and reviewed there: navette.lua's
+--   team = { git = URL, ref = "v3" [, file = "team.lua"] }
+-- It is pinned by commit in navette.lock ([team "URL"], written by
+-- `navette lock`), fetched into the libraries' cache, and read at that
+-- commit: a moved tag is refused, as a library's is.
+
+team.SOURCE_KEYS = { "git", "ref", "file" }
+local POLICY_MAX = 1024 * 1024
+
+-- Checks navette.lua's team (path: the project file). -> {url, ref, file}
+function team.validate_source(path, t)
+  if type(t) ~= "table" then
+    fail(path, "team must be a table: team = { git = URL, ref = TAG }")
+  end
+  keys_of(path, "team: ", t, team.SOURCE_KEYS)
+  local library = require "navette.library"
+  local ok, spec = pcall(library.validate, { git = t.git, ref = t.ref })
+  if ok then
+    -- (where it is fetched from: https://, file:// or a path)
+    local okk, err = pcall(library.source, spec.url, util.dirname(path))
+    if not okk then ok, spec = false, err end
+  end
+  if not ok then
+    local e = errors.from(spec)
+    fail(path, "team: " .. e.message:gsub("^navette.use: ", ""), e.hint)
+  end
+  local file = t.file or team.FILE
+  if type(file) ~= "string" or not file:match("^[%w_][%w_./-]*%.lua$")
+     or ("/" .. file .. "/"):find("/%.%.?/") or file:find("//", 1, true) then
+    fail(path, "team.file must be the policy's path in the repository "
+         .. "(\"team.lua\", \"teams/vision.lua\"), without '.' or '..'")
+  end
+  return { url = spec.url, ref = spec.ref, file = file }
+end
+
+-- Pins the project's team repository and reads its policy file there.
+-- opts.mode: "run" (fetch, check against the lock of commit HEAD; the
+-- cache serves when the remote is unreachable), "plan" (the cache and
+-- the lock alone), "lock" (fetch, take the commit the ref points to now);
+-- opts.from_folder: check against the folder's lock (`lock --check`).
+-- -> the file's text, its name in messages (URL@COMMIT12:FILE), the pin
+-- {url, ref, commit, file}
+function team.fetch_source(proj, opts)
+  local library = require "navette.library"
+  local src = proj.team_source
+  local mode = opts.mode or "run"
+  local repo = errors.check(_navette.git.open(proj.root))
+  local function refuse(message, hint)
+    error(errors.new("refused", "team repository " .. message, hint), 0)
+  end
+  local pin = library.pin_source(src, {
+    root = proj.root, mode = mode, what = "team repository",
+    entry = function()
+      local _, entry = library.read_lock_at(proj.root, repo,
+                                            opts.from_folder)
+      return entry and entry.url == src.url and entry or nil
+    end,
+    again = "run `navette lock` and commit " .. library.LOCK_FILE,
+    check = "`navette lock --check`",
+    asker = "navette.lua",
+    refuse = refuse,
+    fetch = library.fetch_once,
+  })
+  local text, err = pin.repo:read_file(pin.commit, src.file, POLICY_MAX)
+  if not text then
+    refuse(src.url .. ": " .. src.file .. " at commit "
+           .. pin.commit:sub(1, 12) .. ": " .. err.message, "name the "
+           .. "policy's path in the repository with team.file")
+  end
+  return text, src.url .. "@" .. pin.commit:sub(1, 12) .. ":" .. src.file,
+         { url = src.url, ref = src.ref, commit = pin.commit,
+           file = src.file }
+end
+
+-- The policy of the project proj, validated, or nil when there is none:
+-- team.lua at its root, or the file of the team repository navette.lua
+-- names (opts.mode: see fetch_source; a process reads it once).
+local loaded = {}
+function team.load(proj, opts)
+  opts = opts or {}
   local path = util.join(proj.root, team.FILE)
   local st = sys.stat(path)
-  if not st then return nil end
-  local value = require("navette.project").evaluate_data(path)
+  local value, pinned
+  if proj.team_source then
+    if st then
+      fail(path, "navette.lua names a team repository (team = { git = "
+           .. proj.team_source.url .. " }), and the project has its own "
+           .. team.FILE, "keep one policy: remove " .. path .. ", or "
+           .. "navette.lua's team")
+    end
+    local key = proj.root .. "\0" .. (opts.mode or "run") .. "\0"
+                .. tostring(opts.from_folder)
+    if not loaded[key] then
+      local text, shown, pin = team.fetch_source(proj, opts)
+      loaded[key] = { text = text, shown = shown, pin = pin }
+    end
+    local l = loaded[key]
+    path, pinned = l.shown, l.pin
+    value = require("navette.project").evaluate_data(path, l.text,
+                                                     proj.root)
+  elseif not st then
+    return nil
+  else
+    value = require("navette.project").evaluate_data(path)
+  end
   if type(value) ~= "table" then
     fail(path, "the team file must return a table",
          "write: return { name = \"team\", members = { ... }, roles = { ... } }")
@@ -277,7 +377,8 @@ function team.load(proj)
          .. "'_' and '-')")
   end
   if type(value.roles) ~= "table" then fail(path, "roles must be a table") end
-  local policy = { name = value.name, path = path, roles = {}, members = {},
+  local policy = { name = value.name, path = path, pinned = pinned,
+                   roles = {}, members = {},
                    quota = value.quota and validate_quota(path, "", value.quota)
                            or {} }
   for name, r in pairs(value.roles) do

@@ -27,6 +27,40 @@ t.test("the lock: format then parse gives the entries back, sorted", function()
   t.eq(library.format_lock(entries), text, "stable")
 end)
 
+t.test("the lock: the team repository has its own section, first", function()
+  local text = library.format_lock({
+    { kind = "library", url = "../a-lib", ref = "v1", commit = A },
+    { kind = "team", url = "https://git.example.com/team/policy", ref = "v3",
+      commit = B },
+  })
+  t.ok(text:find('\n%[team "https://git.example.com/team/policy"%]\nref = '
+                 .. 'v3\ncommit = ' .. B), "a team section: " .. text)
+  t.ok(text:find("[team", 1, true) < text:find("[library", 1, true),
+       "the team's first")
+  local entries, by_url, team = library.parse_lock(text, "navette.lock")
+  t.eq(#entries, 2)
+  t.eq(team.url, "https://git.example.com/team/policy")
+  t.eq(team.commit, B)
+  t.eq(team.kind, "team")
+  t.eq(by_url["https://git.example.com/team/policy"], nil,
+       "the team's repository is not a library of the lock")
+  t.eq(by_url["../a-lib"].kind, "library")
+  t.eq(library.format_lock(entries), text, "stable")
+  local e = t.raises(function()
+    library.parse_lock(text .. '\n[team "x"]\nref = v1\ncommit = ' .. A
+                       .. "\n", "p/navette.lock")
+  end)
+  t.match(e.message, "^p/navette.lock:%d+: a second team repository")
+  e = t.raises(function()
+    library.parse_lock('[team "x"]\nref = v1\n', "p/navette.lock")
+  end)
+  t.match(e.message, "^p/navette.lock:1: team x needs both ref and commit")
+  e = t.raises(function()
+    library.parse_lock('[teams "x"]\nref = v1\n', "p/navette.lock")
+  end)
+  t.match(e.message, "^p/navette.lock:1: expected")
+end)
+
 t.test("the lock: comments, blank lines and CRLF are fine", function()
   local _, by_url = library.parse_lock("# hi\r\n\r\n[library \"x\"]\r\n"
     .. "  ref = main\r\ncommit = " .. A .. "\r\n", "navette.lock")

@@ -10,11 +10,11 @@ local CASES = {
   { [[return { nme = "x" }]],
     "unknown key 'nme' (did you mean 'name'?)",
     "project keys are: name, profiles, default_profile, credentials, datasets, "
-    .. "maintenance" },
+    .. "maintenance, team" },
   { [[return { [1] = "x" }]],
     "unknown key '1'",
     "project keys are: name, profiles, default_profile, credentials, datasets, "
-    .. "maintenance" },
+    .. "maintenance, team" },
   { [[return { datasets = "/srv/x.csv" }]],
     'datasets must be a table of NAME = { "/absolute/path", ... }',
     nil },

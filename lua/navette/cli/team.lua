@@ -18,7 +18,9 @@ local M = {
 usage: navette team show [--json]
        navette team apply [--plan] [--readmit MEMBER] [--json]
        navette team revoke MEMBER [--json]
-  The team's policy is team.lua beside navette.lua: members (name, email,
+  The team's policy is team.lua beside navette.lua, or the file of a team
+  repository navette.lua names (team = { git = URL, ref = TAG }), read
+  at the commit navette.lock pins (`navette lock`): members (name, email,
   roles, key ids), roles (submit, read-logs, image-pull, image-push,
   admin, data-read and data-write prefixes, quota) and the services that
   enforce it (services.s3: radosgw users and bucket policies;
@@ -42,14 +44,15 @@ usage: navette team show [--json]
 
 local SERVICES = { "s3", "registry", "slurm" }
 
-local function load_policy()
+-- plan: read the team repository from the cache and the lock alone
+local function load_policy(plan)
   local project = require "navette.project"
   local team = require "navette.team"
   local proj = project.at()
   if not proj.file then
     common.usage_error("no project file (navette.lua) here or above", M.name)
   end
-  local policy = team.load(proj)
+  local policy = team.load(proj, { mode = plan and "plan" or "run" })
   if not policy then
     error(errors.new("usage", "no " .. team.FILE .. " beside " .. proj.file,
                      "write the team's policy there: navette team --help"), 0)
@@ -70,11 +73,15 @@ local function show(opts)
       members[#members + 1] = { id = m.id, name = m.name, email = m.email,
                                 roles = m.roles, revoked = m.revoked }
     end
-    term.print(json.encode({ team = policy.name, members = json.array(members),
+    term.print(json.encode({ team = policy.name, source = policy.pinned
+                             or policy.path,
+                             members = json.array(members),
                              findings = json.array(findings) }, true))
     return #findings > 0 and 1 or 0
   end
-  term.print("team " .. policy.name .. " (" .. policy.path .. ")")
+  term.print("team " .. policy.name .. " (" .. policy.path
+             .. (policy.pinned and (", ref " .. policy.pinned.ref) or "")
+             .. ")")
   for _, m in ipairs(team.members(policy)) do
     term.printf("  %-12s %-24s %s%s\n", m.id, m.email,
                 table.concat(m.roles, ", "), m.revoked and " (revoked)" or "")
@@ -91,7 +98,7 @@ local function show(opts)
 end
 
 local function apply(opts)
-  local proj, policy, team = load_policy()
+  local proj, policy, team = load_policy(opts.plan)
   local audit = require "navette.audit"
   local readmit = opts.readmit and { [opts.readmit] = true } or nil
   if opts.readmit and not policy.members[opts.readmit] then
@@ -228,10 +235,14 @@ local function revoke(id, opts)
     end
   end
   if not m.revoked then
-    term.eprint("note: mark " .. id .. " revoked = true in " .. policy.path
-                .. " (or remove the member) and commit: this machine "
-                .. "remembers the revocation, another admin's apply would "
-                .. "not")
+    local where = policy.pinned
+      and (policy.pinned.file .. " of the team repository "
+           .. policy.pinned.url .. " (or remove the member), tag it, run "
+           .. "`navette lock` here")
+      or (policy.path .. " (or remove the member)")
+    term.eprint("note: mark " .. id .. " revoked = true in " .. where
+                .. " and commit: this machine remembers the revocation, "
+                .. "another admin's apply would not")
   end
   return failed > 0 and 1 or 0
 end
