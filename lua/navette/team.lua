@@ -488,6 +488,11 @@ local function revoked_marker(policy, id)
   return team.handoff_dir(policy) .. "/revoked/" .. id
 end
 
+-- Whether this machine revoked member id (and no --readmit since).
+function team.marked_revoked(policy, id)
+  return sys.stat(revoked_marker(policy, id)) ~= nil
+end
+
 function team.mark_revoked(policy, id)
   local path = revoked_marker(policy, id)
   errors.check(sys.mkdir_p(util.dirname(path), 448))

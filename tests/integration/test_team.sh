@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # A team on shared services (issue 16): team.lua with alice (developer:
 # submit, read-logs, image-pull, read the shared dataset, write her own
-# outputs) and bob (developer and image maintainer: also image-push),
+# outputs) and bob (developer, image maintainer: also image-push, and
+# lead: admin),
 # converged by `navette team apply` onto the real radosgw (users made
 # through the admin API, a bucket policy) and the token service of the
 # registry fixture (its team ACL file). The services themselves refuse
 # what the roles do not give: alice writing under the shared dataset or
 # bob's prefix (403 from radosgw), alice pushing an image (the token
 # service grants pull only, the registry answers 401); bob's push works.
+# bob's admin right: radosgw lets him delete under the shared dataset,
+# the token service gives him delete (alice neither); only an admin's
+# git identity may apply or revoke (navette's own check, exit 3).
 # A second apply changes nothing. `navette team revoke alice` suspends
 # her S3 user and removes her registry login, proves it (each of her
 # credentials refused, the time measured) while bob's still work, and a
@@ -67,7 +71,7 @@ return {
     alice = { name = "Alice Martin", email = "alice@example.com",
               roles = { "developer" } },
     bob = { name = "Bob Stone", email = "bob@example.com",
-            roles = { "developer", "images" } },
+            roles = { "developer", "images", "lead" } },
   },
   roles = {
     developer = { "submit", "read-logs", "image-pull",
@@ -75,6 +79,7 @@ return {
                   ["data-write"] = { "s3://$BUCKET/outputs/{member}/" },
                   quota = { gpus_per_job = 1, concurrent_jobs = 1 } },
     images = { "image-pull", "image-push" },
+    lead = { "admin" },
   },
   services = {
     s3 = { profile = "dev", admin = "rgw-admin" },
@@ -112,6 +117,16 @@ push_code() {
 	curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $tok" \
 		"http://$REGISTRY_TOKEN/v2/vision/app/blobs/uploads/"
 }
+# delete_code WHO: the registry's answer to WHO deleting a manifest of
+# vision/app that is not there: 404 once the token grants delete, 401 else
+delete_code() {
+	local tok
+	tok=$(curl -s -u "$(cat "$HANDOFF/$1.registry")" \
+		"$REGISTRY_ISSUER/token?service=navette-test-registry&scope=repository:vision/app:delete" |
+		json 'd.get("token", "")' 2>/dev/null)
+	curl -s -o /dev/null -w '%{http_code}' -X DELETE -H "Authorization: Bearer $tok" \
+		"http://$REGISTRY_TOKEN/v2/vision/app/manifests/sha256:$(printf '0%.0s' $(seq 64))"
+}
 login_code() {
 	curl -s -o /dev/null -w '%{http_code}' -u "$(cat "$HANDOFF/$1.registry")" \
 		"$REGISTRY_ISSUER/token?service=navette-test-registry&scope=repository:vision/app:pull"
@@ -126,10 +141,20 @@ check_rc "team apply --plan" 0
 check_match "the plan shows each change before anything is made" "$OUT" \
 	"^team vision \(plan: nothing is changed\): 4 changes"
 check_match "... the users" "$OUT" '^  \+ s3 user alice \(Alice Martin <alice@example.com>\)'
-check_match "... the bucket policy" "$OUT" "^  ~ s3 bucket policy of $BUCKET: 4 statements of team vision"
-check_match "... the registry ACL" "$OUT" "alice \(vision/\* pull\), bob \(vision/\* pull,push\)"
+check_match "... the bucket policy" "$OUT" "^  ~ s3 bucket policy of $BUCKET: 7 statements of team vision"
+check_match "... the registry ACL" "$OUT" "alice \(vision/\* pull\), bob \(vision/\* pull,push,delete\)"
 check_false "the plan made no user" rgw user info --uid=alice
 check_absent "nor the ACL file" "$REGISTRY_TEAM_ACL"
+
+nv_in "$R" team apply
+check_rc "team apply by a git identity that is no admin: refused (exit 3)" 3
+check_match "saying who may" "$ERR" "team apply: only an admin of team vision \(bob\) changes its services"
+check_false "nothing was made" rgw user info --uid=alice
+git -C "$R" config user.email alice@example.com
+nv_in "$R" team apply
+check_rc "nor by alice, a member without admin" 3
+check_match "saying so" "$ERR" "your git identity alice@example.com is member alice, without admin"
+git -C "$R" config user.email bob@example.com
 
 nv_in "$R" team apply
 check_rc "team apply" 0
@@ -148,7 +173,16 @@ check_eq "radosgw refuses alice writing under the shared dataset" "$(s3_put alic
 check_eq "... and under bob's outputs" "$(s3_put alice outputs/bob/x.bin)" 403
 check_eq "... and in the runs of the store" "$(s3_put alice runs/x)" 403
 check_eq "bob writes his outputs" "$(s3_put bob outputs/bob/model.bin)" 200
-check_eq "bob cannot read alice's outputs" "$(s3_get bob outputs/alice/model.bin)" 403
+check_eq "radosgw refuses alice deleting the shared dataset" "$(s3_code alice DELETE datasets/d.txt)" 403
+echo "a file of the dataset" >"$T/old.txt"
+nv storage cp "$T/old.txt" "s3://$BUCKET/datasets/old.txt" "${EP[@]}"
+check_eq "bob, an admin, deletes a file of the shared dataset" "$(s3_code bob DELETE datasets/old.txt)" 204
+check_eq "bob, an admin, writes under alice's outputs" "$(s3_put bob outputs/alice/fix.bin)" 200
+check_eq "an admin's key deletes nothing outside the team's prefixes" "$(s3_code bob DELETE runs/x)" 403
+check_eq "the token service gives bob, an admin, delete" "$(delete_code bob)" 404
+check_eq "... and not alice: the registry refuses her DELETE" "$(delete_code alice)" 401
+check_eq "alice cannot read bob's outputs" "$(s3_get alice outputs/bob/model.bin)" 403
+check_eq "bob, an admin, reads alice's" "$(s3_get bob outputs/alice/model.bin)" 200
 check_eq "the registry refuses alice's push (her token grants pull only)" "$(push_code alice)" 401
 check_eq "bob's push is accepted" "$(push_code bob)" 202
 check_match "the token service gave alice pull only" \
@@ -175,6 +209,10 @@ check_match "the audit lines carry her identity" \
 
 # ---- revocation -----------------------------------------------------------
 nv_in "$R" team revoke alice
+check_rc "alice cannot revoke anyone (no admin): exit 3" 3
+check_eq "... her registry login still works" "$(login_code alice)" 200
+git -C "$R" config user.email bob@example.com
+nv_in "$R" team revoke alice
 check_rc "team revoke alice: every credential refused (exit 0)" 0
 check_match "it suspends her S3 user" "$OUT" "s3: user alice suspended"
 check_match "and removes her registry login" "$OUT" "registry: alice's login and rights removed"
@@ -195,6 +233,7 @@ check_no_match "gives alice nothing back" "$OUT" "new login for alice|enabled ag
 check_eq "her login stays refused" "$(login_code alice)" 401
 check_eq "her S3 user stays suspended" "$(s3_get alice datasets/d.txt)" 403
 
+git -C "$R" config user.email alice@example.com
 nv_in "$R" run recipes/hello.lua --profile dev
 check_rc "a run as the revoked alice is refused (exit 3)" 3
 check_match "saying so" "$ERR" "team member alice is revoked"
@@ -209,7 +248,7 @@ import sys
 p = sys.argv[1]
 s = open(p).read()
 s = s.replace('roles = { "developer" } },', 'roles = { "developer" }, keys = { "AKIASHAREDKEY01" } },', 1)
-s = s.replace('roles = { "developer", "images" } },', 'roles = { "developer", "images" }, keys = { "AKIASHAREDKEY01" } },', 1)
+s = s.replace('roles = { "developer", "images", "lead" } },', 'roles = { "developer", "images", "lead" }, keys = { "AKIASHAREDKEY01" } },', 1)
 open(p, "w").write(s)
 PY
 nv_in "$R" doctor --profile dev

@@ -83,6 +83,38 @@ t.test("bucket statements: each role its prefixes, {member} each one's",
   end
 end)
 
+t.test("admin: get, put and delete under every prefix the roles name",
+       function()
+  local text = GOOD:gsub('img = { "image%-push" },',
+    'img = { "image-push" },\n    lead = { "admin", ["data-read"] = '
+    .. '{ "s3://data/sets/a/", "s3://other/x/" } },')
+                   :gsub('roles = { "dev", "img" }', 'roles = { "dev", "img", "lead" }')
+  local p = policy(text)
+  local prefixes = {}
+  for _, d in ipairs(team_s3.admin_prefixes(p)) do prefixes[#prefixes + 1] = d.url end
+  t.eq(table.concat(prefixes, " "), "s3://data/out/ s3://data/sets/ "
+       .. "s3://data/shared/ s3://other/x/",
+       "{member} cut, sets/a/ inside sets/, sorted")
+  local all = team_s3.statements(p)
+  local by = {}
+  for _, list in pairs(all) do
+    for _, st in ipairs(list) do by[st.Sid] = st end
+  end
+  local out = by["navette-team-6-vision-admin-lead-1"]
+  t.eq(out.Resource[1], "arn:aws:s3:::data/out/*", "every member's outputs")
+  t.eq(table.concat(out.Principal.AWS, " "), "arn:aws:iam:::user/bob")
+  t.eq(table.concat(out.Action, " "), "s3:GetObject s3:PutObject s3:DeleteObject")
+  t.eq(by["navette-team-6-vision-admin-lead-4"].Resource[1],
+       "arn:aws:s3:::other/x/*", "on each bucket")
+  for sid, st in pairs(by) do
+    if not sid:find("-admin-", 1, true) then
+      for _, a in ipairs(st.Action) do
+        t.ok(a ~= "s3:DeleteObject", sid .. ": delete only for admin")
+      end
+    end
+  end
+end)
+
 t.test("mistakes are named with the file", function()
   local cases = {
     { [[return { name = "v", members = {}, roles = { dev = { "sudo" } } }]],

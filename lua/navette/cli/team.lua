@@ -60,6 +60,44 @@ local function load_policy(plan)
   return proj, policy, team
 end
 
+-- When the policy names an admin, only an admin changes the services:
+-- the git identity (user.email) must be an active member holding admin.
+-- (The services refuse whoever lacks their admin credentials; this says
+-- so before anything is sent, and the audit lines name the admin.)
+local function check_admin(policy, proj, verb)
+  local team = require "navette.team"
+  local admins = {}
+  local function active(m)
+    return not m.revoked and not team.marked_revoked(policy, m.id)
+  end
+  for _, m in ipairs(team.members(policy)) do
+    if active(m) and team.has(policy, m, "admin") then
+      admins[#admins + 1] = m.id
+    end
+  end
+  if #admins == 0 then return end
+  local repo = _navette.git.open(proj.root)
+  local email = _navette.git.config("user.email", repo or nil)
+  local m = email and email ~= "" and team.member_of(policy, email)
+  if m and active(m) and team.has(policy, m, "admin") then
+    local user, host = sys.identity()
+    require("navette.audit").member_identity = m.id .. " <" .. m.email
+      .. "> " .. tostring(user) .. "@" .. tostring(host)
+    return
+  end
+  error(errors.new("refused", "team " .. verb .. ": only an admin of team "
+                   .. policy.name .. " (" .. table.concat(admins, ", ")
+                   .. ") changes its services; your git identity "
+                   .. ((email and email ~= "") and email or "(no user.email)")
+                   .. (m and (" is member " .. m.id .. (active(m)
+                       and ", without admin" or ", revoked"))
+                       or " is no member of it"),
+                   "run it as an admin (git config user.email), or give "
+                   .. "the member a role with admin in " .. team.FILE
+                   .. " (reviewed); `team apply --plan` is open to all"),
+        0)
+end
+
 local function service_module(name)
   return require("navette.team." .. name)
 end
@@ -113,6 +151,7 @@ local function apply(opts)
     -- as safe as reading: no credential's program runs
     _navette.core.forbid_exec()
   end
+  if not opts.plan then check_admin(policy, proj, "apply") end
   team.apply_revocations(policy, not opts.plan and opts.readmit or nil,
                          opts.plan)
   local changes, unchanged, active = {}, 0, {}
@@ -179,6 +218,7 @@ local function revoke(id, opts)
                                        util.sorted_keys(policy.members)),
                        M.name)
   end
+  check_admin(policy, proj, "revoke")
   local done, proofs, failed = {}, {}, 0
   -- remembered first: a service that fails below must not leave the
   -- member's rights to be given back by the next apply

@@ -1,10 +1,11 @@
 -- A team's policy on an image registry whose token service reads an ACL
 -- file (navette team apply, revoke): a login per member who holds
--- image-pull or image-push (a password navette generates, handed over in
--- NAVETTE_HOME/team/TEAM/MEMBER.registry, 0600; the file keeps its bcrypt
--- hash), and per member and repository pattern the actions the roles
--- give: pull, or pull and push. The registry itself refuses a push
--- without the push right (the token it gets grants pull only). The file
+-- image-pull, image-push or admin (a password navette generates, handed
+-- over in NAVETTE_HOME/team/TEAM/MEMBER.registry, 0600; the file keeps
+-- its bcrypt hash), and per member and repository pattern the actions the
+-- roles give: pull; pull and push; or pull, push and delete (admin). The
+-- registry itself refuses a push without the push right (the token it
+-- gets grants pull only), and a manifest's DELETE without delete. The file
 -- is navette's: one it did not write is never replaced. A revoked member
 -- leaves it: the token service then refuses their login (401).
 local errors = require "navette.errors"
@@ -40,8 +41,10 @@ local function current(policy)
   return doc
 end
 
--- The actions member m gets on the team's repositories.
+-- The actions member m gets on the team's repositories (admin: delete
+-- too, which the registry asks for a manifest's DELETE).
 local function actions_of(policy, m)
+  if team.has(policy, m, "admin") then return { "pull", "push", "delete" } end
   if team.has(policy, m, "image-push") then return { "pull", "push" } end
   if team.has(policy, m, "image-pull") then return { "pull" } end
   return nil

@@ -5,7 +5,9 @@
 -- role exactly its prefixes: s3:GetObject under data-read, s3:PutObject
 -- and s3:GetObject under data-write ({member}: the member's own prefix),
 -- s3:GetObject on the store's jobs (their logs, records and outputs) with
--- read-logs.
+-- read-logs. A role with admin gets s3:GetObject, s3:PutObject and
+-- s3:DeleteObject under every prefix the roles name (a {member} prefix:
+-- what is before it, every member's), and s3:GetObject on the store.
 -- Nothing else is granted, so a shared dataset is read-only unless a role
 -- says otherwise; radosgw itself refuses the rest (403 AccessDenied). The
 -- statements navette writes carry Sids "navette-team-TEAM-..."; the
@@ -52,6 +54,36 @@ end
 
 local function arn_user(id) return "arn:aws:iam:::user/" .. id end
 
+-- What admin covers: every prefix the roles name ({member} prefixes cut
+-- there: every member's), the shorter of two nested ones only.
+-- -> { {bucket, prefix, url} } sorted
+function M.admin_prefixes(policy)
+  local all = {}
+  for _, role in pairs(policy.roles) do
+    for _, list in ipairs({ role.read, role.write }) do
+      for _, d in ipairs(list) do
+        local prefix = d.prefix:match("^(.-){member}") or d.prefix
+        all[#all + 1] = { bucket = d.bucket, prefix = prefix }
+      end
+    end
+  end
+  table.sort(all, function(a, b)
+    if a.bucket ~= b.bucket then return a.bucket < b.bucket end
+    return a.prefix < b.prefix
+  end)
+  local out = {}
+  for _, d in ipairs(all) do
+    local last = out[#out]
+    -- (sorted: a prefix of d comes before it)
+    if not (last and last.bucket == d.bucket
+            and d.prefix:sub(1, #last.prefix) == last.prefix) then
+      out[#out + 1] = { bucket = d.bucket, prefix = d.prefix,
+                        url = "s3://" .. d.bucket .. "/" .. d.prefix }
+    end
+  end
+  return out
+end
+
 -- The statements the policy wants on each bucket: { bucket = {stmt...} }.
 -- logs: {bucket, prefix} of the store the jobs' logs and records are in
 -- (the s3 profile's storage root), which read-logs gives s3:GetObject on.
@@ -93,7 +125,11 @@ function M.statements(policy, logs)
       end
       grant("read", role.read, { "s3:GetObject" })
       grant("write", role.write, { "s3:GetObject", "s3:PutObject" })
-      if logs and role.grants["read-logs"] then
+      if role.grants.admin then
+        grant("admin", M.admin_prefixes(policy),
+              { "s3:GetObject", "s3:PutObject", "s3:DeleteObject" })
+      end
+      if logs and (role.grants["read-logs"] or role.grants.admin) then
         -- (under the whole store root: radosgw 16 matches no '*' inside
         -- a resource (bucket/root/*/navette.log grants nothing), so the
         -- jobs' outputs come with their logs and records)
