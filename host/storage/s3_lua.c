@@ -388,8 +388,9 @@ static int transfer_run(lua_State *L, struct transfer *t, int fn)
 	return t->rc;
 }
 
-/* put/get(bucket, key, path [, progress]) */
-static int put_or_get(lua_State *L, int put)
+/* put/get(bucket, key, path [, progress]). reading: a get into navette's
+ * own temporary file, which is reading and runs in plan mode too. */
+static int put_or_get(lua_State *L, int put, int reading)
 {
 	const nv_s3_config *cfg = check_client(L);
 	nv_s3_stats stats;
@@ -406,7 +407,7 @@ static int put_or_get(lua_State *L, int put)
 	if (!(t.bucket = check_bucket(L, 2, &t.err)) ||
 	    !(t.key = check_key(L, 3, &t.err)))
 		return nv_lua_push_error(L, &t.err);
-	if (nv_plan_mode(L)) {
+	if (!reading && nv_plan_mode(L)) {
 		lua_pushfstring(L,
 				put ? "s3://%s/%s <- %s" : "s3://%s/%s -> %s",
 				t.bucket, t.key, t.path);
@@ -426,14 +427,22 @@ static int put_or_get(lua_State *L, int put)
  * continued); progress(done, total) is called while it runs. */
 static int l_s3_put(lua_State *L)
 {
-	return put_or_get(L, 1);
+	return put_or_get(L, 1, 0);
 }
 
 /* get(bucket, key, path [, progress]) -> info (stats as for put): path is
  * written only when complete. */
 static int l_s3_get(lua_State *L)
 {
-	return put_or_get(L, 0);
+	return put_or_get(L, 0, 0);
+}
+
+/* read_into(bucket, key, path [, progress]): get, for a read whose bytes
+ * navette takes from path (a temporary file of its own, removed by the
+ * caller). No side effect: runs in plan mode too. */
+static int l_s3_read_into(lua_State *L)
+{
+	return put_or_get(L, 0, 1);
 }
 
 /* head(bucket, key) -> info (with etag) */
@@ -1099,6 +1108,7 @@ int luaopen_navette_s3(lua_State *L)
 	static const luaL_Reg methods[] = {
 		{"put", l_s3_put},
 		{"get", l_s3_get},
+		{"read_into", l_s3_read_into},
 		{"head", l_s3_head},
 		{"list", l_s3_list},
 		{"delete", l_s3_delete},

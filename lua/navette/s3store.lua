@@ -145,8 +145,9 @@ end
 function Store:read(target, max_bytes)
   local bucket, key = self:locate(target)
   local tmp = temp_path()
-  local info, err = self.client:get(bucket, key, tmp)
-  if not info then return nil, err end
+  -- (read_into: a read, done in plan mode too)
+  local info, err = self.client:read_into(bucket, key, tmp)
+  if not info then sys.remove(tmp); return nil, err end
   if max_bytes and info.size > max_bytes then
     sys.remove(tmp)
     return nil, { code = "refused", message = "object " .. key .. " is "

@@ -5,7 +5,8 @@
 # against the sha256 listed there, through presigned GETs made at
 # submission. A sweep's three outputs reach a fan-in job; one changed in
 # the store after its record fails the job that takes it, at data_ready,
-# naming the sha256, the producer and the output.
+# naming the sha256, the producer and the output. plan reads s3:// objects
+# (storage.read), as reading has no side effect.
 # Needs S3_STACK_ENV (the stack's users.env), set by ctest.
 . "$(dirname "$0")/lib.sh"
 
@@ -69,5 +70,22 @@ check_state "the consumer fails" "$U" failed 60
 check_eq "at data_ready, naming the sha256, the producer and the output" \
 	"$(st "$U" 'd["failure"]["phase"] + ": " + d["failure"]["reason"]')" \
 	"data_ready: input 'model' has sha256 $(sha256 "$T/forged"), job $M's run record lists output 'out.txt' with $RECORDED"
+
+# ---- plan reads the store: reading is no side effect ---------------------------
+printf 'read in plan\n' >"$T/peek.txt"
+nv storage cp "$T/peek.txt" "s3://$BUCKET/peek/x.txt" "${EP[@]}"
+put_file "$R" recipes/peek.lua <<EOF
+local navette = require "navette"
+print("key: " .. navette.storage.read("peek/x.txt"))
+print("url: " .. navette.storage.read("s3://$BUCKET/peek/x.txt"))
+EOF
+commit_all "$R" >/dev/null
+tmp_count() { ls "$NAVETTE_HOME/tmp" 2>/dev/null | grep -c '^s3-'; }
+BEFORE=$(tmp_count)
+nv_in "$R" plan recipes/peek.lua
+check_rc "plan of a recipe that reads s3:// objects" 0
+check_match "it read them by key" "$OUT" "^key: read in plan$"
+check_match "and by URL" "$OUT" "^url: read in plan$"
+check_eq "and left no temporary file" "$(tmp_count)" "$BEFORE"
 
 finish
