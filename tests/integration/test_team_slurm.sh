@@ -12,6 +12,13 @@
 # and carries her identity in its comment. `navette team revoke alice`
 # cancels her jobs, removes her Slurm user and proves it (Slurm refuses
 # her token: invalid account), within seconds, while bob still submits.
+# carol holds the admin right only: she is a coordinator of the account
+# with no association, so with her token Slurm cancels alice's job, which
+# it refuses to bob, and refuses carol's own submission. With
+# revoke_running = "leave", revoking bob cancels his pending job, leaves
+# his running one to complete (squeue, sacct), and Slurm refuses his next
+# submission (QOS vision-nosubmit); the apply after that job's end removes
+# his user; carol's admin right removed: apply says what it cannot undo.
 # Linux, as root, with slurmdbd and mariadb-server (vendor/packages.txt);
 # else skipped. Needs S3_STACK_ENV (ctest's fixture "s3").
 . "$(dirname "$0")/lib.sh"
@@ -32,7 +39,7 @@ STACK=$NAVETTE_SOURCE/tests/stack
 DIR=$T/slurm
 trap 'st=$?; [ -d "$DIR/run" ] && bash "$STACK/slurm-stop.sh" "$DIR" >/dev/null 2>&1; (exit $st); _cleanup' EXIT
 bounded() { perl -e 'alarm shift; exec @ARGV or exit 127' "$@"; }
-for u in alice bob; do
+for u in alice bob carol; do
 	id "$u" >/dev/null 2>&1 || useradd -M -d /tmp -s /bin/bash "$u" ||
 		id "$u" >/dev/null 2>&1 || { fail "user $u exists or can be made"; finish; }
 done
@@ -88,14 +95,21 @@ return {
   members = {
     alice = { name = "Alice", email = "alice@example.com", roles = { "developer" } },
     bob = { name = "Bob", email = "bob@example.com", roles = { "developer" } },
+    carol = { name = "Carol", email = "carol@example.com", roles = { "lead" } },
   },
   roles = {
     developer = { "submit", "read-logs",
                   quota = { gpus_per_job = 1, concurrent_jobs = 1, gpu_hours_per_day = 8 } },
+    lead = { "admin" },
   },
   quota = { gpus = 2 },
   services = { slurm = { profile = "admin", account = "vision" } },
 }
+EOF
+put_file "$R" recipes/short.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "short", command = { "sh", "-c", "sleep 40" },
+              resources = { gpus = 1, cpus = 1, time_limit = "5m" } }
 EOF
 put_file "$R" recipes/gpu.lua <<'EOF'
 local navette = require "navette"
@@ -115,7 +129,12 @@ check_match "the plan names the QOS and its limits" "$OUT" \
 	'^  \+ slurm QOS vision-developer: MaxTRESPerJob=gres/gpu=1 MaxJobsPerUser=1$'
 check_match "... the account with the team's GPUs" "$OUT" 'account vision on .*: GrpTRES=gres/gpu=2'
 check_match "... each member" "$OUT" 'slurm user alice in account vision with QOS vision-developer, GrpTRESMins=gres/gpu=480'
+check_match "... and the admin as the account's coordinator" "$OUT" \
+	'^  \+ slurm coordinator carol of account vision \(a user with no association: submits nothing\)$'
+check_no_match "... who submits nothing" "$OUT" 'slurm user carol in account'
 check_eq "the plan made nothing in slurmdbd" "$(sl sacctmgr -n -P show qos vision-developer format=name 2>&1)" ""
+# carol, the team's admin, applies and revokes
+git -C "$R" config user.email carol@example.com
 nv_in "$R" team apply
 check_rc "team apply" 0
 nv_in "$R" team apply
@@ -128,6 +147,8 @@ check_eq "... the account's GPUs and the members' GPU-hours" \
 	"alice|vision-developer||gres/gpu=480
 bob|vision-developer||gres/gpu=480
 |normal|gres/gpu=2|"
+check_eq "carol coordinates account vision" \
+	"$(sl sacctmgr -n -P show user carol withcoord format=user,coord 2>&1)" "carol|vision"
 check_eq "alice's token is handed over 0600" \
 	"$(python3 -c 'import os,sys; print(oct(os.stat(sys.argv[1]).st_mode & 0o777))' "$HANDOFF/alice.slurm-token")" 0o600
 
@@ -152,7 +173,34 @@ check_match "her first runs, as Slurm user alice" "$(state_of RUNNING)" '^RUNNIN
 check_match "Slurm holds the second: QOSMaxJobsPerUserLimit" "$(state_of PENDING)" '^PENDING QOSMaxJobsPerUserLimit '
 check_match "her jobs carry her identity" "$(state_of PENDING)" ' member alice$'
 
+# ---- the admin right: Slurm's coordinator ---------------------------------------
+# slurmrestd as USER with the token handed over to them, its answer on
+# one line: api USER METHOD PATH [BODY]
+api() {
+	bounded 30 curl -sS -X "$2" -H "X-SLURM-USER-NAME: $1" \
+		-H "X-SLURM-USER-TOKEN: $(tr -d '\n' <"$HANDOFF/$1.slurm-token")" \
+		-H 'Content-Type: application/json' ${4:+--data "$4"} \
+		"$SLURMRESTD_URL/slurm/$SLURM_API_VERSION/$3" |
+		python3 -c 'import json,sys; d=json.load(sys.stdin); d.pop("meta",None); print(json.dumps(d))'
+}
+job_body() { # HOLD
+	printf '{"script":"#!/bin/sh\\nsleep 5\\n","job":{"name":"direct","partition":"%s","account":"vision","cpus_per_task":1,"time_limit":2,"hold":%s,"current_working_directory":"%s","environment":{"PATH":"/bin:/usr/bin"}}}' \
+		"$SLURM_PARTITION" "$1" "$WD"
+}
+held=$(api alice POST job/submit "$(job_body true)")
+HELD=$(printf '%s' "$held" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("job_id") or "")')
+check_ne "alice submits a held job with her token ($held)" "$HELD" ""
+check_match "bob's token may not cancel it: Slurm refuses" "$(api bob DELETE "job/$HELD")" \
+	'Access/permission denied'
+check_eq "... and it is still pending" "$(sl squeue -h -j "$HELD" -o %T 2>&1)" PENDING
+check_match "carol's token cancels it (a coordinator): no error" "$(api carol DELETE "job/$HELD")" \
+	'"errors": \[\]'
+check_match "... and Slurm cancelled it" "$(sl squeue -h -j "$HELD" -t all -o %T 2>&1)" '^CANCELLED'
+check_match "carol's own submission is refused by Slurm (no association)" \
+	"$(api carol POST job/submit "$(job_body true)")" 'Invalid account'
+
 # ---- revocation ---------------------------------------------------------------
+git -C "$R" config user.email carol@example.com
 nv_in "$R" team revoke alice
 check_rc "team revoke alice: every credential refused (exit 0)" 0
 check_match "her jobs are cancelled and her user removed" "$OUT" \
@@ -165,11 +213,12 @@ echo "revocation on Slurm took $REVOKE_S s"
 check_true "within seconds" python3 -c "import sys; sys.exit(0 if float('$REVOKE_S') < 10 else 1)"
 check_eq "slurmdbd no longer knows alice" \
 	"$(sl sacctmgr -n -P show assoc user=alice format=user 2>&1)" ""
+git -C "$R" config user.email alice@example.com
 nv_in "$R" run recipes/gpu.lua --profile alice
 check_rc "alice's next run is refused (exit 3)" 3
 check_match "... as a revoked member" "$ERR" "team member alice is revoked"
 git -C "$R" config user.email bob@example.com
-nv_in "$R" run recipes/gpu.lua --profile bob
+nv_in "$R" run recipes/short.lua --profile bob
 check_rc "bob still submits" 0
 deadline=$(($(date +%s) + 30))
 until [ -n "$(sl squeue -h -u bob -t RUNNING -o %i)" ]; do
@@ -178,4 +227,65 @@ until [ -n "$(sl squeue -h -u bob -t RUNNING -o %i)" ]; do
 done
 check_ne "... and his job runs ($(sl squeue -h -u bob -o '%T %r' 2>&1))" \
 	"$(sl squeue -h -u bob -t RUNNING -o %i)" ""
+BOB_RUNNING=$(sl squeue -h -u bob -t RUNNING -o %i)
+
+# ---- revoke_running = "leave": bob's running job finishes -------------------------
+nv_in "$R" run recipes/short.lua --profile bob
+check_rc "bob's second job is submitted" 0
+BOB_PENDING=$(sl squeue -h -u bob -t PENDING -o %i)
+check_ne "... and Slurm holds it pending" "$BOB_PENDING" ""
+cat >"$R/team.lua" <<'EOF'
+return {
+  name = "vision",
+  members = {
+    alice = { name = "Alice", email = "alice@example.com", roles = { "developer" }, revoked = true },
+    bob = { name = "Bob", email = "bob@example.com", roles = { "developer" } },
+    carol = { name = "Carol", email = "carol@example.com", roles = { "viewer" } },
+  },
+  roles = {
+    developer = { "submit", "read-logs",
+                  quota = { gpus_per_job = 1, concurrent_jobs = 1, gpu_hours_per_day = 8 } },
+    viewer = { "read-logs" },
+  },
+  quota = { gpus = 2 },
+  services = { slurm = { profile = "admin", account = "vision", revoke_running = "leave" } },
+}
+EOF
+commit_all "$R" >/dev/null
+nv_in "$R" team apply
+check_rc "team apply with revoke_running = leave" 0
+check_match "... makes the QOS of a blocked member" "$OUT" \
+	'^  \+ slurm QOS vision-nosubmit: MaxSubmitJobsPerUser=0$'
+check_match "... and says it cannot remove carol's coordinator" "$OUT" \
+	'^  ! slurm user carol is a coordinator of account vision but holds no admin right; slurmrestd 22.05 removes no coordinator: sacctmgr remove coordinator user=carol account=vision$'
+nv_in "$R" team revoke bob
+check_rc "team revoke bob: his token refused (exit 0)" 0
+check_match "his pending job is cancelled, his running one left" "$OUT" \
+	'slurm: user bob blocked \(QOS vision-nosubmit: Slurm refuses their new jobs\); 1 pending job cancelled, 1 running job left to finish'
+check_match "the proof: Slurm refuses his token's submission" "$OUT" \
+	'^  slurm +token bob +refused: .*job submit limit'
+check_eq "squeue: his running job still runs, the pending one is gone" \
+	"$(sl squeue -h -u bob -o '%i %T' 2>&1)" "$BOB_RUNNING RUNNING"
+check_match "... the pending one was cancelled" "$(sl sacct -n -X -P -j "$BOB_PENDING" -o state 2>&1)" '^CANCELLED'
+check_match "Slurm refuses bob's new submission (curl, his token)" \
+	"$(api bob POST job/submit "$(job_body false)")" \
+	"Job violates accounting/QOS policy \(job submit limit, user's size and/or time limits\)"
+check_match "... also asking for his former QOS" \
+	"$(api bob POST job/submit "$(job_body false | python3 -c 'import json,sys; d=json.load(sys.stdin); d["job"]["qos"]="vision-developer"; print(json.dumps(d))')")" \
+	'Invalid qos specification'
+nv_in "$R" team apply
+check_no_match "an apply while his job runs leaves him blocked" "$OUT" 'slurm user bob'
+deadline=$(($(date +%s) + 90))
+until [ -z "$(sl squeue -h -u bob -o %i)" ]; do
+	[ "$(date +%s)" -lt "$deadline" ] || break
+	sleep 1
+done
+check_match "his running job ran to its end: COMPLETED" \
+	"$(sl sacct -n -X -P -j "$BOB_RUNNING" -o state 2>&1)" '^COMPLETED'
+nv_in "$R" team apply
+check_rc "the apply after it" 0
+check_match "... removes his user" "$OUT" \
+	'^  - slurm user bob \(revoked, blocked by vision-nosubmit\) removed from accounting: their running jobs have ended$'
+check_eq "slurmdbd no longer knows bob" \
+	"$(sl sacctmgr -n -P show assoc user=bob format=user 2>&1)" ""
 finish

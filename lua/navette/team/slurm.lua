@@ -4,11 +4,19 @@
 -- team's GPU quota on it (GrpTRES=gres/gpu=N); a QOS per role with a
 -- quota (TEAM-ROLE: MaxTRESPerJob=gres/gpu=N, MaxJobsPerUser=N); a user
 -- and an association per member who may submit, with their roles' QOS and
--- their GPU-hours (GrpTRESMins=gres/gpu=hours*60). Slurm itself holds a job past a
--- quota (its QOS reason) and refuses a user it does not know. Revoking a
--- member cancels their jobs and removes their user from accounting (Slurm
--- 22.05 removes no user with active jobs): their next submission gets
--- Slurm's invalid-account answer.
+-- their GPU-hours (GrpTRESMins=gres/gpu=hours*60). A member with the
+-- admin right is a coordinator of the account (Slurm lets them cancel,
+-- hold and release its jobs); one who may not submit gets a user with no
+-- association (Slurm refuses their jobs: invalid account). Slurm itself
+-- holds a job past a quota (its QOS reason) and refuses a user it does
+-- not know. Revoking a member cancels their jobs and removes their user
+-- from accounting (Slurm 22.05 removes no user with active jobs): their
+-- next submission gets Slurm's invalid-account answer. With
+-- services.slurm.revoke_running = "leave", their running (and suspended)
+-- jobs are left to finish: their user stays, blocked by the QOS
+-- TEAM-nosubmit (MaxSubmitJobsPerUser=0: Slurm refuses each new job at
+-- submission), and is removed by the next apply or revoke once those jobs
+-- have ended.
 local errors = require "navette.errors"
 local util = require "navette.util"
 local team = require "navette.team"
@@ -52,6 +60,14 @@ end
 
 local function qos_name(policy, role) return policy.name .. "-" .. role end
 
+-- The QOS of a member who may no longer submit but whose running jobs
+-- are left to finish (revoke_running = "leave"): MaxSubmitJobsPerUser=0,
+-- which Slurm checks at submission ("Job violates accounting/QOS policy
+-- (job submit limit, ...)"); a job already running is not touched. (A
+-- limit of the association itself, MaxSubmitJobs, crashed slurmrestd
+-- 22.05; cpu=0 per job only holds the job.)
+local function nosubmit_qos(policy) return policy.name .. "-nosubmit" end
+
 local function gpu(n) return { { type = "gres", name = "gpu", count = n } } end
 
 -- The gpu count of a TRES list from an answer, or nil.
@@ -74,6 +90,16 @@ function M.wanted_qos(policy)
       }
     end
   end
+  local blocked = nosubmit_qos(policy)
+  if out[blocked] then
+    errors.raise("recipe", "team " .. policy.name .. ": role "
+                 .. blocked:sub(#policy.name + 2) .. "'s QOS would be "
+                 .. blocked .. ", the QOS of a blocked member",
+                 "rename the role")
+  end
+  if policy.services.slurm.revoke_running == "leave" then
+    out[blocked] = { name = blocked, submit_per_user = 0, blocked = true }
+  end
   return out
 end
 
@@ -81,7 +107,10 @@ local function qos_body(w)
   local max = { tres = { per = {} }, jobs = { active_jobs = { per = {} } } }
   if w.per_job then max.tres.per.job = gpu(w.per_job) end
   if w.per_user then max.jobs.active_jobs.per.user = w.per_user end
-  return { QOS = { { name = w.name, description = "navette team quota",
+  if w.submit_per_user then max.jobs.per = { user = w.submit_per_user } end
+  return { QOS = { { name = w.name, description = w.blocked
+                     and "navette team: no new job (a revoked member)"
+                     or "navette team quota",
                      limits = { max = max } } } }
 end
 
@@ -91,12 +120,22 @@ local function qos_same(have, w)
   local per = tres.per or {}
   local jobs = ((max.jobs or {}).active_jobs or {}).per or {}
   local function same(a, b)
-    -- Slurm reports "no limit" as a large or negative number, or absent
+    -- Slurm reports "no limit" as a large or negative number, null or
+    -- absent
+    if type(a) ~= "number" then a = nil end
     if b == nil then return a == nil or a < 0 or a >= 4294967294 end
     return a == b
   end
+  local submit = ((max.jobs or {}).per or {}).user
   return same(gpu_count(per.job), w.per_job)
          and same(jobs.user, w.per_user)
+         and same(submit, w.submit_per_user)
+end
+
+local function qos_text(w)
+  if w.blocked then return "MaxSubmitJobsPerUser=0" end
+  return "MaxTRESPerJob=gres/gpu=" .. tostring(w.per_job or "none")
+         .. " MaxJobsPerUser=" .. tostring(w.per_user or "none")
 end
 
 -- The QOS a member's association gets (their roles' with a quota).
@@ -145,6 +184,58 @@ local function cluster_name(sess, policy)
   return list[1].name
 end
 
+-- Whether the user (an answer's entry) coordinates account directly.
+local function is_coordinator(user, account)
+  for _, c in ipairs(type(user) == "table" and user.coordinators or {}) do
+    if c.name == account then return true end
+  end
+  return false
+end
+
+-- Slurm's states of a job that has ended.
+local ENDED = {}
+for _, state in ipairs { "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT",
+                         "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE",
+                         "OUT_OF_MEMORY" } do
+  ENDED[state] = true
+end
+
+-- The count of m's jobs still active (pending, running, suspended...),
+-- listed as m (the profile's key mints m's token).
+local function active_jobs(policy, proj, m)
+  local as_member = session(policy, proj, m.id)
+  local n = 0
+  for _, j in ipairs(as_member:jobs() or {}) do
+    if not ENDED[j.state] then n = n + 1 end
+  end
+  as_member:close()
+  return n
+end
+
+-- Removes user from accounting, waiting (bounded by wait_s) for their
+-- cancelled jobs to end: Slurm removes no user with active jobs. A
+-- sentence for revoke's and apply's output.
+local function remove_user(sess, user, wait_s)
+  local deadline = _navette.sys.now() + wait_s
+  local text, err
+  repeat
+    text, err = sess:db("DELETE", "user/" .. user)
+    if text or _navette.sys.now() >= deadline then break end
+    _navette.sys.sleep(0.5)
+  until false
+  if not text then
+    if err.message:find("Nothing deleted", 1, true) then
+      return "slurm: no user " .. user .. " in accounting"
+    end
+    errors.raise(err.code == "refused" and "refused" or "backend",
+                 "Slurm accounting: " .. err.message, (err.hint or "")
+                 .. (err.message:find("active", 1, true) and " (the user "
+                 .. "still has jobs: Slurm removes them once those end)"
+                 or ""))
+  end
+  return "slurm: user " .. user .. " removed from accounting"
+end
+
 function M.changes(policy, proj)
   local sess = session(policy, proj)
   local changes, unchanged = {}, 0
@@ -161,9 +252,7 @@ function M.changes(policy, proj)
     local w = wanted[name]
     if not have[name] or not qos_same(have[name], w) then
       change(have[name] and "~" or "+", "slurm QOS " .. name .. ": "
-             .. "MaxTRESPerJob=gres/gpu=" .. tostring(w.per_job or "none")
-             .. " MaxJobsPerUser=" .. tostring(w.per_user or "none"),
-             function() db(sess, "POST", "qos", qos_body(w)) end)
+             .. qos_text(w), function() db(sess, "POST", "qos", qos_body(w)) end)
     else
       unchanged = unchanged + 1
     end
@@ -202,16 +291,24 @@ function M.changes(policy, proj)
   else
     unchanged = unchanged + 1
   end
+  local users = {}
+  for _, u in ipairs(db(sess, "GET", "users").users or {}) do
+    users[u.name] = u
+  end
+  local blocked = nosubmit_qos(policy)
   for _, m in ipairs(team.members(policy)) do
     local may = not m.revoked and team.has(policy, m, "submit")
+    local admin = not m.revoked and team.has(policy, m, "admin")
     local a = by_user[m.id]
     local qos = member_qos(policy, m, wanted)
-    if may then
-      local have_qos = {}
-      for _, q in ipairs(a and a.QOS or (a and a.qos) or {}) do
-        have_qos[#have_qos + 1] = q
-      end
-      table.sort(have_qos)
+    local have_qos = {}
+    for _, q in ipairs(a and (a.qos or a.QOS) or {}) do
+      have_qos[#have_qos + 1] = q
+    end
+    table.sort(have_qos)
+    local is_blocked = #have_qos == 1 and have_qos[1] == blocked
+    local coordinator = is_coordinator(users[m.id], acct)
+    if may or admin then
       local token_file = team.handoff_path(policy, m.id, "slurm-token")
       if not token_fresh(token_file) then
         change("+", "slurm token of " .. m.id .. " (user " .. m.id .. ", "
@@ -221,21 +318,32 @@ function M.changes(policy, proj)
             policy.services.slurm.token_lifespan_s)
         end)
       end
+    end
+    if may then
       local minutes = member_minutes(policy, m)
       local have_minutes = a and gpu_count((((a.max or {}).tres or {})
                                             .group or {}).minutes)
-      if not a or table.concat(have_qos, ",") ~= table.concat(qos, ",")
-         or (minutes and have_minutes ~= minutes) then
+      -- no role QOS: the member keeps what the account's association
+      -- gives (a blocked member gets it back)
+      local same_qos = #qos == 0 and not is_blocked
+                       or table.concat(have_qos, ",") == table.concat(qos, ",")
+      if not a or not same_qos or (minutes and have_minutes ~= minutes) then
         change(a and "~" or "+", "slurm user " .. m.id .. " in account "
                .. acct .. (#qos > 0 and (" with QOS " .. table.concat(qos, ","))
                or "") .. (minutes and (", GrpTRESMins=gres/gpu=" .. minutes)
-               or ""), function()
+               or "") .. (is_blocked and " (readmitted: no longer "
+               .. blocked .. ")" or ""), function()
           db(sess, "POST", "users", { users = { { name = m.id,
             default = { account = acct } } } })
           local assoc = { account = acct, user = m.id, cluster = cluster }
-          if #qos > 0 then
-            assoc.qos = qos
-            assoc.default = { qos = qos[1] }
+          local list = qos
+          if #list == 0 and is_blocked then
+            list = account_assoc and (account_assoc.qos or account_assoc.QOS)
+                   or {}
+          end
+          if #list > 0 then
+            assoc.qos = list
+            assoc.default = { qos = list[1] }
           end
           if minutes then
             assoc.max = { tres = { group = { minutes = gpu(minutes) } } }
@@ -245,48 +353,127 @@ function M.changes(policy, proj)
       else
         unchanged = unchanged + 1
       end
+    elseif a and m.revoked and is_blocked then
+      -- revoked, running jobs left to finish (revoke_running = "leave"):
+      -- the user goes once they have ended
+      local left = active_jobs(policy, proj, m)
+      if left == 0 then
+        change("-", "slurm user " .. m.id .. " (revoked, blocked by "
+               .. blocked .. ") removed from accounting: their running "
+               .. "jobs have ended", function()
+          return remove_user(sess, m.id, 0)
+        end)
+      else
+        unchanged = unchanged + 1
+      end
     elseif a then
       change("!", "slurm user " .. m.id .. " is in account " .. acct
              .. " but " .. (m.revoked and "revoked" or "may not submit")
              .. ": navette team revoke " .. m.id .. " removes them")
+    elseif m.revoked and users[m.id] and coordinator then
+      change("!", "slurm user " .. m.id .. " is a coordinator of account "
+             .. acct .. " but revoked: navette team revoke " .. m.id
+             .. " removes them")
+    end
+    if admin then
+      if not coordinator then
+        change("+", "slurm coordinator " .. m.id .. " of account " .. acct
+               .. (may and "" or (" (a user with no association: submits "
+               .. "nothing)")), function()
+          local u = { name = m.id, coordinators = { { name = acct,
+                                                      direct = 1 } } }
+          if may then u.default = { account = acct } end
+          db(sess, "POST", "users", { users = { u } })
+        end)
+      else
+        unchanged = unchanged + 1
+      end
+    elseif coordinator and not m.revoked then
+      -- dbv0.0.38 adds coordinators (POST users) but has no call that
+      -- removes one (slurmdb_coord_remove is not reachable over REST)
+      change("!", "slurm user " .. m.id .. " is a coordinator of account "
+             .. acct .. " but holds no admin right; slurmrestd 22.05 "
+             .. "removes no coordinator: sacctmgr remove coordinator "
+             .. "user=" .. m.id .. " account=" .. acct)
     end
   end
   -- (the session stays open for the changes' runs; collected after)
   return changes, unchanged
 end
 
+local function plural(n, word)
+  return n .. " " .. word .. (n == 1 and "" or "s")
+end
+
+-- Pending jobs are always cancelled. Running ones too by default; with
+-- revoke_running = "leave" they (and suspended ones: started work, paused
+-- by preemption or an operator, whose resumption is theirs to decide)
+-- are left to finish, and the member's association gets only the QOS
+-- TEAM-nosubmit, so that Slurm refuses their next job at submission.
+-- A coordinator with jobs left is the exception: slurmrestd 22.05
+-- removes a coordinator only with the user, which Slurm keeps while the
+-- user has jobs, so their running jobs are cancelled too (a revoked
+-- member keeps no power over the team's jobs).
 function M.revoke(policy, proj, m)
   local sess = session(policy, proj)
+  local acct = account_of(policy)
+  local leave = policy.services.slurm.revoke_running == "leave"
+  -- (a user accounting does not know is no coordinator)
+  local user = sess:db("GET", "user/" .. m.id)
+  local coordinator = user ~= nil
+                      and is_coordinator((json.decode(user).users or {})[1], acct)
   -- the member's jobs, listed and cancelled as the member (a session's
   -- listing is its user's)
-  local cancelled = 0
   local as_member = session(policy, proj, m.id)
-  for _, j in ipairs(as_member:jobs() or {}) do
-    if j.state == "PENDING" or j.state == "RUNNING"
-       or j.state == "SUSPENDED" then
+  local jobs = as_member:jobs() or {}
+  local cancelled, left = 0, {}
+  for _, j in ipairs(jobs) do
+    if j.state == "PENDING" then
+      if as_member:cancel(j.job_id) then cancelled = cancelled + 1 end
+    elseif not ENDED[j.state] then
+      left[#left + 1] = j -- running, suspended, completing...
+    end
+  end
+  local why = ""
+  if not leave or coordinator then
+    if leave and #left > 0 then
+      why = " (also the running ones: " .. m.id .. " coordinates account "
+            .. acct .. ", and slurmrestd 22.05 drops a coordinator only "
+            .. "with their user)"
+    end
+    for _, j in ipairs(left) do
       if as_member:cancel(j.job_id) then cancelled = cancelled + 1 end
     end
+    left = {}
   end
   as_member:close()
-  -- Slurm removes no user with active jobs: wait (bounded) for the
-  -- cancelled ones to end
-  local deadline = _navette.sys.now() + 30
-  local text, err
-  repeat
-    text, err = sess:db("DELETE", "user/" .. m.id)
-    if text or _navette.sys.now() > deadline then break end
-    _navette.sys.sleep(0.5)
-  until false
-  sess:close()
-  if not text then
-    if err.message:find("Nothing deleted", 1, true) then
-      return "slurm: no user " .. m.id .. " in accounting"
-    end
-    errors.raise(err.code == "refused" and "refused" or "backend",
-                 "Slurm accounting: " .. err.message, err.hint)
+  if #left == 0 then
+    local said = remove_user(sess, m.id, 30)
+    sess:close()
+    if said:find("^slurm: no user") then return said end
+    return said .. " (" .. plural(cancelled, "job") .. " cancelled" .. why
+           .. ")"
   end
-  return "slurm: user " .. m.id .. " removed from accounting (" .. cancelled
-         .. " job" .. (cancelled == 1 and "" or "s") .. " cancelled)"
+  -- jobs left running: the user stays, blocked
+  local blocked = nosubmit_qos(policy)
+  db(sess, "POST", "qos", qos_body({ name = blocked, submit_per_user = 0,
+                                     blocked = true }))
+  -- the association's GrpTRESMins goes along: slurmrestd 22.05 crashed
+  -- on an update that left out a TRES limit the association holds
+  local assoc = { account = acct, user = m.id,
+                  cluster = cluster_name(sess, policy),
+                  qos = { blocked }, default = { qos = blocked } }
+  local minutes = member_minutes(policy, m)
+  if minutes then
+    assoc.max = { tres = { group = { minutes = gpu(minutes) } } }
+  end
+  db(sess, "POST", "associations", { associations = { assoc } })
+  sess:close()
+  return "slurm: user " .. m.id .. " blocked (QOS " .. blocked
+         .. ": Slurm refuses their new jobs); " .. plural(cancelled,
+         "pending job") .. " cancelled, " .. plural(#left, "running job")
+         .. " left to finish (revoke_running = \"leave\"): the next "
+         .. "navette team apply or revoke removes the user once they end"
 end
 
 -- The proof: a submission as the member with the token handed over for
