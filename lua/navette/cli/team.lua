@@ -33,11 +33,15 @@ usage: navette team show [--json]
             handed over in NAVETTE_HOME/team/TEAM/ (0600). --readmit
             enables a suspended member's user again.
   revoke    suspends the member's S3 user, removes their registry login,
-            cancels their Slurm jobs and removes their Slurm user, writes
-            the audit line, then tries each of their
-            credentials navette holds against each service and prints
-            the refusals and the time from the command to the last one.
-            Exit 1 when a credential is still accepted.]],
+            cancels their Slurm jobs and removes their Slurm user (with
+            services.slurm.revoke_running = "leave": cancels only their
+            pending jobs and blocks new ones, the user removed once the
+            running ones end), writes the audit line, then tries each
+            of their credentials navette holds against each service and
+            prints the refusals and the time from the command to the
+            last one. Exit 1 when a credential is still accepted.
+  When the policy names an admin, apply and revoke need an admin's git
+  identity (user.email); exit 3 otherwise.]],
   flags = { plan = "bool", json = "bool", readmit = "value" },
   read_only = false,
 }
