@@ -42,12 +42,6 @@ local function store_root()
   return profile.storage
 end
 
-local function percent_encode_path(path)
-  return (path:gsub("[^%w%-%._~/]", function(c)
-    return string.format("%%%02X", c:byte())
-  end))
-end
-
 local function open_store(create)
   local root = store_root()
   if context.profile.s3 then return s3_store() end
@@ -69,7 +63,7 @@ function storage.url(key)
   end
   local store = open_store(false)
   if store then return errors.check(store:url(key)) end
-  return store_root():gsub("/$", "") .. "/" .. percent_encode_path(key)
+  return store_root():gsub("/$", "") .. "/" .. util.url_encode(key, true)
 end
 
 -- A path of the recipe's repository, resolved and checked to stay inside.

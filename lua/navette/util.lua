@@ -149,4 +149,12 @@ function util.human_size(n)
   return string.format("%.1f %s", n, units[i])
 end
 
+-- s with every byte outside RFC 3986's unreserved set percent-encoded
+-- (as %XX); keep_slash leaves '/' as it is (a path).
+function util.url_encode(s, keep_slash)
+  return (s:gsub(keep_slash and "[^%w%-%._~/]" or "[^%w%-%._~]", function(c)
+    return string.format("%%%02X", c:byte())
+  end))
+end
+
 return util

@@ -19,6 +19,8 @@
 # his running one to complete (squeue, sacct), and Slurm refuses his next
 # submission (QOS vision-nosubmit); the apply after that job's end removes
 # his user; carol's admin right removed: apply says what it cannot undo.
+# A user of the account whom team.lua no longer names loses their
+# association at the next apply.
 # Linux, as root, with slurmdbd and mariadb-server (vendor/packages.txt);
 # else skipped. Needs S3_STACK_ENV (ctest's fixture "s3").
 . "$(dirname "$0")/lib.sh"
@@ -288,4 +290,20 @@ check_match "... removes his user" "$OUT" \
 	'^  - slurm user bob \(revoked, blocked by vision-nosubmit\) removed from accounting: their running jobs have ended$'
 check_eq "slurmdbd no longer knows bob" \
 	"$(sl sacctmgr -n -P show assoc user=bob format=user 2>&1)" ""
+
+# ---- a member removed from team.lua loses their association -------------------
+# (dave: in the account, added by hand or by an earlier policy, named by
+# no team.lua now)
+sl sacctmgr -i add user dave account=vision >/dev/null 2>&1
+check_eq "dave is in the account" "$(sl sacctmgr -n -P show assoc user=dave account=vision format=user 2>&1)" dave
+nv_in "$R" team apply --plan
+check_match "apply --plan shows his association going" "$OUT" \
+	'^  - slurm user dave is in account vision but not in team.lua: association removed$'
+check_eq "... and removes nothing" "$(sl sacctmgr -n -P show assoc user=dave account=vision format=user 2>&1)" dave
+nv_in "$R" team apply
+check_rc "apply" 0
+check_eq "slurmdbd: dave is no longer in the account" \
+	"$(sl sacctmgr -n -P show assoc user=dave account=vision format=user 2>&1)" ""
+nv_in "$R" team apply
+check_no_match "a second apply has nothing more about him" "$OUT" dave
 finish

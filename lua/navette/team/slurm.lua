@@ -397,6 +397,37 @@ function M.changes(policy, proj)
              .. "user=" .. m.id .. " account=" .. acct)
     end
   end
+  -- users of the account whom the policy no longer names (a member
+  -- removed from the team file): their association goes, as the rest of
+  -- their rights went with the file's statements and ACL entries; Slurm
+  -- removes none with active jobs in the account, which are theirs to end
+  -- (or navette team revoke's, while they are still in the file)
+  for _, user in ipairs(util.sorted_keys(by_user)) do
+    if not policy.members[user] then
+      change("-", "slurm user " .. user .. " is in account " .. acct
+             .. " but not in " .. team.FILE .. ": association removed",
+             function()
+        local text, err = sess:db("DELETE", "association?account="
+          .. util.url_encode(acct) .. "&user=" .. util.url_encode(user)
+          .. "&cluster=" .. util.url_encode(cluster))
+        if not text then
+          errors.raise("backend", "Slurm accounting: the association of "
+                       .. user .. " in account " .. acct .. ": "
+                       .. err.message, "Slurm removes no association "
+                       .. "with active jobs: end them (scancel -u " .. user
+                       .. " -A " .. acct .. ") and apply again")
+        end
+      end)
+    end
+  end
+  for _, name in ipairs(util.sorted_keys(users)) do
+    if not policy.members[name] and is_coordinator(users[name], acct) then
+      change("!", "slurm user " .. name .. " is a coordinator of account "
+             .. acct .. " but not in " .. team.FILE .. "; slurmrestd 22.05 "
+             .. "removes no coordinator: sacctmgr remove coordinator user="
+             .. name .. " account=" .. acct)
+    end
+  end
   -- (the session stays open for the changes' runs; collected after)
   return changes, unchanged
 end
