@@ -15,7 +15,8 @@
 # A second apply changes nothing. `navette team revoke alice` suspends
 # her S3 user and removes her registry login, proves it (each of her
 # credentials refused, the time measured) while bob's still work, and a
-# later apply does not give her rights back. Radosgw answers are read
+# later apply does not give her rights back. A member removed from
+# team.lua loses her statements and login, and her user is suspended. Radosgw answers are read
 # with curl --aws-sigv4, not navette. Needs S3_STACK_ENV and
 # REGISTRY_STACK_ENV (ctest's fixtures "s3" and "registry").
 . "$(dirname "$0")/lib.sh"
@@ -257,6 +258,32 @@ check_match "navette doctor reports a credential alice and bob share" "$OUT" \
 nv_in "$R" team apply --plan
 check_match "so does team apply --plan" "$OUT" "^  ! members alice and bob share the credential"
 cp "$T/team.lua.kept" "$R/team.lua"
+
+# ---- a member removed from team.lua -------------------------------------------
+rgw user rm --uid=dora --purge-data >/dev/null 2>&1 || true
+python3 - "$R/team.lua" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+s = s.replace('  members = {\n', '  members = {\n    dora = { name = "Dora", email = "dora@example.com", roles = { "developer" } },\n', 1)
+open(p, "w").write(s)
+PY
+git -C "$R" config user.email bob@example.com
+nv_in "$R" team apply
+check_rc "apply with dora added" 0
+check_eq "dora reads the dataset" "$(s3_get dora datasets/d.txt)" 200
+check_eq "dora logs in to the token service" "$(login_code dora)" 200
+cp "$T/team.lua.kept" "$R/team.lua"
+nv_in "$R" team apply --plan
+check_match "with dora removed, apply --plan suspends her user" "$OUT" \
+	"^  ~ s3 user dora \(given rights by an earlier policy, not in team.lua\): suspended$"
+nv_in "$R" team apply
+check_rc "apply with dora removed" 0
+check_eq "radosgw refuses dora's key" "$(s3_get dora datasets/d.txt)" 403
+check_eq "the token service refuses her login" "$(login_code dora)" 401
+check_eq "bob still reads" "$(s3_get bob datasets/d.txt)" 200
+nv_in "$R" team apply
+check_no_match "the next apply has nothing more about her" "$OUT" dora
 
 # ---- misuse ------------------------------------------------------------------
 nv_in "$R" team apply --readmit carol

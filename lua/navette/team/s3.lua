@@ -165,7 +165,8 @@ function M.statements(policy, logs)
 end
 
 -- The policy document of bucket with ours replacing the team's current
--- statements, the others kept; and whether anything changed.
+-- statements, the others kept; whether anything changed; the count kept;
+-- the user ids the team's current statements name.
 local function merged_policy(policy, current_json, ours)
   local prefix = sid_prefix(policy)
   local current = current_json and json.decode(current_json) or nil
@@ -189,7 +190,15 @@ local function merged_policy(policy, current_json, ours)
   local doc = #statements > 0
               and json.encode({ Version = "2012-10-17",
                                 Statement = statements }) or nil
-  return doc, changed, #keep
+  local named = {}
+  for _, st in ipairs(had) do
+    local p = type(st.Principal) == "table" and st.Principal.AWS
+    for _, arn in ipairs(type(p) == "table" and p or { p }) do
+      local id = type(arn) == "string" and arn:match("^arn:aws:iam:::user/(.+)$")
+      if id then named[id] = true end
+    end
+  end
+  return doc, changed, #keep, named
 end
 
 -- The changes that bring radosgw to the policy: a list of {service, op
@@ -263,6 +272,13 @@ function M.changes(policy, proj, opts)
   local buckets = {}
   for b in pairs(wanted) do buckets[#buckets + 1] = b end
   table.sort(buckets)
+  -- users the team gave rights to (its statements name them, or a key
+  -- was handed over here) whom the policy no longer names
+  local former = {}
+  for _, f in ipairs(_navette.sys.listdir(team.handoff_dir(policy)) or {}) do
+    local id = f:match("^(.+)%.s3%.json$")
+    if id then former[id] = true end
+  end
   for _, bucket in ipairs(buckets) do
     local current, err = owner:bucket_policy(bucket)
     if current == nil then
@@ -270,8 +286,9 @@ function M.changes(policy, proj, opts)
                    .. " (only its owner, the store credential of profile "
                    .. profile.name .. ", may read it)")
     end
-    local doc, changed, kept = merged_policy(policy, current or nil,
-                                             wanted[bucket])
+    local doc, changed, kept, named = merged_policy(policy, current or nil,
+                                                    wanted[bucket])
+    for id in pairs(named) do former[id] = true end
     if changed then
       change("~", "s3 bucket policy of " .. bucket .. ": "
              .. #wanted[bucket] .. " statement"
@@ -282,6 +299,18 @@ function M.changes(policy, proj, opts)
       end)
     else
       unchanged = unchanged + 1
+    end
+  end
+  -- (their statements go with the bucket policies above; their user is
+  -- suspended, keys and data kept, as a revoked member's)
+  for _, id in ipairs(util.sorted_keys(former)) do
+    if not policy.members[id] then
+      local info = admin:admin_user(id)
+      if info and not info.suspended then
+        change("~", "s3 user " .. id .. " (given rights by an earlier "
+               .. "policy, not in " .. team.FILE .. "): suspended",
+               function() check(admin:admin_suspend(id, true)) end)
+      end
     end
   end
   return changes, unchanged
