@@ -1153,6 +1153,9 @@ static int hop_follow(struct exchange *x, long status, int *again, nv_err *err)
 	rc = redirect_target(x, &next, err);
 	if (rc)
 		return rc;
+	if (req->redirect_check &&
+	    (rc = req->redirect_check(req->redirect_payload, x->url, err)))
+		return rc;
 	/* Once the origin changes, the credential stays behind for this hop
 	 * and every later one. */
 	if (!origin_equal(&next, &x->first))

@@ -93,6 +93,11 @@ typedef struct nv_http_request {
 	/* 0: a 3xx comes back to the caller. N > 0: up to N redirects are
 	 * followed (at most NV_HTTP_REDIRECTS_MAX); one more is an error. */
 	int max_redirects;
+	/* Optional: asked before a redirect is followed, with the next URL
+	 * (userinfo included, as the Location gave it). Nonzero, with err
+	 * set, refuses the redirect: nothing more is sent. */
+	int (*redirect_check)(void *payload, const char *url, nv_err *err);
+	void *redirect_payload;
 } nv_http_request;
 
 typedef struct nv_http_header {

@@ -31,6 +31,37 @@ static int box_gc(lua_State *L)
 	return 0;
 }
 
+/* A redirect_check of Lua: fn(url) -> true | nil, message [, hint],
+ * called protected (an error in it refuses the redirect too). */
+typedef struct redirect_hook {
+	lua_State *L;
+	int fn;
+} redirect_hook;
+
+static int redirect_check_lua(void *payload, const char *url, nv_err *err)
+{
+	redirect_hook *h = payload;
+	lua_State *L = h->L;
+	int top = lua_gettop(L), rc = 0;
+
+	if (!lua_checkstack(L, 4))
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	lua_pushvalue(L, h->fn);
+	lua_pushstring(L, url);
+	if (lua_pcall(L, 1, 3, 0) != LUA_OK) {
+		const char *m = lua_tostring(L, -1);
+		rc = nv_err_set(err, NV_EREFUSED, NULL,
+				"redirect to %s refused: %s", url,
+				m ? m : "the check failed");
+	} else if (!lua_toboolean(L, -3)) {
+		const char *m = lua_tostring(L, -2);
+		rc = nv_err_set(err, NV_EREFUSED, lua_tostring(L, -1), "%s",
+				m ? m : "redirect refused");
+	}
+	lua_settop(L, top);
+	return rc;
+}
+
 static const char *opt_string(lua_State *L, int t, const char *key)
 {
 	lua_getfield(L, t, key); /* left on the stack: anchors the string */
@@ -38,9 +69,10 @@ static const char *opt_string(lua_State *L, int t, const char *key)
 }
 
 /* net.request{url=, method=, headers={"Name: value", ...}, body=,
- * credential=handle, credential_host=, max_redirects=, ca_bundle=, pin=,
- * timeout_ms=, max_body=} -> {status, body, headers, effective_url,
- * redirects} | nil, err */
+ * credential=handle, credential_host=, max_redirects=, redirect_check=fn,
+ * ca_bundle=, pin=, timeout_ms=, max_body=} -> {status, body, headers,
+ * effective_url, redirects} | nil, err. redirect_check(url) -> true | nil,
+ * message, hint: asked before each redirect is followed. */
 static int l_net_request(lua_State *L)
 {
 	nv_http_policy policy;
@@ -68,6 +100,14 @@ static int l_net_request(lua_State *L)
 	lua_getfield(L, 1, "max_redirects");
 	req.max_redirects =
 		(int)nv_lua_optrange(L, -1, 0, 100, 0, "http: max_redirects");
+	redirect_hook hook = {L, 0};
+	lua_getfield(L, 1, "redirect_check");
+	if (!lua_isnil(L, -1)) {
+		luaL_checktype(L, -1, LUA_TFUNCTION);
+		hook.fn = lua_gettop(L);
+		req.redirect_check = redirect_check_lua;
+		req.redirect_payload = &hook;
+	}
 	lua_getfield(L, 1, "body");
 	if (!lua_isnil(L, -1)) {
 		req.body = luaL_checklstring(L, -1, &body_len);

@@ -3,7 +3,8 @@
 -- public key (endpoints = { ["https://host:port"] = { ca_bundle = ...,
 -- pin = "sha256//..." } }), never switch verification off. A credential is
 -- sent only to the host its declaration names (host = "..."), and never
--- after a redirect to another host. A failure raises; try_request and
+-- after a redirect to another host. A redirect into another profile's
+-- endpoint is refused before it is followed (exit 3). A failure raises; try_request and
 -- try_get return nil, err instead (errors.lua).
 local errors = require "navette.errors"
 local native = _navette.net
@@ -58,14 +59,23 @@ function http.request(url, opts)
   if not origin then
     errors.raise("recipe", "navette.http: '" .. url .. "' is not a URL")
   end
-  require("navette.isolation").check_origin(context.profile, url,
-                                            "navette.http")
+  local isolation = require "navette.isolation"
+  isolation.check_origin(context.profile, url, "navette.http")
   local endpoint = {}
   local endpoints = context.profile and context.profile.endpoints or {}
   endpoint = endpoints[origin] or {}
   local req = {
     url = url, method = opts.method, headers = opts.headers,
     body = opts.body, max_redirects = opts.max_redirects,
+    -- a redirect into another profile's endpoint is refused as the URL
+    -- itself would be, before it is followed
+    redirect_check = function(next_url)
+      local ok, e = pcall(isolation.check_origin, context.profile, next_url,
+                          "navette.http (a redirect from " .. origin .. ")")
+      if ok then return true end
+      e = errors.from(e)
+      return nil, e.message, e.hint
+    end,
     ca_bundle = endpoint.ca_bundle, pin = endpoint.pin,
     timeout_ms = opts.timeout and math.floor(opts.timeout * 1000) or nil,
     max_body = opts.max_body,

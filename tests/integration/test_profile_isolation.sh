@@ -149,6 +149,40 @@ nv_in "$R" plan recipes/read.lua --profile prod
 check_no_match "prod's read of its own object is not refused as another profile's" \
 	"$ERR" "share nothing"
 
+# a redirect into prod's endpoint is refused before it is followed: a
+# server of no profile answers 302 to https://127.0.0.1:29 (prod's, a
+# closed port: a followed redirect ends in exit 4, not 3)
+RPORT=$(free_ports 1)
+python3 - "$RPORT" >"$T/redirector.log" 2>&1 <<'PY' &
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(302)
+        self.send_header("Location", "https://127.0.0.1:29/api")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *a):
+        sys.stderr.write("GET %s\n" % self.path)
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PY
+REDIRECTOR=$!
+wait_for 10 curl -s -o /dev/null "http://127.0.0.1:$RPORT/" ||
+	fail "the redirecting server listens on $RPORT"
+put_file "$R" recipes/redirect.lua <<EOF
+local navette = require "navette"
+navette.http.get("http://127.0.0.1:$RPORT/start", { max_redirects = 3 })
+EOF
+commit_all "$R" >/dev/null
+nv_in "$R" run recipes/redirect.lua --profile dev
+check_rc "dev following a redirect into prod's endpoint: refused (exit 3)" 3
+check_match "... naming the redirect and both profiles" "$ERR" \
+	"navette.http \(a redirect from http://127.0.0.1:$RPORT\): https://127.0.0.1:29 is an endpoint of profile 'prod', not of profile 'dev'"
+check_match "the first request was sent" "$(cat "$T/redirector.log")" "GET /start"
+nv_in "$R" run recipes/redirect.lua --profile prod
+check_rc "prod follows the same redirect to its own endpoint (closed: exit 4)" 4
+kill "$REDIRECTOR" 2>/dev/null
+wait "$REDIRECTOR" 2>/dev/null
+
 # no job was submitted, nothing recorded for the refused runs
 check_eq "no job was recorded" "$("$NAVETTE" jobs --json 2>/dev/null | json 'len(d)' 2>/dev/null || echo 0)" 0
 finish

@@ -568,6 +568,21 @@ static void test_credentials(const struct server *a)
 	nv_secret_free(login);
 }
 
+struct hook_seen {
+	int calls;
+	char url[256];
+};
+
+static int refuse_redirect(void *payload, const char *url, nv_err *err)
+{
+	struct hook_seen *seen = payload;
+
+	seen->calls++;
+	snprintf(seen->url, sizeof(seen->url), "%s", url);
+	return nv_err_set(err, NV_EREFUSED, "the hook's hint",
+			  "redirect to %s: not this one", url);
+}
+
 static void test_redirects(const struct server *a, const struct server *b)
 {
 	char url[512], bind[64], *log_a, *log_b;
@@ -645,6 +660,40 @@ static void test_redirects(const struct server *a, const struct server *b)
 			 a->port, b->port);
 		CHECK(nv_http_perform(&plain_policy, &r2, &resp, &err) == 0);
 		CHECK_STR(resp.body.data, "none");
+		nv_http_response_free(&resp);
+	}
+
+	/* A redirect_check sees the next URL before it is followed; its
+	 * refusal stops the request there: B is never contacted. */
+	{
+		struct hook_seen seen = {0, ""};
+		nv_http_request r4 = {.url = url,
+				      .max_redirects = 3,
+				      .redirect_check = refuse_redirect,
+				      .redirect_payload = &seen};
+
+		snprintf(url, sizeof(url),
+			 "http://127.0.0.1:%d/redirect?to=http://127.0.0.1:%d/"
+			 "echo-auth",
+			 a->port, b->port);
+		char *before = server_log(b, 0); /* (the log grows) */
+
+		CHECK(nv_http_perform(&plain_policy, &r4, &resp, &err) ==
+		      NV_EREFUSED);
+		CHECK(seen.calls == 1);
+		CHECK(contains(seen.url, "/echo-auth"));
+		CHECK(contains(err.message, "not this one"));
+		CHECK_STR(err.hint, "the hook's hint");
+		nv_http_response_free(&resp);
+		log_b = server_log(b, 0);
+		CHECK_STR(log_b, before);
+		free(log_b);
+		free(before);
+		/* No redirect, no call. */
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/echo-auth",
+			 a->port);
+		CHECK(nv_http_perform(&plain_policy, &r4, &resp, &err) == 0);
+		CHECK(seen.calls == 1);
 		nv_http_response_free(&resp);
 	}
 
