@@ -25,6 +25,18 @@ static int strings(const cJSON *v)
 	return 1;
 }
 
+/* Whether st has exactly one of the pair (an element and its Not form,
+ * as IAM's grammar allows), holding a string or a list of strings. */
+static int one_of(const cJSON *st, const char *name, const char *not_name)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(st, name);
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(st, not_name);
+
+	if (a && b)
+		return 0;
+	return strings(a ? a : b);
+}
+
 int nv_s3_policy_check(const char *json, size_t len, nv_err *err)
 {
 	const cJSON *version, *list, *st;
@@ -62,12 +74,12 @@ int nv_s3_policy_check(const char *json, size_t len, nv_err *err)
 		if (!cJSON_IsObject(st) || !cJSON_IsString(effect) ||
 		    (strcmp(effect->valuestring, "Allow") != 0 &&
 		     strcmp(effect->valuestring, "Deny") != 0) ||
-		    !strings(cJSON_GetObjectItemCaseSensitive(st, "Action")) ||
-		    !strings(
-			    cJSON_GetObjectItemCaseSensitive(st, "Resource"))) {
+		    !one_of(st, "Action", "NotAction") ||
+		    !one_of(st, "Resource", "NotResource")) {
 			rc = nv_err_set(err, NV_EINVAL,
 					"each statement has Effect (Allow or "
-					"Deny), Action and Resource",
+					"Deny), Action or NotAction, and "
+					"Resource or NotResource",
 					"bucket policy statement %d is "
 					"malformed",
 					i);

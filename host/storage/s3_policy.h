@@ -19,8 +19,9 @@
 /* 0 when json (len bytes) is a policy document navette may send: at most
  * NV_S3_POLICY_MAX bytes, a JSON object whose "Version" is a string and
  * whose "Statement" is a non-empty array of objects, each with "Effect"
- * "Allow" or "Deny", an "Action" and a "Resource" (a string or an array
- * of strings). NV_EINVAL naming what is wrong otherwise. */
+ * "Allow" or "Deny", one of "Action" and "NotAction", and one of
+ * "Resource" and "NotResource" (a string or an array of strings).
+ * NV_EINVAL naming what is wrong otherwise. */
 int nv_s3_policy_check(const char *json, size_t len, nv_err *err);
 
 /* The bucket's policy into out (at most NV_S3_POLICY_MAX bytes); *none

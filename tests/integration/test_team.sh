@@ -48,6 +48,16 @@ check_rc "the team's bucket is made (owner: the profile's store key)" 0
 echo "the shared dataset" >"$T/d.txt"
 nv storage cp "$T/d.txt" "s3://$BUCKET/datasets/d.txt" "${EP[@]}"
 check_rc "the dataset is put by the owner" 0
+# a statement of someone else's on the bucket, in IAM's Not forms (it
+# denies nothing navette's users do): apply keeps it
+cat >"$T/foreign.json" <<EOF
+{"Version":"2012-10-17","Statement":[{"Sid":"ops-keep","Effect":"Deny","Principal":"*",
+ "NotAction":["s3:*"],"NotResource":"arn:aws:s3:::$BUCKET/*"}]}
+EOF
+check_eq "the owner sets a policy of their own on the bucket" \
+	"$(curl -s -o /dev/null -w '%{http_code}' --aws-sigv4 "aws:amz:$S3_REGION:s3" \
+		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' --user "$S3_ACCESS_KEY:$S3_SECRET_KEY" \
+		-X PUT --data-binary @"$T/foreign.json" "$S3_ENDPOINT/$BUCKET?policy=")" 204
 
 R=$(new_repo vision)
 cat >"$R/navette.lua" <<EOF
@@ -142,7 +152,7 @@ check_rc "team apply --plan" 0
 check_match "the plan shows each change before anything is made" "$OUT" \
 	"^team vision \(plan: nothing is changed\): 4 changes"
 check_match "... the users" "$OUT" '^  \+ s3 user alice \(Alice Martin <alice@example.com>\)'
-check_match "... the bucket policy" "$OUT" "^  ~ s3 bucket policy of $BUCKET: 7 statements of team vision"
+check_match "... the bucket policy" "$OUT" "^  ~ s3 bucket policy of $BUCKET: 7 statements of team vision, 1 other statement\(s\) kept$"
 check_match "... the registry ACL" "$OUT" "alice \(vision/\* pull\), bob \(vision/\* pull,push,delete\)"
 check_false "the plan made no user" rgw user info --uid=alice
 check_absent "nor the ACL file" "$REGISTRY_TEAM_ACL"

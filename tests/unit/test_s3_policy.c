@@ -1,8 +1,9 @@
 /* The check of a bucket policy before it is sent (storage/s3_policy.c):
  * the documents navette team apply writes pass; a document that is not an
  * object, lacks Version or Statement, has an empty Statement list, a
- * statement without Effect Allow/Deny, Action or Resource, a NUL byte or
- * more than 20 KiB is refused with NV_EINVAL. */
+ * statement without Effect Allow/Deny, Action (or NotAction) or Resource
+ * (or NotResource), or with both forms, a NUL byte or more than 20 KiB is
+ * refused with NV_EINVAL. */
 #include "storage/s3_policy.h"
 
 #include <stdio.h>
@@ -30,6 +31,18 @@ int main(void)
 	CHECK(check("{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":"
 		    "\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:*\","
 		    "\"Resource\":\"arn:aws:s3:::b/*\"}]}") == 0);
+	/* Others' statements in IAM's Not forms are a policy too. */
+	CHECK(check("{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":"
+		    "\"Deny\",\"Principal\":\"*\",\"NotAction\":[\"s3:Get*\"],"
+		    "\"NotResource\":\"arn:aws:s3:::b/public/*\"}]}") == 0);
+	CHECK(check("{\"Version\":\"1\",\"Statement\":[{\"Effect\":\"Allow\","
+		    "\"Action\":\"x\",\"NotAction\":\"y\",\"Resource\":\"z\"}]"
+		    "}") == NV_EINVAL);
+	CHECK(check("{\"Version\":\"1\",\"Statement\":[{\"Effect\":\"Allow\","
+		    "\"Action\":\"x\",\"Resource\":\"z\",\"NotResource\":\"y\"}"
+		    "]}") == NV_EINVAL);
+	CHECK(check("{\"Version\":\"1\",\"Statement\":[{\"Effect\":\"Allow\","
+		    "\"NotAction\":[],\"Resource\":\"z\"}]}") == NV_EINVAL);
 	CHECK(check("[]") == NV_EINVAL);
 	CHECK(check("{\"Statement\":[{\"Effect\":\"Allow\",\"Action\":\"x\","
 		    "\"Resource\":\"y\"}]}") == NV_EINVAL);
