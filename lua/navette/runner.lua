@@ -831,6 +831,9 @@ end
 function runner.member(run)
   if run.member == nil then
     run.member = false
+    -- (a process may run several projects' recipes: the audit lines carry
+    -- this run's member or none, never another project's)
+    require("navette.audit").member_identity = nil
     local team = require "navette.team"
     -- (`navette lock` pins the team repository; its --check checks the
     -- folder's lock; plan reads the cache)
