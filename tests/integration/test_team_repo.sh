@@ -106,6 +106,11 @@ nv_in "$P" team show
 check_rc "team show after the new lock is committed" 0
 check_match "lists carol" "$OUT" "carol +carol@example.com"
 
+nv_in "$P" lock hello.lua
+check_rc "navette lock RECIPE in a project with a team repository" 0
+check_contains "pins the team too (unchanged)" "$OUT" "team vision: file://$TR  v1  $C2  (unchanged)"
+check_eq "the lock still has the team's section" "$(grep -c '^\[team' "$P/navette.lock")" 1
+
 # ---- a broken policy is never pinned ----------------------------------------
 printf 'return { name = "vision", members = {}, roles = { x = { "sudo" } } }\n' |
 	put_file "$TR" teams/vision.lua
