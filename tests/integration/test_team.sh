@@ -118,25 +118,23 @@ s3_put() {
 		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' --user "$pair" \
 		-X PUT --data-binary x "$S3_ENDPOINT/$BUCKET/$2"
 }
-# push_code WHO: the registry's answer to WHO starting a blob upload in
-# vision/app with the token the token service gives for pull,push
-push_code() {
+# registry_code WHO ACTIONS METHOD PATH: the registry's answer to WHO
+# sending METHOD PATH (under /v2/vision/app/) with the token the token
+# service gives WHO for ACTIONS on vision/app
+registry_code() {
 	local tok
 	tok=$(curl -s -u "$(cat "$HANDOFF/$1.registry")" \
-		"$REGISTRY_ISSUER/token?service=navette-test-registry&scope=repository:vision/app:pull,push" |
+		"$REGISTRY_ISSUER/token?service=navette-test-registry&scope=repository:vision/app:$2" |
 		json 'd.get("token", "")' 2>/dev/null)
-	curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $tok" \
-		"http://$REGISTRY_TOKEN/v2/vision/app/blobs/uploads/"
+	curl -s -o /dev/null -w '%{http_code}' -X "$3" -H "Authorization: Bearer $tok" \
+		"http://$REGISTRY_TOKEN/v2/vision/app/$4"
 }
-# delete_code WHO: the registry's answer to WHO deleting a manifest of
-# vision/app that is not there: 404 once the token grants delete, 401 else
+# push_code WHO: starting a blob upload, asking for pull,push
+push_code() { registry_code "$1" pull,push POST blobs/uploads/; }
+# delete_code WHO: deleting a manifest that is not there: 404 once the
+# token grants delete, 401 else
 delete_code() {
-	local tok
-	tok=$(curl -s -u "$(cat "$HANDOFF/$1.registry")" \
-		"$REGISTRY_ISSUER/token?service=navette-test-registry&scope=repository:vision/app:delete" |
-		json 'd.get("token", "")' 2>/dev/null)
-	curl -s -o /dev/null -w '%{http_code}' -X DELETE -H "Authorization: Bearer $tok" \
-		"http://$REGISTRY_TOKEN/v2/vision/app/manifests/sha256:$(printf '0%.0s' $(seq 64))"
+	registry_code "$1" delete DELETE "manifests/sha256:$(printf '0%.0s' $(seq 64))"
 }
 login_code() {
 	curl -s -o /dev/null -w '%{http_code}' -u "$(cat "$HANDOFF/$1.registry")" \
