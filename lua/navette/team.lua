@@ -336,9 +336,30 @@ function team.fetch_source(proj, opts)
            file = src.file }
 end
 
+-- Raises unless the team file at path is as commit HEAD has it: what
+-- changes the services is the reviewed policy (a plan may read the
+-- working tree's, to review a change before it is committed).
+function team.check_committed(proj, path)
+  local repo = _navette.git.open(proj.root)
+  local committed
+  if repo then
+    local top = repo:workdir():gsub("/$", "")
+    committed = repo:read_file("HEAD", path:sub(#top + 2), POLICY_MAX)
+  end
+  local here = sys.read_file(path, POLICY_MAX)
+  if committed == nil or committed ~= here then
+    error(errors.new("refused", path .. (committed == nil
+      and " is not in commit HEAD" or " has changes not committed")
+      .. ": the services are converged to the committed policy only",
+      "commit it (git add " .. team.FILE .. " && git commit), or review "
+      .. "the change with `navette team apply --plan`"), 0)
+  end
+end
+
 -- The policy of the project proj, validated, or nil when there is none:
 -- team.lua at its root, or the file of the team repository navette.lua
 -- names (opts.mode: see fetch_source; a process reads it once).
+-- opts.committed: a team.lua must be as commit HEAD has it.
 local loaded = {}
 function team.load(proj, opts)
   opts = opts or {}
@@ -365,6 +386,7 @@ function team.load(proj, opts)
   elseif not st then
     return nil
   else
+    if opts.committed then team.check_committed(proj, path) end
     value = require("navette.project").evaluate_data(path)
   end
   if type(value) ~= "table" then

@@ -16,7 +16,9 @@
 # her S3 user and removes her registry login, proves it (each of her
 # credentials refused, the time measured) while bob's still work, and a
 # later apply does not give her rights back. A member removed from
-# team.lua loses her statements and login, and her user is suspended. Radosgw answers are read
+# team.lua loses her statements and login, and her user is suspended.
+# apply and revoke act on the committed team.lua only (--plan reads the
+# working tree's). Radosgw answers are read
 # with curl --aws-sigv4, not navette. Needs S3_STACK_ENV and
 # REGISTRY_STACK_ENV (ctest's fixtures "s3" and "registry").
 . "$(dirname "$0")/lib.sh"
@@ -278,13 +280,21 @@ open(p, "w").write(s)
 PY
 git -C "$R" config user.email bob@example.com
 nv_in "$R" team apply
+check_rc "apply of a team.lua not committed: refused (exit 3)" 3
+check_match "saying so" "$ERR" "team.lua has changes not committed: the services are converged to the committed policy only"
+check_false "dora was not made" rgw user info --uid=dora
+nv_in "$R" team revoke bob
+check_rc "nor does revoke act on it" 3
+commit_all "$R" >/dev/null
+nv_in "$R" team apply
 check_rc "apply with dora added" 0
 check_eq "dora reads the dataset" "$(s3_get dora datasets/d.txt)" 200
 check_eq "dora logs in to the token service" "$(login_code dora)" 200
 cp "$T/team.lua.kept" "$R/team.lua"
 nv_in "$R" team apply --plan
-check_match "with dora removed, apply --plan suspends her user" "$OUT" \
+check_match "with dora removed, apply --plan (of the change not committed yet) suspends her user" "$OUT" \
 	"^  ~ s3 user dora \(given rights by an earlier policy, not in team.lua\): suspended$"
+commit_all "$R" >/dev/null
 nv_in "$R" team apply
 check_rc "apply with dora removed" 0
 check_eq "radosgw refuses dora's key" "$(s3_get dora datasets/d.txt)" 403

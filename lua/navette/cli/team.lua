@@ -40,23 +40,26 @@ usage: navette team show [--json]
             of their credentials navette holds against each service and
             prints the refusals and the time from the command to the
             last one. Exit 1 when a credential is still accepted.
-  When the policy names an admin, apply and revoke need an admin's git
-  identity (user.email); exit 3 otherwise.]],
+  apply and revoke act on team.lua as commit HEAD has it (--plan reads
+  the working tree's). When the policy names an admin, they need an
+  admin's git identity (user.email); exit 3 otherwise.]],
   flags = { plan = "bool", json = "bool", readmit = "value" },
   read_only = false,
 }
 
 local SERVICES = { "s3", "registry", "slurm" }
 
--- plan: read the team repository from the cache and the lock alone
-local function load_policy(plan)
+-- plan: read the team repository from the cache and the lock alone;
+-- change: the command changes the services (a team.lua must be committed)
+local function load_policy(plan, change)
   local project = require "navette.project"
   local team = require "navette.team"
   local proj = project.at()
   if not proj.file then
     common.usage_error("no project file (navette.lua) here or above", M.name)
   end
-  local policy = team.load(proj, { mode = plan and "plan" or "run" })
+  local policy = team.load(proj, { mode = plan and "plan" or "run",
+                                   committed = change })
   if not policy then
     error(errors.new("usage", "no " .. team.FILE .. " beside " .. proj.file,
                      "write the team's policy there: navette team --help"), 0)
@@ -140,7 +143,7 @@ local function show(opts)
 end
 
 local function apply(opts)
-  local proj, policy, team = load_policy(opts.plan)
+  local proj, policy, team = load_policy(opts.plan, not opts.plan)
   local audit = require "navette.audit"
   local readmit = opts.readmit and { [opts.readmit] = true } or nil
   if opts.readmit and not policy.members[opts.readmit] then
@@ -213,7 +216,7 @@ end
 
 local function revoke(id, opts)
   local started = sys.now()
-  local proj, policy = load_policy()
+  local proj, policy = load_policy(false, true)
   local audit = require "navette.audit"
   local m = policy.members[id]
   if not m then
