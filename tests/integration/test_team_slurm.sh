@@ -20,7 +20,11 @@
 # submission (QOS vision-nosubmit); the apply after that job's end removes
 # his user; carol's admin right removed: apply says what it cannot undo.
 # A user of the account whom team.lua no longer names loses their
-# association at the next apply.
+# association at the next apply. Limits team.lua drops go: the QOS's
+# MaxJobsPerUser, erin's GrpTRESMins, then her role's QOS once the role
+# has no quota (a second apply changes nothing); the account's GrpTRES is
+# a ! line with the sacctmgr command (slurmrestd 22.05 changes no
+# account's association).
 # Linux, as root, with slurmdbd and mariadb-server (vendor/packages.txt);
 # else skipped. Needs S3_STACK_ENV (ctest's fixture "s3").
 . "$(dirname "$0")/lib.sh"
@@ -306,4 +310,65 @@ check_eq "slurmdbd: dave is no longer in the account" \
 	"$(sl sacctmgr -n -P show assoc user=dave account=vision format=user 2>&1)" ""
 nv_in "$R" team apply
 check_no_match "a second apply has nothing more about him" "$OUT" dave
+
+# ---- limits team.lua drops are removed ----------------------------------------
+# (erin: a developer given the role's quota, then the quotas go: the QOS's
+# MaxJobsPerUser and her GrpTRESMins are removed through slurmrestd; the
+# account's GrpTRES is a ! line, slurmrestd 22.05 changing no account's
+# association; the role's last quota gone, so is its QOS on her association)
+team_lua() { # DEVELOPER_QUOTA TEAM_QUOTA
+	cat >"$R/team.lua" <<EOF
+return {
+  name = "vision",
+  members = {
+    alice = { name = "Alice", email = "alice@example.com", roles = { "developer" }, revoked = true },
+    bob = { name = "Bob", email = "bob@example.com", roles = { "developer" }, revoked = true },
+    carol = { name = "Carol", email = "carol@example.com", roles = { "viewer" } },
+    erin = { name = "Erin", email = "erin@example.com", roles = { "developer" } },
+  },
+  roles = {
+    developer = { "submit", "read-logs"$1 },
+    viewer = { "read-logs" },
+  },$2
+  services = { slurm = { profile = "admin", account = "vision", revoke_running = "leave" } },
+}
+EOF
+	commit_all "$R" >/dev/null
+}
+team_lua ", quota = { gpus_per_job = 1, concurrent_jobs = 1, gpu_hours_per_day = 8 }" \
+	" quota = { gpus = 2 },"
+nv_in "$R" team apply
+check_match "erin joins with the role's QOS and GPU-hours" "$OUT" \
+	'^  \+ slurm user erin in account vision with QOS vision-developer, GrpTRESMins=gres/gpu=480$'
+team_lua ", quota = { gpus_per_job = 1 }" ""
+nv_in "$R" team apply --plan
+check_match "without concurrent_jobs, the plan removes the QOS's MaxJobsPerUser" "$OUT" \
+	'^  ~ slurm QOS vision-developer: MaxTRESPerJob=gres/gpu=1 MaxJobsPerUser=none; MaxJobsPerUser removed$'
+check_match "... without gpu_hours_per_day, erin's GrpTRESMins" "$OUT" \
+	'^  ~ slurm user erin in account vision with QOS vision-developer; GrpTRESMins removed$'
+check_match "... without quota.gpus, says how to remove the account's GrpTRES" "$OUT" \
+	"^  ! slurm association of account vision on $SLURM_CLUSTER has GrpTRES=gres/gpu=2, team.lua no quota.gpus; slurmrestd 22.05 changes no account's association: sacctmgr -i modify account vision where cluster=$SLURM_CLUSTER set GrpTRES=gres/gpu=-1\$"
+nv_in "$R" team apply
+check_rc "apply" 0
+check_eq "slurmdbd: the QOS keeps only MaxTRESPerJob" \
+	"$(sl sacctmgr -n -P show qos vision-developer format=name,maxtres,maxjobspu 2>&1)" \
+	"vision-developer|gres/gpu=1|"
+check_eq "... erin's association no GrpTRESMins" \
+	"$(sl sacctmgr -n -P show assoc account=vision user=erin format=user,qos,grptresmins 2>&1)" \
+	"erin|vision-developer|"
+sl sacctmgr -i modify account vision where cluster="$SLURM_CLUSTER" set GrpTRES=gres/gpu=-1 >/dev/null 2>&1
+nv_in "$R" team apply
+check_rc "a second apply (slurmrestd still answers)" 0
+check_no_match "... changes none of them" "$OUT" 'QOS vision-developer|user erin|association of account'
+team_lua "" ""
+nv_in "$R" team apply
+check_match "the role's last quota gone: its QOS leaves erin's association" "$OUT" \
+	'^  ~ slurm user erin in account vision; QOS vision-developer removed$'
+check_eq "slurmdbd: erin has the account's QOS, the account no GrpTRES" \
+	"$(sl sacctmgr -n -P show assoc account=vision format=user,qos,grptres,grptresmins 2>&1 | LC_ALL=C sort)" \
+	"erin|normal||
+|normal||"
+nv_in "$R" team apply
+check_rc "the apply after it" 0
+check_no_match "... changes nothing more" "$OUT" 'QOS vision-developer|user erin|association of account'
 finish

@@ -103,11 +103,38 @@ function M.wanted_qos(policy)
   return out
 end
 
-local function qos_body(w)
+-- The limits a QOS holds (an answer's entry): {per_job, per_user,
+-- submit_per_user}, nil where it has none (Slurm reports "no limit" as a
+-- large or negative number, null or absent).
+local function qos_limits(have)
+  local max = type(have.limits) == "table" and have.limits.max or {}
+  local per = (max.tres or {}).per or {}
+  local function limit(n)
+    if type(n) ~= "number" or n < 0 or n >= 4294967294 then return nil end
+    return n
+  end
+  return { per_job = limit(gpu_count(per.job)),
+           per_user = limit((((max.jobs or {}).active_jobs or {}).per
+                             or {}).user),
+           submit_per_user = limit(((max.jobs or {}).per or {}).user) }
+end
+
+-- The QOS's body for slurmrestd; with have (the QOS as slurmdbd holds
+-- it), each limit it holds that w no longer wants is cleared: slurmdbd
+-- keeps a limit left out of an update, and takes -1 (INFINITE) as "no
+-- limit", a TRES count of -1 as that TRES removed (as sacctmgr's -1).
+local function qos_body(w, have)
+  local old = have and qos_limits(have) or {}
+  local function value(key)
+    if w[key] then return w[key] end
+    if old[key] then return -1 end
+  end
   local max = { tres = { per = {} }, jobs = { active_jobs = { per = {} } } }
-  if w.per_job then max.tres.per.job = gpu(w.per_job) end
-  if w.per_user then max.jobs.active_jobs.per.user = w.per_user end
-  if w.submit_per_user then max.jobs.per = { user = w.submit_per_user } end
+  local per_job = value("per_job")
+  if per_job then max.tres.per.job = gpu(per_job) end
+  max.jobs.active_jobs.per.user = value("per_user")
+  local submit = value("submit_per_user")
+  if submit then max.jobs.per = { user = submit } end
   return { QOS = { { name = w.name, description = w.blocked
                      and "navette team: no new job (a revoked member)"
                      or "navette team quota",
@@ -115,27 +142,25 @@ local function qos_body(w)
 end
 
 local function qos_same(have, w)
-  local max = type(have.limits) == "table" and have.limits.max or {}
-  local tres = max.tres or {}
-  local per = tres.per or {}
-  local jobs = ((max.jobs or {}).active_jobs or {}).per or {}
-  local function same(a, b)
-    -- Slurm reports "no limit" as a large or negative number, null or
-    -- absent
-    if type(a) ~= "number" then a = nil end
-    if b == nil then return a == nil or a < 0 or a >= 4294967294 end
-    return a == b
-  end
-  local submit = ((max.jobs or {}).per or {}).user
-  return same(gpu_count(per.job), w.per_job)
-         and same(jobs.user, w.per_user)
-         and same(submit, w.submit_per_user)
+  local old = qos_limits(have)
+  return old.per_job == w.per_job and old.per_user == w.per_user
+         and old.submit_per_user == w.submit_per_user
 end
 
-local function qos_text(w)
+-- What apply says of a QOS: its limits, and (with have, as slurmdbd
+-- holds it) those it loses.
+local function qos_text(w, have)
   if w.blocked then return "MaxSubmitJobsPerUser=0" end
-  return "MaxTRESPerJob=gres/gpu=" .. tostring(w.per_job or "none")
-         .. " MaxJobsPerUser=" .. tostring(w.per_user or "none")
+  local old = have and qos_limits(have) or {}
+  local text = "MaxTRESPerJob=gres/gpu=" .. tostring(w.per_job or "none")
+               .. " MaxJobsPerUser=" .. tostring(w.per_user or "none")
+  local gone = {}
+  if old.per_job and not w.per_job then gone[#gone + 1] = "MaxTRESPerJob" end
+  if old.per_user and not w.per_user then gone[#gone + 1] = "MaxJobsPerUser" end
+  if old.submit_per_user then gone[#gone + 1] = "MaxSubmitJobsPerUser" end
+  if #gone > 0 then text = text .. "; " .. table.concat(gone, ", ")
+                           .. " removed" end
+  return text
 end
 
 -- The QOS a member's association gets (their roles' with a quota).
@@ -252,7 +277,9 @@ function M.changes(policy, proj)
     local w = wanted[name]
     if not have[name] or not qos_same(have[name], w) then
       change(have[name] and "~" or "+", "slurm QOS " .. name .. ": "
-             .. qos_text(w), function() db(sess, "POST", "qos", qos_body(w)) end)
+             .. qos_text(w, have[name]), function()
+        db(sess, "POST", "qos", qos_body(w, have[name]))
+      end)
     else
       unchanged = unchanged + 1
     end
@@ -280,14 +307,25 @@ function M.changes(policy, proj)
   local team_gpus = policy.quota.gpus
   local have_gpus = account_assoc and gpu_count(((account_assoc.max or {})
                                                   .tres or {}).total)
-  if not account_assoc or (team_gpus and have_gpus ~= team_gpus) then
-    change(account_assoc and "~" or "+", "slurm association of account "
-           .. acct .. " on " .. cluster .. (team_gpus and (": GrpTRES="
-           .. "gres/gpu=" .. team_gpus) or ""), function()
+  if not account_assoc then
+    change("+", "slurm association of account " .. acct .. " on " .. cluster
+           .. (team_gpus and (": GrpTRES=gres/gpu=" .. team_gpus) or ""),
+           function()
       local a = { account = acct, cluster = cluster }
       if team_gpus then a.max = { tres = { total = gpu(team_gpus) } } end
       db(sess, "POST", "associations", { associations = { a } })
     end)
+  elseif have_gpus ~= team_gpus then
+    -- slurmrestd 22.05 changes no account's association: its update
+    -- carries the parent account that slurmdbd holds, which slurmdbd
+    -- takes for a move to the same parent and skips (answering no error)
+    change("!", "slurm association of account " .. acct .. " on " .. cluster
+           .. " has GrpTRES=gres/gpu=" .. tostring(have_gpus or "none")
+           .. ", team.lua " .. (team_gpus and ("quota.gpus = " .. team_gpus)
+           or "no quota.gpus") .. "; slurmrestd 22.05 changes no account's "
+           .. "association: sacctmgr -i modify account " .. acct
+           .. " where cluster=" .. cluster .. " set GrpTRES=gres/gpu="
+           .. (team_gpus or -1))
   else
     unchanged = unchanged + 1
   end
@@ -323,21 +361,33 @@ function M.changes(policy, proj)
       local minutes = member_minutes(policy, m)
       local have_minutes = a and gpu_count((((a.max or {}).tres or {})
                                             .group or {}).minutes)
+      -- the QOS of a role whose quota went (TEAM-ROLE, no longer wanted)
+      local stale = {}
+      for _, q in ipairs(have_qos) do
+        if q ~= blocked and q:sub(1, #policy.name + 1) == policy.name .. "-"
+           and not wanted[q] then
+          stale[#stale + 1] = q
+        end
+      end
       -- no role QOS: the member keeps what the account's association
-      -- gives (a blocked member gets it back)
-      local same_qos = #qos == 0 and not is_blocked
+      -- gives (a blocked member, or one whose roles' quota went, gets it
+      -- back)
+      local same_qos = #qos == 0 and not is_blocked and #stale == 0
                        or table.concat(have_qos, ",") == table.concat(qos, ",")
-      if not a or not same_qos or (minutes and have_minutes ~= minutes) then
+      if not a or not same_qos or have_minutes ~= minutes then
         change(a and "~" or "+", "slurm user " .. m.id .. " in account "
                .. acct .. (#qos > 0 and (" with QOS " .. table.concat(qos, ","))
                or "") .. (minutes and (", GrpTRESMins=gres/gpu=" .. minutes)
-               or "") .. (is_blocked and " (readmitted: no longer "
-               .. blocked .. ")" or ""), function()
+               or "") .. (#stale > 0 and ("; QOS " .. table.concat(stale, ",")
+               .. " removed") or "") .. ((have_minutes and not minutes)
+               and "; GrpTRESMins removed" or "") .. (is_blocked
+               and " (readmitted: no longer " .. blocked .. ")" or ""),
+               function()
           db(sess, "POST", "users", { users = { { name = m.id,
             default = { account = acct } } } })
           local assoc = { account = acct, user = m.id, cluster = cluster }
           local list = qos
-          if #list == 0 and is_blocked then
+          if #list == 0 and (is_blocked or #stale > 0) then
             list = account_assoc and (account_assoc.qos or account_assoc.QOS)
                    or {}
           end
@@ -345,8 +395,11 @@ function M.changes(policy, proj)
             assoc.qos = list
             assoc.default = { qos = list[1] }
           end
-          if minutes then
-            assoc.max = { tres = { group = { minutes = gpu(minutes) } } }
+          -- GrpTRESMins goes along whenever the association holds it
+          -- (slurmrestd 22.05 crashes on an update that leaves out a TRES
+          -- limit the association holds); -1 removes it
+          if minutes or have_minutes then
+            assoc.max = { tres = { group = { minutes = gpu(minutes or -1) } } }
           end
           db(sess, "POST", "associations", { associations = { assoc } })
         end)
@@ -489,12 +542,20 @@ function M.revoke(policy, proj, m)
   local blocked = nosubmit_qos(policy)
   db(sess, "POST", "qos", qos_body({ name = blocked, submit_per_user = 0,
                                      blocked = true }))
-  -- the association's GrpTRESMins goes along: slurmrestd 22.05 crashed
-  -- on an update that left out a TRES limit the association holds
-  local assoc = { account = acct, user = m.id,
-                  cluster = cluster_name(sess, policy),
+  -- the association's GrpTRESMins, as slurmdbd holds it, goes along:
+  -- slurmrestd 22.05 crashed on an update that left out a TRES limit the
+  -- association holds (team.lua's may have changed since the last apply)
+  local cluster = cluster_name(sess, policy)
+  local assoc = { account = acct, user = m.id, cluster = cluster,
                   qos = { blocked }, default = { qos = blocked } }
-  local minutes = member_minutes(policy, m)
+  -- (none found: an error answer, and nothing to carry)
+  local text = sess:db("GET", "association?account=" .. util.url_encode(acct)
+                       .. "&user=" .. util.url_encode(m.id) .. "&cluster="
+                       .. util.url_encode(cluster))
+  local held = text and json.decode(text).associations or {}
+  local minutes = held[1] and gpu_count((((held[1].max or {}).tres or {})
+                                         .group or {}).minutes)
+                  or member_minutes(policy, m)
   if minutes then
     assoc.max = { tres = { group = { minutes = gpu(minutes) } } }
   end
