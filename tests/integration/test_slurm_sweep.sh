@@ -17,6 +17,20 @@ nv storage mb "s3://$BUCKET" "${EP[@]}"
 check_rc "the bucket is created" 0
 
 read -r PROXY_PORT SLOW_PORT < <(free_ports 2 | tr '\n' ' ')
+# The slow proxy (its submissions answered 8 s late: the killed run below)
+# holds its port from now: drawn now and bound minutes later, the port was
+# once taken by another test's connection in between, under a loaded
+# parallel run.
+python3 "$NAVETTE_SOURCE/tests/data/slurm/delay_proxy.py" \
+	--listen "$SLOW_PORT" --target "${SLURMRESTD_URL#http://}" \
+	--delay-submit 8 --log "$T/slow.log" &
+SLOW_PROXY=$!
+if ! wait_for 10 grep -q listening "$T/slow.log"; then
+	echo "test_slurm_sweep: error: the slow proxy did not start on" \
+		"port $SLOW_PORT (is it taken?)" >&2
+	kill "$SLOW_PROXY" 2>/dev/null
+	exit 1
+fi
 R=$T/repo
 mkdir -p "$R/recipes"
 profile() { # NAME ENDPOINT [MORE SLURM KEYS]
@@ -212,20 +226,17 @@ check_eq "naming the sha256 mismatch, the producer and the output" \
 
 # ---- navette killed after the array's request was sent ----------------------
 
-python3 "$NAVETTE_SOURCE/tests/data/slurm/delay_proxy.py" \
-	--listen "$SLOW_PORT" --target "${SLURMRESTD_URL#http://}" \
-	--delay-submit 8 --log "$T/slow.log" &
-SLOW_PROXY=$!
-wait_for 10 grep -q listening "$T/slow.log"
 (cd "$R" && exec "$NAVETTE" run recipes/pair.lua --profile slow >"$T/pair.out" 2>&1) &
 RUNNER=$!
-wait_for 30 grep -q "submit forwarded" "$T/slow.log"
+wait_for 30 grep -q "submit forwarded" "$T/slow.log" ||
+	fail "the run's array request reached slurmrestd through the slow proxy"
 kill -9 "$RUNNER" 2>/dev/null
 wait "$RUNNER" 2>/dev/null
 LOST=$("$NAVETTE" jobs --json | json '" ".join(sorted(j["id"] for j in d if j["profile"] == "slow"))')
 check_match "the killed run left both tasks recorded" "$LOST" '^hpc-[^ ]+ hpc-[^ ]+$'
 FIRST=$("$NAVETTE" jobs --json | json '[j["id"] for j in d if j["name"] == "pair[n=1]"][0]')
-wait_for 20 sh -c "scontrol -o show jobs | grep -q ' JobName=$FIRST-array '"
+wait_for 20 sh -c "scontrol -o show jobs | grep -q ' JobName=$FIRST-array '" ||
+	fail "Slurm has the killed run's array ($FIRST-array)"
 nv_in "$R" run recipes/pair.lua --profile slow --wait
 check_rc "the re-run succeeds" 0
 check_contains "the re-run says it found the tasks" "$ERR" "already submitted as $FIRST"
