@@ -888,6 +888,50 @@ function runner.check_quota(run, j, member)
   end
 end
 
+-- The other half of the quota check, before a real submission: when the
+-- member's roles cap their jobs at once (quota.concurrent_jobs) and the
+-- backend lists the member's jobs (Slurm: their own user's), a run that
+-- would go past the cap is told so with the numbers. Not refused: Slurm
+-- holds the extra jobs (QOSMaxJobsPerUserLimit) and starts them as the
+-- others end, which is what a queue is for.
+function runner.note_concurrent(run, backend)
+  local member = runner.member(run)
+  if run.plan or not member or not backend.listing
+     or not run.profile.slurm then
+    return
+  end
+  local allowed, from
+  for _, r in ipairs(member.roles) do
+    local q = member.policy.roles[r].quota
+    if q and q.concurrent_jobs
+       and (not allowed or q.concurrent_jobs > allowed) then
+      allowed, from = q.concurrent_jobs, r
+    end
+  end
+  if not allowed then return end
+  local cfg = setmetatable({ max_token_lifespan =
+    run.profile.max_token_lifespan }, { __index = run.profile.slurm })
+  local listing = backend.listing(cfg)
+  if not listing then return end -- (the submission says what is wrong)
+  local active = 0
+  for _, job in pairs(listing) do
+    if job.state == "PENDING" or job.state == "RUNNING"
+       or job.state == "SUSPENDED" or job.state == "CONFIGURING" then
+      active = active + 1
+    end
+  end
+  local new = #run.jobs
+  if active + new > allowed then
+    require("navette.term").eprint("note: " .. member.id .. " has "
+      .. active .. " job" .. (active == 1 and "" or "s") .. " pending or "
+      .. "running and submits " .. new .. " more; team " .. member.team
+      .. "'s quota gives " .. member.id .. " " .. allowed .. " at once "
+      .. "(role " .. from .. ": quota.concurrent_jobs = " .. allowed
+      .. "): Slurm holds " .. math.min(new, active + new - allowed)
+      .. " of them (QOSMaxJobsPerUserLimit) until others end")
+  end
+end
+
 function runner.spec(run, j)
   local commit, info = pin_commit(run, j)
   run.identity = run.identity or { sys.identity() }
@@ -1305,6 +1349,7 @@ function runner.submit(run)
   local _ <close> = sessions
   local _ <close> = require("navette.audit").batch()
   run.taken = checked_specs(run)
+  runner.note_concurrent(run, backend)
   local i = 1
   while i <= #run.jobs do
     local j = run.jobs[i]

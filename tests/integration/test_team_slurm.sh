@@ -167,8 +167,12 @@ check_match "... with the numbers" "$ERR" \
 check_eq "... before anything reached Slurm" "$(sl squeue -h -u alice -o %i | wc -l | tr -d ' ')" 0
 nv_in "$R" run recipes/gpu.lua --profile alice
 check_rc "alice's first GPU job is submitted" 0
+check_no_match "... with no note: she is within her jobs at once" "$ERR" "concurrent_jobs"
 nv_in "$R" run recipes/gpu.lua --profile alice
-check_rc "her second too" 0
+check_rc "her second too (Slurm holds it, navette does not refuse it)" 0
+HELD=$(printf '%s\n' "$OUT" | sed -n 's/^job train submitted: \(.*\)$/\1/p')
+check_match "navette says, with the numbers, that Slurm will hold it" "$ERR" \
+	"note: alice has 1 job pending or running and submits 1 more; team vision's quota gives alice 1 at once \(role developer: quota.concurrent_jobs = 1\): Slurm holds 1 of them \(QOSMaxJobsPerUserLimit\) until others end"
 state_of() { sl squeue -h -u alice -t "$1" -o '%T %r %k' 2>&1; }
 deadline=$(($(date +%s) + 30))
 until [ -n "$(state_of RUNNING)" ] && [ "$(state_of PENDING | cut -d' ' -f2)" = QOSMaxJobsPerUserLimit ]; do
@@ -178,6 +182,9 @@ done
 check_match "her first runs, as Slurm user alice" "$(state_of RUNNING)" '^RUNNING '
 check_match "Slurm holds the second: QOSMaxJobsPerUserLimit" "$(state_of PENDING)" '^PENDING QOSMaxJobsPerUserLimit '
 check_match "her jobs carry her identity" "$(state_of PENDING)" ' member alice$'
+nv status "$HELD"
+check_rc "navette status of the held job, with her own token" 0
+check_match "... shows Slurm's reason" "$OUT" "QOSMaxJobsPerUserLimit"
 
 # ---- the admin right: Slurm's coordinator ---------------------------------------
 # slurmrestd as USER with the token handed over to them, its answer on

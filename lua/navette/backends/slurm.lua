@@ -226,6 +226,14 @@ local function open(cfg, lifespan, max)
 end
 M.open = open
 
+-- A session for a status poll, a listing or a cancel: the tokens it mints
+-- live STATUS_TOKEN_LIFESPAN; a bearer token (a team member's, handed
+-- over) may live as long as the profile lets a token live (cfg: a spec's
+-- slurm, which carries max_token_lifespan).
+local function status_session(cfg)
+  return open(cfg, STATUS_TOKEN_LIFESPAN, cfg.max_token_lifespan or 3600)
+end
+
 -- check_credential{ credential = NAME or HANDLE } -> true when the
 -- profile's cluster accepts the credential (an hs256 key, whose tokens it
 -- must verify, or a bearer token): a token is minted and a job lookup
@@ -785,8 +793,7 @@ function M.refresh(row, ctx, force)
     extra = { at = sys.now() }
     last_refresh[row.id] = extra
     if row.remote_id and row.remote_id ~= json.null then
-      local ok, session = pcall(open, spec.slurm, STATUS_TOKEN_LIFESPAN,
-                                STATUS_TOKEN_LIFESPAN)
+      local ok, session = pcall(status_session, spec.slurm)
       if ok then
         extra.job = session:job(remote_ref(row.remote_id))
         session:close()
@@ -803,8 +810,7 @@ function M.refresh(row, ctx, force)
   if store then
     merge_phases(db, row.id, published.phases(store, spec))
   end
-  local ok, session = pcall(open, spec.slurm, STATUS_TOKEN_LIFESPAN,
-                            STATUS_TOKEN_LIFESPAN)
+  local ok, session = pcall(status_session, spec.slurm)
   if not ok then
     extra.error = errors.from(session)
     if store then store:close() end
@@ -854,8 +860,7 @@ end
 -- What Slurm knows now of the session user's jobs on the cluster of
 -- spec.slurm (cfg): {[navette job id] = Slurm's job}, or nil and an error.
 function M.listing(cfg)
-  local ok, session = pcall(open, cfg, STATUS_TOKEN_LIFESPAN,
-                            STATUS_TOKEN_LIFESPAN)
+  local ok, session = pcall(status_session, cfg)
   if not ok then return nil, errors.from(session) end
   local list, err = session:jobs()
   session:close()
@@ -870,8 +875,7 @@ end
 -- Cancels a Slurm job (its launcher publishes its log and record as it
 -- stops); returns what to print.
 function M.cancel(row, ctx)
-  local session = open(row.spec.slurm, STATUS_TOKEN_LIFESPAN,
-                       STATUS_TOKEN_LIFESPAN)
+  local session = status_session(row.spec.slurm)
   local endpoint = "slurmrestd at " .. tostring(row.spec.slurm.endpoint)
   if not row.remote_id or row.remote_id == json.null then
     -- a submission whose answer was lost: Slurm may run it all the same,
