@@ -293,7 +293,7 @@ check_eq "dora logs in to the token service" "$(login_code dora)" 200
 cp "$T/team.lua.kept" "$R/team.lua"
 nv_in "$R" team apply --plan
 check_match "with dora removed, apply --plan (of the change not committed yet) suspends her user" "$OUT" \
-	"^  ~ s3 user dora \(given rights by an earlier policy, not in team.lua\): suspended$"
+	"^  ~ s3 user dora \(made for team vision, not in team.lua any more\): suspended$"
 commit_all "$R" >/dev/null
 nv_in "$R" team apply
 check_rc "apply with dora removed" 0
@@ -302,6 +302,23 @@ check_eq "the token service refuses her login" "$(login_code dora)" 401
 check_eq "bob still reads" "$(s3_get bob datasets/d.txt)" 200
 nv_in "$R" team apply
 check_no_match "the next apply has nothing more about her" "$OUT" dora
+
+# a statement with the team's Sid written by someone else, naming the
+# radosgw admin user: apply drops it and suspends nobody
+cat >"$T/forged.json" <<EOF
+{"Version":"2012-10-17","Statement":[{"Sid":"navette-team-6-vision-forged","Effect":"Allow",
+ "Principal":{"AWS":["arn:aws:iam:::user/$ADMIN"]},"Action":"s3:GetObject","Resource":"arn:aws:s3:::$BUCKET/x"}]}
+EOF
+check_eq "the owner puts a statement with the team's Sid, naming the admin user" \
+	"$(curl -s -o /dev/null -w '%{http_code}' --aws-sigv4 "aws:amz:$S3_REGION:s3" \
+		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' --user "$S3_ACCESS_KEY:$S3_SECRET_KEY" \
+		-X PUT --data-binary @"$T/forged.json" "$S3_ENDPOINT/$BUCKET?policy=")" 204
+nv_in "$R" team apply
+check_rc "apply" 0
+check_match "reports the user the forged statement names" "$OUT" \
+	"^  ! s3 user $ADMIN is named by team vision's statements on bucket $BUCKET but not in team.lua"
+check_true "and does not suspend them" sh -c "radosgw-admin -c '$CONF' user info --uid='$ADMIN' 2>/dev/null | grep -q '\"suspended\": 0'"
+check_eq "bob still reads (the team's statements are back)" "$(s3_get bob datasets/d.txt)" 200
 
 # ---- misuse ------------------------------------------------------------------
 nv_in "$R" team apply --readmit carol

@@ -272,12 +272,15 @@ function M.changes(policy, proj, opts)
   local buckets = {}
   for b in pairs(wanted) do buckets[#buckets + 1] = b end
   table.sort(buckets)
-  -- users the team gave rights to (its statements name them, or a key
-  -- was handed over here) whom the policy no longer names
-  local former = {}
+  -- users this machine made for the team (a key handed over here) whom
+  -- the policy no longer names are suspended; a user the team's
+  -- statements name and navette did not make here is only reported:
+  -- whoever may write the bucket's policy could name any uid there (the
+  -- store's owner, the admin user, another team's member)
+  local made, named_by = {}, {}
   for _, f in ipairs(_navette.sys.listdir(team.handoff_dir(policy)) or {}) do
     local id = f:match("^(.+)%.s3%.json$")
-    if id then former[id] = true end
+    if id then made[id] = true end
   end
   for _, bucket in ipairs(buckets) do
     local current, err = owner:bucket_policy(bucket)
@@ -288,7 +291,7 @@ function M.changes(policy, proj, opts)
     end
     local doc, changed, kept, named = merged_policy(policy, current or nil,
                                                     wanted[bucket])
-    for id in pairs(named) do former[id] = true end
+    for id in pairs(named) do named_by[id] = bucket end
     if changed then
       change("~", "s3 bucket policy of " .. bucket .. ": "
              .. #wanted[bucket] .. " statement"
@@ -303,14 +306,23 @@ function M.changes(policy, proj, opts)
   end
   -- (their statements go with the bucket policies above; their user is
   -- suspended, keys and data kept, as a revoked member's)
-  for _, id in ipairs(util.sorted_keys(former)) do
+  for _, id in ipairs(util.sorted_keys(made)) do
     if not policy.members[id] then
       local info = admin:admin_user(id)
       if info and not info.suspended then
-        change("~", "s3 user " .. id .. " (given rights by an earlier "
-               .. "policy, not in " .. team.FILE .. "): suspended",
+        change("~", "s3 user " .. id .. " (made for team " .. policy.name
+               .. ", not in " .. team.FILE .. " any more): suspended",
                function() check(admin:admin_suspend(id, true)) end)
       end
+    end
+  end
+  for _, id in ipairs(util.sorted_keys(named_by)) do
+    if not policy.members[id] and not made[id] then
+      change("!", "s3 user " .. id .. " is named by team " .. policy.name
+             .. "'s statements on bucket " .. named_by[id] .. " but not "
+             .. "in " .. team.FILE .. ": their statements go; navette did "
+             .. "not make this user here, so it is not suspended (an "
+             .. "admin of the team suspends it if it was the team's)")
     end
   end
   return changes, unchanged
