@@ -32,11 +32,22 @@ static int box_gc(lua_State *L)
 }
 
 /* A redirect_check of Lua: fn(url) -> true | nil, message [, hint],
- * called protected (an error in it refuses the redirect too). */
+ * called protected (an error in it refuses the redirect too; so does a
+ * memory error while the URL is pushed, which must not unwind through
+ * nv_http_perform). */
 typedef struct redirect_hook {
 	lua_State *L;
 	int fn;
 } redirect_hook;
+
+/* [fn, url as a light userdata] -> fn(url)'s three results */
+static int call_redirect_check(lua_State *L)
+{
+	lua_pushstring(L, (const char *)lua_touserdata(L, 2));
+	lua_replace(L, 2);
+	lua_call(L, 1, 3);
+	return 3;
+}
 
 static int redirect_check_lua(void *payload, const char *url, nv_err *err)
 {
@@ -46,12 +57,13 @@ static int redirect_check_lua(void *payload, const char *url, nv_err *err)
 
 	if (!lua_checkstack(L, 4))
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	lua_pushcfunction(L, call_redirect_check);
 	lua_pushvalue(L, h->fn);
-	lua_pushstring(L, url);
-	if (lua_pcall(L, 1, 3, 0) != LUA_OK) {
+	lua_pushlightuserdata(L, (void *)url);
+	if (lua_pcall(L, 2, 3, 0) != LUA_OK) {
 		const char *m = lua_tostring(L, -1);
 		rc = nv_err_set(err, NV_EREFUSED, NULL,
-				"redirect to %s refused: %s", url,
+				"a redirect was refused: %s",
 				m ? m : "the check failed");
 	} else if (!lua_toboolean(L, -3)) {
 		const char *m = lua_tostring(L, -2);

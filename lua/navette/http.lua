@@ -70,6 +70,10 @@ function http.request(url, opts)
     -- a redirect into another profile's endpoint is refused as the URL
     -- itself would be, before it is followed
     redirect_check = function(next_url)
+      if not origin_of(next_url) then
+        return nil, "navette.http: " .. origin .. " redirects to a URL "
+               .. "navette cannot read", "ask for the final URL"
+      end
       local ok, e = pcall(isolation.check_origin, context.profile, next_url,
                           "navette.http (a redirect from " .. origin .. ")")
       if ok then return true end

@@ -90,6 +90,14 @@ local function data_prefix(path, where, url)
   if rest:find("[{}]") then
     fail(path, where .. "'" .. url .. "': the only placeholder is {member}")
   end
+  local before = prefix:match("^(.-){member}")
+  if before and not before:match("^.+/$") then
+    -- (an admin role gets what is before {member}: the whole bucket, or
+    -- users/ for users/x-{member}/, would be more than the members')
+    fail(path, where .. "'" .. url .. "': {member} must be a whole "
+         .. "folder under a prefix of the bucket",
+         "write \"s3://" .. bucket .. "/outputs/{member}/\"")
+  end
   return bucket, prefix
 end
 

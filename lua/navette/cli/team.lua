@@ -77,12 +77,16 @@ local function check_admin(policy, proj, verb)
   local function active(m)
     return not m.revoked and not team.marked_revoked(policy, m.id)
   end
+  -- (the check holds when a role grants admin, whoever holds it now: a
+  -- policy whose admins are all revoked is changed by none)
+  local granted = false
+  for _, r in pairs(policy.roles) do granted = granted or r.grants.admin end
+  if not granted then return end
   for _, m in ipairs(team.members(policy)) do
     if active(m) and team.has(policy, m, "admin") then
       admins[#admins + 1] = m.id
     end
   end
-  if #admins == 0 then return end
   local repo = _navette.git.open(proj.root)
   local email = _navette.git.config("user.email", repo or nil)
   local m = email and email ~= "" and team.member_of(policy, email)
@@ -93,7 +97,9 @@ local function check_admin(policy, proj, verb)
     return
   end
   error(errors.new("refused", "team " .. verb .. ": only an admin of team "
-                   .. policy.name .. " (" .. table.concat(admins, ", ")
+                   .. policy.name .. " (" .. (#admins > 0 and
+                   table.concat(admins, ", ") or "none active: give a member "
+                   .. "admin in a reviewed " .. team.FILE)
                    .. ") changes its services; your git identity "
                    .. ((email and email ~= "") and email or "(no user.email)")
                    .. (m and (" is member " .. m.id .. (active(m)

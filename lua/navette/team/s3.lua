@@ -62,6 +62,7 @@ function M.admin_prefixes(policy)
   for _, role in pairs(policy.roles) do
     for _, list in ipairs({ role.read, role.write }) do
       for _, d in ipairs(list) do
+        -- (team.lua puts {member} right after a '/' of a prefix)
         local prefix = d.prefix:match("^(.-){member}") or d.prefix
         all[#all + 1] = { bucket = d.bucket, prefix = prefix }
       end
