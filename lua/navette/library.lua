@@ -41,7 +41,8 @@ local LOCK_HEADER = "# navette.lock: the commit of each library navette.use "
 
 -- text -> entries {kind, url, ref, commit} (in the file's order; kind
 -- "library" or "team"), the libraries by url, and the team entry (one
--- at most: [team "URL"]). where: the file's name in messages.
+-- at most: [team "URL"], with the policy's file). where: the file's name
+-- in messages.
 function library.parse_lock(text, where)
   local entries, by_url, current, team = {}, {}, nil, nil
   local function fail(n, message)
@@ -63,7 +64,8 @@ function library.parse_lock(text, where)
                            .. "project)") end
       current = { kind = kind, url = url, line = n }
       entries[#entries + 1], team = current, current
-    elseif key and current and (key == "ref" or key == "commit") then
+    elseif key and current and (key == "ref" or key == "commit"
+                                or (key == "file" and current.kind == "team")) then
       if current[key] then fail(n, key .. " is given twice") end
       current[key] = value
     elseif not (line:match("^%s*$") or line:match("^%s*#")) then
@@ -99,7 +101,7 @@ function library.format_lock(entries)
   for _, e in ipairs(sorted) do
     out[#out + 1] = "\n[" .. (e.kind or "library") .. ' "' .. e.url
                     .. '"]\nref = ' .. e.ref .. "\ncommit = " .. e.commit
-                    .. "\n"
+                    .. "\n" .. (e.file and ("file = " .. e.file .. "\n") or "")
   end
   return table.concat(out)
 end

@@ -278,6 +278,7 @@ end
 
 team.SOURCE_KEYS = { "git", "ref", "file" }
 local POLICY_MAX = 1024 * 1024
+local FILE_DEFAULT = "team.lua"
 
 -- Checks navette.lua's team (path: the project file). -> {url, ref, file}
 function team.validate_source(path, t)
@@ -333,6 +334,17 @@ function team.fetch_source(proj, opts)
     refuse = refuse,
     fetch = library.fetch_once,
   })
+  if mode ~= "lock" then
+    -- (the file is pinned too: another policy of the same commit is not
+    -- this one)
+    local _, entry = library.read_lock_at(proj.root, repo, opts.from_folder)
+    if (entry.file or FILE_DEFAULT) ~= src.file then
+      refuse(src.url .. ": " .. library.LOCK_FILE .. " pins its file "
+             .. (entry.file or FILE_DEFAULT) .. ", navette.lua names "
+             .. src.file, "run `navette lock` and commit "
+             .. library.LOCK_FILE)
+    end
+  end
   local text, err = pin.repo:read_file(pin.commit, src.file, POLICY_MAX)
   if not text then
     refuse(src.url .. ": " .. src.file .. " at commit "
@@ -366,9 +378,9 @@ end
 
 -- The policy of the project proj, validated, or nil when there is none:
 -- team.lua at its root, or the file of the team repository navette.lua
--- names (opts.mode: see fetch_source; a process reads it once).
+-- names (opts.mode: see fetch_source; read afresh at each call, so that a
+-- long-lived process sees a new lock).
 -- opts.committed: a team.lua must be as commit HEAD has it.
-local loaded = {}
 function team.load(proj, opts)
   opts = opts or {}
   local path = util.join(proj.root, team.FILE)
@@ -381,16 +393,9 @@ function team.load(proj, opts)
            .. team.FILE, "keep one policy: remove " .. path .. ", or "
            .. "navette.lua's team")
     end
-    local key = proj.root .. "\0" .. (opts.mode or "run") .. "\0"
-                .. tostring(opts.from_folder)
-    if not loaded[key] then
-      local text, shown, pin = team.fetch_source(proj, opts)
-      loaded[key] = { text = text, shown = shown, pin = pin }
-    end
-    local l = loaded[key]
-    path, pinned = l.shown, l.pin
-    value = require("navette.project").evaluate_data(path, l.text,
-                                                     proj.root)
+    local text, shown, pin = team.fetch_source(proj, opts)
+    path, pinned = shown, pin
+    value = require("navette.project").evaluate_data(path, text, proj.root)
   elseif not st then
     return nil
   else

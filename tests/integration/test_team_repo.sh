@@ -53,9 +53,9 @@ check_rc "lock --check: the team repository is not pinned (exit 3)" 3
 nv_in "$P" lock
 check_rc "navette lock, no recipe: pins the team repository" 0
 check_contains "it prints the pin" "$OUT" "team vision: file://$TR  v1  $C1  (added)"
-check_eq "navette.lock: the team's section" \
-	"$(grep -A2 '^\[team' "$P/navette.lock")" \
-	"$(printf '[team "file://%s"]\nref = v1\ncommit = %s' "$TR" "$C1")"
+check_eq "navette.lock: the team's section, its file pinned too" \
+	"$(grep -A3 '^\[team' "$P/navette.lock")" \
+	"$(printf '[team "file://%s"]\nref = v1\ncommit = %s\nfile = teams/vision.lua' "$TR" "$C1")"
 nv_in "$P" team show
 check_rc "team show with the lock not committed: refused" 3
 check_contains "saying to commit it" "$ERR" "navette.lock is not in commit HEAD"
@@ -129,6 +129,20 @@ check_match "naming the file at its commit" "$ERR" \
 	"file://$TR@[0-9a-f]{12}:teams/vision.lua: role 'x': unknown right 'sudo'"
 check_eq "navette.lock is unchanged" "$(cat "$P/navette.lock")" "$(cat "$T/lock.before")"
 git -C "$P" checkout -q navette.lua
+
+# ---- another file of the pinned commit is not the pinned policy ---------------
+policy alice | put_file "$TR" teams/other.lua
+python3 - "$P/navette.lua" <<'PYEOF'
+import sys
+p = sys.argv[1]
+s = open(p).read().replace('teams/vision.lua', 'teams/other.lua')
+open(p, "w").write(s)
+PYEOF
+nv_in "$P" team show
+check_rc "navette.lua naming another file than the lock pins: refused" 3
+check_contains "saying which" "$ERR" "navette.lock pins its file teams/vision.lua, navette.lua names teams/other.lua"
+git -C "$P" checkout -q navette.lua
+rm -f "$TR/teams/other.lua"
 
 # ---- the remote is gone: the cache serves ----------------------------------
 mv "$TR" "$T/policy.gone"

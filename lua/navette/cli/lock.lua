@@ -73,7 +73,7 @@ local function team_of(proj, check)
     mode = check and "check" or "lock", from_folder = true })
   local pin = policy.pinned
   return { kind = "team", url = pin.url, ref = pin.ref, commit = pin.commit,
-           policy = policy.name }, proj
+           file = pin.file, policy = policy.name }, proj
 end
 
 -- Writes the lock: the old entries, those used replaced (the team's
@@ -95,7 +95,8 @@ local function write_lock(path, found, team_pin)
   end
   local function note_of(was, l)
     return not was and "added"
-           or (was.url ~= l.url or was.commit ~= l.commit or was.ref ~= l.ref)
+           or (was.url ~= l.url or was.commit ~= l.commit or was.ref ~= l.ref
+               or was.file ~= l.file)
               and ("was " .. (was.url ~= l.url and (was.url .. " ") or "")
                    .. was.ref .. " " .. was.commit:sub(1, 12))
            or "unchanged"
@@ -105,7 +106,8 @@ local function write_lock(path, found, team_pin)
                .. team_pin.ref .. "  " .. team_pin.commit .. "  ("
                .. note_of(old_team, team_pin) .. ")")
     entries[#entries + 1] = { kind = "team", url = team_pin.url,
-                              ref = team_pin.ref, commit = team_pin.commit }
+                              ref = team_pin.ref, commit = team_pin.commit,
+                              file = team_pin.file }
   elseif old_team then
     entries[#entries + 1] = old_team
   end
