@@ -913,22 +913,25 @@ function runner.note_concurrent(run, backend)
     run.profile.max_token_lifespan }, { __index = run.profile.slurm })
   local listing = backend.listing(cfg)
   if not listing then return end -- (the submission says what is wrong)
-  local active = 0
+  -- (the listing is the session user's: the member's own Slurm user)
+  local running, pending = 0, 0
   for _, job in pairs(listing) do
-    if job.state == "PENDING" or job.state == "RUNNING"
-       or job.state == "SUSPENDED" or job.state == "CONFIGURING" then
-      active = active + 1
+    if job.state == "RUNNING" or job.state == "CONFIGURING"
+       or job.state == "SUSPENDED" then
+      running = running + 1
+    elseif job.state == "PENDING" then
+      pending = pending + 1
     end
   end
   local new = #run.jobs
-  if active + new > allowed then
+  if running + pending + new > allowed then
     require("navette.term").eprint("note: " .. member.id .. " has "
-      .. active .. " job" .. (active == 1 and "" or "s") .. " pending or "
-      .. "running and submits " .. new .. " more; team " .. member.team
-      .. "'s quota gives " .. member.id .. " " .. allowed .. " at once "
-      .. "(role " .. from .. ": quota.concurrent_jobs = " .. allowed
-      .. "): Slurm holds " .. math.min(new, active + new - allowed)
-      .. " of them (QOSMaxJobsPerUserLimit) until others end")
+      .. running .. " job" .. (running == 1 and "" or "s") .. " running and "
+      .. pending .. " pending, and submits " .. new .. " more; team "
+      .. member.team .. "'s quota runs " .. allowed .. " of "
+      .. member.id .. "'s jobs at once (role " .. from
+      .. ": quota.concurrent_jobs = " .. allowed .. "): Slurm holds the "
+      .. "others (QOSMaxJobsPerUserLimit) until one ends")
   end
 end
 

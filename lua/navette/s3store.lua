@@ -144,14 +144,30 @@ end
 -- read(key or URL, max_bytes) -> bytes | nil, err
 function Store:read(target, max_bytes)
   local bucket, key = self:locate(target)
+  local function too_large(size)
+    return nil, { code = "refused", message = "object " .. key .. " is "
+                  .. size .. " bytes, more than " .. max_bytes }
+  end
+  if max_bytes then
+    -- (asked first: an object over the bound is never downloaded)
+    local head, herr = self.client:head(bucket, key)
+    if not head then return nil, herr end
+    if head.size > max_bytes then return too_large(head.size) end
+  end
   local tmp = temp_path()
-  -- (read_into: a read, done in plan mode too)
+  -- (read_into: a read, done in plan mode too; an interrupted one leaves
+  -- its partial file and state beside tmp, removed here)
   local info, err = self.client:read_into(bucket, key, tmp)
-  if not info then sys.remove(tmp); return nil, err end
+  if not info then
+    local dir, base = tmp:match("^(.*)/([^/]*)$")
+    sys.remove(tmp)
+    sys.remove(dir .. "/." .. base .. ".navette-partial")
+    sys.remove(dir .. "/." .. base .. ".navette-partial.state")
+    return nil, err
+  end
   if max_bytes and info.size > max_bytes then
     sys.remove(tmp)
-    return nil, { code = "refused", message = "object " .. key .. " is "
-                  .. info.size .. " bytes, more than " .. max_bytes }
+    return too_large(info.size)
   end
   local data, rerr = sys.read_file(tmp)
   sys.remove(tmp)

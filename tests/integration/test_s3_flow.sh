@@ -87,5 +87,14 @@ check_rc "plan of a recipe that reads s3:// objects" 0
 check_match "it read them by key" "$OUT" "^key: read in plan$"
 check_match "and by URL" "$OUT" "^url: read in plan$"
 check_eq "and left no temporary file" "$(tmp_count)" "$BEFORE"
+put_file "$R" recipes/peek_small.lua <<'EOF'
+local navette = require "navette"
+print(navette.storage.read("peek/x.txt", 3))
+EOF
+commit_all "$R" >/dev/null
+nv_in "$R" plan recipes/peek_small.lua
+check_rc "a read over its bound: refused" 3
+check_contains "... with the sizes, asked before any download" "$ERR" "is 13 bytes, more than 3"
+check_eq "... and no temporary file" "$(tmp_count)" "$BEFORE"
 
 finish

@@ -172,7 +172,7 @@ nv_in "$R" run recipes/gpu.lua --profile alice
 check_rc "her second too (Slurm holds it, navette does not refuse it)" 0
 HELD=$(printf '%s\n' "$OUT" | sed -n 's/^job train submitted: \(.*\)$/\1/p')
 check_match "navette says, with the numbers, that Slurm will hold it" "$ERR" \
-	"note: alice has 1 job pending or running and submits 1 more; team vision's quota gives alice 1 at once \(role developer: quota.concurrent_jobs = 1\): Slurm holds 1 of them \(QOSMaxJobsPerUserLimit\) until others end"
+	"note: alice has [01] jobs? running and [01] pending, and submits 1 more; team vision's quota runs 1 of alice's jobs at once \(role developer: quota.concurrent_jobs = 1\): Slurm holds the others \(QOSMaxJobsPerUserLimit\) until one ends"
 state_of() { sl squeue -h -u alice -t "$1" -o '%T %r %k' 2>&1; }
 deadline=$(($(date +%s) + 30))
 until [ -n "$(state_of RUNNING)" ] && [ "$(state_of PENDING | cut -d' ' -f2)" = QOSMaxJobsPerUserLimit ]; do
