@@ -321,12 +321,14 @@ function team.fetch_source(proj, opts)
   local function refuse(message, hint)
     error(errors.new("refused", "team repository " .. message, hint), 0)
   end
+  local locked -- (the lock's entry, read once)
   local pin = library.pin_source(src, {
     root = proj.root, mode = mode, what = "team repository",
     entry = function()
       local _, entry = library.read_lock_at(proj.root, repo,
                                             opts.from_folder)
-      return entry and entry.url == src.url and entry or nil
+      locked = entry and entry.url == src.url and entry or nil
+      return locked
     end,
     again = "run `navette lock` and commit " .. library.LOCK_FILE,
     check = "`navette lock --check`",
@@ -337,10 +339,10 @@ function team.fetch_source(proj, opts)
   if mode ~= "lock" then
     -- (the file is pinned too: another policy of the same commit is not
     -- this one)
-    local _, entry = library.read_lock_at(proj.root, repo, opts.from_folder)
-    if (entry.file or FILE_DEFAULT) ~= src.file then
+    -- (pin_source read the entry, and refused when there was none)
+    if (locked.file or FILE_DEFAULT) ~= src.file then
       refuse(src.url .. ": " .. library.LOCK_FILE .. " pins its file "
-             .. (entry.file or FILE_DEFAULT) .. ", navette.lua names "
+             .. (locked.file or FILE_DEFAULT) .. ", navette.lua names "
              .. src.file, "run `navette lock` and commit "
              .. library.LOCK_FILE)
     end

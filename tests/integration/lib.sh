@@ -402,6 +402,25 @@ wait_for() {
 	done
 }
 
+# start_delay_proxy PORT LOG DELAY [ARGS...]: tests/data/slurm/delay_proxy.py
+# in front of the Slurm stack's slurmrestd on PORT, its submissions answered
+# DELAY seconds late, logging to LOG; its pid in DELAY_PROXY_PID. Exits the
+# test when it does not listen within 10 s (the port taken?).
+start_delay_proxy() {
+	local port=$1 log=$2 delay=$3
+	shift 3
+	python3 "$NAVETTE_SOURCE/tests/data/slurm/delay_proxy.py" \
+		--listen "$port" --target "${SLURMRESTD_URL#http://}" \
+		--delay-submit "$delay" --log "$log" "$@" &
+	DELAY_PROXY_PID=$!
+	if ! wait_for 10 grep -q listening "$log"; then
+		echo "$(basename "$0"): error: the delay proxy did not start on" \
+			"port $port (is it taken?)" >&2
+		kill "$DELAY_PROXY_PID" 2>/dev/null
+		exit 1
+	fi
+}
+
 # free_ports N: N loopback TCP ports that nothing listens on now, one per
 # line (the system hands them out; a port drawn at random may belong to a
 # server of the stacks, which then answers a test's client).

@@ -319,15 +319,8 @@ wait_for 60 sh -c "sinfo -h -n $NODE -o '%t' | grep -qx idle"
 
 # ---- navette killed after the submit request is sent ---------------------------
 
-python3 "$NAVETTE_SOURCE/tests/data/slurm/delay_proxy.py" \
-	--listen "$PROXY_PORT" --target "${SLURMRESTD_URL#http://}" \
-	--delay-submit 8 --log "$T/proxy.log" &
-PROXY=$!
-if ! wait_for 10 grep -q listening "$T/proxy.log"; then
-	echo "test_slurm_jobs: error: the delay proxy did not start on port" \
-		"$PROXY_PORT (is it taken?)" >&2
-	exit 1
-fi
+start_delay_proxy "$PROXY_PORT" "$T/proxy.log" 8
+PROXY=$DELAY_PROXY_PID
 (cd "$R" && exec "$NAVETTE" run recipes/same.lua --profile slow >"$T/slow.out" 2>&1) &
 RUNNER=$!
 wait_for 30 grep -q "submit forwarded" "$T/proxy.log"

@@ -21,16 +21,8 @@ read -r PROXY_PORT SLOW_PORT < <(free_ports 2 | tr '\n' ' ')
 # holds its port from now: drawn now and bound minutes later, the port was
 # once taken by another test's connection in between, under a loaded
 # parallel run.
-python3 "$NAVETTE_SOURCE/tests/data/slurm/delay_proxy.py" \
-	--listen "$SLOW_PORT" --target "${SLURMRESTD_URL#http://}" \
-	--delay-submit 8 --log "$T/slow.log" &
-SLOW_PROXY=$!
-if ! wait_for 10 grep -q listening "$T/slow.log"; then
-	echo "test_slurm_sweep: error: the slow proxy did not start on" \
-		"port $SLOW_PORT (is it taken?)" >&2
-	kill "$SLOW_PROXY" 2>/dev/null
-	exit 1
-fi
+start_delay_proxy "$SLOW_PORT" "$T/slow.log" 8
+SLOW_PROXY=$DELAY_PROXY_PID
 R=$T/repo
 mkdir -p "$R/recipes"
 profile() { # NAME ENDPOINT [MORE SLURM KEYS]
@@ -114,15 +106,8 @@ check_no_match "plan: then no array request" "$OUT" 'submit-array'
 
 # ---- a 2x3 sweep and a fan-in: one array request ----------------------------
 
-python3 "$NAVETTE_SOURCE/tests/data/slurm/delay_proxy.py" \
-	--listen "$PROXY_PORT" --target "${SLURMRESTD_URL#http://}" \
-	--delay-submit 0 --log-submits --log "$T/proxy.log" &
-PROXY=$!
-if ! wait_for 10 grep -q listening "$T/proxy.log"; then
-	echo "test_slurm_sweep: error: the counting proxy did not start on" \
-		"port $PROXY_PORT (is it taken?)" >&2
-	exit 1
-fi
+start_delay_proxy "$PROXY_PORT" "$T/proxy.log" 0 --log-submits
+PROXY=$DELAY_PROXY_PID
 nv_in "$R" run recipes/sweep.lua --profile counted --wait
 check_rc "the sweep and its fan-in succeed" 0
 check_eq "two submit requests: the array, then the fan-in" \
