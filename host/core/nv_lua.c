@@ -67,6 +67,20 @@ bool nv_checking_mode(lua_State *L)
 	return rt && rt->plan && rt->checking && !rt->no_exec;
 }
 
+const char *nv_mode(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+	if (!rt || !rt->plan)
+		return "run";
+	return rt->checking ? "check" : "plan";
+}
+
+bool nv_project_trusted(lua_State *L)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+	return rt && rt->trusted;
+}
+
 bool nv_exec_forbidden(lua_State *L)
 {
 	navette_runtime *rt = nv_runtime_of(L);

@@ -32,6 +32,16 @@ bool nv_exec_forbidden(lua_State *L);
  * compute what it would make, as long as it changes nothing. */
 bool nv_checking_mode(lua_State *L);
 
+/* The pass the runtime is in: "plan" (navette plan, a read-only command),
+ * "check" (the checking pass of a run) or "run" (the pass that submits). */
+const char *nv_mode(lua_State *L);
+
+/* True when the declarations of the project file may bind the user's
+ * secrets, files and endpoints: the user trusted that project on this
+ * machine (navette trust), or it declares none. A credential declared by
+ * the project file is loaded only then (creds_lua.c). */
+bool nv_project_trusted(lua_State *L);
+
 /* The recipe's time bound does not run while navette's own long work does
  * (an image build: programs navette runs, not the recipe's code, bounded
  * on their own): stop returns the time that was left (0 when no bound is

@@ -491,6 +491,21 @@ static int l_core_set_checking(lua_State *L)
 	return 0;
 }
 
+/* _navette.core.set_trusted(bool): whether the project now loaded may
+ * bind the user's secrets (trusted code decides, per project load: see
+ * navette.trust). */
+static int l_core_set_trusted(lua_State *L)
+{
+	nv_runtime_of(L)->trusted = lua_toboolean(L, 1);
+	return 0;
+}
+
+static int l_core_mode(lua_State *L)
+{
+	lua_pushstring(L, nv_mode(L));
+	return 1;
+}
+
 static int l_core_no_exec(lua_State *L)
 {
 	lua_pushboolean(L, nv_exec_forbidden(L));
@@ -569,6 +584,8 @@ int luaopen_navette_core(lua_State *L)
 				       {"forbid_exec", l_core_forbid_exec},
 				       {"set_checking", l_core_set_checking},
 				       {"exec_forbidden", l_core_no_exec},
+				       {"set_trusted", l_core_set_trusted},
+				       {"mode", l_core_mode},
 				       {"plan", l_core_plan_record},
 				       {"home", l_core_home},
 				       {"version", l_core_version},

@@ -28,6 +28,11 @@ struct navette_runtime {
 	/* plan mode of a run's first pass (core.set_checking): the user ran
 	 * `run`, so a credential's program may run; set_plan clears it */
 	bool checking;
+	/* the project's bindings (credential sources, stores, endpoints,
+	 * data sets) may be used: the user trusted the project on this
+	 * machine, or it binds nothing (core.set_trusted, by trusted code at
+	 * each project load; nv_project_trusted) */
+	bool trusted;
 	int plan_ref; /* registry ref of the plan record (array) */
 	char home[4096];
 	char recipe_dir[4096];

@@ -117,9 +117,11 @@ static int l_secret_info(lua_State *L)
 	const nv_secret *s = h->secret;
 
 	lua_createtable(L, 0, 9);
-	if (h->not_run) {
+	if (h->not_run) { /* a plan's stand-in: no value was loaded */
 		lua_pushboolean(L, 1);
 		lua_setfield(L, -2, "not_run");
+		lua_pushboolean(L, 1);
+		lua_setfield(L, -2, "planned");
 	}
 	lua_pushstring(L, s->name);
 	lua_setfield(L, -2, "name");
@@ -230,6 +232,32 @@ static int l_creds_load(lua_State *L)
 			lua_rawgeti(L, cmd, i);
 			d.argv[i - 1] = luaL_checkstring(L, -1);
 		}
+	}
+	/* The one place that decides whether a declaration of the project
+	 * file, which comes with a clone, may reach the user's secrets: the
+	 * runtime's flag (navette trust), never a caller's argument. Only
+	 * the user's own configuration ("user") and navette's own
+	 * declarations ("navette": the stand-ins of a hand-over, the AWS_*
+	 * variables of `navette storage`) say otherwise. */
+	const char *origin = opt_field(L, 1, "origin");
+	if (!nv_project_trusted(L) &&
+	    !(origin &&
+	      (strcmp(origin, "user") == 0 || strcmp(origin, "navette") == 0))) {
+		nv_err_set(&err, NV_EREFUSED,
+			   "read what the project binds with `navette trust "
+			   "--show`, then trust it with `navette trust`",
+			   "credential %s: the project file declares it, and "
+			   "this project is not trusted on this machine",
+			   d.name);
+		lua_pushnil(L);
+		lua_createtable(L, 0, 3);
+		lua_pushstring(L, "untrusted");
+		lua_setfield(L, -2, "code");
+		lua_pushstring(L, err.message);
+		lua_setfield(L, -2, "message");
+		lua_pushstring(L, err.hint);
+		lua_setfield(L, -2, "hint");
+		return 2;
 	}
 	/* The one place that decides whether a program may run for a
 	 * credential: the runtime's flag, never a caller's argument. */

@@ -157,9 +157,18 @@ typedef int (*navette_module_opener)(struct lua_State *L);
  * digits, '_' and '.', at most 63 bytes; registering it again replaces
  * the opener. Register before planning or running. What the opener's
  * functions do is the host's to bound: they run inside the recipe's time
- * and memory limits, in plan mode too (navette.context().plan tells). */
+ * and memory limits, in each pass: navette_mode tells which. */
 NAVETTE_API int navette_register_module(navette_runtime *rt, const char *name,
 					navette_module_opener opener);
+
+/* The pass the recipe calling a host module's function is evaluated in:
+ * "plan" (navette plan, navette_plan: record, change nothing), "check"
+ * (the checking pass of a run, which evaluates the recipe once before
+ * the pass that submits and may still refuse the run: a side effect made
+ * here is made twice, or for a run then refused) or "run" (the pass that
+ * submits: the one place for a side effect). L: the state the function
+ * is called with. */
+NAVETTE_API const char *navette_mode(struct lua_State *L);
 
 /* Plans the recipe file: evaluates it with every side effect recorded
  * instead of done. *json_out receives (caller frees)

@@ -13,6 +13,7 @@
 #include <lua.h>
 
 #include "core/buf.h"
+#include "core/nv_lua.h"
 #include "core/output.h"
 #include "core/runtime.h"
 #include "creds/redact.h"
@@ -345,6 +346,11 @@ static int l_register_module(lua_State *L)
 	lua_pushvalue(L, 2); // [name, opener, mods, opener]
 	lua_setfield(L, -2, name);
 	return 0;
+}
+
+const char *navette_mode(lua_State *L)
+{
+	return nv_mode(L);
 }
 
 int navette_register_module(navette_runtime *rt, const char *name,

@@ -33,8 +33,11 @@ local function listed(v, list)
   return false
 end
 
--- Validates one declaration (from the project file); `where` names it.
-function creds.validate(name, d, where)
+-- Validates one declaration; `where` is the file that declares it (the
+-- project file, or the user's own configuration: origin "user"; the
+-- project's declarations load only once the project is trusted, which
+-- the C loader checks by origin).
+function creds.validate(name, d, where, origin)
   local function bad(msg, hint)
     error(errors.new("recipe", where .. ": credential '" .. name .. "': "
                      .. msg, hint), 0)
@@ -63,8 +66,13 @@ function creds.validate(name, d, where)
   if not listed(d.source, creds.SOURCES) then
     bad("source must be one of " .. table.concat(creds.SOURCES, ", "))
   end
+  if d.host ~= nil and (type(d.host) ~= "string" or d.host == "") then
+    bad("host must be a host name (\"api.example.com\" or "
+        .. "\"host:port\")")
+  end
   local out = { name = name, kind = d.kind, source = d.source,
-                host = d.host, description = d.description }
+                host = d.host, description = d.description,
+                origin = origin or "project", declared_in = where }
   if d.source == "env" then
     if d.env ~= nil and type(d.env) ~= "table" then
       bad("env maps fields to variable names: env = { token = \"MY_TOKEN\" }")
@@ -112,9 +120,15 @@ end
 
 -- The run's declarations and handles (set by the runner).
 local context = { declared = {}, loaded = {}, profile = nil }
-function creds._set_context(declared, profile)
-  context = { declared = declared or {}, loaded = {}, profile = profile }
+-- project: the project's name (creds.store writes into its own folder)
+function creds._set_context(declared, profile, project)
+  context = { declared = declared or {}, loaded = {}, profile = profile,
+              project = project }
 end
+
+-- Handles of values navette made or staged (creds.generate, creds.staged):
+-- the only ones creds.htpasswd hashes.
+local made = setmetatable({}, { __mode = "k" })
 
 -- The declaration of name (kind, source, host...; never a value), or nil.
 function creds.declaration(name)
@@ -193,6 +207,36 @@ local function stand_in(d)
 end
 creds._stand_in = stand_in
 
+-- Where d's value would come from, for a plan (names, never a value).
+local function where_from(d)
+  if d.source == "env" then
+    local vars = {}
+    for _, v in pairs(d.env or {}) do vars[#vars + 1] = v end
+    table.sort(vars)
+    return "env " .. (#vars > 0 and table.concat(vars, ", ")
+                      or "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY")
+  elseif d.source == "file" then
+    return "file " .. tostring(d.path)
+  elseif d.source == "keychain" then
+    return "keychain " .. tostring(d.service) .. "/" .. tostring(d.account)
+  end
+  return "command " .. table.concat(d.command or {}, " ")
+end
+
+-- The handle a plan gives for d without loading it: it says `planned`,
+-- and the plan says where the value would come from (once per run).
+local function planned(d)
+  context.planned_not_run = context.planned_not_run or {}
+  if not context.planned_not_run[d.name] then
+    context.planned_not_run[d.name] = true
+    core.plan("creds", "would load", (d.name .. " from " .. where_from(d)
+              .. (d.host and (" for " .. d.host) or "")):gsub("[%c\127]",
+              "?"))
+  end
+  return native.not_run { name = d.name, kind = d.kind, source = d.source,
+                          origin = where_from(d), planned = true }
+end
+
 -- One word for a credential's state in `creds list`: ok, old (past the
 -- profile's maximum age), expired, missing (variable unset, no file),
 -- unavailable (a source this system lacks), unsafe (a file others may
@@ -200,6 +244,7 @@ creds._stand_in = stand_in
 -- which creds list never does), or error.
 local function status_word(row, err)
   if row.ok then return "ok" end
+  if row.untrusted then return "untrusted" end
   if row.not_run then return "not checked" end
   if row.warning then return "old" end
   local m = err and err.message or ""
@@ -240,12 +285,39 @@ function creds.get(name)
     -- plan carries on with a handle that names the credential; a
     -- primitive that needs its value refuses it
     handle = stand_in(d)
+  elseif not handle and err.code == "untrusted" and core.plan_mode() then
+    -- a project not trusted yet: its plan shows what it would bind
+    handle = planned(d)
+  elseif not handle and err.code == "untrusted" then
+    local trust = require "navette.trust"
+    if trust.current and trust.current.file then
+      error(trust.refusal(trust.current, "credential " .. name), 0)
+    end
+    errors.raise("refused", err.message, err.hint)
   elseif not handle then
     errors.raise(err.code == "invalid" and "recipe" or "refused",
                  err.message, err.hint)
   end
   context.loaded[name] = handle
   return handle
+end
+
+-- navette.creds.get as a recipe has it: under plan and in a run's
+-- checking pass no value is loaded (a recipe could send it anywhere a
+-- request is not recorded): the handle says `planned` and where the
+-- value would come from; the pass that submits loads it.
+function creds.recipe_get(name)
+  if core.plan_mode() and type(name) == "string" then
+    local d = context.declared[name]
+    if d then
+      local held = context.loaded[name]
+      if held then return held end
+      local handle = planned(d)
+      context.loaded[name] = handle
+      return handle
+    end
+  end
+  return creds.get(name)
 end
 
 -- creds.jwt(key, {claims = {...}, lifespan = seconds, name = ...})
@@ -290,14 +362,21 @@ function creds.jwt(key, opts)
   return token
 end
 
--- navette's own folders, where a credential file may be created: ~/.navette/,
--- NAVETTE_HOME, ~/.config/navette/ (each ending with '/').
+-- The folders navette owns for the project's credential files, where
+-- creds.store writes: ~/.navette/PROJECT/ and ~/.config/navette/
+-- credentials/PROJECT/ (each ending with '/'). Never NAVETTE_HOME, whose
+-- audit log, queue, staged values and team hand-overs are navette's
+-- state, nor another project's folder.
 local function navette_folders()
   local home = sys.getenv("HOME") or ""
-  local config = sys.getenv("XDG_CONFIG_HOME")
-  if not config or config == "" then config = home .. "/.config" end
-  if home == "" then return { core.home() .. "/" } end
-  return { home .. "/.navette/", core.home() .. "/", config .. "/navette/" }
+  local project = context.project or "project"
+  local out = {}
+  if home ~= "" then out[#out + 1] = home .. "/.navette/" .. project .. "/" end
+  local config = require("navette.trust").config_dir()
+  if config then
+    out[#out + 1] = config .. "/credentials/" .. project .. "/"
+  end
+  return out
 end
 
 -- Whether path lies in one of dirs (no '.' or '..' step in it).
@@ -309,8 +388,15 @@ local function inside(path, dirs)
   return false
 end
 
-local function staged_path(name)
-  return core.home() .. "/staged/" .. name
+-- Where a value staged for declaration d lives: keyed by the file that
+-- declares it (its checkout) and the declaration itself, so that another
+-- project declaring the same name never reads it.
+local function staged_path(d)
+  local identity = table.concat({ tostring(d.declared_in), d.name, d.kind,
+    d.source, tostring(d.path), tostring(d.service), tostring(d.account),
+    table.concat(d.command or {}, "\0") }, "\n")
+  return core.home() .. "/staged/" .. sys.sha256(identity):sub(1, 16) .. "-"
+         .. d.name
 end
 
 local function is_handle(h)
@@ -363,22 +449,21 @@ end
 function creds.store(name, handle)
   local what = "navette.creds.store"
   local d = next_value_of(what, name, handle)
-  -- The project file says where to write, and it may come from a clone
-  -- being tried: only a place that holds a credential of this kind now
-  -- (or nothing yet) is overwritten. An s3 credential is a JSON object
-  -- with its key pair, which no other file is; the other kinds' sources
-  -- take any text (an hs256 key, any bytes), so a path could name a file
-  -- that is not a credential (~/.ssh/id_ed25519): their files are written
-  -- only inside navette's own folders.
+  -- The project file says where to write: even trusted, a recipe writes
+  -- only into the folder navette keeps for this project's credentials,
+  -- never over navette's state (the audit log, the queue, staged values,
+  -- hand-overs) or another project's key, and only over a file that
+  -- holds a credential of this kind now (or nothing yet).
   local allowed = navette_folders()
-  if d.kind ~= "s3" and d.source == "file" and not inside(d.path, allowed) then
-    errors.raise("refused", what .. ": credential " .. name .. " is of "
-                 .. "kind " .. d.kind .. ", whose file cannot be told from "
-                 .. "another file, and " .. d.path .. " is outside "
-                 .. "navette's folders (" .. table.concat(allowed, ", ")
+  if d.source == "file" and not inside(d.path, allowed) then
+    errors.raise("refused", what .. ": credential " .. name .. " is read "
+                 .. "from " .. d.path .. ", outside the folders navette "
+                 .. "keeps for project " .. tostring(context.project)
+                 .. "'s credentials (" .. table.concat(allowed, ", ")
                  .. ")", "keep the credential's file there (path = \"~/"
-                 .. ".navette/" .. name .. "\"), or write the new value to "
-                 .. d.path .. " yourself")
+                 .. ".navette/" .. tostring(context.project) .. "/" .. name
+                 .. "\"), or write the new value to " .. d.path
+                 .. " yourself")
   end
   if d.source == "env" then
     errors.raise("refused", what .. ": credential " .. name .. " comes "
@@ -451,7 +536,7 @@ function creds.store(name, handle)
   native.cache_clear()
   -- a staged value is dropped once a value is stored: it was the one, or
   -- a newer rotation replaced it
-  sys.remove(staged_path(name))
+  sys.remove(staged_path(d))
   local audit = _navette.audit and require "navette.audit"
   if audit then
     audit.record({ action = "creds.store", target = where,
@@ -516,20 +601,34 @@ function creds.generate(opts)
     errors.raise(err.code == "invalid" and "recipe" or err.code,
                  what .. ": " .. err.message, err.hint)
   end
+  made[handle] = true
   return handle
 end
 
 -- creds.htpasswd(handle [, cost]) -> "user:$2y$..." : the htpasswd line of
--- a basic credential (bcrypt, cost 4..14, default 10, a fresh salt), as
--- `htpasswd -nB` prints it. A hash, not the password: it may be shown.
+-- a basic credential that navette made or staged (creds.generate,
+-- creds.staged: never a loaded one, which may be a person's password to
+-- be cracked offline), bcrypt at cost 10..14 (default 10), a fresh salt,
+-- as `htpasswd -nB` prints it.
 function creds.htpasswd(handle, cost)
   local what = "navette.creds.htpasswd"
   if not is_handle(handle) then
     errors.raise("recipe", what .. "(handle [, cost]): handle must be a "
                  .. "credential handle of kind basic")
   end
-  if cost ~= nil and (math.type(cost) ~= "integer" or cost < 4 or cost > 14) then
-    errors.raise("recipe", what .. ": cost must be an integer from 4 to 14")
+  if cost ~= nil and (math.type(cost) ~= "integer" or cost < 10
+                      or cost > 14) then
+    errors.raise("recipe", what .. ": cost must be an integer from 10 to 14",
+                 "a lower cost makes the hash cheap to crack")
+  end
+  if not made[handle] then
+    errors.raise("refused", what .. ": " .. handle:name() .. " was not "
+                 .. "made by navette.creds.generate nor staged: navette "
+                 .. "hashes only a secret it made, never a loaded one "
+                 .. "(it may be a person's password)",
+                 "make the new password with navette.creds.generate{ kind "
+                 .. "= \"basic\", user = ... }, or read the staged one "
+                 .. "with navette.creds.staged")
   end
   local line, err = native.htpasswd(handle, cost)
   if not line then
@@ -547,7 +646,7 @@ end
 function creds.stage(name, handle)
   local what = "navette.creds.stage"
   local d = next_value_of(what, name, handle)
-  local path = staged_path(name)
+  local path = staged_path(d)
   if core.plan_mode() then
     core.plan("creds", "stage", name .. " -> " .. path)
     return path
@@ -571,14 +670,16 @@ end
 function creds.staged(name)
   local what = "navette.creds.staged"
   local d = declared_or_raise(what, name)
-  local path = staged_path(name)
+  local path = staged_path(d)
   if not sys.stat(path) then return nil end
   local handle, err = native.load { name = name, kind = d.kind,
-                                    source = "file", path = path }
+                                    source = "file", path = path,
+                                    origin = "navette" }
   if not handle then
     errors.raise("refused", what .. ": " .. err.message,
                  "remove " .. path .. " to start the rotation again")
   end
+  made[handle] = true
   return handle, path
 end
 
@@ -621,6 +722,12 @@ function creds.inspect(declared, max_age)
         row.warning = "older than the profile's maximum age of "
                       .. max_age .. " s: rotate it"
       end
+    elseif err.code == "untrusted" then
+      row.ok = false
+      row.not_run = true
+      row.untrusted = true
+      row.note = "not loaded: the project is not trusted on this machine"
+      row.hint = err.hint
     elseif err.code == "not_run" then
       row.ok = false
       row.not_run = true

@@ -5,6 +5,7 @@
 local errors = require "navette.errors"
 local util = require "navette.util"
 local backends = require "navette.backends"
+local trust = require "navette.trust"
 local sys, core = _navette.sys, _navette.core
 
 local project = {}
@@ -46,7 +47,7 @@ local LATER_BACKENDS = { kubernetes = true }
 
 local function builtin_local(home)
   return {
-    name = "local", backend = backends.DEFAULT,
+    name = "local", backend = backends.DEFAULT, builtin = true,
     storage = "file://" .. home .. "/store",
     require_pushed = false,
     credentials = {},
@@ -58,13 +59,40 @@ local function fail(path, message, hint)
   error(errors.new("recipe", path .. ": " .. message, hint), 0)
 end
 
-local function validate_credentials(path, t, where)
+local function validate_credentials(path, t, where, origin)
   local creds = require "navette.creds"
   if type(t) ~= "table" then
     fail(path, where .. "credentials must be a table of name = { ... }")
   end
   local out = {}
-  for name, d in pairs(t) do out[name] = creds.validate(name, d, path) end
+  for name, d in pairs(t) do
+    out[name] = creds.validate(name, d, path, origin)
+  end
+  return out
+end
+
+-- The credentials the user declares in their own configuration
+-- ($XDG_CONFIG_HOME/navette/credentials.lua, returning { NAME = { kind,
+-- source, ..., host } }): theirs, so loaded without trusting a project;
+-- each names the host it is sent to.
+local function user_credentials()
+  local dir = trust.config_dir()
+  local path = dir and dir .. "/credentials.lua"
+  local st = path and sys.stat(path)
+  if not st or st.type ~= "file" then return {} end
+  local value = project.evaluate_data(path)
+  if type(value) ~= "table" then
+    fail(path, "the file must return a table of name = { kind = ..., "
+         .. "source = ..., host = ... }")
+  end
+  local out = validate_credentials(path, value, "", "user")
+  for name, d in pairs(out) do
+    if d.kind ~= "hs256" and d.kind ~= "pem" and not d.host then
+      fail(path, "credential '" .. name .. "': a credential of your own "
+           .. "configuration names the host it is for (host = "
+           .. "\"api.example.com\"), so that no project sends it elsewhere")
+    end
+  end
   return out
 end
 
@@ -79,14 +107,21 @@ function project.at(dir)
   return project.load(dir, root)
 end
 
--- Finds navette.lua in dir or a parent; returns its path or nil.
-function project.find(dir)
-  local d = dir
+-- Finds navette.lua in dir or a parent up to the repository's work tree
+-- root (stop), never above it: a folder holding a repository (a shared
+-- temporary folder, a home) is not its project. Without stop (no
+-- repository), only dir itself. Returns its path or nil.
+function project.find(dir, stop)
+  local d = dir:gsub("(.)/+$", "%1")
+  stop = stop and stop:gsub("(.)/+$", "%1")
   for _ = 1, 128 do
     local candidate = util.join(d, project.FILE)
     local st = sys.stat(candidate)
     if st and st.type == "file" then return candidate end
-    if d == "/" or d == "" then break end
+    if not stop or d == stop or d == "/" or d == ""
+       or d:sub(1, #stop + 1) ~= stop .. "/" then
+      break
+    end
     d = util.dirname(d)
   end
   return nil
@@ -538,7 +573,7 @@ end
 -- (the project name defaults to its folder name).
 function project.load(recipe_dir, repo_root)
   local home = core.home()
-  local path = project.find(recipe_dir)
+  local path = project.find(recipe_dir, repo_root)
   local proj = {
     name = slug(util.basename(repo_root or recipe_dir)),
     root = repo_root or recipe_dir,
@@ -546,7 +581,12 @@ function project.load(recipe_dir, repo_root)
     profiles = { ["local"] = builtin_local(home) },
     default_profile = "local",
   }
-  if not path then return proj end
+  local user = user_credentials()
+  if not path then
+    for k, v in pairs(user) do proj.profiles["local"].credentials[k] = v end
+    trust.apply(proj)
+    return proj
+  end
   proj.root = util.dirname(path)
 
   local value = project.evaluate_data(path)
@@ -574,9 +614,17 @@ function project.load(recipe_dir, repo_root)
     proj.team_source = require("navette.team").validate_source(path,
                                                                value.team)
   end
+  -- what binds the user's secrets, files and endpoints: it takes effect
+  -- once the user trusts it (navette.trust)
+  proj.bindings = trust.bindings(value)
   local shared = {}
   if value.credentials ~= nil then
     shared = validate_credentials(path, value.credentials, "")
+  end
+  -- the user's own declarations (their configuration) need no trust and
+  -- are not the project's to redefine
+  for k, v in pairs(user) do shared[k] = v end
+  if next(shared) ~= nil then
     -- a project without profiles has one, the built-in local: nothing to
     -- keep apart, it gets the project's credentials
     if value.profiles == nil then
@@ -603,6 +651,7 @@ function project.load(recipe_dir, repo_root)
     end
     proj.default_profile = value.default_profile
   end
+  trust.apply(proj)
   return proj
 end
 

@@ -14,7 +14,8 @@ function published.s3_store(spec)
   local s3 = spec and spec.outputs and spec.outputs.s3
   if not s3 then return nil end
   local ok, store = pcall(require("navette.s3store").open,
-                          { name = spec.profile, s3 = s3 })
+                          { name = spec.profile,
+                            s3 = require("navette.trust").recorded(s3) })
   if not ok then return nil, store end
   return store
 end

@@ -325,6 +325,13 @@ function runner.load(recipe, opts)
   end
   local proj = project.load(recipe_dir, repo:workdir())
   local profile = project.profile(proj, opts.profile)
+  -- a profile navette.lua declares binds stores, endpoints and
+  -- credentials of the user's: a run uses it only once the project is
+  -- trusted (a plan shows what it would bind, and loads nothing)
+  if not opts.plan and not profile.builtin and not proj.trusted then
+    error(require("navette.trust").refusal(proj, "profile " .. profile.name),
+          0)
+  end
 
   local plan = opts.plan or opts.checking
   local run = {
@@ -344,7 +351,8 @@ function runner.load(recipe, opts)
   storage._set_context({ profile = profile, repo_root = repo:workdir(),
                          datasets = run.project.datasets,
                          recipe_dir = recipe_dir, planned = {} })
-  require("navette.creds")._set_context(profile.credentials, profile)
+  require("navette.creds")._set_context(profile.credentials, profile,
+                                        proj.name)
   require("navette.http")._set_context(profile)
 
   local env = core.sandbox(recipe_dir, {

@@ -514,7 +514,7 @@ function team.handed(policy, id, suffix, kind)
   if not sys.stat(path) then return nil end
   return errors.check(_navette.creds.load { name = id .. "-"
     .. suffix:match("^[^.]*"),
-    kind = kind, source = "file", path = path })
+    kind = kind, source = "file", path = path, origin = "navette" })
 end
 
 -- Revocations this machine made (navette team revoke) are remembered in

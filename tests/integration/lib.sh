@@ -295,12 +295,17 @@ new_repo() {
 	printf '%s\n' "$dir"
 }
 
-# commit_all REPO [MESSAGE]: commits everything in REPO; prints HEAD.
+# commit_all REPO [MESSAGE]: commits everything in REPO; prints HEAD. The
+# test's user then trusts the project file it committed (navette trust), as
+# the author of a project does, unless NO_TRUST=1 (the trust tests).
 commit_all() {
 	git -C "$1" add -A &&
 		git -C "$1" -c user.name=t -c user.email=t@t commit -q \
-			--no-verify -m "${2:-test}" >/dev/null &&
-		git -C "$1" rev-parse HEAD
+			--no-verify -m "${2:-test}" >/dev/null || return 1
+	if [ -z "${NO_TRUST:-}" ] && [ -f "$1/navette.lua" ]; then
+		"$NAVETTE" trust "$1" >/dev/null || return 1
+	fi
+	git -C "$1" rev-parse HEAD
 }
 
 # put_file REPO PATH: writes stdin into REPO/PATH.

@@ -68,7 +68,7 @@ t.test("read-only commands are the documented ones", function()
   end)
   table.sort(forbidden)
   t.eq(table.concat(forbidden, ", "), "audit show, audit verify, "
-       .. "completion, creds list, definitions, help, plan, version")
+       .. "completion, creds list, definitions, help, plan, trust, version")
 end)
 
 t.test("no module but the dispatcher requires navette.cli", function()

@@ -32,7 +32,15 @@ function fixtures.repo(t, files)
   sh(dir, "git init -q . && git add -A && git -c user.name=t "
           .. "-c user.email=t@example.invalid -c commit.gpgsign=false "
           .. "commit -qm fixture")
+  if files["navette.lua"] then fixtures.trust(dir) end
   return dir
+end
+
+-- The test's user trusts the project file of dir (navette trust), as the
+-- author of a project does.
+function fixtures.trust(dir)
+  local trust = require "navette.trust"
+  trust.record(require("navette.project").at(dir))
 end
 
 -- A project whose profile `fake` runs on the fake backend (settings:

@@ -1,6 +1,9 @@
 -- navette.http's policy: verification cannot be switched off, a
 -- credential goes only to the host its declaration names, plain http
 -- only on loopback.
+-- (these tests load declarations as a trusted project's: the trust gate
+-- itself is trust_test.lua's)
+_navette.core.set_trusted(true)
 local t = test
 local http = require "navette.http"
 local sys = _navette.sys

@@ -231,7 +231,8 @@ M.open = open
 -- over) may live as long as the profile lets a token live (cfg: a spec's
 -- slurm, which carries max_token_lifespan).
 local function status_session(cfg)
-  return open(cfg, STATUS_TOKEN_LIFESPAN, cfg.max_token_lifespan or 3600)
+  return open(require("navette.trust").recorded(cfg), STATUS_TOKEN_LIFESPAN,
+              cfg.max_token_lifespan or 3600)
 end
 
 -- check_credential{ credential = NAME or HANDLE } -> true when the

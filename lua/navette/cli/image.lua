@@ -87,7 +87,7 @@ local function load_project(opts, dir)
   end
   local proj = project.load(where, root)
   local profile = project.profile(proj, opts.profile)
-  creds._set_context(profile.credentials, profile)
+  creds._set_context(profile.credentials, profile, proj.name)
   return root
 end
 

@@ -15,7 +15,8 @@
 -- cli.main calls core.forbid_exec() before it, and the C loaders refuse
 -- (code not_run). Plan mode forbids the same.
 --   read-only, forbidden: plan (plan mode), creds list, audit show and
---     verify, version, completion, definitions, help, and the read verbs
+--     verify, trust (it writes only the user's record), version,
+--     completion, definitions, help, and the read verbs
 --     of `image` (resolve, inspect, exists) unless a --credential names
 --     what to load (navette.cli.image decides);
 --   read-only, following jobs `run` submitted: status, logs, watch, jobs

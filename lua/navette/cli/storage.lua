@@ -151,14 +151,15 @@ end
 local function declared_credential(name, profile_name)
   local project = require "navette.project"
   local creds = require "navette.creds"
-  local profile = project.profile(project.at(), profile_name)
+  local proj = project.at()
+  local profile = project.profile(proj, profile_name)
   local decl = profile.credentials[name]
   if decl and decl.kind ~= "s3" then
     error(errors.new("usage", "credential '" .. name .. "' is of kind "
                      .. tostring(decl.kind) .. ", not s3",
                      "declare one with kind = \"s3\""), 0)
   end
-  creds._set_context(profile.credentials, profile)
+  creds._set_context(profile.credentials, profile, proj.name)
   return creds.get(name), decl and decl.host
 end
 
@@ -171,8 +172,10 @@ local function env_credential()
                      .. "keys), or pass --credential NAME of a credential "
                      .. "declared in navette.lua"), 0)
   end
+  -- (the user's own variables, for the endpoint they name: no project's)
   local handle, err = _navette.creds.load { name = "aws", kind = "s3",
-                                            source = "env" }
+                                            source = "env",
+                                            origin = "navette" }
   if not handle then
     error(errors.new("refused", err.message, err.hint), 0)
   end
