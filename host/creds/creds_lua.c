@@ -46,11 +46,17 @@ const nv_secret *nv_creds_check(lua_State *L, int idx)
 	handle *h = check_open(L, idx);
 	if (h->not_run)
 		luaL_error(L,
-			   "credential %s was not loaded: its source runs a "
-			   "program, which plan and read-only commands never "
-			   "do (it is loaded when a job needs it)",
+			   "credential %s was not loaded: plan, a run's "
+			   "checking pass and read-only commands load no "
+			   "credential and run no credential program (the "
+			   "pass that submits loads it)",
 			   h->secret->name);
 	return h->secret;
+}
+
+const nv_secret *nv_creds_check_planned(lua_State *L, int idx)
+{
+	return check_open(L, idx)->secret;
 }
 
 /* Takes ownership of s: it is in the userdata before anything can raise

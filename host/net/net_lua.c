@@ -2,6 +2,7 @@
  * always on, optional CA bundle and public-key pin), a credential bound to
  * its host, bounded bodies. Side effects (anything but GET/HEAD) honour
  * plan mode. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,9 @@
 #include "net/http.h"
 
 #define NET_HEADERS_MAX 64
+/* What a GET sent under plan may bring back, whatever it asked for: a
+ * plan reads to show, not to download. */
+#define NET_PLAN_MAX_BODY ((size_t)4 << 20)
 
 /* The response lives in a userdata while it is turned into Lua values, so
  * a memory error in between frees it (__gc). */
@@ -139,19 +143,42 @@ static int l_net_request(lua_State *L)
 	}
 	lua_getfield(L, 1, "credential");
 	if (!lua_isnil(L, -1)) {
-		req.credential = nv_creds_check(L, lua_gettop(L));
+		/* (under plan a request with a credential is recorded, never
+		 * sent: a plan's stand-in is then accepted) */
+		req.credential = nv_plan_mode(L)
+					 ? nv_creds_check_planned(L, lua_gettop(L))
+					 : nv_creds_check(L, lua_gettop(L));
 		req.credential_host = opt_string(L, 1, "credential_host");
 		luaL_argcheck(L, req.credential_host != NULL, 1,
 			      "a credential is sent only to the host it is "
 			      "bound to: give credential_host");
 	}
-	if (nv_plan_mode(L) && req.method && strcmp(req.method, "GET") != 0 &&
-	    strcmp(req.method, "HEAD") != 0) {
-		nv_plan_record(L, "net", req.method, req.url);
-		lua_createtable(L, 0, 1);
-		lua_pushboolean(L, 1);
-		lua_setfield(L, -2, "planned");
-		return 1;
+	/* The method is decided here, before the plan's rule reads it (the
+	 * transfer would make a request with a body a POST). */
+	if (!req.method)
+		req.method = req.body ? "POST" : "GET";
+	if (nv_plan_mode(L)) {
+		/* Under plan only a read that carries nothing of the user's is
+		 * sent (a GET or HEAD with no body and no credential), its
+		 * answer bounded as it streams; in a run's checking pass nothing
+		 * is, since the pass that submits makes the same requests. The
+		 * plan lists each request, sent or not. */
+		bool read = (strcmp(req.method, "GET") == 0 ||
+			     strcmp(req.method, "HEAD") == 0) &&
+			    !req.body && !req.credential;
+		if (nv_checking_mode(L) || !read) {
+			nv_plan_record(L, "net", req.method, req.url);
+			lua_createtable(L, 0, 1);
+			lua_pushboolean(L, 1);
+			lua_setfield(L, -2, "planned");
+			return 1;
+		}
+		nv_plan_record(L, "net", strcmp(req.method, "GET") == 0
+						 ? "GET (sent)"
+						 : "HEAD (sent)",
+			       req.url);
+		if (!policy.max_body || policy.max_body > NET_PLAN_MAX_BODY)
+			policy.max_body = NET_PLAN_MAX_BODY;
 	}
 
 	response_box *box = lua_newuserdatauv(L, sizeof(*box), 0);

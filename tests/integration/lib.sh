@@ -86,8 +86,8 @@ trap _cleanup EXIT
 # nv ARGS...: runs navette, keeps stdout in OUT, stderr in ERR, status in RC.
 nv() {
 	local o=$T/.out e=$T/.err
-	"$NAVETTE" "$@" >"$o" 2>"$e"
-	RC=$?
+	# (set -e safe: a failing navette is what the test looks at)
+	"$NAVETTE" "$@" >"$o" 2>"$e" && RC=0 || RC=$?
 	OUT=$(cat "$o")
 	ERR=$(cat "$e")
 	LAST_CMD="navette $*"
@@ -99,8 +99,7 @@ nv_in() {
 	local dir=$1
 	shift
 	local o=$T/.out e=$T/.err
-	(cd "$dir" && "$NAVETTE" "$@") >"$o" 2>"$e"
-	RC=$?
+	(cd "$dir" && "$NAVETTE" "$@") >"$o" 2>"$e" && RC=0 || RC=$?
 	OUT=$(cat "$o")
 	ERR=$(cat "$e")
 	LAST_CMD="(in $dir) navette $*"
