@@ -1078,8 +1078,10 @@ function runner.run(recipe, opts)
   core.set_plan(false, true) -- (the checking pass's record is not shown)
   local run = runner.load(recipe, { profile = opts.profile,
                                     nodes = opts.nodes })
-  -- the same jobs as checked: a recipe that declares others the second
-  -- time (it reads the clock, or a random number) is refused
+  -- the same jobs as checked, field by field (the command, its
+  -- environment, inputs, image...): a recipe that declares others the
+  -- second time (it reads the clock, a random number, or knows which
+  -- pass it is in) is refused, naming what differs
   local function shape(r)
     local names = {}
     for i, j in ipairs(r.jobs) do
@@ -1087,9 +1089,22 @@ function runner.run(recipe, opts)
     end
     return table.concat(names, ",")
   end
+  local differs
   if shape(run) ~= shape(check) then
-    refuse("recipe " .. recipe .. " declared other jobs when run ("
-           .. shape(run) .. ") than when checked (" .. shape(check) .. ")",
+    differs = "other jobs (" .. shape(run) .. ") than when checked ("
+              .. shape(check) .. ")"
+  else
+    for i, j in ipairs(run.jobs) do
+      local field = runner.first_difference(j, check.jobs[i])
+      if field then
+        differs = "job " .. j.name .. " with another " .. field
+                  .. " than when checked"
+        break
+      end
+    end
+  end
+  if differs then
+    refuse("recipe " .. recipe .. " declared " .. differs,
            "a recipe must declare the same jobs each time it is evaluated: "
            .. "does it depend on the time or on a random number?", run)
   end
@@ -1184,6 +1199,31 @@ local function same_value(a, b, depth)
   end
   for _ in next, b do n = n - 1 end
   return n == 0
+end
+
+-- The path of the first field where two declared jobs differ ("command",
+-- "env.EPOCHS", "inputs.data"...), or nil when they are the same value.
+function runner.first_difference(a, b, path, depth)
+  depth = depth or 0
+  if type(a) ~= "table" or type(b) ~= "table" then
+    if a == b then return nil end
+    return path or "value"
+  end
+  if rawequal(a, b) then return nil end
+  if depth > 32 then return path or "value" end
+  local keys = {}
+  for k in next, a do keys[#keys + 1] = k end
+  for k in next, b do
+    if rawget(a, k) == nil then keys[#keys + 1] = k end
+  end
+  table.sort(keys, function(x, y) return tostring(x) < tostring(y) end)
+  for _, k in ipairs(keys) do
+    local sub = (path and (path .. ".") or "") .. tostring(k)
+    local d = runner.first_difference(rawget(a, k), rawget(b, k), sub,
+                                      depth + 1)
+    if d then return d end
+  end
+  return nil
 end
 
 -- The checking pass's specs, which the run takes as they are instead of
