@@ -128,11 +128,12 @@ static int under(const char *path, size_t plen, const char *root, size_t rlen)
 	       (plen == rlen || path[rlen] == '/');
 }
 
-/* sys.path_within(path, root) -> bool: whether the real path path is
- * root or lies under the real path root, compared as root's volume
- * compares names (case-insensitively on a volume that folds case, as
- * macOS's do by default: core/fsname.h). Both should come from
- * sys.realpath: nothing is resolved here. */
+/* sys.path_within(path, root [, fold]) -> bool: whether the real path
+ * path is root or lies under the real path root, compared as root's
+ * volume compares names (case-insensitively on a volume that folds case,
+ * as macOS's do by default: core/fsname.h), or always folded with fold
+ * (for a list of refused folders: folding only refuses more). Both
+ * should come from sys.realpath: nothing is resolved here. */
 static int l_sys_path_within(lua_State *L)
 {
 	size_t plen, rlen;
@@ -147,10 +148,15 @@ static int l_sys_path_within(lua_State *L)
 		lua_pushboolean(L, under(path, plen, root, rlen));
 		return 1;
 	}
-	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	folds = fd >= 0 && nv_fsname_volume_of(fd) != NV_FSNAME_SENSITIVE;
-	if (fd >= 0)
-		close(fd);
+	if (lua_toboolean(L, 3)) {
+		folds = 1;
+	} else {
+		fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		folds = fd >= 0 &&
+			nv_fsname_volume_of(fd) != NV_FSNAME_SENSITIVE;
+		if (fd >= 0)
+			close(fd);
+	}
 	fplen = folds ? nv_fsname_fold(path, plen, fp, sizeof(fp)) : (size_t)-1;
 	frlen = folds ? nv_fsname_fold(root, rlen, fr, sizeof(fr)) : (size_t)-1;
 	lua_pushboolean(L, fplen != (size_t)-1 && frlen != (size_t)-1 &&
