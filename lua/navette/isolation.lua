@@ -104,6 +104,14 @@ local function origin_norm(url)
          host_key(host) .. ":" .. tonumber(port)
 end
 
+-- origin_key(url) -> "host:port" as isolation compares endpoints (nil for
+-- what is no URL): for looking an endpoint's settings up by address.
+function M.origin_key(url)
+  if type(url) ~= "string" then return nil end
+  local _, key = origin_norm(url)
+  return key
+end
+
 -- What profile p names, by kind.
 local function owned(p)
   local o = { storage = {}, credentials = {}, registries = {}, origins = {} }
