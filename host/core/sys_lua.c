@@ -2,6 +2,7 @@
  * operating system: clock, sleep, paths, small files, identity. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <limits.h>
 #include <pwd.h>
@@ -18,6 +19,7 @@
 #include <lua.h>
 #include <openssl/evp.h>
 
+#include "core/fsname.h"
 #include "core/fsutil.h"
 #include "core/nv_lua.h"
 #include "core/runtime.h"
@@ -112,6 +114,53 @@ static int l_sys_realpath(lua_State *L)
 		return nv_lua_push_error(L, &err);
 	}
 	lua_pushstring(L, buf);
+	return 1;
+}
+
+/* 1 when path is root or lies under it, byte for byte. */
+static int under(const char *path, size_t plen, const char *root, size_t rlen)
+{
+	while (rlen > 1 && root[rlen - 1] == '/')
+		rlen--;
+	if (rlen == 1 && root[0] == '/')
+		return plen > 0 && path[0] == '/';
+	return plen >= rlen && memcmp(path, root, rlen) == 0 &&
+	       (plen == rlen || path[rlen] == '/');
+}
+
+/* sys.path_within(path, root [, fold]) -> bool: whether the real path
+ * path is root or lies under the real path root, compared as root's
+ * volume compares names (case-insensitively on a volume that folds case,
+ * as macOS's do by default: core/fsname.h), or always folded with fold
+ * (for a list of refused folders: folding only refuses more). Both
+ * should come from sys.realpath: nothing is resolved here. */
+static int l_sys_path_within(lua_State *L)
+{
+	size_t plen, rlen;
+	const char *path = luaL_checklstring(L, 1, &plen);
+	const char *root = luaL_checklstring(L, 2, &rlen);
+	char fp[NV_FSNAME_FOLD_CAP(PATH_MAX)], fr[NV_FSNAME_FOLD_CAP(PATH_MAX)];
+	size_t fplen, frlen;
+	int fd, folds;
+
+	if (under(path, plen, root, rlen) || plen >= PATH_MAX ||
+	    rlen >= PATH_MAX) {
+		lua_pushboolean(L, under(path, plen, root, rlen));
+		return 1;
+	}
+	if (lua_toboolean(L, 3)) {
+		folds = 1;
+	} else {
+		fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		folds = fd >= 0 &&
+			nv_fsname_volume_of(fd) != NV_FSNAME_SENSITIVE;
+		if (fd >= 0)
+			close(fd);
+	}
+	fplen = folds ? nv_fsname_fold(path, plen, fp, sizeof(fp)) : (size_t)-1;
+	frlen = folds ? nv_fsname_fold(root, rlen, fr, sizeof(fr)) : (size_t)-1;
+	lua_pushboolean(L, fplen != (size_t)-1 && frlen != (size_t)-1 &&
+				   under(fp, fplen, fr, frlen));
 	return 1;
 }
 
@@ -367,6 +416,7 @@ int luaopen_navette_sys(lua_State *L)
 				       {"getenv", l_sys_getenv},
 				       {"cwd", l_sys_cwd},
 				       {"realpath", l_sys_realpath},
+				       {"path_within", l_sys_path_within},
 				       {"stat", l_sys_stat},
 				       {"mkdir_p", l_sys_mkdir_p},
 				       {"write_file", l_sys_write_file},

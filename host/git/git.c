@@ -415,6 +415,45 @@ int nv_git_resolve(const nv_git_repo *repo, const char *ref,
 	return 0;
 }
 
+int nv_git_path_state(const nv_git_repo *repo, const char *rel,
+		      enum nv_git_path_state *state, nv_err *err)
+{
+	git_index *index = NULL;
+	char folder[4096];
+	int ignored = 0, rc;
+	size_t pos;
+
+	*state = NV_GIT_PATH_UNTRACKED;
+	if (!rel || !rel[0] || rel[0] == '/')
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "a path relative to the repository's root "
+				  "is needed");
+	git_error_clear();
+	rc = git_repository_index(&index, repo->repo);
+	if (rc < 0)
+		return git_fail(err, NV_EIO, NULL,
+				"cannot read the index of %s", repo->workdir);
+	/* the file itself, or a folder holding tracked files */
+	if (git_index_get_bypath(index, rel, 0))
+		*state = NV_GIT_PATH_TRACKED;
+	else if (snprintf(folder, sizeof(folder), "%s/", rel) <
+			 (int)sizeof(folder) &&
+		 git_index_find_prefix(&pos, index, folder) == 0)
+		*state = NV_GIT_PATH_TRACKED;
+	git_error_clear();
+	git_index_free(index);
+	if (*state == NV_GIT_PATH_TRACKED)
+		return 0;
+	rc = git_ignore_path_is_ignored(&ignored, repo->repo, rel);
+	if (rc < 0)
+		return git_fail(err, NV_EIO, NULL,
+				"cannot read the ignore rules of %s",
+				repo->workdir);
+	if (ignored)
+		*state = NV_GIT_PATH_IGNORED;
+	return 0;
+}
+
 int nv_git_commit_info(const nv_git_repo *repo, const char *oid_hex,
 		       nv_git_commit *info, nv_err *err)
 {

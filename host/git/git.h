@@ -82,6 +82,20 @@ typedef struct nv_git_commit {
 int nv_git_commit_info(const nv_git_repo *repo, const char *oid_hex,
 		       nv_git_commit *info, nv_err *err);
 
+/* What the repository makes of a path of its work tree, relative to its
+ * root ("data/x.bin"; the file need not exist): NV_GIT_PATH_TRACKED when
+ * the index holds it (even where an ignore rule matches it too),
+ * NV_GIT_PATH_IGNORED when an ignore rule (.gitignore, info/exclude,
+ * core.excludesFile) matches it or a folder above it, else
+ * NV_GIT_PATH_UNTRACKED. */
+enum nv_git_path_state {
+	NV_GIT_PATH_TRACKED,
+	NV_GIT_PATH_IGNORED,
+	NV_GIT_PATH_UNTRACKED
+};
+int nv_git_path_state(const nv_git_repo *repo, const char *rel,
+		      enum nv_git_path_state *state, nv_err *err);
+
 /* Called once per dirty entry. kind is one of "modified" (work tree differs
  * from the index), "staged" (index differs from HEAD, work tree does not),
  * "deleted", "renamed" (path is the new name), "typechange", "untracked"

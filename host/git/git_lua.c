@@ -111,6 +111,23 @@ static int l_git_resolve(lua_State *L)
 	return 1;
 }
 
+/* repo:path_state(rel) -> "tracked" | "ignored" | "untracked" | nil, err
+ * (git.h: nv_git_path_state) */
+static int l_git_path_state(lua_State *L)
+{
+	static const char *const names[] = {"tracked", "ignored", "untracked"};
+	nv_git_repo *repo = check_repo(L, 1);
+	const char *rel = luaL_checkstring(L, 2);
+	enum nv_git_path_state state;
+	nv_err err;
+
+	nv_err_clear(&err);
+	if (nv_git_path_state(repo, rel, &state, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, names[state]);
+	return 1;
+}
+
 static int l_git_commit(lua_State *L)
 {
 	nv_git_repo *repo = check_repo(L, 1);
@@ -517,6 +534,7 @@ static const luaL_Reg repo_methods[] = {
 	{"library_commit", l_git_library_commit},
 	{"read_file", l_git_read_file},
 	{"workdir", l_git_workdir},
+	{"path_state", l_git_path_state},
 	{"head", l_git_head},
 	{"resolve", l_git_resolve},
 	{"commit", l_git_commit},

@@ -11,6 +11,7 @@
 
 #include "core/nv_lua.h"
 #include "creds/creds_lua.h"
+#include "net/hostname.h"
 #include "net/http.h"
 
 #define NET_HEADERS_MAX 64
@@ -233,10 +234,34 @@ static int l_net_pin(lua_State *L)
 	return 1;
 }
 
+/* net.host(text) -> {canonical, kind = "name"|"ipv4"|"ipv6", loopback}
+ * | nil, err: a URL's host in canonical form (net/hostname.h). */
+static int l_net_host(lua_State *L)
+{
+	size_t len;
+	const char *text = luaL_checklstring(L, 1, &len);
+	static const char *const kinds[] = {"name", "ipv4", "ipv6"};
+	nv_host host;
+	nv_err err;
+
+	if (nv_host_canonical(text, len, &host, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_createtable(L, 0, 3); // [t]
+	lua_pushstring(L, host.canonical);
+	lua_setfield(L, -2, "canonical");
+	lua_pushstring(L, kinds[host.kind]);
+	lua_setfield(L, -2, "kind");
+	lua_pushboolean(L, host.loopback);
+	lua_setfield(L, -2, "loopback");
+	return 1;
+}
+
 int luaopen_navette_net(lua_State *L)
 {
-	static const luaL_Reg fns[] = {
-		{"request", l_net_request}, {"pin", l_net_pin}, {NULL, NULL}};
+	static const luaL_Reg fns[] = {{"request", l_net_request},
+				       {"pin", l_net_pin},
+				       {"host", l_net_host},
+				       {NULL, NULL}};
 	luaL_newlib(L, fns);
 	return 1;
 }

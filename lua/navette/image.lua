@@ -243,6 +243,154 @@ local function repo_root(opts_repo)
   return sys.cwd()
 end
 
+-- ---- what a recipe may name on this machine -----------------------------
+-- A recipe is untrusted (a clone may be the first thing run): through the
+-- public API (the functions of this module) its `repo` is its run's own
+-- repository or a folder of it, never another repository on disk; what
+-- it writes (pack's `output`, code_layer's `tmp_dir`) goes to a path git
+-- ignores in that repository or to navette's temporary folder
+-- ($NAVETTE_HOME/tmp), never over a tracked file or outside them; and
+-- the builder's `storage_root`/`run_root` (buildah may run as root) name
+-- a folder of navette's own ($NAVETTE_HOME/image-storage/NAME, .../
+-- image-run/NAME). image.trusted holds the same calls for the command
+-- line, which takes the user's paths as given.
+
+-- The run's repository: its real root (the running recipe's, else the
+-- one the context names, else the current folder's).
+local function own_repository(fn)
+  local root
+  local run = require("navette.runner").current
+  if run and run.repo then
+    root = run.repo:workdir()
+  elseif context.repo_root then
+    root = context.repo_root
+  else
+    local repo = _navette.git.open(sys.cwd())
+    if repo then root = repo:workdir(); repo:close() end
+  end
+  local real = root and sys.realpath(root)
+  if not real then
+    errors.raise("refused", "navette.image." .. fn .. ": no repository "
+                 .. "for this run", "run the recipe inside its git "
+                 .. "repository")
+  end
+  return real
+end
+
+local function refuse_path(fn, key, given, why, allowed)
+  errors.raise("refused", "navette.image." .. fn .. ": " .. key .. " '"
+               .. given .. "' " .. why, allowed)
+end
+
+-- A `repo` of a recipe: the run's repository or one of its folders (its
+-- real path, symlinks followed, compared as the volume compares names),
+-- that opens as that same repository (a nested clone or a submodule is
+-- another one).
+local function confined_repo(fn, given)
+  local root = own_repository(fn)
+  if given == nil then return root end
+  string_arg(fn, "repo", given)
+  local allowed = "a recipe's repo is its own repository (" .. root
+                  .. ") or a folder of it"
+  local real = sys.realpath(given:sub(1, 1) == "/" and given
+                            or (root .. "/" .. given))
+  if not real then
+    refuse_path(fn, "repo", given, "does not exist", allowed)
+  end
+  if not sys.path_within(real, root) then
+    refuse_path(fn, "repo", given, "is outside the run's repository",
+                allowed)
+  end
+  local repo = _navette.git.open(real)
+  local wd = repo and sys.realpath(repo:workdir())
+  if repo then repo:close() end
+  if not wd or not (sys.path_within(wd, root) and sys.path_within(root, wd)) then
+    refuse_path(fn, "repo", given, "is another git repository ("
+                .. tostring(wd) .. ")", allowed)
+  end
+  return real
+end
+
+-- A path a recipe has navette write (folder = true: a folder navette
+-- creates its files in): its real path, in navette's temporary folder
+-- (a new file there, never one that exists) or in the run's repository
+-- where git ignores it (never a tracked file, nothing under .git).
+local function confined_output(fn, key, given, folder)
+  string_arg(fn, key, given)
+  local root = own_repository(fn)
+  local tmp = core.home() .. "/tmp"
+  local allowed = "a recipe writes to a path git ignores in its "
+                  .. "repository (add the folder to .gitignore) or under "
+                  .. tmp
+  local path = given:sub(1, 1) == "/" and given or (root .. "/" .. given)
+  local dir, base = path, nil
+  if not folder then
+    dir, base = path:match("^(.*)/([^/]+)$")
+    if not base or base == "." or base == ".." then
+      refuse_path(fn, key, given, "names no file", allowed)
+    end
+  end
+  local rdir = sys.realpath(dir == "" and "/" or dir)
+  if not rdir then
+    refuse_path(fn, key, given, "is in a folder that does not exist",
+                allowed)
+  end
+  local real = base and ((rdir == "/" and "" or rdir) .. "/" .. base)
+               or rdir
+  if not core.plan_mode() then sys.mkdir_p(tmp, 448) end
+  local rtmp = sys.realpath(tmp)
+  if rtmp and sys.path_within(real, rtmp) then
+    if base and sys.stat(real) then
+      refuse_path(fn, key, given, "exists already", "name a new file "
+                  .. "under " .. tmp)
+    end
+    return real
+  end
+  if not sys.path_within(real, root) then
+    refuse_path(fn, key, given, "is outside the run's repository and "
+                .. "navette's temporary folder", allowed)
+  end
+  local rel = real:sub(#root + 2)
+  for part in (rel .. "/"):gmatch("([^/]*)/") do
+    if part:lower() == ".git" then
+      refuse_path(fn, key, given, "is in the repository's .git folder",
+                  allowed)
+    end
+  end
+  local state = "tracked" -- the root itself
+  if rel ~= "" then
+    local repo = check(_navette.git.open(root))
+    local st, err = repo:path_state(rel)
+    repo:close()
+    state = check(st, err, "navette.image." .. fn)
+  end
+  if state ~= "ignored" then
+    refuse_path(fn, key, given, "is " .. (state == "tracked"
+                and "tracked by git" or "not ignored by git") .. " in "
+                .. root, allowed)
+  end
+  return real
+end
+
+-- A builder folder of a recipe: a NAME (letters, digits, '.', '_', '-')
+-- of navette's folder of that kind, created 0700.
+local STORE_FOLDERS = { storage_root = "image-storage", run_root = "image-run" }
+local function confined_store(fn, key, name)
+  if name == nil then return nil end
+  local base = core.home() .. "/" .. STORE_FOLDERS[key]
+  if type(name) ~= "string" or not name:match("^[%w_-][%w._-]*$")
+     or #name > 64 then
+    errors.raise("refused", "navette.image." .. fn .. ": " .. key .. " '"
+                 .. tostring(name) .. "' is not a name",
+                 "a recipe names one of navette's builder folders: " .. key
+                 .. " = \"NAME\" (letters, digits, '.', '_', '-') is "
+                 .. base .. "/NAME; a path is for the command line (--"
+                 .. key:gsub("_", "-") .. ")")
+  end
+  if not core.plan_mode() then check(sys.mkdir_p(base .. "/" .. name, 448)) end
+  return base .. "/" .. name
+end
+
 local function audit(action, target, result, detail)
   local a = _navette.audit
   if a and a.append then
@@ -261,7 +409,7 @@ local CODE_KEYS = { "base", "to", "into", "platform", "repo", "commit",
 -- image.code_layer{base=, to=, into=, platform=, repo=, commit=, ...} ->
 -- {reference = "repo@sha256:...", digest, tag, base, base_digest,
 --  layer_digest, diff_id, commit, bytes_uploaded, ...}
-function image.code_layer(spec)
+local function code_layer(spec, trusted)
   if type(spec) ~= "table" then
     errors.raise("recipe", "navette.image.code_layer expects a table "
                  .. "{ base = ..., to = ... }")
@@ -281,9 +429,13 @@ function image.code_layer(spec)
   local o = native_options(spec, {
     { registry = base.registry, credential = spec.base_credential },
     { registry = target.registry, credential = spec.credential } })
-  o.repo = repo_root(spec.repo)
+  o.repo = trusted and repo_root(spec.repo)
+           or confined_repo("code_layer", spec.repo)
   o.commit, o.base, o.to = spec.commit, spec.base, spec.to
   o.into, o.source, o.tmp_dir = spec.into, spec.source, spec.tmp_dir
+  if not trusted and spec.tmp_dir ~= nil then
+    o.tmp_dir = confined_output("code_layer", "tmp_dir", spec.tmp_dir, true)
+  end
   local res, err = native.code_layer(o)
   if res == nil and err == "planned" then
     return { planned = true, base = spec.base, to = spec.to,
@@ -305,12 +457,19 @@ local PACK_KEYS = { "repo", "commit", "into", "output" }
 
 -- image.pack{repo=, commit=, into=, output=} -> the layer code_layer
 -- would push, written to output (diff_id, layer_digest, sizes).
-function image.pack(spec)
+local function pack(spec, trusted)
+  if type(spec) ~= "table" then
+    errors.raise("recipe", "navette.image.pack expects a table "
+                 .. "{ output = ... }")
+  end
   known_keys("pack", spec, PACK_KEYS)
   string_arg("pack", "output", spec.output)
-  local res, err = native.pack { repo = repo_root(spec.repo),
-                                 commit = spec.commit, into = spec.into,
-                                 output = spec.output }
+  local repo = trusted and repo_root(spec.repo)
+               or confined_repo("pack", spec.repo)
+  local output = trusted and spec.output
+                 or confined_output("pack", "output", spec.output)
+  local res, err = native.pack { repo = repo, commit = spec.commit,
+                                 into = spec.into, output = output }
   if res == nil and err == "planned" then return { planned = true } end
   return check(res, err, "pack")
 end
@@ -338,12 +497,17 @@ end
 -- folder) is exported, scanned for secrets and built; the tag comes from
 -- the commit and the lock-file hash; the digest the push produced is
 -- checked against what the registry now serves for that tag.
-function image.build(spec)
+local function build(spec, trusted)
   if type(spec) ~= "table" then
     errors.raise("recipe", "navette.image.build expects a table")
   end
   known_keys("build", spec, BUILD_KEYS)
   string_arg("build", "to", spec.to)
+  local storage_root, run_root = spec.storage_root, spec.run_root
+  if not trusted then
+    storage_root = confined_store("build", "storage_root", storage_root)
+    run_root = confined_store("build", "run_root", run_root)
+  end
   local file = string_arg("build", "file", spec.file or "Containerfile")
   local ctx = string_arg("build", "context", spec.context or ".")
   for _, p in ipairs({ file, ctx }) do
@@ -367,7 +531,8 @@ function image.build(spec)
   if not builder then fail(berr) end
 
   local git = _navette.git
-  local repo = check(git.open(repo_root(spec.repo)))
+  local repo = check(git.open(trusted and repo_root(spec.repo)
+                              or confined_repo("build", spec.repo)))
   local commit = check(repo:resolve(spec.commit or "HEAD"))
   local lock = check(repo:lockfile_hash(commit))
   local source = repo:remote_url()
@@ -408,12 +573,23 @@ function image.build(spec)
   local ok, e = pcall(function()
     local exported, xerr = repo:export(commit, tmp .. "/tree")
     check(exported, xerr, "export")
+    -- a symlink of the commit must not take the build out of its tree
+    -- (a context linked to the user's home would be copied and pushed)
+    local tree = check(sys.realpath(tmp .. "/tree"))
+    for _, p in ipairs({ file, ctx }) do
+      local real = sys.realpath(tmp .. "/tree/" .. p)
+      if real and not sys.path_within(real, tree) then
+        errors.raise("refused", "navette.image.build: '" .. p .. "' is a "
+                     .. "symlink out of the commit's tree", "name a file "
+                     .. "and a folder of the commit itself")
+      end
+    end
     return check(native.build {
       builder = builder, file = tmp .. "/tree/" .. file,
       context = tmp .. "/tree/" .. ctx,
       platform = image.target_platform(spec.platform), to = ref,
       build_args = spec.build_args, labels = labels,
-      storage_root = spec.storage_root, run_root = spec.run_root })
+      storage_root = storage_root, run_root = run_root })
   end)
   sys.remove_tree(tmp)
   repo:close()
@@ -442,6 +618,8 @@ function image.build(spec)
   audit("image.build", out.reference, "ok", builder .. " of " .. commit)
   return out
 end
+
+local build_call = build
 
 local REBUILD_KEYS = { "builder", "file", "context", "platform", "to",
                        "build_args", "labels", "repo", "commit", "credential",
@@ -473,13 +651,17 @@ end
 -- built and the pointer stays (force = true builds all the same: a
 -- change of the Containerfile alone is no change of the lock files).
 -- Plan mode: the lookup is done, the build recorded.
-function image.rebuild(spec)
+local function rebuild(spec, trusted)
   if type(spec) ~= "table" then
     errors.raise("recipe", "navette.image.rebuild expects a table "
                  .. "{ to = \"registry/repo:pointer\", ... }")
   end
   known_keys("rebuild", spec, REBUILD_KEYS)
   string_arg("rebuild", "to", spec.to)
+  if not trusted then -- refused before the registry is asked
+    confined_store("rebuild", "storage_root", spec.storage_root)
+    confined_store("rebuild", "run_root", spec.run_root)
+  end
   local target = image.parse(spec.to)
   if target.digest or target.implicit_tag then
     errors.raise("recipe", "navette.image.rebuild: `to` must name a "
@@ -491,7 +673,8 @@ function image.rebuild(spec)
                 docker_config = spec.docker_config,
                 platform = image.target_platform(spec.platform) }
   local git = _navette.git
-  local repo = check(git.open(repo_root(spec.repo)))
+  local repo = check(git.open(trusted and repo_root(spec.repo)
+                              or confined_repo("rebuild", spec.repo)))
   local commit = check(repo:resolve(spec.commit or "HEAD"))
   local lock = check(repo:lockfile_hash(commit))
   repo:close()
@@ -512,7 +695,7 @@ function image.rebuild(spec)
   for _, k in ipairs(REBUILD_KEYS) do build[k] = spec[k] end
   build.force = nil
   build.to = target.name -- its own tag: the commit and the hash
-  local built = image.build(build)
+  local built = build_call(build, trusted)
   out.built, out.up_to_date = true, false
   if built.planned then
     out.planned, out.tagged = true, built.tagged
@@ -542,7 +725,7 @@ local DEB_KEYS = { "suite", "packages", "variant", "platform", "to",
 -- tag has the image: nothing is built, unless rebuild = true. A tag in
 -- `to` ("registry/team/base:bookworm") is a pointer moved to the image,
 -- which a profile's `images` may name. Plan mode: looked up, not built.
-function image.debootstrap(spec)
+local function debootstrap(spec, trusted)
   if type(spec) ~= "table" then
     errors.raise("recipe", "navette.image.debootstrap expects a table "
                  .. "{ to = ..., packages = { ... } }")
@@ -570,6 +753,12 @@ function image.debootstrap(spec)
                  .. spec.to .. ")", "give the repository (and a pointer "
                  .. "tag if you want one): the digest is what the build "
                  .. "produces")
+  end
+  local storage_root, run_root = spec.storage_root, spec.run_root
+  if not trusted then
+    storage_root = confined_store("debootstrap", "storage_root",
+                                  storage_root)
+    run_root = confined_store("debootstrap", "run_root", run_root)
   end
   local suite = spec.suite or "bookworm"
   local platform = image.target_platform(spec.platform)
@@ -619,8 +808,7 @@ function image.debootstrap(spec)
     check(native.debootstrap {
       suite = suite, variant = spec.variant, platform = platform,
       packages = packages, mirror = mirror, work_dir = work,
-      labels = labels, storage_root = spec.storage_root,
-      run_root = spec.run_root })
+      labels = labels, storage_root = storage_root, run_root = run_root })
     local o = target_options()
     o.layout, o.to, o.tags = work .. "/layout", target.name, { id.tag }
     return check(native.layout_push(o))
@@ -642,6 +830,15 @@ function image.debootstrap(spec)
 end
 
 image.OPTION_KEYS.debootstrap = DEB_KEYS
+
+-- The calls as recipes make them (public.lua hands these out), and as
+-- the command line does (image.trusted: the user's paths as given).
+image.trusted = {}
+for name, fn in pairs({ code_layer = code_layer, pack = pack, build = build,
+                        rebuild = rebuild, debootstrap = debootstrap }) do
+  image[name] = function(spec) return fn(spec, false) end
+  image.trusted[name] = function(spec) return fn(spec, true) end
+end
 
 -- The non-raising twins: try_resolve(...) -> digest, info | nil, err.
 errors.add_try(image, { "parse", "resolve", "exists", "inspect",

@@ -63,26 +63,53 @@ local function inside(u, root)
 end
 
 
--- A registry's or a credential's host as "host:port" (lower case, no
--- trailing dot, the port as a number: "05000" is 5000), or "host" alone
--- when no port is given (it then stands for every port).
+-- A host as isolation compares it: its canonical form (_navette.net.host:
+-- 127.1, 2130706433, 0x7f000001 and [::ffff:7f00:1] are 127.0.0.1, a name
+-- is lowered and loses its trailing dot), and every loopback form as one
+-- host, "loopback": localhost is both 127.0.0.1 and ::1, and a service
+-- listening on all addresses (0.0.0.0, ::) answers 127.0.0.2 and [::1]
+-- as well, so which loopback address a profile wrote says nothing of
+-- which service it reaches. A host the parser refuses is compared as
+-- written, lowered (libcurl refuses it too).
+local function host_key(h)
+  local r = _navette.net.host(h)
+  if not r then return h:lower() end
+  return r.loopback and "loopback" or r.canonical
+end
+
+-- A registry's or a credential's host as "host:port" (the host as
+-- host_key gives it, the port as a number: "05000" is 5000), or "host"
+-- alone when no port is given (it then stands for every port).
 local function host_of(h)
-  if type(h) ~= "string" then return nil end
-  h = h:lower()
+  if type(h) ~= "string" or h == "" then return nil end
   local host, port = h:match("^(.-):(%d+)$")
-  if not host then host = h end
-  host = host:gsub("%.$", "")
+  if not host or host == "" or (host:find(":", 1, true)
+                                and not host:match("^%[.*%]$")) then
+    host, port = h, nil -- an IPv6 address without brackets has no port
+  end
+  host = host_key(host)
   return port and (host .. ":" .. tonumber(port)) or host
 end
 
--- The origin of a URL, normalised as http.origin_of does, with the
--- host's trailing dot dropped and the port as a number.
+-- The origin of a URL, normalised as http.origin_of does (the port of
+-- its scheme when none is given), and the key isolation compares it by:
+-- host_key's host and the port, whatever the scheme (http:// and
+-- https:// to one host and port reach one service).
 local function origin_norm(url)
   local o = require("navette.http").origin_of(url)
   if not o then return nil end
   local scheme, host, port = o:match("^(%a[%w+.-]*)://(.-):(%d+)$")
-  if not scheme then return o end
-  return scheme .. "://" .. host:gsub("%.$", "") .. ":" .. tonumber(port)
+  if not scheme or host == "" then return o, o end
+  return scheme .. "://" .. host:gsub("%.$", "") .. ":" .. tonumber(port),
+         host_key(host) .. ":" .. tonumber(port)
+end
+
+-- origin_key(url) -> "host:port" as isolation compares endpoints (nil for
+-- what is no URL): for looking an endpoint's settings up by address.
+function M.origin_key(url)
+  if type(url) ~= "string" then return nil end
+  local _, key = origin_norm(url)
+  return key
 end
 
 -- What profile p names, by kind.
@@ -98,17 +125,18 @@ local function owned(p)
   end
   for name, d in pairs(p.credentials or {}) do
     o.credentials[name] = true
-    if d.host and (d.kind == "basic" or d.kind == "bearer") then
-      o.registries[host_of(d.host)] = true
-    end
+    local host = (d.kind == "basic" or d.kind == "bearer") and host_of(d.host)
+    if host then o.registries[host] = true end
   end
   for _, ref in pairs(p.images or {}) do
     local parsed = _navette.image.parse(ref)
-    if parsed then o.registries[host_of(parsed.registry)] = true end
+    local host = parsed and host_of(parsed.registry)
+    if host then o.registries[host] = true end
   end
   local function origin(url)
-    local x = type(url) == "string" and origin_norm(url)
-    if x then o.origins[x] = true end
+    if type(url) ~= "string" then return end
+    local _, key = origin_norm(url)
+    if key then o.origins[key] = true end
   end
   if p.s3 then origin(p.s3.endpoint) end
   if p.slurm then origin(p.slurm.endpoint) end
@@ -216,9 +244,10 @@ end
 -- check_origin(p, url, what): refuses an HTTP endpoint (a cluster, an S3
 -- service, an endpoints entry) another profile names and p does not.
 function M.check_origin(p, url, what)
-  local origin = type(url) == "string" and origin_norm(url)
+  if type(url) ~= "string" then return end
+  local origin, key = origin_norm(url)
   if not origin then return end
-  local list = others(p, function(o) return o.origins[origin] == true end)
+  local list = others(p, function(o) return o.origins[key] == true end)
   if list then
     refuse((what and (what .. ": ") or "") .. origin .. " is an endpoint "
            .. "of profile " .. quoted(list) .. ", not of profile '"

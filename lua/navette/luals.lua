@@ -30,7 +30,8 @@ local ANNOTATIONS = {
     into = { "string", "Where the tree goes in the image (default "
              .. "/workspace)." },
     platform = { "string", "Platform of the base index to use." },
-    repo = { "string", "The repository folder (default: the recipe's)." },
+    repo = { "string", "The repository folder (default: the recipe's; "
+             .. "only it or a folder of it)." },
     commit = { "string", "The commit whose tree is pushed (default "
                .. "HEAD)." },
     source = { "string", "A folder inside the tree to push alone." },
@@ -41,15 +42,19 @@ local ANNOTATIONS = {
     ca_bundle = { "string", "A CA bundle to trust for the registries." },
     progress = { "boolean", "Show a progress bar (command line)." },
     step = { "string", "Label of the progress lines (command line)." },
-    tmp_dir = { "string", "Where the layer is staged." },
+    tmp_dir = { "string", "Where the layer is staged: a folder git "
+                .. "ignores in the repository, or under $NAVETTE_HOME/tmp." },
   },
   image_pack = {
-    repo = { "string", "The repository folder (default: the recipe's)." },
+    repo = { "string", "The repository folder (default: the recipe's; "
+             .. "only it or a folder of it)." },
     commit = { "string", "The commit whose tree is packed (default "
                .. "HEAD)." },
     into = { "string", "Where the tree goes in the image (default "
              .. "/workspace)." },
-    output = { "string", "The .tar.gz file to write.", required = true },
+    output = { "string", "The .tar.gz file to write: a path git ignores "
+               .. "in the repository, or a new file under "
+               .. "$NAVETTE_HOME/tmp.", required = true },
   },
   image_build = {
     builder = { "\"buildah\"|\"podman\"|\"docker\"", "The builder "
@@ -63,13 +68,16 @@ local ANNOTATIONS = {
     tag = { "string", "A tag instead of the commit and lock-file one." },
     build_args = { "table<string, string>", "Build arguments." },
     labels = { "table<string, string>", "Labels of the image." },
-    repo = { "string", "The repository folder (default: the recipe's)." },
+    repo = { "string", "The repository folder (default: the recipe's; "
+             .. "only it or a folder of it)." },
     commit = { "string", "The commit whose tree is built (default "
                .. "HEAD)." },
     credential = { "string|navette.creds.Handle", "Credential for `to`." },
     docker_config = { "string", "Where docker-style logins are read." },
-    storage_root = { "string", "The builder's storage folder." },
-    run_root = { "string", "The builder's run folder." },
+    storage_root = { "string", "The builder's storage folder: a NAME, "
+                     .. "$NAVETTE_HOME/image-storage/NAME." },
+    run_root = { "string", "The builder's run folder: a NAME, "
+                 .. "$NAVETTE_HOME/image-run/NAME." },
   },
   image_debootstrap = {
     to = { "string", "The repository to push to; a tag in it is a "
@@ -87,8 +95,10 @@ local ANNOTATIONS = {
     labels = { "string[]", "More \"KEY=VALUE\" labels." },
     credential = { "string|navette.creds.Handle", "Credential for `to`." },
     docker_config = { "string", "Where docker-style logins are read." },
-    storage_root = { "string", "buildah's storage folder." },
-    run_root = { "string", "buildah's run folder." },
+    storage_root = { "string", "buildah's storage folder: a NAME, "
+                     .. "$NAVETTE_HOME/image-storage/NAME." },
+    run_root = { "string", "buildah's run folder: a NAME, "
+                 .. "$NAVETTE_HOME/image-run/NAME." },
   },
   http = {
     method = { "string", "GET, POST, PUT, DELETE, HEAD... (default GET)." },

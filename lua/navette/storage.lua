@@ -66,29 +66,66 @@ function storage.url(key)
   return store_root():gsub("/$", "") .. "/" .. util.url_encode(key, true)
 end
 
+-- A path with its "." and ".." steps and repeated slashes taken away, as
+-- text (nothing on disk is read).
+local function lexical(path)
+  local parts = {}
+  for part in path:gmatch("[^/]+") do
+    if part == ".." then
+      parts[#parts] = nil
+    elseif part ~= "." then
+      parts[#parts + 1] = part
+    end
+  end
+  return "/" .. table.concat(parts, "/")
+end
+
 -- A path of the recipe's repository, resolved and checked to stay inside.
+-- What a recipe learns of a path outside is one answer, whether it exists
+-- or not (a pcall must not tell the files of the machine): a path that
+-- leaves the repository as written is refused before anything is read,
+-- and one whose symlinks lead out of it answers as a missing one does.
+-- A file git ignores was never committed nor scanned with the commit: it
+-- is refused too.
 local function repository_file(path)
   if type(path) ~= "string" or path == "" then
     errors.raise("recipe", "navette.storage.put: the source must be a path "
                  .. "relative to the recipe")
   end
   local full = util.join(context.recipe_dir or sys.cwd(), path)
-  local real, err = sys.realpath(full)
-  if not real then
-    errors.raise("recipe", "navette.storage.put: cannot read '" .. path
-                 .. "' (" .. (err and err.message or "?") .. ")",
-                 "the path is relative to the recipe's folder")
-  end
-  local root = context.repo_root
-  if root and real ~= root and real:sub(1, #root + 1) ~= root .. "/" then
+  local root = context.repo_root and (sys.realpath(context.repo_root)
+                                      or context.repo_root)
+  local outside = "recipes upload files that are part of their repository, "
+                  .. "or a dataset the project file declares"
+  if root and not (sys.path_within(lexical(full), root)
+                   or sys.path_within(lexical(full), context.repo_root)) then
     errors.raise("refused", "navette.storage.put: '" .. path
-                 .. "' is outside the repository",
-                 "recipes upload files that are part of their repository")
+                 .. "' is outside the repository", outside)
+  end
+  local real = sys.realpath(full)
+  if not real or (root and not sys.path_within(real, root)) then
+    errors.raise("refused", "navette.storage.put: '" .. path .. "' is not "
+                 .. "a file of the repository (it is missing, or a symlink "
+                 .. "leads out of it)", "the path is relative to the "
+                 .. "recipe's folder; " .. outside)
   end
   local st = sys.stat(real)
   if not st or st.type ~= "file" then
     errors.raise("recipe", "navette.storage.put: '" .. path
                  .. "' is not a file")
+  end
+  if root and real ~= root then
+    local repo = _navette.git.open(root)
+    local state = repo and repo:path_state(real:sub(#root + 2))
+    if repo then repo:close() end
+    if state == "ignored" then
+      errors.raise("refused", "navette.storage.put: '" .. path .. "' is "
+                   .. "ignored by git: it was never committed nor scanned "
+                   .. "with the commit", "commit it (git add -f), or "
+                   .. "declare it as a dataset in navette.lua (datasets = "
+                   .. "{ NAME = { \"/absolute/path\" } }) and upload "
+                   .. "{ dataset = NAME }")
+    end
   end
   return real
 end
@@ -141,10 +178,61 @@ local function uploaded(info)
   return info
 end
 
+-- Where a data set never lives, whatever the project file says: the
+-- system's pseudo-files and configuration, other users' and root's
+-- homes, and the folders of the user's keys and credentials. Compared
+-- after symlinks are resolved (as written too), case-insensitively where
+-- the volume folds case.
+local SYSTEM_FOLDERS = { "/proc", "/sys", "/dev", "/etc", "/var", "/root",
+                         "/private/etc", "/private/var", "/boot", "/run" }
+local HOME_FOLDERS = { ".ssh", ".aws", ".config", ".navette", ".kube",
+                       ".gnupg", ".docker", ".netrc", ".git-credentials",
+                       ".pgpass", ".password-store", "Library/Keychains" }
+
+-- The folders refused, each {path, var}: var for /var, which on macOS
+-- holds the user's temporary folder ($TMPDIR, /var/folders/...), where a
+-- data set may be staged.
+local function forbidden_folders()
+  local list = {}
+  local function add(p, var)
+    if not p or p == "" then return end
+    list[#list + 1] = { p, var }
+    local r = sys.realpath(p)
+    if r and r ~= p then list[#list + 1] = { r, var } end
+  end
+  for _, f in ipairs(SYSTEM_FOLDERS) do
+    add(f, f == "/var" or f == "/private/var")
+  end
+  local home = sys.getenv("HOME")
+  if home and home ~= "" and home ~= "/" then
+    for _, f in ipairs(HOME_FOLDERS) do add(home .. "/" .. f) end
+  end
+  add(core.home())
+  return list
+end
+
+-- The user's temporary folder, when it lies under /var.
+local function temporary_folder()
+  local t = sys.getenv("TMPDIR")
+  return t and t ~= "" and sys.realpath(t) or nil
+end
+
+local function forbidden(path, list, tmp)
+  for _, f in ipairs(list) do
+    if sys.path_within(path, f[1], true)
+       and not (f[2] and tmp and tmp ~= f[1] and sys.path_within(tmp, f[1], true)
+                and sys.path_within(path, tmp)) then
+      return true
+    end
+  end
+  return false
+end
+
 -- A dataset of the project file (datasets = { NAME = { paths... } }): the
--- first of its paths that is a regular file on this machine. The project
--- file, not the recipe, says which files outside the repository a recipe
--- may upload.
+-- first of its paths that is a regular file on this machine and outside
+-- the folders above. The project file, not the recipe, says which files
+-- outside the repository a recipe may upload. A path refused and a path
+-- missing give one answer: the recipe learns nothing of which it was.
 local function dataset_file(source)
   local name = source.dataset
   if type(name) ~= "string" then
@@ -161,16 +249,23 @@ local function dataset_file(source)
                  "declare it in navette.lua: datasets = { " .. name
                  .. " = { \"/absolute/path\", ... } }")
   end
+  local list, tmp = forbidden_folders(), temporary_folder()
   for _, path in ipairs(paths) do
-    local real = sys.realpath(path)
-    local st = real and sys.stat(real)
-    if st and st.type == "file" then return real, path end
+    -- as written first: a refused path is not looked at
+    if type(path) == "string" and not forbidden(lexical(path), list, tmp) then
+      local real = sys.realpath(path)
+      local st = real and not forbidden(real, list, tmp) and sys.stat(real)
+      if st and st.type == "file" then return real, path end
+    end
   end
   errors.raise("refused", "navette.storage.put: dataset '" .. name
-               .. "': none of its paths is a file on this machine ("
-               .. table.concat(paths, ", ") .. ")",
+               .. "': none of its paths is a file navette uploads on this "
+               .. "machine (" .. table.concat(paths, ", ") .. ")",
                "install what ships it, or add its path on this machine to "
-               .. "the project file's datasets." .. name)
+               .. "the project file's datasets." .. name .. " (a data set "
+               .. "is a regular file, never under /proc, /sys, /dev, /etc, "
+               .. "/var, /root, ~/.ssh, ~/.aws, ~/.config, ~/.kube, "
+               .. "~/.gnupg or navette's home)")
 end
 
 -- storage.put(key, path) -> {url, key, sha256, size}

@@ -35,14 +35,21 @@ printf 'FROM %s\nCOPY requirements.txt /requirements.txt\nCMD ["/bin/busybox", "
 	"$PLAIN/base/$RUN_ID@$BASE_DIGEST" | put_file "$R" Containerfile
 printf 'numpy==1.26.4\n' | put_file "$R" requirements.txt
 printf 'print("v1")\n' | put_file "$R" train.py
-# the builder's state under $T (image_lib.sh's storage.conf)
+# the builder's state in navette's folders, by name (a recipe names no
+# path: NAVETTE_HOME/image-storage/rebuild and image-run/rebuild)
 put_file "$R" direct.lua <<EOF
 local navette = require "navette"
 local r = navette.image.rebuild { to = "$POINTER", builder = "buildah",
-  storage_root = "$T/containers/storage", run_root = "$T/containers/run" }
+  storage_root = "rebuild", run_root = "rebuild" }
 print(string.format("built=%s up_to_date=%s reference=%s lock=%s previous=%s",
   tostring(r.built), tostring(r.up_to_date), tostring(r.reference),
   tostring(r.lockfile_hash), tostring(r.previous and r.previous.lockfile_hash)))
+EOF
+# a path chosen by the recipe is refused (buildah may run as root)
+put_file "$R" anywhere.lua <<EOF
+local navette = require "navette"
+navette.image.rebuild { to = "$POINTER", builder = "buildah",
+  storage_root = "$T/containers/storage" }
 EOF
 commit_all "$R" >/dev/null
 label() { # the pointer's image's lock-file label
@@ -53,6 +60,10 @@ label() { # the pointer's image's lock-file label
 nv_in "$R" plan direct.lua
 check_rc "plan exits 0" 0
 check_match "plan records the build it would do" "$OUT" "image build: .*$PLAIN/team/$RUN_ID:"
+nv_in "$R" run anywhere.lua
+check_rc "a recipe's storage_root path is refused" 3
+check_contains "... saying what it may name" "$ERR" "storage_root '$T/containers/storage' is not a name"
+check_contains "... and where that is" "$ERR" "$NAVETTE_HOME/image-storage/NAME"
 check_false "plan built nothing: no pointer" skopeo inspect --tls-verify=false "docker://$POINTER"
 
 nv_in "$R" run direct.lua
@@ -60,6 +71,7 @@ check_rc "the first rebuild builds" 0
 check_match "it says it built" "$OUT" "built=true up_to_date=false reference=$PLAIN/team/$RUN_ID@sha256:"
 FIRST=$(skopeo_digest "$POINTER")
 check_match "the pointer is moved to the build" "$FIRST" '^sha256:'
+check_true "the builder's storage is navette's folder of that name" test -d "$NAVETTE_HOME/image-storage/rebuild"
 LOCK1=$(label)
 check_match "its image carries the lock-file hash" "$LOCK1" '^[0-9a-f]{64}$'
 check_match "the hash is the one printed" "$OUT" "lock=$LOCK1 previous=nil"

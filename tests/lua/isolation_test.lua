@@ -170,17 +170,89 @@ t.test("registries and endpoints of another profile are refused", function()
 end)
 
 t.test("nested roots: the longest root owns what it holds", function()
+  -- names in the opposite order of the roots' lengths: the profile of
+  -- the longest root sorts last, so taking the first owner by name, or
+  -- the last, is seen (a three-level nest: the owner sorts in between)
   local dir = t.tmpdir()
   assert(sys.write_file(dir .. "/navette.lua", [[return { name = "n",
-    profiles = { wide = { storage = "s3://shared/" },
-                  narrow = { storage = "s3://shared/secret/" } } }]]))
+    profiles = { base = { storage = "s3://shared/" },
+                 vault = { storage = "s3://shared/secret/" } } }]]))
   local p = project.load(dir, dir).profiles
   refused(function()
-    isolation.check_url(p.wide, "s3://shared/secret/model.bin")
-  end, "in the storage of profile 'narrow', not of profile 'wide'")
-  isolation.check_url(p.wide, "s3://shared/public/x")
-  isolation.check_url(p.narrow, "s3://shared/secret/x")
+    isolation.check_url(p.base, "s3://shared/secret/model.bin")
+  end, "in the storage of profile 'vault', not of profile 'base'")
+  isolation.check_url(p.base, "s3://shared/public/x")
+  isolation.check_url(p.vault, "s3://shared/secret/x")
   refused(function()
-    isolation.check_url(p.narrow, "s3://shared/public/x")
-  end, "profile 'wide'")
+    isolation.check_url(p.vault, "s3://shared/public/x")
+  end, "profile 'base'")
+  local dir3 = t.tmpdir()
+  assert(sys.write_file(dir3 .. "/navette.lua", [[return { name = "n3",
+    profiles = { apex = { storage = "s3://shared/secret/" },
+                 lab = { storage = "s3://shared/secret/deep/" },
+                 zone = { storage = "s3://shared/" } } }]]))
+  p = project.load(dir3, dir3).profiles
+  for _, other in ipairs({ "apex", "zone" }) do
+    refused(function()
+      isolation.check_url(p[other], "s3://shared/secret/deep/w.bin")
+    end, "in the storage of profile 'lab', not of profile '" .. other .. "'")
+  end
+  isolation.check_url(p.lab, "s3://shared/secret/deep/w.bin")
+  refused(function()
+    isolation.check_url(p.zone, "s3://shared/secret/x")
+  end, "profile 'apex'")
+end)
+
+-- prod's endpoints and registry on this machine, dev's elsewhere: every
+-- way of writing a loopback host names prod's (the host is compared by
+-- address, not as text, and all loopback addresses are one host)
+local LOOP = [[return { name = "loop",
+  profiles = {
+    dev = { storage = "s3://dev/",
+            endpoints = { ["http://10.0.0.5:6820"] = {} },
+            images = { app = "dev-registry.example.com/app:1" } },
+    prod = { storage = "s3://prod/",
+             endpoints = { ["http://127.0.0.1:6820"] = {},
+                           ["http://localhost"] = {} },
+             images = { app = "localhost:5000/app:1" } },
+  } }]]
+
+t.test("loopback endpoints: every form of the host is the same host",
+       function()
+  local dir = t.tmpdir()
+  assert(sys.write_file(dir .. "/navette.lua", LOOP))
+  local p = project.load(dir, dir).profiles
+  local forms = { "localhost", "localhost.", "LocalHost", "%6cocalhost",
+                  "api.localhost", "127.0.0.1", "127.0.0.1.", "2130706433",
+                  "0x7f000001", "0177.0.0.1", "127.1", "127.0.1",
+                  "127.0.0.2", "0.0.0.0", "[::1]", "[::ffff:127.0.0.1]",
+                  "[::ffff:7f00:1]", "[0:0:0:0:0:0:0:1]", "[::]" }
+  for _, h in ipairs(forms) do
+    refused(function()
+      isolation.check_origin(p.dev, "http://" .. h .. ":6820/slurm/v0.0.40")
+    end, "is an endpoint of profile 'prod'")
+    refused(function()
+      isolation.check_origin(p.dev, "https://user@" .. h .. ":06820/")
+    end, "is an endpoint of profile 'prod'")
+    -- prod's "http://localhost": its port 80, written or not
+    refused(function() isolation.check_origin(p.dev, "http://" .. h .. "/x") end,
+            "is an endpoint of profile 'prod'")
+    refused(function()
+      isolation.check_origin(p.dev, "http://" .. h .. ":80/x")
+    end, "is an endpoint of profile 'prod'")
+    refused(function() isolation.check_registry(p.dev, h .. ":5000") end,
+            "belongs to profile 'prod'")
+    -- another port of this machine is no one's
+    isolation.check_origin(p.dev, "http://" .. h .. ":6821/")
+    isolation.check_registry(p.dev, h .. ":5001")
+    -- prod reaches its own, whatever the form
+    isolation.check_origin(p.prod, "http://" .. h .. ":6820/")
+    isolation.check_registry(p.prod, h .. ":5000")
+  end
+  -- dev's own endpoint, and a machine nobody names
+  isolation.check_origin(p.dev, "http://10.0.0.5:6820/")
+  isolation.check_origin(p.dev, "http://0xa000005:6820/")
+  isolation.check_origin(p.dev, "http://10.0.0.6:6820/")
+  refused(function() isolation.check_origin(p.prod, "http://167772165:6820/") end,
+          "is an endpoint of profile 'dev'")
 end)

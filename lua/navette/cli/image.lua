@@ -211,7 +211,7 @@ local function cmd_push_code(argv)
                      .. "repository, or pass --repo DIR"), 0)
   end
   local bar, step = progress_printer()
-  local res = image.code_layer {
+  local res = image.trusted.code_layer {
     base = opts.base, to = opts.to, repo = root, commit = opts.commit,
     into = opts.into, platform = opts.platform,
     credential = opts.credential, base_credential = opts["base-credential"],
@@ -233,9 +233,9 @@ local function cmd_pack(argv)
   if not opts.output then
     cmd:usage_error("--output FILE is required", "pack")
   end
-  local res = image.pack { repo = opts.repo or sys.cwd(),
-                           commit = opts.commit, into = opts.into,
-                           output = opts.output }
+  local res = image.trusted.pack { repo = opts.repo or sys.cwd(),
+                                   commit = opts.commit, into = opts.into,
+                                   output = opts.output }
   if opts.json then term.print(json.encode(res, true)) return 0 end
   term.printf("%-8s %s\n", "commit", res.commit)
   term.printf("%-8s %s (%d bytes uncompressed)\n", "diff_id", res.diff_id,
@@ -262,7 +262,7 @@ local function cmd_build(argv)
     error(errors.new("refused", "not in a git repository", "run it in the "
                      .. "repository, or pass --repo DIR"), 0)
   end
-  local res = image.build {
+  local res = image.trusted.build {
     to = opts.to, file = opts.file, context = opts.context,
     builder = opts.builder, platform = opts.platform, repo = root,
     commit = opts.commit, credential = opts.credential,
