@@ -415,6 +415,15 @@ static int put_or_get(lua_State *L, int put, int reading)
 	}
 	t.cfg = *cfg;
 	t.cfg.stats = &stats;
+	if (reading && !lua_isnoneornil(L, 6)) {
+		/* a read's bound, held as the body streams in: a HEAD that
+		 * said less cannot make it download more */
+		uint64_t max = (uint64_t)nv_lua_optrange(
+			L, 6, 0, (lua_Integer)1 << 40, 0, "read_into: max_bytes");
+		if (max && (!t.cfg.max_object_size ||
+			    max < t.cfg.max_object_size))
+			t.cfg.max_object_size = max;
+	}
 	if (transfer_run(L, &t, fn))
 		return nv_lua_push_error(L, &t.err);
 	push_info(L, &t.info);
@@ -437,9 +446,10 @@ static int l_s3_get(lua_State *L)
 	return put_or_get(L, 0, 0);
 }
 
-/* read_into(bucket, key, path [, progress]): get, for a read whose bytes
- * navette takes from path (a temporary file of its own, removed by the
- * caller). No side effect: runs in plan mode too. */
+/* read_into(bucket, key, path [, progress [, max_bytes]]): get, for a
+ * read whose bytes navette takes from path (a temporary file of its own,
+ * removed by the caller), refused past max_bytes as it streams. No side
+ * effect: runs in plan mode too. */
 static int l_s3_read_into(lua_State *L)
 {
 	return put_or_get(L, 0, 1);

@@ -61,9 +61,17 @@ function http.request(url, opts)
   end
   local isolation = require "navette.isolation"
   isolation.check_origin(context.profile, url, "navette.http")
-  local endpoint = {}
+  -- the endpoint's TLS settings, found by address as isolation compares
+  -- hosts (http://127.1:7480 is http://127.0.0.1:7480's endpoint)
   local endpoints = context.profile and context.profile.endpoints or {}
-  endpoint = endpoints[origin] or {}
+  local endpoint = endpoints[origin]
+  if not endpoint then
+    local key = isolation.origin_key(url)
+    for o, settings in pairs(endpoints) do
+      if key and isolation.origin_key(o) == key then endpoint = settings end
+    end
+  end
+  endpoint = endpoint or {}
   local req = {
     url = url, method = opts.method, headers = opts.headers,
     body = opts.body, max_redirects = opts.max_redirects,

@@ -350,6 +350,7 @@ function runner.load(recipe, opts)
   if not opts.plan then check_tree(run) end
   storage._set_context({ profile = profile, repo_root = repo:workdir(),
                          datasets = run.project.datasets,
+                         project = proj,
                          recipe_dir = recipe_dir, planned = {} })
   require("navette.creds")._set_context(profile.credentials, profile,
                                         proj.name)

@@ -12,6 +12,10 @@ local s3, sys, core = _navette.s3, _navette.sys, _navette.core
 
 local M = {}
 
+-- What a read under plan brings back at most (storage.read, whatever
+-- bound the recipe gives): 16 MiB.
+M.PLAN_READ_MAX = 16 * 1024 * 1024
+
 -- "s3://BUCKET/KEY" -> bucket, key ("" when none); nil otherwise.
 function M.split_url(url)
   if type(url) ~= "string" then return nil end
@@ -61,7 +65,8 @@ function M.open(profile, credential)
   end
   if not credential then
     local handle, err = _navette.creds.load(cfg.credential)
-    if not handle and err.code == "not_run" and core.plan_mode() then
+    if not handle and (err.code == "not_run" or err.code == "untrusted")
+       and core.plan_mode() then
       -- a plan carries on without it: see Unsigned below
       require("navette.creds").plan_not_run(cfg.credential)
       return setmetatable({ bucket = cfg.bucket, root = cfg.root,
@@ -157,12 +162,28 @@ function Store:read(target, max_bytes)
   local tmp = temp_path()
   -- (read_into: a read, done in plan mode too; an interrupted one leaves
   -- its partial file and state beside tmp, removed here)
-  local info, err = self.client:read_into(bucket, key, tmp)
+  -- the bound holds as the body streams, whatever HEAD said; a plan
+  -- reads to show, never more than PLAN_READ_MAX
+  local bound = max_bytes
+  if core.plan_mode() and (not bound or bound > M.PLAN_READ_MAX) then
+    bound = M.PLAN_READ_MAX
+  end
+  local info, err = self.client:read_into(bucket, key, tmp, nil, bound)
   if not info then
     local dir, base = tmp:match("^(.*)/([^/]*)$")
     sys.remove(tmp)
     sys.remove(dir .. "/." .. base .. ".navette-partial")
     sys.remove(dir .. "/." .. base .. ".navette-partial.state")
+    if bound and tostring(err.message):find("over the cap", 1, true) then
+      -- the service sent more than it said, or than the bound: a refusal
+      return nil, { code = "refused", message = "object " .. key .. " sent "
+                    .. "more than " .. bound .. " bytes" .. (bound ~= max_bytes
+                    and " (what a plan reads at most)" or "")
+                    .. "; the read was stopped there",
+                    hint = bound ~= max_bytes and "read it with `navette run`"
+                           or "ask for a larger bound, or check what the "
+                              .. "service holds at " .. key }
+    end
     return nil, err
   end
   if max_bytes and info.size > max_bytes then

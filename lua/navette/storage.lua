@@ -42,8 +42,26 @@ local function store_root()
   return profile.storage
 end
 
+-- Whether the run's project may bind what it declares (navette.trust):
+-- its data sets, its declared profiles' stores. Before it is trusted a
+-- plan reads none of them (no file of the user's reaches the recipe),
+-- and a run is refused.
+local function untrusted(what)
+  local proj = context.project
+  if not proj or proj.trusted ~= false then return false end
+  if not core.plan_mode() then
+    error(require("navette.trust").refusal(proj, what), 0)
+  end
+  return true
+end
+
 local function open_store(create)
   local root = store_root()
+  if not context.profile.builtin
+     and untrusted("the store of profile " .. tostring(context.profile.name))
+  then
+    return nil -- a plan: nothing read, what would change is recorded
+  end
   if context.profile.s3 then return s3_store() end
   if create and core.plan_mode() then create = false end
   local store, err = native.open(root, create)
@@ -241,6 +259,10 @@ local function dataset_file(source)
   end
   local datasets = context.datasets or {}
   local paths = datasets[name]
+  if paths and untrusted("dataset " .. name) then
+    -- a plan before trust: the paths are not looked at
+    return nil, "dataset " .. name
+  end
   if not paths then
     local names = util.sorted_keys(datasets)
     errors.raise("recipe", "navette.storage.put: dataset '" .. name
@@ -276,6 +298,11 @@ function storage.put(key, path)
   local src
   if type(path) == "table" then
     src, path = dataset_file(path)
+    if not src then -- (a plan of a project not trusted yet)
+      core.plan("storage", "put", storage.url(key) .. " <- " .. path
+                .. " (its paths are not read until the project is trusted)")
+      return uploaded({ key = key, url = storage.url(key), planned = true })
+    end
   else
     src = repository_file(path)
   end

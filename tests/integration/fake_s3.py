@@ -7,6 +7,8 @@ plus buckets that answer as a failing service would:
   broken-*  500 InternalError (a service failing)
   slow-*    like any other, with the body sent in small pieces slowly
             (so a progress bar has time to draw)
+  liar-*    like any other, but a HEAD says every object is 10 bytes (a
+            hostile server: a GET then sends the whole object)
 
 Signatures are not checked. Usage: fake_s3.py PORT_FILE; it listens on
 127.0.0.1 on a free port and writes the port to PORT_FILE."""
@@ -127,6 +129,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                        "not exist."), {"Content-Type": "application/xml"})
             return
         body, meta = found
+        if self.command == "HEAD" and bucket.startswith("liar-"):
+            self.reply(200, body[:10], self.object_headers(body[:10], meta))
+            return
         self.reply(200, body, self.object_headers(body, meta),
                    slow=bucket.startswith("slow-"))
 
