@@ -38,7 +38,10 @@
  *                          is judged (16+ characters). Not reported: values
  *                          with blanks, URLs (see url-credentials), words
  *                          (only [A-Za-z0-9_.-/:+]: identifiers, paths,
- *                          slugs), made-up runs of the alphabet, stored
+ *                          slugs), identifiers of words in camelCase
+ *                          (id-regCtrl-regToken, challengePassword: the
+ *                          object names of crypto headers), whatever the
+ *                          name says, made-up runs of the alphabet, stored
  *                          password hashes ($6$..., pbkdf2_sha256$...)
  *   url-credentials        the password of a URL's userinfo (8+ characters,
  *                          not a placeholder such as password, pass, xxx,

@@ -536,6 +536,19 @@ static void test_literals(void)
 		 0, NULL},
 		{"a.c", "char *token = getenv(\"NAVETTE_API_TOKEN_2\");\n", 0,
 		 NULL},
+		/* object names of a crypto library's public header: words
+		 * in camelCase, whatever the macro's name says */
+		{"obj.h",
+		 "#define SN_id_regCtrl_regToken \"id-regCtrl-regToken\"\n", 0,
+		 NULL},
+		{"obj.h",
+		 "#define LN_pkcs9_challengePassword \"challengePassword\"\n",
+		 0, NULL},
+		{"obj.h", "#define SN_pwd_token \"id-pwdAuthMethodV2\"\n", 0,
+		 NULL},
+		{"obj.h",
+		 "#define SN_enc_token \"id-regCtrl-protocolEncrKey\"\n", 0,
+		 NULL},
 		{"a.c",
 		 "static const char token_fmt[] = \"%s:%08x@%lu/%zu\";\n", 0,
 		 NULL},
@@ -655,6 +668,29 @@ static void test_literals(void)
 		 "secret-assignment"},
 		{"a.h", "#define API_TOKEN \"" PW "\"\n", 1,
 		 "secret-assignment"},
+		/* camelCase humps, but no identifier: each value fails one
+		 * test of reads_as_identifier() alone (vowels, lower case,
+		 * single letters, word length, a digit run into lower case) */
+		{"a.h",
+		 "#define API_SECRET \"qwbTrasNkmP"
+		 "ElvRstoka\"\n",
+		 1, "secret-assignment"},
+		{"a.h",
+		 "#define API_SECRET \"brnTakVOPL"
+		 "tresZEKtar\"\n",
+		 1, "secret-assignment"},
+		{"a.h",
+		 "#define API_SECRET \"qwboTrasNok"
+		 "mPElvRstokaX\"\n",
+		 1, "secret-assignment"},
+		{"a.h",
+		 "#define API_SECRET \"qw-trNo-pe"
+		 "-lvRst-to-ka-zuk\"\n",
+		 1, "secret-assignment"},
+		{"a.h",
+		 "#define API_SECRET \"qwboTrasNok"
+		 "mPElvRsto7ka\"\n",
+		 1, "secret-assignment"},
 		{"a.c", "\tcfg.password = \"" PW "\";\n", 1,
 		 "secret-assignment"},
 		{"a.sh", "API_TOKEN=" PW "\n", 1, "secret-assignment"},
