@@ -94,11 +94,17 @@ static int sealed_len(lua_State *L)
 	return 1;
 }
 
+/* The iterator pairs() gives for a sealed object: a closure over the
+ * contents, which it never hands out (pairs' second result, the state,
+ * is nil; a table there would be writable). It takes the previous key as
+ * its second argument, as next does; the values it yields are the
+ * contents' own, sealed when they are tables. */
 static int sealed_next(lua_State *L)
 {
-	luaL_checktype(L, 1, LUA_TTABLE);
 	lua_settop(L, 2);
-	if (lua_next(L, 1))
+	lua_pushvalue(L, lua_upvalueindex(1)); // [state, key, contents]
+	lua_pushvalue(L, 2);                   // [state, key, contents, key]
+	if (lua_next(L, 3))                    // [..., contents, k, v]
 		return 2;
 	lua_pushnil(L);
 	return 1;
@@ -106,8 +112,9 @@ static int sealed_next(lua_State *L)
 
 static int sealed_pairs(lua_State *L)
 {
-	lua_pushcfunction(L, sealed_next);
 	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_pushcclosure(L, sealed_next, 1); // [iterator]
+	lua_pushnil(L);
 	lua_pushnil(L);
 	return 3;
 }
