@@ -405,18 +405,28 @@ static int sandbox_require(lua_State *L)
 	return 1;
 }
 
-/* print: to standard output, or to the caller's function (upvalue 1). */
+/* print: to standard output, or to the caller's function (upvalue 1).
+ * What a recipe prints is untrusted: every character a terminal would act
+ * on (ESC sequences such as an OSC 52 clipboard write, other C0 controls
+ * but tab and newline, C1 controls, bidi overrides) is shown as a visible
+ * escape (nv_out_term_char()), on a terminal or not, whoever prints the
+ * line in the end. */
 static int sandbox_print(lua_State *L)
 {
 	int n = lua_gettop(L);
 	luaL_Buffer b;
 
-	luaL_buffinit(L, &b);
 	for (int i = 1; i <= n; i++) {
 		luaL_tolstring(L, i, NULL);
+		lua_replace(L, i); // [s1, ..., sn]
+	}
+	luaL_buffinit(L, &b);
+	for (int i = 1; i <= n; i++) {
+		size_t len;
+		const char *s = lua_tolstring(L, i, &len);
 		if (i > 1)
 			luaL_addchar(&b, '\t');
-		luaL_addvalue(&b);
+		nv_out_add_escaped(&b, s, len);
 	}
 	luaL_addchar(&b, '\n');
 	luaL_pushresult(&b);
