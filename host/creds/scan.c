@@ -324,8 +324,7 @@ static int detect_tokens(struct scan_ctx *c, const char *w, size_t n,
  * shapes, with the placeholder and entropy tests of the text rules. The
  * line and assignment rules would be noise there. A finding names the
  * byte where it starts. */
-#define RAW_KEY_LOOKAHEAD 4096 /* bytes after a key marker read for its body   \
-				*/
+#define RAW_KEY_LOOKAHEAD 4096 /* bytes read after a key marker */
 
 static int raw_report(struct scan_ctx *c, const char *rule, const char *what,
 		      size_t at, const char *value, size_t value_len)
