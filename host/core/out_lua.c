@@ -1,6 +1,7 @@
 /* _navette.out: the Lua face of the output module. The CLI (Lua) prints
  * only through these functions: out.write (escaped on stderr, see
- * output.h) and out.raw for navette's own control sequences. */
+ * output.h), out.raw for navette's own control sequences, and out.escape
+ * for untrusted text bound for a terminal on stdout. */
 #include <lauxlib.h>
 #include <lua.h>
 
@@ -43,6 +44,39 @@ static int l_out_raw(lua_State *L)
 	return 0;
 }
 
+void nv_out_add_escaped(luaL_Buffer *b, const char *s, size_t len)
+{
+	size_t i = 0, start = 0;
+
+	while (i < len) {
+		char esc[NV_OUT_ESCAPE_MAX];
+		size_t shown, n = nv_out_term_char(s + i, len - i, esc, &shown);
+
+		if (shown) {
+			luaL_addlstring(b, s + start, i - start);
+			luaL_addlstring(b, esc, shown);
+			start = i + n;
+		}
+		i += n;
+	}
+	luaL_addlstring(b, s + start, len - start);
+}
+
+/* out.escape(s) -> s with every character a terminal acts on shown as a
+ * visible escape: for text from a job or a recipe bound for a terminal
+ * on stdout (which out.write leaves as it is). */
+static int l_out_escape(lua_State *L)
+{
+	size_t len;
+	const char *s = luaL_checklstring(L, 1, &len);
+	luaL_Buffer b;
+
+	luaL_buffinit(L, &b);
+	nv_out_add_escaped(&b, s, len);
+	luaL_pushresult(&b);
+	return 1;
+}
+
 static int l_out_color(lua_State *L)
 {
 	lua_pushboolean(L, nv_out_color(stream_arg(L, 1)));
@@ -57,11 +91,10 @@ static int l_out_tty(lua_State *L)
 
 int luaopen_navette_out(lua_State *L)
 {
-	static const luaL_Reg fns[] = {{"write", l_out_write},
-				       {"raw", l_out_raw},
-				       {"color", l_out_color},
-				       {"tty", l_out_tty},
-				       {NULL, NULL}};
+	static const luaL_Reg fns[] = {
+		{"write", l_out_write},   {"raw", l_out_raw},
+		{"escape", l_out_escape}, {"color", l_out_color},
+		{"tty", l_out_tty},       {NULL, NULL}};
 	luaL_newlib(L, fns);
 	return 1;
 }

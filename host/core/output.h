@@ -52,6 +52,12 @@ void nv_out_write_raw(int stream, const char *buf, size_t len);
  * bidirectional embeddings, overrides and isolates. */
 size_t nv_out_term_char(const char *s, size_t len, char esc[NV_OUT_ESCAPE_MAX],
 			size_t *shown);
+/* Adds s[0..len) to a Lua string buffer with every character a terminal
+ * acts on shown as its escape (nv_out_term_char()). In out_lua.c, the one
+ * file of this module that speaks Lua. */
+struct luaL_Buffer;
+void nv_out_add_escaped(struct luaL_Buffer *b, const char *s, size_t len);
+
 void nv_out_printf(int stream, const char *fmt, ...)
 #if defined(__GNUC__)
 	__attribute__((format(printf, 2, 3)))

@@ -13,14 +13,19 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "core/clock.h"
 #include "core/lua_embed.h"
 #include "core/nv_lua.h"
 #include "core/sandbox.h"
 #include "core/watchdog.h"
 
-#define RUNTIME_KEY     "navette.runtime"
-#define HOOK_COUNT      100000
-#define MODULE_NAME_MAX 128
+#define RUNTIME_KEY "navette.runtime"
+#define HOOK_COUNT  100000
+/* Instructions left once the build budget is spent: enough for the
+ * trusted code around a build to clean up (a temporary folder, the audit
+ * line), too few for a recipe's loop to start many more. */
+#define SPENT_HOOK_COUNT 2000
+#define MODULE_NAME_MAX  128
 
 navette_runtime *nv_runtime_of(lua_State *L)
 {
@@ -65,12 +70,21 @@ static void runtime_hook(lua_State *L, lua_Debug *ar)
 		 * handler) cannot go on. */
 		lua_sethook(L, runtime_hook, LUA_MASKCOUNT, 1);
 		luaL_where(L, 0); /* the line running (level 1: its caller) */
-		lua_pushfstring(
-			L,
-			"the recipe ran longer than %d s; check for "
-			"an endless loop (NAVETTE_RECIPE_TIMEOUT raises "
-			"the bound)",
-			(int)(rt->recipe_timeout_s + 0.5));
+		if (rt->build_spent)
+			lua_pushfstring(
+				L,
+				"the image builds of this evaluation took "
+				"longer than %d s in all; check for builds in "
+				"a loop (NAVETTE_BUILD_TIMEOUT raises the "
+				"bound)",
+				(int)(rt->build_timeout_s + 0.5));
+		else
+			lua_pushfstring(
+				L,
+				"the recipe ran longer than %d s; check for "
+				"an endless loop (NAVETTE_RECIPE_TIMEOUT "
+				"raises the bound)",
+				(int)(rt->recipe_timeout_s + 0.5));
 		lua_concat(L, 2);
 		lua_error(L);
 	}
@@ -308,6 +322,13 @@ int nv_runtime_start(navette_runtime *rt)
 	lua_setfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY);
 	lua_newtable(L);
 	rt->plan_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	{
+		const char *env = getenv("NAVETTE_BUILD_TIMEOUT");
+
+		rt->build_timeout_s = env && atof(env) > 0
+					      ? atof(env)
+					      : NV_BUILD_TIMEOUT_DEFAULT_S;
+	}
 
 	/* Trusted code loads modules from the library only: no path search
 	 * of the working folder, no C modules from disk. */
@@ -403,6 +424,8 @@ static int l_core_call_bounded(lua_State *L)
 	lua_pushvalue(L, 1);
 	lua_getinfo(L, ">S", &ar);
 	rt->deadline = nv_deadline_after(rt->recipe_timeout_s);
+	rt->build_used_s = 0;
+	rt->build_spent = false;
 	snprintf(message, sizeof(message),
 		 "error: %s: the recipe ran longer than %d s and did not stop "
 		 "at its limit (it was inside a C function: a pattern match "
@@ -420,6 +443,67 @@ static int l_core_call_bounded(lua_State *L)
 	lua_pushboolean(L, status == LUA_OK);
 	lua_insert(L, 1);
 	return lua_gettop(L);
+}
+
+/* ---- the build budget (runtime.h) ------------------------------------- */
+
+int nv_build_clock_stop(lua_State *L, nv_build_clock *bc, nv_err *err)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+	char note[512];
+	double budget_left;
+
+	bc->left = 0;
+	bc->started = nv_monotonic();
+	bc->bounded = rt && rt->deadline > 0;
+	if (!bc->bounded)
+		return 0;
+	budget_left = rt->build_timeout_s - rt->build_used_s;
+	if (rt->build_spent || budget_left <= 0) {
+		/* the hook ends the evaluation shortly: armed once, so that
+		 * a loop of refused builds does not set its count back */
+		if (!rt->build_spent)
+			lua_sethook(L, runtime_hook, LUA_MASKCOUNT,
+				    SPENT_HOOK_COUNT);
+		rt->build_spent = true;
+		rt->deadline = nv_monotonic();
+		bc->bounded = false;
+		return nv_err_set(err, NV_EREFUSED,
+				  "check for builds in a loop, or raise "
+				  "NAVETTE_BUILD_TIMEOUT",
+				  "no build started: the image builds of this "
+				  "evaluation took longer than %d s in all",
+				  (int)(rt->build_timeout_s + 0.5));
+	}
+	bc->left = nv_recipe_clock_stop(L);
+	snprintf(note, sizeof(note),
+		 "error: an image build ran past the %d s the builds of one "
+		 "evaluation may take in all; navette ended it one second "
+		 "later\n  check: the builder's output, or raise "
+		 "NAVETTE_BUILD_TIMEOUT\n",
+		 (int)(rt->build_timeout_s + 0.5));
+	nv_watchdog_resume(rt->watchdog, bc->started + budget_left + 1.0);
+	nv_watchdog_note(rt->watchdog, note);
+	return 0;
+}
+
+void nv_build_clock_resume(lua_State *L, nv_build_clock *bc)
+{
+	navette_runtime *rt = nv_runtime_of(L);
+	double left = bc->left;
+
+	if (!bc || !bc->bounded || !rt)
+		return;
+	bc->bounded = false;
+	rt->build_used_s += nv_monotonic() - bc->started;
+	nv_recipe_clock_resume(L, left); /* (clears the watchdog's note) */
+	if (rt->build_used_s >= rt->build_timeout_s) {
+		/* spent: the hook ends the evaluation shortly after this
+		 * build's result is returned */
+		rt->build_spent = true;
+		rt->deadline = nv_monotonic();
+		lua_sethook(L, runtime_hook, LUA_MASKCOUNT, SPENT_HOOK_COUNT);
+	}
 }
 
 /* _navette.core.unbounded(fn, ...) -> fn's results: runs fn with the

@@ -12,6 +12,7 @@
 
 #include <lua.h>
 
+#include "core/nv_err.h"
 #include "navette.h"
 
 struct navette_runtime {
@@ -19,7 +20,14 @@ struct navette_runtime {
 	size_t memory_used;
 	size_t memory_limit;
 	double recipe_timeout_s;
-	double deadline;              /* 0: no bound in force */
+	double deadline; /* 0: no bound in force */
+	/* The time an evaluation's builders (image builds, debootstrap, a
+	 * layout push) may take in all, while its own clock is stopped
+	 * (NAVETTE_BUILD_TIMEOUT), what they took so far, and whether it
+	 * is spent (the evaluation then ends, naming the builds). */
+	double build_timeout_s;
+	double build_used_s;
+	bool build_spent;
 	struct nv_watchdog *watchdog; /* created on the first bounded call */
 	bool plan;
 	/* set once by a read-only command: nothing may execute a program
@@ -60,6 +68,26 @@ int nv_runtime_start(navette_runtime *rt);
 
 /* Closes rt->L and the watchdog; rt itself is the caller's. */
 void nv_runtime_stop(navette_runtime *rt);
+
+/* A builder's run inside a recipe's evaluation (nv_build_clock_stop). */
+typedef struct nv_build_clock {
+	double left;    /* the recipe's time left, given back on resume */
+	double started; /* when the builder started (monotonic) */
+	bool bounded;   /* an evaluation's bound is in force */
+} nv_build_clock;
+
+/* Stops the recipe's clock while a builder runs and starts the build
+ * budget's: the builds of one evaluation take NAVETTE_BUILD_TIMEOUT
+ * seconds in all (default 3600), so a loop of builds ends. Refused
+ * (NV_EREFUSED in err) once the budget is spent; the evaluation then
+ * ends at its next instruction, caught or not. While the builder runs the
+ * watchdog ends the process, saying why, one second after the budget is
+ * out. Outside a bounded evaluation nothing is counted. Between stop and
+ * resume, call no Lua code. */
+int nv_build_clock_stop(lua_State *L, nv_build_clock *bc, nv_err *err);
+void nv_build_clock_resume(lua_State *L, nv_build_clock *bc);
+
+#define NV_BUILD_TIMEOUT_DEFAULT_S 3600.0
 
 /* The runtime owning L (stored in the registry at open). */
 navette_runtime *nv_runtime_of(lua_State *L);

@@ -94,11 +94,17 @@ static int sealed_len(lua_State *L)
 	return 1;
 }
 
+/* The iterator pairs() gives for a sealed object: a closure over the
+ * contents, which it never hands out (pairs' second result, the state,
+ * is nil; a table there would be writable). It takes the previous key as
+ * its second argument, as next does; the values it yields are the
+ * contents' own, sealed when they are tables. */
 static int sealed_next(lua_State *L)
 {
-	luaL_checktype(L, 1, LUA_TTABLE);
 	lua_settop(L, 2);
-	if (lua_next(L, 1))
+	lua_pushvalue(L, lua_upvalueindex(1)); // [state, key, contents]
+	lua_pushvalue(L, 2);                   // [state, key, contents, key]
+	if (lua_next(L, 3))                    // [..., contents, k, v]
 		return 2;
 	lua_pushnil(L);
 	return 1;
@@ -106,8 +112,9 @@ static int sealed_next(lua_State *L)
 
 static int sealed_pairs(lua_State *L)
 {
-	lua_pushcfunction(L, sealed_next);
 	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_pushcclosure(L, sealed_next, 1); // [iterator]
+	lua_pushnil(L);
 	lua_pushnil(L);
 	return 3;
 }
@@ -398,18 +405,28 @@ static int sandbox_require(lua_State *L)
 	return 1;
 }
 
-/* print: to standard output, or to the caller's function (upvalue 1). */
+/* print: to standard output, or to the caller's function (upvalue 1).
+ * What a recipe prints is untrusted: every character a terminal would act
+ * on (ESC sequences such as an OSC 52 clipboard write, other C0 controls
+ * but tab and newline, C1 controls, bidi overrides) is shown as a visible
+ * escape (nv_out_term_char()), on a terminal or not, whoever prints the
+ * line in the end. */
 static int sandbox_print(lua_State *L)
 {
 	int n = lua_gettop(L);
 	luaL_Buffer b;
 
-	luaL_buffinit(L, &b);
 	for (int i = 1; i <= n; i++) {
 		luaL_tolstring(L, i, NULL);
+		lua_replace(L, i); // [s1, ..., sn]
+	}
+	luaL_buffinit(L, &b);
+	for (int i = 1; i <= n; i++) {
+		size_t len;
+		const char *s = lua_tolstring(L, i, &len);
 		if (i > 1)
 			luaL_addchar(&b, '\t');
-		luaL_addvalue(&b);
+		nv_out_add_escaped(&b, s, len);
 	}
 	luaL_addchar(&b, '\n');
 	luaL_pushresult(&b);

@@ -18,7 +18,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+static int scan_lines(struct scan_ctx *c, const char *data, size_t len);
 
 #define WINDOW_OVERLAP 512 /* longest token found across a window edge */
 #define PREVIEW_MIN    20  /* shorter values get no preview at all */
@@ -313,6 +316,99 @@ static int detect_tokens(struct scan_ctx *c, const char *w, size_t n,
 	return 0;
 }
 
+/* ---- binary files ------------------------------------------------------- */
+
+/* A binary file (a NUL byte among its first bytes) has no lines to read:
+ * only what is a secret by its form alone is looked for, over the raw
+ * bytes, a private key block (its marker followed by base64) and the token
+ * shapes, with the placeholder and entropy tests of the text rules. The
+ * line and assignment rules would be noise there. A finding names the
+ * byte where it starts. */
+#define RAW_KEY_LOOKAHEAD 4096 /* bytes read after a key marker */
+
+static int raw_report(struct scan_ctx *c, const char *rule, const char *what,
+		      size_t at, const char *value, size_t value_len)
+{
+	char reason[REASON_MAX];
+
+	snprintf(reason, sizeof(reason), "%s in a binary file, at byte %zu",
+		 what, at);
+	return scan_report(c, 0, rule, reason, value, value_len);
+}
+
+static int scan_raw(struct scan_ctx *c, const char *data, size_t size)
+{
+	const unsigned char *d = (const unsigned char *)data;
+	const nv_token_shape *t;
+	nv_token_run run;
+	size_t i, m, len;
+
+	for (i = 0; i < size; i++) {
+		int prev = i ? d[i - 1] : -1;
+
+		if (d[i] == '-' && (m = key_marker(data + i, size - i))) {
+			const char *after = data + i + m, *end = data + size;
+			const char *look =
+				(size_t)(end - after) > RAW_KEY_LOOKAHEAD
+					? after + RAW_KEY_LOOKAHEAD
+					: end;
+			int hit = c->key_ext;
+
+			if (after < look && *after == '\r')
+				after++;
+			if (after < look && *after == '\n')
+				hit = hit || key_body_follows(after + 1, look);
+			else if (look - after >= 2 && after[0] == '\\' &&
+				 after[1] == 'n')
+				hit = hit || b64_run(after + 2, look) >= 16;
+			if (hit && raw_report(c, "private-key",
+					      "private key block", i, NULL, 0))
+				return 1;
+			if (hit)
+				c->key_blocks++;
+			i += m - 1;
+			continue;
+		}
+		if (!nv_token_may_start(d[i]) ||
+		    (prev >= 0 && (is_alnum(prev) || prev == '_')))
+			continue;
+		if (nv_token_match(d + i, size - i, prev, 1, &t, &len, &run) !=
+		    NV_TOKEN_FOUND)
+			continue;
+		m = strlen(t->prefix);
+		if (t->charset != NV_TOKEN_JWT &&
+		    (scan_is_placeholder(data + i + m, len - m) ||
+		     nv_scan_entropy(data + i, len) < 3.0))
+			continue;
+		if (raw_report(c, t->rule, t->reason, i, data + i, len))
+			return 1;
+		i += len - 1;
+	}
+	return 0;
+}
+
+/* A text file in UTF-16: decoded to UTF-8, then read line by line like any
+ * text (its lines are the same). */
+static int scan_utf16(struct scan_ctx *c, const char *data, size_t size,
+		      int kind, size_t skip)
+{
+	char *text, reason[REASON_MAX];
+	size_t len;
+	int rc;
+
+	if (scan_utf16_decode((const unsigned char *)data + skip, size - skip,
+			      kind, &text, &len) < 0) {
+		snprintf(reason, sizeof(reason),
+			 "UTF-16 text that could not be decoded (out of "
+			 "memory): it was not scanned");
+		return scan_report(c, 0, RULE_NUL_IN_TEXT, reason, NULL, 0);
+	}
+	c->st->files++;
+	rc = scan_lines(c, text, len);
+	free(text);
+	return rc;
+}
+
 /* ---- files ------------------------------------------------------------- */
 
 static int scan_line(struct scan_ctx *c, const char *p, size_t n)
@@ -442,13 +538,35 @@ static int is_blank_data(const char *data, size_t size)
 	return 1;
 }
 
+/* The one dotenv finding of a .env file, once its lines are read. */
+static int scan_dotenv_report(struct scan_ctx *c)
+{
+	char reason[REASON_MAX];
+
+	if (!c->dotenv_values)
+		return 0;
+	snprintf(reason, sizeof(reason),
+		 ".env file sets %zu value%s (first: %s); "
+		 "commit a .env.example instead",
+		 c->dotenv_values, c->dotenv_values == 1 ? "" : "s",
+		 c->dotenv_name);
+	return scan_report(c, c->dotenv_line, "dotenv", reason, NULL, 0);
+}
+
 /* Scans one file. data is NULL when the caller did not read it because
- * size is over the cap. */
+ * size is over the cap. Text is read line by line; UTF-16 text is decoded
+ * first; a binary file (a NUL byte among its first NV_SCAN_BINARY_PROBE
+ * bytes) is searched for what is a secret by its form alone, and refused
+ * when its name promises text. */
 int scan_file(struct scan_ctx *c, const char *path, const char *data,
 	      size_t size)
 {
 	const char *base = base_name(path);
 	int pkcs12 = has_suffix(base, ".p12") || has_suffix(base, ".pfx");
+	size_t probe =
+		size < NV_SCAN_BINARY_PROBE ? size : NV_SCAN_BINARY_PROBE;
+	size_t skip = 0;
+	int utf16 = SCAN_NOT_UTF16;
 	char reason[REASON_MAX];
 
 	if (scan_done(c))
@@ -470,25 +588,35 @@ int scan_file(struct scan_ctx *c, const char *path, const char *data,
 		c->st->skipped_binary++;
 		if (scan_report(c, 0, "pkcs12", "PKCS#12 key store", NULL, 0))
 			return 1;
-	} else if (memchr(data, '\0',
-			  size < NV_SCAN_BINARY_PROBE ? size
-						      : NV_SCAN_BINARY_PROBE)) {
+	} else if ((utf16 = scan_utf16_kind((const unsigned char *)data, size,
+					    &skip)) != SCAN_NOT_UTF16) {
+		/* the raw bytes too: a binary format may look like UTF-16 */
+		if (scan_utf16(c, data, size, utf16, skip) ||
+		    scan_raw(c, data, size))
+			return 1;
+		if (scan_dotenv_report(c))
+			return 1;
+	} else if (memchr(data, '\0', probe)) {
 		c->st->skipped_binary++;
+		if (scan_is_text_name(base)) {
+			snprintf(reason, sizeof(reason),
+				 "NUL bytes in a file named like text: it "
+				 "cannot be scanned as text; save it as UTF-8 "
+				 "(or UTF-16 with a byte order mark), or "
+				 "exempt it in %s with a reason",
+				 NV_SCAN_ALLOW_FILE);
+			if (scan_report(c, 0, RULE_NUL_IN_TEXT, reason, NULL,
+					0))
+				return 1;
+		}
+		if (scan_raw(c, data, size))
+			return 1;
 	} else {
 		c->st->files++;
 		if (scan_lines(c, data, size))
 			return 1;
-		if (c->dotenv_values) {
-			snprintf(reason, sizeof(reason),
-				 ".env file sets %zu value%s (first: %s); "
-				 "commit a .env.example instead",
-				 c->dotenv_values,
-				 c->dotenv_values == 1 ? "" : "s",
-				 c->dotenv_name);
-			if (scan_report(c, c->dotenv_line, "dotenv", reason,
-					NULL, 0))
-				return 1;
-		}
+		if (scan_dotenv_report(c))
+			return 1;
 	}
 	/* An empty (or blank) file named like a key holds none: test
 	 * fixtures of SSH tools have them. */

@@ -38,7 +38,10 @@
  *                          is judged (16+ characters). Not reported: values
  *                          with blanks, URLs (see url-credentials), words
  *                          (only [A-Za-z0-9_.-/:+]: identifiers, paths,
- *                          slugs), made-up runs of the alphabet, stored
+ *                          slugs), identifiers of words in camelCase
+ *                          (id-regCtrl-regToken, challengePassword: the
+ *                          object names of crypto headers), whatever the
+ *                          name says, made-up runs of the alphabet, stored
  *                          password hashes ($6$..., pbkdf2_sha256$...)
  *   url-credentials        the password of a URL's userinfo (8+ characters,
  *                          not a placeholder such as password, pass, xxx,
@@ -57,6 +60,10 @@
  *                          creds/token_shapes.h, which the log redactor
  *                          masks too. Placeholders (EXAMPLE, xxxx...) and
  *                          low-entropy runs are not reported
+ *   nul-in-text            a file named like text (scan_binary.c's list:
+ *                          .env, .txt, .json, .yaml, .ini, .sh, code...)
+ *                          that holds NUL bytes and is not UTF-16: it
+ *                          cannot be read as text, so it is refused
  *   allowlist              a line of .navette-secrets-allow without a reason
  *
  * Allow-list: a file .navette-secrets-allow at the root of the tree, one
@@ -66,8 +73,14 @@
  * '/' for "everything below". Findings in a matching path are counted as
  * allowed, not reported.
  *
- * Bounds: files over NV_SCAN_MAX_FILE_SIZE and binary files (a NUL byte in
- * the first NV_SCAN_BINARY_PROBE bytes) are not read line by line (their name
+ * Binary files (a NUL byte in the first NV_SCAN_BINARY_PROBE bytes) are
+ * not read line by line: their raw bytes are searched for private key
+ * blocks and the token shapes only (line 0, the reason names the byte),
+ * and a name that promises text refuses them (nul-in-text). UTF-16 text
+ * (a byte order mark, or three code units in four an ASCII character) is
+ * decoded to UTF-8 and read like any text.
+ *
+ * Bounds: files over NV_SCAN_MAX_FILE_SIZE are not read (their name
  * rules still apply); long lines are scanned in overlapping windows; a scan
  * stops after NV_SCAN_MAX_FINDINGS findings; trees deeper than
  * NV_SCAN_MAX_DEPTH are refused. */
@@ -106,7 +119,7 @@ typedef struct nv_scan_stats {
 	size_t findings;       /* reported through the callback */
 	size_t allowed;        /* matched by the allow-list, not reported */
 	size_t files;          /* files whose content was scanned */
-	size_t skipped_binary; /* binary files (name rules only) */
+	size_t skipped_binary; /* binary files (raw token shapes only) */
 	size_t skipped_large; /* over NV_SCAN_MAX_FILE_SIZE (name rules only) */
 	size_t skipped_other; /* symlinks, submodules, special files */
 	int truncated;        /* NV_SCAN_MAX_FINDINGS reached: scan stopped */

@@ -1,7 +1,7 @@
 /* Private to the secret scanner (scan.c, scan_literal.c, scan_allow.c,
- * scan_walk.c): the state of one scan, the limits the files share, the
- * ASCII classes and the functions one file calls in another. Not a public
- * header: the API is scan.h. */
+ * scan_walk.c, scan_binary.c): the state of one scan, the limits the files
+ * share, the ASCII classes and the functions one file calls in another. Not a
+ * public header: the API is scan.h. */
 #ifndef NV_SCAN_INTERNAL_H
 #define NV_SCAN_INTERNAL_H
 
@@ -152,6 +152,17 @@ int scan_detect_assignment(struct scan_ctx *c, const char *w, size_t n,
 int scan_detect_url(struct scan_ctx *c, const char *w, size_t n, size_t limit);
 int scan_dotenv_sets(const char *p, size_t n, const char **name,
 		     size_t *name_len);
+
+/* scan_binary.c: names that hold text, UTF-16 */
+
+#define RULE_NUL_IN_TEXT "nul-in-text"
+
+enum { SCAN_NOT_UTF16, SCAN_UTF16LE, SCAN_UTF16BE };
+
+int scan_is_text_name(const char *base);
+int scan_utf16_kind(const unsigned char *d, size_t n, size_t *skip);
+int scan_utf16_decode(const unsigned char *d, size_t n, int kind, char **out,
+		      size_t *out_len);
 
 /* scan_allow.c */
 

@@ -546,6 +546,60 @@ static int reads_as_words(const char *v, size_t n)
 	       words_between_separators(v, n);
 }
 
+/* 1 for an identifier made of words (id-regCtrl-regToken,
+ * challengePassword, sha256WithRSAEncryption): only [A-Za-z0-9_-], two
+ * words or more (split as reads_as_words() does) joined in camelCase at
+ * least once, two thirds of the letters lower case, the words of letters
+ * three letters long on average with at most one of a single letter, a
+ * quarter of the letters vowels, and digits only at a word's end (never
+ * followed by a lower-case letter). Values without a camelCase hump are
+ * reads_as_words()' to judge. The name a header gives an object
+ * (#define SN_..._regToken "id-regCtrl-regToken") is such a word, not a
+ * secret, whatever the name it is assigned to says. A generated key mixes
+ * classes every two characters or so: its words are short, several are
+ * a single letter, and its digits run into lower case. */
+static int reads_as_identifier(const char *v, size_t n)
+{
+	size_t i, words = 0, single = 0, letters = 0, letter_words = 0;
+	size_t vowels = 0, run = 0; /* run: letters of the current word */
+	size_t lower_n = 0, upper = 0, humps = 0;
+	int prev = 0;
+
+	for (i = 0; i <= n; i++) {
+		int ch = i < n ? (unsigned char)v[i] : 0;
+		int cls = char_class(ch);
+		int next = i + 1 < n ? char_class((unsigned char)v[i + 1]) : 0;
+		int starts = cls && (prev == 0 || (cls == 3) != (prev == 3) ||
+				     (cls == 2 && prev == 1) ||
+				     (cls == 2 && prev == 2 && next == 1));
+
+		if (i < n && !cls && ch != '-' && ch != '_')
+			return 0;
+		if (prev == 3 && cls == 1)
+			return 0;
+		if (starts || !cls) { /* the word before ends here */
+			single += run == 1;
+			run = 0;
+		}
+		if (starts) {
+			words++;
+			letter_words += cls != 3;
+		}
+		if (cls == 1 || cls == 2) {
+			letters++;
+			run++;
+			vowels += strchr("aeiou", lower(ch)) != NULL;
+		}
+		lower_n += cls == 1;
+		upper += cls == 2;
+		humps += cls == 2 && prev == 1;
+		prev = cls;
+	}
+	return words >= 2 && humps > 0 && lower_n >= 2 * upper &&
+	       letters >= 3 * letter_words && single <= 1 &&
+	       vowels * 4 >= letters;
+}
+
 /* 1 when at least half of v steps to the next character (ABCDEFGH,
  * 01234567, abcdef...): a value made up for an example or a test, never a
  * generated key. */
@@ -666,7 +720,7 @@ static int looks_random(const char *v, size_t n, double *h)
 		if (is_blank((unsigned char)v[i]))
 			return 0;
 	if (ci_contains(v, n, "://") || reads_as_words(v, n) ||
-	    is_sequence(v, n))
+	    reads_as_identifier(v, n) || is_sequence(v, n))
 		return 0;
 	*h = nv_scan_entropy(v, n);
 	return *h >= MIN_ENTROPY;

@@ -31,6 +31,7 @@
 
 #include "core/clock.h"
 #include "core/nv_lua.h"
+#include "core/runtime.h"
 #include "creds/creds_lua.h"
 #include "image/builder.h"
 #include "image/codelayer.h"
@@ -693,10 +694,13 @@ static int l_image_build(lua_State *L)
 		return nv_lua_push_error(L, &err);
 	}
 	{
-		double left = nv_recipe_clock_stop(L);
-		int rc = nv_image_build(&o, &res, &err);
+		nv_build_clock bc;
+		int rc = nv_build_clock_stop(L, &bc, &err);
 
-		nv_recipe_clock_resume(L, left);
+		if (!rc) {
+			rc = nv_image_build(&o, &res, &err);
+			nv_build_clock_resume(L, &bc);
+		}
 		if (rc)
 			return nv_lua_push_error(L, &err);
 	}
@@ -829,10 +833,13 @@ static int l_image_debootstrap(lua_State *L)
 		return nv_lua_push_error(L, &err);
 	}
 	{
-		double left = nv_recipe_clock_stop(L);
-		int rc = nv_image_debootstrap(&o, &err);
+		nv_build_clock bc;
+		int rc = nv_build_clock_stop(L, &bc, &err);
 
-		nv_recipe_clock_resume(L, left);
+		if (!rc) {
+			rc = nv_image_debootstrap(&o, &err);
+			nv_build_clock_resume(L, &bc);
+		}
 		if (rc)
 			return nv_lua_push_error(L, &err);
 	}
@@ -879,18 +886,20 @@ static int l_image_layout_push(lua_State *L)
 	/* from here no Lua call until the layout is freed (no progress
 	 * callback: the recipe's clock stops while the blobs go) */
 	{
-		double left = nv_recipe_clock_stop(L);
+		nv_build_clock bc;
 
-		rc = nv_oci_layout_read(dir, &layout, &err);
+		rc = nv_build_clock_stop(L, &bc, &err);
+		if (!rc)
+			rc = nv_oci_layout_read(dir, &layout, &err);
 		if (!rc) {
 			rc = nv_oci_layout_push(r, ref.repository, dir, &layout,
 						tags, ntags, &err);
-			nv_recipe_clock_resume(L, left);
+			nv_build_clock_resume(L, &bc);
 			if (!rc)
 				lua_pushstring(L, layout.digest);
 			nv_oci_layout_free(&layout);
 		} else {
-			nv_recipe_clock_resume(L, left);
+			nv_build_clock_resume(L, &bc);
 		}
 	}
 	session_release(ses);

@@ -6,7 +6,8 @@
 #
 # Precision: navette's own tree (the HEAD commit, as runner.lua scans it,
 # and every file of `git ls-files` as the working folder has it) must give
-# no finding; then public source trees of several languages, Debian source
+# no finding, and so must tests/bench/scan_quiet/, the precision corpus of
+# look-alikes (part of that tree, also scanned alone); then public source trees of several languages, Debian source
 # packages, are scanned and every finding is listed. They are kept in DATA
 # (default $TMPDIR/navette-scan-data, never in the repository): a tree
 # already there is reused, a missing one is fetched with
@@ -87,6 +88,9 @@ for rel in sys.stdin.buffer.read().split(b"\0"):
 else
 	echo "scan_precision: $ROOT is not a git checkout, its own tree is skipped"
 fi
+
+# ---- the precision corpus -----------------------------------------------------
+scan "navette(scan_quiet)" "C" "$ROOT/tests/bench/scan_quiet"
 
 # ---- public trees -------------------------------------------------------------
 unavailable=""

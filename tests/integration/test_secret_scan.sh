@@ -78,4 +78,55 @@ printf 'aws_access_key_id = %s\n' "$key_id2" | put_file "$R" ignored.ini
 nv_in "$R" run job.lua --wait
 check_rc "a secret in an ignored file of the folder is in no commit: it runs" 0
 
+# One NUL byte does not turn the scan off (issue 26, M2). A binary file is
+# searched for token shapes over its raw bytes, a file named like text
+# holding NUL bytes is refused, UTF-16 text is decoded and read as text;
+# in the commit and in an upload alike.
+B=$(new_repo binaries)
+put_file "$B" job.lua <<'EOF2'
+local navette = require "navette"
+navette.job { name = "binaries", command = { "true" } }
+EOF2
+gh_token="ghp_$(head -c 4096 /dev/urandom | LC_ALL=C tr -dc 'A-Za-z0-9' | head -c 36)"
+printf '\177ELF\002\001\001\000\000\000\000\000\001%s\000' "$gh_token" |
+	put_file "$B" tools/prebuilt
+commit_all "$B" >/dev/null
+nv_in "$B" run job.lua
+check_rc "a binary file holding a token is refused (exit 3)" 3
+check_match "the binary's token is named with its byte" "$ERR" \
+	'tools/prebuilt: GitHub personal token in a binary file, at byte 13 .*github-token'
+check_no_match "the token itself is never printed" "$ERR$OUT" "$gh_token"
+git -C "$B" rm -q tools/prebuilt
+printf 'API_TOKEN=%s\r\n' "$gh_token" |
+	python3 -c 'import sys; sys.stdout.buffer.write(b"\xff\xfe" + sys.stdin.read().encode("utf-16-le"))' |
+	put_file "$B" .env
+printf 'region = eu\000\n' | put_file "$B" conf/settings.ini
+commit_all "$B" >/dev/null
+nv_in "$B" run job.lua
+check_rc "a UTF-16 .env and a text file with a NUL byte are refused" 3
+check_match "the UTF-16 .env is read as text: its token and line" "$ERR" \
+	'\.env:1: .*github-token'
+check_match "a text file holding NUL bytes is refused, saying why" "$ERR" \
+	'conf/settings.ini: NUL bytes in a file named like text.*\[nul-in-text\]'
+printf '.env  UTF-16 fixture of the scanner test\nconf/settings.ini  NUL byte kept on purpose by the test\n' |
+	put_file "$B" .navette-secrets-allow
+commit_all "$B" >/dev/null
+nv_in "$B" run job.lua --wait
+check_rc "both exempted with reasons: the run goes on" 0
+
+# an upload: a binary file the commit does not hold (ignored)
+printf 'model.bin\n' | put_file "$B" .gitignore
+put_file "$B" up.lua <<'EOF2'
+require("navette").storage.put("inputs/model.bin", "model.bin")
+EOF2
+commit_all "$B" >/dev/null
+printf '\000\001weights\000%s\000' "$gh_token" >"$B/model.bin"
+nv_in "$B" run up.lua
+check_rc "storage.put of a binary holding a token: refused" 3
+check_match "the upload's token is named" "$ERR" 'model.bin: .*github-token'
+check_absent "the binary was not uploaded" "$NAVETTE_HOME/store/inputs/model.bin"
+printf '\000\001weights\000\002\003' >"$B/model.bin"
+nv_in "$B" run up.lua
+check_rc "a binary without a token uploads" 0
+
 finish

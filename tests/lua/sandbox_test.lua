@@ -167,6 +167,52 @@ t.test("the public API is the documented list, sealed", function()
   t.ok(ok); t.eq(r, "sealed by navette")
 end)
 
+t.test("pairs on a sealed object never hands out its contents", function()
+  -- the iterator walks the object; pairs' other results are no table a
+  -- recipe could write into (issue 26, L1)
+  local ok, r = run_source([[
+    local navette = require "navette"
+    local n = 0
+    for k, v in pairs(navette) do
+      n = n + 1
+      if type(v) == "table" then
+        assert(getmetatable(v) == "sealed by navette", k .. " sealed")
+      end
+    end
+    local iter, state, init = pairs(navette)
+    local second = select(2, pairs(navette.storage))
+    local k, v = iter(state, init)
+    return table.concat({ n, type(iter), type(state), type(init),
+                          type(second), type(k), type(v) }, " ")
+  ]])
+  t.ok(ok, type(r) == "table" and r.message or "ran")
+  local top = {}
+  for _, name in ipairs(require("navette.public").names()) do
+    top[name:match("^[^.]+")] = true
+  end
+  local count = 0
+  for _ in pairs(top) do count = count + 1 end
+  t.match(r, "^%d+ function nil nil nil string ")
+  t.ok(tonumber(r:match("^%d+")) >= count, "every field walked: " .. r)
+  for _, src in ipairs({
+    "local n = require 'navette'; select(2, pairs(n)).job = print",
+    "local n = require 'navette'; rawset(select(2, pairs(n)), 'job', print)",
+    "local n = require 'navette'; local _, s = pairs(n.storage); s.put = print",
+  }) do
+    local ok2, e = run_source(src)
+    t.ok(not ok2, "refused: " .. src)
+  end
+  -- after every attempt, the object is what it was
+  ok, r = run_source([[
+    local navette = require "navette"
+    pcall(function() select(2, pairs(navette)).job = print end)
+    pcall(function() rawset(select(2, pairs(navette.storage)), "put", 1) end)
+    return navette.job ~= print and type(navette.storage.put) == "function"
+  ]])
+  t.ok(ok, type(r) == "table" and r.message or "ran")
+  t.eq(r, true)
+end)
+
 t.test("the trusted string table is out of reach", function()
   local ok, r = run_source([[
     string.rep = function() return "evil" end

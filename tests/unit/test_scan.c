@@ -297,9 +297,12 @@ static void test_clean(void)
 	nv_scan_stats st = {0};
 	nv_err err;
 	int rc;
+	/* a binary file holding no token shape (test_binary: with one) */
 	static const char binary[] =
 		"\x7f"
-		"ELF\0\0\0\0export GH_TOKEN=" GH_TOKEN "\n";
+		"ELF\0\0\0\0export GH_TOKEN=$GH_TOKEN "
+		"gh"
+		"p_EXAMPLEa1b2c3d4e5f6g7h8i9j0k1l2m3n4o5 " PEM_BEGIN("") "\n";
 
 	snprintf(repo, sizeof(repo), "%s/clean", tmp);
 	CHECK(git_init(repo) == 0);
@@ -536,6 +539,19 @@ static void test_literals(void)
 		 0, NULL},
 		{"a.c", "char *token = getenv(\"NAVETTE_API_TOKEN_2\");\n", 0,
 		 NULL},
+		/* object names of a crypto library's public header: words
+		 * in camelCase, whatever the macro's name says */
+		{"obj.h",
+		 "#define SN_id_regCtrl_regToken \"id-regCtrl-regToken\"\n", 0,
+		 NULL},
+		{"obj.h",
+		 "#define LN_pkcs9_challengePassword \"challengePassword\"\n",
+		 0, NULL},
+		{"obj.h", "#define SN_pwd_token \"id-pwdAuthMethodV2\"\n", 0,
+		 NULL},
+		{"obj.h",
+		 "#define SN_enc_token \"id-regCtrl-protocolEncrKey\"\n", 0,
+		 NULL},
 		{"a.c",
 		 "static const char token_fmt[] = \"%s:%08x@%lu/%zu\";\n", 0,
 		 NULL},
@@ -655,6 +671,29 @@ static void test_literals(void)
 		 "secret-assignment"},
 		{"a.h", "#define API_TOKEN \"" PW "\"\n", 1,
 		 "secret-assignment"},
+		/* camelCase humps, but no identifier: each value fails one
+		 * test of reads_as_identifier() alone (vowels, lower case,
+		 * single letters, word length, a digit run into lower case) */
+		{"a.h",
+		 "#define API_SECRET \"qwbTrasNkmP"
+		 "ElvRstoka\"\n",
+		 1, "secret-assignment"},
+		{"a.h",
+		 "#define API_SECRET \"brnTakVOPL"
+		 "tresZEKtar\"\n",
+		 1, "secret-assignment"},
+		{"a.h",
+		 "#define API_SECRET \"qwboTrasNok"
+		 "mPElvRstokaX\"\n",
+		 1, "secret-assignment"},
+		{"a.h",
+		 "#define API_SECRET \"qw-trNo-pe"
+		 "-lvRst-to-ka-zuk\"\n",
+		 1, "secret-assignment"},
+		{"a.h",
+		 "#define API_SECRET \"qwboTrasNok"
+		 "mPElvRsto7ka\"\n",
+		 1, "secret-assignment"},
 		{"a.c", "\tcfg.password = \"" PW "\";\n", 1,
 		 "secret-assignment"},
 		{"a.sh", "API_TOKEN=" PW "\n", 1, "secret-assignment"},
@@ -979,6 +1018,166 @@ static void test_bounds(void)
 	CHECK(rc == NV_EREFUSED);
 }
 
+/* Writes text as UTF-16 (LE or BE, with or without a byte order mark) at
+ * out; ASCII text only. Returns the length. */
+static size_t utf16(const char *text, int big_endian, int bom, char *out,
+		    size_t cap)
+{
+	size_t o = 0;
+
+	if (bom && o + 2 <= cap) {
+		out[o++] = big_endian ? '\xfe' : '\xff';
+		out[o++] = big_endian ? '\xff' : '\xfe';
+	}
+	for (; *text && o + 2 <= cap; text++) {
+		out[o++] = big_endian ? '\0' : *text;
+		out[o++] = big_endian ? *text : '\0';
+	}
+	return o;
+}
+
+/* One NUL byte no longer turns the scan off. A binary file is searched for
+ * private key blocks and token shapes over its raw bytes (the finding
+ * names the byte); a file named like text that holds NUL bytes is refused;
+ * UTF-16 text is decoded and read line by line. The allow-list exempts
+ * all of these like any finding. */
+static void test_binary(void)
+{
+	static const char elf[] = "\x7f"
+				  "ELF\x02\x01\x01\0\0\0\0\0";
+	char buf[1024], u16[2048], tok[128];
+	struct hits hs;
+	nv_scan_stats st;
+	nv_scan_allowlist *al = NULL;
+	nv_err err;
+	const struct hit *h;
+	size_t n;
+
+	/* a token in a compiled program */
+	memcpy(buf, elf, sizeof(elf) - 1);
+	n = sizeof(elf) - 1;
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "\x01" GH_TOKEN "%c",
+			      0);
+	memset(&hs, 0, sizeof(hs));
+	memset(&st, 0, sizeof(st));
+	CHECK(nv_scan_buffer(NULL, "bin/tool", buf, n, collect, &hs, &st) == 0);
+	h = find(&hs, "bin/tool", 0, "github-token");
+	CHECK(hs.n == 1 && h != NULL);
+	CHECK(h && strstr(h->reason, "binary file, at byte 13") != NULL);
+	CHECK(st.skipped_binary == 1 && st.files == 0);
+	CHECK(!leaks(&hs));
+
+	/* an AWS key id, a JWT and a key block (marker, newline, base64) in
+	 * a data file; the marker alone, as a library's strings hold it, is
+	 * none */
+	n = 0;
+	memcpy(buf, "\0\0\x10" AWS_ID "\0", 3 + strlen(AWS_ID) + 1);
+	n = 3 + strlen(AWS_ID) + 1;
+	n += (size_t)snprintf(
+		buf + n, sizeof(buf) - n,
+		"ey"
+		"JhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0"
+		"NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlF%c",
+		0);
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%c%s\n%s%c",
+			      PEM_BEGIN("RSA "), 0, PEM_BEGIN("EC "), KEY_BODY,
+			      0);
+	memset(&hs, 0, sizeof(hs));
+	nv_scan_buffer(NULL, "model.bin", buf, n, collect, &hs, NULL);
+	CHECK(hs.n == 3);
+	CHECK(find(&hs, "model.bin", 0, "aws-access-key-id") != NULL);
+	CHECK(find(&hs, "model.bin", 0, "jwt") != NULL);
+	CHECK(find(&hs, "model.bin", 0, "private-key") != NULL);
+	if (hs.n != 3)
+		dump(&hs);
+
+	/* every row of the token table, in a binary */
+	for (size_t k = 0; k < NV_TOKEN_SHAPE_COUNT; k++) {
+		const nv_token_shape *t = &nv_token_shapes[k];
+
+		token_sample(t, t->charset == NV_TOKEN_JWT ? 8 : t->min, tok,
+			     sizeof(tok));
+		n = (size_t)snprintf(buf, sizeof(buf), "%c%c%s%c", 0, 1, tok,
+				     0);
+		memset(&hs, 0, sizeof(hs));
+		nv_scan_buffer(NULL, "x.dat", buf, n, collect, &hs, NULL);
+		CHECK(hs.n == 1 && find(&hs, "x.dat", 0, t->rule) != NULL);
+	}
+
+	/* a file named like text with a NUL byte: refused, and its raw
+	 * bytes searched too */
+	n = (size_t)snprintf(buf, sizeof(buf), "{\"a\": 1}%c\n", 0);
+	memset(&hs, 0, sizeof(hs));
+	nv_scan_buffer(NULL, "conf/app.json", buf, n, collect, &hs, NULL);
+	h = find(&hs, "conf/app.json", 0, "nul-in-text");
+	CHECK(hs.n == 1 && h != NULL);
+	CHECK(h && strstr(h->reason, "UTF-8") != NULL);
+	n = (size_t)snprintf(buf, sizeof(buf), "x%cGH=" GH_TOKEN "\n", 0);
+	memset(&hs, 0, sizeof(hs));
+	nv_scan_buffer(NULL, ".env", buf, n, collect, &hs, NULL);
+	CHECK(hs.n == 2 && find(&hs, ".env", 0, "nul-in-text") &&
+	      find(&hs, ".env", 0, "github-token"));
+	memset(&hs, 0, sizeof(hs));
+	nv_scan_buffer(NULL, "img/logo.png", buf, n, collect, &hs, NULL);
+	CHECK(hs.n == 1 && find(&hs, "img/logo.png", 0, "github-token"));
+
+	/* UTF-16: with a byte order mark or by its alternating NUL bytes,
+	 * either byte order; read as text, with its line numbers */
+	n = utf16("# settings\r\nAPI_TOKEN=" PW "\r\n", 0, 1, u16, sizeof(u16));
+	memset(&hs, 0, sizeof(hs));
+	memset(&st, 0, sizeof(st));
+	nv_scan_buffer(NULL, ".env", u16, n, collect, &hs, &st);
+	CHECK(hs.n == 1 && find(&hs, ".env", 2, "dotenv") != NULL);
+	CHECK(st.files == 1 && st.skipped_binary == 0);
+	n = utf16("x = 1\ntoken = \"" PW "\"\n", 0, 0, u16, sizeof(u16));
+	memset(&hs, 0, sizeof(hs));
+	nv_scan_buffer(NULL, "settings.py", u16, n, collect, &hs, NULL);
+	CHECK(hs.n == 1 &&
+	      find(&hs, "settings.py", 2, "secret-assignment") != NULL);
+	n = utf16("aws_access_key_id = " AWS_ID "\n", 1, 1, u16, sizeof(u16));
+	memset(&hs, 0, sizeof(hs));
+	nv_scan_buffer(NULL, "creds.ini", u16, n, collect, &hs, NULL);
+	CHECK(hs.n == 1 &&
+	      find(&hs, "creds.ini", 1, "aws-access-key-id") != NULL);
+	/* a byte order mark without NUL bytes: a surrogate pair (U+1F600)
+	 * and a lone surrogate decode, the token after them is found */
+	n = 0;
+	u16[n++] = '\xff';
+	u16[n++] = '\xfe';
+	u16[n++] = '\x3d';
+	u16[n++] = '\xd8';
+	u16[n++] = '\x00';
+	u16[n++] = '\xde';
+	u16[n++] = '\x00';
+	u16[n++] = '\xdc';
+	n += utf16(" " GH_TOKEN "\n", 0, 0, u16 + n, sizeof(u16) - n);
+	memset(&hs, 0, sizeof(hs));
+	nv_scan_buffer(NULL, "notes.txt", u16, n, collect, &hs, NULL);
+	CHECK(hs.n == 1 && find(&hs, "notes.txt", 1, "github-token") != NULL);
+	if (hs.n != 1)
+		dump(&hs);
+
+	/* the allow-list exempts these findings like any other */
+	CHECK(nv_scan_allowlist_load(
+		      &al,
+		      "conf/*.json  binary fixture of the "
+		      "parser tests\nbin/**  prebuilt test "
+		      "tools\n",
+		      strlen("conf/*.json  binary fixture of the "
+			     "parser tests\nbin/**  prebuilt "
+			     "test tools\n"),
+		      collect, &hs, NULL, &err) == 0);
+	n = (size_t)snprintf(buf, sizeof(buf), "{}%c" GH_TOKEN, 0);
+	memset(&hs, 0, sizeof(hs));
+	memset(&st, 0, sizeof(st));
+	nv_scan_buffer(al, "conf/app.json", buf, n, collect, &hs, &st);
+	nv_scan_buffer(al, "bin/tool", buf, n, collect, &hs, &st);
+	CHECK(hs.n == 0 && st.allowed == 3);
+	nv_scan_buffer(al, "lib/tool", buf, n, collect, &hs, &st);
+	CHECK(hs.n == 1 && find(&hs, "lib/tool", 0, "github-token"));
+	nv_scan_allowlist_free(al);
+}
+
 /* Scans text as file a.txt; the number of findings, rule of the first. */
 static size_t scan_text(const char *text, size_t len, char rule[32])
 {
@@ -1090,6 +1289,7 @@ int main(void)
 	test_literals();
 	test_recall_classes();
 	test_pgp_block();
+	test_binary();
 	test_bounds();
 	test_token_table();
 	test_long_token_lines();

@@ -1,9 +1,42 @@
 -- `navette logs JOB`: a job's log (stdout and stderr as one stream),
 -- redacted, whole or its last lines, once or followed until the job ends.
+-- On a terminal, what a job wrote that a terminal would act on (ESC
+-- sequences such as an OSC 52 clipboard write, other controls but tab and
+-- newline, C1 controls, bidi overrides) shows as visible escapes; to a
+-- pipe or a file (`navette logs ID > file`) the bytes stay as they are.
 local term = require "navette.term"
 local jobs = require "navette.jobs"
 local common = require "navette.cli.common"
-local sys, json = _navette.sys, _navette.json
+local sys, json, out = _navette.sys, _navette.json, _navette.out
+
+-- Where the last bytes of s begin a UTF-8 character that the next chunk
+-- ends (the index of its first byte), or nil.
+local function cut_character(s)
+  for back = 1, math.min(3, #s) do
+    local b = s:byte(#s - back + 1)
+    if b >= 0xC0 then
+      local need = b >= 0xF0 and 4 or b >= 0xE0 and 3 or 2
+      return need > back and #s - back + 1 or nil
+    elseif b < 0x80 then
+      return nil
+    end
+  end
+  return nil
+end
+
+-- A writer of the log's text to stdout: as it is, or escaped on a
+-- terminal (a character cut between two chunks waits for its end).
+local function stdout_writer()
+  if not out.tty("stdout") then return term.write end
+  local held = ""
+  return function(text, final)
+    text = held .. text
+    held = ""
+    local cut = not final and cut_character(text)
+    if cut then text, held = text:sub(1, cut - 1), text:sub(cut) end
+    term.write(out.escape(text))
+  end
+end
 
 local M = {
   name = "logs",
@@ -39,6 +72,7 @@ function M.run(argv)
   -- what is shown: the text as it is, or (--json, --tail) line by line;
   -- with --tail, the lines already there wait in a ring until the end of
   -- the log is reached, then the last N show
+  local write = stdout_writer()
   local by_line = opts.json or tail ~= nil
   local ring, tailing, pending = {}, tail ~= nil, ""
   local function line_out(line)
@@ -46,14 +80,14 @@ function M.run(argv)
       ring[#ring + 1] = line
       if #ring > tail then table.remove(ring, 1) end
     elseif opts.json then
-      term.print(json.encode({ time = sys.iso8601(), stream = "output",
-                               job = v.id, line = line }))
+      write(json.encode({ time = sys.iso8601(), stream = "output",
+                          job = v.id, line = line }) .. "\n", true)
     else
-      term.write(line .. "\n")
+      write(line .. "\n", true)
     end
   end
   local function put(text)
-    if not by_line then term.write(text); return end
+    if not by_line then write(text); return end
     pending = pending .. text
     local start = 1
     for line, e in pending:gmatch("([^\n]*)\n()") do
@@ -86,6 +120,7 @@ function M.run(argv)
       end
       put(redact:flush())
       reached_end(true)
+      if not by_line then write("", true) end
       break
     else
       -- the log is quiet: a complete line held back is shown now (a
