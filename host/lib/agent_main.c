@@ -90,19 +90,19 @@ static int redact_stream(int in_fd, int out_fd)
 
 /* ---- the commands ------------------------------------------------------ */
 
+/* the same text as lua/navette/cli/agent.lua's usage (test_local_sandbox) */
 #define AGENT_USAGE                                                            \
 	"usage: navette agent [--quiet-if-running]\n"                          \
 	"       navette agent status [--json]\n"                               \
 	"       navette agent stop [--force]\n"                                \
-	"  `agent` runs the local backend's job agent in the foreground "      \
-	"until\n"                                                              \
-	"  it is idle (NAVETTE_AGENT_IDLE seconds, default 30); `run` starts " \
-	"one\n"                                                                \
-	"  by itself. `status`: its pid, since when, the jobs running and "    \
+	"  `agent` runs the local backend's agent in the foreground (for\n"    \
+	"  debugging); `navette run` starts one on demand, detached from "     \
+	"the\n"                                                                \
+	"  terminal. `status`: its pid, since when, the jobs running and "     \
 	"queued,\n"                                                            \
-	"  and the sandbox jobs on the host get (bwrap's version, or none). "  \
-	"`stop`\n"                                                             \
-	"  stops it; refused (exit 3) while jobs run or are queued, unless\n"  \
+	"  and the sandbox jobs on the host get (bwrap's version, or none).\n" \
+	"  `stop` stops it; refused (exit 3) while jobs run or are queued, "   \
+	"unless\n"                                                             \
 	"  --force: running jobs then go on and the next agent adopts them.\n" \
 	"  --quiet-if-running  another agent of this home is not an error\n"   \
 	"  --json              status as one JSON object\n"                    \

@@ -321,5 +321,8 @@ check_rc "agent status --force: a usage error" 2
 nv agent stop --help
 check_rc "agent stop --help exits 0" 0
 check_contains "... and documents --force" "$OUT" "--force"
+HELP=$OUT
+nv help agent
+check_eq "agent --help is the help of \`navette help agent\`" "$HELP" "$OUT"
 
 finish
