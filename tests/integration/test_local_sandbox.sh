@@ -72,6 +72,7 @@ for pid in os.listdir("/proc"):
         except OSError:
             pass
 report["python"] = sys.executable
+report["capeff"] = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff:")][0]
 out = os.environ["NAVETTE_OUTPUTS"]
 with open(os.path.join(out, "report.json"), "w") as f:
     json.dump(report, f)
@@ -166,6 +167,8 @@ EOF
 	check_eq "$who: the job sees no process of the agent" \
 		"$(printf '%s' "$rep" | json "[p for p in d['procs'] if ' agent' in p]")" \
 		"[]"
+	check_eq "$who: the job holds no capability (root cannot mount)" \
+		"$(printf '%s' "$rep" | json "d['capeff']")" 0000000000000000
 	check_eq "$who: the job's PATH is the documented one, not the agent's" \
 		"$(printf '%s' "$rep" | json "d['env']['PATH']")" \
 		/usr/local/bin:/usr/bin:/bin
