@@ -123,7 +123,8 @@ static const char *const agent_env_names[] = {
 	"NAVETTE_HOME", "NAVETTE_AGENT_IDLE", "NAVETTE_AGENT_SLOTS",
 	"NAVETTE_KEEP_WORKSPACE", "NAVETTE_BIN", "NAVETTE_LOCAL_RUNTIME_IN_VM",
 	"NAVETTE_LUA_PATH", "NAVETTE_FS_CASE_INSENSITIVE", "NAVETTE_DEBUG",
-	"NAVETTE_LAZY_TRACE", "NAVETTE_FAULT", "NAVETTE_AGENT_READY_FD", NULL};
+	"NAVETTE_LAZY_TRACE", "NAVETTE_FAULT", "NAVETTE_AGENT_READY_FD",
+	"NAVETTE_LOCAL_SANDBOX", "NAVETTE_BWRAP", NULL};
 
 /* entries of both lists, and room */
 #define AGENT_ENV_MAX 72
@@ -661,6 +662,17 @@ static int prepare(agent *a, job *j, nv_record_outcome *o)
 			image);
 		return -1;
 	}
+	/* a job on the host runs in a sandbox, or not at all */
+	if (!j->container && a->sandbox.kind == SANDBOX_NONE) {
+		agent_strv none;
+		if (agent_sandbox_command(&a->sandbox, a->home, j, "", NULL,
+					  &none, &err) != 0) {
+			nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_IMAGE_READY,
+				       err.hint, "%s", err.message);
+			return -1;
+		}
+		agent_strv_free(&none);
+	}
 	/* with a container, the launcher pulls the image and says so */
 	if (!j->container)
 		agent_phase(a, j, NV_PHASE_IMAGE_READY);
@@ -797,9 +809,15 @@ static int write_launcher(const job *j, const char *path, nv_record_outcome *o)
 }
 
 /* In the child: the launcher gets its own process group (cancel kills the
- * whole group) and a small, known environment. */
+ * whole group) and a small, known environment. A job in an image: the
+ * launcher drives the container runtime with what the agent has of
+ * launcher_env_names. A job on the host: argv (its sandbox) and envp
+ * (agent_job_env), built before the fork; bwrap's complaints go to the
+ * job folder's sandbox.log. */
 __attribute__((noreturn)) static void launcher_exec(const job *j,
-						    const char *path)
+						    const char *path,
+						    char *const *argv,
+						    char *const *host_envp)
 {
 	const char *const *keep = launcher_env_names;
 	char *envp[24];
@@ -807,6 +825,22 @@ __attribute__((noreturn)) static void launcher_exec(const job *j,
 	static char store[16][PATH_CAP];
 
 	setpgid(0, 0);
+	int devnull = open("/dev/null", O_RDWR);
+	if (devnull >= 0) {
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+	}
+	if (argv) {
+		char log[PATH_CAP];
+		agent_job_path(j, AGENT_SANDBOX_LOG, log, sizeof(log));
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			      0600);
+		if (fd >= 0)
+			dup2(fd, 2);
+		execve(argv[0], argv, host_envp);
+		_exit(127);
+	}
 	for (int i = 0; keep[i] && n < 16; i++) {
 		const char *v = getenv(keep[i]);
 		if (!v && strcmp(keep[i], "PATH") == 0)
@@ -830,14 +864,41 @@ __attribute__((noreturn)) static void launcher_exec(const job *j,
 		     j->dir) == 0)
 		envp[n++] = fingerprints;
 	envp[n] = NULL;
-	int devnull = open("/dev/null", O_RDWR);
-	if (devnull >= 0) {
-		dup2(devnull, 0);
-		dup2(devnull, 1);
-		dup2(devnull, 2);
-	}
 	execle("/bin/sh", "sh", path, (char *)NULL, envp);
 	_exit(127);
+}
+
+/* A host job's sandboxed command and environment into argv and env; o
+ * says why not. */
+static int host_command(agent *a, job *j, const char *path, agent_strv *argv,
+			agent_strv *env, nv_record_outcome *o)
+{
+	char exe[PATH_CAP], home[PATH_CAP];
+	nv_err err;
+
+	if (executable_path(exe, sizeof(exe)) != 0)
+		exe[0] = '\0';
+	agent_job_path(j, "home", home, sizeof(home));
+	if (nv_mkdir_p(home, 0700, &err) != 0) {
+		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_RUNNING,
+			       "check NAVETTE_HOME", "%s", err.message);
+		return -1;
+	}
+	if (agent_sandbox_command(&a->sandbox, a->home, j, path, exe, argv,
+				  &err) != 0) {
+		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_RUNNING, err.hint,
+			       "%s", err.message);
+		return -1;
+	}
+	if (agent_job_env(j, exe, env) != 0) {
+		agent_strv_free(argv);
+		agent_strv_free(env);
+		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_RUNNING,
+			       "check NAVETTE_HOME's path",
+			       "the job's environment is too large");
+		return -1;
+	}
+	return 0;
 }
 
 static int start(agent *a, job *j, nv_record_outcome *o)
@@ -846,14 +907,19 @@ static int start(agent *a, job *j, nv_record_outcome *o)
 	nv_err err;
 	const cJSON *res = ofield(j->spec, "resources");
 	const cJSON *tl = res ? ofield(res, "time_limit") : NULL;
+	agent_strv argv = {0}, env = {0};
 
 	agent_job_path(j, "launcher.sh", path, sizeof(path));
 	if (write_launcher(j, path, o) != 0)
+		return -1;
+	if (!j->container && host_command(a, j, path, &argv, &env, o) != 0)
 		return -1;
 	j->time_limit = cJSON_IsNumber(tl) ? tl->valuedouble : 0;
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
+		agent_strv_free(&argv);
+		agent_strv_free(&env);
 		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_RUNNING,
 			       "the machine is out of processes",
 			       "cannot start the launcher: %s",
@@ -861,7 +927,9 @@ static int start(agent *a, job *j, nv_record_outcome *o)
 		return -1;
 	}
 	if (pid == 0)
-		launcher_exec(j, path);
+		launcher_exec(j, path, argv.items, env.items);
+	agent_strv_free(&argv);
+	agent_strv_free(&env);
 	setpgid(pid, pid);
 	j->pid = pid;
 	j->own_child = 1;
@@ -871,7 +939,10 @@ static int start(agent *a, job *j, nv_record_outcome *o)
 	launcher_identity_write(j);
 	if (nv_queue_set_pid(a->queue, j->id, (long)pid, &err) != 0)
 		agent_log("job %s: %s", j->id, err.message);
-	agent_log("job %s: launcher started, pid %ld", j->id, (long)pid);
+	agent_log("job %s: launcher started, pid %ld%s", j->id, (long)pid,
+		  j->container                     ? ""
+		  : a->sandbox.kind == SANDBOX_OFF ? " (no sandbox)"
+						   : " (sandboxed)");
 	return 0;
 }
 
@@ -1036,6 +1107,7 @@ static void follow(agent *a, job *j, int *done)
 	agent_checkpoint_tick(j, 1); /* what the command left */
 
 	nv_record_outcome o;
+	char why[512];
 	nv_record_outcome_init(&o);
 	j->disk_full = agent_disk_nearly_full(j->dir);
 	if (j->killed == KILL_CANCEL) {
@@ -1066,6 +1138,16 @@ static void follow(agent *a, job *j, int *done)
 			"them; submit the job again with navette run",
 			"the agent that ran the job stopped, and the job's "
 			"launcher ended without reporting an exit status");
+	} else if (!j->have_exit && !(j->transfer && j->final_seen) &&
+		   !j->container && j->status_read == 0 &&
+		   agent_sandbox_failure(j, why, sizeof(why))) {
+		nv_record_fail(&o, NV_STATE_FAILED, NV_PHASE_RUNNING,
+			       "bwrap needs user namespaces: check sysctl "
+			       "user.max_user_namespaces (and, on Ubuntu, "
+			       "kernel.apparmor_restrict_unprivileged_userns); "
+			       "NAVETTE_LOCAL_SANDBOX=off in the agent's "
+			       "environment runs jobs without a sandbox",
+			       "the job's sandbox did not start: %s", why);
 	} else if (!j->have_exit && !(j->transfer && j->final_seen)) {
 		/* (a remote launcher that ended says why in its record) */
 		nv_record_fail(&o, NV_STATE_FAILED, NV_PHASE_RUNNING,
@@ -1185,6 +1267,40 @@ static void lock_write_pid(int lockfd)
 			  strerror(errno));
 }
 
+/* `navette agent stop` sends SIGTERM: the loop ends at its next turn,
+ * the jobs it runs go on (the next agent adopts them). */
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+/* HOME/agent.json: who runs and with which sandbox, for `navette agent
+ * status` (the lock says whether it still runs). */
+static void info_write(const agent *a, const char *started)
+{
+	char path[PATH_CAP];
+	nv_err err;
+	cJSON *o = cJSON_CreateObject();
+	char *text;
+
+	if (!o)
+		return;
+	cJSON_AddNumberToObject(o, "pid", (double)getpid());
+	cJSON_AddStringToObject(o, "started", started);
+	cJSON_AddStringToObject(o, "sandbox",
+				agent_sandbox_describe(&a->sandbox));
+	text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	nv_pathf(path, sizeof(path), "%s/" NV_AGENT_INFO_FILE, a->home);
+	if (text &&
+	    nv_write_file_atomic(path, text, strlen(text), 0600, &err) != 0)
+		agent_log("%s", err.message);
+	cJSON_free(text);
+}
+
 int nv_agent_run(const char *home, nv_err *err)
 {
 	agent a;
@@ -1218,7 +1334,25 @@ int nv_agent_run(const char *home, nv_err *err)
 	}
 	lock_write_pid(lockfd);
 	signal(SIGPIPE, SIG_IGN);
+	{
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_stop;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGTERM, &sa, NULL);
+	}
 	agent_log("agent started for %s", home);
+	agent_sandbox_detect(&a.sandbox);
+	agent_log("jobs on the host run in a sandbox: %s%s",
+		  agent_sandbox_describe(&a.sandbox),
+		  a.sandbox.kind == SANDBOX_NONE
+			  ? " (install bubblewrap: they are refused)"
+			  : "");
+	{
+		char started[32];
+		nv_iso8601(nv_now(), started);
+		info_write(&a, started);
+	}
 	if (nv_process_deny_inspection() != 0)
 		agent_log("cannot keep other processes out of the agent: %s",
 			  strerror(errno));
@@ -1230,7 +1364,7 @@ int nv_agent_run(const char *home, nv_err *err)
 	agent_ready();
 
 	idle_since = nv_monotonic();
-	for (;;) {
+	while (!stop_requested) {
 		follow_all(&a);
 		take_jobs(&a);
 		if (a.running > 0) {
@@ -1246,7 +1380,22 @@ int nv_agent_run(const char *home, nv_err *err)
 		}
 		nanosleep(&tick, NULL);
 	}
-	agent_log("agent idle, stopping");
+	if (stop_requested)
+		agent_log("agent stopped on request (navette agent stop), %d "
+			  "job(s) left running for the next agent",
+			  a.running);
+	else
+		agent_log("agent idle, stopping");
+	{
+		char path[PATH_CAP];
+		nv_pathf(path, sizeof(path), "%s/" NV_AGENT_INFO_FILE, home);
+		unlink(path);
+	}
+	while (a.jobs) {
+		job *next = a.jobs->next;
+		job_free(a.jobs);
+		a.jobs = next;
+	}
 	nv_queue_close(a.queue);
 	close(lockfd);
 	return 0;

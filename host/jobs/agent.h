@@ -19,6 +19,27 @@ int nv_agent_ensure(const char *home, int *started, nv_err *err);
 /* Whether an agent holds the lock of home right now. */
 int nv_agent_alive(const char *home);
 
+/* HOME/agent.json, written by a running agent: pid, started, sandbox. */
+#define NV_AGENT_INFO_FILE "agent.json"
+
+/* What `navette agent status` shows. */
+typedef struct nv_agent_info {
+	int alive;
+	long pid;
+	char started[32];  /* ISO-8601 UTC; "" unknown */
+	char sandbox[160]; /* "bubblewrap 0.8.0", "off (...)", "none" */
+	int queued, running;
+} nv_agent_info;
+
+int nv_agent_status(const char *home, nv_agent_info *info, nv_err *err);
+
+/* Stops the agent of home (SIGTERM, then waits up to wait_s for it to
+ * let go of its lock). Refused (NV_EREFUSED) while jobs run or are
+ * queued, unless force: the running ones then go on, and the next agent
+ * adopts them. *pid: the agent stopped, 0 when none ran. */
+int nv_agent_stop(const char *home, int force, double wait_s, long *pid,
+		  nv_err *err);
+
 /* The program nv_agent_ensure() runs as `PROGRAM agent` (and the launcher
  * pipes job logs through as `PROGRAM redact-stream`): process-wide.
  * program NULL or "": found (agent_program.c); self: this executable

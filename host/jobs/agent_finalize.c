@@ -253,8 +253,9 @@ static void finish(agent *a, job *j, nv_record_outcome *o,
  * the time limit, a launcher that died) comes first. */
 static void finalize_transfer(agent *a, job *j, nv_record_outcome *o)
 {
-	static const char *const scratch[] = {"workspace", "inputs", "outputs",
-					      ".navette", NULL};
+	static const char *const scratch[] = {
+		"workspace", "inputs",          "outputs", ".navette",
+		"home",      AGENT_SANDBOX_LOG, NULL};
 	const cJSON *outputs = ofield(j->spec, "outputs");
 	const char *prefix_url = outputs ? sfield(outputs, "url") : NULL;
 	char path[PATH_CAP], record_url[NV_FILESTORE_PATH_MAX + 64] = "";
@@ -294,8 +295,9 @@ static void finalize_transfer(agent *a, job *j, nv_record_outcome *o)
 
 void agent_finalize(agent *a, job *j, nv_record_outcome *o)
 {
-	static const char *const scratch[] = {"workspace", "inputs", "outputs",
-					      NULL};
+	static const char *const scratch[] = {"workspace",       "inputs",
+					      "outputs",         "home",
+					      AGENT_SANDBOX_LOG, NULL};
 	const cJSON *spec = j->spec;
 	const cJSON *outputs = spec ? ofield(spec, "outputs") : NULL;
 	const char *prefix = outputs ? sfield(outputs, "prefix") : NULL;

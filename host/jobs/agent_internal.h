@@ -54,12 +54,28 @@ typedef struct job {
 	struct job *next;
 } job;
 
+/* The sandbox host jobs run in (agent_sandbox.c), chosen when the agent
+ * starts. */
+typedef enum {
+	SANDBOX_NONE, /* none found: host jobs are refused */
+	SANDBOX_OFF,  /* NAVETTE_LOCAL_SANDBOX=off */
+	SANDBOX_BWRAP,
+	SANDBOX_SEATBELT
+} sandbox_kind;
+
+typedef struct agent_sandbox {
+	sandbox_kind kind;
+	char program[PATH_CAP];
+	char version[128]; /* `bwrap --version`'s line */
+} agent_sandbox;
+
 typedef struct agent {
 	char home[PATH_CAP];
 	nv_queue *queue;
 	job *jobs;
 	int running;
 	int slots;
+	agent_sandbox sandbox;
 } agent;
 
 /* The agent's own log (through the redactor). */
@@ -154,6 +170,44 @@ void agent_checkpoint_tick(job *j, int force);
 
 /* The record's "checkpoints": {restored, written}, when the job has one. */
 void agent_checkpoint_record(const job *j, cJSON *record);
+
+/* ---- agent_sandbox.c ---- */
+
+/* What bwrap (and the launcher's own shell) say on stderr, in the job
+ * folder: why a sandbox could not start. */
+#define AGENT_SANDBOX_LOG "sandbox.log"
+
+/* A NULL-ended list of strings (an argv, an envp) and their bytes. */
+typedef struct agent_strv {
+	char **items;
+	size_t count;
+	char *arena;
+	size_t used;
+	int overflow;
+} agent_strv;
+void agent_strv_free(agent_strv *v);
+
+/* Which sandbox this agent runs host jobs in: NAVETTE_LOCAL_SANDBOX=off,
+ * else bwrap (Linux) or sandbox-exec (macOS), else none. */
+void agent_sandbox_detect(agent_sandbox *sb);
+/* "bubblewrap 0.8.0", "off (...)", "none". */
+const char *agent_sandbox_describe(const agent_sandbox *sb);
+
+/* The environment of a host job's launcher: PATH (spec.local.path or
+ * /usr/local/bin:/usr/bin:/bin), HOME (the job folder's home/), TMPDIR,
+ * PYTHONUNBUFFERED, the locale and user names, navette's. exe: the
+ * redactor program. -1 when out of memory. */
+int agent_job_env(const job *j, const char *exe, agent_strv *env);
+
+/* The argv that runs launcher (a host job's) in the sandbox; an error
+ * naming what to install when there is none. home: NAVETTE_HOME. */
+int agent_sandbox_command(const agent_sandbox *sb, const char *home,
+			  const job *j, const char *launcher, const char *exe,
+			  agent_strv *argv, nv_err *err);
+
+/* Whether the sandbox log of j says something (its first line into out):
+ * asked when a launcher ended without a word. */
+int agent_sandbox_failure(const job *j, char *out, size_t cap);
 
 /* ---- agent_retry.c ---- */
 

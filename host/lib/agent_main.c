@@ -1,13 +1,16 @@
 /* navette_agent_main (navette.h): the two commands a program that is its
  * own agent answers, `agent` (the local backend's agent in the
- * foreground) and `redact-stream` (the filter the launcher pipes a job's
- * output through, so its log is masked before it reaches the disk). */
+ * foreground, and its `status` and `stop`) and `redact-stream` (the filter the
+ * launcher pipes a job's output through, so its log is masked before it reaches
+ * the disk). */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "core/fsutil.h"
 #include "creds/redact.h"
@@ -87,28 +90,137 @@ static int redact_stream(int in_fd, int out_fd)
 
 /* ---- the commands ------------------------------------------------------ */
 
+/* the same text as lua/navette/cli/agent.lua's usage (test_local_sandbox) */
+#define AGENT_USAGE                                                            \
+	"usage: navette agent [--quiet-if-running]\n"                          \
+	"       navette agent status [--json]\n"                               \
+	"       navette agent stop [--force]\n"                                \
+	"  `agent` runs the local backend's agent in the foreground (for\n"    \
+	"  debugging); `navette run` starts one on demand, detached from "     \
+	"the\n"                                                                \
+	"  terminal. `status`: its pid, since when, the jobs running and "     \
+	"queued,\n"                                                            \
+	"  and the sandbox jobs on the host get (bwrap's version, or none).\n" \
+	"  `stop` stops it; refused (exit 3) while jobs run or are queued, "   \
+	"unless\n"                                                             \
+	"  --force: running jobs then go on and the next agent adopts them.\n" \
+	"  --quiet-if-running  another agent of this home is not an error\n"   \
+	"  --json              status as one JSON object\n"                    \
+	"  --force             stop even while jobs run or are queued\n"
+
+static int agent_usage_error(const char *what)
+{
+	fprintf(stderr, "navette agent: %s\n%s", what, AGENT_USAGE);
+	return NAVETTE_USAGE;
+}
+
+/* `agent status [--json]` and `agent stop [--force]`. */
+static int agent_verb(const char *home, const char *verb, int argc, char **argv)
+{
+	int json = 0, force = 0;
+	nv_err err;
+
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0) {
+			fputs(AGENT_USAGE, stdout);
+			return NAVETTE_OK;
+		} else if (strcmp(verb, "status") == 0 &&
+			   strcmp(argv[i], "--json") == 0) {
+			json = 1;
+		} else if (strcmp(verb, "stop") == 0 &&
+			   strcmp(argv[i], "--force") == 0) {
+			force = 1;
+		} else {
+			char what[160];
+			snprintf(what, sizeof(what),
+				 "agent %s: unknown option %.60s", verb,
+				 argv[i]);
+			return agent_usage_error(what);
+		}
+	}
+	if (strcmp(verb, "stop") == 0) {
+		long pid = 0;
+		int rc = nv_agent_stop(home, force, 15.0, &pid, &err);
+		if (rc) {
+			fprintf(stderr, "navette agent stop: %s\n  hint: %s\n",
+				err.message, err.hint);
+			return nv_err_exit_status(rc);
+		}
+		if (pid)
+			printf("agent %ld stopped\n", pid);
+		else
+			printf("no agent runs for %s\n", home);
+		return NAVETTE_OK;
+	}
+	nv_agent_info info;
+	if (nv_agent_status(home, &info, &err) != 0) {
+		fprintf(stderr, "navette agent status: %s\n", err.message);
+		return nv_err_exit_status(err.code);
+	}
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+		char *text;
+		if (!o)
+			return NAVETTE_SERVICE;
+		cJSON_AddBoolToObject(o, "running", info.alive);
+		if (info.alive && info.pid)
+			cJSON_AddNumberToObject(o, "pid", (double)info.pid);
+		else
+			cJSON_AddNullToObject(o, "pid");
+		if (info.started[0])
+			cJSON_AddStringToObject(o, "since", info.started);
+		else
+			cJSON_AddNullToObject(o, "since");
+		if (info.sandbox[0])
+			cJSON_AddStringToObject(o, "sandbox", info.sandbox);
+		else
+			cJSON_AddNullToObject(o, "sandbox");
+		cJSON_AddNumberToObject(o, "jobs_running", info.running);
+		cJSON_AddNumberToObject(o, "jobs_queued", info.queued);
+		cJSON_AddStringToObject(o, "home", home);
+		text = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+		if (!text)
+			return NAVETTE_SERVICE;
+		printf("%s\n", text);
+		cJSON_free(text);
+		return NAVETTE_OK;
+	}
+	if (info.alive)
+		printf("agent: running, pid %ld, since %s\n", info.pid,
+		       info.started[0] ? info.started : "(unknown)");
+	else
+		printf("agent: not running (starts on demand)\n");
+	printf("home: %s\n", home);
+	printf("jobs: %d running, %d queued\n", info.running, info.queued);
+	if (info.alive)
+		printf("sandbox: %s\n",
+		       info.sandbox[0] ? info.sandbox : "(unknown)");
+	return NAVETTE_OK;
+}
+
 static int agent_command(int argc, char **argv)
 {
 	navette_runtime *rt;
 	int quiet = 0, status;
+	const char *verb = NULL;
 
-	for (int i = 2; i < argc; i++) {
+	if (argc >= 3 &&
+	    (strcmp(argv[2], "status") == 0 || strcmp(argv[2], "stop") == 0))
+		verb = argv[2];
+	for (int i = 2; !verb && i < argc; i++) {
 		if (strcmp(argv[i], "--quiet-if-running") == 0) {
 			quiet = 1;
 		} else if (strcmp(argv[i], "--help") == 0 ||
 			   strcmp(argv[i], "-h") == 0) {
-			printf("usage: navette agent [--quiet-if-running]\n"
-			       "  runs the local backend's job agent in the "
-			       "foreground until it is idle\n"
-			       "  (NAVETTE_AGENT_IDLE seconds, default 30); "
-			       "`run` starts one by itself\n"
-			       "  --quiet-if-running  another agent of this "
-			       "home is not an error\n");
+			fputs(AGENT_USAGE, stdout);
 			return NAVETTE_OK;
 		} else {
-			fprintf(stderr, "usage: navette agent "
-					"[--quiet-if-running]\n");
-			return NAVETTE_USAGE;
+			char what[160];
+			snprintf(what, sizeof(what), "unknown argument %.60s",
+				 argv[i]);
+			return agent_usage_error(what);
 		}
 	}
 	/* the launcher's redact-stream is this program too */
@@ -118,7 +230,10 @@ static int agent_command(int argc, char **argv)
 		fprintf(stderr, "navette agent: out of memory\n");
 		return NAVETTE_SERVICE;
 	}
-	status = navette_agent(navette_home(rt), quiet);
+	if (verb)
+		status = agent_verb(navette_home(rt), verb, argc - 3, argv + 3);
+	else
+		status = navette_agent(navette_home(rt), quiet);
 	navette_close(rt);
 	return status;
 }

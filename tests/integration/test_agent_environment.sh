@@ -52,7 +52,6 @@ R=$W/agentenv
 mkdir -p "$R"
 git -C "$R" init -q
 printf 'return { name = "agentenv" }\n' >"$R/navette.lua"
-PIDS=$W/probe-pids
 # The probe: the job's own environment, and for each process the test
 # names (agent, waiter), whether its environment and memory can be read,
 # the names seen, and the raw bytes letter-spaced as the attack printed
@@ -61,7 +60,9 @@ put_file "$R" probe.py <<'EOF'
 import json, os, platform, subprocess, sys, time
 
 out = os.environ["NAVETTE_OUTPUTS"]
-pids_file = os.environ["PROBE_PIDS"]
+# (in the job's own HOME: the only folder of the laptop a job sees is its
+# own, issue 26)
+pids_file = os.path.join(os.environ["HOME"], os.environ["PROBE_PIDS"])
 deadline = time.time() + 60
 while not os.path.exists(pids_file) and time.time() < deadline:
     time.sleep(0.1)
@@ -108,7 +109,7 @@ local navette = require "navette"
 navette.job {
   name = "probe",
   command = { "python3", "probe.py" },
-  env = { PROBE_PIDS = "$PIDS" },
+  env = { PROBE_PIDS = "probe-pids" },
   success = { outputs = { "report.json", "spaced.txt" } },
 }
 EOF
@@ -147,6 +148,14 @@ if wait_for 30 agent_pid; then
 else
 	fail "agent.lock names the running agent (got '$AGENT'; $(cat "$T/run.out"))"
 fi
+# the job's HOME: its folder's home/, once the agent made it
+job_home() {
+	JOB_HOME=$(ls -d "$NAVETTE_HOME"/jobs/*/home 2>/dev/null | head -1)
+	[ -n "$JOB_HOME" ]
+}
+JOB_HOME=
+wait_for 30 job_home || fail "the job's home/ is made ($(cat "$T/run.out"))"
+PIDS=$JOB_HOME/probe-pids
 printf 'agent:%s waiter:%s\n' "$AGENT" "$WAITER" >"$PIDS.tmp"
 chmod 644 "$PIDS.tmp"
 mv "$PIDS.tmp" "$PIDS"
@@ -178,7 +187,7 @@ check_no_match "the job's environment has no credential-shaped name" \
 check_match "the job's environment has what it declared" "$JOB_NAMES" \
 	'^PROBE_PIDS$'
 check_eq "the job's environment is its spec's and navette's" \
-	"$(printf '%s\n' "$JOB_NAMES" | grep -Ev '^(NAVETTE_[A-Z_]+|PROBE_PIDS|PATH|HOME|USER|LOGNAME|TMPDIR|LANG|TZ|PWD|OLDPWD|SHLVL|_|XDG_RUNTIME_DIR|CONTAINERS_[A-Z_]+|DOCKER_HOST|DOCKER_CONFIG|LC_CTYPE)$' |
+	"$(printf '%s\n' "$JOB_NAMES" | grep -Ev '^(NAVETTE_[A-Z_]+|PROBE_PIDS|PATH|HOME|USER|LOGNAME|TMPDIR|PYTHONUNBUFFERED|LANG|TZ|PWD|OLDPWD|SHLVL|_|XDG_RUNTIME_DIR|CONTAINERS_[A-Z_]+|DOCKER_HOST|DOCKER_CONFIG|LC_CTYPE)$' |
 		tr '\n' ' ')" ""
 
 # ---- the agent and the waiting CLI, as the job sees them -------------------

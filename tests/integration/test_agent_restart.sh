@@ -7,13 +7,15 @@
 
 R=$(new_repo restart)
 # Each job waits for its gate file (at most 90 s), so that it ends when
-# the test says: before, while or after the agent is dead.
+# the test says: before, while or after the agent is dead. The gate is in
+# the job's own HOME (its folder's home/): the only folder of this machine
+# a job sees.
 for n in 1 2 3 4 5; do
 	put_file "$R" "gated-$n.lua" <<EOF
 local navette = require "navette"
 navette.job {
   name = "gated-$n",
-  command = { "sh", "-c", "echo started; i=0; while [ ! -e '$T/gate-$n' ] && [ \$i -lt 900 ]; do sleep 0.1; i=\$((i + 1)); done; echo slept >\"\$NAVETTE_OUTPUTS/slept.txt\"; echo finished" },
+  command = { "sh", "-c", "echo started; i=0; while [ ! -e \"\$HOME/gate-$n\" ] && [ \$i -lt 900 ]; do sleep 0.1; i=\$((i + 1)); done; echo slept >\"\$NAVETTE_OUTPUTS/slept.txt\"; echo finished" },
   success = { outputs = { "slept.txt" } },
 }
 EOF
@@ -75,7 +77,7 @@ check_eq "1: status, the first read, shows it running" \
 	"$(read_state "$ID")" running
 agent_back "1"
 check_true "1: the new agent follows it" agent_alive
-touch "$T/gate-1"
+touch "$NAVETTE_HOME/jobs/$ID/home/gate-1"
 check_state "1: the adopted job ends" "$ID" 'succeeded|failed|cancelled' 60
 check_eq "1: it succeeds" "$STATE" succeeded
 check_eq "1: its output is published" \
@@ -106,7 +108,7 @@ check_eq "2: at the running phase" \
 wait_for 20 lock_is_free "$NAVETTE_HOME/agent.lock"
 submit 3
 kill_agent
-touch "$T/gate-3"
+touch "$NAVETTE_HOME/jobs/$ID/home/gate-3"
 check_true "3: the job ends without an agent" wait_for 30 gone "$L"
 check_match "3: its launcher wrote its exit status" \
 	"$(cat "$NAVETTE_HOME/jobs/$ID/status")" '^exit 0$'

@@ -1,6 +1,12 @@
 # `navette cancel` of a running job: the state becomes cancelled, and the
 # command and what it started (its whole process group) are gone.
 . "$(dirname "$0")/lib.sh"
+# The job's processes are named by the pids they print, and it waits on
+# files under $T: both are the host's, which a job's sandbox hides (its
+# own pid namespace, a private /tmp; test_local_sandbox covers it), so
+# these jobs run without one. TODO: gates in the job's HOME and pids
+# mapped through /proc/PID/status's NSpid, to run them sandboxed.
+export NAVETTE_LOCAL_SANDBOX=off
 
 PIDS=$T/pids
 mkdir -p "$PIDS"

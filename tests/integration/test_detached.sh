@@ -6,12 +6,14 @@
 R=$(new_repo detached)
 # The job runs until the test says go (a file), at most 120 s, so it is
 # still running when its submitter is killed however slow the machine.
-GO=$T/go
+# The file is in the job's own HOME (its folder's home/): the only folder
+# of this machine a job sees.
+GO=go
 put_file "$R" slow.lua <<EOF
 local navette = require "navette"
 navette.job {
   name = "slow",
-  command = { "sh", "-c", "echo started; i=0; while [ ! -e \"\$GO\" ] && [ \$i -lt 1200 ]; do sleep 0.1; i=\$((i+1)); done; echo survived >\"\$NAVETTE_OUTPUTS/survived.txt\"; echo finished" },
+  command = { "sh", "-c", "echo started; i=0; while [ ! -e \"\$HOME/\$GO\" ] && [ \$i -lt 1200 ]; do sleep 0.1; i=\$((i+1)); done; echo survived >\"\$NAVETTE_OUTPUTS/survived.txt\"; echo finished" },
   env = { GO = "$GO" },
   success = { outputs = { "survived.txt" } },
 }
@@ -60,7 +62,7 @@ else
 		"$(job_state "$ID")" running
 fi
 
-touch "$GO"
+touch "$NAVETTE_HOME/jobs/$ID/home/$GO"
 check_state "the job succeeds without its submitter" "$ID" \
 	'succeeded|failed|cancelled' 60
 check_eq "final state" "$STATE" succeeded

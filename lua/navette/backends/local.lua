@@ -9,6 +9,59 @@ local native, core, sys, json = _navette.jobs, _navette.core, _navette.sys,
 
 local M = { name = "local" }
 
+-- ---- the profile's settings: ["local"] = { path = { ... } } -----------------
+
+-- The PATH a job on the host gets (inside its sandbox), unless the
+-- profile says otherwise: never the PATH of whichever command started
+-- the agent.
+M.DEFAULT_PATH = { "/usr/local/bin", "/usr/bin", "/bin" }
+M.profile_keys = { "path" }
+M.settings_doc = "Local backend settings: path = { \"/usr/local/bin\", ... }, "
+  .. "the PATH of jobs on the host (see the README)."
+
+function M.validate(t, where)
+  local function fail(message, hint)
+    error(errors.new("recipe", where.path .. ": profile '" .. where.profile
+                     .. "': local: " .. message, hint), 0)
+  end
+  if t == nil then return { path = M.DEFAULT_PATH } end
+  if type(t) ~= "table" then
+    fail("the local settings are a table: [\"local\"] = { path = { ... } }")
+  end
+  for k in pairs(t) do
+    if k ~= "path" then
+      fail("unknown key '" .. tostring(k) .. "'", "local keys are: "
+           .. table.concat(M.profile_keys, ", "))
+    end
+  end
+  if t.path == nil then return { path = M.DEFAULT_PATH } end
+  local hint = "path is a list of absolute folders, for example { "
+               .. "\"/opt/conda/bin\", \"/usr/bin\", \"/bin\" }; a job "
+               .. "sees only the system's folders (/usr, /opt, ...)"
+  if type(t.path) ~= "table" or #t.path == 0 then
+    fail("path must be a non-empty list of folders", hint)
+  end
+  local path = {}
+  for k, dir in pairs(t.path) do
+    if math.type(k) ~= "integer" or k < 1 or k > #t.path then
+      fail("path must be a list, not a table with names", hint)
+    end
+    if type(dir) ~= "string" or not dir:match("^/") or dir:find("[:%c]")
+       or #dir > 1024 or dir:find("/%.%.?/") or dir:find("/%.%.?$") then
+      fail("path entry " .. k .. " (" .. tostring(dir) .. ") is not an "
+           .. "absolute folder without ':', '.' or '..'", hint)
+    end
+    path[k] = dir
+  end
+  return { path = path }
+end
+
+-- What reaches the agent of the profile's settings: PATH, joined.
+function M.prepare(spec, profile)
+  local settings = profile["local"] or {}
+  spec["local"] = { path = table.concat(settings.path or M.DEFAULT_PATH, ":") }
+end
+
 -- a job's `after`: the agent holds it until those jobs have succeeded
 -- (host/jobs/queue.c, nv_queue_claim)
 M.dependencies = true
