@@ -115,6 +115,8 @@ EOF
 export AWS_ACCESS_KEY_ID=AKIDDOCTORTESTKEY0 AWS_SECRET_ACCESS_KEY=doctor-test-secret-0
 unset DOCTOR_NO_SUCH_TOKEN
 
+# (the test's user trusts the project it wrote: doctor loads its credentials)
+"$NAVETTE" trust "$P" >/dev/null
 nv_in "$P" doctor --profile good
 check_rc "good profile: exit 0" 0
 check_match "good profile: the endpoint answers over loopback http" "$OUT" \

@@ -397,6 +397,12 @@ check_rc "as committed again, it runs" 0
 # ---- another checkout of the same project has its own state and units -------
 CLONE=$T/clone-of-maint
 git clone -q "$REPO" "$CLONE"
+# a clone is a checkout of its own: its user trusts it there first
+git clone -q "$REPO" "$T/clone-untrusted"
+nv_in "$T/clone-untrusted" maintain --once
+check_rc "a clone not trusted yet: its tasks fail" 1
+check_match "the task says to trust the clone" "$OUT" "navette trust"
+"$NAVETTE" trust "$CLONE" >/dev/null
 nv_in "$REPO" maintain --once --task note
 check_rc "(the first checkout's note runs now)" 0
 nv_in "$CLONE" maintain --once

@@ -104,15 +104,15 @@ check_rc "plan exits 0" 0
 no_marks "plan"
 check_contains "plan: the recipe holds a stand-in handle" "$OUT" \
 	"handle: <secret:sts, not run>"
-check_match "plan: says the command would run" "$OUT" \
-	"creds would run: the command of credential sts: sh -c touch"
+check_match "plan: says the command would load it (not run)" "$OUT" \
+	"creds would load: sts from command sh -c touch"
 nv_in "$R" plan recipes/use.lua --json
 check_rc "plan --json exits 0" 0
 no_marks "plan --json"
 DOC=$(printf '%s\n' "$OUT" | sed -n '/^{/,$p')
-check_eq "plan --json: a 'creds would run' action for sts" \
-	"$(printf '%s' "$DOC" | json '[a["detail"].split(":")[0] for a in d["actions"] if a["primitive"] == "creds"]')" \
-	'["the command of credential sts"]'
+check_eq "plan --json: a 'creds would load' action for sts" \
+	"$(printf '%s' "$DOC" | json '[a["action"] + ": " + a["detail"].split(" sh ")[0] for a in d["actions"] if a["primitive"] == "creds"]')" \
+	'["would load: sts from command"]'
 check_eq "plan --json: the job is planned" \
 	"$(printf '%s' "$DOC" | json 'len(d["jobs"])')" 1
 

@@ -114,18 +114,22 @@ commit_all "$B" >/dev/null
 nv_in "$B" run job.lua --wait
 check_rc "both exempted with reasons: the run goes on" 0
 
-# an upload: a binary file the commit does not hold (ignored)
-printf 'model.bin\n' | put_file "$B" .gitignore
+# an upload: a binary file the commit does not hold (a data set outside
+# the repository: an ignored file is refused by storage.put before its
+# scan, see storage_put_test)
+mkdir -p "$T/data"
+printf 'return { name = "binaries", datasets = { model = "%s" } }\n' \
+	"$T/data/model.bin" >"$B/navette.lua"
 put_file "$B" up.lua <<'EOF2'
-require("navette").storage.put("inputs/model.bin", "model.bin")
+require("navette").storage.put("inputs/model.bin", { dataset = "model" })
 EOF2
 commit_all "$B" >/dev/null
-printf '\000\001weights\000%s\000' "$gh_token" >"$B/model.bin"
+printf '\000\001weights\000%s\000' "$gh_token" >"$T/data/model.bin"
 nv_in "$B" run up.lua
 check_rc "storage.put of a binary holding a token: refused" 3
 check_match "the upload's token is named" "$ERR" 'model.bin: .*github-token'
 check_absent "the binary was not uploaded" "$NAVETTE_HOME/store/inputs/model.bin"
-printf '\000\001weights\000\002\003' >"$B/model.bin"
+printf '\000\001weights\000\002\003' >"$T/data/model.bin"
 nv_in "$B" run up.lua
 check_rc "a binary without a token uploads" 0
 
