@@ -118,8 +118,7 @@ function project.find(dir, stop)
     local candidate = util.join(d, project.FILE)
     local st = sys.stat(candidate)
     if st and st.type == "file" then return candidate end
-    if not stop or d == stop or d == "/" or d == ""
-       or d:sub(1, #stop + 1) ~= stop .. "/" then
+    if not stop or d == stop or #d <= #stop or d == "/" then
       break
     end
     d = util.dirname(d)

@@ -63,6 +63,7 @@ EOF
 cat >"$R/r.lua" <<EOF
 local navette = require "navette"
 local gh, api = navette.creds.get("gh"), navette.creds.get("api")
+print("handle: " .. tostring(gh))
 navette.http.request("$URL/post-without-method", { body = "x" })
 navette.http.request("$URL/get-with-body", { method = "GET", body = "yy" })
 navette.http.request("$URL/get-with-gh", { credential = gh })
@@ -78,6 +79,24 @@ NO_TRUST=1 commit_all "$R" >/dev/null
 
 log_lines() { grep -c . "$LOG" || true; }
 sent() { grep -E "$1" "$LOG" || true; }
+
+# A second project of the clone's: a profile whose store is a folder of
+# the user's, and a data set naming the user's secret file.
+V=$T/victim
+mkdir -p "$V"
+R2=$(NO_PROJECT_FILE=1 new_repo clone2)
+cat >"$R2/navette.lua" <<EOF
+return { name = "clone2", default_profile = "mine",
+  datasets = { loot = "$SECRET_FILE" },
+  profiles = { mine = { storage = "file://$V/", require_pushed = false } } }
+EOF
+cat >"$R2/r.lua" <<'EOF'
+local navette = require "navette"
+navette.storage.put_string("planted.txt", "planted")
+navette.storage.put("inputs/loot", { dataset = "loot" })
+navette.job { name = "j", command = { "true" } }
+EOF
+NO_TRUST=1 commit_all "$R2" >/dev/null
 
 # ---- before trust ----
 nv_in "$R" plan r.lua
@@ -111,6 +130,16 @@ nv_in "$R" portability r.lua
 check_eq "portability sent nothing but plain GETs" \
 	"$(sent 'auth=yes|body=[1-9]|^(POST|PUT|DELETE)')" ""
 
+nv_in "$R2" plan r.lua
+check_rc "plan of a clone binding a store and a data set" 0
+check_match "the data set is not read before trust" "$OUT" \
+	"storage put: .*inputs/loot <- dataset loot \(its paths are not read until the project is trusted\)"
+nv_in "$R2" run r.lua
+check_rc "a run on the clone's declared profile is refused" 3
+check_match "the refusal names the profile and trust" "$ERR" \
+	"profile mine: .*is not trusted on this machine"
+check_eq "nothing was written into the user's folder" "$(ls "$V")" ""
+
 # ---- trusted ----
 nv_in "$R" trust
 check_rc "navette trust" 0
@@ -121,6 +150,8 @@ check_match "trust shows what it binds" "$OUT" \
 nv_in "$R" plan r.lua
 check_eq "a trusted plan still sends only the plain GET" "$(cat "$LOG")" \
 	"GET /plain-get auth=no body=0"
+check_contains "a trusted plan hands the recipe a planned handle" "$OUT" \
+	"handle: <secret:gh, not run>"
 
 # a run the checking pass refuses (an input that does not exist) after
 # the recipe's requests: none of them was sent
