@@ -37,10 +37,19 @@ static int failures;
 		}                                                              \
 	} while (0)
 
+/* The passes host.greet.hello was called in, as navette_mode says
+ * ("plan,check,run,"): a module makes its side effects in "run" only. */
+static char modes[256];
+
 /* host.greet.hello(name) -> "hello, NAME from the host" */
 static int greet_hello(lua_State *L)
 {
 	const char *name = luaL_checkstring(L, 1);
+	const char *mode = navette_mode(L);
+	if (strlen(modes) + strlen(mode) + 2 < sizeof(modes)) {
+		strcat(modes, mode);
+		strcat(modes, ",");
+	}
 	lua_pushfstring(L, "hello, %s from the host", name);
 	return 1;
 }
@@ -206,6 +215,9 @@ int main(int argc, char **argv)
 	}
 	printf("PLAN %s\n", json);
 	EXPECT(strstr(json, "\"actions\":[") != NULL, "the plan has actions");
+	EXPECT(strcmp(modes, "plan,") == 0,
+	       "navette_mode says plan in a plan");
+	modes[0] = '\0';
 	navette_free(json);
 	json = NULL;
 
@@ -222,6 +234,10 @@ int main(int argc, char **argv)
 		return status ? status : 1;
 	}
 	printf("RESULT %s\n", json);
+	printf("MODES %s\n", modes);
+	EXPECT(strcmp(modes, "check,run,") == 0,
+	       "navette_mode tells the checking pass from the pass that "
+	       "submits");
 	if (first_job_id(json, id, sizeof(id)) != 0) {
 		fprintf(stderr, "host: no job id in the result\n");
 		failures++;
