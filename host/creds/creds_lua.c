@@ -247,8 +247,8 @@ static int l_creds_load(lua_State *L)
 	 * variables of `navette storage`) say otherwise. */
 	const char *origin = opt_field(L, 1, "origin");
 	if (!nv_project_trusted(L) &&
-	    !(origin &&
-	      (strcmp(origin, "user") == 0 || strcmp(origin, "navette") == 0))) {
+	    !(origin && (strcmp(origin, "user") == 0 ||
+			 strcmp(origin, "navette") == 0))) {
 		nv_err_set(&err, NV_EREFUSED,
 			   "read what the project binds with `navette trust "
 			   "--show`, then trust it with `navette trust`",

@@ -146,9 +146,10 @@ static int l_net_request(lua_State *L)
 	if (!lua_isnil(L, -1)) {
 		/* (under plan a request with a credential is recorded, never
 		 * sent: a plan's stand-in is then accepted) */
-		req.credential = nv_plan_mode(L)
-					 ? nv_creds_check_planned(L, lua_gettop(L))
-					 : nv_creds_check(L, lua_gettop(L));
+		req.credential =
+			nv_plan_mode(L)
+				? nv_creds_check_planned(L, lua_gettop(L))
+				: nv_creds_check(L, lua_gettop(L));
 		req.credential_host = opt_string(L, 1, "credential_host");
 		luaL_argcheck(L, req.credential_host != NULL, 1,
 			      "a credential is sent only to the host it is "
@@ -161,9 +162,9 @@ static int l_net_request(lua_State *L)
 	if (nv_plan_mode(L)) {
 		/* Under plan only a read that carries nothing of the user's is
 		 * sent (a GET or HEAD with no body and no credential), its
-		 * answer bounded as it streams; in a run's checking pass nothing
-		 * is, since the pass that submits makes the same requests. The
-		 * plan lists each request, sent or not. */
+		 * answer bounded as it streams; in a run's checking pass
+		 * nothing is, since the pass that submits makes the same
+		 * requests. The plan lists each request, sent or not. */
 		bool read = (strcmp(req.method, "GET") == 0 ||
 			     strcmp(req.method, "HEAD") == 0) &&
 			    !req.body && !req.credential;
@@ -174,9 +175,9 @@ static int l_net_request(lua_State *L)
 			lua_setfield(L, -2, "planned");
 			return 1;
 		}
-		nv_plan_record(L, "net", strcmp(req.method, "GET") == 0
-						 ? "GET (sent)"
-						 : "HEAD (sent)",
+		nv_plan_record(L, "net",
+			       strcmp(req.method, "GET") == 0 ? "GET (sent)"
+							      : "HEAD (sent)",
 			       req.url);
 		if (!policy.max_body || policy.max_body > NET_PLAN_MAX_BODY)
 			policy.max_body = NET_PLAN_MAX_BODY;

@@ -418,10 +418,11 @@ static int put_or_get(lua_State *L, int put, int reading)
 	if (reading && !lua_isnoneornil(L, 6)) {
 		/* a read's bound, held as the body streams in: a HEAD that
 		 * said less cannot make it download more */
-		uint64_t max = (uint64_t)nv_lua_optrange(
-			L, 6, 0, (lua_Integer)1 << 40, 0, "read_into: max_bytes");
-		if (max && (!t.cfg.max_object_size ||
-			    max < t.cfg.max_object_size))
+		uint64_t max =
+			(uint64_t)nv_lua_optrange(L, 6, 0, (lua_Integer)1 << 40,
+						  0, "read_into: max_bytes");
+		if (max &&
+		    (!t.cfg.max_object_size || max < t.cfg.max_object_size))
 			t.cfg.max_object_size = max;
 	}
 	if (transfer_run(L, &t, fn))

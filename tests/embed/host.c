@@ -215,8 +215,7 @@ int main(int argc, char **argv)
 	}
 	printf("PLAN %s\n", json);
 	EXPECT(strstr(json, "\"actions\":[") != NULL, "the plan has actions");
-	EXPECT(strcmp(modes, "plan,") == 0,
-	       "navette_mode says plan in a plan");
+	EXPECT(strcmp(modes, "plan,") == 0, "navette_mode says plan in a plan");
 	modes[0] = '\0';
 	navette_free(json);
 	json = NULL;
