@@ -17,9 +17,14 @@
 
 int nv_lua_push_error(lua_State *L, const nv_err *err)
 {
+	return nv_lua_push_error_as(L, nv_err_code_name(err->code), err);
+}
+
+int nv_lua_push_error_as(lua_State *L, const char *code, const nv_err *err)
+{
 	lua_pushnil(L);
 	lua_createtable(L, 0, 3);
-	lua_pushstring(L, nv_err_code_name(err->code));
+	lua_pushstring(L, code);
 	lua_setfield(L, -2, "code");
 	lua_pushstring(L, err->message);
 	lua_setfield(L, -2, "message");

@@ -16,6 +16,10 @@
  * Does not raise. */
 int nv_lua_push_error(lua_State *L, const nv_err *err);
 
+/* The same with a code of the binding's own instead of err's ("untrusted",
+ * which no nv_code names: a refusal the Lua layer treats apart). */
+int nv_lua_push_error_as(lua_State *L, const char *code, const nv_err *err);
+
 /* True when the runtime runs in plan mode: a primitive with a side effect
  * must then call nv_plan_record() and do nothing. */
 bool nv_plan_mode(lua_State *L);

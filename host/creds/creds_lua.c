@@ -255,15 +255,7 @@ static int l_creds_load(lua_State *L)
 			   "credential %s: the project file declares it, and "
 			   "this project is not trusted on this machine",
 			   d.name);
-		lua_pushnil(L);
-		lua_createtable(L, 0, 3);
-		lua_pushstring(L, "untrusted");
-		lua_setfield(L, -2, "code");
-		lua_pushstring(L, err.message);
-		lua_setfield(L, -2, "message");
-		lua_pushstring(L, err.hint);
-		lua_setfield(L, -2, "hint");
-		return 2;
+		return nv_lua_push_error_as(L, "untrusted", &err);
 	}
 	/* The one place that decides whether a program may run for a
 	 * credential: the runtime's flag, never a caller's argument. */

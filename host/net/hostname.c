@@ -7,18 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/hex.h"
 #include "net/hostname.h"
-
-static int hex_value(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 static int invalid(nv_err *err, const char *why)
 {
@@ -48,7 +38,7 @@ static int ipv4_part(const char *s, size_t n, uint32_t *out)
 		i = 1;
 	}
 	for (; i < n; i++) {
-		int d = hex_value((unsigned char)s[i]);
+		int d = nv_hex_value((unsigned char)s[i]);
 		if (d < 0 || (unsigned)d >= base)
 			return 0;
 		v = v * base + (unsigned)d;
@@ -173,9 +163,11 @@ int nv_host_canonical(const char *text, size_t len, nv_host *out, nv_err *err)
 		unsigned char c = (unsigned char)text[i];
 		if (c == '%') {
 			int hi = i + 2 < len
-					 ? hex_value((unsigned char)text[i + 1])
+					 ? nv_hex_value(
+						   (unsigned char)text[i + 1])
 					 : -1;
-			int lo = hi >= 0 ? hex_value((unsigned char)text[i + 2])
+			int lo = hi >= 0 ? nv_hex_value(
+						   (unsigned char)text[i + 2])
 					 : -1;
 			if (lo < 0)
 				return invalid(err, "bad %XX escape");

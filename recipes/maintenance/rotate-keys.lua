@@ -27,18 +27,20 @@
 -- and checks that the server now refuses the old one (audit lines
 -- creds.stage, creds.store).
 --
--- The project file declares the credentials and lists the recipe:
+-- The project file declares the credentials and lists the recipe (the
+-- files creds.store rewrites live in ~/.navette/PROJECT/, PROJECT being
+-- the project's name):
 --   credentials = {
 --     ["rgw-admin"]   = { kind = "s3", source = "env",
 --                         env = { access_key_id = "RGW_ADMIN_KEY",
 --                                 secret_access_key = "RGW_ADMIN_SECRET" } },
 --     ["storage-svc"] = { kind = "s3", source = "file",
---                         path = "~/.navette/storage-svc.json" },
+--                         path = "~/.navette/PROJECT/storage-svc.json" },
 --     ["registry-svc"] = { kind = "basic", source = "file",
---                          path = "~/.navette/registry-svc",
+--                          path = "~/.navette/PROJECT/registry-svc",
 --                          host = "registry.example.com:5000" },
 --     ["slurm-key"]   = { kind = "hs256", source = "file",
---                         path = "~/.navette/slurm-jwt.key" },
+--                         path = "~/.navette/PROJECT/slurm-jwt.key" },
 --   },
 --   maintenance = { "recipes/maintenance/rotate-keys.lua" },
 -- and each profile the tasks run with names those it uses (credentials =

@@ -3,8 +3,12 @@
 -- environment): navette.storage.keys, create_key, remove_key,
 -- check_credential and navette.creds.store, through the trusted modules
 -- (require "navette.storage"), as public.lua hands them to recipes.
+-- The declarations are a trusted project's (the trust gate is
+-- trust_test.lua's); creds.store writes into project rot's own folder,
+-- ROT_DIR (~/.navette/rot), never elsewhere (ROT_OUTSIDE).
 local t = test
 local sys, core = _navette.sys, _navette.core
+core.set_trusted(true)
 local creds = require "navette.creds"
 local storage = require "navette.storage"
 
@@ -15,6 +19,7 @@ local function env(name)
 end
 
 local ENDPOINT, USER, DIR = env("ROT_ENDPOINT"), env("ROT_USER"), env("ROT_DIR")
+local OUTSIDE = env("ROT_OUTSIDE")
 local FIRST_ID = env("ROT_SVC_AK")
 local SVC_FILE = DIR .. "/svc.json"
 
@@ -33,12 +38,11 @@ local declared = {
     path = DIR .. "/junk" }, "test"),
   -- a first store creates a file only in navette's folders
   fresh = creds.validate("fresh", { kind = "s3", source = "file",
-    path = _navette.core.home() .. "/fresh-" .. sys.random_hex(4) .. ".json" },
-    "test"),
+    path = DIR .. "/fresh-" .. sys.random_hex(4) .. ".json" }, "test"),
   outside = creds.validate("outside", { kind = "s3", source = "file",
-    path = DIR .. "/fresh.json" }, "test"),
+    path = OUTSIDE .. "/fresh.json" }, "test"),
   jwt = creds.validate("jwt", { kind = "hs256", source = "file",
-    path = DIR .. "/jwt.key" }, "test"),
+    path = OUTSIDE .. "/jwt.key" }, "test"),
   ["cmd-svc"] = creds.validate("cmd-svc", { kind = "s3", source = "command",
     command = { "/bin/false" } }, "test"),
 }
@@ -47,7 +51,7 @@ local profile = { name = "rot", storage = "s3://" .. BUCKET .. "/",
   s3 = { bucket = BUCKET, root = "", endpoint = ENDPOINT,
          region = "us-east-1", path_style = true,
          credential = declared.tester } }
-creds._set_context(declared, profile)
+creds._set_context(declared, profile, "rot")
 storage._set_context({ profile = profile, planned = {} })
 
 local ADMIN = "rgw-admin"
@@ -180,9 +184,8 @@ t.test("creds.store refuses env and command sources, and a wrong kind",
            "does not hold a credential of kind s3")
   t.eq(sys.read_file(DIR .. "/junk"), "not a credential\n")
   t.raises(function() creds.store("outside", created) end,
-           "navette creates a credential file only under")
-  t.eq(sys.stat(DIR .. "/fresh.json"), nil, "nothing created outside")
-  assert(sys.mkdir_p(_navette.core.home(), 448))
+           "outside the folders navette keeps for project rot")
+  t.eq(sys.stat(OUTSIDE .. "/fresh.json"), nil, "nothing created outside")
   t.eq(creds.store("fresh", created), true)
   t.ok(creds.get("fresh"):equals(created), "a first store creates it")
   -- kinds whose source reads any text are stored only in navette's
@@ -191,7 +194,7 @@ t.test("creds.store refuses env and command sources, and a wrong kind",
                                     source = "env",
                                     env = { key = "ROT_ADMIN_SK" } }
   t.raises(function() creds.store("jwt", key) end,
-           "whose file cannot be told from another file")
+           "outside the folders navette keeps for project rot")
 end)
 
 t.test("remove_key: the old key is then refused by the server", function()

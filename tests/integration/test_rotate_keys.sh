@@ -70,8 +70,9 @@ export ROT_SVC_AK=$FIRST_AK
 ROT_SVC_SK=$(json 'd["keys"][0]["secret_key"]' <"$T/$ROT_USER.json")
 export ROT_SVC_SK
 export ROT_ENDPOINT=$S3_ENDPOINT
-export ROT_DIR=$T/creds
-mkdir -p "$ROT_DIR"
+# (creds.store writes only into the project's own credentials folder)
+export ROT_DIR=$HOME/.navette/rot ROT_OUTSIDE=$T/creds
+mkdir -p "$ROT_DIR" "$ROT_OUTSIDE"
 json 'json.dumps({"Version": 1, "AccessKeyId": d["keys"][0]["access_key"], "SecretAccessKey": d["keys"][0]["secret_key"]})' \
 	<"$T/$ROT_USER.json" >"$ROT_DIR/svc.json"
 chmod 600 "$ROT_DIR/svc.json"
@@ -88,7 +89,7 @@ check_eq "the stored file holds that key" \
 # Its ROTATION table names user svc and credentials rgw-admin, storage-svc.
 make_user svc
 OLD_AK=$FIRST_AK
-SVC_FILE=$T/creds/storage-svc.json
+SVC_FILE=$HOME/.navette/rot/storage-svc.json
 json 'json.dumps({"Version": 1, "AccessKeyId": d["keys"][0]["access_key"], "SecretAccessKey": d["keys"][0]["secret_key"]})' \
 	<"$T/svc.json" >"$SVC_FILE"
 chmod 600 "$SVC_FILE"

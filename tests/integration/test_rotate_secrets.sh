@@ -54,18 +54,21 @@ else
 	skip "the Slurm key's rotation" "the test cluster runs as root, with Slurm installed"
 fi
 
-# the credentials' files, in navette's folders (kinds basic and hs256 are
-# stored only there)
-printf '%s:%s\n' "$REGISTRY_BASIC_USER" "$REGISTRY_BASIC_PASSWORD" >"$NAVETTE_HOME/registry-svc"
+# the credentials' files, in the folder navette keeps for project rot's
+# credentials (creds.store writes only there)
+CRED_DIR=$HOME/.navette/rot
+mkdir -p "$CRED_DIR"
+chmod 700 "$CRED_DIR"
+printf '%s:%s\n' "$REGISTRY_BASIC_USER" "$REGISTRY_BASIC_PASSWORD" >"$CRED_DIR/registry-svc"
 if [ -n "$HAVE_SLURM" ]; then
-	cp "$SLURM_JWT_KEY" "$NAVETTE_HOME/slurm-key"
+	cp "$SLURM_JWT_KEY" "$CRED_DIR/slurm-key"
 	cp "$SLURM_JWT_KEY" "$T/old-slurm.key"
 	SLURM_URL=$SLURMRESTD_URL
 else
-	head -c 32 /dev/urandom >"$NAVETTE_HOME/slurm-key"
+	head -c 32 /dev/urandom >"$CRED_DIR/slurm-key"
 	SLURM_URL=http://127.0.0.1:9
 fi
-chmod 600 "$NAVETTE_HOME/registry-svc" "$NAVETTE_HOME/slurm-key"
+chmod 600 "$CRED_DIR/registry-svc" "$CRED_DIR/slurm-key"
 
 R=$(new_repo rot)
 cat >"$R/navette.lua" <<EOF
@@ -74,10 +77,10 @@ return {
   default_profile = "hpc",
   credentials = {
     ["registry-svc"] = { kind = "basic", source = "file",
-                         path = "$NAVETTE_HOME/registry-svc",
+                         path = "$CRED_DIR/registry-svc",
                          host = "$REGISTRY_BASIC" },
     ["slurm-key"] = { kind = "hs256", source = "file",
-                      path = "$NAVETTE_HOME/slurm-key" },
+                      path = "$CRED_DIR/slurm-key" },
   },
   profiles = {
     hpc = { backend = "slurm", storage = "s3://rot-unused/",
@@ -126,7 +129,7 @@ check_match "and the step that finishes it" "$OUT" "maintain --once --task rotat
 check_file "the new password is staged" "$STAGED/registry-svc"
 check_eq "the staged file is 0600" "$(mode "$STAGED/registry-svc")" 0o600
 check_eq "the credential still holds the old password" \
-	"$(cut -d: -f2- "$NAVETTE_HOME/registry-svc")" "$OLD_PW"
+	"$(cut -d: -f2- "$CRED_DIR/registry-svc")" "$OLD_PW"
 check_eq "the registry still accepts the old password" "$(http_code "navette:$OLD_PW")" 200
 NEW_PW=$(cut -d: -f2- "$STAGED/registry-svc")
 check_match "the staged password is 32 characters of [A-Za-z0-9]" "$NEW_PW" '^[A-Za-z0-9]{32}$'
@@ -147,8 +150,8 @@ maintain --once --task rotate-registry-password
 check_rc "the next run finishes the rotation" 0
 check_match "it says so" "$OUT" "new password is stored in registry-svc; the server refuses the old one"
 check_eq "the credential holds the new password" \
-	"$(cut -d: -f2- "$NAVETTE_HOME/registry-svc")" "$NEW_PW"
-check_eq "the credential's file is 0600" "$(mode "$NAVETTE_HOME/registry-svc")" 0o600
+	"$(cut -d: -f2- "$CRED_DIR/registry-svc")" "$NEW_PW"
+check_eq "the credential's file is 0600" "$(mode "$CRED_DIR/registry-svc")" 0o600
 check_absent "the staged file is gone" "$STAGED/registry-svc"
 check_match "the audit log has creds.stage" "$(cat "$AUDIT")" '"action":"creds.stage","target":"[^"]*staged/registry-svc"'
 check_match "and creds.store" "$(cat "$AUDIT")" '"action":"creds.store","target":"[^"]*/registry-svc"'
@@ -174,7 +177,7 @@ maintain --once --task rotate-registry-password
 check_rc "with the registry down the run fails" 1
 check_match "saying it cannot reach it" "$OUT$ERR" "cannot reach"
 check_eq "the staged password stays" "$(sha256 "$STAGED/registry-svc")" "$THIRD_SUM"
-check_eq "the credential is unchanged" "$(cut -d: -f2- "$NAVETTE_HOME/registry-svc")" "$NEXT_PW"
+check_eq "the credential is unchanged" "$(cut -d: -f2- "$CRED_DIR/registry-svc")" "$NEXT_PW"
 
 # ---- the Slurm key -------------------------------------------------------------
 if [ -n "$HAVE_SLURM" ]; then
@@ -207,7 +210,7 @@ PY
 	check_contains "and the restart of slurmctld" "$OUT" "restart slurmctld"
 	check_eq "the staged key is 32 bytes" "$(wc -c <"$STAGED/slurm-key" | tr -d ' ')" 32
 	check_eq "the staged key is 0600" "$(mode "$STAGED/slurm-key")" 0o600
-	check_true "the credential still holds the old key" cmp -s "$NAVETTE_HOME/slurm-key" "$T/old-slurm.key"
+	check_true "the credential still holds the old key" cmp -s "$CRED_DIR/slurm-key" "$T/old-slurm.key"
 	check_eq "the cluster refuses the staged key yet" "$(slurm_code "$STAGED/slurm-key")" 500
 	cp "$STAGED/slurm-key" "$T/new-slurm.key"
 	maintain --once --task rotate-slurm-key
@@ -221,9 +224,9 @@ PY
 	maintain --once --task rotate-slurm-key
 	check_rc "the next run finishes the rotation" 0
 	check_match "it says so" "$OUT" "new key is stored in slurm-key; the server refuses the old one"
-	check_true "the credential holds the new key" cmp -s "$NAVETTE_HOME/slurm-key" "$T/new-slurm.key"
+	check_true "the credential holds the new key" cmp -s "$CRED_DIR/slurm-key" "$T/new-slurm.key"
 	check_absent "the staged key is gone" "$STAGED/slurm-key"
-	check_eq "the cluster accepts the new key" "$(slurm_code "$NAVETTE_HOME/slurm-key")" 200
+	check_eq "the cluster accepts the new key" "$(slurm_code "$CRED_DIR/slurm-key")" 200
 	check_eq "and refuses the old one" "$(slurm_code "$T/old-slurm.key")" 500
 	check_match "the audit log has the key's creds.store" "$(cat "$AUDIT")" '"action":"creds.store","target":"[^"]*/slurm-key"'
 	nv_in "$R" jobs --profile hpc
@@ -254,6 +257,6 @@ EOF
 commit_all "$R" >/dev/null
 maintain --once recipes/store.lua
 check_rc "storing a basic credential outside navette's folders fails the task" 1
-check_match "saying why" "$OUT" "outside navette's folders"
+check_match "saying why" "$OUT" "outside the folders navette keeps for project rot"
 check_eq "the file is untouched" "$(cat "$T/elsewhere")" "other:secret"
 finish
