@@ -151,7 +151,7 @@ check_rc "a dataset the project file does not declare: exit 2" 2
 check_contains "... named, with the closest one" "$ERR" "dataset 'digitz' is not declared in the project file (did you mean 'digits'?)"
 nv_in "$U" plan nofile.lua
 check_rc "a dataset none of whose paths exists here: exit 3" 3
-check_contains "... named, with its paths" "$ERR" "dataset 'gone': none of its paths is a file on this machine (/nowhere/gone.csv)"
+check_contains "... named, with its paths" "$ERR" "dataset 'gone': none of its paths is a file navette uploads on this machine (/nowhere/gone.csv)"
 nv_in "$U" run train.lua --wait
 check_rc "library: run --wait exits 0" 0
 LB=$(printf '%s\n' "$OUT" | sed -n 's/^job mine-best submitted: //p')

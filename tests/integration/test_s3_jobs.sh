@@ -91,9 +91,12 @@ EOF
 put_file "$R" recipes/creds.py <<'EOF'
 import json, os
 home = os.path.dirname(os.path.dirname(os.environ["NAVETTE_JOB_DIR"]))
-pid = open(os.path.join(home, "agent.lock")).read().strip()
-r = {"env": dict(os.environ), "agent_pid": pid, "agent_names": None}
+r = {"env": dict(os.environ), "agent_pid": None, "agent_names": None}
 try:
+    # (a sandboxed job sees neither NAVETTE_HOME's agent.lock nor the
+    # agent's process: both reads fail there)
+    pid = open(os.path.join(home, "agent.lock")).read().strip()
+    r["agent_pid"] = pid
     with open("/proc/%s/environ" % pid, "rb") as f:
         data = f.read().decode("utf-8", "replace")
     r["agent_names"] = sorted(e.split("=", 1)[0] for e in data.split("\0") if e)
@@ -108,15 +111,15 @@ local navette = require "navette"
 navette.job { name = "creds", command = { "python3", "recipes/creds.py" },
               success = { outputs = { "creds.json" } } }
 EOF
-# chatty holds after its third line until the test creates $CHATTY_GO
-# (at most 30 s): a chunk listed before that was shipped while it ran
-CHATTY_GO=$T/chatty-go
+# chatty holds after its third line until the test creates go in its HOME
+# (at most 30 s; a sandboxed job sees no other folder of the test's): a
+# chunk listed before that was shipped while it ran
 put_file "$R" recipes/chatty.lua <<EOF
 local navette = require "navette"
 navette.job {
   name = "chatty",
   -- lines longer than what the log's redacting filter holds back
-  command = { "sh", "-c", "pad=\$(printf '%0300d' 0); for i in 1 2 3; do echo line \$i \$pad; sleep 0.7; done; w=0; while [ ! -e '$CHATTY_GO' ] && [ \$w -lt 300 ]; do sleep 0.1; w=\$((w + 1)); done; for i in 4 5 6; do echo line \$i \$pad; sleep 0.7; done" },
+  command = { "sh", "-c", "pad=\$(printf '%0300d' 0); for i in 1 2 3; do echo line \$i \$pad; sleep 0.7; done; w=0; while [ ! -e \"\$HOME/go\" ] && [ \$w -lt 300 ]; do sleep 0.1; w=\$((w + 1)); done; for i in 4 5 6; do echo line \$i \$pad; sleep 0.7; done" },
 }
 EOF
 put_file "$R" recipes/sleepy.lua <<'EOF'
@@ -305,7 +308,10 @@ CRED_NAMES='^AWS_|SECRET|TOKEN|PASSW|_KEY$|CREDENTIAL'
 check_eq "the job's environment has no AWS_* or credential-shaped name" \
 	"$(printf '%s' "$CRED" | json '"\n".join(sorted(d["env"]))' |
 	grep -E "$CRED_NAMES" | tr '\n' ' ')" ""
-if [ -e /proc/self/environ ] && [ "$(id -u)" != 0 ]; then
+if [ -e /proc/self/environ ] && { [ "$(id -u)" != 0 ] ||
+	[ "$(uname)" = Linux ]; }; then
+	# (Linux: the sandbox hides NAVETTE_HOME and the agent's process, even
+	# from a job of root's)
 	check_eq "the job cannot read the agent's environment" \
 		"$(printf '%s' "$CRED" | json 'd["agent_names"]')" null
 elif [ -e /proc/self/environ ]; then
@@ -367,7 +373,7 @@ if wait_for 20 chunk_listed; then
 else
 	fail "chatty: a log chunk is in S3 before the job ends (none listed in 20 s)"
 fi
-: >"$CHATTY_GO"
+: >"$NAVETTE_HOME/jobs/$CID/home/go"
 check_state "chatty: succeeded" "$CID" 'succeeded' 30
 CHUNKS=$(s3ls "team/s3proj/$CID/navette-log/")
 check_true "chatty: more than one chunk was shipped" \

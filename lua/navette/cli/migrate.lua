@@ -63,7 +63,14 @@ local function respecify(spec, node)
   new.adopted = nil
   new.array = nil -- (a task of a job array goes again as a job alone)
   new.node = node
-  local profile = { name = spec.profile, s3 = spec.outputs.s3,
+  -- the credentials the recorded run loaded, trusted then: the job goes
+  -- again as it was accepted, without the project file read now
+  for _, cfg in ipairs({ new.outputs.s3, new.slurm }) do
+    if type(cfg) == "table" and type(cfg.credential) == "table" then
+      cfg.credential.origin = "navette"
+    end
+  end
+  local profile = { name = spec.profile, s3 = new.outputs.s3,
                     max_output_bytes = spec.transfer.max_output_bytes }
   local store = require("navette.s3store").open(profile)
   local code = spec.transfer.code
