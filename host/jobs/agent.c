@@ -1353,6 +1353,7 @@ int nv_agent_run(const char *home, nv_err *err)
 		nv_iso8601(nv_now(), started);
 		info_write(&a, started);
 	}
+	agent_reserve_make(&a);
 	if (nv_process_deny_inspection() != 0)
 		agent_log("cannot keep other processes out of the agent: %s",
 			  strerror(errno));

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "core/fsutil.h"
 #include "jobs/agent_internal.h"
@@ -19,6 +21,48 @@ int agent_disk_nearly_full(const char *dir)
 
 	return statvfs(dir, &st) == 0 &&
 	       (unsigned long long)st.f_bavail * st.f_frsize < 256 * 1024;
+}
+
+/* NAVETTE_HOME/.navette-reserve: space kept aside on the disk of the
+ * queue, so that a job that filled the disk still gets its final state
+ * recorded (agent_reserve_release); made again at each agent start when
+ * there is room. */
+#define RESERVE_NAME  ".navette-reserve"
+#define RESERVE_BYTES (256 * 1024)
+
+void agent_reserve_make(const agent *a)
+{
+	char path[PATH_CAP];
+	static const char zeros[16384];
+	struct stat st;
+	int fd;
+
+	if (nv_pathf(path, sizeof(path), "%s/%s", a->home, RESERVE_NAME) != 0)
+		return;
+	if (stat(path, &st) == 0 && st.st_size >= RESERVE_BYTES)
+		return;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	for (size_t done = 0; done < RESERVE_BYTES; done += sizeof(zeros)) {
+		if (write(fd, zeros, sizeof(zeros)) != (ssize_t)sizeof(zeros)) {
+			/* no room for it now: none, rather than a part */
+			close(fd);
+			unlink(path);
+			return;
+		}
+	}
+	if (fsync(fd) != 0 || close(fd) != 0)
+		unlink(path);
+}
+
+int agent_reserve_release(const agent *a)
+{
+	char path[PATH_CAP];
+
+	if (nv_pathf(path, sizeof(path), "%s/%s", a->home, RESERVE_NAME) != 0)
+		return 0;
+	return unlink(path) == 0;
 }
 
 /* A job that failed on a disk that is now (nearly) full says so: its log
@@ -227,13 +271,28 @@ static void finish(agent *a, job *j, nv_record_outcome *o,
 	nv_err err;
 
 	disk_full_note(j, o);
-	if (nv_queue_finish(a->queue, j->id, nv_record_state_name(o->state),
+	for (int attempt = 0;; attempt++) {
+		if (nv_queue_finish(
+			    a->queue, j->id, nv_record_state_name(o->state),
 			    j->have_exit ? j->exit_code : -1001,
 			    failed ? nv_record_phase_name(o->phase) : NULL,
 			    failed ? o->reason : NULL, failed ? o->hint : NULL,
-			    record_url[0] ? record_url : NULL, &err) != 0)
+			    record_url[0] ? record_url : NULL, &err) == 0)
+			break;
+		/* a full disk: the reserve navette keeps makes room for the
+		 * final state, which a job never loses (a wait would follow
+		 * it forever) */
+		if (attempt == 0 && agent_reserve_release(a)) {
+			agent_log("job %s: the disk of NAVETTE_HOME is full: "
+				  "navette's reserve freed to record the "
+				  "final state",
+				  j->id);
+			continue;
+		}
 		agent_log("job %s: cannot record the final state: %s", j->id,
 			  err.message);
+		break;
+	}
 	for (const char *const *sc = scratch; *sc; sc++) {
 		agent_job_path(j, *sc, path, sizeof(path));
 		if (getenv("NAVETTE_KEEP_WORKSPACE") == NULL) {

@@ -103,6 +103,12 @@ void agent_job_path(const job *j, const char *name, char *out, size_t cap);
 /* Whether the disk of dir is (nearly) full. */
 int agent_disk_nearly_full(const char *dir);
 
+/* The space navette keeps aside in NAVETTE_HOME for a final state on a
+ * full disk: made (when there is room; best effort), and released (1
+ * when there was one to free). */
+void agent_reserve_make(const agent *a);
+int agent_reserve_release(const agent *a);
+
 /* ---- agent_finalize.c ---- */
 
 /* Whether code is one of the spec's successful exit statuses. */

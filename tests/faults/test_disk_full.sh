@@ -41,6 +41,10 @@ check_match "it says where it stopped" "$OUT" '^failed at [a-z_]+: '
 check_match "and why: the full disk" "$OUT$ERR" 'No space left on device|disk of NAVETTE_HOME was full'
 check_contains "and what to check" "$OUT$ERR" "free space"
 ID=$(submitted_id)
+# (the final state was recorded in the room navette keeps aside: without
+# it the queue could not take it, and the wait followed the job forever)
+check_contains "the reserve made room for the final state" \
+	"$(cat "$NAVETTE_HOME/agent.log")" "navette's reserve freed to record the final state"
 
 # the disk stays full: the next run is refused, naming the cause
 dd if=/dev/zero of="$MNT/filler" bs=4096 count=1024 2>/dev/null

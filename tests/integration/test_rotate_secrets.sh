@@ -4,7 +4,7 @@
 # a registry and a Slurm cluster of this test's own (tests/stack, on free
 # ports: the shared fixtures' secrets are not changed under other tests).
 # For each: `navette maintain --plan --task` stages nothing; `--once`
-# stages a new secret (NAVETTE_HOME/staged/NAME, 0600), leaves the
+# stages a new secret (NAVETTE_HOME/staged/HASH-NAME, 0600), leaves the
 # credential and the server as they were, prints the operator's steps and
 # fails; a second run before the steps keeps the same staged secret; the
 # steps applied here (the htpasswd line put in the registry's file; the
@@ -98,6 +98,15 @@ commit_all "$R" >/dev/null
 
 maintain() { nv_in "$R" maintain "$@"; }
 STAGED=$NAVETTE_HOME/staged
+# staged NAME: the path of the value staged for credential NAME (kept per
+# checkout and declaration: staged/HASH-NAME), or a path that is not there
+staged() {
+	local f
+	for f in "$STAGED"/*-"$1"; do
+		[ -e "$f" ] && { printf '%s\n' "$f"; return 0; }
+	done
+	printf '%s\n' "$STAGED/none-$1"
+}
 AUDIT=$NAVETTE_HOME/audit/audit.jsonl
 mode() { python3 -c 'import os,sys; print(oct(os.stat(sys.argv[1]).st_mode & 0o777))' "$1"; }
 # http_code USER:PASSWORD: the basic registry's answer to GET /v2/
@@ -120,26 +129,26 @@ OLD_PW=$REGISTRY_BASIC_PASSWORD
 maintain --plan --task rotate-registry-password
 check_rc "maintain --plan --task runs one task in plan mode" 0
 check_match "the plan says what it would do" "$OUT" "would stage a new password of registry-svc"
-check_absent "the plan stages nothing" "$STAGED/registry-svc"
+check_absent "the plan stages nothing" "$(staged registry-svc)"
 
 maintain --once --task rotate-registry-password
 check_rc "the first run stages a password and fails, waiting for the operator" 1
 check_match "it prints the htpasswd line to put in" "$OUT" '^ +navette:\$2y\$10\$[./A-Za-z0-9]{53}$'
 check_match "and the step that finishes it" "$OUT" "maintain --once --task rotate-registry-password"
-check_file "the new password is staged" "$STAGED/registry-svc"
-check_eq "the staged file is 0600" "$(mode "$STAGED/registry-svc")" 0o600
+check_file "the new password is staged" "$(staged registry-svc)"
+check_eq "the staged file is 0600" "$(mode "$(staged registry-svc)")" 0o600
 check_eq "the credential still holds the old password" \
 	"$(cut -d: -f2- "$CRED_DIR/registry-svc")" "$OLD_PW"
 check_eq "the registry still accepts the old password" "$(http_code "navette:$OLD_PW")" 200
-NEW_PW=$(cut -d: -f2- "$STAGED/registry-svc")
+NEW_PW=$(cut -d: -f2- "$(staged registry-svc)")
 check_match "the staged password is 32 characters of [A-Za-z0-9]" "$NEW_PW" '^[A-Za-z0-9]{32}$'
 check_no_match "the run's output never shows it" "$OUT$ERR" "$NEW_PW"
 LINE=$(printf '%s\n' "$OUT" | grep -Eo 'navette:\$2y\$[^ ]+$')
-STAGED_SUM=$(sha256 "$STAGED/registry-svc")
+STAGED_SUM=$(sha256 "$(staged registry-svc)")
 
 maintain --once --task rotate-registry-password
 check_rc "a run before the operator's steps fails again" 1
-check_eq "with the same staged password" "$(sha256 "$STAGED/registry-svc")" "$STAGED_SUM"
+check_eq "with the same staged password" "$(sha256 "$(staged registry-svc)")" "$STAGED_SUM"
 
 # the operator's step: the line replaces navette's in the htpasswd file
 printf '%s\n' "$LINE" >"$REG/htpasswd.new" && mv "$REG/htpasswd.new" "$REG/htpasswd"
@@ -152,15 +161,15 @@ check_match "it says so" "$OUT" "new password is stored in registry-svc; the ser
 check_eq "the credential holds the new password" \
 	"$(cut -d: -f2- "$CRED_DIR/registry-svc")" "$NEW_PW"
 check_eq "the credential's file is 0600" "$(mode "$CRED_DIR/registry-svc")" 0o600
-check_absent "the staged file is gone" "$STAGED/registry-svc"
-check_match "the audit log has creds.stage" "$(cat "$AUDIT")" '"action":"creds.stage","target":"[^"]*staged/registry-svc"'
+check_absent "the staged file is gone" "$(staged registry-svc)"
+check_match "the audit log has creds.stage" "$(cat "$AUDIT")" '"action":"creds.stage","target":"[^"]*staged/[0-9a-f]{16}-registry-svc"'
 check_match "and creds.store" "$(cat "$AUDIT")" '"action":"creds.store","target":"[^"]*/registry-svc"'
 absent "the new password is in no output or audit line" "$NEW_PW" "$AUDIT" "$T/.out" "$T/.err"
 
 # a second rotation from the new password converges the same way
 maintain --once --task rotate-registry-password
 check_rc "a second rotation stages another password" 1
-NEXT_PW=$(cut -d: -f2- "$STAGED/registry-svc")
+NEXT_PW=$(cut -d: -f2- "$(staged registry-svc)")
 check_ne "another password" "$NEXT_PW" "$NEW_PW"
 printf '%s\n' "$OUT" | grep -Eo 'navette:\$2y\$[^ ]+$' >"$REG/htpasswd.new" && mv "$REG/htpasswd.new" "$REG/htpasswd"
 maintain --once --task rotate-registry-password
@@ -172,11 +181,11 @@ check_eq "the registry refuses the first rotation's password now" "$(http_code "
 maintain --once --task rotate-registry-password
 check_rc "(a third rotation staged)" 1
 bash "$STACK/registry-stop.sh" "$REG" >/dev/null 2>&1
-THIRD_SUM=$(sha256 "$STAGED/registry-svc")
+THIRD_SUM=$(sha256 "$(staged registry-svc)")
 maintain --once --task rotate-registry-password
 check_rc "with the registry down the run fails" 1
 check_match "saying it cannot reach it" "$OUT$ERR" "cannot reach"
-check_eq "the staged password stays" "$(sha256 "$STAGED/registry-svc")" "$THIRD_SUM"
+check_eq "the staged password stays" "$(sha256 "$(staged registry-svc)")" "$THIRD_SUM"
 check_eq "the credential is unchanged" "$(cut -d: -f2- "$CRED_DIR/registry-svc")" "$NEXT_PW"
 
 # ---- the Slurm key -------------------------------------------------------------
@@ -203,29 +212,29 @@ PY
 	check_eq "the cluster accepts the old key" "$(slurm_code "$T/old-slurm.key")" 200
 	maintain --plan --task rotate-slurm-key
 	check_rc "maintain --plan stages no key" 0
-	check_absent "(nothing staged)" "$STAGED/slurm-key"
+	check_absent "(nothing staged)" "$(staged slurm-key)"
 	maintain --once --task rotate-slurm-key
 	check_rc "the first run stages a key and fails, waiting for the operator" 1
-	check_contains "it names the key file to install" "$OUT" "install -m 600 -o SLURMUSER $STAGED/slurm-key"
+	check_match "it names the key file to install" "$OUT" "install -m 600 -o SLURMUSER $STAGED/[0-9a-f]{16}-slurm-key"
 	check_contains "and the restart of slurmctld" "$OUT" "restart slurmctld"
-	check_eq "the staged key is 32 bytes" "$(wc -c <"$STAGED/slurm-key" | tr -d ' ')" 32
-	check_eq "the staged key is 0600" "$(mode "$STAGED/slurm-key")" 0o600
+	check_eq "the staged key is 32 bytes" "$(wc -c <"$(staged slurm-key)" | tr -d ' ')" 32
+	check_eq "the staged key is 0600" "$(mode "$(staged slurm-key)")" 0o600
 	check_true "the credential still holds the old key" cmp -s "$CRED_DIR/slurm-key" "$T/old-slurm.key"
-	check_eq "the cluster refuses the staged key yet" "$(slurm_code "$STAGED/slurm-key")" 500
-	cp "$STAGED/slurm-key" "$T/new-slurm.key"
+	check_eq "the cluster refuses the staged key yet" "$(slurm_code "$(staged slurm-key)")" 500
+	cp "$(staged slurm-key)" "$T/new-slurm.key"
 	maintain --once --task rotate-slurm-key
 	check_rc "a run before the steps fails again" 1
-	check_true "with the same staged key" cmp -s "$STAGED/slurm-key" "$T/new-slurm.key"
+	check_true "with the same staged key" cmp -s "$(staged slurm-key)" "$T/new-slurm.key"
 
 	# the operator's steps: the key installed (a new file, as install(1)
 	# makes), slurmctld restarted
-	install -m 600 "$STAGED/slurm-key" "$SLURM_JWT_KEY.new" && mv "$SLURM_JWT_KEY.new" "$SLURM_JWT_KEY"
+	install -m 600 "$(staged slurm-key)" "$SLURM_JWT_KEY.new" && mv "$SLURM_JWT_KEY.new" "$SLURM_JWT_KEY"
 	check_true "slurmctld restarts" bash "$STACK/slurm-node.sh" "$SLURM" restart slurmctld
 	maintain --once --task rotate-slurm-key
 	check_rc "the next run finishes the rotation" 0
 	check_match "it says so" "$OUT" "new key is stored in slurm-key; the server refuses the old one"
 	check_true "the credential holds the new key" cmp -s "$CRED_DIR/slurm-key" "$T/new-slurm.key"
-	check_absent "the staged key is gone" "$STAGED/slurm-key"
+	check_absent "the staged key is gone" "$(staged slurm-key)"
 	check_eq "the cluster accepts the new key" "$(slurm_code "$CRED_DIR/slurm-key")" 200
 	check_eq "and refuses the old one" "$(slurm_code "$T/old-slurm.key")" 500
 	check_match "the audit log has the key's creds.store" "$(cat "$AUDIT")" '"action":"creds.store","target":"[^"]*/slurm-key"'
