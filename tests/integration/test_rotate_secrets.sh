@@ -259,8 +259,8 @@ EOF
 put_file "$R" recipes/store.lua <<'EOF'
 local navette = require "navette"
 navette.task { name = "store", schedule = "every 1d", run = function()
-  local staged = navette.creds.staged("registry-svc")
-  navette.creds.store("registry-svc", staged)
+  local new = navette.creds.generate { kind = "basic", user = "navette" }
+  navette.creds.store("registry-svc", new)
 end }
 EOF
 commit_all "$R" >/dev/null
