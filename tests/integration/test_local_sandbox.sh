@@ -163,7 +163,8 @@ EOF
 		"$(find "$H" "$NH" -newer "$R/probe.lua" -type f \
 			! -path "$NH/jobs/*" ! -path "$NH/store/*" \
 			! -path "$NH/audit/*" ! -name 'jobs.db*' \
-			! -name 'agent.*' ! -path "$H/.config/*" 2>/dev/null)" ""
+			! -name 'agent.*' ! -name .navette-reserve \
+			! -path "$H/.config/*" 2>/dev/null)" ""
 	check_eq "$who: the job sees no process of the agent" \
 		"$(printf '%s' "$rep" | json "[p for p in d['procs'] if ' agent' in p]")" \
 		"[]"
