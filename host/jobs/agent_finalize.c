@@ -227,6 +227,9 @@ static void finish(agent *a, job *j, nv_record_outcome *o,
 	nv_err err;
 
 	disk_full_note(j, o);
+	/* the secrets' folder goes first, whatever the outcome: gone by the
+	 * time the job reads as ended */
+	agent_secrets_remove(j);
 	if (nv_queue_finish(a->queue, j->id, nv_record_state_name(o->state),
 			    j->have_exit ? j->exit_code : -1001,
 			    failed ? nv_record_phase_name(o->phase) : NULL,

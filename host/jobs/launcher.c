@@ -688,6 +688,42 @@ static int command_function(const cJSON *spec, nv_buf *out, nv_err *err)
 	return 0;
 }
 
+/* The job's secrets (spec.secrets: {name, credential, kind} each, never
+ * a value): NAVETTE_SECRETS, the folder of their files (dir, a shell
+ * word: the local backend's folder, or the remote launcher's), and
+ * NAME_FILE for each, the file that holds it. dir is not checked here:
+ * the launcher refuses to start without it. */
+static int secrets_header(const cJSON *spec, const char *id, const char *dir,
+			  nv_buf *out, nv_err *err)
+{
+	const cJSON *list = field(spec, "secrets");
+	const cJSON *item;
+	char file_var[160];
+
+	if (!cJSON_IsArray(list) || !list->child)
+		return 0;
+	nv_buf_puts(out, "# the job's secrets: files, never values here\n");
+	nv_buf_printf(out, "NAVETTE_SECRETS=%s; export NAVETTE_SECRETS\n", dir);
+	cJSON_ArrayForEach(item, list)
+	{
+		const char *name = string_field(item, "name");
+		if (!name || !nv_launcher_env_name_ok(name) ||
+		    snprintf(file_var, sizeof(file_var), "%s_FILE", name) >=
+			    (int)sizeof(file_var) ||
+		    !nv_launcher_env_name_ok(file_var))
+			return nv_err_set(err, NV_EINVAL,
+					  "a secret's name is a variable name "
+					  "(letters, digits and '_'), not a "
+					  "reserved one",
+					  "job %s: bad secret name '%s'", id,
+					  name ? name : "?");
+		nv_buf_printf(out,
+			      "%s=\"$NAVETTE_SECRETS/%s\"; export %s\n",
+			      file_var, name, file_var);
+	}
+	return 0;
+}
+
 static int local_script(const cJSON *spec, nv_buf *out, nv_err *err)
 {
 	int rc;
@@ -709,6 +745,13 @@ static int local_script(const cJSON *spec, nv_buf *out, nv_err *err)
 			 "NAVETTE_WORKSPACE NAVETTE_INPUTS NAVETTE_OUTPUTS\n"
 			 "report() { printf '%s\\n' \"$1\" >> "
 			 "\"$NAVETTE_STATUS\"; }\n");
+	/* written by `navette run`, mounted read-only by the agent, which
+	 * names their folder */
+	if ((rc = secrets_header(spec, string_field(spec, "id"),
+				 "\"${NAVETTE_SECRETS:?the backend sets "
+				 "NAVETTE_SECRETS}\"",
+				 out, err)) != 0)
+		return rc;
 	/* restored and saved by the backend (agent_checkpoint.c) */
 	if (cJSON_IsObject(field(spec, "checkpoint")))
 		nv_buf_puts(out, "NAVETTE_CHECKPOINT=\"$NAVETTE_JOB_DIR/"
