@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include <lauxlib.h>
 #include <lua.h>
+#include <openssl/crypto.h>
 #include <openssl/sha.h>
 
 #include "core/buf.h"
@@ -494,6 +495,23 @@ static int l_jobs_secret_write(lua_State *L)
 	return 1;
 }
 
+/* jobs.secret_seal(handle, path) -> password | nil, err: the credential's
+ * value encrypted into path for a node (secrets.h), and the password
+ * that decrypts it, which goes into the job's launcher only. */
+static int l_jobs_secret_seal(lua_State *L)
+{
+	const nv_secret *s = nv_creds_check(L, 1);
+	const char *path = luaL_checkstring(L, 2);
+	char pass[2 * NV_JOB_SECRET_PASS_BYTES + 1];
+	nv_err err;
+
+	if (nv_job_secret_seal(s, path, pass, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, pass);
+	OPENSSL_cleanse(pass, sizeof(pass));
+	return 1;
+}
+
 /* jobs.secrets_remove(dir, id) -> true | nil, err */
 static int l_jobs_secrets_remove(lua_State *L)
 {
@@ -557,6 +575,7 @@ int luaopen_navette_jobs(lua_State *L)
 		{"secrets_dir", l_jobs_secrets_dir},
 		{"secret_write", l_jobs_secret_write},
 		{"secrets_remove", l_jobs_secrets_remove},
+		{"secret_seal", l_jobs_secret_seal},
 		{"id_ok", l_jobs_id_ok},
 		{"agent_alive", l_jobs_agent_alive},
 		{"ensure_agent", l_jobs_ensure_agent},

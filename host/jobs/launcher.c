@@ -717,8 +717,7 @@ static int secrets_header(const cJSON *spec, const char *id, const char *dir,
 					  "reserved one",
 					  "job %s: bad secret name '%s'", id,
 					  name ? name : "?");
-		nv_buf_printf(out,
-			      "%s=\"$NAVETTE_SECRETS/%s\"; export %s\n",
+		nv_buf_printf(out, "%s=\"$NAVETTE_SECRETS/%s\"; export %s\n",
 			      file_var, name, file_var);
 	}
 	return 0;

@@ -8,6 +8,10 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
 #include "core/fsutil.h"
 #include "core/jobid.h"
 #include "jobs/secrets.h"
@@ -48,8 +52,7 @@ int nv_job_secrets_root(const char *home, char *out, size_t cap, nv_err *err)
 	nv_err ignored;
 
 	/* the user's runtime folder (a tmpfs, emptied at logout) */
-	if (usable_base(xdg) && stat(xdg, &st) == 0 &&
-	    st.st_uid == geteuid() &&
+	if (usable_base(xdg) && stat(xdg, &st) == 0 && st.st_uid == geteuid() &&
 	    nv_pathf(out, cap, "%s/navette-secrets", xdg) == 0 &&
 	    private_dir(out, &ignored) == 0)
 		return 0;
@@ -78,6 +81,12 @@ int nv_job_secrets_dir_make(const char *root, const char *id, char *out,
 	return private_dir(out, err);
 }
 
+/* Where a value's bytes go: a file, or a cipher then a file. */
+typedef struct sink {
+	int fd;
+	EVP_CIPHER_CTX *cipher; /* NULL: plain */
+} sink;
+
 static int write_all(int fd, const void *data, size_t len)
 {
 	const unsigned char *p = data;
@@ -94,15 +103,37 @@ static int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-static int write_field(int fd, const nv_secret *s, const char *field)
+static int put(sink *k, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	unsigned char out[4096];
+	int n;
+
+	if (!k->cipher)
+		return write_all(k->fd, data, len);
+	while (len > 0) {
+		size_t part = len < 2048 ? len : 2048;
+		if (EVP_EncryptUpdate(k->cipher, out, &n, p, (int)part) != 1 ||
+		    write_all(k->fd, out, (size_t)n) != 0) {
+			OPENSSL_cleanse(out, sizeof(out));
+			return -1;
+		}
+		p += part;
+		len -= part;
+	}
+	OPENSSL_cleanse(out, sizeof(out));
+	return 0;
+}
+
+static int write_field(sink *k, const nv_secret *s, const char *field)
 {
 	const nv_secret_field *f = nv_secret_get(s, field);
-	return f ? write_all(fd, f->value, f->len) : 0;
+	return f ? put(k, f->value, f->len) : 0;
 }
 
 /* A JSON string of a field's bytes: '"' and '\\' escaped, control bytes
  * as \u00XX (keys and tokens hold none, but a file source could). */
-static int write_json_field(int fd, const nv_secret *s, const char *field,
+static int write_json_field(sink *k, const nv_secret *s, const char *field,
 			    const char *key, int first)
 {
 	const nv_secret_field *f = nv_secret_get(s, field);
@@ -110,8 +141,8 @@ static int write_json_field(int fd, const nv_secret *s, const char *field,
 
 	if (!f)
 		return 0;
-	if (write_all(fd, first ? "\"" : ",\"", first ? 1 : 2) ||
-	    write_all(fd, key, strlen(key)) || write_all(fd, "\":\"", 3))
+	if (put(k, first ? "\"" : ",\"", first ? 1 : 2) ||
+	    put(k, key, strlen(key)) || put(k, "\":\"", 3))
 		return -1;
 	for (size_t i = 0; i < f->len; i++) {
 		unsigned char c = f->value[i];
@@ -119,37 +150,38 @@ static int write_json_field(int fd, const nv_secret *s, const char *field,
 		if (c == '"' || c == '\\') {
 			esc[0] = '\\';
 			esc[1] = (char)c;
-			rc = write_all(fd, esc, 2);
+			rc = put(k, esc, 2);
 		} else if (c < 0x20) {
 			snprintf(esc, sizeof(esc), "\\u%04x", c);
-			rc = write_all(fd, esc, 6);
+			rc = put(k, esc, 6);
 		} else {
-			rc = write_all(fd, &c, 1);
+			rc = put(k, &c, 1);
 		}
 		if (rc)
 			return -1;
 	}
-	return write_all(fd, "\"", 1);
+	return put(k, "\"", 1);
 }
 
-static int write_value(int fd, const nv_secret *s)
+static int write_value(sink *k, const nv_secret *s)
 {
 	switch (s->kind) {
-	case NV_SECRET_BEARER: return write_field(fd, s, "token");
+	case NV_SECRET_BEARER: return write_field(k, s, "token");
 	case NV_SECRET_BASIC:
-		return write_field(fd, s, "user") || write_all(fd, ":", 1) ||
-		       write_field(fd, s, "password");
+		return write_field(k, s, "user") || put(k, ":", 1) ||
+		       write_field(k, s, "password");
 	case NV_SECRET_HS256:
-	case NV_SECRET_PEM: return write_field(fd, s, "key");
+	case NV_SECRET_PEM: return write_field(k, s, "key");
 	case NV_SECRET_S3:
-		return write_all(fd, "{", 1) ||
-		       write_json_field(fd, s, "access_key_id",
-					"access_key_id", 1) ||
-		       write_json_field(fd, s, "secret_access_key",
-					"secret_access_key", 0) ||
-		       write_json_field(fd, s, "session_token",
-					"session_token", 0) ||
-		       write_all(fd, "}\n", 2);
+		/* the form of AWS's credential_process: tools read it */
+		return put(k, "{\"Version\":1", 12) ||
+		       write_json_field(k, s, "access_key_id", "AccessKeyId",
+					0) ||
+		       write_json_field(k, s, "secret_access_key",
+					"SecretAccessKey", 0) ||
+		       write_json_field(k, s, "session_token", "SessionToken",
+					0) ||
+		       put(k, "}\n", 2);
 	}
 	return -1;
 }
@@ -169,6 +201,7 @@ int nv_job_secret_write(const char *dir, const char *name, const nv_secret *s,
 			nv_err *err)
 {
 	char path[4200];
+	sink k = {-1, NULL};
 	int fd;
 
 	if (!name_ok(name))
@@ -183,12 +216,13 @@ int nv_job_secret_write(const char *dir, const char *name, const nv_secret *s,
 		return nv_err_set_errno(err, NV_EIO, errno, NULL,
 					"cannot create %s", path);
 	/* (the umask cannot widen 0400, but fchmod says it plainly) */
-	if (fchmod(fd, 0400) != 0 || write_value(fd, s) != 0) {
+	k.fd = fd;
+	if (fchmod(fd, 0400) != 0 || write_value(&k, s) != 0) {
 		int e = errno;
 		close(fd);
 		unlink(path);
-		return nv_err_set_errno(err, NV_EIO, e, NULL,
-					"cannot write %s", path);
+		return nv_err_set_errno(err, NV_EIO, e, NULL, "cannot write %s",
+					path);
 	}
 	if (close(fd) != 0) {
 		unlink(path);
@@ -222,4 +256,64 @@ int nv_job_secrets_remove(const char *path, const char *id, nv_err *err)
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "'%s' is not a job's secrets folder", path);
 	return nv_remove_tree(path, err);
+}
+
+int nv_job_secret_seal(const nv_secret *s, const char *path, char *pass_hex,
+		       nv_err *err)
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned char pass[NV_JOB_SECRET_PASS_BYTES], salt[8], keyiv[48];
+	unsigned char tail[32];
+	sink k = {-1, NULL};
+	int n = 0, rc = -1;
+
+	if (RAND_bytes(pass, sizeof(pass)) != 1 ||
+	    RAND_bytes(salt, sizeof(salt)) != 1)
+		return nv_err_set(err, NV_EIO, NULL,
+				  "cannot draw a random key");
+	for (size_t i = 0; i < sizeof(pass); i++) {
+		pass_hex[2 * i] = digits[pass[i] >> 4];
+		pass_hex[2 * i + 1] = digits[pass[i] & 15];
+	}
+	pass_hex[2 * sizeof(pass)] = '\0';
+	/* openssl enc -pbkdf2 -md sha256 -iter N: key and IV from the
+	 * password (the hex text) and the salt */
+	if (PKCS5_PBKDF2_HMAC(pass_hex, (int)(2 * sizeof(pass)), salt,
+			      sizeof(salt), NV_JOB_SECRET_ITER, EVP_sha256(),
+			      sizeof(keyiv), keyiv) != 1 ||
+	    !(k.cipher = EVP_CIPHER_CTX_new()) ||
+	    EVP_EncryptInit_ex(k.cipher, EVP_aes_256_ctr(), NULL, keyiv,
+			       keyiv + 32) != 1) {
+		nv_err_set(err, NV_EIO, NULL, "cannot set up AES-256-CTR");
+		goto out;
+	}
+	k.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
+	if (k.fd < 0) {
+		nv_err_set_errno(err, NV_EIO, errno, NULL, "cannot create %s",
+				 path);
+		goto out;
+	}
+	if (write_all(k.fd, "Salted__", 8) != 0 ||
+	    write_all(k.fd, salt, sizeof(salt)) != 0 ||
+	    write_value(&k, s) != 0 ||
+	    EVP_EncryptFinal_ex(k.cipher, tail, &n) != 1 ||
+	    write_all(k.fd, tail, (size_t)n) != 0) {
+		nv_err_set_errno(err, NV_EIO, errno, NULL, "cannot write %s",
+				 path);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (k.fd >= 0 && close(k.fd) != 0 && rc == 0)
+		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+				      "cannot write %s", path);
+	if (rc != 0 && k.fd >= 0)
+		unlink(path);
+	EVP_CIPHER_CTX_free(k.cipher);
+	OPENSSL_cleanse(pass, sizeof(pass));
+	OPENSSL_cleanse(keyiv, sizeof(keyiv));
+	if (rc != 0)
+		OPENSSL_cleanse(pass_hex, 2 * sizeof(pass) + 1);
+	return rc;
 }

@@ -28,8 +28,9 @@ int nv_job_secrets_dir_make(const char *root, const char *id, char *out,
 
 /* Writes the file DIR/NAME (mode 0400, created, never through a link)
  * holding what a job reads for s: a bearer's token, "user:password" for
- * basic, an hs256 key's bytes, a PEM key's text, and for s3 the JSON
- * {"access_key_id":...,"secret_access_key":...[,"session_token":...]}. */
+ * basic, an hs256 key's bytes, a PEM key's text, and for s3 one line of
+ * JSON in the form of AWS's credential_process: {"Version":1,
+ * "AccessKeyId":...,"SecretAccessKey":...[,"SessionToken":...]}. */
 int nv_job_secret_write(const char *dir, const char *name, const nv_secret *s,
 			nv_err *err);
 
@@ -40,5 +41,17 @@ int nv_job_secrets_dir_ok(const char *path, const char *id);
 /* Removes a job's secrets folder (missing is fine); refuses a path that is
  * not one (nv_job_secrets_dir_ok). */
 int nv_job_secrets_remove(const char *path, const char *id, nv_err *err);
+
+/* For a job on another machine (Slurm): the value of s, as the file would
+ * hold it, encrypted into path in the format of `openssl enc
+ * -aes-256-ctr -pbkdf2 -md sha256 -iter NV_JOB_SECRET_ITER` ("Salted__",
+ * 8 bytes of salt, the cipher text), with a password drawn here: 64 hex
+ * characters written into pass_hex (65 bytes), which only the job's
+ * launcher carries; the node decrypts with `openssl enc -d ... -pass
+ * env:VAR`. The object alone tells nothing. */
+#define NV_JOB_SECRET_PASS_BYTES 32
+#define NV_JOB_SECRET_ITER       10000
+int nv_job_secret_seal(const nv_secret *s, const char *path, char *pass_hex,
+		       nv_err *err);
 
 #endif
