@@ -972,6 +972,72 @@ static cJSON *inputs_of(const cJSON *transfer, int with_from)
 	return list;
 }
 
+/* navette_secrets: the job's secrets fetched, deleted and decrypted
+ * (launcher_remote.sh: fetch_secret) with spec.secrets_delivery, which the
+ * backend adds to the launcher it sends and no record keeps ({name, get,
+ * delete, password} each); without it (a plan, the launcher kept in
+ * jobs.db) the function says so and fails the job. */
+static int remote_secrets_function(const cJSON *spec, nv_buf *out, nv_err *err)
+{
+	const cJSON *list = field(spec, "secrets");
+	const cJSON *delivery = field(spec, "secrets_delivery");
+	const cJSON *item, *d;
+	const char *id = string_field(spec, "id");
+
+	if (!cJSON_IsArray(list) || !list->child) {
+		nv_buf_puts(out, "navette_secrets() { :; }\n");
+		return 0;
+	}
+	nv_buf_puts(out, "navette_secrets() {\n\tnv_secrets_open || return\n");
+	cJSON_ArrayForEach(item, list)
+	{
+		const char *name = string_field(item, "name");
+		const char *get = NULL, *del = NULL, *pass = NULL;
+		char file_var[160];
+		if (!name || !nv_launcher_env_name_ok(name) ||
+		    snprintf(file_var, sizeof(file_var), "%s_FILE", name) >=
+			    (int)sizeof(file_var) ||
+		    !nv_launcher_env_name_ok(file_var))
+			return nv_err_set(err, NV_EINVAL, NULL,
+					  "job %s: bad secret name", id);
+		cJSON_ArrayForEach(d, delivery)
+		{
+			const char *n = string_field(d, "name");
+			if (n && strcmp(n, name) == 0) {
+				get = string_field(d, "get");
+				del = string_field(d, "delete");
+				pass = string_field(d, "password");
+			}
+		}
+		if (!get || !del || !pass) {
+			nv_buf_printf(
+				out,
+				"\t# %s: its URLs and password are "
+				"written when navette sends the job\n"
+				"\tnv_fail %s \"this launcher was made "
+				"without its secrets\" \"submit the job "
+				"with navette run\"\n"
+				"\treturn 1\n",
+				name,
+				nv_record_phase_name(NV_PHASE_DATA_READY));
+			break;
+		}
+		nv_buf_printf(out, "\tfetch_secret %s ", name);
+		nv_buf_sh_quote(out, get);
+		nv_buf_puts(out, " ");
+		nv_buf_sh_quote(out, del);
+		nv_buf_puts(out, " ");
+		nv_buf_sh_quote(out, pass);
+		nv_buf_puts(out, " || return\n");
+		nv_buf_printf(out,
+			      "\t%s_FILE=\"$NAVETTE_SECRETS/%s\"; export "
+			      "%s_FILE\n",
+			      name, name, name);
+	}
+	nv_buf_puts(out, "}\n");
+	return 0;
+}
+
 /* The job's steps as functions: the command, the image, the code, the
  * inputs (from the store, and other jobs' outputs checked against their
  * producers' run records), the failure patterns, the required outputs. */
@@ -1012,6 +1078,8 @@ static int remote_functions(const cJSON *spec, const cJSON *transfer,
 		      output_keys);
 	cJSON_Delete(plain);
 	cJSON_Delete(produced);
+	if ((rc = remote_secrets_function(spec, out, err)) != 0)
+		return rc;
 	list_function(out, "navette_failure_patterns", "check_pattern",
 		      failure ? field(failure, "log_patterns") : NULL, self);
 	list_function(out, "navette_required_outputs", "check_required",

@@ -1211,6 +1211,9 @@ function runner.array_group(run, i, backend)
   if j.checkpoint then
     return nil, "each job has a checkpoint of its own"
   end
+  if next(j.secrets or {}) then
+    return nil, "each job has secrets of its own"
+  end
   local list = backend.nodes and backend.nodes(run.profile)
   if not run.nodes and not (j.resources and j.resources.nodes)
      and list and #list > 1 then
