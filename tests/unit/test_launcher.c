@@ -196,8 +196,8 @@ static void test_remote_secrets(const char *sha, long size)
 	nv_err err;
 	int status;
 
-	CHECK(tok && nv_secret_set(tok, "token", value, strlen(value), &err) ==
-			     0);
+	CHECK(tok &&
+	      nv_secret_set(tok, "token", value, strlen(value), &err) == 0);
 	CHECK(reg && nv_secret_set(reg, "user", "alice", 5, &err) == 0 &&
 	      nv_secret_set(reg, "password", password, strlen(password),
 			    &err) == 0);
@@ -231,16 +231,17 @@ static void test_remote_secrets(const char *sha, long size)
 	cJSON_AddStringToObject(item, "delete", url);
 	cJSON_AddStringToObject(item, "password", pass2);
 	cJSON_AddItemToArray(delivery, item);
-	rec = run_remote(spec,
-			 "echo \"mode=$(stat -c %a \"$HF_TOKEN_FILE\")\"\n"
-			 "echo \"dir=$NAVETTE_SECRETS\"\n"
-			 "echo \"value=$(cat \"$HF_TOKEN_FILE\")\"\n"
-			 "echo \"pass=$(cut -d: -f2 \"$REG_FILE\")\"\n"
-			 "echo \"both=$(cat \"$REG_FILE\")\"\n"
-			 "env > \"$NAVETTE_WORKSPACE/env\"\n"
-			 "if grep -q hubsecret \"$NAVETTE_WORKSPACE/env\"; then "
-			 "echo env=holds; else echo env=clean; fi\n",
-			 &status);
+	rec = run_remote(
+		spec,
+		"echo \"mode=$(stat -c %a \"$HF_TOKEN_FILE\")\"\n"
+		"echo \"dir=$NAVETTE_SECRETS\"\n"
+		"echo \"value=$(cat \"$HF_TOKEN_FILE\")\"\n"
+		"echo \"pass=$(cut -d: -f2 \"$REG_FILE\")\"\n"
+		"echo \"both=$(cat \"$REG_FILE\")\"\n"
+		"env > \"$NAVETTE_WORKSPACE/env\"\n"
+		"if grep -q hubsecret \"$NAVETTE_WORKSPACE/env\"; then "
+		"echo env=holds; else echo env=clean; fi\n",
+		&status);
 	CHECK(rec != NULL);
 	CHECK_STR(rstr(rec, "state", NULL), "succeeded");
 	log = store_read("p/p-2/navette.log");
@@ -261,7 +262,7 @@ static void test_remote_secrets(const char *sha, long size)
 		CHECK(folder[0] == '/' && access(folder, F_OK) != 0);
 	}
 	free(log);
-	CHECK(access(obj, F_OK) != 0);  /* deleted once fetched */
+	CHECK(access(obj, F_OK) != 0); /* deleted once fetched */
 	CHECK(access(obj2, F_OK) != 0);
 	cJSON_Delete(rec);
 
