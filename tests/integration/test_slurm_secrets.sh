@@ -85,7 +85,7 @@ check_match "the node's file holds the credential's value" "$LOG" \
 	"^sha=$HUB_SHA\$"
 check_match "the node's environment does not hold it" "$LOG" '^env=clean$'
 check_match "the log masks the value" "$LOG" '^value=<redacted'
-SHIPPED=$(s3cat "$ID/navette.log")
+SHIPPED=$(s3cat "sec/$ID/navette.log")
 check_match "the log in the store masks the value" "$SHIPPED" \
 	'^value=<redacted'
 check_no_match "... and never holds it" "$SHIPPED" "$HUB_VALUE"
@@ -110,11 +110,11 @@ check_eq "the value is nowhere in NAVETTE_HOME or the repository" \
 ROW=$(python3 -c 'import json, sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
 spec = json.loads(c.execute("select spec from jobs where id = ?", (sys.argv[2],)).fetchone()[0])
-print(json.dumps([spec.get("secrets"), "password" in spec.get("launcher", ""), spec.get("secrets_objects")], sort_keys=True))' \
+print(json.dumps([spec.get("secrets"), spec.get("secrets_objects")], sort_keys=True))' \
 	"$NAVETTE_HOME/jobs.db" "$ID")
-check_eq "jobs.db keeps the names and the object's key, no URL nor password" \
+check_eq "jobs.db keeps the names and the object's key" \
 	"$ROW" \
-	"[[{\"credential\": \"hub\", \"kind\": \"bearer\", \"name\": \"HF_TOKEN\"}], false, [\"_secrets/sec/$ID/HF_TOKEN\"]]"
+	"[[{\"credential\": \"hub\", \"kind\": \"bearer\", \"name\": \"HF_TOKEN\"}], [\"_secrets/sec/$ID/HF_TOKEN\"]]"
 check_no_match "the launcher jobs.db keeps has no presigned URL of it" \
 	"$(python3 -c 'import json, sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
@@ -124,7 +124,7 @@ AUDIT=$(grep -h '"secret.deliver"' "$NAVETTE_HOME"/audit/*.jsonl)
 check_eq "one audit line for the delivery" \
 	"$(printf '%s' "$AUDIT" | json '[d["job"], d["target"], d["detail"]]')" \
 	"[\"$ID\", \"HF_TOKEN\", \"credential hub, backend slurm\"]"
-RECORD=$(s3cat "$ID/navette-run.json")
+RECORD=$(s3cat "sec/$ID/navette-run.json")
 check_eq "the run record names the secret" \
 	"$(printf '%s' "$RECORD" | json 'd["secrets"]')" \
 	'[{"credential": "hub", "kind": "bearer", "name": "HF_TOKEN"}]'
