@@ -512,6 +512,22 @@ static int l_jobs_secret_seal(lua_State *L)
 	return 1;
 }
 
+/* jobs.secrets_roots(home) -> {path...}: the folders of local jobs'
+ * secrets folders that exist (none is made). */
+static int l_jobs_secrets_roots(lua_State *L)
+{
+	char roots[3][4096];
+	int n = 0;
+
+	nv_job_secrets_roots(luaL_checkstring(L, 1), roots, 3, &n);
+	lua_createtable(L, n, 0); // [.., list]
+	for (int i = 0; i < n; i++) {
+		lua_pushstring(L, roots[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
+	return 1;
+}
+
 /* jobs.secrets_remove(dir, id) -> true | nil, err */
 static int l_jobs_secrets_remove(lua_State *L)
 {
@@ -576,6 +592,7 @@ int luaopen_navette_jobs(lua_State *L)
 		{"secret_write", l_jobs_secret_write},
 		{"secrets_remove", l_jobs_secrets_remove},
 		{"secret_seal", l_jobs_secret_seal},
+		{"secrets_roots", l_jobs_secrets_roots},
 		{"id_ok", l_jobs_id_ok},
 		{"agent_alive", l_jobs_agent_alive},
 		{"ensure_agent", l_jobs_ensure_agent},

@@ -68,6 +68,31 @@ int nv_job_secrets_root(const char *home, char *out, size_t cap, nv_err *err)
 	return private_dir(out, err);
 }
 
+int nv_job_secrets_roots(const char *home, char roots[][4096], int cap,
+			 int *count)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	char path[4096];
+	struct stat st;
+
+	*count = 0;
+	for (int i = 0; i < 3 && *count < cap; i++) {
+		int rc = i == 0   ? (xdg && xdg[0] == '/'
+					     ? nv_pathf(path, sizeof(path),
+							"%s/navette-secrets", xdg)
+					     : -1)
+			 : i == 1 ? nv_pathf(path, sizeof(path),
+					     "/dev/shm/navette-secrets-%lu",
+					     (unsigned long)geteuid())
+				  : nv_pathf(path, sizeof(path), "%s/secrets",
+					     home);
+		if (rc == 0 && lstat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    st.st_uid == geteuid())
+			memcpy(roots[(*count)++], path, strlen(path) + 1);
+	}
+	return 0;
+}
+
 int nv_job_secrets_dir_make(const char *root, const char *id, char *out,
 			    size_t cap, nv_err *err)
 {

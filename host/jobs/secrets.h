@@ -21,6 +21,11 @@
  * HOME/secrets (navette's home: on disk, still 0700). */
 int nv_job_secrets_root(const char *home, char *out, size_t cap, nv_err *err);
 
+/* The folders nv_job_secrets_root may have made that exist now (none is
+ * made), into roots[0..*count). */
+int nv_job_secrets_roots(const char *home, char roots[][4096], int cap,
+			 int *count);
+
 /* ROOT/ID, made empty (0700) into out: a folder left by an earlier try of
  * the same submission is emptied first. */
 int nv_job_secrets_dir_make(const char *root, const char *id, char *out,

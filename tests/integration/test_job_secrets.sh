@@ -129,6 +129,25 @@ check_match "... before running, saying the secret is gone" "$OUT$ERR" \
 check_no_match "... its command never ran" "$("$NAVETTE" logs "$LOST" 2>&1)" \
 	'^ran$'
 
+# ---- a job the queue cancels (it waited for a job that failed): its
+# folder is removed when the jobs are next read
+cat >"$R/orphan.lua" <<'EOF'
+local navette = require "navette"
+local bad = navette.job { name = "bad", command = { "false" } }
+navette.job { name = "orphan", after = { bad }, secrets = { T = "hub" },
+  command = { "sh", "-c", "echo ran" } }
+EOF
+commit_all "$R" >/dev/null
+nv_in "$R" run orphan.lua
+ORPHAN=$(sub_id orphan)
+check_file "the orphan's secret is written at submission" \
+	"$SECRETS_ROOT/$ORPHAN/T"
+check_state "the job that waited for a failed one ends cancelled" \
+	"$ORPHAN" cancelled 60
+nv status "$ORPHAN"
+check_absent "its secrets folder is removed once the jobs are read" \
+	"$SECRETS_ROOT/$ORPHAN"
+
 # ---- refusals
 refused() { # WHAT RECIPE-BODY PATTERN
 	printf 'local navette = require "navette"\n%s\n' "$2" >"$R/bad.lua"
