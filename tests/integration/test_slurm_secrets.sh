@@ -96,13 +96,17 @@ check_true "the job's prefix is listed (the listing works)" \
 	grep -q "$ID/navette-run.json" <<<"$LISTING"
 # every object of the store, read back: the value is in none
 LEAK=
+READ=0
 while read -r key; do
 	[ -n "$key" ] || continue
-	if s3cat "$key" 2>/dev/null | grep -qF -- "$HUB_VALUE"; then
+	s3cat "$key" >/dev/null 2>&1 && READ=$((READ + 1))
+	if grep -qF -- "$HUB_VALUE" "$T/got" 2>/dev/null; then
 		LEAK="$LEAK $key"
 	fi
 done < <("$NAVETTE" storage ls "s3://$BUCKET/" --recursive --json "${EP[@]}" |
 	json '"\n".join(o["key"] for o in (d if isinstance(d, list) else d["objects"]))')
+check_true "the store's objects were read back (code, log, record...)" \
+	[ "$READ" -ge 4 ]
 check_eq "no object of the store holds the value" "$LEAK" ""
 HOMELEAK=$(grep -rlaF -- "$HUB_VALUE" "$NAVETTE_HOME" "$R" 2>/dev/null || true)
 check_eq "the value is nowhere in NAVETTE_HOME or the repository" \
