@@ -119,11 +119,16 @@ print(json.dumps([spec.get("secrets"), spec.get("secrets_objects")], sort_keys=T
 check_eq "jobs.db keeps the names and the object's key" \
 	"$ROW" \
 	"[[{\"credential\": \"hub\", \"kind\": \"bearer\", \"name\": \"HF_TOKEN\"}], [\"_secrets/sec/$ID/HF_TOKEN\"]]"
-check_no_match "the launcher jobs.db keeps has no presigned URL of it" \
-	"$(python3 -c 'import json, sqlite3, sys
+SPEC_TEXT=$(python3 -c 'import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
-print(json.loads(c.execute("select spec from jobs where id = ?", (sys.argv[2],)).fetchone()[0])["launcher"])' \
-		"$NAVETTE_HOME/jobs.db" "$ID")" "_secrets/"
+print(c.execute("select spec from jobs where id = ?", (sys.argv[2],)).fetchone()[0])' \
+	"$NAVETTE_HOME/jobs.db" "$ID")
+check_match "jobs.db keeps the job's spec" "$SPEC_TEXT" '"launcher":'
+check_no_match "jobs.db keeps no presigned URL of the sealed object" \
+	"$SPEC_TEXT" "_secrets/sec/$ID/HF_TOKEN\\?"
+check_no_match "... nor the password" "$SPEC_TEXT" '"password"'
+check_no_match "... and its launcher has no fetch of it" "$SPEC_TEXT" \
+	"fetch_secret HF_TOKEN '"
 AUDIT=$(grep -h '"secret.deliver"' "$NAVETTE_HOME"/audit/*.jsonl)
 check_eq "one audit line for the delivery" \
 	"$(printf '%s' "$AUDIT" | json '[d["job"], d["target"], d["detail"]]')" \
