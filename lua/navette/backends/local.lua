@@ -200,7 +200,27 @@ end
 -- returns what stopped the last start.
 local CHECK_S = 2
 local checked, problem
+-- The secrets folders of jobs that ended without the agent (cancelled
+-- while they waited for a job that failed: the queue ends them): removed
+-- when the jobs are read. Once per process.
+local swept = false
+local function sweep_secrets(ctx)
+  if swept then return end
+  swept = true
+  for _, root in ipairs(native.secrets_roots(core.home())) do
+    for _, id in ipairs(sys.listdir(root) or {}) do
+      local text = native.id_ok(id) and ctx.db:get(id)
+      local row = text and json.decode(text)
+      if row and (row.state == "succeeded" or row.state == "failed"
+                  or row.state == "cancelled") then
+        native.secrets_remove(root .. "/" .. id, id)
+      end
+    end
+  end
+end
+
 function M.revive(ctx)
+  sweep_secrets(ctx)
   local now = sys.now()
   if checked and now - checked < CHECK_S then return problem end
   checked = now
