@@ -909,6 +909,12 @@ static int start(agent *a, job *j, nv_record_outcome *o)
 	const cJSON *tl = res ? ofield(res, "time_limit") : NULL;
 	agent_strv argv = {0}, env = {0};
 
+	/* a job whose secrets are gone does not run without them */
+	if (agent_secrets_check(j, &err) != 0) {
+		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_DATA_READY,
+			       err.hint, "%s", err.message);
+		return -1;
+	}
 	agent_job_path(j, "launcher.sh", path, sizeof(path));
 	if (write_launcher(j, path, o) != 0)
 		return -1;

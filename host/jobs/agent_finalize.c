@@ -271,6 +271,9 @@ static void finish(agent *a, job *j, nv_record_outcome *o,
 	nv_err err;
 
 	disk_full_note(j, o);
+	/* the secrets' folder goes first, whatever the outcome: gone by the
+	 * time the job reads as ended */
+	agent_secrets_remove(j);
 	for (int attempt = 0;; attempt++) {
 		if (nv_queue_finish(
 			    a->queue, j->id, nv_record_state_name(o->state),

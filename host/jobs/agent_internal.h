@@ -211,6 +211,16 @@ int agent_sandbox_command(const agent_sandbox *sb, const char *home,
 			  const job *j, const char *launcher, const char *exe,
 			  agent_strv *argv, nv_err *err);
 
+/* The folder of j's secrets (spec.secrets_dir, written by `navette run`),
+ * or NULL when it has none or the path is not a secrets folder of j. */
+const char *agent_secrets_dir(const job *j);
+/* Whether j's secrets are there to mount (each declared file in its
+ * folder): an error saying what is missing (a restart emptied the tmpfs,
+ * say), or that a job in an image gets none on this backend. */
+int agent_secrets_check(const job *j, nv_err *err);
+/* Removes j's secrets folder (a job without one: nothing). */
+void agent_secrets_remove(const job *j);
+
 /* Whether the sandbox log of j says something (its first line into out):
  * asked when a launcher ended without a word. */
 int agent_sandbox_failure(const job *j, char *out, size_t cap);

@@ -26,6 +26,7 @@
 #include "core/clock.h"
 #include "core/fsutil.h"
 #include "jobs/agent_internal.h"
+#include "jobs/secrets.h"
 
 #define STRV_ARENA       (256 * 1024)
 #define STRV_MAX         512
@@ -258,7 +259,69 @@ int agent_job_env(const job *j, const char *exe, agent_strv *env)
 	if (exe && *exe)
 		strv_pushf(env, "NAVETTE_REDACT=%s", exe);
 	strv_pushf(env, "NAVETTE_REDACT_FINGERPRINTS=%s/fingerprints", j->dir);
+	if (agent_secrets_dir(j))
+		strv_pushf(env, "NAVETTE_SECRETS=%s", agent_secrets_dir(j));
 	return env->overflow ? -1 : 0;
+}
+
+/* ---- the job's secrets --------------------------------------------------- */
+
+const char *agent_secrets_dir(const job *j)
+{
+	const cJSON *list = j->spec ? ofield(j->spec, "secrets") : NULL;
+	const char *dir = j->spec ? sfield(j->spec, "secrets_dir") : NULL;
+
+	if (!cJSON_IsArray(list) || !list->child || !dir ||
+	    !nv_job_secrets_dir_ok(dir, j->id))
+		return NULL;
+	return dir;
+}
+
+int agent_secrets_check(const job *j, nv_err *err)
+{
+	const cJSON *list = j->spec ? ofield(j->spec, "secrets") : NULL;
+	const char *dir = agent_secrets_dir(j);
+	const cJSON *item;
+	char path[PATH_CAP];
+	struct stat st;
+
+	if (!cJSON_IsArray(list) || !list->child)
+		return 0;
+	if (j->container)
+		return nv_err_set(err, NV_EREFUSED,
+				  "run it on the host (no image), or on Slurm",
+				  "the local backend gives secrets to jobs on "
+				  "the host only, not in an image yet");
+	if (!dir)
+		return nv_err_set(err, NV_EINVAL,
+				  "submit again with this version of navette",
+				  "the job's spec names no secrets folder");
+	cJSON_ArrayForEach(item, list)
+	{
+		const char *name = sfield(item, "name");
+		if (!name || nv_pathf(path, sizeof(path), "%s/%s", dir, name) ||
+		    lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+			return nv_err_set(
+				err, NV_ENOTFOUND,
+				"run the recipe again: `navette run` writes "
+				"the secrets when it submits (a restart "
+				"empties the tmpfs that holds them)",
+				"the job's secret %s is gone from %s (was "
+				"the machine restarted since it was "
+				"submitted?); the job did not run",
+				name ? name : "?", dir);
+	}
+	return 0;
+}
+
+void agent_secrets_remove(const job *j)
+{
+	const char *dir = agent_secrets_dir(j);
+	nv_err err;
+
+	if (dir && nv_job_secrets_remove(dir, j->id, &err) != 0)
+		agent_log("job %s: cannot remove its secrets: %s", j->id,
+			  err.message);
 }
 
 /* ---- the command ------------------------------------------------------- */
@@ -348,6 +411,14 @@ static void bwrap_command(const agent_sandbox *sb, const char *home,
 	strv_push(v, "--bind");
 	strv_push(v, realpath(j->dir, real) ? real : j->dir);
 	strv_push(v, j->dir);
+	/* its secrets, read-only, at their own path ($NAVETTE_SECRETS) */
+	if (agent_secrets_dir(j)) {
+		strv_push(v, "--ro-bind");
+		strv_push(v, realpath(agent_secrets_dir(j), real)
+				     ? real
+				     : agent_secrets_dir(j));
+		strv_push(v, agent_secrets_dir(j));
+	}
 	if (exe && *exe) {
 		/* the log's redactor (redact-stream) is navette itself */
 		strv_push(v, "--ro-bind");
@@ -372,6 +443,7 @@ static const char seatbelt_profile[] =
 	"(subpath (param \"NAVETTE_HOME\")))\n"
 	"(allow file-read* file-write* (subpath (param \"JOB_DIR\")))\n"
 	"(allow file-read* (literal (param \"PROGRAM\")))\n"
+	"(allow file-read* (subpath (param \"SECRETS_DIR\")))\n"
 	"(deny process-info* (target others))\n";
 
 static void seatbelt_command(const agent_sandbox *sb, const char *home,
@@ -389,6 +461,10 @@ static void seatbelt_command(const agent_sandbox *sb, const char *home,
 	strv_pushf(v, "-DJOB_DIR=%s", realpath(j->dir, real) ? real : j->dir);
 	strv_pushf(v, "-DPROGRAM=%s",
 		   exe && realpath(exe, real) ? real : "/var/empty");
+	strv_pushf(v, "-DSECRETS_DIR=%s",
+		   agent_secrets_dir(j) && realpath(agent_secrets_dir(j), real)
+			   ? real
+			   : "/var/empty");
 	strv_push(v, "-p");
 	strv_push(v, seatbelt_profile);
 	strv_push(v, "/bin/sh");

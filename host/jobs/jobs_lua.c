@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include <lauxlib.h>
 #include <lua.h>
+#include <openssl/crypto.h>
 #include <openssl/sha.h>
 
 #include "core/buf.h"
@@ -19,6 +20,8 @@
 #include "jobs/agent.h"
 #include "jobs/launcher.h"
 #include "jobs/queue.h"
+#include "jobs/secrets.h"
+#include "creds/creds_lua.h"
 
 /* _navette.jobdb.open(home) -> db | nil, err: the job database of a
  * home, for every backend (the local agent's jobs and the rows a remote
@@ -460,6 +463,83 @@ static int l_jobs_env_name_ok(lua_State *L)
 	return 2;
 }
 
+/* jobs.secrets_dir(home, id) -> path | nil, err: the job's secrets
+ * folder, made empty (secrets.h: a tmpfs where there is one). */
+static int l_jobs_secrets_dir(lua_State *L)
+{
+	const char *home = luaL_checkstring(L, 1);
+	const char *id = luaL_checkstring(L, 2);
+	char root[4096], dir[4200];
+	nv_err err;
+
+	if (nv_job_secrets_root(home, root, sizeof(root), &err) != 0 ||
+	    nv_job_secrets_dir_make(root, id, dir, sizeof(dir), &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, dir);
+	return 1;
+}
+
+/* jobs.secret_write(dir, name, handle) -> true | nil, err: the file
+ * DIR/NAME (0400) holding the credential's value as a job reads it. The
+ * value goes from the handle to the file in C. */
+static int l_jobs_secret_write(lua_State *L)
+{
+	const char *dir = luaL_checkstring(L, 1);
+	const char *name = luaL_checkstring(L, 2);
+	const nv_secret *s = nv_creds_check(L, 3);
+	nv_err err;
+
+	if (nv_job_secret_write(dir, name, s, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* jobs.secret_seal(handle, path) -> password | nil, err: the credential's
+ * value encrypted into path for a node (secrets.h), and the password
+ * that decrypts it, which goes into the job's launcher only. */
+static int l_jobs_secret_seal(lua_State *L)
+{
+	const nv_secret *s = nv_creds_check(L, 1);
+	const char *path = luaL_checkstring(L, 2);
+	char pass[2 * NV_JOB_SECRET_PASS_BYTES + 1];
+	nv_err err;
+
+	if (nv_job_secret_seal(s, path, pass, &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, pass);
+	OPENSSL_cleanse(pass, sizeof(pass));
+	return 1;
+}
+
+/* jobs.secrets_roots(home) -> {path...}: the folders of local jobs'
+ * secrets folders that exist (none is made). */
+static int l_jobs_secrets_roots(lua_State *L)
+{
+	char roots[3][4096];
+	int n = 0;
+
+	nv_job_secrets_roots(luaL_checkstring(L, 1), roots, 3, &n);
+	lua_createtable(L, n, 0); // [.., list]
+	for (int i = 0; i < n; i++) {
+		lua_pushstring(L, roots[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
+	return 1;
+}
+
+/* jobs.secrets_remove(dir, id) -> true | nil, err */
+static int l_jobs_secrets_remove(lua_State *L)
+{
+	nv_err err;
+
+	if (nv_job_secrets_remove(luaL_checkstring(L, 1),
+				  luaL_optstring(L, 2, NULL), &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 /* jobs.ensure_agent(home) -> started: a follower whose agent died (killed,
  * machine asleep) starts a new one, which adopts the running jobs. */
 static int l_jobs_ensure_agent(lua_State *L)
@@ -508,6 +588,11 @@ int luaopen_navette_jobs(lua_State *L)
 		{"launcher", l_jobs_launcher},
 		{"array_launcher", l_jobs_array_launcher},
 		{"env_name_ok", l_jobs_env_name_ok},
+		{"secrets_dir", l_jobs_secrets_dir},
+		{"secret_write", l_jobs_secret_write},
+		{"secrets_remove", l_jobs_secrets_remove},
+		{"secret_seal", l_jobs_secret_seal},
+		{"secrets_roots", l_jobs_secrets_roots},
 		{"id_ok", l_jobs_id_ok},
 		{"agent_alive", l_jobs_agent_alive},
 		{"ensure_agent", l_jobs_ensure_agent},

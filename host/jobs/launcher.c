@@ -688,6 +688,41 @@ static int command_function(const cJSON *spec, nv_buf *out, nv_err *err)
 	return 0;
 }
 
+/* The job's secrets (spec.secrets: {name, credential, kind} each, never
+ * a value): NAVETTE_SECRETS, the folder of their files (dir, a shell
+ * word: the local backend's folder, or the remote launcher's), and
+ * NAME_FILE for each, the file that holds it. dir is not checked here:
+ * the launcher refuses to start without it. */
+static int secrets_header(const cJSON *spec, const char *id, const char *dir,
+			  nv_buf *out, nv_err *err)
+{
+	const cJSON *list = field(spec, "secrets");
+	const cJSON *item;
+	char file_var[160];
+
+	if (!cJSON_IsArray(list) || !list->child)
+		return 0;
+	nv_buf_puts(out, "# the job's secrets: files, never values here\n");
+	nv_buf_printf(out, "NAVETTE_SECRETS=%s; export NAVETTE_SECRETS\n", dir);
+	cJSON_ArrayForEach(item, list)
+	{
+		const char *name = string_field(item, "name");
+		if (!name || !nv_launcher_env_name_ok(name) ||
+		    snprintf(file_var, sizeof(file_var), "%s_FILE", name) >=
+			    (int)sizeof(file_var) ||
+		    !nv_launcher_env_name_ok(file_var))
+			return nv_err_set(err, NV_EINVAL,
+					  "a secret's name is a variable name "
+					  "(letters, digits and '_'), not a "
+					  "reserved one",
+					  "job %s: bad secret name '%s'", id,
+					  name ? name : "?");
+		nv_buf_printf(out, "%s=\"$NAVETTE_SECRETS/%s\"; export %s\n",
+			      file_var, name, file_var);
+	}
+	return 0;
+}
+
 static int local_script(const cJSON *spec, nv_buf *out, nv_err *err)
 {
 	int rc;
@@ -709,6 +744,13 @@ static int local_script(const cJSON *spec, nv_buf *out, nv_err *err)
 			 "NAVETTE_WORKSPACE NAVETTE_INPUTS NAVETTE_OUTPUTS\n"
 			 "report() { printf '%s\\n' \"$1\" >> "
 			 "\"$NAVETTE_STATUS\"; }\n");
+	/* written by `navette run`, mounted read-only by the agent, which
+	 * names their folder */
+	if ((rc = secrets_header(spec, string_field(spec, "id"),
+				 "\"${NAVETTE_SECRETS:?the backend sets "
+				 "NAVETTE_SECRETS}\"",
+				 out, err)) != 0)
+		return rc;
 	/* restored and saved by the backend (agent_checkpoint.c) */
 	if (cJSON_IsObject(field(spec, "checkpoint")))
 		nv_buf_puts(out, "NAVETTE_CHECKPOINT=\"$NAVETTE_JOB_DIR/"
@@ -930,6 +972,72 @@ static cJSON *inputs_of(const cJSON *transfer, int with_from)
 	return list;
 }
 
+/* navette_secrets: the job's secrets fetched, deleted and decrypted
+ * (launcher_remote.sh: fetch_secret) with spec.secrets_delivery, which the
+ * backend adds to the launcher it sends and no record keeps ({name, get,
+ * delete, password} each); without it (a plan, the launcher kept in
+ * jobs.db) the function says so and fails the job. */
+static int remote_secrets_function(const cJSON *spec, nv_buf *out, nv_err *err)
+{
+	const cJSON *list = field(spec, "secrets");
+	const cJSON *delivery = field(spec, "secrets_delivery");
+	const cJSON *item, *d;
+	const char *id = string_field(spec, "id");
+
+	if (!cJSON_IsArray(list) || !list->child) {
+		nv_buf_puts(out, "navette_secrets() { :; }\n");
+		return 0;
+	}
+	nv_buf_puts(out, "navette_secrets() {\n\tnv_secrets_open || return\n");
+	cJSON_ArrayForEach(item, list)
+	{
+		const char *name = string_field(item, "name");
+		const char *get = NULL, *del = NULL, *pass = NULL;
+		char file_var[160];
+		if (!name || !nv_launcher_env_name_ok(name) ||
+		    snprintf(file_var, sizeof(file_var), "%s_FILE", name) >=
+			    (int)sizeof(file_var) ||
+		    !nv_launcher_env_name_ok(file_var))
+			return nv_err_set(err, NV_EINVAL, NULL,
+					  "job %s: bad secret name", id);
+		cJSON_ArrayForEach(d, delivery)
+		{
+			const char *n = string_field(d, "name");
+			if (n && strcmp(n, name) == 0) {
+				get = string_field(d, "get");
+				del = string_field(d, "delete");
+				pass = string_field(d, "password");
+			}
+		}
+		if (!get || !del || !pass) {
+			nv_buf_printf(
+				out,
+				"\t# %s: its URLs and password are "
+				"written when navette sends the job\n"
+				"\tnv_fail %s \"this launcher was made "
+				"without its secrets\" \"submit the job "
+				"with navette run\"\n"
+				"\treturn 1\n",
+				name,
+				nv_record_phase_name(NV_PHASE_DATA_READY));
+			break;
+		}
+		nv_buf_printf(out, "\tfetch_secret %s ", name);
+		nv_buf_sh_quote(out, get);
+		nv_buf_puts(out, " ");
+		nv_buf_sh_quote(out, del);
+		nv_buf_puts(out, " ");
+		nv_buf_sh_quote(out, pass);
+		nv_buf_puts(out, " || return\n");
+		nv_buf_printf(out,
+			      "\t%s_FILE=\"$NAVETTE_SECRETS/%s\"; export "
+			      "%s_FILE\n",
+			      name, name, name);
+	}
+	nv_buf_puts(out, "}\n");
+	return 0;
+}
+
 /* The job's steps as functions: the command, the image, the code, the
  * inputs (from the store, and other jobs' outputs checked against their
  * producers' run records), the failure patterns, the required outputs. */
@@ -970,6 +1078,8 @@ static int remote_functions(const cJSON *spec, const cJSON *transfer,
 		      output_keys);
 	cJSON_Delete(plain);
 	cJSON_Delete(produced);
+	if ((rc = remote_secrets_function(spec, out, err)) != 0)
+		return rc;
 	list_function(out, "navette_failure_patterns", "check_pattern",
 		      failure ? field(failure, "log_patterns") : NULL, self);
 	list_function(out, "navette_required_outputs", "check_required",

@@ -515,6 +515,113 @@ nv_attempts_json() {
 	fi
 }
 
+# ---- secrets --------------------------------------------------------------
+
+# The job's secrets (navette_secrets, above, calls fetch_secret for each):
+# a folder of its own on a tmpfs where the node has /dev/shm, else in the
+# job's folder; each object fetched once through its presigned GET,
+# deleted through its presigned DELETE, decrypted with openssl under the
+# password of this launcher (through the environment of openssl alone,
+# never its command line) into a file of mode 0400. The folder is removed
+# once the command has ended.
+nv_secrets_dir=
+nv_secret_names=
+nv_secrets_open() {
+	if ! command -v openssl >/dev/null 2>&1; then
+		nv_fail @PHASE_DATA_READY@ "the node has no openssl, which decrypts \
+the job's secrets" "install openssl on the node (Debian: apt-get install \
+openssl), or run the job without secrets"
+		return 1
+	fi
+	nv_sbase=$nv_work
+	[ -d /dev/shm ] && [ -w /dev/shm ] && nv_sbase=/dev/shm
+	nv_secrets_dir=$(umask 077 && mktemp -d "$nv_sbase/navette-secrets.XXXXXX") ||
+		nv_secrets_dir=
+	if [ -z "$nv_secrets_dir" ]; then
+		nv_fail @PHASE_DATA_READY@ "cannot create the secrets' folder in \
+$nv_sbase" "check the node's /dev/shm and disk"
+		return 1
+	fi
+	chmod 700 "$nv_secrets_dir"
+	NAVETTE_SECRETS=$nv_secrets_dir
+	export NAVETTE_SECRETS
+}
+
+# fetch_secret NAME GET DELETE PASSWORD
+fetch_secret() {
+	nv_sobj="$nv_work/secret.obj"
+	if ! nv_get "$2" "$nv_sobj"; then
+		nv_fail @PHASE_DATA_READY@ "cannot download secret $1: \
+$(nv_get_error "$nv_sobj")" "$NV_HINT_URL"
+		rm -f "$nv_sobj"
+		return 1
+	fi
+	# fetched once: the object goes now (navette status deletes it if not)
+	curl -sS --retry 3 --connect-timeout 20 -X DELETE -o /dev/null "$3" \
+		2>/dev/null || :
+	if ! (umask 377 && NV_SECRET_PASS=$4 openssl enc -d -aes-256-ctr \
+		-pbkdf2 -md sha256 -iter 10000 -pass env:NV_SECRET_PASS \
+		-in "$nv_sobj" -out "$NAVETTE_SECRETS/$1") 2>"$nv_work/openssl.err"; then
+		nv_fail @PHASE_DATA_READY@ "cannot decrypt secret $1 ($(tr -d '\n' \
+<"$nv_work/openssl.err" | cut -c1-200))" "openssl 1.1.1 or later decrypts \
+it (enc -pbkdf2); check the node's openssl version"
+		rm -f "$nv_sobj"
+		return 1
+	fi
+	rm -f "$nv_sobj"
+	chmod 400 "$NAVETTE_SECRETS/$1"
+	nv_secret_names="$nv_secret_names $1"
+}
+
+nv_secrets_close() {
+	[ -n "$nv_secrets_dir" ] || return 0
+	chmod -R u+w "$nv_secrets_dir" 2>/dev/null
+	rm -rf "$nv_secrets_dir"
+	nv_secrets_dir=
+}
+
+# The log filter of a node without navette's redactor: each secret's value
+# (each line of its file of 8 bytes or more, the password of a user:pass,
+# the values of an s3 key's JSON) replaced by <redacted:NAME>. The values
+# are read from the files by awk, never passed on a command line.
+nv_redact_secrets() {
+	awk -v dir="$NAVETTE_SECRETS" -v names="$nv_secret_names" '
+function add(v, label) {
+	if (length(v) >= 8) { k++; val[k] = v; lab[k] = label }
+}
+BEGIN {
+	k = 0
+	n = split(names, nm, " ")
+	for (i = 1; i <= n; i++) {
+		f = dir "/" nm[i]
+		while ((getline v < f) > 0) {
+			add(v, nm[i])
+			c = index(v, ":")
+			if (c > 0) add(substr(v, c + 1), nm[i])
+			rest = v
+			while (match(rest, /":"[^"]*"/)) {
+				add(substr(rest, RSTART + 3, RLENGTH - 4), nm[i])
+				rest = substr(rest, RSTART + RLENGTH)
+			}
+		}
+		close(f)
+	}
+}
+{
+	line = $0
+	for (j = 1; j <= k; j++) {
+		out = ""
+		while ((p = index(line, val[j])) > 0) {
+			out = out substr(line, 1, p - 1) "<redacted:" lab[j] ">"
+			line = substr(line, p + length(val[j]))
+		}
+		line = out line
+	}
+	print line
+	fflush()
+}'
+}
+
 # ---- steps ----------------------------------------------------------------
 
 nv_step_data() {
@@ -649,6 +756,8 @@ nv_step_run() {
 	# the command in the background, so a signal reaches nv_on_signal now
 	if [ -n "${NAVETTE_REDACT:-}" ]; then
 		{ run_command 2>&1 | "$NAVETTE_REDACT" redact-stream >>"$NAVETTE_LOG"; } &
+	elif [ -n "$nv_secret_names" ]; then
+		{ run_command 2>&1 | nv_redact_secrets >>"$NAVETTE_LOG"; } &
 	else
 		run_command >>"$NAVETTE_LOG" 2>&1 &
 	fi
@@ -657,6 +766,7 @@ nv_step_run() {
 	# wait returns early when a trapped signal arrives: wait again
 	while kill -0 "$nv_cmd" 2>/dev/null; do wait "$nv_cmd"; done
 	nv_cmd=
+	nv_secrets_close
 	nv_code=$(sed -n 's/^exit //p' "$NAVETTE_STATUS" | tail -n 1)
 	[ -n "$nv_code" ] && nv_exit=$nv_code
 	[ -n "$nv_stopped" ] && return
@@ -835,12 +945,14 @@ fi
 navette_fingerprint
 [ "$nv_state" = @STATE_SUCCEEDED@ ] && nv_step_data
 [ "$nv_state" = @STATE_SUCCEEDED@ ] && nv_checkpoint_restore
+[ "$nv_state" = @STATE_SUCCEEDED@ ] && navette_secrets
 if [ "$nv_state" = @STATE_SUCCEEDED@ ]; then
 	nv_report @PHASE_DATA_READY@
 	nv_step_run
 fi
 [ "$nv_state" = @STATE_SUCCEEDED@ ] && nv_step_publish
 [ "$nv_state" = @STATE_FAILED@ ] && nv_step_retry
+nv_secrets_close
 nv_step_record
 if [ -n "$nv_own_dir" ] && [ -z "${NAVETTE_KEEP_WORKSPACE:-}" ]; then
 	cd / && chmod -R u+w "$NAVETTE_JOB_DIR" 2>/dev/null

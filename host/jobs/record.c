@@ -35,6 +35,7 @@ const char *const nv_record_spec_fields[] = {
 	"backend",      "params",
 	"run",          "libraries",
 	"retries",      "checkpoint",
+	"secrets",
 	NULL};
 /* clang-format on */
 

@@ -817,7 +817,9 @@ static int l_s3_create_bucket(lua_State *L)
  * runs in plan mode too. */
 static int l_s3_presign(lua_State *L)
 {
-	static const char *const methods[] = {"GET", "PUT", NULL};
+	/* (DELETE: a job's sealed secrets, which its launcher deletes once
+	 * fetched: backends/slurm.lua) */
+	static const char *const methods[] = {"GET", "PUT", "DELETE", NULL};
 	const nv_s3_config *cfg = check_client(L);
 	const char *method = methods[luaL_checkoption(L, 2, NULL, methods)];
 	int expires = check_expires(L, 5);

@@ -95,8 +95,9 @@ int nv_s3_presign(const nv_s3_config *cfg, const char *method,
 	int rc;
 
 	nv_sigv4_result_init(&sig);
-	if (!method || (strcmp(method, "GET") && strcmp(method, "PUT"))) {
-		rc = nv_err_set(err, NV_EINVAL, "presign GET or PUT",
+	if (!method || (strcmp(method, "GET") && strcmp(method, "PUT") &&
+			strcmp(method, "DELETE"))) {
+		rc = nv_err_set(err, NV_EINVAL, "presign GET, PUT or DELETE",
 				"cannot presign method %.16s",
 				method ? method : "(none)");
 		memset(&t, 0, sizeof(t));

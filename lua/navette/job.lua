@@ -224,6 +224,49 @@ local function check_env(v, out)
   end
 end
 
+-- secrets: the variable a job reads each by (its file: NAME_FILE) ->
+-- the name of a credential the profile declares (runner.spec checks it
+-- against the profile). Never a value: a value here is refused.
+job.SECRETS_MAX = 32
+local function check_secrets(v, out, key)
+  out.secrets = {}
+  local n = 0
+  for name, credential in pairs(v) do
+    n = n + 1
+    local ok, why = false, "a name is a string"
+    if type(name) == "string" then
+      ok, why = _navette.jobs.env_name_ok(name)
+      if ok then ok, why = _navette.jobs.env_name_ok(name .. "_FILE") end
+    end
+    if not ok then
+      bad("secret name '" .. tostring(name) .. "' is not allowed: " .. why,
+          "a secret's name is a variable name (letters, digits and '_'); "
+          .. "the job finds its file at $" .. "NAVETTE_SECRETS/NAME and "
+          .. "NAME_FILE names it, so neither may be one navette, the "
+          .. "shell or the loader keeps (NAVETTE_*, PATH, HOME, LD_*...)")
+    end
+    if type(credential) ~= "string"
+       or not credential:match("^[%w_][%w._-]*$") or #credential > 64 then
+      bad("'" .. key .. "." .. name .. "' must be the name of a "
+          .. "credential (a string such as \"hub\")",
+          "secrets = { " .. name .. " = \"hub\" } names a credential "
+          .. "that the profile declares; never put the value itself here")
+    end
+    for _, var in ipairs({ name, name .. "_FILE" }) do
+      if out.env and out.env[var] ~= nil then
+        bad("'" .. key .. "." .. name .. "': env declares " .. var
+            .. " too", "the job gets " .. name .. "_FILE from navette; "
+            .. "remove " .. var .. " from env")
+      end
+    end
+    out.secrets[name] = credential
+  end
+  if n > job.SECRETS_MAX then
+    bad("'" .. key .. "' declares " .. n .. " secrets (at most "
+        .. job.SECRETS_MAX .. ")", "put related values in one credential")
+  end
+end
+
 -- counts the queue takes as a C int (NaN and infinities fail the test)
 local COUNT_MAX = 2 ^ 31 - 1
 
@@ -430,6 +473,14 @@ job.FIELDS = {
           .. "sets or the shell or the loader gives a meaning to (`PATH`, "
           .. "`HOME`, `IFS`, `OPTIND`, `ENV`, `LD_*`, `DYLD_*`, "
           .. "`BASH_*`...) are refused." },
+  { name = "secrets", type = "table<string, string>", kind = "table",
+    check = check_secrets, default = {},
+    doc = "Secrets the job reads, by variable name: each names a "
+          .. "credential of the profile (`{ HF_TOKEN = \"hub\" }`). The "
+          .. "job gets a file per secret, mode 0400, at "
+          .. "`$NAVETTE_SECRETS/HF_TOKEN`, named by `HF_TOKEN_FILE`; the "
+          .. "value is never in the environment, the spec or the log. At "
+          .. "most 32; names as for `env`." },
   { name = "resources", type = "navette.job.Resources",
     doc = "What the job needs; partition, account, qos, gres and nodes are "
           .. "the queue's (Slurm): the local backend records them.",

@@ -775,6 +775,7 @@ local function submission_key(run, j, spec)
     spec.resources or false, spec.success, spec.failure_condition,
     spec.logs or false, spec.requeue or false, spec.submitted_by,
     run.nodes or false, spec.retries or false, spec.checkpoint or false,
+    spec.secrets or false,
   }))
 end
 
@@ -944,6 +945,70 @@ function runner.note_concurrent(run, backend)
   end
 end
 
+-- The secrets of j as its spec lists them ({name, credential, kind}
+-- each, sorted by name; never a value), or nil: each names a credential
+-- the profile declares, on a backend that delivers them. The plan says
+-- where each would come from and loads nothing.
+local function job_secrets(run, j, spec, backend)
+  local names = util.sorted_keys(j.secrets or {})
+  if #names == 0 then return nil end
+  local can, where = backend.secrets, nil
+  if type(can) == "function" then can, where = can(run.profile, spec) end
+  if not can then
+    refuse("job '" .. j.name .. "': secrets = {...} is not supported on "
+           .. "the " .. run.profile.backend .. " backend" .. (where or "")
+           .. " yet", "run it with a profile of the "
+           .. backends.with("secrets") .. " backend (a job on the host), "
+           .. "or leave secrets out", run, j.name)
+  end
+  local declared = run.profile.credentials or {}
+  local list = json.array({})
+  for _, name in ipairs(names) do
+    local credential = j.secrets[name]
+    local d = declared[credential]
+    if not d then
+      require("navette.isolation").check_credential(run.profile,
+                                                    credential)
+      local known = util.sorted_keys(declared)
+      refuse("job '" .. j.name .. "': secret " .. name .. " names the "
+             .. "credential '" .. credential .. "', which profile '"
+             .. run.profile.name .. "' does not declare"
+             .. util.suggest(credential, known), #known > 0
+             and ("the profile's credentials: " .. table.concat(known, ", "))
+             or "declare it in navette.lua: credentials = { "
+             .. credential .. " = { kind = \"bearer\", source = \"env\", "
+             .. "env = { token = \"VARIABLE\" } } }", run, j.name)
+    end
+    list[#list + 1] = { name = name, credential = credential,
+                        kind = d.kind }
+    if run.plan_command then
+      core.plan("secrets", "deliver", name .. " <- credential "
+                .. credential .. " (file $NAVETTE_SECRETS/" .. name
+                .. ") to job " .. j.name)
+    end
+  end
+  return list
+end
+
+-- The handles of the credentials the run's jobs read as secrets, loaded
+-- once (the redactor learns each value as it loads, so the jobs' log
+-- filters and every sink of this process mask it). The checking pass
+-- loads them too, so a missing one refuses the run before anything is
+-- done; `navette plan` loads none.
+local function load_secrets(run)
+  if run.plan_command then return end
+  run.secret_handles = run.secret_handles or {}
+  for _, j in ipairs(run.jobs) do
+    for _, credential in pairs(j.secrets or {}) do
+      if not run.secret_handles[credential]
+         and (run.profile.credentials or {})[credential] then
+        run.secret_handles[credential] =
+          require("navette.creds").get(credential)
+      end
+    end
+  end
+end
+
 function runner.spec(run, j)
   local commit, info = pin_commit(run, j)
   run.identity = run.identity or { sys.identity() }
@@ -1011,6 +1076,7 @@ function runner.spec(run, j)
   spec.requeue = j.requeue
   retries_and_checkpoint(run, j, spec, backend)
   if backend.prepare then backend.prepare(spec, run.profile) end
+  spec.secrets = job_secrets(run, j, spec, backend)
   spec.requeue = spec.requeue or nil
   local key = submission_key(run, j, spec)
   local resumed = false
@@ -1151,6 +1217,9 @@ function runner.array_group(run, i, backend)
   if j.checkpoint then
     return nil, "each job has a checkpoint of its own"
   end
+  if next(j.secrets or {}) then
+    return nil, "each job has secrets of its own"
+  end
   local list = backend.nodes and backend.nodes(run.profile)
   if not run.nodes and not (j.resources and j.resources.nodes)
      and list and #list > 1 then
@@ -1171,6 +1240,21 @@ local function submit_context(run, sessions, sub, nodes)
       require("navette.audit").record({ action = "job.submit",
         target = s.name, job = s.id, commit = s.commit,
         detail = detail }, run.profile)
+    end,
+    -- the handle of a credential a job reads as a secret (loaded by
+    -- load_secrets), and the audit line of its delivery
+    secret = function(credential)
+      local h = run.secret_handles and run.secret_handles[credential]
+      if not h then
+        errors.raise("refused", "credential " .. credential .. " was not "
+                     .. "loaded for the job's secrets")
+      end
+      return h
+    end,
+    audit_secret = function(s, item)
+      require("navette.audit").record({ action = "secret.deliver",
+        target = item.name, job = s.id, detail = "credential "
+        .. item.credential .. ", backend " .. s.backend }, run.profile)
     end,
     -- the same for several jobs ({spec, detail} each), as one write
     audit_many = function(list)
@@ -1408,6 +1492,7 @@ function runner.submit(run)
   end })
   local _ <close> = sessions
   local _ <close> = require("navette.audit").batch()
+  load_secrets(run)
   run.taken = checked_specs(run)
   runner.note_concurrent(run, backend)
   local i = 1

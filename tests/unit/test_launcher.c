@@ -18,6 +18,7 @@
 #include "core/fsutil.h"
 #include "core/utf8.h"
 #include "jobs/launcher.h"
+#include "jobs/secrets.h"
 #include "nv_test.h"
 
 static const char spec_text[] =
@@ -163,6 +164,119 @@ static int store_has(const char *key)
 	char path[600];
 	snprintf(path, sizeof(path), "%s/store/%s", rdir, key);
 	return access(path, F_OK) == 0;
+}
+
+static char *store_read(const char *key)
+{
+	char path[600], *text = NULL;
+	size_t len;
+	nv_err err;
+
+	snprintf(path, sizeof(path), "%s/store/%s", rdir, key);
+	if (nv_read_file(&text, &len, path, 1 << 20, &err) != 0)
+		return NULL;
+	return text;
+}
+
+/* A job's secrets on a node: the sealed object fetched through its GET,
+ * deleted through its DELETE, decrypted by the node's openssl with the
+ * launcher's password into a 0400 file named by HF_TOKEN_FILE; the log
+ * shipped masks the value (and the password of a user:pass); the folder
+ * is gone at the end. Without the delivery (the launcher kept in jobs.db,
+ * a plan's) the job fails before running. */
+static void test_remote_secrets(const char *sha, long size)
+{
+	static const char value[] = "hubsecret-5e1f0c9a7d3b2e8f4a6c";
+	static const char password[] = "s3cr3t-pa55w0rd-xyz";
+	char obj[600], obj2[600], url[700], pass[65], pass2[65];
+	nv_secret *tok = nv_secret_new("hub", NV_SECRET_BEARER, "env", NULL);
+	nv_secret *reg = nv_secret_new("reg", NV_SECRET_BASIC, "env", NULL);
+	cJSON *spec, *rec, *list, *delivery, *item;
+	char *log;
+	nv_err err;
+	int status;
+
+	CHECK(tok &&
+	      nv_secret_set(tok, "token", value, strlen(value), &err) == 0);
+	CHECK(reg && nv_secret_set(reg, "user", "alice", 5, &err) == 0 &&
+	      nv_secret_set(reg, "password", password, strlen(password),
+			    &err) == 0);
+	snprintf(obj, sizeof(obj), "%s/sealed-hub", rdir);
+	snprintf(obj2, sizeof(obj2), "%s/sealed-reg", rdir);
+	CHECK(nv_job_secret_seal(tok, obj, pass, &err) == 0);
+	CHECK(nv_job_secret_seal(reg, obj2, pass2, &err) == 0);
+
+	spec = remote_spec(sha, size, NULL, NULL);
+	list = cJSON_AddArrayToObject(spec, "secrets");
+	delivery = cJSON_AddArrayToObject(spec, "secrets_delivery");
+	item = cJSON_CreateObject();
+	cJSON_AddStringToObject(item, "name", "HF_TOKEN");
+	cJSON_AddStringToObject(item, "credential", "hub");
+	cJSON_AddItemToArray(list, item);
+	item = cJSON_CreateObject();
+	cJSON_AddStringToObject(item, "name", "REG");
+	cJSON_AddStringToObject(item, "credential", "reg");
+	cJSON_AddItemToArray(list, item);
+	item = cJSON_CreateObject();
+	cJSON_AddStringToObject(item, "name", "HF_TOKEN");
+	snprintf(url, sizeof(url), "file://%s", obj);
+	cJSON_AddStringToObject(item, "get", url);
+	cJSON_AddStringToObject(item, "delete", url);
+	cJSON_AddStringToObject(item, "password", pass);
+	cJSON_AddItemToArray(delivery, item);
+	item = cJSON_CreateObject();
+	cJSON_AddStringToObject(item, "name", "REG");
+	snprintf(url, sizeof(url), "file://%s", obj2);
+	cJSON_AddStringToObject(item, "get", url);
+	cJSON_AddStringToObject(item, "delete", url);
+	cJSON_AddStringToObject(item, "password", pass2);
+	cJSON_AddItemToArray(delivery, item);
+	rec = run_remote(
+		spec,
+		"echo \"mode=$(stat -c %a \"$HF_TOKEN_FILE\")\"\n"
+		"echo \"dir=$NAVETTE_SECRETS\"\n"
+		"echo \"value=$(cat \"$HF_TOKEN_FILE\")\"\n"
+		"echo \"pass=$(cut -d: -f2 \"$REG_FILE\")\"\n"
+		"echo \"both=$(cat \"$REG_FILE\")\"\n"
+		"env > \"$NAVETTE_WORKSPACE/env\"\n"
+		"if grep -q hubsecret \"$NAVETTE_WORKSPACE/env\"; then "
+		"echo env=holds; else echo env=clean; fi\n",
+		&status);
+	CHECK(rec != NULL);
+	CHECK_STR(rstr(rec, "state", NULL), "succeeded");
+	log = store_read("p/p-2/navette.log");
+	CHECK(log != NULL);
+	if (log) {
+		const char *dir = strstr(log, "dir=");
+		char folder[300] = "";
+		CHECK(strstr(log, "mode=400\n") != NULL);
+		CHECK(strstr(log, "value=<redacted:HF_TOKEN>\n") != NULL);
+		CHECK(strstr(log, "pass=<redacted:REG>\n") != NULL);
+		CHECK(strstr(log, "both=<redacted:REG>\n") != NULL);
+		CHECK(strstr(log, "env=clean\n") != NULL);
+		CHECK(strstr(log, value) == NULL);
+		CHECK(strstr(log, password) == NULL);
+		if (dir)
+			sscanf(dir + 4, "%299[^\n]", folder);
+		CHECK(folder[0] == '/');
+		CHECK(folder[0] == '/' && access(folder, F_OK) != 0);
+	}
+	free(log);
+	CHECK(access(obj, F_OK) != 0); /* deleted once fetched */
+	CHECK(access(obj2, F_OK) != 0);
+	cJSON_Delete(rec);
+
+	/* the launcher as jobs.db keeps it: no URLs, no password */
+	cJSON_DeleteItemFromObject(spec, "secrets_delivery");
+	rec = run_remote(spec, "touch \"$NAVETTE_OUTPUTS/ran\"\n", &status);
+	CHECK_STR(rstr(rec, "failure", "phase"), "data_ready");
+	CHECK(rstr(rec, "failure", "reason") &&
+	      strstr(rstr(rec, "failure", "reason"), "without its secrets"));
+	CHECK(!store_has("p/p-2/ran"));
+	cJSON_Delete(rec);
+	cJSON_Delete(spec);
+	nv_secret_free(tok);
+	nv_secret_free(reg);
 }
 
 static void test_remote(void)
@@ -395,6 +509,7 @@ static void test_remote(void)
 	CHECK(nv_launcher_script(spec, &b, &err) == NV_EINVAL);
 	nv_buf_free(&b);
 	cJSON_Delete(spec);
+	test_remote_secrets(sha, (long)strlen(data));
 	nv_remove_tree(rdir, &err);
 }
 

@@ -26,6 +26,13 @@
 --                             failures its spec.retries names, and saves
 --                             and restores its spec.checkpoint folder; a
 --                             job with them is refused elsewhere
+--   secrets?                  true, or a function(profile, spec) -> true
+--                             | false, where not, when the backend
+--                             delivers spec.secrets (each a file of
+--                             $NAVETTE_SECRETS: ctx.secret(credential) is
+--                             its handle, ctx.audit_secret(spec, item)
+--                             the audit line of its delivery); a job with
+--                             secrets is refused elsewhere
 --   nodes?(profile)           the profile's node list; a backend without
 --                             it takes no --node
 --   container_runtime?(name)  -> the runtime that runs a job's image on

@@ -76,6 +76,44 @@ end
 M.retries = on_file_store
 M.checkpoints = on_file_store
 
+-- secrets: files the run writes, 0400, in a folder of the job's own on a
+-- tmpfs (host/jobs/secrets.h), which the agent mounts read-only in the
+-- job's sandbox and removes when the job ends: for a job on the host
+function M.secrets(_, spec)
+  if spec and spec.container then return false, " for a job in an image" end
+  return true
+end
+
+-- Writes the secrets of spec into its folder (made empty): the values
+-- go from the run's handles to the files in C, never through the spec
+-- or jobs.db, which hold the folder's path and the names.
+local function deliver_secrets(spec, ctx)
+  if not spec.secrets then return end
+  local dir, err = native.secrets_dir(core.home(), spec.id)
+  if not dir then
+    error(errors.new("backend", "cannot make the folder of job '"
+                     .. spec.name .. "''s secrets: " .. err.message,
+                     err.hint), 0)
+  end
+  spec.secrets_dir = dir
+  for _, item in ipairs(spec.secrets) do
+    local ok, werr = native.secret_write(dir, item.name,
+                                         ctx.secret(item.credential))
+    if not ok then
+      native.secrets_remove(dir, spec.id)
+      error(errors.new("backend", "cannot write secret " .. item.name
+                       .. " of job '" .. spec.name .. "': "
+                       .. werr.message, werr.hint), 0)
+    end
+  end
+end
+
+local function remove_secrets(spec)
+  if spec and spec.secrets_dir then
+    native.secrets_remove(spec.secrets_dir, spec.id)
+  end
+end
+
 -- The runtime that runs a job's image here: the profile's (name), else
 -- podman or docker, whichever this machine has.
 function M.container_runtime(name)
@@ -98,6 +136,17 @@ function M.submit(spec, _, ctx)
     -- row is the job, completed here (never a second one)
     spec = sub.resumed.spec or spec
     spec.adopted = true
+    -- (written again where the recorded spec says: a restart may have
+    -- emptied the tmpfs since)
+    local recorded = spec.secrets_dir
+    deliver_secrets(spec, ctx)
+    if recorded and spec.secrets_dir ~= recorded then
+      remove_secrets(spec)
+      error(errors.new("backend", "job '" .. spec.name .. "' was recorded "
+                       .. "with its secrets in " .. recorded .. ", which "
+                       .. "this process cannot use", "cancel " .. spec.id
+                       .. " and run the recipe again"), 0)
+    end
     _navette.out.write("stderr", "note: job '" .. spec.name .. "' was "
                        .. "already recorded as " .. spec.id .. " by a "
                        .. "run that was interrupted: that submission "
@@ -105,18 +154,23 @@ function M.submit(spec, _, ctx)
   else
     local ok, err
     for _ = 1, 5 do
+      -- (written before the row exists: the agent finds them there)
+      deliver_secrets(spec, ctx)
       ok, err = db:submit(spec.id, spec.project, spec.profile, spec.name,
                           json.encode(spec), M.name, sub.key)
       if ok ~= nil or err.code ~= "refused" then break end
       -- the id is taken: another is drawn, with its own prefix
+      remove_secrets(spec)
       ctx.redraw(spec)
     end
     if ok == nil then
+      remove_secrets(spec)
       error(errors.new("backend", "cannot submit job '" .. spec.name
                        .. "': " .. err.message, err.hint), 0)
     end
   end
   ctx.audit(spec, sub.resumed and "completes an interrupted submission" or nil)
+  for _, item in ipairs(spec.secrets or {}) do ctx.audit_secret(spec, item) end
   native.fault_point("submit-before-agent", spec.name)
   local started, aerr = native.ensure_agent(core.home())
   if started == nil then
@@ -133,6 +187,8 @@ end
 function M.cancel(row, ctx)
   local state, err = ctx.db:cancel(row.id)
   if not state then return nil, err end
+  -- a job cancelled before it started: no agent removes its secrets
+  if state == "cancelled" then remove_secrets(row.spec) end
   M.revive(ctx) -- an agent stops a running job
   return state
 end
@@ -144,7 +200,27 @@ end
 -- returns what stopped the last start.
 local CHECK_S = 2
 local checked, problem
+-- The secrets folders of jobs that ended without the agent (cancelled
+-- while they waited for a job that failed: the queue ends them): removed
+-- when the jobs are read. Once per process.
+local swept = false
+local function sweep_secrets(ctx)
+  if swept then return end
+  swept = true
+  for _, root in ipairs(native.secrets_roots(core.home())) do
+    for _, id in ipairs(sys.listdir(root) or {}) do
+      local text = native.id_ok(id) and ctx.db:get(id)
+      local row = text and json.decode(text)
+      if row and (row.state == "succeeded" or row.state == "failed"
+                  or row.state == "cancelled") then
+        native.secrets_remove(root .. "/" .. id, id)
+      end
+    end
+  end
+end
+
 function M.revive(ctx)
+  sweep_secrets(ctx)
   local now = sys.now()
   if checked and now - checked < CHECK_S then return problem end
   checked = now

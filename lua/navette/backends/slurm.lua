@@ -447,6 +447,88 @@ local function session_for(spec, ctx)
   return ok, session
 end
 
+-- secrets: each sealed here (jobs.secret_seal: encrypted under a
+-- password drawn for it) and put in the store outside the job's prefix;
+-- the launcher sent to Slurm carries the password and presigned GET and
+-- DELETE URLs that last the job's URLs' lifetime: the node fetches the
+-- object once, deletes it, and decrypts it into a folder of its own. The
+-- spec (jobs.db) keeps the objects' keys only, so that `navette status`
+-- deletes one a job left (it never started, say) once the job is over.
+-- For a job on the host of the node (an image's container would need the
+-- folder mounted: not yet).
+function M.secrets(_, spec)
+  if spec and spec.container then return false, " for a job in an image" end
+  return true
+end
+
+local function secrets_key(spec, name)
+  return "_secrets/" .. spec.project .. "/" .. spec.id .. "/" .. name
+end
+
+-- Deletes the secrets' objects of spec (best effort: what is gone is
+-- gone).
+local function delete_secrets(spec, store)
+  local own = not store
+  store = store or published.s3_store(spec)
+  if not store then return end
+  for _, key in ipairs(spec.secrets_objects or {}) do store:delete(key) end
+  if own then store:close() end
+end
+
+-- Seals and uploads spec's secrets; returns the script to send (the
+-- launcher rendered again with their URLs and passwords, which no record
+-- keeps) or the script as it was for a job without secrets.
+local function deliver_secrets(spec, script, ctx)
+  if not spec.secrets then return script end
+  local store = require("navette.storage")._s3()
+  local lifetime = spec.transfer and spec.transfer.lifetime
+  if not lifetime then
+    error(errors.new("backend", "job '" .. spec.name .. "' has secrets "
+                     .. "but no transfer URLs", "submit again with this "
+                     .. "version of navette"), 0)
+  end
+  local tmp_dir = core.home() .. "/tmp"
+  errors.check(sys.mkdir_p(tmp_dir))
+  local delivery = json.array({})
+  spec.secrets_objects = json.array({})
+  for _, item in ipairs(spec.secrets) do
+    local tmp = tmp_dir .. "/secret-" .. sys.random_hex(8)
+    local pass, err = jobs_native.secret_seal(ctx.secret(item.credential),
+                                              tmp)
+    local put
+    if pass then
+      local key = secrets_key(spec, item.name)
+      put, err = store:put(key, tmp)
+      if put then spec.secrets_objects[#spec.secrets_objects + 1] = key end
+    end
+    sys.remove(tmp)
+    local get, del
+    if put then
+      local bucket, full = store:locate(put.url)
+      get, err = store.client:presign("GET", bucket, full, lifetime)
+      if get then
+        del, err = store.client:presign("DELETE", bucket, full, lifetime)
+      end
+    end
+    if not del then
+      delete_secrets(spec, store)
+      error(errors.new("backend", "cannot deliver secret " .. item.name
+                       .. " of job '" .. spec.name .. "': " .. err.message,
+                       err.hint), 0)
+    end
+    delivery[#delivery + 1] = { name = item.name, get = get, delete = del,
+                                password = pass }
+  end
+  -- the launcher as runner.render_launcher makes it, with the delivery
+  local saved = { spec.launcher, spec.redact_fingerprints }
+  spec.launcher, spec.redact_fingerprints = nil, nil
+  spec.secrets_delivery = delivery
+  local text = json.encode(spec)
+  spec.secrets_delivery = nil
+  spec.launcher, spec.redact_fingerprints = saved[1], saved[2]
+  return errors.check(jobs_native.launcher(text))
+end
+
 local function send(spec, script, ctx)
   local db = ctx.db
   local cache = ctx.sessions
@@ -475,11 +557,18 @@ local function send(spec, script, ctx)
     error(errors.new("recipe", "job '" .. spec.name .. "': " .. cerr.message,
                      cerr.hint), 0)
   end
+  local dok, delivered = pcall(deliver_secrets, spec, script, ctx)
+  if not dok then
+    release(session, cache)
+    error(delivered, 0)
+  end
+  script = delivered
   -- recorded first: an answer lost from here on is found again by name
   local inserted, ierr = db:submit(spec.id, spec.project, spec.profile,
                                    spec.name, json.encode(spec), M.name,
                                    ctx.submission and ctx.submission.key)
   if inserted == nil then
+    delete_secrets(spec)
     release(session, cache)
     return nil, ierr
   end
@@ -499,6 +588,7 @@ local function send(spec, script, ctx)
   end
   if not job_id then
     -- refused for sure (a 4xx answer): nothing runs
+    delete_secrets(spec)
     db:finish(spec.id, "failed", nil,
       { phase = "accepted", reason = "Slurm refused the job: "
         .. err.message, hint = err.hint or "check the profile's slurm "
@@ -554,6 +644,9 @@ function M.submit(spec, launcher, ctx)
                        .. "again\n")
   else
     ctx.audit(spec, M.name)
+    for _, item in ipairs(spec.secrets or {}) do
+      ctx.audit_secret(spec, item)
+    end
   end
   errors.check(ctx.db:submitted(id))
   return spec
@@ -849,6 +942,8 @@ function M.refresh(row, ctx, force)
     ended = ended or (job.end_time > 0 and job.end_time or sys.now())
     db:phase(row.id, final_phase, math.max(ended, last))
     db:finish(row.id, state, code, failure, record and url or nil)
+    -- a secret the node did not fetch (and delete): deleted now
+    if store and spec.secrets_objects then delete_secrets(spec, store) end
     -- the view shows this very record: not read twice
     extra.record, extra.record_url = record, record and url or nil
   else
