@@ -5,6 +5,7 @@
 # evaluation ends once it is spent (the recipe catching the errors or
 # not), and the message names the builds. The builder is a stand-in: a
 # `buildah` first on PATH that sleeps and fails.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
 
 BIN=$T/bin
@@ -40,8 +41,7 @@ commit_all "$R" >/dev/null
 
 start=$(date +%s)
 (cd "$R" && PATH="$BIN:$PATH" NAVETTE_RECIPE_TIMEOUT=30 \
-	NAVETTE_BUILD_TIMEOUT=3 "$NAVETTE" run loop.lua) >"$T/.out" 2>"$T/.err"
-RC=$?
+	NAVETTE_BUILD_TIMEOUT=3 "$NAVETTE" run loop.lua) >"$T/.out" 2>"$T/.err" && RC=0 || RC=$?
 OUT=$(cat "$T/.out")
 ERR=$(cat "$T/.err")
 LAST_CMD="(in $R) navette run loop.lua (NAVETTE_BUILD_TIMEOUT=3)"
@@ -71,8 +71,7 @@ navette.job { name = "after-one-build", command = { "true" } }
 EOF
 commit_all "$R" >/dev/null
 (cd "$R" && PATH="$BIN:$PATH" NAVETTE_BUILD_TIMEOUT=30 "$NAVETTE" run \
-	once.lua --wait) >"$T/.out" 2>"$T/.err"
-RC=$?
+	once.lua --wait) >"$T/.out" 2>"$T/.err" && RC=0 || RC=$?
 OUT=$(cat "$T/.out")
 ERR=$(cat "$T/.err")
 LAST_CMD="(in $R) navette run once.lua (NAVETTE_BUILD_TIMEOUT=30)"
@@ -88,8 +87,7 @@ exit 1
 EOF
 start=$(date +%s)
 (cd "$R" && PATH="$BIN:$PATH" NAVETTE_BUILD_TIMEOUT=2 "$NAVETTE" run \
-	once.lua) >"$T/.out" 2>"$T/.err"
-RC=$?
+	once.lua) >"$T/.out" 2>"$T/.err" && RC=0 || RC=$?
 OUT=$(cat "$T/.out")
 ERR=$(cat "$T/.err")
 LAST_CMD="(in $R) navette run once.lua (a hanging builder)"
