@@ -189,7 +189,10 @@ EOF
 		"[true, $agent_pid, \"bubblewrap\", 0, 0, \"20\"]"
 	cat >"$R/sleep.lua" <<'EOF'
 local navette = require "navette"
-navette.job { name = "nap", command = { "sh", "-c", "sleep 4; echo slept" } }
+-- (it runs until the test lets it go: a loaded machine cannot end it
+-- between the test seeing it run and asking the agent to stop)
+navette.job { name = "nap", command = { "sh", "-c",
+  "w=0; while [ ! -e \"$HOME/go\" ] && [ $w -lt 600 ]; do sleep 0.2; w=$((w + 1)); done; echo slept" } }
 EOF
 	(cd "$R" && as "$who" $env_of git add -A &&
 		as "$who" $env_of git commit -qm nap) >/dev/null 2>&1
@@ -214,6 +217,7 @@ EOF
 		lock_is_free "$NH/agent.lock"
 	check_contains "$who: ... and said why in its log" \
 		"$(cat "$W/agent.out")" "stopped on request"
+	: >"$NH/jobs/$id/home/go"
 	nap_done() {
 		[ "$(as "$who" $env_of "$NAVETTE" status "$id" --json 2>/dev/null |
 			json 'd["state"]')" = succeeded ]
