@@ -92,6 +92,7 @@ return { name = "clone2", default_profile = "mine",
 EOF
 cat >"$R2/r.lua" <<'EOF'
 local navette = require "navette"
+print("the recipe was evaluated")
 navette.storage.put_string("planted.txt", "planted")
 navette.storage.put("inputs/loot", { dataset = "loot" })
 navette.job { name = "j", command = { "true" } }
@@ -139,6 +140,8 @@ check_rc "a run on the clone's declared profile is refused" 3
 check_match "the refusal names the profile and trust" "$ERR" \
 	"profile mine: .*is not trusted on this machine"
 check_eq "nothing was written into the user's folder" "$(ls "$V")" ""
+check_no_match "the recipe was not even evaluated" "$OUT$ERR" \
+	"the recipe was evaluated"
 
 # ---- trusted ----
 nv_in "$R" trust
