@@ -66,6 +66,12 @@ export HUB_TOKEN=$HUB_VALUE
 nv_in "$R" run reader.lua
 check_rc "run of a job with secrets" 0
 ID=$(submitted_id)
+# the agent itself removes the folder as the job ends (before any read of
+# the jobs, which would sweep a leftover): watched through its log alone
+agent_ended() { grep -q "job $ID: succeeded" "$NAVETTE_HOME/agent.log" 2>/dev/null; }
+check_true "the agent ended the job" wait_for 60 agent_ended
+check_absent "the agent removed the secrets folder as the job ended" \
+	"$SECRETS_ROOT/$ID"
 check_state "the job succeeds" "$ID" succeeded 60
 LOG=$("$NAVETTE" logs "$ID" 2>&1)
 check_match "the job read the file at \$HF_TOKEN_FILE" "$LOG" \
