@@ -425,6 +425,18 @@ start_delay_proxy() {
 	fi
 }
 
+# start_fake_s3: tests/integration/fake_s3.py on a free loopback port,
+# stopped when the test ends; its URL in EP, made-up AWS_* keys exported.
+start_fake_s3() {
+	python3 "$NAVETTE_SOURCE/tests/integration/fake_s3.py" "$T/s3.port" &
+	S3_PID=$!
+	trap 'st=$?; kill "$S3_PID" 2>/dev/null; (exit "$st"); _cleanup' EXIT
+	port_written() { [ -s "$T/s3.port" ]; }
+	check_true "the fake S3 service starts" wait_for 20 port_written
+	EP=http://127.0.0.1:$(cat "$T/s3.port")
+	export AWS_ACCESS_KEY_ID=AKIDFAKEFAKEFAKE AWS_SECRET_ACCESS_KEY=fake
+}
+
 # free_ports N: N loopback TCP ports that nothing listens on now, one per
 # line (the system hands them out; a port drawn at random may belong to a
 # server of the stacks, which then answers a test's client).

@@ -197,13 +197,7 @@ check_eq "creds list --json: a status word per credential" \
 
 # ---- storage: ls --json, progress, exit statuses of services ------------------
 
-python3 "$HERE/fake_s3.py" "$T/s3.port" &
-S3_PID=$!
-trap 'st=$?; kill "$S3_PID" 2>/dev/null; (exit "$st"); _cleanup' EXIT
-port_written() { [ -s "$T/s3.port" ]; }
-check_true "the fake S3 service starts" wait_for 20 port_written
-EP=http://127.0.0.1:$(cat "$T/s3.port")
-export AWS_ACCESS_KEY_ID=AKIDFAKEFAKEFAKE AWS_SECRET_ACCESS_KEY=fake
+start_fake_s3
 head -c 3000000 /dev/urandom >"$T/blob"
 # (big enough to outlast what the sockets buffer, for the bar's rate)
 head -c 6000000 /dev/urandom >"$T/blob6"

@@ -7,15 +7,8 @@
 # reads at most 16 MiB.
 set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
 
-python3 "$HERE/fake_s3.py" "$T/s3.port" &
-S3_PID=$!
-trap 'st=$?; kill "$S3_PID" 2>/dev/null; (exit "$st"); _cleanup' EXIT
-port_written() { [ -s "$T/s3.port" ]; }
-check_true "the fake S3 service starts" wait_for 20 port_written
-EP=http://127.0.0.1:$(cat "$T/s3.port")
-export AWS_ACCESS_KEY_ID=AKIDFAKEFAKEFAKE AWS_SECRET_ACCESS_KEY=fake
+start_fake_s3
 head -c 3000000 /dev/urandom >"$T/blob"
 head -c 17000000 /dev/zero >"$T/huge"
 # (the fake checks no signature: a plain PUT, one request, whatever size)
