@@ -154,12 +154,13 @@ s3_error() {
 		"$S3_ENDPOINT/$BUCKET/$2" | sed -n 's/.*<Code>\([^<]*\)<\/Code>.*/\1/p'
 }
 # admin_user UID EXPR: EXPR (python, over d) of radosgw's admin API answer
-# about user UID (GET /admin/user, signed with the admin user's key)
+# about user UID (GET /admin/user, signed with the admin user's key; the
+# query in sorted order: curl 7.88 signs it as written)
 admin_user() {
 	curl -s --aws-sigv4 "aws:amz:$S3_REGION:s3" \
 		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
 		--user "$TEAM_ADMIN_AK:$TEAM_ADMIN_SK" \
-		"$S3_ENDPOINT/admin/user?uid=$1&format=json" | json "$2" 2>&1
+		"$S3_ENDPOINT/admin/user?format=json&uid=$1" | json "$2" 2>&1
 }
 # policy_names UID: the Sids of the bucket's statements (radosgw's copy,
 # read with the owner's key) whose principal is user UID
