@@ -17,7 +17,7 @@
 set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
 set +e # each check reports its own failure; finish sets the status
-NV_TIME_LIMIT=120
+NV_TIME_LIMIT=90
 BG_PIDS=
 trap 'st=$?; for p in $BG_PIDS; do kill "$p" 2>/dev/null; done
 stop_local_jobs; (exit "$st"); _cleanup' EXIT
@@ -266,7 +266,7 @@ check_eq "the fan-in saw exactly the six outputs its producers' records list, in
 
 # ---- job:output() --------------------------------------------------------------
 
-(cd "$R" && exec perl -e 'alarm 120; exec @ARGV' "$NAVETTE" run flow.lua --wait) \
+(cd "$R" && exec perl -e 'alarm 90; exec @ARGV' "$NAVETTE" run flow.lua --wait) \
 	>"$T/flow.out" 2>&1 &
 FLOW=$!
 BG_PIDS="$BG_PIDS $FLOW"
@@ -285,7 +285,7 @@ done
 printf 'forged\n' >"$(store_dir sweep "$P2")/piece.txt"
 : >"$GO"
 wait "$FLOW"
-check_eq "the flow: run --wait exits 1 (two consumers fail; 142: it did not end in 120 s)" "$?" 1
+check_eq "the flow: run --wait exits 1 (two consumers fail; 142: it did not end in 90 s)" "$?" 1
 MERGE=$(fresh_id merge)
 check_eq "merge read both pieces" "$(job_state "$MERGE")" succeeded
 check_eq "merge's output holds both pieces, in order" \
