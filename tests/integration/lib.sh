@@ -9,11 +9,53 @@
 # of its commands fails (pipefail): a listing that failed never reads as an
 # empty one. A check that cannot run here calls skip (exit 77: ctest's
 # SKIP_RETURN_CODE, so it counts as skipped, never as passed).
+#
+# A script sources it right after its `set -eu -o pipefail` (so that a
+# lib.sh that cannot be read stops it) and may then `set +e`, its checks
+# reporting their own failures. Every folder a script writes under is its
+# own temporary folder $T, or a variable it passes to need_dir first:
+# tests/integration/test_script_guards.sh holds every test script to this.
 set -u
 set -o pipefail
 
-: "${NAVETTE:?set NAVETTE to the navette binary}"
-: "${NAVETTE_SOURCE:?set NAVETTE_SOURCE to the repository root}"
+# need_dir NAME...: refuses to go on (exit 2, saying which variable and
+# what it holds) unless each variable NAME holds a folder this test may
+# write under: set and not empty, absolute, not /, no '..', and inside the
+# test's own temporary folder $T or a build folder (one with a
+# CMakeCache.txt: the ctest fixtures' stacks live there). An empty
+# variable is what made a script run by hand write into / (issue 27).
+need_dir() {
+	local name value root
+	for name in "$@"; do
+		value=${!name-}
+		case $value in
+		'') _refuse "$name is empty or unset: it names the folder this test writes under" ;;
+		/) _refuse "$name is /: it names the folder this test writes under" ;;
+		/*) ;;
+		*) _refuse "$name='$value' is not an absolute path" ;;
+		esac
+		case /$value/ in
+		*/../*) _refuse "$name='$value' holds '..'" ;;
+		esac
+		case $value/ in
+		"${T:-/nonexistent/}"/*) continue ;;
+		esac
+		root=$value
+		while [ "$root" != / ] && [ -n "$root" ]; do
+			[ -f "$root/CMakeCache.txt" ] && continue 2
+			root=$(dirname "$root")
+		done
+		_refuse "$name='$value' is outside this test's temporary folder (${T:-none yet}) and any build folder"
+	done
+}
+_refuse() {
+	echo "$(basename "$0"): refusing to run: $1 (run it through ctest," \
+		"or set NAVETTE and NAVETTE_SOURCE as tests/integration/lib.sh says)" >&2
+	exit 2
+}
+
+[ -n "${NAVETTE:-}" ] || _refuse "NAVETTE is empty or unset: set it to the navette binary"
+[ -n "${NAVETTE_SOURCE:-}" ] || _refuse "NAVETTE_SOURCE is empty or unset: set it to the repository root"
 case $NAVETTE in /*) ;; *) NAVETTE=$PWD/$NAVETTE ;; esac
 export NAVETTE NAVETTE_SOURCE
 
@@ -22,8 +64,16 @@ if [ ! -x "$NAVETTE" ]; then
 	exit 1
 fi
 
-T=$(mktemp -d "${TMPDIR:-/tmp}/navette-it.XXXXXX")
-T=$(cd "$T" && pwd -P)
+# (mktemp and cd failing leave T empty: need_dir refuses that)
+_tmp=$(cd "${TMPDIR:-/tmp}" && pwd -P) || _tmp=
+case $_tmp in / | //) _refuse "TMPDIR is /: the tests' temporary folders go in a folder of their own" ;; esac
+T=$(mktemp -d "${_tmp:-/nonexistent}/navette-it.XXXXXX") || T=
+T=$(cd "${T:-/nonexistent}" 2>/dev/null && pwd -P) || T=
+case $T in
+"$_tmp"/navette-it.*) ;;
+*) _refuse "no temporary folder could be made in TMPDIR=${TMPDIR:-/tmp}" ;;
+esac
+need_dir T
 NAVETTE_HOME=$T/navette-home
 mkdir -p "$NAVETTE_HOME" "$T/home"
 export NAVETTE_HOME
@@ -83,13 +133,42 @@ trap _cleanup EXIT
 
 # ---- running navette ------------------------------------------------------
 
+# bounded SECONDS COMMAND...: COMMAND, killed by SIGALRM after SECONDS
+# (status 142): a hang fails the check that waits for it instead of
+# holding the test until ctest's timeout. perl's alarm outlives its exec
+# (macOS has perl; timeout(1) is GNU's).
+bounded() {
+	local seconds=$1
+	shift
+	perl -e 'alarm shift; exec @ARGV or die "bounded: cannot run $ARGV[0]: $!\n"' \
+		"$seconds" "$@"
+}
+
+# NV_TIME_LIMIT: when set (seconds), every nv and nv_in call is bounded
+# by it; one killed for it has RC 142 and says so in ERR.
+NV_TIME_LIMIT=${NV_TIME_LIMIT:-}
+_navette() {
+	if [ -n "$NV_TIME_LIMIT" ]; then
+		bounded "$NV_TIME_LIMIT" "$NAVETTE" "$@"
+	else
+		"$NAVETTE" "$@"
+	fi
+}
+_nv_killed() {
+	if [ -n "$NV_TIME_LIMIT" ] && [ "$RC" = 142 ]; then
+		ERR="$ERR
+(killed after NV_TIME_LIMIT=$NV_TIME_LIMIT s: it did not end)"
+	fi
+}
+
 # nv ARGS...: runs navette, keeps stdout in OUT, stderr in ERR, status in RC.
 nv() {
 	local o=$T/.out e=$T/.err
 	# (set -e safe: a failing navette is what the test looks at)
-	"$NAVETTE" "$@" >"$o" 2>"$e" && RC=0 || RC=$?
+	_navette "$@" >"$o" 2>"$e" && RC=0 || RC=$?
 	OUT=$(cat "$o")
 	ERR=$(cat "$e")
+	_nv_killed
 	LAST_CMD="navette $*"
 	return 0
 }
@@ -99,10 +178,27 @@ nv_in() {
 	local dir=$1
 	shift
 	local o=$T/.out e=$T/.err
-	(cd "$dir" && "$NAVETTE" "$@") >"$o" 2>"$e" && RC=0 || RC=$?
+	(cd "$dir" && _navette "$@") >"$o" 2>"$e" && RC=0 || RC=$?
 	OUT=$(cat "$o")
 	ERR=$(cat "$e")
+	_nv_killed
 	LAST_CMD="(in $dir) navette $*"
+	return 0
+}
+
+# stop_local_jobs: cancels every job of this home not ended yet and stops
+# its agent (--force), each bounded: a test that ends early (a failed
+# wait, a mutant that hangs) leaves no agent or job running. For an EXIT
+# trap, before _cleanup.
+stop_local_jobs() {
+	local id
+	[ -d "$NAVETTE_HOME" ] || return 0
+	for id in $(bounded 20 "$NAVETTE" jobs --json 2>/dev/null | json \
+		'" ".join(j["id"] for j in d if j["state"] not in ("succeeded", "failed", "cancelled"))' \
+		2>/dev/null); do
+		bounded 20 "$NAVETTE" cancel "$id" --no-wait >/dev/null 2>&1
+	done
+	bounded 20 "$NAVETTE" agent stop --force >/dev/null 2>&1
 	return 0
 }
 LAST_CMD=

@@ -6,7 +6,9 @@
 # A job runs as the user who submitted it. As root, every process can read
 # every other's environment, so the scenario runs as the user nobody: the
 # job and the processes it probes then share a user, as on a laptop.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 # ---- who runs the scenario ------------------------------------------------
 ASPY=

@@ -3,7 +3,9 @@
 # really is, never a stale `running`: a job whose launcher still runs is
 # adopted and ends normally; one whose launcher died with the agent fails,
 # saying so; one that ended while no agent watched gets its real outcome.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 R=$(new_repo restart)
 # Each job waits for its gate file (at most 90 s), so that it ends when

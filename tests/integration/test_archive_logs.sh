@@ -16,7 +16,9 @@
 # run; --plan changes nothing; a bucket with a rule navette did not write
 # keeps it.
 # Needs S3_STACK_ENV (the stack's users.env), set by ctest.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 use_s3_stack archive
 

@@ -1,6 +1,8 @@
 # The audit log through the CLI: side effects add hash-chained lines,
 # mirrored to the store; `audit verify` names tampering (exit 1).
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 R=$(new_repo audited)
 printf 'data\n' | put_file "$R" data.txt

@@ -4,7 +4,9 @@
 # navette writes parses; numbers C cannot hold are refused, not converted;
 # a job id that is not one navette makes never becomes a folder; a damaged
 # jobs.db says how to recover.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 no_job_submitted() {
 	local list

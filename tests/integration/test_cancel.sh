@@ -1,6 +1,8 @@
 # `navette cancel` of a running job: the state becomes cancelled, and the
 # command and what it started (its whole process group) are gone.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 # The job's processes are named by the pids they print, and it waits on
 # files under $T: both are the host's, which a job's sandbox hides (its
 # own pid namespace, a private /tmp; test_local_sandbox covers it), so

@@ -4,7 +4,9 @@
 # the log stays the log; keys that differ only in case or NFC/NFD form are
 # refused by the file store, naming both; the store's marker cannot be
 # reached in another case, on any volume.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 R=$(new_repo folding)
 put_file "$R" README <<'EOF'

@@ -25,7 +25,9 @@
 #              no chapter fails its chapter jobs at running with the hint,
 #              and lib.video.encode with a source that is no video fails
 #              its segments likewise.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 catalogue_python torch sklearn cv2 skimage
 for tool in espeak-ng ffmpeg ffprobe sox; do

@@ -3,7 +3,9 @@
 # id, resumes from the step its checkpoint saved, and its run record lists
 # both attempts and the checkpoints; a failure `on` does not name is not
 # retried; a job out of attempts fails with every attempt listed.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 # The job's processes are named by the pids they print, and it waits on
 # files under $T: both are the host's, which a job's sandbox hides (its
 # own pid namespace, a private /tmp; test_local_sandbox covers it), so

@@ -1,6 +1,8 @@
 # The command line itself: usage, unknown commands and options, help,
 # version, an empty home.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 nv
 check_rc "no command: exits 2" 2

@@ -4,7 +4,9 @@
 # --json and transfer progress (against fake_s3.py), command-line errors,
 # credentials on the wrong system, and one exit status per class of the
 # README's table.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ESC=$(printf '\033')

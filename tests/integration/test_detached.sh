@@ -1,7 +1,9 @@
 # A job outlives its terminal: the submitter (`run --wait`, in its own
 # process group) is killed with SIGKILL while the job runs; the job still
 # succeeds and publishes its output.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 R=$(new_repo detached)
 # The job runs until the test says go (a file), at most 120 s, so it is

@@ -5,7 +5,9 @@
 # scripts; bash and fish complete commands, verbs and options) and the
 # LuaLS definitions command. The scripts built by install_docs.cmake are
 # what the binary prints.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 MAN=$NAVETTE_SOURCE/host/cli/navette.1
 README=$NAVETTE_SOURCE/README.md

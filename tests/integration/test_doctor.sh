@@ -3,7 +3,9 @@
 # clock, seen as an endpoint's would be), credentials that load, are
 # unsafe, missing or old, a git identity present or not; the text and the
 # --json forms and the exit status (1 when a check failed). No stack.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 # ---- servers: HEAD and GET answered with a Date OFFSET seconds off -------
 

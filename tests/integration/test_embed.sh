@@ -5,7 +5,9 @@
 # host.greet, runs tests/embed/recipe.lua to `succeeded` on the local
 # backend and reads the job's status; a host that gives no way to start
 # the agent gets the cause within seconds instead of a wait that hangs.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 : "${NAVETTE_BUILD_DIR:?set NAVETTE_BUILD_DIR to the build folder (ctest does)}"
 LIBDIR=${NAVETTE_INSTALL_LIBDIR:-lib}

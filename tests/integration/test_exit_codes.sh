@@ -3,7 +3,9 @@
 # succeeds (and publishes its outputs); exit 3 with the default fails at
 # running, naming the status; exit 0 with exit_codes = {3} fails; the
 # one-status form exit_code = 3 behaves as {3}.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 R=$(new_repo codes)
 put_file "$R" codes.lua <<'EOF'

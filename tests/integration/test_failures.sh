@@ -1,7 +1,9 @@
 # Jobs that fail: by exit status, by a missing required output, by a log
 # pattern, by the time limit. Each names its phase and publishes nothing
 # but the log and the run record.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 R=$(new_repo fails)
 put_file "$R" exit3.lua <<'EOF'

@@ -1,6 +1,8 @@
 # recipes/first-job.lua, end to end, in a fresh copy of its files: run
 # --wait, the published result, the run record, status, logs, the id.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 R=$T/repo
 mkdir -p "$R/recipes"

@@ -6,7 +6,9 @@
 #   function is opened there (host/lib/wire.c);
 # - the public C API lives there too: each function navette.h declares is
 #   defined in host/lib and nowhere else.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 HOST=$NAVETTE_SOURCE/host
 

@@ -6,7 +6,9 @@
 # the digest printed is the one the registry serves (checked by skopeo);
 # a secret in the commit refuses the build; a missing builder is an error
 # naming what to install.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 . "$(dirname "$0")/image_lib.sh"
 
 BASE_DIGEST=$(make_base "$PLAIN" "base/$RUN_ID:1") || {

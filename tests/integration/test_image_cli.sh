@@ -7,7 +7,9 @@
 # (basic on htpasswd, Bearer tokens from the token service, a reader that
 # may not push), and plan mode: `navette plan` of a recipe that pushes a
 # code layer records it and pushes nothing; `navette run` pushes it.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 . "$(dirname "$0")/image_lib.sh"
 
 BASE_DIGEST=$(make_base "$PLAIN" "base/$RUN_ID:1") || {

@@ -7,7 +7,9 @@
 # secret or a symlink leaving the tree refuses the push before anything is
 # sent; an index base is resolved to the platform asked for; podman runs
 # the image and sees the repository's files at the commit.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 . "$(dirname "$0")/image_lib.sh"
 
 BASE_TAG=$PLAIN/base/$RUN_ID:1

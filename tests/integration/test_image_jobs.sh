@@ -7,7 +7,9 @@
 # writable, and its run record shows the digest it was pinned to, not the
 # tag; an image missing from its registry and a machine without a container
 # runtime are refused before submission.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 . "$(dirname "$0")/image_lib.sh"
 
 if ! command -v podman >/dev/null 2>&1; then

@@ -5,7 +5,9 @@
 # arm64 image and a code layer on an arm64 base are refused before
 # anything is submitted or pushed, naming both platforms; a profile whose
 # nodes are arm64 takes them; a malformed platform is refused.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 . "$(dirname "$0")/image_lib.sh"
 
 ARM_DIGEST=$(make_base "$PLAIN" "base/$RUN_ID:arm" arm64)

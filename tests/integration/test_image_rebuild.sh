@@ -8,7 +8,9 @@
 # builds nothing either; a change of requirements.txt builds again and
 # moves the pointer, whose image carries the new hash in its label; plan
 # mode builds nothing.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 . "$(dirname "$0")/image_lib.sh"
 
 command -v buildah >/dev/null || { skip "image rebuild" "no buildah"; finish; }

@@ -12,7 +12,9 @@
 # $T/outside, which is neither NAVETTE_HOME nor a captured output. A
 # failure names the sink's file and the corpus entry's index and length,
 # never the value.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 # Failures must never echo a captured output (it may hold a leaked value):
 # they name the check and the command, and the outputs stay in $CAP.

@@ -7,7 +7,9 @@
 # another commit; the run record lists the library; a library gets the
 # same refusals as a recipe when it reaches for navette's internals, io,
 # or the public API's functions; plan uses no network.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 jobs_count() {
 	"$NAVETTE" jobs --json 2>/dev/null | json 'len(d)'

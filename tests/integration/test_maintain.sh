@@ -11,7 +11,9 @@
 # a systemd user service and timer (checked with systemd-analyze verify)
 # and a launchd plist (checked with plistlib), with stand-in systemctl and
 # launchctl so that nothing is enabled on this machine.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 REPO=$(NO_PROJECT_FILE=1 new_repo maint)
 STORE=$T/store

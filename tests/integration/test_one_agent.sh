@@ -1,6 +1,8 @@
 # Two submitters at once in one NAVETTE_HOME: both jobs succeed, and one
 # agent (not two) runs them.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 R=$(new_repo oneagent)
 for n in a b; do

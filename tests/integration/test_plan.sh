@@ -1,6 +1,8 @@
 # `navette plan` shows the launcher and the storage put it would do, and
 # does nothing: no store, no job, no agent.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 R=$T/repo
 mkdir -p "$R/recipes"

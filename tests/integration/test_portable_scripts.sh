@@ -2,7 +2,9 @@
 # userland, bash 3.2, no coreutils): tests/integration/portable/gnu_only.py
 # finds GNU-only uses in tests/, vendor/bootstrap and .ci/run; this test
 # first checks that it finds each kind, then runs it on the tree.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 SCAN=$NAVETTE_SOURCE/tests/integration/portable/gnu_only.py
 mkdir -p "$T/fx"

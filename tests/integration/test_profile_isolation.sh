@@ -8,7 +8,9 @@
 # endpoint here is a closed port, so a request sent first would end in a
 # connection error (exit 4), not in the refusal. The same recipes in
 # their own profile get past the check (and then fail to connect).
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 R=$(new_repo iso)
 CLOSED=http://127.0.0.1:9

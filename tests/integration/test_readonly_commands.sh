@@ -8,7 +8,9 @@
 # as they would without the credential, and say what was not run. Then
 # `navette run`, `creds check NAME` and `--credential NAME`, which act on
 # the user's request, run the command.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 MARK=$T/marks
 mkdir -p "$MARK" "$T/bin" "$T/secrets"

@@ -1,7 +1,9 @@
 # What `navette run` refuses before anything is submitted: a dirty tree, a
 # folder outside git (exit 3), malformed recipes and sandbox escapes
 # (exit 2, located at RECIPE.lua:LINE:).
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 # no_job_submitted WHAT: `navette jobs --json` is an empty list.
 no_job_submitted() {

@@ -4,7 +4,9 @@
 # anything happens: no job row, nothing in the store, and the audit log
 # holds the refusal alone. require_pushed = false lets it through; once
 # pushed and fetched, the commit runs.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 STORE=$T/shared-store
 R=$(NO_PROJECT_FILE=1 new_repo pushed)

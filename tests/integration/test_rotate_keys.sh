@@ -12,7 +12,9 @@
 # The admin (caps users=*) and service users are made here with
 # radosgw-admin and the stack's ceph.conf, beside S3_STACK_ENV.
 # Needs S3_STACK_ENV (the stack's users.env), set by ctest.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 use_s3_stack rotate
 CONF=$(dirname "$S3_STACK_ENV")/ceph.conf

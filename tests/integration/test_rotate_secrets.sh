@@ -12,8 +12,12 @@
 # secret, the server accepts it (curl, a JWT made by python) and refuses
 # the old one, the staged file is gone, the audit log has creds.stage and
 # creds.store, and no new secret is in any output or the audit log.
-# The Slurm half runs as root only (the cluster's daemons do).
+# The Slurm half runs as root only (the cluster's daemons do). Run by
+# hand without its variables (NAVETTE, NAVETTE_SOURCE, a temporary folder)
+# it refuses to start (exit 2) before it writes anything.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 for tool in docker-registry htpasswd curl; do
 	if ! command -v "$tool" >/dev/null; then
@@ -25,6 +29,7 @@ chmod 755 "$T"
 STACK=$NAVETTE_SOURCE/tests/stack
 REG=$T/registry
 SLURM=$T/slurm
+need_dir REG SLURM
 stop_stacks() {
 	[ -d "$REG/run" ] && bash "$STACK/registry-stop.sh" "$REG" >/dev/null 2>&1
 	[ -d "$SLURM/run" ] && bash "$STACK/slurm-stop.sh" "$SLURM" >/dev/null 2>&1
@@ -57,6 +62,7 @@ fi
 # the credentials' files, in the folder navette keeps for project rot's
 # credentials (creds.store writes only there)
 CRED_DIR=$HOME/.navette/rot
+need_dir CRED_DIR
 mkdir -p "$CRED_DIR"
 chmod 700 "$CRED_DIR"
 printf '%s:%s\n' "$REGISTRY_BASIC_USER" "$REGISTRY_BASIC_PASSWORD" >"$CRED_DIR/registry-svc"
@@ -71,6 +77,7 @@ fi
 chmod 600 "$CRED_DIR/registry-svc" "$CRED_DIR/slurm-key"
 
 R=$(new_repo rot)
+need_dir R
 cat >"$R/navette.lua" <<EOF
 return {
   name = "rot",

@@ -6,7 +6,9 @@
 # details and the absence of the secret in what is printed; keys that
 # would escape a folder refused before any request.
 # Needs S3_STACK_ENV (the stack's users.env), set by ctest.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 : "${S3_STACK_ENV:?set S3_STACK_ENV to the users.env of tests/stack/s3-start.sh}"
 if [ ! -r "$S3_STACK_ENV" ]; then

@@ -8,7 +8,9 @@
 # naming the sha256, the producer and the output. plan reads s3:// objects
 # (storage.read), as reading has no side effect.
 # Needs S3_STACK_ENV (the stack's users.env), set by ctest.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 use_s3_stack flow
 nv storage mb "s3://$BUCKET" "${EP[@]}"

@@ -8,7 +8,9 @@
 # shipped while the job runs; cancel; URLs that expired before the job
 # started; lifetimes bounded by the profile; no secret anywhere.
 # Needs S3_STACK_ENV (the stack's users.env), set by ctest.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 : "${S3_STACK_ENV:?set S3_STACK_ENV to the users.env of tests/stack/s3-start.sh}"
 if [ ! -r "$S3_STACK_ENV" ]; then

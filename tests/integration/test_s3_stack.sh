@@ -3,7 +3,9 @@
 # real one: it checks SigV4 signatures and keeps objects. Talks to it with
 # curl only, so that later S3 tests can trust what it answers.
 # Needs S3_STACK_ENV (the stack's users.env), set by ctest.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 : "${S3_STACK_ENV:?set S3_STACK_ENV to the users.env of tests/stack/s3-start.sh}"
 if [ ! -r "$S3_STACK_ENV" ]; then

@@ -3,7 +3,9 @@
 # code's own references), how long they can run (the bound, even inside C),
 # which files they load (the commit's), and that a refused run has no side
 # effect. Each class is probed with several variants.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 # repo NAME [no-project]: a fresh repository (stops the test when it cannot
 # be made: nothing may be written outside $T)

@@ -1,7 +1,9 @@
 # A commit whose tree holds something that looks like a secret is refused
 # before anything is submitted, naming file, line and rule; the allow-list
 # exempts a path only with a written reason. Secrets are made at test time.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 R=$(new_repo scanned)
 put_file "$R" job.lua <<'EOF2'

@@ -15,7 +15,9 @@
 #   vision     recipes/vision/faces.lua on the nodes: the five images'
 #              report, a face on the astronaut, the contact sheet.
 # Needs SLURM_STACK_ENV and S3_STACK_ENV (set by ctest).
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 catalogue_python torch sklearn cv2 skimage
 for tool in ffmpeg ffprobe; do

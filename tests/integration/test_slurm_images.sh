@@ -18,7 +18,9 @@
 #              pointer stays), a package the image lacks fails the check
 #              at running with the recipe's hint.
 # Needs REGISTRY_STACK_ENV, SLURM_STACK_ENV and S3_STACK_ENV (set by ctest).
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 . "$(dirname "$0")/image_lib.sh"
 
 for tool in debootstrap podman skopeo ffprobe; do

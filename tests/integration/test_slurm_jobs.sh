@@ -11,7 +11,9 @@
 # next run finds instead of submitting again; a job outlives the shell that
 # submitted it; logs are followed from the chunks the node shipped.
 # Needs SLURM_STACK_ENV, SLURM_STACK_DIR and S3_STACK_ENV (set by ctest).
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 use_slurm_stack slurm
 

@@ -8,7 +8,9 @@
 # target) and --to NODE, and `navette migrate` letting a portable job
 # move without --force.
 # Needs SLURM_STACK_ENV, S3_STACK_ENV and REGISTRY_STACK_ENV (set by ctest).
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 . "$(dirname "$0")/image_lib.sh"
 
 command -v podman >/dev/null || { skip "portability" "no podman: vendor/bootstrap test installs it"; finish; }

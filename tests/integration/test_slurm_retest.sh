@@ -9,7 +9,9 @@
 # reports the regression on gpu-b only, exits 1, and keeps gpu-b's old
 # baseline; --plan submits nothing.
 # Needs SLURM_STACK_ENV and S3_STACK_ENV (set by ctest).
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 use_slurm_stack retest
 nv storage mb "s3://$BUCKET" "${EP[@]}"

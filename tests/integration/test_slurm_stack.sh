@@ -4,7 +4,9 @@
 # slurmrestd behind JWT authentication. Talks to it with Slurm's own tools
 # and curl only, so that the Slurm backend's tests can trust what it says.
 # Needs SLURM_STACK_ENV (the stack's slurm.env), set by ctest.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 : "${SLURM_STACK_ENV:?set SLURM_STACK_ENV to the slurm.env of tests/stack/slurm-start.sh}"
 if [ ! -r "$SLURM_STACK_ENV" ]; then

@@ -10,7 +10,9 @@
 # data_ready, naming the sha256, the producer and the output; plan says
 # when a sweep is one array and when it cannot be.
 # Needs SLURM_STACK_ENV and S3_STACK_ENV (set by ctest).
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 use_slurm_stack sweep
 nv storage mb "s3://$BUCKET" "${EP[@]}"

@@ -14,7 +14,9 @@
 # command line or environment names the cluster's folder (their jobs'
 # included). Linux, as root, with slurmdbd and mariadb-server installed
 # (vendor/packages.txt, group test); else skipped.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 if [ "$(id -u)" -ne 0 ]; then
 	skip "Slurm accounting" "the test cluster runs its daemons as root"

@@ -9,7 +9,9 @@
 # - version says which versions are as built, --linked loads and asks them;
 # - the precompiled library keeps recipe lines in errors and library lines
 #   in tracebacks; NAVETTE_LUA_PATH still loads sources from disk.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 # ---- the embedded library, precompiled --------------------------------------
 

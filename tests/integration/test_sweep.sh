@@ -12,7 +12,15 @@
 # run record lists: a fan-in reads each part; an output never written, or
 # changed in the store after it was published, fails the consumer at
 # data_ready naming it.
+# Every wait is bounded (NV_TIME_LIMIT for navette, bounded for the rest):
+# a hang fails its check, and the jobs and agent are stopped on exit.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
+NV_TIME_LIMIT=90
+BG_PIDS=
+trap 'st=$?; for p in $BG_PIDS; do kill "$p" 2>/dev/null; done
+stop_local_jobs; (exit "$st"); _cleanup' EXIT
 # The job's processes are named by the pids they print, and it waits on
 # files under $T: both are the host's, which a job's sandbox hides (its
 # own pid namespace, a private /tmp; test_local_sandbox covers it), so
@@ -158,9 +166,10 @@ check_eq "it shows each job's end, labelled with its name" \
 # on a terminal: a line per job redrawn in place, under a count by state
 nv_in "$R" run held.lua
 HELD=$(printf '%s\n' "$OUT" | sed -n 's/^follow with: navette watch \([^ ]*\)  (the run: its 3 jobs)$/\1/p')
-TERM=xterm python3 "$HERE/pty_run.py" --timeout 60 -- "$NAVETTE" watch "$HELD" \
-	>"$T/board.out" 2>&1 &
+TERM=xterm bounded 90 python3 "$HERE/pty_run.py" --timeout 60 -- "$NAVETTE" \
+	watch "$HELD" >"$T/board.out" 2>&1 &
 BOARD=$!
+BG_PIDS="$BG_PIDS $BOARD"
 wait_for 20 grep -q 'held\[n=3\] *running' "$T/board.out"
 : >"$T/held"
 wait "$BOARD"
@@ -257,12 +266,14 @@ check_eq "the fan-in saw exactly the six outputs its producers' records list, in
 
 # ---- job:output() --------------------------------------------------------------
 
-(cd "$R" && exec "$NAVETTE" run flow.lua --wait) >"$T/flow.out" 2>&1 &
+(cd "$R" && exec perl -e 'alarm 90; exec @ARGV' "$NAVETTE" run flow.lua --wait) \
+	>"$T/flow.out" 2>&1 &
 FLOW=$!
+BG_PIDS="$BG_PIDS $FLOW"
 fresh_id() { # NAME: the id of the job NAME of the flow run, once listed
 	"$NAVETTE" jobs --json | json "([j['id'] for j in d if j['name'] == '$1'] + [''])[0]"
 }
-wait_for 60 sh -c "[ -n \"\$('$NAVETTE' jobs --json | grep -o '\"gate\"')\" ]"
+wait_for 60 sh -c "[ -n \"\$(perl -e 'alarm 20; exec @ARGV' '$NAVETTE' jobs --json | grep -o '\"gate\"')\" ]"
 P2=$(fresh_id "piece[n=2]")
 wait_state "$P2" succeeded 60
 check_eq "piece[n=2] succeeded" "$STATE" succeeded
@@ -274,7 +285,7 @@ done
 printf 'forged\n' >"$(store_dir sweep "$P2")/piece.txt"
 : >"$GO"
 wait "$FLOW"
-check_eq "the flow: run --wait exits 1 (two consumers fail)" "$?" 1
+check_eq "the flow: run --wait exits 1 (two consumers fail; 142: it did not end in 90 s)" "$?" 1
 MERGE=$(fresh_id merge)
 check_eq "merge read both pieces" "$(job_state "$MERGE")" succeeded
 check_eq "merge's output holds both pieces, in order" \

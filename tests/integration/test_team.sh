@@ -20,8 +20,13 @@
 # apply and revoke act on the committed team.lua only (--plan reads the
 # working tree's). Radosgw answers are read
 # with curl --aws-sigv4, not navette. Needs S3_STACK_ENV and
-# REGISTRY_STACK_ENV (ctest's fixtures "s3" and "registry").
+# REGISTRY_STACK_ENV (ctest's fixtures "s3" and "registry"). A removed
+# member's state is read from the services themselves: radosgw's admin API
+# says her user is suspended, her key is refused as suspended, the
+# bucket's policy and the token service's ACL no longer name her.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 use_s3_stack team
 if [ ! -r "${REGISTRY_STACK_ENV:-}" ]; then
@@ -36,6 +41,8 @@ if ! command -v radosgw-admin >/dev/null || [ ! -r "$CONF" ]; then
 fi
 rgw() { perl -e 'alarm 60; exec @ARGV or die' radosgw-admin -c "$CONF" "$@" 2>>"$T/radosgw-admin.err"; }
 for u in alice bob; do rgw user rm --uid="$u" --purge-data >/dev/null 2>&1 || true; done
+REGISTRY_TEAM_ACL_DIR=$(dirname "${REGISTRY_TEAM_ACL:-}")
+need_dir REGISTRY_TEAM_ACL_DIR
 rm -f "$REGISTRY_TEAM_ACL"
 ADMIN=team-admin-$$
 rgw user rm --uid="$ADMIN" --purge-data >/dev/null 2>&1 || true
@@ -137,6 +144,31 @@ push_code() { registry_code "$1" pull,push POST blobs/uploads/; }
 # token grants delete, 401 else
 delete_code() {
 	registry_code "$1" delete DELETE "manifests/sha256:$(printf '0%.0s' $(seq 64))"
+}
+# s3_error WHO KEY: the Code of radosgw's answer to WHO's GET of KEY
+s3_error() {
+	local pair
+	pair=$(json 'd["AccessKeyId"] + ":" + d["SecretAccessKey"]' <"$HANDOFF/$1.s3.json")
+	curl -s --aws-sigv4 "aws:amz:$S3_REGION:s3" \
+		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' --user "$pair" \
+		"$S3_ENDPOINT/$BUCKET/$2" | sed -n 's/.*<Code>\([^<]*\)<\/Code>.*/\1/p'
+}
+# admin_user UID EXPR: EXPR (python, over d) of radosgw's admin API answer
+# about user UID (GET /admin/user, signed with the admin user's key; the
+# query in sorted order: curl 7.88 signs it as written)
+admin_user() {
+	curl -s --aws-sigv4 "aws:amz:$S3_REGION:s3" \
+		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+		--user "$TEAM_ADMIN_AK:$TEAM_ADMIN_SK" \
+		"$S3_ENDPOINT/admin/user?format=json&uid=$1" | json "$2" 2>&1
+}
+# policy_names UID: the Sids of the bucket's statements (radosgw's copy,
+# read with the owner's key) whose principal is user UID
+policy_names() {
+	curl -s --aws-sigv4 "aws:amz:$S3_REGION:s3" \
+		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+		--user "$S3_ACCESS_KEY:$S3_SECRET_KEY" "$S3_ENDPOINT/$BUCKET?policy=" |
+		json "sorted(s['Sid'] for s in d['Statement'] if 'user/$1\"' in json.dumps(s.get('Principal')))"
 }
 login_code() {
 	curl -s -o /dev/null -w '%{http_code}' -u "$(cat "$HANDOFF/$1.registry")" \
@@ -290,6 +322,9 @@ nv_in "$R" team apply
 check_rc "apply with dora added" 0
 check_eq "dora reads the dataset" "$(s3_get dora datasets/d.txt)" 200
 check_eq "dora logs in to the token service" "$(login_code dora)" 200
+check_eq "radosgw's admin API: her user is active" "$(admin_user dora 'bool(d["suspended"])')" false
+check_ne "the bucket's policy names her" "$(policy_names dora)" "[]"
+check_true "the token service's ACL names her" grep -q dora "$REGISTRY_TEAM_ACL"
 cp "$T/team.lua.kept" "$R/team.lua"
 nv_in "$R" team apply --plan
 check_match "with dora removed, apply --plan (of the change not committed yet) suspends her user" "$OUT" \
@@ -298,6 +333,11 @@ commit_all "$R" >/dev/null
 nv_in "$R" team apply
 check_rc "apply with dora removed" 0
 check_eq "radosgw refuses dora's key" "$(s3_get dora datasets/d.txt)" 403
+check_eq "... because her user is suspended (not only her statements gone)" \
+	"$(s3_error dora datasets/d.txt)" UserSuspended
+check_eq "radosgw's admin API: her user is suspended" "$(admin_user dora 'bool(d["suspended"])')" true
+check_eq "the bucket's policy names her no more" "$(policy_names dora)" "[]"
+check_false "nor does the token service's ACL" grep -q dora "$REGISTRY_TEAM_ACL"
 check_eq "the token service refuses her login" "$(login_code dora)" 401
 check_eq "bob still reads" "$(s3_get bob datasets/d.txt)" 200
 nv_in "$R" team apply

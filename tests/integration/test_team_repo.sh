@@ -8,7 +8,9 @@
 # evaluate (nothing written), a project with both a team.lua and a team
 # repository. With the remote gone the cache serves the locked commit;
 # plan and apply --plan use no network. No service is needed.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 # ---- the team's repository ------------------------------------------------
 TR=$(NO_PROJECT_FILE=1 new_repo policy) || exit 1

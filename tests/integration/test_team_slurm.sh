@@ -27,7 +27,9 @@
 # account's association).
 # Linux, as root, with slurmdbd and mariadb-server (vendor/packages.txt);
 # else skipped. Needs S3_STACK_ENV (ctest's fixture "s3").
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 if [ "$(id -u)" -ne 0 ]; then
 	skip "a team on Slurm" "the test cluster runs its daemons as root"

@@ -3,7 +3,9 @@
 # holding ESC sequences (colour, clear screen, window title), CR, BEL, a C1
 # CSI and a right-to-left override are shown as visible escapes (\x1b,
 # \x0d, \x07, \u009b, \u202e), with the message's own newlines kept.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 # no_raw_controls WHAT ESCAPE...: the last stderr holds no character a
 # terminal acts on (C0 but tab and newline, DEL, C1 in UTF-8 or as a lone

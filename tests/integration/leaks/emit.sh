@@ -15,7 +15,7 @@
 #   LONG      lines "SEP<TAB>COUNT<TAB>VALUE": one long line repeating VALUE
 #   ORDINARY  lines that must come out verbatim
 #   WAIT_FOR  (optional) print the first half, then wait for this file
-set -u
+set -eu
 tab=$(printf '\t')
 
 emit_corpus() {
