@@ -38,6 +38,10 @@ local navette = require "navette"
 navette.job { name = "one", command = { "sh", "-c",
   "echo done >\"$NAVETTE_OUTPUTS/out.txt\"" } }
 LUA
+put_file "$R" recipes/busy.lua <<'LUA'
+local navette = require "navette"
+navette.job { name = "busy", command = { "sleep", "8" } }
+LUA
 commit_all "$R" >/dev/null || exit 1
 DB=$NAVETTE_HOME/jobs.db
 LOG=$NAVETTE_HOME/audit/audit.jsonl
@@ -71,12 +75,22 @@ tries=0 held=0 unaudited=0 converged=0
 for k in $(seq 1 "$N"); do
 	tries=$((tries + 1))
 	commit=$(new_commit "f8 $k")
-	(cd "$R" && NAVETTE_FAULT=submit-row-written exec "$NAVETTE" run \
+	# an agent at work (a job of 8 s), which takes every startable job
+	nv_in "$R" run recipes/busy.lua
+	check_rc "F8 #$k: a busy job keeps the agent running" 0
+	(cd "$R" && NAVETTE_FAULT=submit-row-written:one exec "$NAVETTE" run \
 		recipes/one.lua >"$T/killed.out" 2>&1)
 	check_eq "F8 #$k: killed at submit-row-written" "$?" 137
-	id=$(row_of "$commit" | awk '{print $1}')
-	# reads start an agent for the queued jobs; an agent may also be
-	# running already (the last iteration's): neither may start this one
+	id=$(python3 - "$DB" "$commit" <<'PY'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=30)
+for i, name, spec in db.execute("SELECT id, name, spec FROM jobs"):
+    if name == "one" and json.loads(spec).get("commit") == sys.argv[2]:
+        print(i)
+PY
+)
+	# neither the running agent nor a read (which starts one for the
+	# queued jobs) may start it
 	nv jobs
 	started=
 	for _ in 1 2 3 4 5 6 7 8; do
