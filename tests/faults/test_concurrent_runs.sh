@@ -16,8 +16,8 @@ set +e
 ROUNDS=${NAVETTE_CONCURRENT_ROUNDS:-2}
 RUNS=8
 JOBS=10
-LIMIT_S=${NAVETTE_CONCURRENT_LIMIT_S:-240} # per round: `run --wait` is bounded here
-export NAVETTE_AGENT_SLOTS=8
+LIMIT_S=${NAVETTE_CONCURRENT_LIMIT_S:-300} # per round: `run --wait` is bounded here
+export NAVETTE_AGENT_SLOTS=16 # (80 short jobs: the agent runs 4 at once by default)
 case $T in /*/navette-it.*) ;; *)
 	echo "FAIL: T=$T is not the test's own temporary folder" >&2
 	exit 1
