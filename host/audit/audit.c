@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/clock.h"
+#include "core/fault.h"
 #include "core/fsutil.h"
 #include "storage/filestore.h"
 #include "storage/sha256.h"
@@ -61,6 +62,7 @@ typedef struct audit_paths {
 	char genesis[AUDIT_PATH_MAX];
 	char head[AUDIT_PATH_MAX];
 	char lock[AUDIT_PATH_MAX];
+	char anchor[AUDIT_PATH_MAX]; /* outside audit/ */
 } audit_paths;
 
 static int paths_init(audit_paths *p, const char *home, nv_err *err)
@@ -73,7 +75,8 @@ static int paths_init(audit_paths *p, const char *home, nv_err *err)
 	    nv_pathf(p->genesis, sizeof(p->genesis), "%s/genesis.json",
 		     p->dir) ||
 	    nv_pathf(p->head, sizeof(p->head), "%s/head", p->dir) ||
-	    nv_pathf(p->lock, sizeof(p->lock), "%s/lock", p->dir))
+	    nv_pathf(p->lock, sizeof(p->lock), "%s/lock", p->dir) ||
+	    nv_pathf(p->anchor, sizeof(p->anchor), "%s/audit.anchor", home))
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "navette home path too long: %s", home);
 	return 0;
@@ -278,6 +281,87 @@ out:
 	return rc;
 }
 
+/* ---- the anchor ---------------------------------------------------------- */
+
+/* HOME/audit.anchor, outside audit/: the genesis of this home's chain, so
+ * that deleting or emptying the folder is seen (verify names it, an append
+ * refuses to start a new chain over it) instead of looking like a home
+ * that never had a log. */
+typedef struct anchor_info {
+	char genesis[HASH_HEX];
+	char identity[NV_AUDIT_IDENTITY_MAX];
+} anchor_info;
+
+static void key_segment(char *out, size_t cap, const char *identity);
+
+/* NV_ENOTFOUND when missing, NV_EINVAL when it is not an anchor. */
+static int anchor_read(const audit_paths *p, anchor_info *a, nv_err *err)
+{
+	char *data;
+	size_t len;
+	int rc = nv_read_file(&data, &len, p->anchor, SMALL_FILE_MAX, err);
+
+	if (rc)
+		return rc == NV_ENOMEM
+			       ? nv_err_set(err, NV_EINVAL, NULL,
+					    "%s is too large", p->anchor)
+			       : rc;
+	cJSON *doc = cJSON_ParseWithLength(data, len);
+	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(doc, "genesis");
+	const cJSON *ident = cJSON_GetObjectItemCaseSensitive(doc, "identity");
+
+	if (!cJSON_IsString(gen) || !is_hex64(gen->valuestring) ||
+	    !cJSON_IsString(ident)) {
+		rc = nv_err_set(err, NV_EINVAL, HINT_VERIFY,
+				"%s is not an audit anchor record", p->anchor);
+	} else {
+		memcpy(a->genesis, gen->valuestring, HASH_HEX);
+		snprintf(a->identity, sizeof(a->identity), "%s",
+			 ident->valuestring);
+	}
+	cJSON_Delete(doc);
+	free(data);
+	return rc;
+}
+
+static int anchor_write(const audit_paths *p, const genesis_info *g,
+			nv_err *err)
+{
+	cJSON *doc = cJSON_CreateObject();
+	char *text = NULL;
+	int rc;
+
+	if (!doc || !cJSON_AddStringToObject(doc, "genesis", g->hash) ||
+	    !cJSON_AddStringToObject(doc, "identity", g->identity) ||
+	    !(text = cJSON_PrintUnformatted(doc))) {
+		cJSON_Delete(doc);
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	}
+	rc = nv_write_file_atomic(p->anchor, text, strlen(text), 0600, err);
+	cJSON_free(text);
+	cJSON_Delete(doc);
+	return rc;
+}
+
+#define ANCHOR_GONE_FMT                                                        \
+	"the audit folder %s is gone or empty, but %s records the chain "      \
+	"that began with genesis %.12s: its lines were deleted"
+#define ANCHOR_GONE_HINT_FMT                                                   \
+	"restore genesis.json, audit.jsonl and head into "                     \
+	"NAVETTE_HOME/audit/ from the mirror _audit/%s/ in the profile's "     \
+	"store; or, to start a new chain (the old one is then not proven "     \
+	"here), move NAVETTE_HOME/audit.anchor aside"
+
+static int folder_gone(const audit_paths *p, const anchor_info *a, nv_err *err)
+{
+	char segment[160], hint[NV_ERR_HINT_MAX];
+
+	key_segment(segment, sizeof(segment), a->identity);
+	snprintf(hint, sizeof(hint), ANCHOR_GONE_HINT_FMT, segment);
+	return nv_err_set(err, NV_EREFUSED, hint, ANCHOR_GONE_FMT, p->dir,
+			  p->anchor, a->genesis);
+}
+
 /* ---- reading the last line ---------------------------------------------- */
 
 typedef struct last_line {
@@ -285,21 +369,23 @@ typedef struct last_line {
 	char hash[HASH_HEX];
 } last_line;
 
-static int read_last_line(int fd, const audit_paths *p, last_line *last,
-			  nv_err *err)
+/* Reads the last line of the log's first size bytes. When they end with
+ * a partial line (bytes after the last newline), *whole (may be NULL: then
+ * that is refused) gets where it starts and the line before it is read;
+ * otherwise *whole is size. */
+static int read_last_line(int fd, const audit_paths *p, off_t file_size,
+			  last_line *last, off_t *whole, nv_err *err)
 {
-	struct stat st;
 	char *buf = NULL;
 	int rc = 0;
 
 	last->seq = 0;
-	if (fstat(fd, &st) != 0)
-		return nv_err_set_errno(err, NV_EIO, errno, NULL,
-					"cannot stat %s", p->log);
-	if (st.st_size == 0)
+	if (whole)
+		*whole = file_size;
+	if (file_size == 0)
 		return 0;
 	/* the last line, its newline, and the newline before it */
-	size_t size = (size_t)st.st_size;
+	size_t size = (size_t)file_size;
 	size_t window =
 		size < NV_AUDIT_LINE_MAX + 2 ? size : NV_AUDIT_LINE_MAX + 2;
 	off_t from = (off_t)(size - window);
@@ -321,9 +407,19 @@ static int read_last_line(int fd, const audit_paths *p, last_line *last,
 		got += (size_t)n;
 	}
 	if (buf[window - 1] != '\n') {
-		rc = nv_err_set(err, NV_EREFUSED, HINT_VERIFY,
-				"the audit log ends with a partial line");
-		goto out;
+		size_t cut = window;
+		while (cut > 0 && buf[cut - 1] != '\n')
+			cut--;
+		if (!whole || (cut == 0 && from != 0)) {
+			rc = nv_err_set(err, NV_EREFUSED, HINT_VERIFY,
+					"the audit log ends with a partial "
+					"line");
+			goto out;
+		}
+		free(buf);
+		rc = read_last_line(fd, p, from + (off_t)cut, last, NULL, err);
+		*whole = from + (off_t)cut;
+		return rc;
 	}
 	size_t start = window - 1;
 	while (start > 0 && buf[start - 1] != '\n')
@@ -511,14 +607,18 @@ typedef struct appender {
 	audit_paths p;
 	genesis_info g;
 	last_line last; /* the last line written, this append's included */
+	off_t size;     /* the log's length, up to the end of that line */
 	int lock_fd, log_fd;
 } appender;
 
 static int append_begin(appender *a, const char *home, nv_err *err)
 {
 	head_info h;
+	anchor_info anchor;
+	struct stat st;
+	off_t whole;
 	nv_err local;
-	int rc;
+	int rc, anchored;
 
 	a->lock_fd = a->log_fd = -1;
 	if ((rc = paths_init(&a->p, home, err)) ||
@@ -532,10 +632,22 @@ static int append_begin(appender *a, const char *home, nv_err *err)
 	if (a->log_fd < 0)
 		return nv_err_set_errno(err, NV_EIO, errno, NULL,
 					"cannot open %s", a->p.log);
-	if ((rc = read_last_line(a->log_fd, &a->p, &a->last, err)))
+	if (fstat(a->log_fd, &st) != 0)
+		return nv_err_set_errno(err, NV_EIO, errno, NULL,
+					"cannot stat %s", a->p.log);
+	if ((rc = read_last_line(a->log_fd, &a->p, st.st_size, &a->last, &whole,
+				 err)))
 		return rc;
+	anchored = anchor_read(&a->p, &anchor, &local);
+	if (anchored != 0 && anchored != NV_ENOTFOUND)
+		return nv_err_set(err, NV_EREFUSED, HINT_VERIFY, "%s",
+				  local.message);
 	rc = genesis_read(&a->p, &a->g, &local);
-	if (rc == NV_ENOTFOUND && a->last.seq == 0 && !file_exists(a->p.head)) {
+	if (rc == NV_ENOTFOUND && st.st_size == 0 && !file_exists(a->p.head)) {
+		/* a new chain, unless this home had one: then audit/ was
+		 * deleted or emptied, and a new chain would hide that */
+		if (anchored == 0)
+			return folder_gone(&a->p, &anchor, err);
 		if ((rc = genesis_create(&a->p, err)) ||
 		    (rc = genesis_read(&a->p, &a->g, err)))
 			return rc;
@@ -545,6 +657,11 @@ static int append_begin(appender *a, const char *home, nv_err *err)
 				  "damaged: %s",
 				  local.message);
 	}
+	if (anchored == 0 && strcmp(anchor.genesis, a->g.hash) != 0)
+		return nv_err_set(err, NV_EREFUSED, HINT_VERIFY,
+				  "audit/genesis.json is not the genesis that "
+				  "%s records: the audit log was replaced",
+				  a->p.anchor);
 	/* Never let an append paper over a cut or a replaced genesis. */
 	if (head_read(&a->p, &h, err))
 		return nv_err_set(err, NV_EREFUSED, HINT_VERIFY,
@@ -558,6 +675,21 @@ static int append_begin(appender *a, const char *home, nv_err *err)
 				  "record (log at seq %" PRIu64
 				  ", head at %" PRIu64 ")",
 				  a->last.seq, h.seq);
+	/* (a home of an earlier navette gets its anchor now; on a full
+	 * disk, at a later append) */
+	if (anchored == NV_ENOTFOUND)
+		(void)anchor_write(&a->p, &a->g, NULL);
+	/* Bytes after the last whole line, which head does not record: an
+	 * append that failed part way (a full disk) or was killed. Never part
+	 * of the chain, so cut back before the next line. */
+	if (whole < st.st_size &&
+	    (ftruncate(a->log_fd, whole) != 0 || nv_fsync_durable(a->log_fd)))
+		return nv_err_set_errno(
+			err, NV_EIO, errno, "check free disk space",
+			"cannot cut the partial line at the end "
+			"of %s",
+			a->p.log);
+	a->size = whole;
 	return 0;
 }
 
@@ -587,12 +719,24 @@ static int append_line(appender *a, const nv_audit_entry *entry,
 		goto out;
 	/* one write, so a reader never sees half of a line */
 	line.data[line.len] = '\n';
+	if (nv_fault_selected("audit-half-line", entry->action)) {
+		(void)write_all(a->log_fd, line.data, (line.len + 1) / 2);
+		nv_fault_point("audit-half-line", entry->action);
+	}
 	if (write_all(a->log_fd, line.data, line.len + 1) != 0) {
-		rc = nv_err_set_errno(err, NV_EIO, errno,
-				      "check free disk space",
-				      "cannot append to %s", a->p.log);
+		int e = errno;
+		/* a full disk may take part of the line: cut it back, so the
+		 * chain stays whole and the next append goes on from it */
+		int cut = ftruncate(a->log_fd, a->size);
+		rc = nv_err_set_errno(err, NV_EIO, e, "check free disk space",
+				      "cannot append to %s%s", a->p.log,
+				      cut == 0 ? ""
+					       : " (its partial line "
+						 "is cut at the next "
+						 "append)");
 		goto out;
 	}
+	a->size += (off_t)line.len + 1;
 	a->last.seq = seq;
 	memcpy(a->last.hash, hash, HASH_HEX);
 	if (seq_out)
@@ -967,15 +1111,29 @@ int nv_audit_verify(const char *home, nv_audit_report *out, nv_err *err)
 	if ((rc = reader_open(&r, p.log, err)))
 		return rc;
 
+	anchor_info anchor;
+	int anchored = anchor_read(&p, &anchor, &local);
+	if (anchored == NV_EINVAL) {
+		report_set(out, "malformed", 0, "%s", local.message);
+		goto out;
+	}
 	rc = genesis_read(&p, &g, &local);
 	if (rc == NV_ENOTFOUND) {
 		struct stat st;
 		int empty = !r.file || (fstat(fileno(r.file), &st) == 0 &&
 					st.st_size == 0);
 		rc = 0;
-		if (!empty || file_exists(p.head))
+		if (!empty || file_exists(p.head)) {
 			report_set(out, "genesis", 0,
 				   "audit/genesis.json is missing");
+		} else if (anchored == 0) {
+			char segment[160];
+			key_segment(segment, sizeof(segment), anchor.identity);
+			report_set(out, "removed", 0, ANCHOR_GONE_FMT, p.dir,
+				   p.anchor, anchor.genesis);
+			snprintf(out->hint, sizeof(out->hint),
+				 ANCHOR_GONE_HINT_FMT, segment);
+		}
 		goto out;
 	}
 	if (rc == NV_EINVAL) {
@@ -1002,6 +1160,13 @@ int nv_audit_verify(const char *home, nv_audit_report *out, nv_err *err)
 		goto out;
 	}
 	rc = 0;
+	if (anchored == 0 && strcmp(anchor.genesis, g.hash) != 0) {
+		report_set(out, "genesis", 0,
+			   "audit/genesis.json is not the genesis that %s "
+			   "records: the audit log was replaced",
+			   p.anchor);
+		goto out;
+	}
 	if (have_head && strcmp(h.genesis, g.hash) != 0) {
 		report_set(out, "genesis", 0,
 			   "audit/genesis.json does not match the genesis "
@@ -1097,6 +1262,58 @@ int nv_audit_mirror_prefix(const char *home, char *out, size_t cap, nv_err *err)
 	return 0;
 }
 
+#define MIRROR_KEPT_HINT                                                       \
+	"if this home's audit folder was deleted or cut, restore it from "     \
+	"that mirror (genesis.json, audit.jsonl and head into "                \
+	"NAVETTE_HOME/audit/); if "                                            \
+	"this home's chain is meant to replace it, move the mirror aside "     \
+	"in the store first"
+
+int nv_audit_mirror_check(const char *home, const char *head_text, size_t len,
+			  nv_err *err)
+{
+	audit_paths p;
+	head_info ours;
+	uint64_t seq = 0;
+	int rc;
+
+	if ((rc = paths_init(&p, home, err)))
+		return rc;
+	if (!head_text)
+		return 0;
+	if ((rc = head_read(&p, &ours, err)))
+		return nv_err_set(err, NV_EREFUSED, HINT_VERIFY,
+				  "the store's audit mirror is left as it "
+				  "is: this home's audit head cannot be "
+				  "read");
+	cJSON *doc = cJSON_ParseWithLength(head_text, len);
+	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(doc, "genesis");
+
+	if (!cJSON_IsObject(doc) ||
+	    json_seq(cJSON_GetObjectItemCaseSensitive(doc, "seq"), &seq) ||
+	    !cJSON_IsString(gen) || !is_hex64(gen->valuestring))
+		rc = nv_err_set(err, NV_EREFUSED,
+				"check the mirror's head record in the store",
+				"the store's audit mirror is left as it is: "
+				"its head record is not one navette writes");
+	else if (strcmp(gen->valuestring, ours.genesis) != 0)
+		rc = nv_err_set(
+			err, NV_EREFUSED, MIRROR_KEPT_HINT,
+			"the store's audit mirror is left as it is: "
+			"it holds another chain (genesis %.12s, %" PRIu64
+			" lines) than this home's (genesis %.12s, %" PRIu64
+			" lines)",
+			gen->valuestring, seq, ours.genesis, ours.seq);
+	else if (seq > ours.seq)
+		rc = nv_err_set(err, NV_EREFUSED, MIRROR_KEPT_HINT,
+				"the store's audit mirror is left as it is: "
+				"it records %" PRIu64 " lines, this home's "
+				"log only %" PRIu64,
+				seq, ours.seq);
+	cJSON_Delete(doc);
+	return rc;
+}
+
 int nv_audit_mirror(const char *home, const char *store_root, nv_err *err)
 {
 	static const char *const names[] = {"genesis.json", "audit.jsonl",
@@ -1121,6 +1338,22 @@ int nv_audit_mirror(const char *home, const char *store_root, nv_err *err)
 	if ((rc = nv_audit_mirror_prefix(home, prefix, sizeof(prefix), err)) ||
 	    (rc = nv_filestore_open(&store, root, 1, err)))
 		goto out;
+	/* never a shorter log, or another chain, over the copy kept there */
+	if (nv_pathf(key, sizeof(key), "%s/head", prefix)) {
+		rc = nv_err_set(err, NV_EINVAL, NULL, "path too long");
+		goto out;
+	}
+	{
+		char *stored = NULL;
+		size_t len = 0;
+		rc = nv_filestore_read(store, key, SMALL_FILE_MAX, &stored,
+				       &len, NULL, err);
+		if (rc == 0 || rc == NV_ENOTFOUND)
+			rc = nv_audit_mirror_check(home, stored, len, err);
+		free(stored);
+		if (rc)
+			goto out;
+	}
 	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
 		if (nv_pathf(key, sizeof(key), "%s/%s", prefix, names[i]) ||
 		    nv_pathf(src, sizeof(src), "%s/%s", p.dir, names[i])) {

@@ -14,7 +14,10 @@
  *   genesis.json  {"kind":"navette-audit-genesis","version":1,"nonce":,
  *                  "created":,"identity":}
  *   head          {"seq":N,"hash":"<sha256 of line N>","genesis":"<hex>"}
- *   lock          the lock file (empty) */
+ *   lock          the lock file (empty)
+ * and $NAVETTE_HOME/audit.anchor ({"genesis":"<hex>","identity":}), kept
+ * outside the folder so that deleting or emptying audit/ is named by
+ * verify and refused by append, never taken for a home without a log. */
 #ifndef NV_AUDIT_H
 #define NV_AUDIT_H
 
@@ -68,8 +71,11 @@ void nv_audit_identity(char out[NV_AUDIT_IDENTITY_MAX]);
  * the new line in one O_APPEND write, fsyncs, then replaces head. *seq_out
  * (may be NULL) receives the line's seq. Refuses (NV_EREFUSED) to append to
  * a log that ends with a partial line, is shorter than its head records or
- * whose genesis changed, so an append never hides tampering: run
- * nv_audit_verify() to see what is wrong. */
+ * whose genesis changed, or that is gone while audit.anchor records it,
+ * so an append never hides tampering: run nv_audit_verify() to see what
+ * is wrong. A partial line after the last one head records (an append
+ * that failed part way: a full disk) is cut back first; an append that
+ * fails cuts back what it wrote of its line. */
 int nv_audit_append(const char *home, const nv_audit_entry *entry,
 		    uint64_t *seq_out, nv_err *err);
 
@@ -88,12 +94,13 @@ typedef struct nv_audit_report {
 	char kind[16];     /* "" or edited, removed, reordered, truncated,
 			    * genesis, malformed */
 	char message[512];
+	char hint[512]; /* "" or how to recover (the folder deleted) */
 } nv_audit_report;
 
 /* Walks the log and fills out with the first problem found. A home without
- * a log (no genesis, no lines) is ok with 0 lines. Returns 0 once the walk
- * is done, whatever it found (look at out->ok); a negative code only when
- * the files cannot be read. */
+ * a log (no genesis, no lines, no anchor) is ok with 0 lines. Returns 0 once
+ * the walk is done, whatever it found (look at out->ok); a negative code only
+ * when the files cannot be read. */
 int nv_audit_verify(const char *home, nv_audit_report *out, nv_err *err);
 
 /* Called for each line (without its newline; line_no is 1-based); a
@@ -109,8 +116,19 @@ int nv_audit_each(const char *home, const char *job, nv_audit_line_cb cb,
 /* Copies audit.jsonl, genesis.json and head (under a shared lock, so the
  * three agree) into the file:// store at store_root (a path or file:// URL,
  * created if needed) under `_audit/<identity>/<name>`, identity being the
- * one recorded in genesis.json made key-safe. NV_ENOTFOUND without a log. */
+ * one recorded in genesis.json made key-safe. NV_ENOTFOUND without a log.
+ * NV_EREFUSED, the mirror left as it is, when the store's copy is of
+ * another chain or longer (nv_audit_mirror_check). */
 int nv_audit_mirror(const char *home, const char *store_root, nv_err *err);
+
+/* Whether the mirror whose head record is head_text (len bytes; NULL:
+ * the store has none) may be replaced by this home's log: 0 when it is of
+ * the same chain and no longer; NV_EREFUSED, naming both and what to do,
+ * when it is another chain's (another genesis) or records more lines than
+ * this home's head (a log deleted or cut here must not overwrite the copy
+ * kept off the machine). */
+int nv_audit_mirror_check(const char *home, const char *head_text, size_t len,
+			  nv_err *err);
 
 /* The key prefix nv_audit_mirror() uses ("_audit/<identity>"). */
 int nv_audit_mirror_prefix(const char *home, char *out, size_t cap,

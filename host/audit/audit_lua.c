@@ -146,6 +146,10 @@ static int l_audit_verify(lua_State *L)
 		lua_setfield(L, -2, "kind");
 		lua_pushstring(L, report.message);
 		lua_setfield(L, -2, "message");
+		if (report.hint[0]) {
+			lua_pushstring(L, report.hint);
+			lua_setfield(L, -2, "hint");
+		}
 	}
 	return 1;
 }
@@ -216,6 +220,21 @@ static int l_audit_mirror(lua_State *L)
 	return 1;
 }
 
+/* audit.mirror_check(head_text | nil) -> true | nil, err: whether the
+ * store's mirror with that head record may be replaced by this home's log
+ * (nv_audit_mirror_check), for the mirror on S3. */
+static int l_audit_mirror_check(lua_State *L)
+{
+	size_t len = 0;
+	const char *text = luaL_optlstring(L, 1, NULL, &len);
+	nv_err err;
+
+	if (nv_audit_mirror_check(nv_lua_home(L), text, len, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 static int l_audit_identity(lua_State *L)
 {
 	char identity[NV_AUDIT_IDENTITY_MAX];
@@ -226,13 +245,10 @@ static int l_audit_identity(lua_State *L)
 }
 
 static const luaL_Reg audit_functions[] = {
-	{"append", l_audit_append},
-	{"append_many", l_audit_append_many},
-	{"verify", l_audit_verify},
-	{"lines", l_audit_lines},
-	{"mirror", l_audit_mirror},
-	{"identity", l_audit_identity},
-	{NULL, NULL},
+	{"append", l_audit_append},     {"append_many", l_audit_append_many},
+	{"verify", l_audit_verify},     {"lines", l_audit_lines},
+	{"mirror", l_audit_mirror},     {"mirror_check", l_audit_mirror_check},
+	{"identity", l_audit_identity}, {NULL, NULL},
 };
 
 int luaopen_navette_audit(lua_State *L)

@@ -11,22 +11,25 @@
 #include <string.h>
 #include <unistd.h>
 
-void nv_fault_point(const char *point, const char *detail)
+int nv_fault_selected(const char *point, const char *detail)
 {
 	const char *want = getenv("NAVETTE_FAULT");
 	size_t n;
 
 	if (!want || !*want || !point)
-		return;
+		return 0;
 	n = strlen(point);
 	if (strncmp(want, point, n) != 0)
+		return 0;
+	if (want[n] == ':')
+		return detail && strstr(detail, want + n + 1);
+	return want[n] == '\0';
+}
+
+void nv_fault_point(const char *point, const char *detail)
+{
+	if (!nv_fault_selected(point, detail))
 		return;
-	if (want[n] == ':') {
-		if (!detail || !strstr(detail, want + n + 1))
-			return;
-	} else if (want[n] != '\0') {
-		return;
-	}
 	kill(getpid(), SIGKILL);
 	_exit(137); /* not reached: SIGKILL cannot be caught */
 }

@@ -9,6 +9,10 @@
 #ifndef NV_CORE_FAULT_H
 #define NV_CORE_FAULT_H
 
+/* Whether NAVETTE_FAULT selects point (detail may be NULL): for a point
+ * that must do part of a step before it dies (half of an audit line). */
+int nv_fault_selected(const char *point, const char *detail);
+
 /* Dies by SIGKILL when NAVETTE_FAULT selects point (detail may be NULL). */
 void nv_fault_point(const char *point, const char *detail);
 

@@ -181,6 +181,23 @@ static int l_jobdb_submitted(lua_State *L)
 	return 1;
 }
 
+/* db:audited(id) -> true | nil, err: the audit line of job id's
+ * submission is written, so the agent may start it (nv_queue_audited). */
+static int l_jobdb_audited(lua_State *L)
+{
+	jobdb *db = check_jobdb(L);
+	nv_err err;
+
+	if (nv_plan_mode(L)) {
+		lua_pushboolean(L, 1);
+		return 1;
+	}
+	if (nv_queue_audited(db->q, luaL_checkstring(L, 2), &err) != 0)
+		return nv_lua_push_error(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 /* db:transaction(fn) -> what fn returns: fn's writes as one transaction
  * (nv_queue_begin), committed when it returns, undone when it raises
  * (the error is raised again). */
@@ -209,7 +226,8 @@ static int l_jobdb_transaction(lua_State *L)
 }
 
 /* db:interrupted(submit_key) -> json | false | nil, err: the job of an
- * unfinished submission of that key, if any. */
+ * unfinished submission of that key whose run is gone, if any, taken by
+ * this process (nv_queue_interrupted). */
 static int l_jobdb_interrupted(lua_State *L)
 {
 	jobdb *db = check_jobdb(L);
@@ -611,6 +629,7 @@ int luaopen_navette_jobdb(lua_State *L)
 	static const luaL_Reg methods[] = {
 		{"submit", l_jobdb_submit},
 		{"submitted", l_jobdb_submitted},
+		{"audited", l_jobdb_audited},
 		{"transaction", l_jobdb_transaction},
 		{"interrupted", l_jobdb_interrupted},
 		{"get", l_jobdb_get},

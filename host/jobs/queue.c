@@ -17,6 +17,7 @@
 #include "core/fsutil.h"
 #include "core/jobid.h"
 #include "jobs/record.h"
+#include "jobs/runlock.h"
 
 /* Statements kept prepared per handle: a sweep's submission runs the
  * same few a thousand times each, and preparing one costs more than
@@ -27,6 +28,7 @@ struct nv_queue {
 	sqlite3 *db;
 	sqlite3_stmt *kept[QUEUE_KEPT_STATEMENTS]; /* the first ones used */
 	char path[4200]; /* of jobs.db, for the recovery hint */
+	char home[4200]; /* where the submission locks are (runlock.h) */
 };
 
 static const char schema[] =
@@ -37,7 +39,8 @@ static const char schema[] =
 	" pid INTEGER, exit_code INTEGER, cancel_requested INTEGER DEFAULT 0,"
 	" failure_phase TEXT, failure_reason TEXT, failure_hint TEXT,"
 	" record_url TEXT, backend TEXT NOT NULL DEFAULT 'local',"
-	" remote_id TEXT, submit_key TEXT, attempt INTEGER);"
+	" remote_id TEXT, submit_key TEXT, attempt INTEGER, submitter TEXT,"
+	" unaudited INTEGER);"
 	"CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, created);"
 	"CREATE TABLE IF NOT EXISTS phases("
 	" job_id TEXT NOT NULL, phase TEXT NOT NULL, at REAL NOT NULL,"
@@ -115,6 +118,7 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 	if (!q)
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
 	memcpy(q->path, path, sizeof(q->path));
+	snprintf(q->home, sizeof(q->home), "%s", home);
 	if (sqlite3_open_v2(path, &q->db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 				    SQLITE_OPEN_FULLMUTEX,
@@ -165,7 +169,10 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 		" DEFAULT 'local'",
 		"ALTER TABLE jobs ADD COLUMN remote_id TEXT",
 		"ALTER TABLE jobs ADD COLUMN submit_key TEXT",
-		"ALTER TABLE jobs ADD COLUMN attempt INTEGER", NULL};
+		"ALTER TABLE jobs ADD COLUMN attempt INTEGER",
+		"ALTER TABLE jobs ADD COLUMN submitter TEXT",
+		"ALTER TABLE jobs ADD COLUMN unaudited INTEGER",
+		NULL};
 	for (const char *const *a = added; *a; a++) {
 		char *msg = NULL;
 		if (sqlite3_exec(q->db, *a, NULL, NULL, &msg) != SQLITE_OK &&
@@ -302,30 +309,39 @@ int nv_queue_insert_keyed(nv_queue *q, const char *id, const char *project,
 			  const char *spec_json, const char *backend,
 			  const char *submit_key, double at, nv_err *err)
 {
+	char self[NV_RUNLOCK_TOKEN_LEN + 1] = "";
 	int rc;
 
 	if (nv_job_id_check(id, err))
 		return err->code;
+	/* the lock that tells a later run this submission is still going,
+	 * taken before the row says so */
+	if (submit_key && (rc = nv_runlock_token(q->home, self, err)))
+		return rc;
 	/* the row of an interrupted submission of the same key is completed
 	 * in place (its spec replaced), never inserted twice; any other row
 	 * with this id makes the insert a duplicate */
 	if (submit_key) {
 		rc = exec_bound(q, err,
-				"UPDATE jobs SET spec=?, updated=? WHERE id=?"
-				" AND submit_key=? AND remote_id IS NULL"
-				" AND state='queued'",
-				"sdss", spec_json, at, id, submit_key);
+				"UPDATE jobs SET spec=?, updated=?, submitter=?"
+				" WHERE id=? AND submit_key=?"
+				" AND remote_id IS NULL AND state='queued'",
+				"sdsss", spec_json, at, self, id, submit_key);
 		if (rc)
 			return rc;
 		if (sqlite3_changes(q->db) > 0)
 			return 0;
 	}
+	/* a keyed row is held (the agent does not start it) until its audit
+	 * line is written: nv_queue_audited() */
 	rc = exec_bound(q, err,
 			"INSERT INTO jobs(id, project, profile, name, spec,"
-			" state, phase, created, updated, backend, submit_key)"
-			" VALUES(?,?,?,?,?,'queued','submitted',?,?,?,?)",
-			"sssssddss", id, project, profile, name, spec_json, at,
-			at, backend ? backend : "local", submit_key);
+			" state, phase, created, updated, backend, submit_key,"
+			" submitter, unaudited)"
+			" VALUES(?,?,?,?,?,'queued','submitted',?,?,?,?,?,?)",
+			"sssssddssss", id, project, profile, name, spec_json,
+			at, at, backend ? backend : "local", submit_key,
+			submit_key ? self : NULL, submit_key ? "1" : NULL);
 	if (rc)
 		return rc;
 	return exec_bound(
@@ -333,9 +349,17 @@ int nv_queue_insert_keyed(nv_queue *q, const char *id, const char *project,
 		"sd", id, at);
 }
 
+int nv_queue_audited(nv_queue *q, const char *id, nv_err *err)
+{
+	return exec_bound(q, err, "UPDATE jobs SET unaudited=NULL WHERE id=?",
+			  "s", id);
+}
+
 int nv_queue_submitted(nv_queue *q, const char *id, nv_err *err)
 {
-	return exec_bound(q, err, "UPDATE jobs SET submit_key=NULL WHERE id=?",
+	return exec_bound(q, err,
+			  "UPDATE jobs SET submit_key=NULL, unaudited=NULL"
+			  " WHERE id=?",
 			  "s", id);
 }
 
@@ -481,7 +505,8 @@ int nv_queue_claim(nv_queue *q, char **id_out, char **spec_out, nv_err *err)
 	if (sqlite3_prepare_v2(
 		    q->db,
 		    "SELECT id, spec FROM jobs j WHERE state='queued'"
-		    " AND backend='local' AND NOT EXISTS(SELECT 1"
+		    " AND backend='local' AND unaudited IS NULL"
+		    " AND NOT EXISTS(SELECT 1"
 		    " FROM " AFTER_OF(
 			    "j") " a LEFT JOIN jobs p"
 				 " ON p.id=a.value WHERE p.state IS NOT"
@@ -895,7 +920,7 @@ int nv_queue_active(nv_queue *q, int *queued, int *running, nv_err *err)
 	if (sqlite3_prepare_v2(q->db,
 			       "SELECT state, count(*) FROM jobs WHERE state IN"
 			       " ('queued','running') AND backend='local'"
-			       " GROUP BY state",
+			       " AND unaudited IS NULL GROUP BY state",
 			       -1, &st, NULL) != SQLITE_OK)
 		return db_error(q, err, "prepare");
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -965,36 +990,66 @@ int nv_queue_pending_remote(nv_queue *q, const char *backend,
 	return 0;
 }
 
+/* The id of the newest row of submit_key that this process may adopt:
+ * its submitter is this process or gone (runlock.h), or it has none (a
+ * row of an older navette). *id_out NULL when none may. */
+static int adoptable(nv_queue *q, const char *submit_key, const char *self,
+		     char **id_out, nv_err *err)
+{
+	sqlite3_stmt *st =
+		statement(q, "SELECT id, submitter FROM jobs WHERE submit_key=?"
+			     " AND state NOT IN ('cancelled','failed')"
+			     " ORDER BY created DESC LIMIT 64");
+	int rc;
+
+	*id_out = NULL;
+	if (!st)
+		return db_error(q, err, "prepare");
+	sqlite3_bind_text(st, 1, submit_key, -1, SQLITE_TRANSIENT);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *by = (const char *)sqlite3_column_text(st, 1);
+		if (!by || strcmp(by, self) == 0 ||
+		    nv_runlock_gone(q->home, by)) {
+			*id_out = dup_column(st, 0);
+			break;
+		}
+	}
+	statement_done(q, st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_error(q, err, "read");
+	if (rc == SQLITE_ROW && !*id_out)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	return 0;
+}
+
 int nv_queue_interrupted(nv_queue *q, const char *submit_key, char **json_out,
 			 nv_err *err)
 {
-	char sql[512];
-	sqlite3_stmt *st = NULL;
-	int rc;
+	char self[NV_RUNLOCK_TOKEN_LEN + 1];
+	char *id = NULL;
+	int rc, own = sqlite3_get_autocommit(q->db);
 
 	*json_out = NULL;
-	snprintf(sql, sizeof(sql),
-		 "SELECT %s FROM jobs WHERE submit_key=?"
-		 " AND state NOT IN ('cancelled','failed')"
-		 " ORDER BY created DESC LIMIT 1",
-		 job_columns);
-	if (!(st = statement(q, sql)))
-		return db_error(q, err, "prepare");
-	sqlite3_bind_text(st, 1, submit_key, -1, SQLITE_TRANSIENT);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE) {
-		statement_done(q, st);
-		return 0;
+	if ((rc = nv_runlock_token(q->home, self, err)))
+		return rc;
+	/* looked up and taken in one write transaction, so that two runs
+	 * never adopt the same row */
+	if (own && sqlite3_exec(q->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
+			   SQLITE_OK)
+		return db_error(q, err, "begin");
+	if ((rc = adoptable(q, submit_key, self, &id, err)) == 0 && id)
+		rc = exec_bound(q, err,
+				"UPDATE jobs SET submitter=? WHERE id=?", "ss",
+				self, id);
+	if (own) {
+		if (rc == 0 && sqlite3_exec(q->db, "COMMIT", NULL, NULL,
+					    NULL) != SQLITE_OK)
+			rc = db_error(q, err, "commit");
+		if (rc)
+			sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
 	}
-	if (rc != SQLITE_ROW) {
-		statement_done(q, st);
-		return db_error(q, err, "read");
-	}
-	cJSON *o = row_to_json(q, st, 1);
-	statement_done(q, st);
-	*json_out = o ? cJSON_PrintUnformatted(o) : NULL;
-	cJSON_Delete(o);
-	if (!*json_out)
-		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-	return 0;
+	if (rc == 0 && id)
+		rc = nv_queue_get_json(q, id, json_out, err);
+	free(id);
+	return rc;
 }

@@ -29,17 +29,25 @@ int nv_queue_insert(nv_queue *q, const char *id, const char *project,
 
 /* The same, for a submission that may be interrupted: submit_key (NULL:
  * none) names the submission (see lua/navette/runner.lua) and stays on the
- * row until nv_queue_submitted() says the submission is complete. When id
- * is already the row of an unfinished submission of the same key (still
- * queued, no remote id), its spec is replaced instead (a re-run completing
- * it). */
+ * row until nv_queue_submitted() says the submission is complete. The row
+ * records this process as its submitter (runlock.h: the lock is taken
+ * first) and is held, never started by the agent, until
+ * nv_queue_audited() or nv_queue_submitted(): no job runs without its
+ * audit line. When id is already the row of an unfinished submission of
+ * the same key (still queued, no remote id), its spec is replaced instead
+ * (a re-run completing it). */
 int nv_queue_insert_keyed(nv_queue *q, const char *id, const char *project,
 			  const char *profile, const char *name,
 			  const char *spec_json, const char *backend,
 			  const char *submit_key, double at, nv_err *err);
 
-/* Marks the submission of job id complete (its key cleared). */
+/* Marks the submission of job id complete (its key cleared, its hold
+ * lifted). */
 int nv_queue_submitted(nv_queue *q, const char *id, nv_err *err);
+
+/* The audit line of job id's submission is written: the agent may start
+ * it. */
+int nv_queue_audited(nv_queue *q, const char *id, nv_err *err);
 
 /* Groups the writes that follow (submit, set_remote, phase, submitted)
  * into one transaction, written at once by nv_queue_commit (a job
@@ -49,9 +57,12 @@ int nv_queue_begin(nv_queue *q, nv_err *err);
 int nv_queue_commit(nv_queue *q, nv_err *err);
 void nv_queue_rollback(nv_queue *q);
 
-/* The newest job whose submission of submit_key never completed and that
- * is not cancelled or failed, as a JSON object with its spec (caller
- * frees); *json_out NULL when there is none. */
+/* The newest job whose submission of submit_key never completed, that is
+ * not cancelled or failed and whose submitter is gone (killed, ended: see
+ * runlock.h) or this process, as a JSON object with its spec (caller
+ * frees); *json_out NULL when there is none. The row is taken in the same
+ * transaction (this process becomes its submitter), so two runs never
+ * adopt one row, and a run never adopts the row of a run still going. */
 int nv_queue_interrupted(nv_queue *q, const char *submit_key, char **json_out,
 			 nv_err *err);
 

@@ -22,17 +22,22 @@ end
 -- names the git identity's email; nil: the line's identity is user@host.
 audit.member_identity = nil
 
+-- An append that failed: said with what to do (a deleted folder's hint
+-- names its recovery), nil returned.
+local function warn(err)
+  _navette.out.write("stderr", "warning: audit log: " .. err.message
+                     .. (err.hint and (" (" .. err.hint .. ")") or "")
+                     .. "\n")
+  return nil
+end
+
 function audit.record(entry, profile)
   if core.plan_mode() then return nil end
   entry.identity = entry.identity or audit.member_identity
   entry.profile = entry.profile or (profile and profile.name)
   entry.result = entry.result or "ok"
   local seq, err = native.append(entry)
-  if not seq then
-    _navette.out.write("stderr", "warning: audit log: " .. err.message
-                       .. "\n")
-    return nil
-  end
+  if not seq then return warn(err) end
   if profile and batch then
     batch[profile.name or "?"] = profile -- mirrored when the batch ends
   elseif profile then
@@ -52,11 +57,7 @@ function audit.record_many(entries, profile)
     entry.result = entry.result or "ok"
   end
   local seq, err = native.append_many(entries)
-  if not seq then
-    _navette.out.write("stderr", "warning: audit log: " .. err.message
-                       .. "\n")
-    return nil
-  end
+  if not seq then return warn(err) end
   if profile and batch then
     batch[profile.name or "?"] = profile
   elseif profile then
@@ -77,7 +78,9 @@ function audit.mirror(profile)
   end
   if not ok then
     _navette.out.write("stderr", "warning: audit mirror: "
-                       .. (merr and merr.message or tostring(merr)) .. "\n")
+                       .. (merr and merr.message or tostring(merr))
+                       .. (type(merr) == "table" and merr.hint
+                           and (" (" .. merr.hint .. ")") or "") .. "\n")
   end
 end
 
@@ -110,6 +113,17 @@ function audit.mirror_s3(profile)
   end)
   if not opened then return nil, oerr end
   for _, segment in ipairs(sys.listdir(base) or {}) do
+    -- never a shorter log, or another chain, over the copy kept there
+    local stored, rerr = store:read("_audit/" .. segment .. "/head", 4096)
+    if not stored and rerr.code ~= "not_found" then
+      store:dispose()
+      return nil, rerr
+    end
+    local fine, cerr = native.mirror_check(stored or nil)
+    if not fine then
+      store:dispose()
+      return nil, cerr
+    end
     for _, name in ipairs(sys.listdir(base .. "/" .. segment) or {}) do
       local put, perr = store:put("_audit/" .. segment .. "/" .. name,
                                   base .. "/" .. segment .. "/" .. name)
@@ -141,9 +155,10 @@ function audit.damage()
     message = "the audit log is damaged (" .. tostring(report.kind)
       .. " at " .. where .. "): " .. tostring(report.message)
       .. "; the lines it holds are not proven",
-    hint = core.home() .. "/audit/ was changed outside navette: compare "
-      .. "it with its mirror under _audit/ in the profile's store; "
-      .. "`navette audit verify --json` gives the details",
+    hint = report.hint or (core.home() .. "/audit/ was changed outside "
+      .. "navette: compare it with its mirror under _audit/ in the "
+      .. "profile's store; `navette audit verify --json` gives the "
+      .. "details"),
   }
 end
 audit.lines = function(job) return native.lines(job) end

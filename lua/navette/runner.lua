@@ -1236,8 +1236,9 @@ local function submit_context(run, sessions, sub, nodes)
       place(run, s, sub.job, new_job_id(run, s.commit))
       s.launcher = runner.render_launcher(s) -- (its id and prefix are new)
     end,
+    -- (each returns the line's seq, nil when it could not be written)
     audit = function(s, detail)
-      require("navette.audit").record({ action = "job.submit",
+      return require("navette.audit").record({ action = "job.submit",
         target = s.name, job = s.id, commit = s.commit,
         detail = detail }, run.profile)
     end,
@@ -1252,7 +1253,7 @@ local function submit_context(run, sessions, sub, nodes)
       return h
     end,
     audit_secret = function(s, item)
-      require("navette.audit").record({ action = "secret.deliver",
+      return require("navette.audit").record({ action = "secret.deliver",
         target = item.name, job = s.id, detail = "credential "
         .. item.credential .. ", backend " .. s.backend }, run.profile)
     end,

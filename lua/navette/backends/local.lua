@@ -169,8 +169,24 @@ function M.submit(spec, _, ctx)
                        .. "': " .. err.message, err.hint), 0)
     end
   end
-  ctx.audit(spec, sub.resumed and "completes an interrupted submission" or nil)
-  for _, item in ipairs(spec.secrets or {}) do ctx.audit_secret(spec, item) end
+  -- The row is held (the agent does not start it) until its audit lines
+  -- are written: a job never runs unaudited. When they cannot be (a full
+  -- disk, a damaged log), the run stops here and the next run completes
+  -- the submission.
+  local audited = ctx.audit(spec, sub.resumed
+                            and "completes an interrupted submission" or nil)
+  for _, item in ipairs(spec.secrets or {}) do
+    audited = ctx.audit_secret(spec, item) and audited
+  end
+  if not audited then
+    error(errors.new("backend", "job '" .. spec.name .. "' is recorded as "
+                     .. spec.id .. " but not started: its audit line could "
+                     .. "not be written (see the warning above)", "free "
+                     .. "space under NAVETTE_HOME and check `navette audit "
+                     .. "verify`, then run the recipe again: it completes "
+                     .. "this submission"), 0)
+  end
+  errors.check(db:audited(spec.id))
   native.fault_point("submit-before-agent", spec.name)
   local started, aerr = native.ensure_agent(core.home())
   if started == nil then

@@ -41,6 +41,7 @@ function M.run(argv)
                  .. tostring(report.kind) .. " at line "
                  .. tostring(report.line) .. ": "
                  .. tostring(report.message))
+      if report.hint then term.print("hint: " .. report.hint) end
     end
     return report.ok and 0 or 1
   elseif verb == "show" then
