@@ -14,7 +14,9 @@
 # job of the killed run, which then succeeds). Any duplicate, loss or
 # non-convergence fails the test. NAVETTE_FAULT_ITERATIONS (20) per step.
 # Needs S3_STACK_ENV, SLURM_STACK_ENV (ctest's fixtures "s3" and "slurm").
+set -eu -o pipefail
 . "$(dirname "$0")/../integration/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 set -o pipefail
 
 for v in SLURM_STACK_ENV S3_STACK_ENV; do

@@ -9,7 +9,9 @@
 # blobs; a Slurm submission whose answer was lost is found by the next run
 # (no duplicate). Prints the matrix service x operation x fault.
 # Needs S3_STACK_ENV, SLURM_STACK_ENV and REGISTRY_STACK_ENV (ctest).
+set -eu -o pipefail
 . "$(dirname "$0")/../integration/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 set -o pipefail
 
 for v in SLURM_STACK_ENV S3_STACK_ENV REGISTRY_STACK_ENV; do
