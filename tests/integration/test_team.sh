@@ -217,6 +217,7 @@ check_eq "... and under bob's outputs" "$(s3_put alice outputs/bob/x.bin)" 403
 check_eq "... and in the runs of the store" "$(s3_put alice runs/x)" 403
 check_eq "bob writes his outputs" "$(s3_put bob outputs/bob/model.bin)" 200
 check_eq "radosgw refuses alice deleting the shared dataset" "$(s3_code alice DELETE datasets/d.txt)" 403
+check_eq "... and deleting her own outputs: no role but admin deletes" "$(s3_code alice DELETE outputs/alice/model.bin)" 403
 echo "a file of the dataset" >"$T/old.txt"
 nv storage cp "$T/old.txt" "s3://$BUCKET/datasets/old.txt" "${EP[@]}"
 check_eq "bob, an admin, deletes a file of the shared dataset" "$(s3_code bob DELETE datasets/old.txt)" 204
