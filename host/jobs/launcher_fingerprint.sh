@@ -40,21 +40,20 @@ nv_fp_bounded() {
 		"$@" >"$nv_fp_out_file" 2>/dev/null </dev/null &
 	fi
 	nv_fp_pid=$!
-	nv_fp_waited=0 # (hundredths of a second: short steps first)
+	# the clock: a sleep of the limit (killed, not left behind, when the
+	# probe ends first); the probe is looked at in short steps meanwhile
+	sleep "$NV_FP_LIMIT" >/dev/null 2>&1 </dev/null &
+	nv_fp_clock=$!
+	nv_fp_step=0.02
 	while kill -0 "$nv_fp_pid" 2>/dev/null; do
-		if [ "$nv_fp_waited" -ge "$((NV_FP_LIMIT * 100))" ]; then
+		if ! kill -0 "$nv_fp_clock" 2>/dev/null; then
 			kill -KILL "$nv_fp_pid" 2>/dev/null
 			return 124
 		fi
-		nv_fp_step=10
-		[ "$nv_fp_waited" -lt 10 ] && nv_fp_step=2
-		if sleep "0.$(printf '%02d' "$nv_fp_step")" 2>/dev/null; then
-			nv_fp_waited=$((nv_fp_waited + nv_fp_step))
-		else # (a sleep of whole seconds only)
-			sleep 1
-			nv_fp_waited=$((nv_fp_waited + 100))
-		fi
+		sleep "$nv_fp_step" 2>/dev/null || sleep 1 # (whole seconds only)
+		nv_fp_step=0.1
 	done
+	kill "$nv_fp_clock" 2>/dev/null
 	wait "$nv_fp_pid"
 }
 
