@@ -1076,14 +1076,22 @@ static void follow(agent *a, job *j, int *done)
 
 	*done = 0;
 	read_status(a, j);
-	if (!j->killed &&
+	/* (a cancel while a time limit stops the job is a cancel too: the
+	 * job ends cancelled, and a cancel is never retried) */
+	if ((!j->killed || j->killed == KILL_TIMEOUT) &&
 	    nv_queue_cancel_requested(a->queue, j->id, &requested, &err) == 0 &&
 	    requested) {
+		int stopping = j->killed != KILL_NONE;
+
 		j->killed = KILL_CANCEL;
-		j->kill_sent = nv_monotonic();
 		stop_reason(j, "cancelled while running");
-		signal_group(j, SIGTERM);
-		agent_log("job %s: cancel requested, SIGTERM sent", j->id);
+		if (!stopping) {
+			j->kill_sent = nv_monotonic();
+			signal_group(j, SIGTERM);
+		}
+		agent_log("job %s: cancel requested, %s", j->id,
+			  stopping ? "while its time limit stops it"
+				   : "SIGTERM sent");
 	}
 	if (!j->killed && j->time_limit > 0 &&
 	    nv_monotonic() - j->started > j->time_limit) {

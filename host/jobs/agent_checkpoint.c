@@ -302,8 +302,31 @@ static void prune(nv_filestore *store, const job *j, const cJSON *files)
 	free(u);
 }
 
+/* The files of the latest checkpoint in the store, or NULL (none, or it
+ * cannot be read: the save then writes one). */
+static cJSON *latest_files(nv_filestore *store, const job *j)
+{
+	ckpt_key key;
+	char *text = NULL;
+	size_t len;
+	cJSON *manifest, *files = NULL;
+	nv_err err;
+
+	nv_pathf(key, sizeof(key), "%s" CKPT_MANIFEST, job_prefix(j));
+	if (nv_filestore_read(store, key, CKPT_MANIFEST_MAX, &text, &len, NULL,
+			      &err) != 0)
+		return NULL;
+	manifest = cJSON_Parse(text);
+	free(text);
+	if (manifest && cJSON_IsArray(ofield(manifest, "files")))
+		files = cJSON_DetachItemFromObject(manifest, "files");
+	cJSON_Delete(manifest);
+	return files;
+}
+
 /* Saves the folder as the job's latest checkpoint, unless its files are
- * those of the last one. */
+ * those of the last one: the one this agent wrote or restored, or, for a
+ * job it adopted from an agent that stopped, the one in the store. */
 static int save(job *j, nv_err *err)
 {
 	char folder[PATH_CAP];
@@ -326,6 +349,8 @@ static int save(job *j, nv_err *err)
 		rc = err->code;
 		goto out;
 	}
+	if (!j->ckpt_files)
+		j->ckpt_files = latest_files(store, j);
 	for (size_t i = 0; i < list.count && !rc; i++)
 		rc = save_file(store, j, folder, list.paths[i], files, &added,
 			       err);

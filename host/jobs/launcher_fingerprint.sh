@@ -3,8 +3,10 @@
 # $NAVETTE_JOB_DIR/fingerprint.json, which the run record carries as
 # "node". Only sh and the tools each system has; a probe that is missing
 # or fails leaves its field null, and no probe runs longer than
-# NV_FP_LIMIT seconds where `timeout` exists (a broken GPU driver can make
-# nvidia-smi hang).
+# NV_FP_LIMIT seconds: a probe writes into a file, never a pipe, and is
+# killed at the limit and left behind, not waited for (a broken GPU
+# driver can make nvidia-smi hang, even through a SIGKILL). Only sh's
+# own kill and wait, and sleep: no GNU timeout.
 #   host, os, kernel, arch, cpu {model, cores}
 #   runtime {name, version}      the container runtime (jobs in images)
 #   gpus [{name, driver}], cuda  from nvidia-smi, when the node has it
@@ -25,19 +27,62 @@ nv_fp_str() {
 		cut -c1-200 | sed 's/\\/\\\\/g; s/"/\\"/g')"
 }
 
-# nv_fp_all CMD...: CMD's output (its errors dropped), bounded in time.
+# nv_fp_bounded OUT STREAMS CMD...: CMD's output into the file OUT (its
+# errors too when STREAMS is "both"), CMD killed (and not waited for)
+# after NV_FP_LIMIT seconds: its status, or 124 when it timed out.
+nv_fp_bounded() {
+	nv_fp_out_file=$1
+	if [ "$2" = both ]; then
+		shift 2
+		"$@" >"$nv_fp_out_file" 2>&1 </dev/null &
+	else
+		shift 2
+		"$@" >"$nv_fp_out_file" 2>/dev/null </dev/null &
+	fi
+	nv_fp_pid=$!
+	# the clock: a sleep of the limit (killed, not left behind, when the
+	# probe ends first); the probe is looked at in short steps meanwhile
+	sleep "$NV_FP_LIMIT" >/dev/null 2>&1 </dev/null &
+	nv_fp_clock=$!
+	nv_fp_step=0.02
+	while kill -0 "$nv_fp_pid" 2>/dev/null; do
+		if ! kill -0 "$nv_fp_clock" 2>/dev/null; then
+			kill -KILL "$nv_fp_pid" 2>/dev/null
+			return 124
+		fi
+		sleep "$nv_fp_step" 2>/dev/null || sleep 1 # (whole seconds only)
+		nv_fp_step=0.1
+	done
+	kill "$nv_fp_clock" 2>/dev/null
+	wait "$nv_fp_pid"
+}
+
+# nv_fp_capture STREAMS CMD...: what CMD prints on stdout (STREAMS
+# "out") or on either stream ("both"), bounded in time; fails as
+# nv_fp_bounded does.
+nv_fp_capture() {
+	nv_fp_tmp=$(mktemp "${TMPDIR:-/tmp}/navette-fp.XXXXXX") || return 1
+	nv_fp_rc=0
+	nv_fp_bounded "$nv_fp_tmp" "$@" || nv_fp_rc=$?
+	cat "$nv_fp_tmp" 2>/dev/null
+	rm -f "$nv_fp_tmp"
+	return "$nv_fp_rc"
+}
+
+# nv_fp_all CMD...: CMD's output (its errors dropped), bounded in time;
+# fails when CMD is missing or timed out.
 nv_fp_all() {
 	command -v "$1" >/dev/null 2>&1 || return 1
-	if command -v timeout >/dev/null 2>&1; then
-		timeout "$NV_FP_LIMIT" "$@" 2>/dev/null
-	else
-		"$@" 2>/dev/null
-	fi
+	nv_fp_rc=0
+	nv_fp_text=$(nv_fp_capture out "$@") || nv_fp_rc=$?
+	printf '%s\n' "$nv_fp_text"
+	[ "$nv_fp_rc" -ne 124 ]
 }
 
 # nv_fp_run CMD...: the first line CMD prints, on either stream.
 nv_fp_run() {
-	nv_fp_all sh -c '"$@" 2>&1' sh "$@" | head -n 1
+	command -v "$1" >/dev/null 2>&1 || return 1
+	nv_fp_capture both "$@" | head -n 1
 }
 
 # nv_fp_in_image: the interpreter's version as the job's image has it.
@@ -58,8 +103,8 @@ ${NAVETTE_IMAGE##*@sha256:}-$(basename "$NAVETTE_INTERPRETER" |
 		;;
 	esac
 	nv_fp_ok=
-	nv_fp_out=$(navette_in_image "$NAVETTE_INTERPRETER" --version 2>&1) &&
-		nv_fp_ok=1
+	nv_fp_out=$(nv_fp_capture both navette_in_image "$NAVETTE_INTERPRETER" \
+		--version) && nv_fp_ok=1
 	nv_fp_v=$(printf '%s\n' "$nv_fp_out" | head -n 1)
 	printf '%s\n' "$nv_fp_v"
 	# an answer the image gave, never a failure to ask
@@ -93,8 +138,9 @@ navette_fingerprint() {
 		nv_fp_rt="{\"name\":$(nv_fp_str "$NAVETTE_RUNTIME"),\"version\":\
 $(nv_fp_str "$(nv_fp_run "$NAVETTE_RUNTIME" --version)")}"
 	fi
-	if command -v nvidia-smi >/dev/null 2>&1; then
-		nv_fp_cuda=$(nv_fp_all nvidia-smi |
+	# (a nvidia-smi that hung once is not asked again)
+	if nv_fp_smi=$(nv_fp_all nvidia-smi); then
+		nv_fp_cuda=$(printf '%s\n' "$nv_fp_smi" |
 			sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -n 1)
 		nv_fp_gpus=$(nv_fp_all nvidia-smi --query-gpu=name,driver_version \
 			--format=csv,noheader | head -n 16 |

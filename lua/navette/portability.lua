@@ -105,16 +105,34 @@ local function machine_rights(text)
 end
 M.machine_rights = machine_rights
 
-local function is_ip(host)
-  if type(host) ~= "string" then return false end
-  local h = host:gsub(":%d+$", ""):gsub("^%[(.*)%]$", "%1")
-  return h:match("^%d+%.%d+%.%d+%.%d+$") ~= nil or h:find(":", 1, true) ~= nil
+-- A credential's host ("host", "host:port", "[v6]:port", or a bare IPv6
+-- address) as _navette.net.host reads it: {canonical, kind, loopback},
+-- or nil when it is no host. Every form of an address is seen:
+-- 10.1, 167772161, 0x0a000001, [2001:DB8::1], ::ffff:10.0.0.1.
+local function parsed_host(host)
+  if type(host) ~= "string" or host == "" then return nil end
+  local h = host
+  local name, port = h:match("^(.-):(%d+)$")
+  if name and name ~= "" and (not name:find(":", 1, true)
+                              or name:match("^%[.*%]$")) then
+    h = name -- (an IPv6 address without brackets has no port)
+  end
+  if h:find(":", 1, true) and not h:match("^%[") then h = "[" .. h .. "]" end
+  return _navette.net.host(h)
 end
 
-local function loopback(host)
-  local h = host:gsub(":%d+$", ""):gsub("^%[(.*)%]$", "%1")
-  return h:match("^127%.") ~= nil or h == "::1"
+-- Whether host names a machine by its address (not a loopback one, which
+-- every machine has): IPv4 in any form inet_aton reads, IPv6 in any
+-- form, in brackets or not.
+local function machine_address(host)
+  local r = parsed_host(host)
+  if r then return r.kind ~= "name" and not r.loopback end
+  -- (what the parser refuses is no usable host; one that looks like an
+  -- address is still named)
+  return type(host) == "string"
+         and (host:find(":", 1, true) ~= nil and host:match("^[%x:%[%]%.%%]+$") ~= nil)
 end
+M.machine_address = machine_address
 
 -- A credential declaration's ties to a machine: a file outside its
 -- owner's home (a machine's own configuration: /etc, /var, /srv...), a
@@ -131,7 +149,7 @@ local function credential_ties(d, home)
         .. "has no such file"
     end
   end
-  if d.host and is_ip(d.host) and not loopback(d.host) then
+  if d.host and machine_address(d.host) then
     ties[#ties + 1] = "it is bound to the address " .. d.host
       .. " (host), not to a service's name"
   end

@@ -161,10 +161,14 @@ function sweep.combinations(decl)
   for _, k in ipairs(keys) do
     -- checked as it grows: a product of many keys would wrap around
     total = total * #values[k]
-    if total + #include > sweep.MAX_JOBS then
+    if total > sweep.MAX_JOBS then
       bad("the matrix makes more than " .. sweep.MAX_JOBS .. " jobs",
           "split the sweep, or narrow the matrix")
     end
+  end
+  if #include > sweep.MAX_JOBS then
+    bad("include adds more than " .. sweep.MAX_JOBS .. " jobs",
+        "split the sweep")
   end
   local combos, seen = {}, {}
   local function add(c)
@@ -188,6 +192,12 @@ function sweep.combinations(decl)
     if not excluded then add(c) end
   end
   for _, c in ipairs(include) do add(c) end
+  -- (the jobs made: the product less what exclude left out, and what
+  -- include added that was not there already)
+  if #combos > sweep.MAX_JOBS then
+    bad("the matrix and its include make " .. #combos .. " jobs, more than "
+        .. sweep.MAX_JOBS, "split the sweep, or narrow the matrix")
+  end
   if #combos == 0 then
     bad("every combination of the matrix is excluded")
   end

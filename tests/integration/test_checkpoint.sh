@@ -2,7 +2,10 @@
 # SIGTERM it did not get from navette (preempted) runs again under the same
 # id, resumes from the step its checkpoint saved, and its run record lists
 # both attempts and the checkpoints; a failure `on` does not name is not
-# retried; a job out of attempts fails with every attempt listed.
+# retried; a job out of attempts fails with every attempt listed; a cancel
+# is never retried, even one that comes while the time limit stops the job;
+# a folder that does not change is saved once, even by an agent that
+# adopted the job after a kill -9 of the one that started it.
 set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
 set +e # each check reports its own failure; finish sets the status
@@ -204,6 +207,100 @@ check_eq "every step ran once: resumed attempts never start over" \
 check_eq "its record: timeouts, then succeeded" \
 	"$(record_of "$ID" | json '"ok" if d["attempts"][-1]["state"] == "succeeded" and len(d["attempts"]) >= 2 and all((a["state"], a.get("failure")) == ("failed", "timeout") for a in d["attempts"][:-1]) else d["attempts"]')" \
 	ok
+
+# ---- a cancel is never retried (every kind of failure listed) ---------------
+put_file "$R" held.lua <<'EOF'
+local navette = require "navette"
+navette.job {
+  name = "held",
+  command = { "sh", "-c", 'echo "pid $$"; i=0; while [ $i -lt 60 ]; do i=$((i + 1)); echo "step $i"; sleep 1; done' },
+  retries = { max = 2, on = { "exit:143", "preempted", "node_fail", "timeout" } },
+}
+EOF
+# a command that outlives the SIGTERM of its time limit (its group's sleep
+# dies, the loop goes on; the launcher is gone, so it says so in a file
+# of the test's, not in its log), until the SIGKILL 5 s later
+put_file "$R" stubborn.sh <<'EOF'
+#!/bin/sh
+trap '' PIPE
+trap 'echo TERM >"$MARK"' TERM
+i=0
+while [ "$i" -lt 60 ]; do
+	sleep 1
+	i=$((i + 1))
+done
+EOF
+put_file "$R" stubborn.lua <<EOF
+local navette = require "navette"
+navette.job {
+  name = "stubborn",
+  command = { "sh", "stubborn.sh" },
+  env = { MARK = "$T/stubborn.term" },
+  resources = { time_limit = 3 },
+  retries = { max = 2, on = { "timeout" } },
+}
+EOF
+commit_all "$R" >/dev/null
+# attempts_of ID: the record's attempts, as [attempt, state, failure]
+attempts_of() {
+	record_of "$1" |
+		json '[(a["attempt"], a["state"], a.get("failure")) for a in d["attempts"]]'
+}
+nv_in "$R" run held.lua
+ID=$(submitted_id)
+check_true "'held' runs 3 steps" wait_for 30 has_steps "$ID" 1 3
+nv cancel "$ID"
+check_rc "it is cancelled" 0
+check_state "it ends" "$ID" 'succeeded|failed|cancelled' 60
+check_eq "cancelled" "$STATE" cancelled
+check_eq "its record lists one attempt: a cancel is not retried" \
+	"$(attempts_of "$ID")" '[[1, "cancelled", null]]'
+nv logs "$ID"
+check_no_match "its log has no second attempt" "$OUT" '^navette: attempt'
+check_eq "its command started once" "$(printf '%s\n' "$OUT" | grep -c '^pid ')" 1
+nv status "$ID" --json
+check_eq "status --json shows no attempt" \
+	"$(printf '%s' "$OUT" | json 'd.get("attempt", "none")')" none
+
+nv_in "$R" run stubborn.lua
+ID=$(submitted_id)
+check_true "'stubborn' is stopped at its time limit, and holds on" \
+	wait_for 30 test -s "$T/stubborn.term"
+nv cancel "$ID"
+check_rc "then it is cancelled, before the SIGKILL" 0
+check_state "it ends" "$ID" 'succeeded|failed|cancelled' 60
+check_eq "cancelled, not failed by its time limit" "$STATE" cancelled
+check_eq "its record lists one attempt: the cancel is not retried as a timeout" \
+	"$(attempts_of "$ID")" '[[1, "cancelled", null]]'
+nv logs "$ID"
+check_no_match "its log has no second attempt" "$OUT" '^navette: attempt'
+
+# ---- an idle folder is saved once, across an agent's restart too -------------
+put_file "$R" idle.lua <<'EOF'
+local navette = require "navette"
+navette.job {
+  name = "idle",
+  command = { "sh", "-c", 'echo 1 >"$NAVETTE_CHECKPOINT/state"; echo "pid $$"; sleep 8; echo done' },
+  checkpoint = { every = "1s" },
+}
+EOF
+commit_all "$R" >/dev/null
+nv_in "$R" run idle.lua
+ID=$(submitted_id)
+check_true "'idle' saves its checkpoint" \
+	wait_for 20 test -f "$(store_dir ckpt "$ID")/navette-checkpoint/manifest.json"
+# the agent killed while the job waits: the next read starts another,
+# which adopts the job (and knows nothing of the checkpoint but the store)
+AGENT=$(tr -dc 0-9 <"$NAVETTE_HOME/agent.lock" 2>/dev/null || true)
+check_match "the agent is named in agent.lock" "$AGENT" '^[0-9]+$'
+[ -n "$AGENT" ] && kill -KILL "$AGENT"
+check_true "the killed agent lets go of its lock" \
+	wait_for 10 lock_is_free "$NAVETTE_HOME/agent.lock"
+check_state "a read starts another agent, and the job ends" "$ID" 'succeeded|failed' 60
+check_eq "it succeeds" "$STATE" succeeded
+check_eq "its unchanged folder was saved once in 8 s of saves every 1 s" \
+	"$(record_of "$ID" | json '[(w["files"], w["files_uploaded"]) for w in d["checkpoints"]["written"]]')" \
+	'[[1, 1]]'
 
 # ---- an unknown failure kind ---------------------------------------------------
 nv_in "$R" plan bad.lua

@@ -4,7 +4,9 @@
 # second --once right after runs nothing; time is moved by editing
 # tasks.db's next_due (python3's sqlite3, so that navette holds no switch
 # that changes its clock): slots missed while "asleep" run once, the
-# failing task is retried at its next slot, not before. --plan does
+# failing task is retried at its next slot, not before; a changed schedule
+# counts from when the last run ended (one that outlasted its interval is
+# not due again at once). --plan does
 # nothing; every run is an audit line; a second maintain while one runs
 # is refused (exit 3); a task is bounded in time like a recipe; the
 # foreground loop stops on Ctrl-C; --install/--uninstall write and remove
@@ -158,6 +160,40 @@ check_true "... and note is next due at its next slot, within 6 h ($left s)" \
 	test "$left" -gt 0 -a "$left" -le 21600
 nv_in "$REPO" maintain --once
 check_match "then nothing is due again" "$OUT" '^nothing due'
+
+# ---- a run that outlasted its interval, then the schedule changed ------------
+# note's last run, as the state says: for the slot 7 h ago, and it took
+# 6 h 54 min (every 6h); its schedule in the state is another one, so the
+# next due time is computed again: from when that run ended, the next slot
+# is 5 h away, not the one an hour ago that fell during the run
+task_row() { # NAME [SQL SET...]: prints or sets the row's timing columns
+	python3 - "$DB" "$@" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+cols = "schedule, last_run, last_slot, duration, next_due"
+if len(sys.argv) == 3:
+    print(repr(db.execute("SELECT " + cols + " FROM tasks WHERE name = ?",
+                          (sys.argv[2],)).fetchone()))
+else:
+    v = eval(sys.argv[3])
+    n = db.execute("UPDATE tasks SET schedule = ?, last_run = ?, "
+                   "last_slot = ?, duration = ?, next_due = ? WHERE name = ?",
+                   tuple(v) + (sys.argv[2],)).rowcount
+    db.commit()
+    sys.exit(0 if n == 1 else 1)
+PY
+}
+NOTE_ROW=$(task_row note)
+RUNS=$(state note '["runs"]')
+check_true "note's state: a run of 6 h 54 min for the slot 7 h ago, another schedule" \
+	task_row note "$(python3 -c 'import time; n = time.time(); print(repr(("every 5h", n - 25200, n - 25200, 24840.0, n + 3600)))')"
+left=$(seconds_until "$(state note '["next_due"]')")
+check_true "note is next due at the first slot after the run ended, in about 5 h ($left s)" \
+	test "$left" -gt 17000 -a "$left" -le 18000
+nv_in "$REPO" maintain --once
+check_no_match "--once does not run it again at once" "$OUT" '^task note'
+check_eq "... its runs are unchanged" "$(state note '["runs"]')" "$RUNS"
+check_true "note's state as it was" task_row note "$NOTE_ROW"
 
 # ---- the failing task at its next slot: retried, reported again ----------------
 

@@ -174,8 +174,15 @@ check_state "held: running" "$HID" running 60
 nv cancel "$HID"
 check_rc "held: cancelled" 0
 check_state "held: ended" "$HID" 'succeeded|failed|cancelled' 90
-check_eq "held: a cancel is not retried" "$STATE" cancelled
-check_eq "held: Slurm never requeued it" "$(st "$HID" 'd["slurm"].get("restarts", 0)')" 0
+check_eq "held: it ends cancelled" "$STATE" cancelled
+# (the final state stays cancelled even when the job was retried: the
+# restarts Slurm counts, the attempt and the log say whether it was)
+check_eq "held: a cancel is not retried: Slurm requeued it 0 times" \
+	"$(st "$HID" 'd["slurm"]["restarts"]')" 0
+check_eq "held: ... status shows no second attempt" \
+	"$(st "$HID" 'd.get("attempt", "none")')" none
+nv logs "$HID"
+check_no_match "held: ... its log has no attempt line" "$OUT" '^navette: attempt'
 
 # ---- flaky: two retries by the launcher -----------------------------------------
 [ -n "$FID" ] || finish

@@ -7,7 +7,10 @@
 # committed, a moved tag (both commits named), a policy that does not
 # evaluate (nothing written), a project with both a team.lua and a team
 # repository. With the remote gone the cache serves the locked commit;
-# plan and apply --plan use no network. No service is needed.
+# plan and apply --plan use no network. A team whose admin role has no
+# active holder (all revoked) is changed by none: apply and revoke are
+# refused to every member (the fail-open bug of 8d41cd3). No service is
+# needed.
 set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
 set +e # each check reports its own failure; finish sets the status
@@ -175,5 +178,34 @@ printf 'return { name = "other" }\n' >"$Q/navette.lua"
 nv_in "$Q" lock
 check_rc "navette lock with no recipe and no team repository: usage" 2
 check_contains "saying what it expects" "$ERR" "names no team repository to pin"
+
+# ---- an admin role whose every holder is revoked: no one changes it ---------
+# (the check holds whenever a role grants admin: with no active admin,
+# apply and revoke are refused to all, never opened to all)
+A=$(new_repo admins) || exit 1
+cat >"$A/team.lua" <<'EOF'
+return {
+  name = "vision",
+  members = {
+    alice = { name = "alice", email = "alice@example.com", roles = { "developer" } },
+    bob = { name = "bob", email = "bob@example.com", roles = { "developer", "lead" },
+            revoked = true },
+  },
+  roles = { developer = { "submit", "read-logs" }, lead = { "admin" } },
+}
+EOF
+commit_all "$A" >/dev/null || exit 1
+for who in alice bob; do
+	git -C "$A" config user.email "$who@example.com"
+	nv_in "$A" team apply
+	check_rc "team apply as $who, the only admin revoked: refused (exit 3)" 3
+	check_contains "... saying no admin is active" "$ERR" \
+		"team apply: only an admin of team vision (none active: give a member admin in a reviewed team.lua)"
+	nv_in "$A" team revoke alice
+	check_rc "team revoke as $who: refused (exit 3)" 3
+	check_contains "... saying so" "$ERR" "team revoke: only an admin of team vision (none active"
+done
+nv_in "$A" team apply --plan
+check_rc "apply --plan stays open to all" 0
 
 finish

@@ -210,6 +210,27 @@ t.test("rule 4: credentials tied to a machine", function()
                           host = "api.example.com" }
   end))
   t.eq(r.rules[4].status, "holds")
+  -- an address in every form: IPv6 bare or in brackets, any case, with a
+  -- port or not, IPv4-mapped; IPv4 as inet_aton reads it
+  for _, host in ipairs({ "2001:db8::7", "[2001:db8::7]", "[2001:DB8::7]:8443",
+                          "fd00::1", "::ffff:10.0.3.7", "[::ffff:a00:307]:443",
+                          "10.1", "167772161", "0x0a000307", "012.0.3.7:443",
+                          "10.0.3.7" }) do
+    r = p.evaluate(facts(function(_, f)
+      f.credentials.api = { kind = "bearer", source = "env", host = host }
+    end))
+    t.eq(r.rules[4].status, "fails", host)
+    t.ok(evidence(r, 4):find("bound to the address " .. host, 1, true), host)
+  end
+  -- loopback in every form, and names (hexadecimal ones too), are not
+  for _, host in ipairs({ "[::1]", "::1", "[::1]:5000", "127.1", "0x7f000001",
+                          "[::ffff:127.0.0.1]", "localhost:5000", "[::]",
+                          "beef", "cafe.example:443", "API.Example.COM" }) do
+    r = p.evaluate(facts(function(_, f)
+      f.credentials.api = { kind = "bearer", source = "env", host = host }
+    end))
+    t.eq(r.rules[4].status, "holds", host)
+  end
   -- a home folder named like a prefix of another is not inside it
   r = p.evaluate(facts(function(_, f)
     f.credentials.slurm.path = "/home/alice2/slurm.key"

@@ -93,6 +93,22 @@ t.test("what is refused, naming the key", function()
   local many = {}
   for i = 1, 64 do many["k" .. i] = { 1, 2 } end
   refused({ job = JOB, matrix = many }, "more than 10000")
+  -- 10,000 jobs at most, counting what include adds: one new combination
+  -- past a full matrix is refused; one already there, or one where
+  -- exclude left room, is not
+  local hundred = {}
+  for i = 1, 100 do hundred[i] = i end
+  refused({ job = JOB, matrix = { a = hundred, b = hundred },
+            include = { { a = 101, b = 1 } } },
+          "make 10001 jobs, more than 10000")
+  refused({ job = JOB, matrix = { a = hundred, b = hundred },
+            include = { { a = 101, b = 1 }, { a = 1, b = 1 }, { a = 102, b = 1 } } },
+          "make 10002 jobs, more than 10000")
+  t.eq(#sweep.expand({ job = JOB, matrix = { a = hundred, b = hundred },
+                       include = { { a = 1, b = 1 } } }), 10000)
+  t.eq(#sweep.expand({ job = JOB, matrix = { a = hundred, b = hundred },
+                       exclude = { { a = 1, b = 1 } },
+                       include = { { a = 101, b = 1 } } }), 10000)
 end)
 
 t.test("a sweep through the runner: names, env, params, launcher",

@@ -618,6 +618,44 @@ static void test_library_cache(void)
 	CHECK(nv_git_cache_resolve(repo, "abcdef1", oid, &kind, &err) ==
 	      NV_EINVAL);
 	CHECK(strstr(err.message, "ambiguous") != NULL);
+	/* every length of an abbreviated id, 4 to 39 hex digits, in lower,
+	 * upper and mixed case, is refused as ambiguous (a tag "beef" too,
+	 * which exists); 3 digits is a name, 40 a commit id */
+	CHECK(sh("cd '%s' && git tag beef %s && git tag abc %s", lib, second,
+		 second) == 0);
+	CHECK(nv_git_cache_fetch(cache, lib, &err) == 0);
+	nv_git_free(repo);
+	CHECK(nv_git_open_bare(&repo, cache, &err) == 0);
+	if (!repo)
+		return;
+	for (int len = NV_GIT_CACHE_HEX_MIN; len < NV_GIT_OID_HEX_LEN; len++) {
+		static const char *const digits[] = {"0123456789abcdef",
+						     "0123456789ABCDEF",
+						     "0a1B2c3D4e5F6789"};
+		for (size_t c = 0; c < 3; c++) {
+			char ref[NV_GIT_OID_HEX_LEN + 1];
+
+			for (int i = 0; i < len; i++)
+				ref[i] = digits[c][(i * 7 + len) % 16];
+			ref[len] = '\0';
+			nv_err_clear(&err);
+			if (nv_git_cache_resolve(repo, ref, oid, &kind, &err) !=
+				    NV_EINVAL ||
+			    !strstr(err.message, "ambiguous"))
+				fprintf(stderr,
+					"not refused as ambiguous: %s\n", ref);
+			CHECK(err.code == NV_EINVAL &&
+			      strstr(err.message, "ambiguous") != NULL);
+		}
+	}
+	CHECK(nv_git_cache_resolve(repo, "beef", oid, &kind, &err) ==
+	      NV_EINVAL);
+	CHECK(nv_git_cache_resolve(repo, "BEEF", oid, &kind, &err) ==
+	      NV_EINVAL);
+	CHECK(nv_git_cache_resolve(repo, "abc", oid, &kind, &err) == 0);
+	CHECK_STR(oid, second);
+	CHECK_STR(kind, "tag");
+	CHECK(sh("cd '%s' && git tag -d beef abc >/dev/null", lib) == 0);
 	CHECK(nv_git_cache_resolve(repo,
 				   "00000000000000000000000000000000000000aa",
 				   oid, &kind, &err) == NV_ENOTFOUND);

@@ -5,12 +5,18 @@
  * repeats; another for any change; the tag derived from it, pinned so that
  * a change of the canonical text, which rebuilds every user's image, is
  * seen), mirror URLs, and the mirror found in apt's sources in both formats
- * with the texts real machines have. */
+ * with the texts real machines have; and, as root, the exact arguments
+ * debootstrap gets (a stand-in first on PATH records them): the keyring,
+ * --force-check-gpg, the suite, the root folder and the mirror. */
 #include "image/debootstrap.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
+#include "core/fsutil.h"
 #include "nv_test.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -598,6 +604,86 @@ static void test_one_line(void)
 	CHECK_STR(out, "http://deb.example/debian");
 }
 
+/* The arguments debootstrap gets, through a stand-in first on PATH that
+ * writes them (after its name) one a line and fails (so nothing else runs);
+ * buildah's stand-in fails too. Root and an amd64 or arm64 machine only (the
+ * build refuses anything else before debootstrap): said on stderr, not passed
+ * silently. */
+static void test_debootstrap_argv(void)
+{
+	char dir[] = "/tmp/navette-deb-argv.XXXXXX", path[600], bin[600];
+	char keyring[600], work[600], expect[2048], *got = NULL;
+	const char *old_path = getenv("PATH");
+	char *saved = old_path ? strdup(old_path) : NULL;
+	const char *const packages[] = {"python3", "ca-certificates"};
+	struct utsname u;
+	nv_debootstrap_opts o;
+	size_t len = 0;
+	nv_err err;
+
+	if (geteuid() != 0 || uname(&u) != 0 ||
+	    (strcmp(u.machine, "x86_64") != 0 &&
+	     strcmp(u.machine, "aarch64") != 0)) {
+		fprintf(stderr, "SKIPPED: debootstrap's arguments (needs root "
+				"on amd64 or arm64)\n");
+		free(saved);
+		return;
+	}
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(bin, sizeof(bin), "%s/bin", dir);
+	CHECK(nv_mkdir_p(bin, 0755, &err) == 0);
+	snprintf(path, sizeof(path), "%s/bin/debootstrap", dir);
+	{
+		char text[1024];
+
+		snprintf(text, sizeof(text),
+			 "#!/bin/sh\nfor a; do printf '%%s\\n' \"$a\"; done "
+			 ">'%s/argv'\nexit 1\n",
+			 dir);
+		CHECK(nv_write_file_atomic(path, text, strlen(text), 0755,
+					   &err) == 0);
+	}
+	snprintf(path, sizeof(path), "%s/bin/buildah", dir);
+	CHECK(nv_write_file_atomic(path, "#!/bin/sh\nexit 1\n", 17, 0755,
+				   &err) == 0);
+	snprintf(keyring, sizeof(keyring), "%s/archive keyring.gpg", dir);
+	CHECK(nv_write_file_atomic(keyring, "k", 1, 0644, &err) == 0);
+	snprintf(work, sizeof(work), "%s/work", dir);
+	CHECK(nv_mkdir_p(work, 0700, &err) == 0);
+	snprintf(path, sizeof(path), "%s/bin:/usr/bin:/bin", dir);
+	setenv("PATH", path, 1);
+
+	memset(&o, 0, sizeof(o));
+	o.spec.suite = "bookworm";
+	o.spec.packages = packages;
+	o.spec.npackages = 2;
+	o.spec.platform = strcmp(u.machine, "x86_64") == 0 ? "linux/amd64"
+							   : "linux/arm64";
+	o.mirror = "http://deb.example/debian";
+	o.keyring = keyring;
+	o.work_dir = work;
+	CHECK(nv_image_debootstrap(&o, &err) == NV_EFAILED);
+	CHECK(strstr(err.message, "debootstrap failed") != NULL);
+	snprintf(path, sizeof(path), "%s/argv", dir);
+	CHECK(nv_read_file(&got, &len, path, 65536, &err) == 0);
+	snprintf(expect, sizeof(expect),
+		 "--variant=minbase\n--arch=%s\n"
+		 "--keyring=%s\n--force-check-gpg\n--components=main\n"
+		 "--include=python3,ca-certificates\nbookworm\n%s/rootfs\n"
+		 "http://deb.example/debian\n",
+		 strcmp(u.machine, "x86_64") == 0 ? "amd64" : "arm64", keyring,
+		 work);
+	CHECK_STR(got ? got : "", expect);
+	free(got);
+
+	if (saved)
+		setenv("PATH", saved, 1);
+	else
+		unsetenv("PATH");
+	free(saved);
+	nv_remove_tree(dir, &err);
+}
+
 int main(void)
 {
 	test_package_names();
@@ -606,5 +692,6 @@ int main(void)
 	test_mirror_check();
 	test_deb822();
 	test_one_line();
+	test_debootstrap_argv();
 	return nv_test_done();
 }

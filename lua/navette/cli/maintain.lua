@@ -179,9 +179,13 @@ local function state_of(db, run, rel, t)
             runs = 0, failures = 0 }
   end
   if row.schedule ~= t.schedule then
+    -- (from when the last run ended, as after a run: one that outlasted
+    -- its interval is not due again at once)
     row.schedule = t.schedule
     row.next_due = row.last_run > 0
-      and (native.after_run(t.schedule, row.last_slot, row.last_run) or 0)
+      and (native.after_run(t.schedule, row.last_slot,
+                            row.last_run + (tonumber(row.duration) or 0))
+           or 0)
       or 0
   end
   return row
