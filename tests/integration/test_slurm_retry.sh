@@ -10,7 +10,9 @@
 # resumes from the checkpoint and succeeds, its record listing why each
 # attempt ended. A cancelled job is not retried. The node is started
 # again at the end, so the cluster is left healthy.
+set -eu -o pipefail
 . "$(dirname "$0")/lib.sh"
+set +e # each check reports its own failure; finish sets the status
 
 use_slurm_stack retry
 nv storage mb "s3://$BUCKET" "${EP[@]}"
