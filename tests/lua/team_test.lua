@@ -8,6 +8,7 @@ local sys = _navette.sys
 local project = require "navette.project"
 local team = require "navette.team"
 local team_s3 = require "navette.team.s3"
+local team_registry = require "navette.team.registry"
 
 local PROJECT = [[return { name = "v", default_profile = "dev",
   credentials = { adm = { kind = "s3", source = "env",
@@ -113,6 +114,22 @@ t.test("admin: get, put and delete under every prefix the roles name",
       end
     end
   end
+end)
+
+t.test("registry: pull, push with image-push, delete only with admin",
+       function()
+  local function actions(p, id)
+    local a = team_registry.actions_of(p, p.members[id])
+    return a and table.concat(a, ",") or "none"
+  end
+  local p = policy(GOOD)
+  t.eq(actions(p, "alice"), "pull", "image-pull alone")
+  t.eq(actions(p, "bob"), "pull,push", "image-push, no admin: no delete")
+  local lead = policy(GOOD:gsub('img = { "image%-push" },',
+    'img = { "image-push" },\n    lead = { "admin" },')
+    :gsub('roles = { "dev", "img" }', 'roles = { "dev", "img", "lead" }'))
+  t.eq(actions(lead, "bob"), "pull,push,delete", "admin")
+  t.eq(actions(lead, "alice"), "pull", "the others unchanged")
 end)
 
 t.test("mistakes are named with the file", function()

@@ -43,7 +43,7 @@ end
 
 -- The actions member m gets on the team's repositories (admin: delete
 -- too, which the registry asks for a manifest's DELETE).
-local function actions_of(policy, m)
+function M.actions_of(policy, m)
   if team.has(policy, m, "admin") then return { "pull", "push", "delete" } end
   if team.has(policy, m, "image-push") then return { "pull", "push" } end
   if team.has(policy, m, "image-pull") then return { "pull" } end
@@ -57,7 +57,7 @@ local function wanted(policy, now)
   local doc = { generated_by = marker(policy), users = {}, acl = {} }
   local fresh = {}
   for _, m in ipairs(team.members(policy, true)) do
-    local actions = actions_of(policy, m)
+    local actions = M.actions_of(policy, m)
     if actions then
       local had = now and now.users and now.users[m.id]
       if had and type(had.password) == "string" then
