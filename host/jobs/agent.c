@@ -992,8 +992,35 @@ static void read_status(agent *a, job *j)
 			/* cut to what the slot holds */
 			snprintf(j->image_failed, sizeof(j->image_failed),
 				 "%.500s", buf + 13);
+		} else if (strncmp(buf, "log_cut ", 8) == 0) {
+			snprintf(j->log_cut, sizeof(j->log_cut), "%.200s",
+				 buf + 8);
 		} else if (j->transfer && strncmp(buf, "final ", 6) == 0) {
 			j->final_seen = 1;
+		}
+	}
+	fclose(f);
+}
+
+/* The exit status from the launcher's own file (status.code, written
+ * whole once the command ended): a status file cut or emptied while the
+ * job ran loses its "exit N" line, not the status. An older launcher
+ * writes none: the status file's line stands. */
+static void read_exit_code(job *j)
+{
+	char path[PATH_CAP], buf[32], *end;
+	FILE *f;
+	long code;
+
+	agent_job_path(j, "status.code", path, sizeof(path));
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(buf, sizeof(buf), f)) {
+		code = strtol(buf, &end, 10);
+		if (end != buf && *end == '\n' && code >= 0 && code <= 255) {
+			j->have_exit = 1;
+			j->exit_code = (int)code;
 		}
 	}
 	fclose(f);
@@ -1059,6 +1086,7 @@ static int retry(agent *a, job *j, nv_record_outcome *o)
 	j->exit_code = -1;
 	j->final_seen = j->disk_full = 0;
 	j->image_failed[0] = '\0';
+	j->log_cut[0] = '\0';
 	if (agent_retry_clear(j, &err) != 0) {
 		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_ACCEPTED,
 			       "check NAVETTE_HOME",
@@ -1118,6 +1146,7 @@ static void follow(agent *a, job *j, int *done)
 		return;
 	}
 	read_status(a, j);
+	read_exit_code(j);
 	agent_checkpoint_tick(j, 1); /* what the command left */
 
 	nv_record_outcome o;

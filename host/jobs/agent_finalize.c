@@ -382,6 +382,15 @@ void agent_finalize(agent *a, job *j, nv_record_outcome *o)
 		prefix = "";
 	if (o->state == NV_STATE_SUCCEEDED) /* the command ran */
 		check_success(j, outdir, logpath, o);
+	/* a log cut while it was written (a full disk) is not the job's
+	 * whole log: the job does not pass on it */
+	if (j->log_cut[0])
+		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_RUNNING,
+			       "free space on the disk of NAVETTE_HOME, then "
+			       "run the job again",
+			       "the log could not be written whole (%s): the "
+			       "disk of NAVETTE_HOME was full",
+			       j->log_cut);
 	store = spec ? agent_output_store(spec, &err) : NULL;
 	if (!store)
 		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_OUTPUTS_PUBLISHED,
@@ -394,16 +403,29 @@ void agent_finalize(agent *a, job *j, nv_record_outcome *o)
 		if (o->state == NV_STATE_SUCCEEDED)
 			agent_phase(a, j, NV_PHASE_OUTPUTS_PUBLISHED);
 	}
-	/* the log and the run record, whatever the outcome */
-	if (spec && agent_reredact_log(spec, logpath, &err) != 0)
+	/* the log and the run record, whatever the outcome; a log that could
+	 * not be masked once more (a full disk) stays as it was, whole, and
+	 * is not published */
+	int masked = 1;
+	if (spec && agent_reredact_log(spec, logpath, &err) != 0) {
+		masked = 0;
 		agent_log("job %s: %s", j->id, err.message);
-	if (store && log_published(spec) &&
+		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_OUTPUTS_PUBLISHED,
+			       "free space on the disk of NAVETTE_HOME, then "
+			       "run the job again (navette logs ID shows the "
+			       "log)",
+			       "the log was not published (it stays whole in "
+			       "the job's folder): %s",
+			       err.message);
+	}
+	if (store && log_published(spec) && masked &&
 	    agent_publish_log(store, prefix, logpath, log_max_bytes(spec),
-			      record_log, &err) != 0)
+			      j->log_cut[0] != '\0', record_log, &err) != 0)
 		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_OUTPUTS_PUBLISHED,
 			       "check the store's rights and free space",
 			       "cannot publish the log: %s", err.message);
-	if (spec && !log_published(spec)) { /* as the remote launcher does */
+	if (spec && (!log_published(spec) || !masked)) {
+		/* (as the remote launcher does for an unpublished log) */
 		cJSON_Delete(record_log);
 		record_log = cJSON_CreateNull();
 	}

@@ -41,6 +41,7 @@ typedef struct job {
 	int final_seen;
 	int container;          /* runs in an image, through a runtime */
 	int disk_full;          /* NAVETTE_HOME's disk was full at its end */
+	char log_cut[256];      /* why the log could not be written whole */
 	char image_failed[512]; /* why the launcher could not pull it */
 	/* retries (agent_retry.c) and checkpoints (agent_checkpoint.c) */
 	int attempt;            /* 1, 2...: this run of the job */
@@ -150,9 +151,10 @@ void agent_publish_outputs(nv_filestore *store, const char *prefix,
 			   nv_record_outcome *o);
 
 /* Publishes the log (its end, when over max_bytes); its url, key, bytes
- * and truncated into record_log. */
+ * and truncated into record_log (true as well for a log cut while it was
+ * written: cut). */
 int agent_publish_log(nv_filestore *store, const char *prefix,
-		      const char *logpath, long long max_bytes,
+		      const char *logpath, long long max_bytes, int cut,
 		      cJSON *record_log, nv_err *err);
 
 /* Publishes the run record, masked by a redactor of the job; its URL into

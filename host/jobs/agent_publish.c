@@ -224,18 +224,31 @@ nv_filestore *agent_output_store(const cJSON *spec, nv_err *err)
 /* The log was masked as it was written, by a stream; once the job is over
  * it is passed once more, whole, through a redactor holding the
  * submitter's fingerprints, and replaced atomically: whatever a stream's
- * cut points let through does not stay on disk or get published. */
-static void write_fd(const char *buf, size_t len, void *payload)
+ * cut points let through does not stay on disk or get published. Every
+ * write of the copy is checked: a copy that could not be written whole (a
+ * full disk) is dropped, never renamed over the log. */
+typedef struct log_copy {
+	FILE *f;
+	int failed; /* errno of the first write that failed; 0: none */
+} log_copy;
+
+static void write_copy(const char *buf, size_t len, void *payload)
 {
-	FILE *f = payload;
-	fwrite(buf, 1, len, f);
+	log_copy *c = payload;
+
+	if (c->failed || len == 0)
+		return;
+	errno = 0;
+	if (fwrite(buf, 1, len, c->f) != len)
+		c->failed = errno ? errno : EIO;
 }
 
 int agent_reredact_log(const cJSON *spec, const char *logpath, nv_err *err)
 {
 	char tmp[PATH_CAP];
 	char buf[65536];
-	FILE *in, *out;
+	FILE *in;
+	log_copy copy = {NULL, 0};
 	nv_redactor *r;
 	nv_redact_stream *s;
 	const char *fp = sfield(spec, "redact_fingerprints");
@@ -246,32 +259,42 @@ int agent_reredact_log(const cJSON *spec, const char *logpath, nv_err *err)
 	in = fopen(logpath, "rb");
 	if (!in)
 		return 0; /* no log: nothing to mask */
-	out = fopen(tmp, "wb");
+	copy.f = fopen(tmp, "wb");
 	r = nv_redactor_new();
-	if (!out || !r) {
-		if (out)
-			fclose(out);
+	if (!copy.f || !r) {
+		int e = errno;
+		if (copy.f)
+			fclose(copy.f);
 		fclose(in);
 		nv_redactor_free(r);
-		return nv_err_set(err, NV_EIO, NULL, "cannot rewrite the log");
+		unlink(tmp);
+		return nv_err_set_errno(err, NV_EIO, e, NULL,
+					"cannot rewrite the log %s", logpath);
 	}
 	if (fp)
 		nv_redact_add_fingerprints(r, fp, strlen(fp), err);
-	s = nv_redact_stream_new(r, write_fd, out);
+	s = nv_redact_stream_new(r, write_copy, &copy);
 	if (!s) {
 		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
 	} else {
 		size_t n;
 		while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
 			nv_redact_stream_write(s, buf, n);
+		if (ferror(in) && !copy.failed)
+			copy.failed = EIO;
 		nv_redact_stream_flush(s);
 		nv_redact_stream_free(s);
 	}
 	fclose(in);
-	if (fflush(out) != 0 || fsync(fileno(out)) != 0)
-		rc = nv_err_set(err, NV_EIO, NULL, "cannot write the log");
-	fclose(out);
+	if (!copy.failed && (fflush(copy.f) != 0 || ferror(copy.f) ||
+			     fsync(fileno(copy.f)) != 0))
+		copy.failed = errno ? errno : EIO;
+	if (fclose(copy.f) != 0 && !copy.failed)
+		copy.failed = errno ? errno : EIO;
 	nv_redactor_free(r);
+	if (rc == 0 && copy.failed)
+		rc = nv_err_set_errno(err, NV_EIO, copy.failed, NULL,
+				      "cannot rewrite the log %s", logpath);
 	if (rc == 0 && rename(tmp, logpath) != 0)
 		rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
 				      "cannot replace the log");
@@ -282,7 +305,7 @@ int agent_reredact_log(const cJSON *spec, const char *logpath, nv_err *err)
 
 /* Publishes the (capped) log and returns its size. */
 int agent_publish_log(nv_filestore *store, const char *prefix,
-		      const char *logpath, long long max_bytes,
+		      const char *logpath, long long max_bytes, int cut,
 		      cJSON *record_log, nv_err *err)
 {
 	char key[NV_FILESTORE_KEY_MAX + 64];
@@ -326,7 +349,8 @@ int agent_publish_log(nv_filestore *store, const char *prefix,
 			cJSON_AddStringToObject(record_log, "url", url);
 		cJSON_AddStringToObject(record_log, "key", key);
 		cJSON_AddNumberToObject(record_log, "bytes", (double)len);
-		cJSON_AddBoolToObject(record_log, "truncated", truncated);
+		cJSON_AddBoolToObject(record_log, "truncated",
+				      truncated || cut);
 	}
 	return rc;
 }

@@ -676,8 +676,16 @@ static int command_function(const cJSON *spec, nv_buf *out, nv_err *err)
 		nv_buf_sh_quote(out, item->valuestring);
 		nv_buf_puts(out, " ");
 	}
+	/* the exit status twice: a line of the status file (the phases'
+	 * stream), and a file of its own, replaced whole, which the backend
+	 * reads first: a status file cut or emptied while the job ran does
+	 * not turn an exit 0 into a failure */
 	nv_buf_puts(out, "< /dev/null\n"
-			 "\tprintf 'exit %s\\n' \"$?\" >> \"$NAVETTE_STATUS\"\n"
+			 "\tnv_command_status=$?\n"
+			 "\tprintf '%s\\n' \"$nv_command_status\" > "
+			 "\"$NAVETTE_STATUS.code\"\n"
+			 "\tprintf 'exit %s\\n' \"$nv_command_status\" >> "
+			 "\"$NAVETTE_STATUS\"\n"
 			 "}\n");
 	if ((rc = image_function(spec, out, err)) != 0)
 		return rc;
@@ -780,12 +788,18 @@ static int local_script(const cJSON *spec, nv_buf *out, nv_err *err)
 		      nv_record_phase_name(NV_PHASE_LOGS_VISIBLE));
 	/* The output goes through the backend's redacting filter when it
 	 * gives one (NAVETTE_REDACT), so the log is masked before it is
-	 * written; the exit status travels through the status file. */
+	 * written; the exit status travels through the status file. A log
+	 * the filter could not write whole (a full disk) is reported with the
+	 * filter's reason (log_cut): the backend never calls it whole. */
 	nv_buf_puts(
 		out,
 		"if [ -n \"${NAVETTE_REDACT:-}\" ]; then\n"
-		"\trun_command 2>&1 | \"$NAVETTE_REDACT\" redact-stream >> "
-		"\"$NAVETTE_LOG\"\n"
+		"\tif ! nv_log_error=$( { run_command 2>&1 | "
+		"\"$NAVETTE_REDACT\" redact-stream >> \"$NAVETTE_LOG\"; } "
+		"2>&1 ); then\n"
+		"\t\treport \"log_cut ${nv_log_error:-the log could not be "
+		"written}\"\n"
+		"\tfi\n"
 		"else\n"
 		"\trun_command >> \"$NAVETTE_LOG\" 2>&1\n"
 		"fi\n"

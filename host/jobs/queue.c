@@ -4,11 +4,14 @@
  * the busy timeout so two CLIs and the agent can share the file. */
 #include "jobs/queue.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 #include <sqlite3.h>
@@ -47,19 +50,24 @@ static const char schema[] =
 	" PRIMARY KEY(job_id, phase));";
 
 /* A database SQLite cannot read (not a database, a damaged page) is not
- * fixed by retrying: the hint says how to start again and what is lost. */
+ * fixed by retrying: the hint says what to check, how to start again and
+ * what is lost. The job folders go aside with it: a new, empty database
+ * beside them would be taken for a lost one (queue_lost_check). */
+#define QUEUE_RECOVERY_HINT                                                    \
+	"check the disk (a full or failing disk, a copy or a sync tool "       \
+	"writing to NAVETTE_HOME while navette ran); restore jobs.db from a "  \
+	"backup if you have one, or else move it aside (rename it to "         \
+	"jobs.db.damaged) with the folder NAVETTE_HOME/jobs (to "              \
+	"jobs.damaged): the next command starts an empty job database. "       \
+	"The jobs are then no longer listed or followed; their folders "       \
+	"(launcher, log) and what they published in the store "                \
+	"(outputs, " NV_RECORD_LOG ", " NV_RECORD_RUN_RECORD ") stay"
+
 static int db_damaged(nv_queue *q, nv_err *err, const char *what)
 {
-	return nv_err_set(
-		err, NV_EIO,
-		"move that file aside (rename it to jobs.db.damaged): the next "
-		"command starts an empty job database. Its jobs are then no "
-		"longer listed or followed; their folders under "
-		"NAVETTE_HOME/jobs (launcher, log) and what they published in "
-		"the store (outputs, " NV_RECORD_LOG ", " NV_RECORD_RUN_RECORD
-		") stay",
-		"the job database %s is damaged (%s: %s)", q->path, what,
-		sqlite3_errmsg(q->db));
+	return nv_err_set(err, NV_EIO, QUEUE_RECOVERY_HINT,
+			  "the job database %s is damaged (%s: %s)", q->path,
+			  what, sqlite3_errmsg(q->db));
 }
 
 static int db_error(nv_queue *q, nv_err *err, const char *what)
@@ -103,6 +111,96 @@ int nv_queue_durability(nv_queue *q, char *out, size_t cap, nv_err *err)
 		     journal, sync, full) != 0)
 		return nv_err_set(err, NV_EINVAL, NULL, "buffer too small");
 	return 0;
+}
+
+/* SQLite's quick_check at each open (milliseconds for thousands of
+ * jobs): a damaged page is named with the recovery steps before any
+ * command reads a wrong row from it or writes more into it. */
+static int queue_quick_check(nv_queue *q, nv_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	char found[512] = "";
+	int rc;
+
+	if (sqlite3_prepare_v2(q->db, "PRAGMA quick_check(1);", -1, &st,
+			       NULL) != SQLITE_OK)
+		return db_error(q, err, "check");
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const unsigned char *v = sqlite3_column_text(st, 0);
+		snprintf(found, sizeof(found), "%s", v ? (const char *)v : "?");
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW) {
+		int code = sqlite3_errcode(q->db);
+		if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+			return 0; /* a writer holds it: the reads that follow
+				   * still see damage (db_error) */
+		return db_damaged(q, err, "check");
+	}
+	if (strcmp(found, "ok") != 0)
+		return nv_err_set(err, NV_EIO, QUEUE_RECOVERY_HINT,
+				  "the job database %s is damaged (SQLite's "
+				  "check: %s)",
+				  q->path, found);
+	return 0;
+}
+
+/* A database that lists fewer local jobs than NAVETTE_HOME/jobs holds
+ * folders of started jobs (the agent makes one only for a job it took
+ * from the database, and none is ever removed from it) was deleted, emptied or
+ * lost its write-ahead log: never taken for an empty queue. */
+static int queue_lost_check(nv_queue *q, const char *home, nv_err *err)
+{
+	char dir[4200];
+	sqlite3_stmt *st = NULL;
+	long long rows = -1, folders = 0;
+	DIR *d;
+	struct dirent *e;
+	nv_err ignored;
+
+	if (nv_pathf(dir, sizeof(dir), "%s/jobs", home) != 0 ||
+	    !(d = opendir(dir)))
+		return 0;
+	while ((e = readdir(d))) {
+		char launcher[300];
+		struct stat info;
+		/* a folder the agent started a job in (its launcher.sh) */
+		if (nv_job_id_check(e->d_name, &ignored) == 0 &&
+		    snprintf(launcher, sizeof(launcher), "%s/launcher.sh",
+			     e->d_name) < (int)sizeof(launcher) &&
+		    fstatat(dirfd(d), launcher, &info, AT_SYMLINK_NOFOLLOW) ==
+			    0)
+			folders++;
+	}
+	closedir(d);
+	if (folders == 0)
+		return 0;
+	if (sqlite3_prepare_v2(q->db,
+			       "SELECT count(*) FROM jobs WHERE "
+			       "backend='local';",
+			       -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		rows = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (rows < 0)
+		return db_error(q, err, "count");
+	if (rows >= folders)
+		return 0;
+	return nv_err_set(
+		err, NV_EIO,
+		"restore jobs.db (with jobs.db-wal, when there was one) from a "
+		"backup if you have one; otherwise move the folder "
+		"NAVETTE_HOME/jobs aside (rename it to jobs.lost): the next "
+		"command starts with an empty queue. The lost jobs' logs stay "
+		"in that folder, and what they published "
+		"(outputs, " NV_RECORD_LOG ", " NV_RECORD_RUN_RECORD
+		") stays in the store",
+		"the job database %s lists %lld local job%s, but %s holds %lld "
+		"job folders: the database was deleted, emptied or lost its "
+		"write-ahead log (jobs.db-wal), and its jobs are not an empty "
+		"queue",
+		q->path, rows, rows == 1 ? "" : "s", dir, folders);
 }
 
 int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
@@ -196,6 +294,11 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 		int code = db_error(q, err, "schema");
 		nv_queue_close(q);
 		return code;
+	}
+	if (queue_quick_check(q, err) != 0 ||
+	    queue_lost_check(q, home, err) != 0) {
+		nv_queue_close(q);
+		return err->code;
 	}
 	*out = q;
 	return 0;

@@ -22,26 +22,40 @@
 
 /* ---- redact-stream ----------------------------------------------------- */
 
+/* Where the stream writes, and the first write that failed (errno; 0:
+ * none). After a failure nothing more is written: a log with a hole in
+ * it would read as whole. */
+typedef struct stream_sink {
+	int fd;
+	int failed;
+} stream_sink;
+
 static void write_all(const char *buf, size_t len, void *payload)
 {
-	int fd = *(int *)payload;
-	while (len) {
-		ssize_t n = write(fd, buf, len);
+	stream_sink *sink = payload;
+	while (len && !sink->failed) {
+		ssize_t n = write(sink->fd, buf, len);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n <= 0) {
+			sink->failed = n < 0 ? errno : EIO;
 			return;
+		}
 		buf += n;
 		len -= (size_t)n;
 	}
 }
 
-/* in_fd to out_fd through the redactor; a navette_status. */
+/* in_fd to out_fd through the redactor; a navette_status. A write that
+ * failed (a full disk) is said on stderr, the input still read to its end
+ * (the command is not killed by a broken pipe), and the status is
+ * NAVETTE_FAILED: the launcher reports the log as cut. */
 static int redact_stream(int in_fd, int out_fd)
 {
 	char buf[65536];
+	stream_sink sink = {out_fd, 0};
 	nv_redact_stream *s =
-		nv_redact_stream_new(nv_redact_global(), write_all, &out_fd);
+		nv_redact_stream_new(nv_redact_global(), write_all, &sink);
 
 	if (!s)
 		return NAVETTE_SERVICE;
@@ -85,6 +99,10 @@ static int redact_stream(int in_fd, int out_fd)
 	}
 	nv_redact_stream_flush(s);
 	nv_redact_stream_free(s);
+	if (sink.failed) {
+		fprintf(stderr, "%s\n", strerror(sink.failed));
+		return NAVETTE_FAILED;
+	}
 	return NAVETTE_OK;
 }
 

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,46 @@ static int open_marker_sub(int marker_fd, const char *name)
 	return open_dir_at(marker_fd, name);
 }
 
+/* Removes the temp files of tmp/ that writers killed while publishing
+ * left (create_unique's "<tag>.<pid>.<...>"): untouched for
+ * NV_FILESTORE_STALE_SECONDS, and their pid no live process here. Best
+ * effort: a store another user shares keeps what we may not remove. */
+static void sweep_stale_temps(int tmp_fd)
+{
+	int fd = dup(tmp_fd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	time_t now = time(NULL);
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		const char *dot = strchr(e->d_name, '.');
+		struct stat st;
+		char *end;
+		long pid;
+
+		if (!dot || (strncmp(e->d_name, "put.", 4) != 0 &&
+			     strncmp(e->d_name, "meta.", 5) != 0))
+			continue;
+		pid = strtol(dot + 1, &end, 10);
+		if (end == dot + 1 || *end != '.' || pid <= 0)
+			continue;
+		if (fstatat(tmp_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISREG(st.st_mode) ||
+		    now - st.st_mtime < NV_FILESTORE_STALE_SECONDS)
+			continue;
+		/* a live process of that pid may be its writer: kept */
+		if (kill((pid_t)pid, 0) == 0 || errno == EPERM)
+			continue;
+		unlinkat(tmp_fd, e->d_name, 0);
+	}
+	closedir(d);
+}
+
 int nv_filestore_open(nv_filestore **out, const char *root, int create,
 		      nv_err *err)
 {
@@ -215,6 +256,8 @@ int nv_filestore_open(nv_filestore **out, const char *root, int create,
 	s->meta_fd = open_marker_sub(marker_fd, "meta");
 	s->tmp_fd = open_marker_sub(marker_fd, "tmp");
 	close(marker_fd);
+	if (create && s->tmp_fd >= 0)
+		sweep_stale_temps(s->tmp_fd);
 	/* probed in tmp/: on the store's volume, and ours to write in */
 	s->volume = s->tmp_fd >= 0 ? nv_fsname_volume_of(s->tmp_fd)
 				   : NV_FSNAME_SENSITIVE;

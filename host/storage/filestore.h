@@ -18,6 +18,12 @@
 #define NV_FILESTORE_PATH_MAX 4096
 /* S3's page size; list() never returns more than this per call. */
 #define NV_FILESTORE_LIST_MAX 1000
+/* A temp file of the store's tmp/ untouched for this long, whose writer
+ * (the pid in its name) is not a live process here, was left by a writer
+ * that was killed: the next open for writing removes it. Long enough for
+ * a writer on another machine sharing the store (whose pid means nothing
+ * here) that still writes: it touches its temp file as it goes. */
+#define NV_FILESTORE_STALE_SECONDS 3600
 
 typedef struct nv_filestore nv_filestore;
 

@@ -77,7 +77,11 @@ function jobs.view(row, info)
   for k, x in pairs(info and info.fields or {}) do v[k] = x end
   local record = info and info.record
   if not record or row.record_url ~= info.record_url then
-    record = published.record(row.record_url, spec)
+    local problem
+    record, problem = published.record(row.record_url, spec)
+    -- (a record the job published that is gone or damaged: said, never
+    -- shown as a job without outputs)
+    v.record_problem = problem
   end
   if record then
     for i, o in ipairs(record.outputs or {}) do
@@ -88,6 +92,25 @@ function jobs.view(row, info)
     v.log_url = type(record.log) == "table" and record.log.url or nil
   end
   return v
+end
+
+-- The outputs of view that are no longer in the store as its run record
+-- lists them (gone, or of another size), each marked missing = true or
+-- changed = true; -> how many. An output the store cannot be asked about
+-- (unreachable) is left unmarked.
+function jobs.check_outputs(view, spec)
+  local bad = 0
+  for _, o in ipairs(view.outputs) do
+    local info, err = published.head(o.url, spec)
+    if not info and err and err.code == "not_found" then
+      o.missing = true
+      bad = bad + 1
+    elseif info and o.size and info.size ~= o.size then
+      o.changed = true
+      bad = bad + 1
+    end
+  end
+  return bad
 end
 
 -- Raises the error of a failed look-up of id; an ambiguous prefix lists

@@ -20,31 +20,66 @@ function published.s3_store(spec)
   return store
 end
 
--- The text of an object of a job's store (s3:// or file://) at url, at
--- most max bytes (nil: the store's bound), or nil.
-function published.read(url, spec, max)
-  if type(url) ~= "string" then return nil end
+-- The store handle and key of url (s3:// or file://), or nil and the
+-- error.
+local function store_of(url, spec)
   if url:match("^s3://") then
-    local store = published.s3_store(spec)
-    if not store then return nil end
-    local text = store:read(url, max)
-    store:close()
-    return text
+    local store, err = published.s3_store(spec)
+    if not store then
+      return nil, nil, { code = "io", message = tostring(err and
+                         (err.message or err) or "no S3 store in the spec") }
+    end
+    return store, url
   end
   local storage = _navette.storage
   local root, key = storage.find(url)
-  if not root then return nil end
-  local store = storage.open(root)
-  if not store then return nil end
-  local text = store:read(key, max)
-  store:close()
-  return text
+  if not root then
+    return nil, nil, { code = "not_found", message = "no store holds " .. url }
+  end
+  local store, err = storage.open(root)
+  if not store then return nil, nil, err end
+  return store, key
 end
 
--- The run record at url, decoded, or nil.
+-- The text of an object of a job's store (s3:// or file://) at url, at
+-- most max bytes (nil: the store's bound), or nil and the error (code
+-- "not_found" when it is not there).
+function published.read(url, spec, max)
+  if type(url) ~= "string" then return nil end
+  local store, key, err = store_of(url, spec)
+  if not store then return nil, err end
+  local text, rerr = store:read(key, max)
+  store:close()
+  return text, rerr
+end
+
+-- What the store says of the object at url (size, sha256...), or nil
+-- and the error (code "not_found" when it is not there).
+function published.head(url, spec)
+  if type(url) ~= "string" then return nil end
+  local store, key, err = store_of(url, spec)
+  if not store then return nil, err end
+  local info, herr = store:head(key)
+  store:close()
+  return info, herr
+end
+
+-- The run record at url, decoded, or nil and what is wrong with it:
+-- "missing" (not in the store), "corrupt" (not a run record), or the
+-- store's error.
 function published.record(url, spec)
-  local text = published.read(url, spec, 4 * 1024 * 1024)
-  return text and json.decode(text) or nil
+  local text, err = published.read(url, spec, 4 * 1024 * 1024)
+  if not text then
+    if type(url) ~= "string" then return nil end
+    return nil, (err and err.code == "not_found") and "missing"
+                or ("unreadable: " .. tostring(err and err.message or "?"))
+  end
+  local ok, record = pcall(json.decode, text)
+  if not ok or type(record) ~= "table"
+     or record.navette_run_record == nil then
+    return nil, "corrupt"
+  end
+  return record
 end
 
 -- What a remote launcher published of its phases (its navette-status

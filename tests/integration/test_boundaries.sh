@@ -254,6 +254,11 @@ for cmd in "status $ID" "jobs" "watch $ID"; do
 		'\.lua:[0-9]+:|traceback'
 done
 mv "$NAVETTE_HOME/jobs.db" "$NAVETTE_HOME/jobs.db.damaged"
+# (the database alone moved aside: its jobs' folders say jobs were lost)
+nv jobs
+check_rc "the database alone moved aside: jobs exits 4" 4
+check_contains "and names the jobs' folders" "$ERR" "$NAVETTE_HOME/jobs holds"
+mv "$NAVETTE_HOME/jobs" "$NAVETTE_HOME/jobs.damaged"
 nv jobs
 check_rc "moved aside: jobs exits 0" 0
 check_match "moved aside: an empty job database" "$OUT" '^no jobs yet$'

@@ -254,13 +254,35 @@ end
 
 -- The log file the agent writes, else (the job's folder pruned) the log
 -- it published.
+-- Whether the job reached a phase where its log exists (logs_visible).
+local function log_expected(view)
+  for _, p in ipairs(view.phases or {}) do
+    if p.phase == "logs_visible" then return true end
+  end
+  return false
+end
+
 function M.log_chunk(view, offset, ctx)
   local data = sys.read_from(view.log_path, offset, 1024 * 1024)
   if data then return data end
+  local copy
   if offset == 0 and view.log_url then
     local row = view.log_url:match("^s3://") and ctx.db:get(view.id)
     local spec = row and json.decode(row).spec
-    return published.read(view.log_url, spec) or ""
+    copy = published.read(view.log_url, spec)
+  end
+  if copy then return copy end
+  -- a log the job had, gone from its folder and from the store: said,
+  -- never shown as an empty log
+  if offset == 0 and log_expected(view) then
+    error(errors.new("io", "the log of job " .. view.id .. " is missing: "
+                     .. view.log_path .. " is gone"
+                     .. (view.log_url and (", and so is its copy in the "
+                                           .. "store (" .. view.log_url .. ")")
+                         or " (and the job published none)"),
+                     "something removed it from NAVETTE_HOME (and the store);"
+                     .. " the job's outputs and run record are where `navette"
+                     .. " status " .. view.id .. "` says"), 0)
   end
   return ""
 end

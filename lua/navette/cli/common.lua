@@ -173,10 +173,15 @@ function common.print_outcome(v)
     term.print("outputs under " .. tostring(given(v.output_prefix) or "?")
                .. ":")
     for _, o in ipairs(v.outputs) do
-      term.printf("  %-32s %10d B  sha256 %s\n", o.name, o.size,
-                  o.sha256:sub(1, 16) .. "…")
+      term.printf("  %-32s %10d B  sha256 %s%s\n", o.name, o.size,
+                  o.sha256:sub(1, 16) .. "…", o.missing and "  MISSING"
+                  or o.changed and "  CHANGED" or "")
     end
-    if #v.outputs == 0 then term.print("  (no output files)") end
+    if v.record_problem then
+      term.print("  (unknown: the run record is " .. v.record_problem .. ")")
+    elseif #v.outputs == 0 then
+      term.print("  (no output files)")
+    end
   elseif v.state == "cancelled" then
     -- one line: the reason says where it stopped; nothing to check
     local reason = failure and given(failure.reason)

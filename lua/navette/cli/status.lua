@@ -11,7 +11,9 @@ local M = {
   usage = [[
 usage: navette status JOB [--json]
   Shows a job's state, phases with timestamps, commit, image, outputs and
-  failure. JOB may be a unique prefix of the id. Exit 1 if it failed.]],
+  failure. JOB may be a unique prefix of the id. Exit 1 if it failed, or
+  if its run record or an output it lists is missing or damaged in the
+  store (said on stderr).]],
   flags = { json = "bool" },
   read_only = false, -- follows a job: see navette.cli
 }
@@ -21,6 +23,10 @@ function M.run(argv)
   if opts.help then term.print(M.usage); return 0 end
   if #args ~= 1 then common.usage_error("expected one JOB id", "status") end
   local v = jobs.get(args[1])
+  -- what the status shows is there: the run record, and each output it
+  -- lists (a head per output)
+  local row = jobs.row(v.id)
+  local bad = jobs.check_outputs(v, row and row.spec)
   if opts.json then
     term.print(json.encode(v, true))
   else
@@ -49,7 +55,26 @@ function M.run(argv)
     end
     if jobs.FINAL[v.state] then common.print_outcome(v) end
   end
+  if v.record_problem then
+    term.eprint("navette: the run record of job " .. v.id .. " is "
+                .. v.record_problem .. " (" .. tostring(v.record_url)
+                .. "): its outputs cannot be listed\n  check: something "
+                .. "removed or changed it in the store; the job's log is "
+                .. "in NAVETTE_HOME/jobs/" .. v.id .. "/log, run the job "
+                .. "again to publish its outputs anew")
+  end
+  for _, o in ipairs(v.outputs) do
+    if o.missing or o.changed then
+      term.eprint("navette: output " .. tostring(o.name) .. " of job "
+                  .. v.id .. " is " .. (o.missing and "missing from" or
+                  "not the one published in") .. " the store ("
+                  .. tostring(o.url) .. ")\n  check: something removed or "
+                  .. "replaced it after the job published it; run the job "
+                  .. "again to publish it anew")
+    end
+  end
   if v.state == "failed" or v.state == "cancelled" then return 1 end
+  if v.record_problem or bad > 0 then return 1 end
   return 0
 end
 
