@@ -113,9 +113,10 @@ int nv_queue_durability(nv_queue *q, char *out, size_t cap, nv_err *err)
 	return 0;
 }
 
-/* SQLite's quick_check at each open (milliseconds for thousands of
- * jobs): a damaged page is named with the recovery steps before any
- * command reads a wrong row from it or writes more into it. */
+/* SQLite's quick_check at each open (0.1 to 0.3 s for 5,000 jobs of
+ * 8 KiB specs, a 41 MB file; the agent opens once): a damaged page is
+ * named with the recovery steps before any command reads a wrong row
+ * from it or writes more into it. */
 static int queue_quick_check(nv_queue *q, nv_err *err)
 {
 	sqlite3_stmt *st = NULL;

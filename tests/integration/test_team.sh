@@ -326,6 +326,19 @@ check_eq "dora logs in to the token service" "$(login_code dora)" 200
 check_eq "radosgw's admin API: her user is active" "$(admin_user dora 'bool(d["suspended"])')" false
 check_ne "the bucket's policy names her" "$(policy_names dora)" "[]"
 check_true "the token service's ACL names her" grep -q dora "$REGISTRY_TEAM_ACL"
+# revoke's proof fails when a credential is still accepted: dora's
+# handed-over key, swapped for bob's (which revoke leaves alone), is tried
+# as hers; --readmit then lets her back in
+cp "$HANDOFF/dora.s3.json" "$T/dora.s3.json.kept"
+cp "$HANDOFF/bob.s3.json" "$HANDOFF/dora.s3.json"
+nv_in "$R" team revoke dora
+check_rc "a revoke whose proof finds a credential still accepted: exit 1" 1
+check_match "the proof names it" "$OUT" "^  s3 +key \.\.\.[A-Z0-9]{4} +STILL ACCEPTED: "
+check_match "and says so" "$ERR" "1 credential\(s\) of dora still accepted"
+cp "$T/dora.s3.json.kept" "$HANDOFF/dora.s3.json"
+nv_in "$R" team apply --readmit dora
+check_rc "apply --readmit dora" 0
+check_eq "dora reads the dataset again" "$(s3_get dora datasets/d.txt)" 200
 cp "$T/team.lua.kept" "$R/team.lua"
 nv_in "$R" team apply --plan
 check_match "with dora removed, apply --plan (of the change not committed yet) suspends her user" "$OUT" \
