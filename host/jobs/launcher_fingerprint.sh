@@ -95,7 +95,7 @@ nv_fp_in_image() {
 	*@sha256:*)
 		nv_fp_cache="$(dirname "$NAVETTE_JOB_DIR")/.navette-interpreter-\
 ${NAVETTE_IMAGE##*@sha256:}-$(basename "$NAVETTE_INTERPRETER" |
-			LC_ALL=C tr -c 'A-Za-z0-9._-\n' '_')"
+			LC_ALL=C tr -c 'A-Za-z0-9._\n-' '_')"
 		if [ -s "$nv_fp_cache" ]; then
 			head -n 1 "$nv_fp_cache"
 			return
