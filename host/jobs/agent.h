@@ -49,6 +49,10 @@ int nv_agent_stop(const char *home, int force, double wait_s, long *pid,
 void nv_agent_set_program(const char *program, int self);
 /* The path of that program into out, or an error saying how to give one. */
 int nv_agent_program(char *out, size_t cap, nv_err *err);
+/* The shared libnavette this code is in: the path the loader opened
+ * (loaded) and its real path (real), each of cap bytes; -1 when libnavette
+ * is linked into the executable. A sandboxed job's redactor needs it. */
+int nv_agent_library(char *loaded, char *real, size_t cap);
 
 /* The `navette agent` command: runs the agent in the foreground for home.
  * quiet_if_running: another agent holding the lock is not an error.

@@ -6,6 +6,7 @@
  * (record.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -382,14 +383,24 @@ void agent_finalize(agent *a, job *j, nv_record_outcome *o)
 		prefix = "";
 	if (o->state == NV_STATE_SUCCEEDED) /* the command ran */
 		check_success(j, outdir, logpath, o);
-	/* a log cut while it was written (a full disk) is not the job's
-	 * whole log: the job does not pass on it */
-	if (j->log_cut[0])
+	/* a log cut while it was written (a full disk, a redactor that
+	 * could not run) is not the job's whole log: the job does not pass
+	 * on it, and the reason names the disk only when it was full */
+	if (j->log_cut[0] && (strstr(j->log_cut, strerror(ENOSPC)) ||
+			      strstr(j->log_cut, strerror(EDQUOT))))
 		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_RUNNING,
 			       "free space on the disk of NAVETTE_HOME, then "
 			       "run the job again",
 			       "the log could not be written whole (%s): the "
 			       "disk of NAVETTE_HOME was full",
+			       j->log_cut);
+	else if (j->log_cut[0])
+		nv_record_fail(o, NV_STATE_FAILED, NV_PHASE_RUNNING,
+			       "the log goes through navette's redactor "
+			       "(NAVETTE_REDACT redact-stream) into the job's "
+			       "folder: check that both work there, then run "
+			       "the job again",
+			       "the log could not be written whole (%s)",
 			       j->log_cut);
 	store = spec ? agent_output_store(spec, &err) : NULL;
 	if (!store)

@@ -65,17 +65,28 @@ static int self_path(char *out, size_t cap)
 #endif
 }
 
+int nv_agent_library(char *loaded, char *real, size_t cap)
+{
+	Dl_info info;
+	char self[PROGRAM_CAP];
+
+	if (!dladdr((void *)nv_agent_set_program, &info) || !info.dli_fname ||
+	    info.dli_fname[0] != '/' || cap < PATH_MAX ||
+	    nv_pathf(loaded, cap, "%s", info.dli_fname) != 0 ||
+	    !realpath(info.dli_fname, real))
+		return -1;
+	if (self_path(self, sizeof(self)) == 0 && strcmp(self, real) == 0)
+		return -1;
+	return 0;
+}
+
 /* bindir/navette of the shared libnavette this code is in; -1 when it is
  * linked into the executable (a static libnavette). */
 static int beside_library(char *out, size_t cap)
 {
-	Dl_info info;
-	char lib[PATH_MAX], self[PROGRAM_CAP];
+	char loaded[PATH_MAX], lib[PATH_MAX];
 
-	if (!dladdr((void *)nv_agent_set_program, &info) || !info.dli_fname ||
-	    !realpath(info.dli_fname, lib))
-		return -1;
-	if (self_path(self, sizeof(self)) == 0 && strcmp(self, lib) == 0)
+	if (nv_agent_library(loaded, lib, sizeof(lib)) != 0)
 		return -1;
 	char *slash = strrchr(lib, '/');
 	if (!slash)

@@ -25,6 +25,7 @@
 
 #include "core/clock.h"
 #include "core/fsutil.h"
+#include "jobs/agent.h"
 #include "jobs/agent_internal.h"
 #include "jobs/secrets.h"
 
@@ -420,10 +421,17 @@ static void bwrap_command(const agent_sandbox *sb, const char *home,
 		strv_push(v, agent_secrets_dir(j));
 	}
 	if (exe && *exe) {
-		/* the log's redactor (redact-stream) is navette itself */
+		/* the log's redactor (redact-stream) is navette itself, and
+		 * the shared libnavette it loads when that is not a system
+		 * one (a host program's build, under /tmp or $HOME) */
 		strv_push(v, "--ro-bind");
 		strv_push(v, realpath(exe, real) ? real : exe);
 		strv_push(v, exe);
+		if (nv_agent_library(target, real, sizeof(real)) == 0) {
+			strv_push(v, "--ro-bind");
+			strv_push(v, real);
+			strv_push(v, target);
+		}
 	}
 	strv_push(v, "--chdir");
 	strv_push(v, j->dir);
@@ -443,6 +451,7 @@ static const char seatbelt_profile[] =
 	"(subpath (param \"NAVETTE_HOME\")))\n"
 	"(allow file-read* file-write* (subpath (param \"JOB_DIR\")))\n"
 	"(allow file-read* (literal (param \"PROGRAM\")))\n"
+	"(allow file-read* (literal (param \"LIBRARY\")))\n"
 	"(allow file-read* (subpath (param \"SECRETS_DIR\")))\n"
 	"(deny process-info* (target others))\n";
 
@@ -461,6 +470,11 @@ static void seatbelt_command(const agent_sandbox *sb, const char *home,
 	strv_pushf(v, "-DJOB_DIR=%s", realpath(j->dir, real) ? real : j->dir);
 	strv_pushf(v, "-DPROGRAM=%s",
 		   exe && realpath(exe, real) ? real : "/var/empty");
+	char loaded[PATH_CAP];
+	strv_pushf(v, "-DLIBRARY=%s",
+		   nv_agent_library(loaded, real, sizeof(real)) == 0
+			   ? real
+			   : "/var/empty");
 	strv_pushf(v, "-DSECRETS_DIR=%s",
 		   agent_secrets_dir(j) && realpath(agent_secrets_dir(j), real)
 			   ? real
