@@ -162,7 +162,8 @@ EOF
 	check_eq "$who: the job wrote no file here" \
 		"$(find "$H" "$NH" -newer "$R/probe.lua" -type f \
 			! -path "$NH/jobs/*" ! -path "$NH/store/*" \
-			! -path "$NH/audit/*" ! -name 'jobs.db*' \
+			! -path "$NH/audit/*" ! -name audit.anchor \
+			! -path "$NH/runs/*" ! -name 'jobs.db*' \
 			! -name 'agent.*' ! -name .navette-reserve \
 			! -path "$H/.config/*" 2>/dev/null)" ""
 	check_eq "$who: the job sees no process of the agent" \
