@@ -90,6 +90,15 @@ static int group_has_live_member(pid_t pgid)
 	closedir(d);
 	return alive;
 }
+
+/* Field 3 of /proc/PID/stat: Z (zombie) or X (dead). */
+static int is_zombie(pid_t pid)
+{
+	char stat[1024], state;
+	const char *p = proc_stat(pid, stat, sizeof(stat));
+	return p && sscanf(p + 1, " %c", &state) == 1 &&
+	       (state == 'Z' || state == 'X');
+}
 #elif defined(__APPLE__)
 /* A debugger cannot attach; the environment stays readable to the same
  * user through sysctl KERN_PROCARGS2, so the environment must be minimal
@@ -139,7 +148,24 @@ static int group_has_live_member(pid_t pgid)
 	free(list);
 	return alive;
 }
+
+static int is_zombie(pid_t pid)
+{
+	int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, (int)pid};
+	struct kinfo_proc info;
+	size_t size = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	return sysctl(mib, 4, &info, &size, NULL, 0) == 0 && size > 0 &&
+	       info.kp_proc.p_stat == SZOMB;
+}
 #else
+static int is_zombie(pid_t pid)
+{
+	(void)pid;
+	return 0; /* no way to tell here: the signal said it lives */
+}
+
 static int group_has_live_member(pid_t pgid)
 {
 	(void)pgid;
@@ -160,6 +186,15 @@ int nv_process_start_time(pid_t pid, char *out, size_t cap)
 	return -1;
 }
 #endif
+
+int nv_process_alive(pid_t pid)
+{
+	if (pid <= 0)
+		return 0;
+	if (kill(pid, 0) != 0 && errno != EPERM)
+		return 0;
+	return !is_zombie(pid);
+}
 
 int nv_process_group_alive(pid_t pgid)
 {

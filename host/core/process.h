@@ -26,4 +26,10 @@ int nv_process_start_time(pid_t pid, char *out, size_t cap);
  * where the system cannot say which those are, any process counts. */
 int nv_process_group_alive(pid_t pgid);
 
+/* 1 while process pid lives (one of another user too), 0 once it is gone
+ * or ended and waits to be reaped (a zombie: an orphan whose init does
+ * not reap it stays one). Where the system cannot tell zombies, any
+ * process counts. */
+int nv_process_alive(pid_t pid);
+
 #endif
