@@ -243,8 +243,14 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 	 * a new database at once): retry those steps, bounded. */
 	int rc = SQLITE_BUSY;
 	for (int attempt = 0; attempt < 100; attempt++) {
-		rc = sqlite3_exec(q->db, "PRAGMA journal_mode=WAL;", NULL, NULL,
+		/* a new database keeps no free page (each commit gives them
+		 * back): every page is one quick_check reads, so damage lands
+		 * where it is seen (on an older database, a no-op) */
+		rc = sqlite3_exec(q->db, "PRAGMA auto_vacuum=FULL;", NULL, NULL,
 				  NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(q->db, "PRAGMA journal_mode=WAL;",
+					  NULL, NULL, NULL);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_exec(q->db, "PRAGMA synchronous=NORMAL;",
 					  NULL, NULL, NULL);
