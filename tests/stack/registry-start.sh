@@ -25,35 +25,7 @@
 # exits non-zero. Linux; needs docker-registry, htpasswd
 # (apache2-utils), openssl, python3 and curl (vendor/packages.txt).
 set -eu -o pipefail
-# need_dir NAME...: refuses to go on (exit 2) unless each variable NAME
-# holds a folder this script may write under: absolute, not /, no '..',
-# inside TMPDIR, /tmp, NEED_DIR_ROOT or a build folder (one with a
-# CMakeCache.txt). tests/integration/lib.sh's guard, for a script that
-# does not source it.
-need_dir() {
-	local name value root
-	for name in "$@"; do
-		value=${!name-}
-		case $value in
-		'' | / | //* | [!/]* | *..*)
-			echo "$0: refusing to run: $name='$value' is not a folder it may write under" >&2
-			exit 2 ;;
-		esac
-		for root in "${TMPDIR:-/tmp}" /tmp "${NEED_DIR_ROOT:-/nonexistent}"; do
-			for root in "$root" "$(cd "$root" 2>/dev/null && pwd -P)"; do
-				case ${root%/} in '' | /) continue ;; esac
-				case $value/ in "${root%/}"/?*) continue 3 ;; esac
-			done
-		done
-		root=$value
-		while [ "$root" != / ]; do
-			[ -f "$root/CMakeCache.txt" ] && continue 2
-			root=$(dirname "$root")
-		done
-		echo "$0: refusing to run: $name='$value' is outside TMPDIR, /tmp and any build folder" >&2
-		exit 2
-	done
-}
+. "$(dirname "$0")/../need_dir_lib.sh"
 
 if [ $# -ne 1 ] || [ -z "$1" ]; then
 	echo "usage: $0 DIR" >&2

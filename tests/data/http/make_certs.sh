@@ -4,34 +4,7 @@
 # the server's public key and its pin computed by the openssl CLI, so the
 # test can check nv_http_pin_from_pem against an independent computation.
 set -eu
-# need_dir NAME...: refuses to go on (exit 2) unless each variable NAME
-# holds a folder this script may write under: absolute, not /, no '..',
-# inside TMPDIR, /tmp, NEED_DIR_ROOT or a build folder (one with a
-# CMakeCache.txt). tests/integration/lib.sh's guard, for a script that
-# does not source it (POSIX sh).
-need_dir() {
-	for name in "$@"; do
-		eval "value=\${$name-}"
-		case $value in
-		'' | / | //* | [!/]* | *..*)
-			echo "$0: refusing to run: $name='$value' is not a folder it may write under" >&2
-			exit 2 ;;
-		esac
-		for root in "${TMPDIR:-/tmp}" /tmp "${NEED_DIR_ROOT:-/nonexistent}"; do
-			for root in "$root" "$(cd "$root" 2>/dev/null && pwd -P)"; do
-				case ${root%/} in '' | /) continue ;; esac
-				case $value/ in "${root%/}"/?*) continue 3 ;; esac
-			done
-		done
-		root=$value
-		while [ "$root" != / ]; do
-			[ -f "$root/CMakeCache.txt" ] && continue 2
-			root=$(dirname "$root")
-		done
-		echo "$0: refusing to run: $name='$value' is outside TMPDIR, /tmp and any build folder" >&2
-		exit 2
-	done
-}
+. "$(dirname "$0")/../../need_dir_lib.sh"
 dir=$1
 need_dir dir
 cd "$dir"

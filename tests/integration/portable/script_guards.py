@@ -22,8 +22,8 @@ Rule 2. A script that writes files calls the guard before its first write:
   folder $T, refuses to go on without one, and offers need_dir) or calls
   need_dir itself: the guard that refuses (exit 2) a folder variable that
   is empty, unset, relative, /, or outside the test's temporary folder
-  and any build folder. A script that does not source lib.sh defines
-  need_dir in its own few lines. A write is the target of > or >>, or a
+  and any build folder. A script that does not source lib.sh sources
+  tests/need_dir_lib.sh, the one copy of need_dir. A write is the target of > or >>, or a
   command among mkdir, cp, mv, rm, ln, touch, tee, install and chmod. What
   the rule cannot see: whether each variable a script writes under after
   the guard is one need_dir checked (a function's argument, a repository
