@@ -509,6 +509,7 @@ wait_for() {
 start_delay_proxy() {
 	local port=$1 log=$2 delay=$3
 	shift 3
+	: >"$log"
 	python3 "$NAVETTE_SOURCE/tests/data/slurm/delay_proxy.py" \
 		--listen "$port" --target "${SLURMRESTD_URL#http://}" \
 		--delay-submit "$delay" --log "$log" "$@" &

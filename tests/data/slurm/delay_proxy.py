@@ -58,16 +58,20 @@ def serve(client):
                 data = client.recv(65536)
                 if not data:
                     break
-                upstream.sendall(data)
-                if args.log_submits and data.startswith(b"POST ") and \
-                        b"/job/submit " in data.split(b"\r\n", 1)[0]:
-                    log("submit request")
+                # the gate is shut before the request goes on: shut after,
+                # an answer quicker than this thread went through (seen on
+                # a loaded machine: the "killed" run had its answer)
                 with lock:
                     first = b"/job/submit" in data and not state["delayed"]
                     if first:
                         state["delayed"] = True
                 if first:
                     gate.clear()
+                upstream.sendall(data)
+                if args.log_submits and data.startswith(b"POST ") and \
+                        b"/job/submit " in data.split(b"\r\n", 1)[0]:
+                    log("submit request")
+                if first:
                     log("submit forwarded")
                     threading.Timer(args.delay_submit, gate.set).start()
         except OSError:
