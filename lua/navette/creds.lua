@@ -118,12 +118,13 @@ function creds.validate(name, d, where, origin)
   return out
 end
 
--- The run's declarations and handles (set by the runner).
-local context = { declared = {}, loaded = {}, profile = nil }
--- project: the project's name (creds.store writes into its own folder)
-function creds._set_context(declared, profile, project)
-  context = { declared = declared or {}, loaded = {}, profile = profile,
-              project = project }
+-- The run's declarations and handles: its scope (navette.context).
+local scope = require("navette.context").scope
+
+-- The project's name (creds.store writes into its own folder), or nil.
+local function project_name()
+  local proj = scope().project
+  return proj and proj.name
 end
 
 -- Handles of values navette made or staged (creds.generate, creds.staged):
@@ -132,7 +133,7 @@ local made = setmetatable({}, { __mode = "k" })
 
 -- The declaration of name (kind, source, host...; never a value), or nil.
 function creds.declaration(name)
-  return context.declared[name]
+  return scope().credentials[name]
 end
 
 -- The name of the declared credential of one of kinds whose host is host
@@ -140,8 +141,8 @@ end
 -- port matches any port), or nil. Several: the first by name.
 function creds.for_host(host, kinds)
   local bare = host:match("^%[.*%]") or host:match("^[^:]*")
-  for _, name in ipairs(util.sorted_keys(context.declared)) do
-    local d = context.declared[name]
+  for _, name in ipairs(util.sorted_keys(scope().credentials)) do
+    local d = scope().credentials[name]
     for _, k in ipairs(kinds) do
       if d.kind == k and d.host and (d.host == host or d.host == bare) then
         return name
@@ -172,29 +173,8 @@ local function load(d)
   return native.load(d)
 end
 
--- What would run to load d, for a person reading a plan: the command
--- (its words as declared: a declaration, never a value) or the Keychain.
-local function what_runs(d)
-  local text
-  if d.source == "keychain" then
-    text = "the Keychain's tool (security) for credential " .. d.name
-  else
-    text = "the command of credential " .. d.name .. ": "
-           .. table.concat(d.command or {}, " ")
-  end
-  text = text:gsub("[%c\127]", "?")
-  if #text > 200 then text = text:sub(1, 197) .. "..." end
-  return text
-end
-
--- The plan's line saying what would run to load d (once per credential
--- and run).
-function creds.plan_not_run(d)
-  context.planned_not_run = context.planned_not_run or {}
-  if context.planned_not_run[d.name] then return end
-  context.planned_not_run[d.name] = true
-  core.plan("creds", "would run", what_runs(d))
-end
+-- The plan's line saying what would run to load d (navette.creds_plan).
+creds.plan_not_run = require("navette.creds_plan").not_run
 
 -- The stand-in handle plan mode gives for a credential it did not run,
 -- with the plan's line saying what would have run.
@@ -226,9 +206,9 @@ end
 -- The handle a plan gives for d without loading it: it says `planned`,
 -- and the plan says where the value would come from (once per run).
 local function planned(d)
-  context.planned_not_run = context.planned_not_run or {}
-  if not context.planned_not_run[d.name] then
-    context.planned_not_run[d.name] = true
+  scope().planned_not_run = scope().planned_not_run or {}
+  if not scope().planned_not_run[d.name] then
+    scope().planned_not_run[d.name] = true
     core.plan("creds", "would load", (d.name .. " from " .. where_from(d)
               .. (d.host and (" for " .. d.host) or "")):gsub("[%c\127]",
               "?"))
@@ -266,15 +246,15 @@ function creds.get(name)
   if type(name) ~= "string" then
     errors.raise("recipe", "navette.creds.get: expects a credential name")
   end
-  local held = context.loaded[name]
+  local held = scope().loaded[name]
   -- a plan's stand-in is never handed out once execution is allowed
   if held and not (held:info().not_run and not core.exec_forbidden()) then
     return held
   end
-  local d = context.declared[name]
+  local d = scope().credentials[name]
   if not d then
-    require("navette.isolation").check_credential(context.profile, name)
-    local names = util.sorted_keys(context.declared)
+    require("navette.isolation").check_credential(scope().profile, name)
+    local names = util.sorted_keys(scope().credentials)
     errors.raise("recipe", "no credential named '" .. name .. "'"
                  .. util.suggest(name, names), #names > 0
                  and ("declared: " .. table.concat(names, ", "))
@@ -298,7 +278,7 @@ function creds.get(name)
     errors.raise(err.code == "invalid" and "recipe" or "refused",
                  err.message, err.hint)
   end
-  context.loaded[name] = handle
+  scope().loaded[name] = handle
   return handle
 end
 
@@ -308,20 +288,20 @@ end
 -- value would come from; the pass that submits loads it.
 function creds.recipe_get(name)
   if core.plan_mode() and type(name) == "string" then
-    local d = context.declared[name]
+    local d = scope().credentials[name]
     if d then
-      local held = context.loaded[name]
+      local held = scope().loaded[name]
       if held then return held end
       -- The redactor still learns the value of a trusted project's
       -- credential (what every sink masks: a recipe printing it in a
       -- plan is masked as in a run); the recipe never holds it, and a
       -- plan runs no credential program (the loader says not_run).
-      context.primed = context.primed or {}
-      if not context.primed[name] then
-        context.primed[name] = load(d) or false
+      scope().primed = scope().primed or {}
+      if not scope().primed[name] then
+        scope().primed[name] = load(d) or false
       end
       local handle = planned(d)
-      context.loaded[name] = handle
+      scope().loaded[name] = handle
       return handle
     end
   end
@@ -336,7 +316,7 @@ function creds.jwt(key, opts)
   if type(opts.claims) ~= "table" then
     errors.raise("recipe", "navette.creds.jwt: claims must be a table")
   end
-  local max = context.profile and context.profile.max_token_lifespan or 3600
+  local max = scope().profile and scope().profile.max_token_lifespan or 3600
   -- for a job, the token lives as long as the job may, plus a margin
   local default = 600
   if type(opts.job) == "table" and opts.job.resources
@@ -364,7 +344,7 @@ function creds.jwt(key, opts)
   if audit then
     audit.append({ action = "credential.mint", target = name,
                    credential = key:name(), result = "ok",
-                   profile = context.profile and context.profile.name,
+                   profile = scope().profile and scope().profile.name,
                    detail = "lifespan " .. lifespan .. " s" })
   end
   return token
@@ -377,7 +357,7 @@ end
 -- state, nor another project's folder.
 local function navette_folders()
   local home = sys.getenv("HOME") or ""
-  local project = context.project or "project"
+  local project = project_name() or "project"
   local out = {}
   if home ~= "" then out[#out + 1] = home .. "/.navette/" .. project .. "/" end
   local config = require("navette.trust").config_dir()
@@ -417,10 +397,10 @@ local function declared_or_raise(what, name)
     errors.raise("recipe", what .. ": name must be the name of a declared "
                  .. "credential")
   end
-  local d = context.declared[name]
+  local d = scope().credentials[name]
   if not d then
-    require("navette.isolation").check_credential(context.profile, name)
-    local names = util.sorted_keys(context.declared)
+    require("navette.isolation").check_credential(scope().profile, name)
+    local names = util.sorted_keys(scope().credentials)
     errors.raise("recipe", what .. ": no credential named '" .. name .. "'"
                  .. util.suggest(name, names),
                  "declare it under credentials = { ... } in navette.lua")
@@ -466,10 +446,10 @@ function creds.store(name, handle)
   if d.source == "file" and not inside(d.path, allowed) then
     errors.raise("refused", what .. ": credential " .. name .. " is read "
                  .. "from " .. d.path .. ", outside the folders navette "
-                 .. "keeps for project " .. tostring(context.project)
+                 .. "keeps for project " .. tostring(project_name())
                  .. "'s credentials (" .. table.concat(allowed, ", ")
                  .. ")", "keep the credential's file there (path = \"~/"
-                 .. ".navette/" .. tostring(context.project) .. "/" .. name
+                 .. ".navette/" .. tostring(project_name()) .. "/" .. name
                  .. "\"), or write the new value to " .. d.path
                  .. " yourself")
   end
@@ -540,7 +520,7 @@ function creds.store(name, handle)
     errors.raise(err.code == "invalid" and "recipe" or err.code,
                  what .. ": " .. err.message, err.hint)
   end
-  context.loaded[name] = nil
+  scope().loaded[name] = nil
   native.cache_clear()
   -- a staged value is dropped once a value is stored: it was the one, or
   -- a newer rotation replaced it
@@ -550,7 +530,7 @@ function creds.store(name, handle)
     audit.record({ action = "creds.store", target = where,
                    credential = name,
                    detail = "source " .. d.source },
-                 context.profile)
+                 scope().profile)
   end
   return true
 end
@@ -668,7 +648,7 @@ function creds.stage(name, handle)
   local audit = _navette.audit and require "navette.audit"
   if audit then
     audit.record({ action = "creds.stage", target = path, credential = name,
-                   detail = "kind " .. d.kind }, context.profile)
+                   detail = "kind " .. d.kind }, scope().profile)
   end
   return path
 end
@@ -695,7 +675,7 @@ end
 -- declares (never a value, never a path).
 function creds.declared()
   local out = {}
-  for name, d in pairs(context.declared) do
+  for name, d in pairs(scope().credentials) do
     out[name] = { kind = d.kind, source = d.source, host = d.host }
   end
   return out

@@ -7,15 +7,13 @@
 -- endpoint is refused before it is followed (exit 3). A failure raises; try_request and
 -- try_get return nil, err instead (errors.lua).
 local errors = require "navette.errors"
+local util = require "navette.util"
 local native = _navette.net
 
 local http = {}
 
-local context = { profile = nil, declared = {} }
-function http._set_context(profile)
-  context = { profile = profile, declared = profile and profile.credentials
-                                           or {} }
-end
+-- the run's scope (navette.context): its profile, declared credentials
+local scope = require("navette.context").scope
 
 local OPTS = { "method", "headers", "body", "credential", "max_redirects",
                "timeout", "max_body" }
@@ -23,17 +21,7 @@ http.OPTIONS = OPTS -- for the LuaLS definitions (navette.luals)
 local REFUSED = { insecure = true, verify = true, ssl_verify = true,
                   verify_peer = true, no_verify = true, tls_verify = true }
 
--- "https://Host:443/x" -> "https://host:443", host
-local function origin_of(url)
-  local scheme, authority = url:match("^(%a[%w+.-]*)://([^/?#]+)")
-  if not scheme then return nil end
-  authority = authority:gsub("^.*@", ""):lower()
-  local host = authority:gsub(":%d+$", "")
-  if not authority:find(":%d+$") then
-    authority = authority .. (scheme:lower() == "https" and ":443" or ":80")
-  end
-  return scheme:lower() .. "://" .. authority, host
-end
+local origin_of = util.origin_of
 http.origin_of = origin_of
 
 function http.request(url, opts)
@@ -60,10 +48,10 @@ function http.request(url, opts)
     errors.raise("recipe", "navette.http: '" .. url .. "' is not a URL")
   end
   local isolation = require "navette.isolation"
-  isolation.check_origin(context.profile, url, "navette.http")
+  isolation.check_origin(scope().profile, url, "navette.http")
   -- the endpoint's TLS settings, found by address as isolation compares
   -- hosts (http://127.1:7480 is http://127.0.0.1:7480's endpoint)
-  local endpoints = context.profile and context.profile.endpoints or {}
+  local endpoints = scope().profile and scope().profile.endpoints or {}
   local endpoint = endpoints[origin]
   if not endpoint then
     local key = isolation.origin_key(url)
@@ -82,7 +70,7 @@ function http.request(url, opts)
         return nil, "navette.http: " .. origin .. " redirects to a URL "
                .. "navette cannot read", "ask for the final URL"
       end
-      local ok, e = pcall(isolation.check_origin, context.profile, next_url,
+      local ok, e = pcall(isolation.check_origin, scope().profile, next_url,
                           "navette.http (a redirect from " .. origin .. ")")
       if ok then return true end
       e = errors.from(e)
@@ -94,7 +82,7 @@ function http.request(url, opts)
   }
   if opts.credential ~= nil then
     local name = opts.credential:name()
-    local decl = context.declared[name]
+    local decl = scope().credentials[name]
     if not decl or not decl.host then
       errors.raise("refused", "credential '" .. name .. "' declares no "
                    .. "host, so it is sent nowhere", "bind it: host = "

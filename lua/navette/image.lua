@@ -23,9 +23,9 @@ local native, core, sys, json = _navette.image, _navette.core, _navette.sys,
 
 local image = {}
 
--- The run context (set by the runner, or by the CLI): repository root.
-local context = { repo_root = nil }
-function image._set_context(ctx) context = ctx or {} end
+-- the run being evaluated, and the scope (navette.context)
+local current = require("navette.context").current
+local scope = require("navette.context").scope
 
 local function fail(err, what)
   local message = err and err.message or "image operation failed"
@@ -105,7 +105,7 @@ end
 image.DEFAULT_PLATFORM = "linux/amd64"
 function image.target_platform(platform)
   if platform then return platform end
-  local run = require("navette.runner").current
+  local run = current()
   return run and run.profile and run.profile.platform
          or image.DEFAULT_PLATFORM
 end
@@ -123,7 +123,7 @@ end
 
 -- Native options for refs (list of {registry, credential}) and opts.
 local function native_options(opts, refs)
-  local run = require("navette.runner").current
+  local run = current()
   if run and run.profile then
     for _, r in ipairs(refs) do
       require("navette.isolation").check_registry(run.profile, r.registry,
@@ -233,12 +233,12 @@ function image.inspect(ref, opts)
   return info
 end
 
--- The repository: given, set by _set_context, the running recipe's, or
--- the current folder's.
+-- The repository: given, the scope's, the running recipe's, or the
+-- current folder's.
 local function repo_root(opts_repo)
   if opts_repo then return opts_repo end
-  if context.repo_root then return context.repo_root end
-  local run = require("navette.runner").current
+  if scope().repo_root then return scope().repo_root end
+  local run = current()
   if run and run.repo then return run.repo:workdir() end
   return sys.cwd()
 end
@@ -256,14 +256,14 @@ end
 -- line, which takes the user's paths as given.
 
 -- The run's repository: its real root (the running recipe's, else the
--- one the context names, else the current folder's).
+-- scope's, else the current folder's).
 local function own_repository(fn)
   local root
-  local run = require("navette.runner").current
+  local run = current()
   if run and run.repo then
     root = run.repo:workdir()
-  elseif context.repo_root then
-    root = context.repo_root
+  elseif scope().repo_root then
+    root = scope().repo_root
   else
     local repo = _navette.git.open(sys.cwd())
     if repo then root = repo:workdir(); repo:close() end
@@ -522,7 +522,7 @@ local function build(spec, trusted)
   end
   -- the builder pushes itself: another profile's registry is refused
   -- before it starts (plan mode too)
-  local run = require("navette.runner").current
+  local run = current()
   if run and run.profile then
     require("navette.isolation").check_registry(run.profile, target.registry,
                                                 "navette.image.build")

@@ -96,7 +96,7 @@ end
 -- host_key's host and the port, whatever the scheme (http:// and
 -- https:// to one host and port reach one service).
 local function origin_norm(url)
-  local o = require("navette.http").origin_of(url)
+  local o = require("navette.util").origin_of(url)
   if not o then return nil end
   local scheme, host, port = o:match("^(%a[%w+.-]*)://(.-):(%d+)$")
   if not scheme or host == "" then return o, o end

@@ -290,9 +290,9 @@ end
 
 -- A refusal of the run in progress, audited as the runner's are.
 local function refuse(message, hint)
-  local run = require("navette.runner").current
-  require("navette.runner").refuse("library " .. message, hint, run,
-                                   run and run.recipe)
+  local run = require("navette.context").current()
+  require("navette.run.report").refuse("library " .. message, hint, run,
+                                       run and run.recipe)
 end
 
 -- Pins spec {url, ref} to a commit of its cache. ctx says for whom:
@@ -442,7 +442,7 @@ local function scan(run, lib)
   if #report.findings > 0 then
     refuse(lib.url .. ": commit " .. lib.commit:sub(1, 12) .. " holds "
            .. "what looks like secrets:\n"
-           .. require("navette.runner").findings_text(report.findings),
+           .. require("navette.run.pin").findings_text(report.findings),
            "ask the library's maintainers to remove them (and rotate "
            .. "them); a library's own .navette-secrets-allow does not "
            .. "apply: to accept a file you reviewed, add a line '@library "
@@ -478,14 +478,16 @@ local function evaluate(run, lib, module)
   end
   local env = core.sandbox(run.recipe_dir, {
     -- (its navette.use is marked as the library's own, whenever called)
-    navette = require("navette.public").new({
+    -- (the public API's maker, which the run holds: public.lua is above
+    -- this module)
+    navette = run.new_api({
       use = function(decl) return library.use(decl, from) end,
       -- (code = "library": this library's commit)
       job = function(decl)
-        return require("navette.runner").declare(decl, lib)
+        return require("navette.run.declare").declare(decl, lib)
       end,
       sweep = function(decl)
-        return require("navette.runner").declare_sweep(decl, lib)
+        return require("navette.run.declare").declare_sweep(decl, lib)
       end,
     }),
     print = run.print,
@@ -507,7 +509,7 @@ end
 -- library whose own navette.use this is (nil for the project's recipes).
 function library.use(decl, from)
   local spec = library.validate(decl)
-  local run = require("navette.runner").current
+  local run = require("navette.context").current()
   if not run then
     errors.raise("usage", "navette.use was called outside a recipe run",
                  "run the recipe with `navette run` or `navette plan`")

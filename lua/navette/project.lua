@@ -352,7 +352,7 @@ local function validate_endpoints(path, name, t)
   if type(t) ~= "table" then
     profile_fail(path, name, "endpoints must be a table")
   end
-  local origin_of = require("navette.http").origin_of
+  local origin_of = require("navette.util").origin_of
   for url, e in pairs(t) do
     local origin = type(url) == "string" and origin_of(url)
     if not origin or type(e) ~= "table" then
@@ -489,6 +489,40 @@ local function validate_profile(path, name, p, home, shared_credentials)
   return profile
 end
 
+-- The team's policy file in the team repository, unless navette.lua's
+-- team names another; the keys of navette.lua's team.
+project.TEAM_FILE = "team.lua"
+local TEAM_SOURCE_KEYS = { "git", "ref", "file" }
+
+-- Checks navette.lua's team (path: the project file). -> {url, ref, file}
+local function validate_team_source(path, t)
+  if type(t) ~= "table" then
+    fail(path, "team must be a table: team = { git = URL, ref = TAG }")
+  end
+  util.check_keys(t, TEAM_SOURCE_KEYS, function(k, suggestion, list)
+    fail(path, "team: unknown key '" .. tostring(k) .. "'" .. suggestion,
+         "keys: " .. list)
+  end)
+  local library = require "navette.library"
+  local ok, spec = pcall(library.validate, { git = t.git, ref = t.ref })
+  if ok then
+    -- (where it is fetched from: https://, file:// or a path)
+    local okk, err = pcall(library.source, spec.url, util.dirname(path))
+    if not okk then ok, spec = false, err end
+  end
+  if not ok then
+    local e = errors.from(spec)
+    fail(path, "team: " .. e.message:gsub("^navette.use: ", ""), e.hint)
+  end
+  local file = t.file or project.TEAM_FILE
+  if type(file) ~= "string" or not file:match("^[%w_][%w_./-]*%.lua$")
+     or ("/" .. file .. "/"):find("/%.%.?/") or file:find("//", 1, true) then
+    fail(path, "team.file must be the policy's path in the repository "
+         .. "(\"team.lua\", \"teams/vision.lua\"), without '.' or '..'")
+  end
+  return { url = spec.url, ref = spec.ref, file = file }
+end
+
 -- datasets = { NAME = { "/absolute/path", ... } }: files outside the
 -- repository that a recipe may upload (navette.storage.put(key,
 -- { dataset = NAME }) takes the first that exists on this machine).
@@ -610,8 +644,7 @@ function project.load(recipe_dir, repo_root)
     proj.maintenance = validate_maintenance(path, value.maintenance)
   end
   if value.team ~= nil then
-    proj.team_source = require("navette.team").validate_source(path,
-                                                               value.team)
+    proj.team_source = validate_team_source(path, value.team)
   end
   -- what binds the user's secrets, files and endpoints: it takes effect
   -- once the user trusts it (navette.trust)

@@ -25,12 +25,16 @@ end
 -- Each public function: its path and the trusted function behind it
 -- (looked up when called, so that a module is loaded only when used).
 local FUNCTIONS = {
-  { "job", function(spec) return require("navette.runner").declare(spec) end },
+  { "job",
+    function(spec) return require("navette.run.declare").declare(spec) end },
   { "sweep",
-    function(spec) return require("navette.runner").declare_sweep(spec) end },
+    function(spec)
+      return require("navette.run.declare").declare_sweep(spec)
+    end },
   { "outputs",
-    function(...) return require("navette.runner").outputs(...) end },
-  { "context", function() return require("navette.runner").context() end },
+    function(...) return require("navette.run.declare").outputs(...) end },
+  { "context",
+    function() return require("navette.run.declare").context() end },
   { "use", function(spec) return require("navette.library").use(spec) end },
   { "task", function(spec) return require("navette.task").declare(spec) end },
   { "retest", function(spec) return require("navette.retest").retest(spec) end },

@@ -163,8 +163,7 @@ function M.retest(spec)
     bad("unknown key '" .. tostring(k) .. "'" .. util.suggest(tostring(k),
         KEYS), "keys: " .. table.concat(KEYS, ", "))
   end)
-  local runner = require "navette.runner"
-  local run = runner.current
+  local run = require("navette.context").current()
   if not run then bad("is called from a recipe or a task's body") end
   if type(spec.job) ~= "table" or type(spec.job.name) ~= "string" then
     bad("job must be a navette.job declaration with its name")
@@ -199,7 +198,7 @@ function M.retest(spec)
   end
   local sub = setmetatable({ jobs = declared, checked = false },
                            { __index = run })
-  local specs = runner.submit(sub)
+  local specs = require("navette.run.submit").submit(sub)
   local report = { rows = json.array({}), regressions = 0,
                    nodes = json.array({}) }
   if core.plan_mode() then

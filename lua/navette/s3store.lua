@@ -46,7 +46,7 @@ end
 function M.client(profile, handle, host)
   local cfg = profile.s3
   -- (the profile's endpoints are keyed by normalised origin, with port)
-  local origin = require("navette.http").origin_of(cfg.endpoint)
+  local origin = require("navette.util").origin_of(cfg.endpoint)
   local ep = profile.endpoints and origin and profile.endpoints[origin] or {}
   return s3.open { endpoint = cfg.endpoint, region = cfg.region,
                    path_style = cfg.path_style, credential = handle,
@@ -68,7 +68,7 @@ function M.open(profile, credential)
     if not handle and (err.code == "not_run" or err.code == "untrusted")
        and core.plan_mode() then
       -- a plan carries on without it: see Unsigned below
-      require("navette.creds").plan_not_run(cfg.credential)
+      require("navette.creds_plan").not_run(cfg.credential)
       return setmetatable({ bucket = cfg.bucket, root = cfg.root,
                             profile = profile, not_run = err }, Unsigned)
     end

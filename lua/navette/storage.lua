@@ -10,31 +10,26 @@ local native, sys, core = _navette.storage, _navette.sys, _navette.core
 
 local storage = {}
 
--- The run context (set by the runner): profile and repository root.
-local context = { profile = nil, repo_root = nil, recipe_dir = nil,
-                  planned = {} }
-function storage._set_context(ctx)
-  if context.s3 then context.s3:dispose() end
-  context = ctx
-end
+-- The run's scope (navette.context): profile, repository root, datasets.
+local scope = require("navette.context").scope
 
 -- A URL in another profile's storage is refused (navette.isolation).
 local function check_isolation(target, what)
-  require("navette.isolation").check_url(context.profile, target, what)
+  require("navette.isolation").check_url(scope().profile, target, what)
 end
 
 -- The profile's s3:// store, opened once per run (its credential too).
 local function s3_store()
-  if not context.s3 then
-    context.s3 = require("navette.s3store").open(context.profile)
-    context.s3.shared = true -- callers' close() leaves it open
+  if not scope().s3 then
+    scope().s3 = require("navette.s3store").open(scope().profile)
+    scope().s3.shared = true -- callers' close() leaves it open
   end
-  return context.s3
+  return scope().s3
 end
 function storage._s3() return s3_store() end
 
 local function store_root()
-  local profile = context.profile
+  local profile = scope().profile
   if not profile then
     errors.raise("usage", "navette.storage needs a profile: run the recipe "
                  .. "with `navette run` or `navette plan`")
@@ -47,7 +42,7 @@ end
 -- plan reads none of them (no file of the user's reaches the recipe),
 -- and a run is refused.
 local function untrusted(what)
-  local proj = context.project
+  local proj = scope().project
   if not proj or proj.trusted ~= false then return false end
   if not core.plan_mode() then
     error(require("navette.trust").refusal(proj, what), 0)
@@ -57,12 +52,12 @@ end
 
 local function open_store(create)
   local root = store_root()
-  if not context.profile.builtin
-     and untrusted("the store of profile " .. tostring(context.profile.name))
+  if not scope().profile.builtin
+     and untrusted("the store of profile " .. tostring(scope().profile.name))
   then
     return nil -- a plan: nothing read, what would change is recorded
   end
-  if context.profile.s3 then return s3_store() end
+  if scope().profile.s3 then return s3_store() end
   if create and core.plan_mode() then create = false end
   local store, err = native.open(root, create)
   if not store and not core.plan_mode() then
@@ -76,7 +71,7 @@ function storage.url(key)
   if type(key) ~= "string" then
     errors.raise("recipe", "navette.storage.url: key must be a string")
   end
-  if context.profile and context.profile.s3 then
+  if scope().profile and scope().profile.s3 then
     return s3_store():url(key)
   end
   local store = open_store(false)
@@ -110,13 +105,13 @@ local function repository_file(path)
     errors.raise("recipe", "navette.storage.put: the source must be a path "
                  .. "relative to the recipe")
   end
-  local full = util.join(context.recipe_dir or sys.cwd(), path)
-  local root = context.repo_root and (sys.realpath(context.repo_root)
-                                      or context.repo_root)
+  local full = util.join(scope().recipe_dir or sys.cwd(), path)
+  local root = scope().repo_root and (sys.realpath(scope().repo_root)
+                                      or scope().repo_root)
   local outside = "recipes upload files that are part of their repository, "
                   .. "or a dataset the project file declares"
   if root and not (sys.path_within(lexical(full), root)
-                   or sys.path_within(lexical(full), context.repo_root)) then
+                   or sys.path_within(lexical(full), scope().repo_root)) then
     errors.raise("refused", "navette.storage.put: '" .. path
                  .. "' is outside the repository", outside)
   end
@@ -167,7 +162,7 @@ end
 -- Every local file that leaves the laptop is scanned for secrets first,
 -- under the repository's allow-list (.navette-secrets-allow).
 local function scan_upload(src, path)
-  local root = context.repo_root
+  local root = scope().repo_root
   local inside = root and src:sub(1, #root + 1) == root .. "/"
   local shown = inside and src:sub(#root + 2) or path
   local allow
@@ -187,11 +182,11 @@ end
 -- the input as present; a done one is audited.
 local function uploaded(info)
   if info.planned then
-    context.planned[info.url] = info
+    scope().planned[info.url] = info
   else
     require("navette.audit").record({ action = "storage.put",
       target = info.url, detail = "sha256 " .. info.sha256 },
-      context.profile)
+      scope().profile)
   end
   return info
 end
@@ -257,7 +252,7 @@ local function dataset_file(source)
     errors.raise("recipe", "navette.storage.put: the source is a path "
                  .. "relative to the recipe, or { dataset = NAME }")
   end
-  local datasets = context.datasets or {}
+  local datasets = scope().datasets or {}
   local paths = datasets[name]
   if paths and untrusted("dataset " .. name) then
     -- a plan before trust: the paths are not looked at
@@ -348,7 +343,7 @@ local function head_answer(target)
                                  "navette.storage.head")
   if not allowed then return nil, errors.from(refusal) end
   if type(target) == "string" and target:match("^s3://") then
-    if not (context.profile and context.profile.s3) then
+    if not (scope().profile and scope().profile.s3) then
       return nil, { code = "refused", message = "s3:// objects need a "
                     .. "profile with s3:// storage" }
     end
@@ -390,7 +385,7 @@ function storage.read(target, max_bytes)
   local store, key
   check_isolation(target, "navette.storage.read")
   if type(target) == "string" and target:match("^s3://") then
-    if not (context.profile and context.profile.s3) then
+    if not (scope().profile and scope().profile.s3) then
       errors.raise("refused", "s3:// objects need a profile with s3:// "
                    .. "storage")
     end
@@ -425,13 +420,13 @@ local function own_target(what, target)
   end
   store_root()
   check_isolation(target, what)
-  if context.profile.s3 then
+  if scope().profile.s3 then
     local bucket, key = target:match("^s3://([^/]+)/(.*)$")
-    local root = context.profile.s3.root or ""
-    if target:match("^%a[%w+.-]*://") and (bucket ~= context.profile.s3.bucket
+    local root = scope().profile.s3.root or ""
+    if target:match("^%a[%w+.-]*://") and (bucket ~= scope().profile.s3.bucket
        or key:sub(1, #root) ~= root) then
       errors.raise("refused", what .. ": " .. target .. " is not in the "
-                   .. "profile's store (s3://" .. context.profile.s3.bucket
+                   .. "profile's store (s3://" .. scope().profile.s3.bucket
                    .. "/" .. root .. ")", "name a key of the store")
     end
     return s3_store(), target
@@ -461,7 +456,7 @@ local function target_url(target)
 end
 
 local function audit(entry)
-  require("navette.audit").record(entry, context.profile)
+  require("navette.audit").record(entry, scope().profile)
 end
 
 -- copy(from, to) -> info of the copy {url, key, size, sha256 (when the
@@ -594,7 +589,7 @@ function storage.lifecycle(opts)
                  .. "'.', '_' or '-'")
   end
   store_root()
-  if not context.profile.s3 then
+  if not scope().profile.s3 then
     return false, "a file:// store has no lifecycle rules"
   end
   local url = storage.url(prefix)
@@ -658,7 +653,7 @@ local function key_args(fname, opts)
                    or ""))
     end
   end
-  if not (context.profile and context.profile.s3) then
+  if not (scope().profile and scope().profile.s3) then
     errors.raise("usage", what .. " needs a profile whose storage is "
                  .. "s3:// (its s3.endpoint is the radosgw spoken to)",
                  "run the recipe with --profile naming such a profile")
@@ -670,7 +665,7 @@ end
 -- for its store) signed with handle; host: where the credential may be
 -- sent (its declaration's), nil: the endpoint's own.
 local function key_client(handle, host)
-  return require("navette.s3store").client(context.profile, handle, host)
+  return require("navette.s3store").client(scope().profile, handle, host)
 end
 
 -- The admin's handle and a client signed with it.
@@ -729,7 +724,7 @@ function storage.create_key(opts)
   require("navette.audit").record({ action = "storage.key_create",
     target = "radosgw user " .. opts.user, credential = opts.credential,
     detail = "access key " .. id_ending(handle:access_key_id()) },
-    context.profile)
+    scope().profile)
   return handle
 end
 
@@ -748,7 +743,7 @@ function storage.remove_key(opts)
   require("navette.audit").record({ action = "storage.key_remove",
     target = "radosgw user " .. opts.user, credential = opts.credential,
     detail = "access key " .. opts.access_key .. " ("
-             .. id_ending(opts.access_key) .. ")" }, context.profile)
+             .. id_ending(opts.access_key) .. ")" }, scope().profile)
   return true
 end
 
@@ -785,6 +780,6 @@ errors.add_try(storage, { "url", "put", "put_string", "head", "list",
                           "check_credential" })
 
 -- What a plan has recorded as put in this run (url -> info).
-function storage._planned() return context.planned end
+function storage._planned() return scope().planned end
 
 return storage

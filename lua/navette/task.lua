@@ -110,7 +110,7 @@ end
 -- navette.task{...} (through public.lua's boundary): validates and keeps
 -- the task with the run being evaluated; returns {name, schedule}.
 function task.declare(spec)
-  local run = require("navette.runner").current
+  local run = require("navette.context").current()
   if running then
     errors.raise("recipe", "navette.task: a task cannot declare another "
                  .. "(inside task '" .. running .. "')",
@@ -162,12 +162,14 @@ function task.execute(run, t, info)
     profile = run.profile.name, project = run.project.name,
     recipe = info.recipe,
   })
-  local runner = require "navette.runner"
   local recorded, jobs_before = #core.plan(), #run.jobs
   local started = sys.now()
-  running, runner.current = t.name, run
+  local context = require "navette.context"
+  running = t.name
+  local before = context.set_current(run)
   local ok, result, message = core.call_bounded(t.run, ctx)
-  running, runner.current = nil, nil
+  running = nil
+  context.set_current(before)
   local out = { duration = sys.now() - started, actions = {} }
   for i = recorded + 1, #core.plan() do
     out.actions[#out.actions + 1] = core.plan()[i]

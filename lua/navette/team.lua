@@ -36,7 +36,7 @@ local sys, core = _navette.sys, _navette.core
 
 local team = {}
 
-team.FILE = "team.lua"
+team.FILE = require("navette.project").TEAM_FILE
 team.GRANTS = { "submit", "read-logs", "image-pull", "image-push", "admin" }
 team.QUOTA_KEYS = { "gpus_per_job", "concurrent_jobs", "gpu_hours_per_day",
                     "gpus" }
@@ -276,35 +276,8 @@ end
 -- `navette lock`), fetched into the libraries' cache, and read at that
 -- commit: a moved tag is refused, as a library's is.
 
-team.SOURCE_KEYS = { "git", "ref", "file" }
 local POLICY_MAX = 1024 * 1024
 local FILE_DEFAULT = "team.lua"
-
--- Checks navette.lua's team (path: the project file). -> {url, ref, file}
-function team.validate_source(path, t)
-  if type(t) ~= "table" then
-    fail(path, "team must be a table: team = { git = URL, ref = TAG }")
-  end
-  keys_of(path, "team: ", t, team.SOURCE_KEYS)
-  local library = require "navette.library"
-  local ok, spec = pcall(library.validate, { git = t.git, ref = t.ref })
-  if ok then
-    -- (where it is fetched from: https://, file:// or a path)
-    local okk, err = pcall(library.source, spec.url, util.dirname(path))
-    if not okk then ok, spec = false, err end
-  end
-  if not ok then
-    local e = errors.from(spec)
-    fail(path, "team: " .. e.message:gsub("^navette.use: ", ""), e.hint)
-  end
-  local file = t.file or team.FILE
-  if type(file) ~= "string" or not file:match("^[%w_][%w_./-]*%.lua$")
-     or ("/" .. file .. "/"):find("/%.%.?/") or file:find("//", 1, true) then
-    fail(path, "team.file must be the policy's path in the repository "
-         .. "(\"team.lua\", \"teams/vision.lua\"), without '.' or '..'")
-  end
-  return { url = spec.url, ref = spec.ref, file = file }
-end
 
 -- Pins the project's team repository and reads its policy file there.
 -- opts.mode: "run" (fetch, check against the lock of commit HEAD; the

@@ -157,4 +157,16 @@ function util.url_encode(s, keep_slash)
   end))
 end
 
+-- "https://Host:443/x" -> "https://host:443", host
+function util.origin_of(url)
+  local scheme, authority = url:match("^(%a[%w+.-]*)://([^/?#]+)")
+  if not scheme then return nil end
+  authority = authority:gsub("^.*@", ""):lower()
+  local host = authority:gsub(":%d+$", "")
+  if not authority:find(":%d+$") then
+    authority = authority .. (scheme:lower() == "https" and ":443" or ":80")
+  end
+  return scheme:lower() .. "://" .. authority, host
+end
+
 return util

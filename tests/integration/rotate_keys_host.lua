@@ -51,8 +51,8 @@ local profile = { name = "rot", storage = "s3://" .. BUCKET .. "/",
   s3 = { bucket = BUCKET, root = "", endpoint = ENDPOINT,
          region = "us-east-1", path_style = true,
          credential = declared.tester } }
-creds._set_context(declared, profile, "rot")
-storage._set_context({ profile = profile, planned = {} })
+require("navette.context").enter { credentials = declared, profile = profile,
+                                   project = { name = "rot" } }
 
 local ADMIN = "rgw-admin"
 

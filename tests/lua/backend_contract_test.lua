@@ -41,7 +41,7 @@ t.test("the folder's backends are its files, found in the library", function()
   local top = table.concat(_navette.core.library("navette"), ",")
   t.match(top, "runner", "navette's own modules")
   t.ok(not top:find("local", 1, true), "not those of a subfolder: " .. top)
-  t.eq(#_navette.core.library("navette.run"), 0, "a prefix of a name is "
+  t.eq(#_navette.core.library("navette.runne"), 0, "a prefix of a name is "
        .. "not a folder")
 end)
 

@@ -41,7 +41,8 @@ local function declare(dir, dst)
     src = { name = "src", kind = "s3", source = "file", path = src },
     dst = { name = "dst", kind = "s3", source = "file", path = dst },
   }
-  creds._set_context(declared, nil, "demo")
+  require("navette.context").enter { credentials = declared,
+                                     project = { name = "demo" } }
   return creds.get("src")
 end
 
@@ -126,7 +127,8 @@ local function declare_kinds(paths)
     declared[name] = { name = name, kind = d[1], source = "file", path = d[2],
                        host = d[3], declared_in = d[4] or "/work/a/navette.lua" }
   end
-  creds._set_context(declared, nil, "demo")
+  require("navette.context").enter { credentials = declared,
+                                     project = { name = "demo" } }
 end
 
 t.test("an hs256 or basic file outside navette's folders is never written",

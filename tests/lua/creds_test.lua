@@ -287,11 +287,11 @@ t.test("a minted JWT is a handle too", function()
   t.eq(none, nil)
   t.match(merr.message, "not an HS256 key")
   local creds = require("navette.creds")
-  creds._set_context({}, { max_token_lifespan = 600 })
+  require("navette.context").enter { profile = { max_token_lifespan = 600 } }
   t.raises(function()
     return creds.jwt(k, { claims = { sun = "root" }, lifespan = 3600 })
   end, "exceeds")
-  creds._set_context({}, nil)
+  require("navette.context").enter()
   tok:close()
   k:close()
 end)
@@ -372,7 +372,7 @@ test.test("a job's token lives its time limit plus a margin, bounded", function(
   assert(sys.write_file(dir .. "/k", "hs256-key-" .. sys.random_hex(16), 384))
   local key = assert(_navette.creds.load{ name = "k", kind = "hs256",
                                           source = "file", path = dir .. "/k" })
-  creds._set_context({}, { name = "p", max_token_lifespan = 7200 })
+  require("navette.context").enter { profile = { name = "p", max_token_lifespan = 7200 } }
   local tok = creds.jwt(key, { claims = { sun = "root" },
                                job = { resources = { time_limit = 1800 } } })
   local info = tok:info()
@@ -381,7 +381,7 @@ test.test("a job's token lives its time limit plus a margin, bounded", function(
   test.raises(function()
     creds.jwt(key, { claims = {}, job = { resources = { time_limit = 7200 } } })
   end, "exceeds the profile's maximum")
-  creds._set_context({}, nil)
+  require("navette.context").enter()
 end)
 
 -- Plan mode and read-only commands run no program (issue 11): a command
@@ -401,7 +401,8 @@ test.test("plan mode runs no credential command: a stand-in, one plan line", fun
                                        command = marker_command(marker) },
                               "navette.lua")
   native.cache_clear()
-  creds._set_context({ sts = decl }, { name = "p" })
+  require("navette.context").enter { credentials = { sts = decl },
+                                     profile = { name = "p" } }
   core.set_plan(true)
   local forbidden = core.exec_forbidden()
   local before = #core.plan()
@@ -447,7 +448,7 @@ test.test("plan mode runs no credential command: a stand-in, one plan line", fun
   test.eq(tostring(real), "<secret:sts>")
   test.ok(sys.stat(marker), "the command ran")
   test.eq(real:info().not_run, nil)
-  creds._set_context({}, nil)
+  require("navette.context").enter()
   native.cache_clear()
 end)
 
@@ -461,7 +462,8 @@ test.test("a plan's s3:// store whose credential was not run answers without it"
                               "navette.lua")
   decl.name = "sts"
   native.cache_clear()
-  creds._set_context({ sts = decl }, { name = "p" })
+  require("navette.context").enter { credentials = { sts = decl },
+                                     profile = { name = "p" } }
   local profile = { name = "p", s3 = { bucket = "bkt", root = "team/",
                     endpoint = "http://127.0.0.1:9", region = "us-east-1",
                     credential = decl } }
@@ -500,6 +502,6 @@ test.test("a plan's s3:// store whose credential was not run answers without it"
   test.eq(real.not_run, nil)
   test.ok(real.client, "a signing client")
   real:dispose()
-  creds._set_context({}, nil)
+  require("navette.context").enter()
   native.cache_clear()
 end)

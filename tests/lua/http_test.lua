@@ -33,20 +33,20 @@ t.test("a credential without a declared host is sent nowhere", function()
   local handle = assert(_navette.creds.load{ name = "api", kind = "bearer",
                                              source = "file",
                                              path = dir .. "/tok" })
-  http._set_context({ name = "p", credentials = {
-    api = { name = "api", kind = "bearer", source = "file" } } })
+  require("navette.context").enter { profile = { name = "p", credentials = {
+    api = { name = "api", kind = "bearer", source = "file" } } } }
   t.raises(function()
     http.get("https://example.invalid/", { credential = handle })
   end, "declares no host")
-  http._set_context({ name = "p", credentials = {
+  require("navette.context").enter { profile = { name = "p", credentials = {
     api = { name = "api", kind = "bearer", source = "file",
-            host = "127.0.0.1" } } })
+            host = "127.0.0.1" } } } }
   -- bound to 127.0.0.1: refused for another host, before connecting
   local e = t.raises(function()
     http.get("http://localhost:9/", { credential = handle })
   end)
   t.match(e.message, "bound to")
-  http._set_context(nil)
+  require("navette.context").enter()
 end)
 
 t.test("endpoint origins are normalised", function()

@@ -29,7 +29,7 @@ local function setup()
      .. "user.name=t -c user.email=t@example.invalid commit -qm sub")
   local O = fixtures.repo(t, { ["secret-plans.txt"] = "theirs\n" })
   R, O = sys.realpath(R), sys.realpath(O)
-  image._set_context({ repo_root = R })
+  require("navette.context").enter({ repo_root = R })
   return R, O, require("navette.public").new().image
 end
 

@@ -90,13 +90,15 @@ t.test("creds.get refuses another profile's credential with exit 3",
        function()
   local p = load().profiles
   local creds = require "navette.creds"
-  creds._set_context(p.prod.credentials, p.prod)
+  require("navette.context").enter { credentials = p.prod.credentials,
+                                     profile = p.prod }
   local e = refused(function() creds.get("dev_key") end,
                     "belongs to profile 'dev'")
   t.eq(require("navette.errors").exit_status[e.code], 3, "exit 3")
-  creds._set_context(p.dev.credentials, p.dev)
+  require("navette.context").enter { credentials = p.dev.credentials,
+                                     profile = p.dev }
   refused(function() creds.get("prod_s3") end, "belongs to profile 'prod'")
-  creds._set_context({}, nil)
+  require("navette.context").enter()
 end)
 
 t.test("storage URLs: another profile's root is refused both ways",

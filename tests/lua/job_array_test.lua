@@ -54,11 +54,11 @@ end)
 t.test("a sweep larger than an array goes in chunks", function()
   local fake = array_backend()
   local run = load_plan()
-  local max = runner.ARRAY_MAX
-  runner.ARRAY_MAX = 4
+  local max = require("navette.run.submit").ARRAY_MAX
+  require("navette.run.submit").ARRAY_MAX = 4
   local first = runner.array_group(run, 2, fake)
   local rest = runner.array_group(run, 6, fake)
-  runner.ARRAY_MAX = max
+  require("navette.run.submit").ARRAY_MAX = max
   t.eq(#first, 4)
   t.eq(#rest, 2)
   t.eq(rest[1].name, "part[a=2,b=y]")

@@ -80,10 +80,11 @@ t.test("after forbid_exec nothing runs, and nothing lifts it", function()
   end, "only in plan mode")
   -- navette.creds raises a refusal that names it
   local creds = require "navette.creds"
-  creds._set_context({ sts = decl }, { name = "p" })
+  require("navette.context").enter { credentials = { sts = decl },
+                                     profile = { name = "p" } }
   local e = t.raises(function() return creds.get("sts") end, "was not run")
   t.eq(e.code, "refused")
-  creds._set_context({}, nil)
+  require("navette.context").enter()
   -- a builder is a program too: refused before any is looked for
   local built, berr = _navette.image.build { builder = "podman",
                                              file = "Containerfile",

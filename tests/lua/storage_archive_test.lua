@@ -12,7 +12,7 @@ local function file_store()
   local root = "file://" .. dir .. "/store"
   local store = assert(_navette.storage.open(root, true))
   store:close()
-  storage._set_context({ profile = { name = "t", storage = root },
+  require("navette.context").enter({ profile = { name = "t", storage = root },
                          repo_root = dir, recipe_dir = dir, planned = {} })
   return dir, root
 end

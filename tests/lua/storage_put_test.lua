@@ -42,7 +42,7 @@ local function setup(datasets)
   assert(sys.write_file(R .. "/new.txt", "untracked\n"))
   local root = "file://" .. t.tmpdir() .. "/store"
   assert(_navette.storage.open(root, true)):close()
-  storage._set_context({ profile = { name = "t", storage = root },
+  require("navette.context").enter({ profile = { name = "t", storage = root },
                          repo_root = R, recipe_dir = R, planned = {},
                          datasets = datasets or {} })
   return R

@@ -160,7 +160,7 @@ end }
   out = exec(6)
   t.eq(out.ok, false)
   t.match(out.message, "a task cannot declare another")
-  t.eq(runner.current, nil, "the run is no longer current")
+  t.eq(require("navette.context").current(), nil, "the run is no longer current")
 end)
 
 t.test("a body is bounded in time like the recipe", function()

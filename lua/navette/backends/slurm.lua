@@ -250,7 +250,7 @@ function M.check_credential(opts)
     errors.raise("recipe", what .. ": unknown key '" .. tostring(k) .. "'"
                  .. suggestion, "it takes: " .. list)
   end)
-  local run = require("navette.runner").current
+  local run = require("navette.context").current()
   local profile = run and run.profile
   local cfg = profile and profile.slurm
   if not cfg then

@@ -82,12 +82,12 @@ local function load_project(opts, dir)
       cmd:usage_error("--credential needs a project (navette.lua) in a git "
                       .. "repository")
     end
-    creds._set_context({}, nil)
+    require("navette.context").enter()
     return nil
   end
   local proj = project.load(where, root)
   local profile = project.profile(proj, opts.profile)
-  creds._set_context(profile.credentials, profile, proj.name)
+  require("navette.context").enter { profile = profile, project = proj }
   return root
 end
 

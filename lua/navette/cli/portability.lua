@@ -7,6 +7,51 @@ local common = require "navette.cli.common"
 local errors = require "navette.errors"
 local json = _navette.json
 
+-- The facts of a recipe, evaluated under profile_name (the profile the
+-- jobs run on now) and, with --to PROFILE, under that profile (rules 1
+-- and 4 are the target's); target: nil, {profile = N} or {node = N}.
+local function gather_recipe(recipe, profile_name, target)
+  local runner = require "navette.runner"
+  local last_run = require("navette.portability").last_run
+  local jobs = require "navette.jobs"
+  local survey = {}
+  local evaluated_under = target and target.profile or profile_name
+  local run = runner.load(recipe, { profile = evaluated_under,
+                                    checking = true, survey = survey,
+                                    print = function() end })
+  local specs = #run.jobs > 0 and runner.submit(run) or {}
+  -- out of plan mode for what follows, which only reads (a store's GET
+  -- in plan mode is recorded, not done); the evaluation's plan is not
+  -- shown
+  _navette.core.set_plan(false, true)
+  -- (the profile the jobs ran on: the target's evaluation aside)
+  local source = target and target.profile
+                 and require("navette.project").profile(run.project,
+                                                        profile_name).name
+                 or run.profile.name
+  local rows = jobs.list(100000)
+  local facts = {
+    project = run.project.name, profile = source, target = target,
+    store = run.profile.storage, credentials = run.profile.credentials,
+    home = _navette.sys.getenv("HOME"), jobs = {},
+    evaluated_under = run.profile.name,
+  }
+  for _, spec in ipairs(specs) do
+    local notes = {}
+    for _, n in ipairs(survey) do
+      if n.job == spec.name then notes[#notes + 1] = n end
+    end
+    facts.jobs[#facts.jobs + 1] = {
+      name = spec.name, spec = spec, notes = notes,
+      last = last_run(rows, run.project.name, source, spec.name),
+      on_target = target and target.node
+                  and last_run(rows, run.project.name, source, spec.name,
+                               target.node) or nil,
+    }
+  end
+  return facts, run
+end
+
 local M = {
   name = "portability",
   summary = { { "portability RECIPE [--to NODE|PROFILE]",
@@ -61,7 +106,7 @@ function M.run(argv)
   local opts, args = common.parse(M.name, argv, M.flags)
   if opts.help then term.print(M.usage); return 0 end
   if #args ~= 1 then common.usage_error("expected one RECIPE", M.name) end
-  local portability = require "navette.portability"
+  local last_run = require("navette.portability").last_run
   local target
   if opts.to then
     if not opts.to:match("^[%w._%[%],-]+$") then
@@ -89,7 +134,7 @@ function M.run(argv)
       target = { node = opts.to }
     end
   end
-  local facts = portability.gather_recipe(args[1], opts.profile, target)
+  local facts = gather_recipe(args[1], opts.profile, target)
   if #facts.jobs == 0 then
     error(errors.new("usage", "recipe " .. args[1] .. " declares no job: "
                      .. "there is nothing to move", "give the recipe "

@@ -159,7 +159,7 @@ local function declared_credential(name, profile_name)
                      .. tostring(decl.kind) .. ", not s3",
                      "declare one with kind = \"s3\""), 0)
   end
-  creds._set_context(profile.credentials, profile, proj.name)
+  require("navette.context").enter { profile = profile, project = proj }
   return creds.get(name), decl and decl.host
 end
 

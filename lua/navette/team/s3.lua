@@ -27,7 +27,7 @@ local function clients(policy, proj)
   local s = policy.services.s3
   local profile = proj.profiles[s.profile or proj.default_profile]
   local creds = require "navette.creds"
-  creds._set_context(profile.credentials, profile, proj.name)
+  require("navette.context").enter { profile = profile, project = proj }
   local s3store = require "navette.s3store"
   local decl = profile.credentials[s.admin]
   local admin = s3store.client(profile, creds.get(s.admin), decl.host)
