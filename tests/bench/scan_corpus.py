@@ -3,8 +3,8 @@
 usage: scan_corpus.py OUTDIR [SEED]
 
 The corpus holds the credential kinds of the leak corpus
-(tests/integration/test_leaks.sh: bearer tokens, a registry password, an
-HS256 key, STS key ids, secret keys and session tokens, random JWTs, PEM
+(tests/integration/creds/test_leaks.sh: bearer tokens, a registry password,
+an HS256 key, STS key ids, secret keys and session tokens, random JWTs, PEM
 keys made by openssl) plus the token shapes the scanner knows, each written
 into a file the way a project would commit it: as a literal assigned in
 C, shell, Python, JavaScript, TypeScript, Go, Rust, Ruby, Lua, Java, PHP,

@@ -1,4 +1,4 @@
-/* A small host program of libnavette (tests/integration/test_embed.sh
+/* A small host program of libnavette (tests/integration/core/test_embed.sh
  * builds it against the installed prefix): it registers the module
  * host.greet, plans and runs a recipe through navette.h and reads the
  * job's status, printing each JSON document on its own line:

@@ -1,9 +1,9 @@
-# Helpers of the image integration tests (tests/integration/test_image_*.sh),
-# sourced after lib.sh. They read the registries of the ctest fixture
-# "registry" from REGISTRY_STACK_ENV, keep buildah's, podman's and skopeo's
-# state under $T (never the user's), build base images locally (FROM
-# scratch + a static busybox, with buildah), and check every image with
-# skopeo, the independent reader.
+# Helpers of the image integration tests (images/test_image_*.sh, and the
+# tests of slurm/ that use images), sourced after lib.sh. They read the
+# registries of the ctest fixture "registry" from REGISTRY_STACK_ENV, keep
+# buildah's, podman's and skopeo's state under $T (never the user's), build
+# base images locally (FROM scratch + a static busybox, with buildah), and
+# check every image with skopeo, the independent reader.
 
 : "${REGISTRY_STACK_ENV:?set REGISTRY_STACK_ENV to the registry.env of tests/stack/registry-start.sh}"
 if [ ! -r "$REGISTRY_STACK_ENV" ]; then

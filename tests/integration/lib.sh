@@ -1,6 +1,7 @@
-# Shared helpers of navette's integration tests. Source it first:
+# Shared helpers of navette's integration tests. A test sits in the folder
+# of its area (tests/integration/AREA/test_*.sh) and sources it first:
 #
-#   . "$(dirname "$0")/lib.sh"
+#   . "$(dirname "$0")/../lib.sh"
 #
 # Needs NAVETTE (the navette binary) and NAVETTE_SOURCE (the repository
 # root); ctest sets both. Every test file gets a fresh NAVETTE_HOME, an
@@ -14,7 +15,8 @@
 # lib.sh that cannot be read stops it) and may then `set +e`, its checks
 # reporting their own failures. Every folder a script writes under is its
 # own temporary folder $T, or a variable it passes to need_dir first:
-# tests/integration/test_script_guards.sh holds every test script to this.
+# tests/integration/core/test_script_guards.sh holds every test script to
+# this.
 set -u
 set -o pipefail
 

@@ -2,7 +2,7 @@
 -- format, the errors naming the line), what navette.use accepts, and where
 -- a library is fetched from (the URLs refused for carrying credentials or
 -- needing them). The fetch, the pins and the refusals of a run are driven
--- through the binary in tests/integration/test_libraries.sh.
+-- through the binary in tests/integration/catalogue/test_libraries.sh.
 local t = test
 local library = require "navette.library"
 

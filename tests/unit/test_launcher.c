@@ -5,7 +5,7 @@
  * file:// downloads, a POST "store" in a folder): checksums of code and
  * inputs, the success condition, hostile names and values in the run
  * record, reserved output names. (The real S3 path is
- * tests/integration/test_s3_jobs.sh.) */
+ * tests/integration/s3/test_s3_jobs.sh.) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

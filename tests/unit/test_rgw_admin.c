@@ -3,7 +3,7 @@
  * key of a creation's answer (its secret copied, no other), and the
  * malformed, oversized and ambiguous answers a hostile server could send.
  * The requests themselves run against the real radosgw in
- * tests/integration/test_rotate_keys.sh. */
+ * tests/integration/s3/test_rotate_keys.sh. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

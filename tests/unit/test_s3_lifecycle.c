@@ -4,7 +4,7 @@
  * the reading of a bucket's configuration as radosgw and AWS write it
  * (indented or not, other rules beside navette's, a different number of
  * days, oversized or truncated answers). The calls themselves run against
- * radosgw in tests/integration/test_archive_logs.sh. */
+ * radosgw in tests/integration/s3/test_archive_logs.sh. */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The command of the leak test's jobs (tests/integration/test_leaks.sh
+# The command of the leak test's jobs (tests/integration/creds/test_leaks.sh
 # copies it into its temporary project). It holds no secret: it reads the
 # corpus, generated at test time, from files outside the repository and
 # outside NAVETTE_HOME, named by the job's environment:

@@ -36,7 +36,7 @@ ALLOWED = {
     "tests/bench/sweep_bench.sh":
         "benchmarks against the Slurm stack (and its sbatch)",
     "tests/bench/image_bench.sh": "benchmarks skopeo and GNU sha256sum",
-    "tests/integration/test_portable_scripts.sh":
+    "tests/integration/core/test_portable_scripts.sh":
         "holds GNU-only lines on purpose, as this scanner's fixtures",
 }
 

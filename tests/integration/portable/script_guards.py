@@ -45,7 +45,7 @@ WRITERS = {"mkdir", "cp", "mv", "rm", "ln", "touch", "tee", "install", "chmod"}
 SET_FULL = re.compile(r"^set +(-eu +-o +pipefail|-euo +pipefail)\s*(#.*)?$")
 SET_SH = re.compile(r"^set +-eu\b")
 GUARD_OK = re.compile(r"#\s*guard-ok:\s*\S")
-SOURCES_LIB = re.compile(r"^\.\s+.*integration/lib\.sh\"?\s*$|^\.\s+\"\$\(dirname \"\$0\"\)/lib\.sh\"$")
+SOURCES_LIB = re.compile(r"^\.\s+.*integration/lib\.sh\"?\s*$|^\.\s+\"\$\(dirname \"\$0\"\)/(\.\./)?lib\.sh\"$")
 
 
 def logical_lines(text):

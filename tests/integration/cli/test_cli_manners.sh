@@ -1,0 +1,263 @@
+# The CLI's manners as a user sees them on a terminal (a pseudo-terminal
+# through pty_run.py) and on a pipe: final states in their colours, the
+# jobs table, Ctrl-C while following, logs --json/--tail, storage ls
+# --json and transfer progress (against fake_s3.py), command-line errors,
+# credentials on the wrong system, and one exit status per class of the
+# README's table.
+set -eu -o pipefail
+. "$(dirname "$0")/../lib.sh"
+set +e # each check reports its own failure; finish sets the status
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ESC=$(printf '\033')
+
+# on_tty [pty_run options] -- ARGS...: navette on a terminal with colour
+# allowed; what it wrote in OUT (ERR empty), its status in RC.
+on_tty() {
+	local opts=()
+	while [ "$1" != "--" ]; do opts+=("$1"); shift; done
+	shift
+	OUT=$(cd "${TTY_DIR:-$T}" && env -u NO_COLOR TERM=xterm \
+		python3 "$HERE/../pty_run.py" "${opts[@]}" -- "$NAVETTE" "$@")
+	RC=$?
+	ERR=
+	LAST_CMD="(on a terminal) navette $*"
+}
+
+R=$(new_repo manners)
+put_file "$R" ok.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "ok", command = { "sh", "-c", "echo one; echo two >&2; echo three" } }
+EOF
+put_file "$R" bad.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "bad", command = { "sh", "-c", "echo no; exit 3" } }
+EOF
+put_file "$R" slow.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "slow", command = { "sh", "-c", "sleep 4; echo done" } }
+EOF
+commit_all "$R" >/dev/null
+TTY_DIR=$R
+
+# ---- final states -------------------------------------------------------------
+
+on_tty -- run ok.lua --wait
+check_rc "run --wait of a good job on a terminal: exits 0" 0
+check_contains "succeeded is green at the end of run --wait" "$OUT" \
+	"${ESC}[32msucceeded${ESC}[0m"
+check_no_match "succeeded is never yellow" "$OUT" "${ESC}\\[33msucceeded"
+OK_ID=$(printf '%s\n' "$OUT" | tr -d '\r' | sed -n 's/^job .* submitted: \([^ ]*\)$/\1/p')
+on_tty -- run bad.lua --wait
+check_rc "run --wait of a failing job on a terminal: exits 1" 1
+check_contains "failed is bold red at the end of run --wait" "$OUT" \
+	"${ESC}[1;31mfailed${ESC}[0m"
+check_no_match "failed is never yellow" "$OUT" "${ESC}\\[33mfailed"
+BAD_ID=$(printf '%s\n' "$OUT" | tr -d '\r' | sed -n 's/^job .* submitted: \([^ ]*\)$/\1/p')
+on_tty -- watch "$BAD_ID"
+check_rc "watch of a failed job: exits 1" 1
+check_contains "watch: failed is bold red" "$OUT" "${ESC}[1;31mfailed${ESC}[0m"
+check_match "watch: the time still follows the padded state" \
+	"$(printf '%s' "$OUT" | tr -d '\r')" "failed${ESC}\\[0m {13}[0-9:.]+\$"
+on_tty -- watch "$OK_ID"
+check_contains "watch: succeeded is green" "$OUT" "${ESC}[32msucceeded${ESC}[0m"
+nv watch "$OK_ID"
+check_no_match "watch on a pipe: no escape sequences" "$OUT$ERR" "$ESC"
+
+# ---- the jobs table -------------------------------------------------------------
+
+nv_in "$R" run ok.lua
+nv_in "$R" run ok.lua
+LAST_ID=$(submitted_id)
+check_state "the third good job ends" "$LAST_ID" succeeded 30
+nv jobs
+check_rc "jobs: exits 0" 0
+check_match "jobs: an AGE column" "$OUT" '^ID +STATE +AGE +PHASE +NAME$'
+WIDEST=$(printf '%s\n' "$OUT" | awk '{ if (length($0) > m) m = length($0) } END { print m }')
+check_true "jobs: every line fits 80 columns (widest: $WIDEST)" test "$WIDEST" -le 80
+check_match "jobs: ages in seconds" "$OUT" " [0-9]+s +succeeded +ok$"
+SHORT=$(printf '%s\n' "$OUT" | awk '$NF == "bad" { print $1 }')
+check_true "jobs: the id shown ($SHORT) is shorter than the id" \
+	test "${#SHORT}" -lt "${#BAD_ID}"
+check_eq "jobs: the id shown is a prefix of the id" "${BAD_ID#"$SHORT"}" \
+	"${BAD_ID:${#SHORT}}"
+nv status "$SHORT" --json
+check_eq "the short id names the job" "$(printf '%s' "$OUT" | json 'd["id"]')" "$BAD_ID"
+nv jobs -l
+check_match "jobs -l: whole ids" "$OUT" "^$BAD_ID +failed "
+on_tty -- jobs
+check_contains "jobs on a terminal: failed in bold red" "$OUT" "${ESC}[1;31mfailed${ESC}[0m"
+check_contains "jobs on a terminal: succeeded in green" "$OUT" "${ESC}[32msucceeded${ESC}[0m"
+nv jobs
+check_no_match "jobs on a pipe: no colour" "$OUT" "$ESC"
+
+# ---- Ctrl-C while following ---------------------------------------------------
+
+on_tty --interrupt-after running -- run slow.lua --wait
+check_rc "Ctrl-C during run --wait: exits 130" 130
+SLOW_ID=$(printf '%s\n' "$OUT" | tr -d '\r' | sed -n 's/^job .* submitted: \([^ ]*\)$/\1/p')
+check_contains "Ctrl-C: says the job keeps running" "$OUT" "keeps running"
+check_contains "Ctrl-C: how to follow it" "$OUT" "navette watch $SLOW_ID"
+check_contains "Ctrl-C: how to read its log" "$OUT" "navette logs $SLOW_ID"
+check_state "the interrupted job still ends by itself" "$SLOW_ID" succeeded 30
+
+# ---- logs --json and --tail ---------------------------------------------------
+
+nv logs "$OK_ID" --json
+check_rc "logs --json: exits 0" 0
+check_eq "logs --json: one object per line of the log" \
+	"$(printf '%s\n' "$OUT" | python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin if l.strip()]
+print(" ".join(r["line"] for r in rows))')" "one two three"
+check_eq "logs --json: each with a time, the stream and the job" \
+	"$(printf '%s\n' "$OUT" | head -1 | json '[bool(re.match(r"\d{4}-\d\d-\d\dT", d["time"])), d["stream"], d["job"]]')" \
+	"[true, \"output\", \"$OK_ID\"]"
+nv logs "$OK_ID" --tail 2
+check_eq "logs --tail 2: the last two lines" "$OUT" "two
+three"
+nv logs "$OK_ID" --tail 0
+check_eq "logs --tail 0: nothing" "$OUT" ""
+nv logs "$OK_ID" --tail x
+check_rc "logs --tail x: usage error" 2
+
+# ---- cancel and ambiguity -----------------------------------------------------
+
+nv status "${OK_ID%%-*}"
+check_rc "an ambiguous prefix: exits 2" 2
+check_contains "an ambiguous prefix: says so" "$ERR" "matches several jobs"
+check_contains "an ambiguous prefix: lists a matching job" "$ERR" "$OK_ID"
+check_contains "an ambiguous prefix: lists another" "$ERR" "$BAD_ID"
+
+# ---- command-line errors and help --------------------------------------------
+
+nv run --wiat ok.lua
+check_rc "a mistyped option: exits 2" 2
+check_contains "a mistyped option: did you mean" "$ERR" "did you mean --wait?"
+nv jobs --limt 3
+check_contains "jobs --limt: did you mean --limit" "$ERR" "did you mean --limit?"
+nv storage ls s3://b --recusive
+check_contains "storage ls --recusive: did you mean --recursive" "$ERR" \
+	"did you mean --recursive?"
+nv wacth x
+check_rc "a mistyped command: exits 2" 2
+check_contains "a mistyped command: did you mean" "$ERR" "did you mean 'watch'"
+nv help
+check_rc "help: exits 0" 0
+for c in "run RECIPE" "plan RECIPE" "status JOB" "logs JOB" "watch JOB" \
+	"cancel JOB" "jobs" "migrate JOB" "creds list" "creds check NAME" \
+	"audit verify" "audit show" "storage VERB" "image VERB" "agent" \
+	"test FILE" "version" "help"; do
+	check_match "help lists '$c' on one line with what it does" "$OUT" \
+		"^  navette $c.* [a-z]+"
+done
+nv help --help
+check_rc "help --help: exits 0" 0
+check_match "help --help: help's usage" "$OUT" '^usage: navette help'
+nv agent --help
+check_rc "agent --help: exits 0" 0
+check_match "agent --help: the agent's usage" "$OUT" '^usage: navette agent'
+nv agent -h
+check_rc "agent -h: exits 0" 0
+
+# ---- credentials ----------------------------------------------------------------
+
+C=$(new_repo credsys)
+put_file "$C" navette.lua <<'EOF'
+return {
+  name = "credsys",
+  credentials = {
+    mac = { kind = "basic", source = "keychain", service = "svc", account = "me" },
+    gone = { kind = "bearer", source = "env", env = { token = "NAVETTE_TEST_NO_SUCH_VAR" } },
+  },
+}
+EOF
+commit_all "$C" >/dev/null
+unset NAVETTE_TEST_NO_SUCH_VAR
+nv_in "$C" creds list
+check_rc "creds list with a missing credential: exits 3" 3
+check_match "creds list: a STATUS column" "$OUT" '^NAME +KIND +SOURCE +AGE +EXPIRES +STATUS$'
+check_match "creds list: the missing variable is 'missing'" "$OUT" '^gone +bearer +env .* missing$'
+check_no_match "creds list: no whole message in the table" \
+	"$(printf '%s\n' "$OUT" | grep -E '^(gone|mac) ')" 'is not set|credential '
+check_contains "creds list: the message under the table" "$OUT" \
+	"NAVETTE_TEST_NO_SUCH_VAR is not set"
+if [ "$(uname)" != Darwin ]; then
+	check_match "creds list: the keychain off macOS is 'unavailable'" "$OUT" \
+		'^mac +basic +keychain .* unavailable$'
+	check_contains "creds list: the keychain exists on macOS only" "$OUT" \
+		"keychain source exists on macOS only"
+	nv_in "$C" creds check mac
+	check_rc "creds check of a keychain credential off macOS: exits 3" 3
+	check_contains "creds check: macOS only" "$OUT$ERR" "macOS only"
+fi
+nv_in "$C" creds list --json
+check_eq "creds list --json: a status word per credential" \
+	"$(printf '%s' "$OUT" | json '[r["status"] for r in d]')" \
+	"$( [ "$(uname)" = Darwin ] && echo '["missing", "not checked"]' ||
+		echo '["missing", "unavailable"]')"
+
+# ---- storage: ls --json, progress, exit statuses of services ------------------
+
+start_fake_s3
+head -c 3000000 /dev/urandom >"$T/blob"
+# (big enough to outlast what the sockets buffer, for the bar's rate)
+head -c 6000000 /dev/urandom >"$T/blob6"
+
+nv storage cp "$T/blob" s3://bkt/dir/blob --endpoint "$EP"
+check_rc "cp upload: exits 0" 0
+check_match "cp upload on a pipe: a one-line summary" "$ERR" \
+	'^upload: .*blob -> s3://bkt/dir/blob: 2\.9 MiB in [0-9.]+ s'
+check_eq "cp upload on a pipe: one line only" "$(printf '%s\n' "$ERR" | wc -l | tr -d ' ')" 1
+nv storage ls s3://bkt/ --recursive --json --endpoint "$EP"
+check_rc "ls --json: exits 0" 0
+check_eq "ls --json: key, size, url" \
+	"$(printf '%s' "$OUT" | json '[(o["key"], o["size"], o["url"]) for o in d]')" \
+	'[["dir/blob", 3000000, "s3://bkt/dir/blob"]]'
+nv storage ls s3://bkt/ --json --endpoint "$EP"
+check_eq "ls --json: a folder as its prefix" \
+	"$(printf '%s' "$OUT" | json '[o.get("prefix") for o in d]')" '["dir/"]'
+
+on_tty -- storage cp "$T/blob6" s3://slow-bkt/blob --endpoint "$EP"
+check_rc "cp upload on a terminal: exits 0" 0
+check_match "cp upload on a terminal: a progress bar with bytes and percent" \
+	"$OUT" '#+\.* +[0-9]+% [0-9.]+ [KM]iB/5\.7 MiB'
+check_match "cp upload on a terminal: the rate" "$OUT" '[0-9.]+ [KM]iB/s'
+check_match "cp upload on a terminal: the time left" "$OUT" 'ETA [0-9]+:[0-9][0-9]'
+on_tty -- storage cp s3://slow-bkt/blob "$T/blob.back" --endpoint "$EP"
+check_rc "cp download on a terminal: exits 0" 0
+check_match "cp download on a terminal: a progress bar" \
+	"$OUT" '#+\.* +[0-9]+% [0-9.]+ [KM]iB/5\.7 MiB'
+check_match "cp download on a terminal: the time left" "$OUT" 'ETA [0-9]+:[0-9][0-9]'
+check_eq "the download is the upload" "$(sha256 "$T/blob.back")" "$(sha256 "$T/blob6")"
+nv storage cp s3://bkt/dir/blob "$T/blob.pipe" --endpoint "$EP"
+check_match "cp download on a pipe: a one-line summary" "$ERR" \
+	'^download: s3://bkt/dir/blob -> .*: 2\.9 MiB in [0-9.]+ s'
+
+# ---- one exit status per class (README, "Exit codes") -------------------------
+
+nv version
+check_rc "class 0, success: version" 0
+nv_in "$R" run bad.lua --wait
+check_rc "class 1, a job failed: run --wait" 1
+nv status --frobnicate
+check_rc "class 2, usage: an unknown option" 2
+nv status no-such-job
+check_rc "class 2, not found: an unknown job" 2
+nv storage cp s3://bkt/no/such/key "$T/x" --endpoint "$EP"
+check_rc "class 2, not found: a missing object (HTTP 404)" 2
+NOGIT=$T/nogit
+mkdir -p "$NOGIT"
+cp "$R/ok.lua" "$NOGIT/"
+nv_in "$NOGIT" run ok.lua
+check_rc "class 3, refused by navette: not a git repository" 3
+nv storage cp "$T/blob" s3://denied-bkt/x --endpoint "$EP"
+check_rc "class 3, refused by a service: a signature refused (HTTP 403)" 3
+nv storage ls s3://broken-bkt --endpoint "$EP"
+check_rc "class 4, a service failing (HTTP 500 after retries)" 4
+nv storage ls s3://bkt --endpoint http://127.0.0.1:1
+check_rc "class 4, a service unreachable" 4
+on_tty --interrupt-after running -- run slow.lua --wait
+check_rc "class 130, Ctrl-C while following" 130
+
+finish

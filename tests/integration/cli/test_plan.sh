@@ -1,0 +1,61 @@
+# `navette plan` shows the launcher and the storage put it would do, and
+# does nothing: no store, no job, no agent.
+set -eu -o pipefail
+. "$(dirname "$0")/../lib.sh"
+set +e # each check reports its own failure; finish sets the status
+
+R=$T/repo
+mkdir -p "$R/recipes"
+cp "$NAVETTE_SOURCE/navette.lua" "$R/"
+cp "$NAVETTE_SOURCE/recipes/first-job.lua" "$R/recipes/"
+cp -R "$NAVETTE_SOURCE/recipes/first-job" "$R/recipes/"
+git -C "$R" init -q
+HEAD=$(commit_all "$R")
+
+nv_in "$R" plan recipes/first-job.lua
+check_rc "plan exits 0" 0
+check_contains "plan prints the launcher's shebang" "$OUT" '#!/bin/sh'
+check_contains "plan prints the command" "$OUT" 'recipes/first-job/run.sh'
+check_match "plan prints the storage put of the input" "$OUT" \
+	'storage.*put.*inputs/first-job/greeting\.txt'
+check_contains "plan names the commit" "$OUT" "$HEAD"
+check_match "plan says nothing was done" "$OUT" 'nothing was done'
+check_absent "plan created no store" "$NAVETTE_HOME/store"
+check_absent "plan started no agent" "$NAVETTE_HOME/agent.log"
+
+nv_in "$R" plan recipes/first-job.lua --json
+check_rc "plan --json exits 0" 0
+p() { printf '%s' "$OUT" | json "$1" 2>&1; }
+check_eq "plan --json: one job" "$(p 'len(d["jobs"])')" 1
+check_eq "plan --json: jobs[0].name" "$(p 'd["jobs"][0]["name"]')" first-job
+check_eq "plan --json: jobs[0].commit" "$(p 'd["jobs"][0]["commit"]')" "$HEAD"
+check_eq "plan --json: jobs[0].launcher is a sh script" \
+	"$(p 'd["jobs"][0]["launcher"].startswith("#!/bin/sh")')" true
+check_eq "plan --json: the launcher runs the command" \
+	"$(p '"recipes/first-job/run.sh" in d["jobs"][0]["launcher"]')" true
+check_eq "plan --json: a storage put is planned" \
+	"$(p 'any(a["primitive"] == "storage" and a["action"] == "put" and "greeting.txt" in a["detail"] for a in d["actions"])')" \
+	true
+check_eq "plan --json: a job submit is planned" \
+	"$(p 'any(a["primitive"] == "jobs" and a["action"] == "submit" for a in d["actions"])')" \
+	true
+
+check_absent "plan --json created no store" "$NAVETTE_HOME/store"
+nv jobs --json
+check_rc "jobs --json exits 0" 0
+check_eq "no job was submitted" "$(printf '%s' "$OUT" | json 'd' 2>&1)" "[]"
+check_absent "still no agent" "$NAVETTE_HOME/agent.log"
+check_eq "the repository is untouched" \
+	"$(git -C "$R" status --porcelain --untracked-files=all)" ""
+
+# Plan of a failing recipe is the same error as run.
+put_file "$R" recipes/bad.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "bad" }
+EOF
+commit_all "$R" >/dev/null
+nv_in "$R" plan recipes/bad.lua
+check_rc "plan of a malformed recipe exits 2" 2
+check_match "plan of a malformed recipe locates it" "$ERR" 'bad\.lua:2:'
+
+finish
