@@ -18,19 +18,10 @@ void nv_lib_open_natives(lua_State *L);
  * harmless. */
 void nv_lib_install_redactor(void);
 
-/* The binding of each primitive, one per host/<prim>/ *_lua.c file (the
- * core's own are in core/runtime.h). */
-int luaopen_navette_git(lua_State *L);
-int luaopen_navette_storage(lua_State *L);
-int luaopen_navette_jobs(lua_State *L);
-int luaopen_navette_jobdb(lua_State *L);
-int luaopen_navette_creds(lua_State *L);
-int luaopen_navette_audit(lua_State *L);
-int luaopen_navette_net(lua_State *L);
-int luaopen_navette_s3(lua_State *L);
-int luaopen_navette_image(lua_State *L);
-int luaopen_navette_slurm(lua_State *L);
-int luaopen_navette_record(lua_State *L);
-int luaopen_navette_tasks(lua_State *L);
+/* The binding of each native (natives.def; the core's own are also in
+ * core/runtime.h). */
+#define NV_NATIVE(name) int luaopen_navette_##name(lua_State *L);
+#include "lib/natives.def"
+#undef NV_NATIVE
 
 #endif

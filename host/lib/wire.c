@@ -19,23 +19,11 @@
 
 void nv_lib_open_natives(lua_State *L)
 {
-	static const luaL_Reg natives[] = {{"core", luaopen_navette_core},
-					   {"sys", luaopen_navette_sys},
-					   {"json", luaopen_navette_json},
-					   {"out", luaopen_navette_out},
-					   {"git", luaopen_navette_git},
-					   {"storage", luaopen_navette_storage},
-					   {"jobs", luaopen_navette_jobs},
-					   {"jobdb", luaopen_navette_jobdb},
-					   {"creds", luaopen_navette_creds},
-					   {"audit", luaopen_navette_audit},
-					   {"net", luaopen_navette_net},
-					   {"s3", luaopen_navette_s3},
-					   {"image", luaopen_navette_image},
-					   {"slurm", luaopen_navette_slurm},
-					   {"record", luaopen_navette_record},
-					   {"tasks", luaopen_navette_tasks},
-					   {NULL, NULL}};
+	static const luaL_Reg natives[] = {
+#define NV_NATIVE(name) {#name, luaopen_navette_##name},
+#include "lib/natives.def"
+#undef NV_NATIVE
+		{NULL, NULL}};
 
 	lua_newtable(L); // [_navette]
 	for (const luaL_Reg *r = natives; r->name; r++) {

@@ -139,7 +139,9 @@ local function owned(p)
     if key then o.origins[key] = true end
   end
   if p.s3 then origin(p.s3.endpoint) end
-  if p.slurm then origin(p.slurm.endpoint) end
+  -- what the profile's backend reaches (its contract: origins)
+  local b = require("navette.backends").get(p.backend)
+  for _, url in ipairs(b.origins and b.origins(p) or {}) do origin(url) end
   for x in pairs(p.endpoints or {}) do origin(x) end
   return o
 end

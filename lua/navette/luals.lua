@@ -372,10 +372,6 @@ local FUNCTIONS = {
     "true",
     "True when the registry accepts the credential (GET /v2/); raises "
     .. "refused on 401 or 403." },
-  { "navette.slurm.check_credential", { { "opts",
-    "{credential: string|navette.creds.Handle}" } }, "true",
-    "True when the profile's Slurm cluster accepts the credential (an "
-    .. "hs256 key's token, a bearer token); raises refused otherwise." },
   { "navette.image.parse", { { "ref", "string" } }, "navette.image.Ref",
     "The parts of an image reference." },
   { "navette.image.resolve", { { "ref", "string" },
@@ -448,6 +444,21 @@ local FUNCTIONS = {
     { "opts", "navette.http.Options?" } }, "navette.http.Response",
     "A GET request." },
 }
+
+-- each backend's check_credential, documented by the backend
+-- (check_credential_doc: backends/init.lua)
+do
+  local backends = require "navette.backends"
+  for _, n in ipairs(backends.names()) do
+    local b = backends.get(n)
+    if b.check_credential then
+      FUNCTIONS[#FUNCTIONS + 1] = { "navette." .. n .. ".check_credential",
+        { { "opts", "{credential: string|navette.creds.Handle}" } }, "true",
+        b.check_credential_doc or ("True when the " .. n .. " backend "
+          .. "accepts the credential; raises refused otherwise.") }
+    end
+  end
+end
 
 -- Classes of results, written as they are.
 local RESULT_CLASSES = [[

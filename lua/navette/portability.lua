@@ -494,12 +494,16 @@ function M.object_size(url, spec)
 end
 
 -- The credentials a job's spec names (the declarations run accepted:
--- its store's and its cluster's), by name.
+-- its store's and those its backend names: spec_credentials), by name.
 function M.spec_credentials(spec)
   local out = {}
-  for _, d in ipairs({ spec.outputs and spec.outputs.s3
-                       and spec.outputs.s3.credential,
-                       spec.slurm and spec.slurm.credential }) do
+  local list = { spec.outputs and spec.outputs.s3
+                 and spec.outputs.s3.credential }
+  local b = require("navette.backends").get(spec.backend)
+  for _, d in ipairs(b.spec_credentials and b.spec_credentials(spec) or {}) do
+    list[#list + 1] = d
+  end
+  for _, d in pairs(list) do
     if type(d) == "table" and d.name then out[d.name] = d end
   end
   return out

@@ -43,7 +43,6 @@ local URL_LIFETIME_DEFAULT = 12 * 3600
 local URL_LIFETIME_MAX = 7 * 24 * 3600 -- SigV4's limit on a signature
 local URL_MARGIN_DEFAULT = 15 * 60
 local OUTPUT_BYTES_MAX = 5 * 1024 * 1024 * 1024 -- one POST upload
-local LATER_BACKENDS = { kubernetes = true }
 
 local function builtin_local(home)
   return {
@@ -399,11 +398,7 @@ local function validate_profile(path, name, p, home, shared_credentials)
   if type(backend) ~= "string" then
     fail(path, "profile '" .. name .. "': backend must be a string")
   end
-  if LATER_BACKENDS[backend] then
-    fail(path, "profile '" .. name .. "': the " .. backend
-         .. " backend is not available in this version of navette",
-         "use backend = \"local\" for now")
-  elseif not backends.known(backend) then
+  if not backends.known(backend) then
     fail(path, "profile '" .. name .. "': unknown backend '" .. backend
          .. "'", "backends: " .. table.concat(backends.names(), ", "))
   end

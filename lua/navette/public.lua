@@ -92,12 +92,21 @@ local FUNCTIONS = {
     function(...) return require("navette.creds").declared(...) end },
   { "image.check_credential",
     function(...) return require("navette.image").check_credential(...) end },
-  { "slurm.check_credential",
-    function(...) return require("navette.backends.slurm").check_credential(...) end },
   { "http.request",
     function(...) return require("navette.http").request(...) end },
   { "http.get", function(...) return require("navette.http").get(...) end },
 }
+-- each backend's check_credential (its contract: backends/init.lua), as
+-- navette.<backend>.check_credential
+do
+  local backends = require "navette.backends"
+  for _, name in ipairs(backends.names()) do
+    if backends.get(name).check_credential then
+      FUNCTIONS[#FUNCTIONS + 1] = { name .. ".check_credential",
+        function(...) return backends.get(name).check_credential(...) end }
+    end
+  end
+end
 public.FUNCTIONS = FUNCTIONS
 
 -- The names, "job", "storage.put", ... (for the tests and the definitions).
@@ -113,7 +122,7 @@ function public.new(with)
   local api = { version = (core.version()) }
   for _, f in ipairs(FUNCTIONS) do
     local path, fn = f[1], (with and with[f[1]]) or f[2]
-    local group, name = path:match("^(%w+)%.([%w_]+)$")
+    local group, name = path:match("^([%w_-]+)%.([%w_]+)$")
     if group then
       api[group] = api[group] or {}
       api[group][name] = boundary(fn)

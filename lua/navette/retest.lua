@@ -34,12 +34,13 @@ end
 local function nodes_of(spec, profile)
   local nodes = spec.nodes
   if nodes == nil then
-    nodes = profile.slurm and profile.slurm.nodes
+    local b = require("navette.backends").get(profile.backend)
+    nodes = b.nodes and b.nodes(profile)
   end
   if type(nodes) == "string" then nodes = { nodes } end
   if type(nodes) ~= "table" or #nodes == 0 then
     bad("no nodes to test", "give nodes = { \"gpu-a\", ... }, or a "
-        .. "profile with slurm.nodes")
+        .. "profile whose backend lists its nodes (slurm.nodes)")
   end
   for i, n in ipairs(nodes) do
     if type(n) ~= "string" or not n:match("^[%w][%w._-]*$") or #n > 63 then

@@ -214,7 +214,8 @@ local function validate_services(path, s, proj)
   end
   if out.slurm then
     local p = proj.profiles[out.slurm.profile or proj.default_profile]
-    if not (p and p.backend == "slurm") then
+    local b = p and require("navette.backends").get(p.backend)
+    if not (b and b.team_services and b.team_services.slurm) then
       fail(path, "services.slurm: the profile must be a slurm profile "
            .. "(its user an administrator of the cluster's accounting)")
     end

@@ -1,9 +1,22 @@
 -- The backends: where a job runs. Each is one file of this folder,
 -- lua/navette/backends/<name>.lua, returning a table of the shape below;
--- the runner, the job views, the CLI, migrate and the project file look
--- one up by the profile's (or the job row's) `backend` and never branch
--- on its name. Adding a backend is adding its file here (and its C client
--- and binding, and its tests).
+-- the runner, the job views, the CLI, migrate, isolation, portability,
+-- retest, doctor, the team layer and the project file look one up by the
+-- profile's (or the job row's) `backend` (backends.get) and never branch
+-- on its name; no other module requires a backend's file
+-- (tests/lua/floors_test.lua). Adding a backend touches only:
+--   lua/navette/backends/<name>.lua     this contract
+--   host/<area>/<client>.{c,h}          its C client (pure C, unit-tested
+--                                       and fuzzed), if it speaks a wire
+--   host/<area>/<client>_lua.c          the binding (_navette.<name>),
+--                                       one line NV_NATIVE(<name>) in
+--                                       host/lib/natives.def (the one
+--                                       wiring line)
+--   tests/lua/, tests/integration/<name>/, tests/unit/, tests/fuzz/
+--                                       its tests
+-- Settings, documentation (settings_doc, check_credential_doc: the LuaLS
+-- file and `navette help`) and what the launcher needs (prepare) come from
+-- the file itself.
 --
 -- The contract (functions marked ? may be left out):
 --   name                      as in profile.backend and the job's row
@@ -34,7 +47,25 @@
 --                             the audit line of its delivery); a job with
 --                             secrets is refused elsewhere
 --   nodes?(profile)           the profile's node list; a backend without
---                             it takes no --node
+--                             it takes no --node (navette.retest tests
+--                             these nodes when given none)
+--   origins?(profile)         -> the URLs (endpoints) the profile's
+--                             backend reaches: isolation attributes them
+--                             to the profile
+--   spec_credentials?(spec)   -> the credential declarations a recorded
+--                             spec needs besides its store's (migrate,
+--                             portability)
+--   check_credential?(opts), check_credential_doc?
+--                             navette.<name>.check_credential{credential}
+--                             for recipes (rotation, doctor): true when
+--                             the backend accepts it; its LuaLS line
+--   member_jobs?(profile)     -> {running, pending, held} | nil: the team
+--                             member's jobs now, for the quota note
+--                             (held: what holds the jobs over the cap)
+--   team_services?            {service = open(cfg, lifespan, max)}: the
+--                             team layer's services the cluster keeps
+--                             (team/slurm.lua: slurm)
+--   settings_doc?             the LuaLS line of the profile's settings
 --   container_runtime?(name)  -> the runtime that runs a job's image on
 --                             this machine | nil, what was looked for
 --   submit(spec, launcher, ctx) -> spec: submits the job and records it;

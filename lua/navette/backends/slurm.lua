@@ -1099,4 +1099,50 @@ function M.list_rows(rows, ctx)
   end
 end
 
+-- ---- what other modules ask of a backend (backends/init.lua) ---------------
+
+-- The origins the profile's backend reaches (isolation attributes them
+-- to the profile): its slurmrestd.
+function M.origins(profile)
+  return { profile.slurm and profile.slurm.endpoint }
+end
+
+-- The credentials a recorded spec needs besides its store's: the
+-- cluster's (portability, migrate).
+function M.spec_credentials(spec)
+  return { spec.slurm and spec.slurm.credential }
+end
+
+-- The member's jobs on the cluster now, for the quota note
+-- (run/quota.lua): {running, pending, held = what holds the extra ones},
+-- or nil when the cluster cannot be asked (the submission says why).
+-- The listing is the session user's: the member's own Slurm user.
+function M.member_jobs(profile)
+  local cfg = setmetatable({ max_token_lifespan =
+    profile.max_token_lifespan }, { __index = profile.slurm })
+  local listing = M.listing(cfg)
+  if not listing then return nil end
+  local running, pending = 0, 0
+  for _, job in pairs(listing) do
+    if job.state == "RUNNING" or job.state == "CONFIGURING"
+       or job.state == "SUSPENDED" then
+      running = running + 1
+    elseif job.state == "PENDING" then
+      pending = pending + 1
+    end
+  end
+  return { running = running, pending = pending,
+           held = "Slurm holds the others (QOSMaxJobsPerUserLimit) until "
+                  .. "one ends" }
+end
+
+-- The team services the cluster keeps (team/slurm.lua): Slurm's
+-- accounts and associations, through a session that open makes.
+M.team_services = { slurm = open }
+
+-- navette.slurm.check_credential's documentation (navette.luals)
+M.check_credential_doc = "True when the profile's Slurm cluster accepts "
+  .. "the credential (an hs256 key's token, a bearer token); raises "
+  .. "refused otherwise."
+
 return M

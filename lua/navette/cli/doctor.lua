@@ -378,8 +378,9 @@ local function check_agent()
   end
   local waiting = 0
   for _, row in ipairs(json.decode(text)) do
-    if (row.backend == nil or row.backend == "local")
-       and (row.state == "queued" or row.state == "running") then
+    -- (the agent runs the jobs of the backend it revives: its contract)
+    local b = require("navette.backends").get(row.backend)
+    if b.revive and (row.state == "queued" or row.state == "running") then
       waiting = waiting + 1
     end
   end

@@ -65,10 +65,13 @@ local function respecify(spec, node)
   new.node = node
   -- the credentials the recorded run loaded, trusted then: the job goes
   -- again as it was accepted, without the project file read now
-  for _, cfg in ipairs({ new.outputs.s3, new.slurm }) do
-    if type(cfg) == "table" and type(cfg.credential) == "table" then
-      cfg.credential.origin = "navette"
-    end
+  local creds_of = backends.get(new.backend).spec_credentials
+  local list = creds_of and creds_of(new) or {}
+  if type(new.outputs.s3) == "table" then
+    list[#list + 1] = new.outputs.s3.credential
+  end
+  for _, d in pairs(list) do
+    if type(d) == "table" then d.origin = "navette" end
   end
   local profile = { name = spec.profile, s3 = new.outputs.s3,
                     max_output_bytes = spec.transfer.max_output_bytes }

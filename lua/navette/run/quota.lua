@@ -75,14 +75,13 @@ end
 
 -- The other half of the quota check, before a real submission: when the
 -- member's roles cap their jobs at once (quota.concurrent_jobs) and the
--- backend lists the member's jobs (Slurm: their own user's), a run that
--- would go past the cap is told so with the numbers. Not refused: Slurm
--- holds the extra jobs (QOSMaxJobsPerUserLimit) and starts them as the
--- others end, which is what a queue is for.
+-- backend counts the member's jobs (its contract: member_jobs), a run
+-- that would go past the cap is told so with the numbers. Not refused:
+-- the backend holds the extra jobs (Slurm: QOSMaxJobsPerUserLimit) and
+-- starts them as the others end, which is what a queue is for.
 function M.note_concurrent(run, backend)
   local member = M.member(run)
-  if run.plan or not member or not backend.listing
-     or not run.profile.slurm then
+  if run.plan or not member or not backend.member_jobs then
     return
   end
   local allowed, from
@@ -94,20 +93,9 @@ function M.note_concurrent(run, backend)
     end
   end
   if not allowed then return end
-  local cfg = setmetatable({ max_token_lifespan =
-    run.profile.max_token_lifespan }, { __index = run.profile.slurm })
-  local listing = backend.listing(cfg)
-  if not listing then return end -- (the submission says what is wrong)
-  -- (the listing is the session user's: the member's own Slurm user)
-  local running, pending = 0, 0
-  for _, job in pairs(listing) do
-    if job.state == "RUNNING" or job.state == "CONFIGURING"
-       or job.state == "SUSPENDED" then
-      running = running + 1
-    elseif job.state == "PENDING" then
-      pending = pending + 1
-    end
-  end
+  local counts = backend.member_jobs(run.profile)
+  if not counts then return end -- (the submission says what is wrong)
+  local running, pending = counts.running, counts.pending
   local new = #run.jobs
   if running + pending + new > allowed then
     require("navette.term").eprint("note: " .. member.id .. " has "
@@ -115,8 +103,7 @@ function M.note_concurrent(run, backend)
       .. pending .. " pending, and submits " .. new .. " more; team "
       .. member.team .. "'s quota runs " .. allowed .. " of "
       .. member.id .. "'s jobs at once (role " .. from
-      .. ": quota.concurrent_jobs = " .. allowed .. "): Slurm holds the "
-      .. "others (QOSMaxJobsPerUserLimit) until one ends")
+      .. ": quota.concurrent_jobs = " .. allowed .. "): " .. counts.held)
   end
 end
 

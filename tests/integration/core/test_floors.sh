@@ -24,12 +24,15 @@ check_eq "no file of host/core includes a header of another folder" \
 opens=$(grep -ho '^int luaopen_navette_[a-z0-9_]*' "$HOST"/*/*.c |
 	sed 's/^int //' | sort -u)
 check_ne "the primitives' luaopen_ functions are found" "$opens" ""
+check_true "host/lib/wire.c opens the natives of host/lib/natives.def" \
+	grep -q '^#include "lib/natives.def"' "$HOST/lib/wire.c"
 for fn in $opens; do
-	if ! grep -q "[{ ]$fn}" "$HOST/lib/wire.c"; then
-		fail "$fn is opened by host/lib/wire.c"
+	if ! grep -qx "NV_NATIVE(${fn#luaopen_navette_})" "$HOST/lib/natives.def"
+	then
+		fail "$fn is opened by host/lib/wire.c (host/lib/natives.def)"
 		continue
 	fi
-	pass "$fn is opened by host/lib/wire.c"
+	pass "$fn is opened by host/lib/wire.c (host/lib/natives.def)"
 done
 elsewhere=$(grep -ln 'luaopen_navette_[a-z0-9_]*}' "$HOST"/*/*.c |
 	grep -v '/lib/wire\.c$' || true)
