@@ -182,3 +182,23 @@ t.test("only backends/init.lua requires a backend's file", function()
        .. "require(\"navette.backends\").get(name)")
 end)
 
+t.test("no module outside backends/ compares a backend's name", function()
+  local bad = {}
+  for name, m in pairs(mods) do
+    if not name:match("^navette%.backends") then
+      local n = 0
+      for line in io.lines(m.path) do
+        n = n + 1
+        local code = code_of(line)
+        local quoted = "[\"'][%w_-]+[\"']"
+        if code:match("backend%s*[=~]=%s*[\"']")
+           or code:match(quoted .. "%s*[=~]=%s*[%w_.]*backend%f[^%w_]") then
+          bad[#bad + 1] = name .. " (line " .. n .. ")"
+        end
+      end
+    end
+  end
+  table.sort(bad)
+  t.eq(table.concat(bad, "; "), "", "ask the backend's contract instead "
+       .. "(backends/init.lua)")
+end)
