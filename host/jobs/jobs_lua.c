@@ -1,5 +1,5 @@
 /* _navette.jobdb, the job database every backend records its jobs in (a
- * handle; rows come back as JSON text, decoded by lua/navette/jobs.lua),
+ * handle; rows come back as JSON text, decoded by lua/navette/jobview.lua),
  * and _navette.jobs, what is not the database: the local agent, the
  * launcher's rendering, job ids, submission keys. */
 #include <limits.h>

@@ -1,7 +1,7 @@
 /* The public C API (navette.h), in one place: options, opening and
  * closing a runtime, the error slot, host modules, plan, run and status as
  * JSON, and the CLI's entry (navette_main); navette_agent_main is in
- * agent_main.c. The work is Lua's (lua/navette/api.lua and lua/navette/cli/,
+ * agent_main.c. The work is Lua's (lua/navette/embedding.lua and lua/navette/cli/,
  * on the runner and jobs modules); this file moves arguments in and JSON
  * out, and passes everything it hands back through the redactor. */
 #include <stdio.h>
@@ -381,7 +381,7 @@ int navette_register_module(navette_runtime *rt, const char *name,
 
 /* ---- plan, run, status --------------------------------------------------- */
 
-/* Calls api.call(fn, arg[, opts]) (lua/navette/api.lua): the status, and
+/* Calls api.call(fn, arg[, opts]) (lua/navette/embedding.lua): the status, and
  * the JSON document through the redactor into *json_out (caller frees),
  * or the error into the slot. */
 static int api_call(navette_runtime *rt, const char *fn, const char *arg,
@@ -399,7 +399,7 @@ static int api_call(navette_runtime *rt, const char *fn, const char *arg,
 		return NAVETTE_USAGE;
 	}
 	lua_getglobal(L, "require");
-	lua_pushliteral(L, "navette.api");
+	lua_pushliteral(L, "navette.embedding");
 	if (nv_pcall(L, 1, 1) != LUA_OK) {
 		set_error_from_table(rt, NAVETTE_SERVICE);
 		status = NAVETTE_SERVICE;

@@ -441,7 +441,7 @@ end
 -- The newest succeeded run of a job (project, profile, name) in the job
 -- database, on node when given: {id, record, log_size} or {error} or nil.
 function M.last_run(rows, project, profile, name, node)
-  local jobs = require "navette.jobs"
+  local jobs = require "navette.jobview"
   local published = require "navette.published"
   for _, r in ipairs(rows) do
     if r.project == project and r.profile == profile and r.name == name
@@ -512,7 +512,7 @@ end
 -- The facts of one job already run (navette migrate): its recorded spec
 -- and its record; the code, image and inputs are looked up again now.
 function M.gather_job(row, node)
-  local jobs = require "navette.jobs"
+  local jobs = require "navette.jobview"
   local spec = row.spec or {}
   local notes = {}
   local function note(part, message, hint)

@@ -134,7 +134,7 @@ end
 
 -- Follows the jobs (ids) to their end: their views, by id.
 local function follow(ids, timeout)
-  local jobs = require "navette.jobs"
+  local jobs = require "navette.jobview"
   local deadline = sys.now() + timeout
   local views = {}
   while true do

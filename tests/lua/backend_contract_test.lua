@@ -9,7 +9,7 @@ local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
 local fixtures = assert(loadfile(here .. "/fixtures.lua"))()
 local backends = require "navette.backends"
 local runner = require "navette.runner"
-local jobs = require "navette.jobs"
+local jobs = require "navette.jobview"
 
 local function calls_of(fake, what)
   local out = {}

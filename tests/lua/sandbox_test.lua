@@ -116,7 +116,7 @@ end)
 
 t.test("internal modules cannot be required", function()
   for _, name in ipairs({ "navette.runner", "navette.testing",
-      "navette.storage", "navette.job", "navette.api", "navette.luals",
+      "navette.storage", "navette.job", "navette.embedding", "navette.luals",
       "navette.completion", "navette.cli", "navette.cli.common",
       "navette.cli.run",
       "navette.cli.completion", "navette.cli.migrate", "navette.cli.storage",

@@ -286,7 +286,7 @@ end)
 
 t.test("the launchd and systemd files say what the schedules need",
        function()
-  local service = require "navette.task_service"
+  local service = require "navette.service_units"
   local infos = {}
   for i, s in ipairs({ "weekly mon 04:00", "every 7m", "daily 03:00",
                        "every 2h", "daily 03:00" }) do
@@ -319,7 +319,7 @@ t.test("the launchd and systemd files say what the schedules need",
 end)
 
 t.test("no line of a unit or the plist can be injected", function()
-  local service = require "navette.task_service"
+  local service = require "navette.service_units"
   local base = { project = "p", name = "navette-maintain-p",
                  label = "org.navette.maintain.p", program = "/usr/bin/navette",
                  argv = { "maintain", "--once" }, workdir = "/srv/p",

@@ -1,7 +1,7 @@
 -- `navette cancel JOB`: stops a queued or running job, recorded in the
 -- audit log, and waits a little for it to stop.
 local term = require "navette.term"
-local jobs = require "navette.jobs"
+local jobs = require "navette.jobview"
 local common = require "navette.cli.common"
 local sys = _navette.sys
 

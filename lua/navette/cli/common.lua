@@ -6,7 +6,7 @@
 -- flags, read_only, run}; see lua/navette/cli/init.lua, the dispatcher.
 local errors = require "navette.errors"
 local term = require "navette.term"
-local jobs = require "navette.jobs"
+local jobs = require "navette.jobview"
 local sys, json = _navette.sys, _navette.json
 
 local common = {}

@@ -368,7 +368,7 @@ local function check_agent()
   if not sys.stat(home .. "/jobs.db") then
     return check("agent", "ok", "not running (starts on demand)")
   end
-  local jobs = require "navette.jobs"
+  local jobs = require "navette.jobview"
   local ok, db = pcall(jobs.db)
   local text, err
   if ok then text, err = db:list(100000) else err = errors.from(db) end

@@ -38,7 +38,7 @@
 --     C loaders refuse to execute all the same).
 local errors = require "navette.errors"
 local term = require "navette.term"
-local jobs = require "navette.jobs"
+local jobs = require "navette.jobview"
 local common = require "navette.cli.common"
 local core, sys = _navette.core, _navette.sys
 

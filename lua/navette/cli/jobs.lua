@@ -1,7 +1,7 @@
 -- `navette jobs`: recent jobs, newest first, with their shortest unique
 -- ids and ages; with --profile, what that profile's backend knows now.
 local term = require "navette.term"
-local jobs = require "navette.jobs"
+local jobs = require "navette.jobview"
 local common = require "navette.cli.common"
 local sys, json = _navette.sys, _navette.json
 

@@ -5,7 +5,7 @@
 -- newline, C1 controls, bidi overrides) shows as visible escapes; to a
 -- pipe or a file (`navette logs ID > file`) the bytes stay as they are.
 local term = require "navette.term"
-local jobs = require "navette.jobs"
+local jobs = require "navette.jobview"
 local common = require "navette.cli.common"
 local sys, json, out = _navette.sys, _navette.json, _navette.out
 

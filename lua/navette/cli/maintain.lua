@@ -382,7 +382,7 @@ end
 -- ---- --install, --uninstall ----------------------------------------------------
 
 local function install(recipes, proj, named, opts)
-  local service = require "navette.task_service"
+  local service = require "navette.service_units"
   local manager = service.manager()
   local infos = {}
   for _, recipe in ipairs(recipes) do
@@ -457,7 +457,7 @@ local function install(recipes, proj, named, opts)
 end
 
 local function uninstall(proj)
-  local service = require "navette.task_service"
+  local service = require "navette.service_units"
   local manager = service.manager()
   local slug = checkout_key(proj)
   local _, paths = service.paths(manager, slug)

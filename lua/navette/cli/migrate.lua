@@ -7,7 +7,7 @@
 -- and each output's sha256 equal (what a deterministic job gives).
 local errors = require "navette.errors"
 local term = require "navette.term"
-local jobs = require "navette.jobs"
+local jobs = require "navette.jobview"
 local backends = require "navette.backends"
 local published = require "navette.published"
 local job = require "navette.job"

@@ -25,7 +25,7 @@ function M.run(argv)
                                     nodes = nodes })
   local specs = runner.submit(run)
   -- the same view of a job's environment as the embedding API's plan
-  require("navette.api").shown_specs(specs)
+  require("navette.embedding").shown_specs(specs)
   -- the graph: each job after the jobs it waits for, and what flows
   local name_of, edges = {}, {}
   for _, s in ipairs(specs) do name_of[s.id] = s.name end

@@ -13,7 +13,7 @@ local json = _navette.json
 local function gather_recipe(recipe, profile_name, target)
   local runner = require "navette.runner"
   local last_run = require("navette.portability").last_run
-  local jobs = require "navette.jobs"
+  local jobs = require "navette.jobview"
   local survey = {}
   local evaluated_under = target and target.profile or profile_name
   local run = runner.load(recipe, { profile = evaluated_under,

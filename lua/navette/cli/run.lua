@@ -1,7 +1,7 @@
 -- `navette run RECIPE`: evaluates a recipe, submits its jobs to the
 -- profile's backend, and with --wait follows them to their end.
 local term = require "navette.term"
-local jobs = require "navette.jobs"
+local jobs = require "navette.jobview"
 local common = require "navette.cli.common"
 local json = _navette.json
 

@@ -1,7 +1,7 @@
 -- `navette status JOB`: a job's state, phases with their times, commit,
 -- image, the backend's line, and its outcome.
 local term = require "navette.term"
-local jobs = require "navette.jobs"
+local jobs = require "navette.jobview"
 local common = require "navette.cli.common"
 local json = _navette.json
 

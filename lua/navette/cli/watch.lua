@@ -1,7 +1,7 @@
 -- `navette watch JOB|RUN`: the phase timeline as it passes, until the
 -- job ends, or every job of one `navette run` until all have ended.
 local term = require "navette.term"
-local jobs = require "navette.jobs"
+local jobs = require "navette.jobview"
 local common = require "navette.cli.common"
 
 local M = {

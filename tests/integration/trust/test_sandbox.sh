@@ -38,10 +38,10 @@ end
 require("navette.testing").run_files({ navette.context().recipe })
 navette.job { name = "x", command = {"true"}, success = { outputs = {} } }
 EOF
-for mod in navette.runner navette.storage navette.api navette.luals \
+for mod in navette.runner navette.storage navette.embedding navette.luals \
 	navette.completion navette.cli navette.cli.common navette.cli.completion \
 	navette.cli.run \
-	navette.cli.storage navette.cli.subcommand navette.creds navette.jobs \
+	navette.cli.storage navette.cli.subcommand navette.creds navette.jobview \
 	_navette; do
 	printf 'local m = require "%s"\nreturn m\n' "$mod" >"$R/req-$mod.lua"
 done
@@ -82,10 +82,10 @@ check_rc "reproducer: run exits 2" 2
 check_absent "reproducer: run did not run it either" "$R/escaped.txt"
 no_job_submitted "reproducer"
 
-for mod in navette.runner navette.storage navette.api navette.luals \
+for mod in navette.runner navette.storage navette.embedding navette.luals \
 	navette.completion navette.cli navette.cli.common navette.cli.completion \
 	navette.cli.run \
-	navette.cli.storage navette.cli.subcommand navette.creds navette.jobs \
+	navette.cli.storage navette.cli.subcommand navette.creds navette.jobview \
 	_navette; do
 	nv_in "$R" plan "req-$mod.lua"
 	check_rc "require '$mod': refused" 2

@@ -3,7 +3,7 @@
 -- encodes as JSON; the work itself is the runner's and the jobs module's,
 -- the same code the CLI's plan, run --wait and status go through.
 local errors = require "navette.errors"
-local jobs = require "navette.jobs"
+local jobs = require "navette.jobview"
 local core, sys, json = _navette.core, _navette.sys, _navette.json
 
 local api = {}
