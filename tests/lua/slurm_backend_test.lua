@@ -268,6 +268,7 @@ t.test("an array's answer lost: the next run adopts each task", function()
     t.eq(r.phase, "accepted")
     t.eq(row(db, drawn_ids[k]), nil, "no row for the new id")
   end
+  t.eq(slurm.opened, slurm.closed, "every session closed")
 end)
 
 t.test("an array partly found is refused, saying so", function()
@@ -298,6 +299,7 @@ t.test("after on tasks: their Slurm ids, or the whole array", function()
     t.eq(row(db, spec.id).remote_id, "100_" .. (k - 1))
     t.eq(row(db, spec.id).phase, "accepted")
   end
+  t.eq(slurm.opened, slurm.closed, "the array's session closed")
   local prep = spec_of("prep")
   L.submit(prep, "#!/bin/sh\n", ctx)
   t.eq(row(db, prep.id).remote_id, "103")

@@ -2,7 +2,7 @@
 -- submission whose answer was lost (the job adopted when Slurm has it),
 -- job arrays, the Slurm ids of the jobs one runs after, the outcome of a
 -- job that ended, cancel, refresh, describe and the listed rows. A
--- backend (backends/slurm.lua: slurmrestd) is the wire under it: it
+-- backend (backends/slurm.lua: Slurm's REST API) is the wire under it: it
 -- opens sessions and hands them over in a wire table; the logic never
 -- knows how a session reaches Slurm.
 --
@@ -38,8 +38,9 @@
 --
 -- The wire table new() takes:
 --   name                      the backend's name (the rows' backend)
---   service                   what answers, in messages ("slurmrestd")
---   where(cfg)                -> "slurmrestd at URL": the cluster of
+--   service                   what answers, in messages (the REST
+--                             API's server, a login node...)
+--   where(cfg)                -> "SERVICE at ADDRESS": the cluster of
 --                             cfg (a spec's `slurm`), in messages
 --   session(spec, ctx)        -> true, session | false, err: the session
 --                             that submits spec; kept in ctx.sessions

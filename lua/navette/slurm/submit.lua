@@ -273,10 +273,8 @@ end
 -- record). ctx: as submit's, with submissions[k] for each spec. -> the
 -- specs (those of an earlier submission adopted, when its answer had
 -- been lost).
-local function submit_array(wire, specs, script, ctx)
+local function array_through(wire, session, specs, script, ctx)
   local first = specs[1]
-  local ok, session = wire.session(first, ctx)
-  if not ok then error(errors.from(session), 0) end
   local name = first.id .. "-array"
   local adopted, n = array_rows(wire, specs, session, ctx, name)
   if n > 0 then
@@ -307,6 +305,16 @@ local function submit_array(wire, specs, script, ctx)
   end))
   ctx.audit_many(audited)
   return specs
+end
+
+-- array_through over the session for specs, closed after unless kept.
+local function submit_array(wire, specs, script, ctx)
+  local ok, session = wire.session(specs[1], ctx)
+  if not ok then error(errors.from(session), 0) end
+  local done, got = pcall(array_through, wire, session, specs, script, ctx)
+  release(session, ctx)
+  if not done then error(got, 0) end
+  return got
 end
 
 -- Adds submit and submit_array, over wire (navette.slurm.logic), to L.
