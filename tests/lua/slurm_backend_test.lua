@@ -442,6 +442,14 @@ t.test("each final state", function()
   t.eq(r.state, "failed")
   t.match(r.failure.hint, "deadline")
 
+  r = ended(ran { state = "SPECIAL_EXIT", exit_code = 2 })
+  t.eq(r.state, "failed")
+  t.eq(r.exit_code, 2)
+  t.match(r.failure.hint, "special exit")
+
+  r = ended(ran { state = "REVOKED" })
+  t.eq(r.state, "cancelled")
+
   r = ended(ran { state = "RUNNING" })
   t.eq(r.state, "running", "not over")
 end)
