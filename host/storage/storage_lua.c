@@ -15,7 +15,7 @@
 #include "core/nv_err.h"
 #include "core/nv_lua.h"
 #include "storage/filestore.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #define STORAGE_STORE_MT  "navette.storage.store"
 #define STORAGE_BUFFER_MT "navette.storage.buffer"
