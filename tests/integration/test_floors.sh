@@ -27,28 +27,17 @@ check_eq "no file of host/core includes a header of another folder" \
 
 # ---- no object refers to a symbol of a higher floor ------------------------
 
-# floor_of FOLDER -> 0 core, 1 a primitive, 2 lib, 3 cli
-floor_of() {
-	case $1 in
-	core) echo 0 ;;
-	lib) echo 2 ;;
-	cli) echo 3 ;;
-	*) echo 1 ;;
-	esac
-}
 OBJECTS=$BUILD/CMakeFiles
-# "FLOOR FOLDER/FILE TYPE SYMBOL" for every global symbol of every object;
-# nm -P is POSIX (GNU and LLVM nm): "name type value size"
-symbols=$(
-	for o in "$OBJECTS"/navette_objects.dir/host/*/*.o \
-		"$OBJECTS"/navette.dir/host/cli/*.o; do
-		[ -f "$o" ] || continue
-		dir=$(basename "$(dirname "$o")")
-		file=$(basename "$o" .o)
-		nm -gP "$o" | awk -v f="$(floor_of "$dir")" -v w="$dir/$file" \
-			'{ print f, w, $2, $1 }'
-	done
-)
+# "FLOOR FOLDER/FILE TYPE SYMBOL" for every global symbol of every object,
+# the floor 0 for core, 1 for a primitive, 2 for lib, 3 for cli; nm -P -A
+# is POSIX (GNU and LLVM nm): "path: name type value size"
+symbols=$(nm -gPA "$OBJECTS"/navette_objects.dir/host/*/*.o \
+	"$OBJECTS"/navette.dir/host/cli/*.o 2>/dev/null | awk '{
+	n = split($1, part, "/"); dir = part[n - 1]; file = part[n]
+	sub(/\.o:$/, "", file)
+	floor = dir == "core" ? 0 : dir == "lib" ? 2 : dir == "cli" ? 3 : 1
+	print floor, dir "/" file, $3, $2
+}')
 check_ne "the build's objects are found under $OBJECTS" \
 	"$(printf '%s\n' "$symbols" | grep ' cli/' | head -n 1)" ""
 # a symbol defined on two floors counts as the lower one's
