@@ -582,7 +582,6 @@ int nv_git_export(const nv_git_repo *repo, const char *oid_hex,
 		  const char *dest_dir, nv_git_export_stats *stats, nv_err *err)
 {
 	struct export_ctx *x = NULL;
-	git_commit *c = NULL;
 	git_tree *tree = NULL;
 	int created = 0, fd = -1, parent_fd = -1, rc, empty;
 	char leaf[NAME_MAX + 1];
@@ -591,14 +590,9 @@ int nv_git_export(const nv_git_repo *repo, const char *oid_hex,
 		memset(stats, 0, sizeof(*stats));
 	if (!dest_dir || !dest_dir[0])
 		return nv_err_set(err, NV_EINVAL, NULL, "empty export folder");
-	rc = nv_git_lookup_commit(&c, repo->repo, oid_hex, err);
+	rc = nv_git_lookup_tree(&tree, repo->repo, oid_hex, err);
 	if (rc)
 		return rc;
-	if (git_commit_tree(&tree, c) < 0) {
-		rc = nv_git_failf(err, NV_EIO, NULL, "cannot read tree of %s",
-				  oid_hex);
-		goto out;
-	}
 	x = calloc(1, sizeof(*x));
 	if (!x) {
 		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
@@ -650,6 +644,5 @@ out:
 		git_odb_free(x->odb);
 	free(x);
 	git_tree_free(tree);
-	git_commit_free(c);
 	return rc;
 }

@@ -120,6 +120,22 @@ int nv_git_lookup_commit(git_commit **out, git_repository *repo,
 	return 0;
 }
 
+int nv_git_lookup_tree(git_tree **out, git_repository *repo,
+		       const char *oid_hex, nv_err *err)
+{
+	git_commit *c = NULL;
+	int rc = nv_git_lookup_commit(&c, repo, oid_hex, err);
+
+	*out = NULL;
+	if (rc)
+		return rc;
+	if (git_commit_tree(out, c) < 0)
+		rc = nv_git_failf(err, NV_EIO, NULL, "cannot read tree of %s",
+				  oid_hex);
+	git_commit_free(c);
+	return rc;
+}
+
 /* What the configuration says about one remote. We read remote.<name>.*
  * keys ourselves rather than calling git_remote_lookup/git_remote_list:
  * those match config keys with regular expressions, and the PCRE backend of
@@ -797,20 +813,14 @@ int nv_git_lockfile_hash(const nv_git_repo *repo, const char *oid_hex,
 	char inner[NV_GIT_SHA256_HEX + 1];
 	unsigned int mdlen = 0;
 	EVP_MD_CTX *ctx = NULL;
-	git_commit *c = NULL;
 	git_tree *tree = NULL;
 	size_t i, n;
 	int rc;
 
 	hex[0] = '\0';
-	rc = nv_git_lookup_commit(&c, repo->repo, oid_hex, err);
+	rc = nv_git_lookup_tree(&tree, repo->repo, oid_hex, err);
 	if (rc)
 		return rc;
-	if (git_commit_tree(&tree, c) < 0) {
-		rc = nv_git_failf(err, NV_EIO, NULL, "cannot read tree of %s",
-				  oid_hex);
-		goto out;
-	}
 	ctx = EVP_MD_CTX_new();
 	if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
 		rc = nv_err_set(err, NV_ENOMEM, NULL, "cannot start sha256");
@@ -863,7 +873,6 @@ int nv_git_lockfile_hash(const nv_git_repo *repo, const char *oid_hex,
 out:
 	EVP_MD_CTX_free(ctx);
 	git_tree_free(tree);
-	git_commit_free(c);
 	return rc;
 }
 
@@ -871,20 +880,14 @@ out:
 static int lookup_file(git_blob **out, const nv_git_repo *repo,
 		       const char *oid_hex, const char *path, nv_err *err)
 {
-	git_commit *c = NULL;
 	git_tree *tree = NULL;
 	git_tree_entry *e = NULL;
 	int rc;
 
 	*out = NULL;
-	rc = nv_git_lookup_commit(&c, repo->repo, oid_hex, err);
+	rc = nv_git_lookup_tree(&tree, repo->repo, oid_hex, err);
 	if (rc)
 		return rc;
-	if (git_commit_tree(&tree, c) < 0) {
-		rc = nv_git_failf(err, NV_EIO, NULL, "cannot read tree of %s",
-				  oid_hex);
-		goto out;
-	}
 	if (git_tree_entry_bypath(&e, tree, path) < 0) {
 		git_error_clear();
 		rc = nv_err_set(err, NV_ENOTFOUND,
@@ -905,7 +908,6 @@ static int lookup_file(git_blob **out, const nv_git_repo *repo,
 out:
 	git_tree_entry_free(e);
 	git_tree_free(tree);
-	git_commit_free(c);
 	return rc;
 }
 

@@ -38,4 +38,8 @@ int nv_git_failf(nv_err *err, int code, const char *hint, const char *fmt, ...)
 int nv_git_lookup_commit(git_commit **out, git_repository *repo,
 			 const char *oid_hex, nv_err *err);
 
+/* The tree of that commit (the caller frees it; *out NULL on error). */
+int nv_git_lookup_tree(git_tree **out, git_repository *repo,
+		       const char *oid_hex, nv_err *err);
+
 #endif
