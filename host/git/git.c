@@ -218,14 +218,37 @@ static int scan_remotes(git_repository *repo, struct remote_scan *rs,
 	return 0;
 }
 
+/* The handle of an opened repo, its folder a copy of dir (trailing
+ * slashes cut when trim). Out of memory: repo is freed and libgit2 shut
+ * down, as for an open that failed. */
+static int hold_repo(nv_git_repo **out, git_repository *repo, const char *dir,
+		     int trim, nv_err *err)
+{
+	nv_git_repo *r = calloc(1, sizeof(*r));
+	size_t len;
+
+	if (r)
+		r->workdir = strdup(dir);
+	if (!r || !r->workdir) {
+		free(r);
+		git_repository_free(repo);
+		git_libgit2_shutdown();
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	}
+	len = strlen(r->workdir);
+	while (trim && len > 1 && r->workdir[len - 1] == '/')
+		r->workdir[--len] = '\0';
+	r->repo = repo;
+	*out = r;
+	return 0;
+}
+
 int nv_git_open(nv_git_repo **out, const char *path, nv_err *err)
 {
 	char start[PATH_MAX];
 	git_repository *repo = NULL;
-	nv_git_repo *r = NULL;
 	const char *wd;
 	struct stat st;
-	size_t len;
 	int rc;
 
 	*out = NULL;
@@ -283,24 +306,9 @@ int nv_git_open(nv_git_repo **out, const char *path, nv_err *err)
 		goto fail;
 	}
 
-	r = calloc(1, sizeof(*r));
-	if (r)
-		r->workdir = strdup(wd);
-	if (!r || !r->workdir) {
-		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-		goto fail;
-	}
-	len = strlen(r->workdir);
-	while (len > 1 && r->workdir[len - 1] == '/')
-		r->workdir[--len] = '\0';
-	r->repo = repo;
-	*out = r;
-	return 0;
+	return hold_repo(out, repo, wd, 1, err);
 
 fail:
-	if (r)
-		free(r->workdir);
-	free(r);
 	git_repository_free(repo);
 	git_libgit2_shutdown();
 	return rc;
@@ -309,7 +317,6 @@ fail:
 int nv_git_open_bare(nv_git_repo **out, const char *gitdir, nv_err *err)
 {
 	git_repository *repo = NULL;
-	nv_git_repo *r = NULL;
 	int rc;
 
 	*out = NULL;
@@ -327,21 +334,9 @@ int nv_git_open_bare(nv_git_repo **out, const char *gitdir, nv_err *err)
 				  "cannot open the repository '%s'", gitdir);
 		goto fail;
 	}
-	r = calloc(1, sizeof(*r));
-	if (r)
-		r->workdir = strdup(gitdir);
-	if (!r || !r->workdir) {
-		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-		goto fail;
-	}
-	r->repo = repo;
-	*out = r;
-	return 0;
+	return hold_repo(out, repo, gitdir, 0, err);
 
 fail:
-	if (r)
-		free(r->workdir);
-	free(r);
 	git_repository_free(repo);
 	git_libgit2_shutdown();
 	return rc;
