@@ -23,7 +23,7 @@
 #include "core/fault.h"
 #include "core/fsutil.h"
 #include "storage/filestore.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #define AUDIT_PATH_MAX 4096
 #define SMALL_FILE_MAX 4096                /* genesis.json and head */

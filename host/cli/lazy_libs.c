@@ -37,7 +37,6 @@ extern unsigned char nv_lazy_loaded[];
 extern unsigned char nv_lazy_missing[];
 
 void *nv_lazy_resolve(unsigned index) __attribute__((visibility("hidden")));
-int nv_lazy_pending(const char *symbol);
 
 static pthread_mutex_t lazy_lock = PTHREAD_MUTEX_INITIALIZER;
 

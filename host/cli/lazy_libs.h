@@ -7,4 +7,10 @@
  * when the program is linked as usual (NAVETTE_LAZY_LIBS off). */
 void nv_lazy_load_all(void);
 
+#ifdef NAVETTE_LAZY_LIBS
+/* 1 when symbol is reached through a stub whose library is not loaded yet
+ * (the hook of core/versions.h). */
+int nv_lazy_pending(const char *symbol);
+#endif
+
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/process.h"
+#include "core/versions.h"
 #include "lazy_libs.h"
 #include "navette.h"
 
@@ -45,6 +46,10 @@ int main(int argc, char **argv)
 	 * as long as a job of the same user: keep it out of this process
 	 * (programs it executes get their usual rights back). */
 	nv_process_deny_inspection();
+#ifdef NAVETTE_LAZY_LIBS
+	/* `navette version` must not load a library to ask its version */
+	nv_versions_set_pending(nv_lazy_pending);
+#endif
 	if (!is_fast_command(argc, argv))
 		nv_lazy_load_all();
 	status = navette_agent_main(argc, argv);

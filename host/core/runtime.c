@@ -17,6 +17,7 @@
 #include "core/lua_embed.h"
 #include "core/nv_lua.h"
 #include "core/sandbox.h"
+#include "core/versions.h"
 #include "core/watchdog.h"
 
 #define RUNTIME_KEY "navette.runtime"
@@ -651,8 +652,6 @@ static int l_core_set_limits(lua_State *L)
 	}
 	return 0;
 }
-
-int nv_core_versions(lua_State *L);
 
 int luaopen_navette_core(lua_State *L)
 {

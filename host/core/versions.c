@@ -15,29 +15,23 @@
 #include <zlib.h>
 
 #include "core/runtime.h"
-
-int nv_core_versions(lua_State *L);
+#include "core/versions.h"
 
 #define BUILT_AGAINST " (as built)"
 
-#if defined(__ELF__)
-/* Defined by the navette program when it loads libraries lazily; absent
- * (NULL) in libnavette used alone, where every library is linked. Hidden:
- * never looked up in, or offered to, a host of libnavette.so. */
-int nv_lazy_pending(const char *symbol)
-	__attribute__((weak, visibility("hidden")));
+/* Set by the navette program when it loads libraries lazily
+ * (host/cli/main.c); NULL in libnavette used alone. */
+static nv_versions_pending_fn pending_hook;
+
+void nv_versions_set_pending(nv_versions_pending_fn pending)
+{
+	pending_hook = pending;
+}
 
 static int pending(const char *symbol)
 {
-	return nv_lazy_pending && nv_lazy_pending(symbol);
+	return pending_hook && pending_hook(symbol);
 }
-#else
-static int pending(const char *symbol)
-{
-	(void)symbol;
-	return 0;
-}
-#endif
 
 /* t[key] = the version built against, marked so, when the library of
  * symbol is not loaded yet and the caller does not want it loaded: 1.
@@ -61,8 +55,7 @@ static void put(lua_State *L, const char *key, const char *version)
 	lua_setfield(L, -2, key);
 }
 
-/* _navette.core.versions([load]) -> table; load: ask every library, even
- * one not loaded yet */
+/* See versions.h. */
 int nv_core_versions(lua_State *L)
 {
 	char buf[64];

@@ -6,14 +6,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,8 +18,7 @@
 
 #include "core/clock.h"
 #include "core/hex.h"
-
-extern char **environ;
+#include "core/proc.h"
 
 /* ---- the in-process cache of command results --------------------------- */
 
@@ -115,120 +110,56 @@ static size_t trim_end(const unsigned char *p, size_t len)
 static int run_capture(const char *const *argv, unsigned char **out,
 		       size_t *len, int *exit_status, nv_err *err)
 {
-	int pipefd[2];
-	posix_spawn_file_actions_t actions;
-	pid_t pid;
-	size_t cap = 4096, used = 0;
-	unsigned char *buf;
-	int status, rc;
-	double deadline = nv_deadline_after(NV_CREDS_COMMAND_TIMEOUT_S);
+	/* one byte more: proc keeps cap - 1 and a NUL */
+	const size_t cap = NV_CREDS_OUTPUT_MAX + 1;
+	nv_proc_opts o = {0};
+	nv_proc_result r;
+	char *buf;
+	int rc, why;
 
 	*out = NULL;
 	*len = 0;
 	*exit_status = -1;
-	if (pipe(pipefd) != 0)
-		return nv_err_set_errno(err, NV_EIO, errno, NULL, "pipe");
-	posix_spawn_file_actions_init(&actions);
-	posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
-	posix_spawn_file_actions_addclose(&actions, pipefd[0]);
-	posix_spawn_file_actions_addclose(&actions, pipefd[1]);
-	posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null",
-					 O_RDONLY, 0);
-	rc = posix_spawnp(&pid, argv[0], &actions, NULL, (char *const *)argv,
-			  environ);
-	posix_spawn_file_actions_destroy(&actions);
-	close(pipefd[1]);
-	if (rc != 0) {
-		close(pipefd[0]);
-		return nv_err_set(err, NV_EREFUSED,
-				  "check that the command is installed and on "
-				  "PATH",
-				  "cannot run %s: %s", argv[0], strerror(rc));
-	}
-	buf = malloc(cap);
-	if (!buf) {
-		close(pipefd[0]);
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
+	buf = calloc(1, cap);
+	if (!buf)
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-	}
-	for (;;) {
-		struct pollfd pfd = {pipefd[0], POLLIN, 0};
-		int left = (int)((deadline - nv_monotonic()) * 1000);
-		if (left <= 0 || poll(&pfd, 1, left) == 0) {
-			kill(pid, SIGKILL);
+	o.argv = argv;
+	o.search_path = 1;
+	o.out = (nv_proc_stream){NV_PROC_CAPTURE, buf, cap, 0};
+	o.err.to = NV_PROC_INHERIT;
+	o.timeout_s = NV_CREDS_COMMAND_TIMEOUT_S;
+	o.stop_at_cap = 1;
+	rc = nv_proc_run(&o, &r, &why, err);
+	if (rc != 0 && why != 0)
+		rc = nv_err_set(err, NV_EREFUSED,
+				"check that the command is installed and on "
+				"PATH",
+				"cannot run %s: %s", argv[0], strerror(why));
+	else if (rc == 0 && r.timed_out)
+		rc = nv_err_set(err, NV_EREFUSED,
+				"the command must print its JSON and exit",
+				"%s did not finish within %d s", argv[0],
+				NV_CREDS_COMMAND_TIMEOUT_S);
+	else if (rc == 0 && r.over_cap)
+		rc = nv_err_set(err, NV_EREFUSED, NULL,
+				"%s printed more than %zu bytes", argv[0],
+				NV_CREDS_OUTPUT_MAX);
+	else if (rc == 0) {
+		*exit_status = r.exit_status;
+		if (!r.exited || r.exit_status != 0)
 			rc = nv_err_set(err, NV_EREFUSED,
-					"the command must print its JSON and "
-					"exit",
-					"%s did not finish within %d s",
-					argv[0], NV_CREDS_COMMAND_TIMEOUT_S);
-			goto fail;
-		}
-		if (used == cap) {
-			if (cap >= NV_CREDS_OUTPUT_MAX) {
-				kill(pid, SIGKILL);
-				rc = nv_err_set(
-					err, NV_EREFUSED, NULL,
-					"%s printed more than %zu bytes",
-					argv[0], NV_CREDS_OUTPUT_MAX);
-				goto fail;
-			}
-			unsigned char *bigger = malloc(cap * 2);
-			if (!bigger) {
-				kill(pid, SIGKILL);
-				rc = nv_err_set(err, NV_ENOMEM, NULL,
-						"out of memory");
-				goto fail;
-			}
-			memcpy(bigger, buf, used);
-			OPENSSL_cleanse(buf, cap);
-			free(buf);
-			buf = bigger;
-			cap *= 2;
-		}
-		ssize_t n = read(pipefd[0], buf + used, cap - used);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		used += (size_t)n;
+					"run the command by hand to see why",
+					"%s failed (exit status %d)", argv[0],
+					r.exit_status);
 	}
-	close(pipefd[0]);
-	/* The output is closed; the process gets until the deadline to
-	 * exit. */
-	for (;;) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-		if (r == pid || (r < 0 && errno != EINTR))
-			break;
-		if (nv_deadline_passed(deadline)) {
-			kill(pid, SIGKILL);
-			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-				;
-			break;
-		}
-		struct timespec pause = {0, 10 * 1000 * 1000};
-		nanosleep(&pause, NULL);
-	}
-	if (WIFEXITED(status))
-		*exit_status = WEXITSTATUS(status);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	if (rc != 0) {
 		OPENSSL_cleanse(buf, cap);
 		free(buf);
-		return nv_err_set(err, NV_EREFUSED,
-				  "run the command by hand to see why",
-				  "%s failed (exit status %d)", argv[0],
-				  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		return rc;
 	}
-	*out = buf;
-	*len = used;
+	*out = (unsigned char *)buf;
+	*len = r.out_len;
 	return 0;
-fail:
-	close(pipefd[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	OPENSSL_cleanse(buf, cap);
-	free(buf);
-	return rc;
 }
 
 static int set_json_string(nv_secret *s, const cJSON *o, const char *key,

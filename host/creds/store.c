@@ -3,24 +3,17 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
 
-#include "core/clock.h"
 #include "core/fsutil.h"
+#include "core/proc.h"
 #include "creds/source.h"
-
-extern char **environ;
 
 /* A buffer of fixed size (never realloc'd: no copy of a value is left in
  * freed memory) that the values are written into. */
@@ -191,12 +184,11 @@ int nv_creds_store_keychain(const nv_secret *s, const char *service,
 			    const char *account, nv_err *err)
 {
 	const char *tool = nv_creds_keychain_tool();
-	posix_spawn_file_actions_t actions;
+	nv_proc_opts o = {0};
+	nv_proc_result r;
 	unsigned char *text;
 	size_t len;
-	pid_t pid;
-	int rc, status = 0;
-	double deadline;
+	int rc, why;
 
 	if (!service || !account || !service[0] || !account[0])
 		return nv_err_set(err, NV_EINVAL, "give service and account",
@@ -218,49 +210,31 @@ int nv_creds_store_keychain(const nv_secret *s, const char *service,
 				      "-w",
 				      (const char *)text,
 				      NULL};
-		posix_spawn_file_actions_init(&actions);
-		posix_spawn_file_actions_addopen(&actions, STDIN_FILENO,
-						 "/dev/null", O_RDONLY, 0);
-		posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO,
-						 "/dev/null", O_WRONLY, 0);
-		/* by its full path, never looked up in PATH */
-		rc = posix_spawn(&pid, tool, &actions, NULL,
-				 (char *const *)argv, environ);
-		posix_spawn_file_actions_destroy(&actions);
+		/* by its full path, never looked up in PATH; its stderr is
+		 * ours */
+		o.argv = argv;
+		o.err.to = NV_PROC_INHERIT;
+		o.timeout_s = NV_CREDS_COMMAND_TIMEOUT_S;
+		rc = nv_proc_run(&o, &r, &why, err);
 	}
 	OPENSSL_cleanse(text, len + 1);
 	free(text);
-	if (rc != 0)
+	if (rc != 0 && why != 0)
 		return nv_err_set(err, NV_EREFUSED, NULL,
 				  "credential %s: cannot run %s: %s", s->name,
-				  tool, strerror(rc));
-	deadline = nv_deadline_after(NV_CREDS_COMMAND_TIMEOUT_S);
-	for (;;) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-		if (r == pid)
-			break;
-		if (r < 0 && errno != EINTR)
-			return nv_err_set_errno(err, NV_EIO, errno, NULL,
-						"waitpid");
-		if (nv_deadline_passed(deadline)) {
-			kill(pid, SIGKILL);
-			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-				;
-			return nv_err_set(err, NV_EREFUSED,
-					  "is the Keychain waiting for a "
-					  "password? unlock it first",
-					  "credential %s: %s did not finish "
-					  "within %d s",
-					  s->name, tool,
-					  NV_CREDS_COMMAND_TIMEOUT_S);
-		}
-		struct timespec pause = {0, 10 * 1000 * 1000};
-		nanosleep(&pause, NULL);
-	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+				  tool, strerror(why));
+	if (rc != 0)
+		return rc;
+	if (r.timed_out)
+		return nv_err_set(
+			err, NV_EREFUSED,
+			"is the Keychain waiting for a password? "
+			"unlock it first",
+			"credential %s: %s did not finish within %d s", s->name,
+			tool, NV_CREDS_COMMAND_TIMEOUT_S);
+	if (r.exited && r.exit_status == 0)
 		return 0;
-	if (WIFEXITED(status) &&
-	    WEXITSTATUS(status) == NV_CREDS_KEYCHAIN_NO_INTERACTION)
+	if (r.exited && r.exit_status == NV_CREDS_KEYCHAIN_NO_INTERACTION)
 		return nv_err_set(err, NV_EREFUSED,
 				  "unlock it first (security unlock-keychain), "
 				  "or run navette from the Mac's own login "
@@ -273,6 +247,5 @@ int nv_creds_store_keychain(const nv_secret *s, const char *service,
 			  "ACCOUNT -w by hand to see why",
 			  "credential %s: %s add-generic-password failed "
 			  "(exit status %d)",
-			  s->name, tool,
-			  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+			  s->name, tool, r.exit_status);
 }

@@ -20,7 +20,7 @@
 #include <zlib.h>
 
 #include "git/pgzip.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #define BLOCK          512
 #define IO_BUF         ((size_t)128 * 1024)

@@ -1,12 +1,10 @@
 /* The git primitive in pure C: open, resolve, status, remote presence,
- * export and lock-file fingerprint over libgit2 (see git.h for the
- * contract). libgit2's error codes are translated into nv_err codes here so
- * that callers never see a git_error. The export writes only through folder
- * descriptors it created itself, which is what keeps a hostile tree (a
- * symlink followed by a path through it) from writing outside dest_dir. */
+ * configuration, lock-file fingerprint and file reads over libgit2 (see
+ * git.h for the contract; the export of a tree is export.c). libgit2's
+ * error codes are translated into nv_err codes here so that callers never
+ * see a git_error. */
 #include "git/git.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,20 +21,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "core/buf.h"
-#include "core/fsname.h"
-
-#ifndef PATH_MAX
-#define PATH_MAX 4096
-#endif
-#ifndef O_CLOEXEC
-#define O_CLOEXEC 0
-#endif
-
-struct nv_git_repo {
-	git_repository *repo;
-	char *workdir;
-};
+#include "git/git_internal.h"
 
 static const char HINT_NOT_A_REPO[] =
 	"run git init / the recipe must live in a git repository";
@@ -61,11 +46,7 @@ static int map_git_code(int gcode)
 
 /* Sets err with our message followed by libgit2's last one, then clears
  * libgit2's slot so a stale message is never appended to a later error. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static int
-git_fail(nv_err *err, int code, const char *hint, const char *fmt, ...)
+int nv_git_failf(nv_err *err, int code, const char *hint, const char *fmt, ...)
 {
 	char msg[NV_ERR_MESSAGE_MAX];
 	const git_error *ge = git_error_last();
@@ -117,12 +98,12 @@ static int parse_oid(git_oid *out, const char *hex, nv_err *err)
 		return nv_err_set(err, NV_EINVAL, HINT_FULL_OID,
 				  "'%.80s' is not a full commit id", hex);
 	if (git_oid_fromstr(out, hex) < 0)
-		return git_fail(err, NV_EINVAL, HINT_FULL_OID,
-				"'%s' is not a commit id", hex);
+		return nv_git_failf(err, NV_EINVAL, HINT_FULL_OID,
+				    "'%s' is not a commit id", hex);
 	return 0;
 }
 
-static int lookup_commit(git_commit **out, git_repository *repo,
+int nv_git_lookup_commit(git_commit **out, git_repository *repo,
 			 const char *oid_hex, nv_err *err)
 {
 	git_oid oid;
@@ -133,10 +114,26 @@ static int lookup_commit(git_commit **out, git_repository *repo,
 		return rc;
 	rc = git_commit_lookup(out, repo, &oid);
 	if (rc < 0)
-		return git_fail(err, map_git_code(rc), HINT_UNKNOWN_REF,
-				"commit %s not found in this repository",
-				oid_hex);
+		return nv_git_failf(err, map_git_code(rc), HINT_UNKNOWN_REF,
+				    "commit %s not found in this repository",
+				    oid_hex);
 	return 0;
+}
+
+int nv_git_lookup_tree(git_tree **out, git_repository *repo,
+		       const char *oid_hex, nv_err *err)
+{
+	git_commit *c = NULL;
+	int rc = nv_git_lookup_commit(&c, repo, oid_hex, err);
+
+	*out = NULL;
+	if (rc)
+		return rc;
+	if (git_commit_tree(out, c) < 0)
+		rc = nv_git_failf(err, NV_EIO, NULL, "cannot read tree of %s",
+				  oid_hex);
+	git_commit_free(c);
+	return rc;
 }
 
 /* What the configuration says about one remote. We read remote.<name>.*
@@ -164,12 +161,12 @@ static int scan_remotes(git_repository *repo, struct remote_scan *rs,
 	int rc;
 
 	if (git_repository_config_snapshot(&cfg, repo) < 0)
-		return git_fail(err, NV_EIO, "check .git/config",
-				"cannot read the repository configuration");
+		return nv_git_failf(err, NV_EIO, "check .git/config",
+				    "cannot read the repository configuration");
 	if (git_config_iterator_new(&it, cfg) < 0) {
 		git_config_free(cfg);
-		return git_fail(err, NV_EIO, "check .git/config",
-				"cannot read the repository configuration");
+		return nv_git_failf(err, NV_EIO, "check .git/config",
+				    "cannot read the repository configuration");
 	}
 	while ((rc = git_config_next(&e, it)) == 0) {
 		const char *sub, *last;
@@ -208,8 +205,8 @@ static int scan_remotes(git_repository *repo, struct remote_scan *rs,
 	git_config_iterator_free(it);
 	git_config_free(cfg);
 	if (rc != GIT_ITEROVER)
-		return git_fail(err, NV_EIO, "check .git/config",
-				"cannot read the repository configuration");
+		return nv_git_failf(err, NV_EIO, "check .git/config",
+				    "cannot read the repository configuration");
 	git_error_clear();
 	if (rs->known_used >= sizeof(rs->known))
 		rs->known[sizeof(rs->known) - 1] = '\0';
@@ -221,14 +218,37 @@ static int scan_remotes(git_repository *repo, struct remote_scan *rs,
 	return 0;
 }
 
+/* The handle of an opened repo, its folder a copy of dir (trailing
+ * slashes cut when trim). Out of memory: repo is freed and libgit2 shut
+ * down, as for an open that failed. */
+static int hold_repo(nv_git_repo **out, git_repository *repo, const char *dir,
+		     int trim, nv_err *err)
+{
+	nv_git_repo *r = calloc(1, sizeof(*r));
+	size_t len;
+
+	if (r)
+		r->workdir = strdup(dir);
+	if (!r || !r->workdir) {
+		free(r);
+		git_repository_free(repo);
+		git_libgit2_shutdown();
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	}
+	len = strlen(r->workdir);
+	while (trim && len > 1 && r->workdir[len - 1] == '/')
+		r->workdir[--len] = '\0';
+	r->repo = repo;
+	*out = r;
+	return 0;
+}
+
 int nv_git_open(nv_git_repo **out, const char *path, nv_err *err)
 {
 	char start[PATH_MAX];
 	git_repository *repo = NULL;
-	nv_git_repo *r = NULL;
 	const char *wd;
 	struct stat st;
-	size_t len;
 	int rc;
 
 	*out = NULL;
@@ -254,8 +274,8 @@ int nv_git_open(nv_git_repo **out, const char *path, nv_err *err)
 	}
 
 	if (git_libgit2_init() < 0)
-		return git_fail(err, NV_EBACKEND, NULL,
-				"cannot initialise libgit2");
+		return nv_git_failf(err, NV_EBACKEND, NULL,
+				    "cannot initialise libgit2");
 	rc = git_repository_open_ext(&repo, start, 0, NULL);
 	if (rc == GIT_ENOTFOUND) {
 		git_error_clear();
@@ -264,7 +284,7 @@ int nv_git_open(nv_git_repo **out, const char *path, nv_err *err)
 		goto fail;
 	}
 	if (rc == GIT_EOWNER) {
-		rc = git_fail(
+		rc = nv_git_failf(
 			err, NV_EREFUSED,
 			"the repository belongs to another user; add it to "
 			"safe.directory if you trust it",
@@ -272,8 +292,8 @@ int nv_git_open(nv_git_repo **out, const char *path, nv_err *err)
 		goto fail;
 	}
 	if (rc < 0) {
-		rc = git_fail(err, map_git_code(rc), HINT_NOT_A_REPO,
-			      "cannot open the repository of '%s'", path);
+		rc = nv_git_failf(err, map_git_code(rc), HINT_NOT_A_REPO,
+				  "cannot open the repository of '%s'", path);
 		goto fail;
 	}
 	wd = git_repository_workdir(repo);
@@ -286,24 +306,9 @@ int nv_git_open(nv_git_repo **out, const char *path, nv_err *err)
 		goto fail;
 	}
 
-	r = calloc(1, sizeof(*r));
-	if (r)
-		r->workdir = strdup(wd);
-	if (!r || !r->workdir) {
-		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-		goto fail;
-	}
-	len = strlen(r->workdir);
-	while (len > 1 && r->workdir[len - 1] == '/')
-		r->workdir[--len] = '\0';
-	r->repo = repo;
-	*out = r;
-	return 0;
+	return hold_repo(out, repo, wd, 1, err);
 
 fail:
-	if (r)
-		free(r->workdir);
-	free(r);
 	git_repository_free(repo);
 	git_libgit2_shutdown();
 	return rc;
@@ -312,7 +317,6 @@ fail:
 int nv_git_open_bare(nv_git_repo **out, const char *gitdir, nv_err *err)
 {
 	git_repository *repo = NULL;
-	nv_git_repo *r = NULL;
 	int rc;
 
 	*out = NULL;
@@ -320,31 +324,19 @@ int nv_git_open_bare(nv_git_repo **out, const char *gitdir, nv_err *err)
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "empty repository path");
 	if (git_libgit2_init() < 0)
-		return git_fail(err, NV_EBACKEND, NULL,
-				"cannot initialise libgit2");
+		return nv_git_failf(err, NV_EBACKEND, NULL,
+				    "cannot initialise libgit2");
 	rc = git_repository_open_ext(
 		&repo, gitdir,
 		GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE, NULL);
 	if (rc < 0) {
-		rc = git_fail(err, map_git_code(rc), NULL,
-			      "cannot open the repository '%s'", gitdir);
+		rc = nv_git_failf(err, map_git_code(rc), NULL,
+				  "cannot open the repository '%s'", gitdir);
 		goto fail;
 	}
-	r = calloc(1, sizeof(*r));
-	if (r)
-		r->workdir = strdup(gitdir);
-	if (!r || !r->workdir) {
-		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-		goto fail;
-	}
-	r->repo = repo;
-	*out = r;
-	return 0;
+	return hold_repo(out, repo, gitdir, 0, err);
 
 fail:
-	if (r)
-		free(r->workdir);
-	free(r);
 	git_repository_free(repo);
 	git_libgit2_shutdown();
 	return rc;
@@ -352,7 +344,7 @@ fail:
 
 int nv_git_fail(nv_err *err, int code, const char *hint, const char *message)
 {
-	return git_fail(err, code, hint, "%s", message);
+	return nv_git_failf(err, code, hint, "%s", message);
 }
 
 void nv_git_free(nv_git_repo *repo)
@@ -396,20 +388,21 @@ int nv_git_resolve(const nv_git_repo *repo, const char *ref,
 	git_error_clear();
 	rc = git_revparse_single(&obj, repo->repo, ref);
 	if (rc == GIT_EAMBIGUOUS)
-		return git_fail(err, NV_EINVAL,
-				"give more characters of the commit id",
-				"'%.100s' matches several objects", ref);
+		return nv_git_failf(err, NV_EINVAL,
+				    "give more characters of the commit id",
+				    "'%.100s' matches several objects", ref);
 	if (rc < 0)
-		return git_fail(err,
-				rc == GIT_ENOTFOUND || rc == GIT_EINVALIDSPEC
-					? NV_ENOTFOUND
-					: map_git_code(rc),
-				HINT_UNKNOWN_REF, "unknown ref '%.100s'", ref);
+		return nv_git_failf(
+			err,
+			rc == GIT_ENOTFOUND || rc == GIT_EINVALIDSPEC
+				? NV_ENOTFOUND
+				: map_git_code(rc),
+			HINT_UNKNOWN_REF, "unknown ref '%.100s'", ref);
 	rc = git_object_peel(&commit, obj, GIT_OBJECT_COMMIT);
 	git_object_free(obj);
 	if (rc < 0)
-		return git_fail(err, NV_EINVAL, HINT_UNKNOWN_REF,
-				"'%.100s' does not name a commit", ref);
+		return nv_git_failf(err, NV_EINVAL, HINT_UNKNOWN_REF,
+				    "'%.100s' does not name a commit", ref);
 	git_oid_tostr(oid_hex, NV_GIT_OID_HEX_LEN + 1, git_object_id(commit));
 	git_object_free(commit);
 	return 0;
@@ -431,8 +424,9 @@ int nv_git_path_state(const nv_git_repo *repo, const char *rel,
 	git_error_clear();
 	rc = git_repository_index(&index, repo->repo);
 	if (rc < 0)
-		return git_fail(err, NV_EIO, NULL,
-				"cannot read the index of %s", repo->workdir);
+		return nv_git_failf(err, NV_EIO, NULL,
+				    "cannot read the index of %s",
+				    repo->workdir);
 	/* the file itself, or a folder holding tracked files */
 	if (git_index_get_bypath(index, rel, 0))
 		*state = NV_GIT_PATH_TRACKED;
@@ -446,9 +440,9 @@ int nv_git_path_state(const nv_git_repo *repo, const char *rel,
 		return 0;
 	rc = git_ignore_path_is_ignored(&ignored, repo->repo, rel);
 	if (rc < 0)
-		return git_fail(err, NV_EIO, NULL,
-				"cannot read the ignore rules of %s",
-				repo->workdir);
+		return nv_git_failf(err, NV_EIO, NULL,
+				    "cannot read the ignore rules of %s",
+				    repo->workdir);
 	if (ignored)
 		*state = NV_GIT_PATH_IGNORED;
 	return 0;
@@ -462,7 +456,7 @@ int nv_git_commit_info(const nv_git_repo *repo, const char *oid_hex,
 	int rc;
 
 	memset(info, 0, sizeof(*info));
-	rc = lookup_commit(&c, repo->repo, oid_hex, err);
+	rc = nv_git_lookup_commit(&c, repo->repo, oid_hex, err);
 	if (rc)
 		return rc;
 	git_oid_tostr(info->id, sizeof(info->id), git_commit_id(c));
@@ -521,9 +515,9 @@ int nv_git_status(const nv_git_repo *repo, nv_git_status_cb cb, void *payload,
 		     GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX |
 		     GIT_STATUS_OPT_SORT_CASE_SENSITIVELY;
 	if (git_status_list_new(&list, repo->repo, &opts) < 0)
-		return git_fail(err, NV_EIO,
-				"check the repository (git status)",
-				"cannot read the status of %s", repo->workdir);
+		return nv_git_failf(
+			err, NV_EIO, "check the repository (git status)",
+			"cannot read the status of %s", repo->workdir);
 	n = git_status_list_entrycount(list);
 	for (i = 0; i < n; i++) {
 		const git_status_entry *e = git_status_byindex(list, i);
@@ -566,7 +560,7 @@ int nv_git_on_remote(const nv_git_repo *repo, const char *remote,
 	int rc;
 
 	*present = 0;
-	rc = lookup_commit(&c, repo->repo, oid_hex, err);
+	rc = nv_git_lookup_commit(&c, repo->repo, oid_hex, err);
 	if (rc)
 		return rc;
 	oid = *git_commit_id(c);
@@ -588,7 +582,8 @@ int nv_git_on_remote(const nv_git_repo *repo, const char *remote,
 	plen = strlen(prefix);
 
 	if (git_reference_iterator_new(&it, repo->repo) < 0)
-		return git_fail(err, NV_EIO, NULL, "cannot list references");
+		return nv_git_failf(err, NV_EIO, NULL,
+				    "cannot list references");
 	while (!*present && (rc = git_reference_next(&ref, it)) == 0) {
 		git_object *tip = NULL;
 
@@ -609,7 +604,8 @@ int nv_git_on_remote(const nv_git_repo *repo, const char *remote,
 	}
 	git_reference_iterator_free(it);
 	if (rc < 0 && rc != GIT_ITEROVER && !*present)
-		return git_fail(err, NV_EIO, NULL, "cannot list references");
+		return nv_git_failf(err, NV_EIO, NULL,
+				    "cannot list references");
 	git_error_clear();
 	return 0;
 }
@@ -659,8 +655,8 @@ int nv_git_config_string(const nv_git_repo *repo, const char *name, char *buf,
 	if (git_libgit2_init() < 0)
 		return nv_err_set(err, NV_EIO, NULL, "cannot start libgit2");
 	if (git_config_new(&cfg) < 0) {
-		rc = git_fail(err, NV_ENOMEM, NULL,
-			      "cannot read the git configuration");
+		rc = nv_git_failf(err, NV_ENOMEM, NULL,
+				  "cannot read the git configuration");
 		git_libgit2_shutdown();
 		return rc;
 	}
@@ -690,8 +686,8 @@ int nv_git_config_string(const nv_git_repo *repo, const char *name, char *buf,
 					 repo->repo);
 	}
 	if (grc < 0) {
-		rc = git_fail(err, NV_EIO, NULL,
-			      "cannot read the git configuration");
+		rc = nv_git_failf(err, NV_EIO, NULL,
+				  "cannot read the git configuration");
 		goto out;
 	}
 	grc = git_config_get_string_buf(&value, cfg, name);
@@ -700,7 +696,7 @@ int nv_git_config_string(const nv_git_repo *repo, const char *name, char *buf,
 		goto out;
 	}
 	if (grc < 0) {
-		rc = git_fail(err, NV_EIO, NULL, "cannot read %s", name);
+		rc = nv_git_failf(err, NV_EIO, NULL, "cannot read %s", name);
 		goto out;
 	}
 	if (value.size >= cap) {
@@ -747,641 +743,6 @@ int nv_git_remote_url(const nv_git_repo *repo, const char *name, char *buf,
 	memcpy(buf, rs.url, len + 1);
 out:
 	OPENSSL_cleanse(rs.url, sizeof(rs.url)); /* may hold a password */
-	return rc;
-}
-
-/* ---- export ---- */
-
-struct export_ctx {
-	git_repository *repo;
-	git_odb *odb;
-	nv_git_export_stats st;
-	nv_err *err;
-	/* relative path of the current folder (messages only: writes are
-	 * openat-relative), and a symlink's target */
-	char path[NV_GIT_EXPORT_PATH_MAX];
-	size_t path_len;
-	char target[NV_GIT_EXPORT_PATH_MAX];
-};
-
-static const char HINT_UNSAFE[] =
-	"the commit holds a path that could escape the export folder; "
-	"fix the tree or export another commit";
-
-/* Whether a volume could take name for .git: in any case, with trailing
- * dots or blanks (SMB shares drop them), or with code points HFS+ ignores
- * (git's list: U+200C..U+200F, U+202A..U+202E, U+206A..U+206F, U+FEFF). */
-static int git_name_is_dotgit(const char *name)
-{
-	const unsigned char *p = (const unsigned char *)name;
-	char kept[64];
-	size_t n = 0;
-
-	while (*p) {
-		if ((p[0] == 0xe2 && p[1] == 0x80 &&
-		     ((p[2] >= 0x8c && p[2] <= 0x8f) ||
-		      (p[2] >= 0xaa && p[2] <= 0xae))) ||
-		    (p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xaa &&
-		     p[2] <= 0xaf) ||
-		    (p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf)) {
-			p += 3;
-			continue;
-		}
-		if (n == sizeof(kept))
-			return 0; /* far longer than .git and its dots */
-		kept[n++] = (char)*p++;
-	}
-	return nv_fsname_is_reserved(kept, n, ".git");
-}
-
-/* A tree entry name must stay a single component inside its folder. */
-int nv_git_entry_name_ok(const char *name)
-{
-	if (!name[0] || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-		return 0;
-	if (strchr(name, '/'))
-		return 0;
-	/* Case-insensitive filesystems (macOS) see .GIT as .git, SMB shares
-	 * drop trailing dots and blanks (.git.), and HFS+ ignores some
-	 * invisible code points (.g\u200cit), as git itself refuses. */
-	if (git_name_is_dotgit(name))
-		return 0;
-	return 1;
-}
-
-static int export_io_fail(struct export_ctx *x, int errnum, const char *what,
-			  const char *name)
-{
-	return nv_err_set_errno(x->err, NV_EIO, errnum,
-				"check the destination's space and rights",
-				"export: cannot %s '%s%s'", what, x->path,
-				name);
-}
-
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, data, len);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		data += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
-/* Streams a loose object in bounded memory; packed objects (which libgit2
- * cannot stream) are read whole. */
-static int export_blob_content(struct export_ctx *x, int fd, const git_oid *id,
-			       const char *name)
-{
-	git_odb_stream *stream = NULL;
-	git_object_t type;
-	git_blob *blob = NULL;
-	size_t len = 0, total = 0;
-	char buf[32768];
-
-	if (git_odb_open_rstream(&stream, &len, &type, x->odb, id) == 0) {
-		int n = 0;
-
-		if (type != GIT_OBJECT_BLOB) {
-			git_odb_stream_free(stream);
-			return nv_err_set(x->err, NV_EIO, NULL,
-					  "export: '%s%s' is not a blob",
-					  x->path, name);
-		}
-		while ((n = git_odb_stream_read(stream, buf, sizeof(buf))) >
-		       0) {
-			if (write_all(fd, buf, (size_t)n) < 0) {
-				int e = errno;
-				git_odb_stream_free(stream);
-				return export_io_fail(x, e, "write", name);
-			}
-			total += (size_t)n;
-		}
-		git_odb_stream_free(stream);
-		if (n < 0 || total != len)
-			return git_fail(x->err, NV_EIO, NULL,
-					"export: cannot read blob of '%s%s'",
-					x->path, name);
-		x->st.bytes += total;
-		return 0;
-	}
-	git_error_clear();
-	if (git_blob_lookup(&blob, x->repo, id) < 0)
-		return git_fail(x->err, NV_EIO, NULL,
-				"export: cannot read blob of '%s%s'", x->path,
-				name);
-	len = (size_t)git_blob_rawsize(blob);
-	if (write_all(fd, git_blob_rawcontent(blob), len) < 0) {
-		int e = errno;
-		git_blob_free(blob);
-		return export_io_fail(x, e, "write", name);
-	}
-	git_blob_free(blob);
-	x->st.bytes += len;
-	return 0;
-}
-
-static int export_file(struct export_ctx *x, int dirfd, const char *name,
-		       const git_oid *id, mode_t mode)
-{
-	int fd, rc;
-
-	/* O_EXCL|O_NOFOLLOW: never reuse or follow what is already there. */
-	fd = openat(dirfd, name,
-		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	if (fd < 0)
-		return export_io_fail(x, errno, "create", name);
-	if (fchmod(fd, mode) < 0) { /* the umask must not decide the mode */
-		rc = export_io_fail(x, errno, "set the mode of", name);
-		close(fd);
-		return rc;
-	}
-	rc = export_blob_content(x, fd, id, name);
-	if (close(fd) < 0 && !rc)
-		rc = export_io_fail(x, errno, "write", name);
-	if (!rc)
-		x->st.files++;
-	return rc;
-}
-
-static int export_symlink(struct export_ctx *x, int dirfd, const char *name,
-			  const git_oid *id)
-{
-	char *target = x->target;
-	git_blob *blob = NULL;
-	size_t len;
-
-	if (git_blob_lookup(&blob, x->repo, id) < 0)
-		return git_fail(x->err, NV_EIO, NULL,
-				"export: cannot read link '%s%s'", x->path,
-				name);
-	len = (size_t)git_blob_rawsize(blob);
-	if (len == 0 || len >= sizeof(x->target) ||
-	    memchr(git_blob_rawcontent(blob), '\0', len)) {
-		git_blob_free(blob);
-		return nv_err_set(x->err, NV_EREFUSED, HINT_UNSAFE,
-				  "export: symlink '%s%s' has an invalid "
-				  "target",
-				  x->path, name);
-	}
-	memcpy(target, git_blob_rawcontent(blob), len);
-	target[len] = '\0';
-	git_blob_free(blob);
-	/* The target is stored verbatim and never opened by us. */
-	if (symlinkat(target, dirfd, name) < 0)
-		return export_io_fail(x, errno, "create symlink", name);
-	x->st.symlinks++;
-	return 0;
-}
-
-static int export_tree(struct export_ctx *x, const git_tree *tree, int dirfd,
-		       int depth);
-
-static int export_subtree(struct export_ctx *x, int dirfd, const char *name,
-			  const git_oid *id, int depth)
-{
-	git_tree *sub = NULL;
-	size_t saved = x->path_len, nlen = strlen(name);
-	int fd, rc;
-
-	if (depth >= NV_GIT_EXPORT_MAX_DEPTH)
-		return nv_err_set(x->err, NV_EREFUSED, HINT_UNSAFE,
-				  "export: '%s%s' is nested deeper than %d "
-				  "folders",
-				  x->path, name, NV_GIT_EXPORT_MAX_DEPTH);
-	if (saved + nlen + 2 > sizeof(x->path))
-		return nv_err_set(x->err, NV_EREFUSED, HINT_UNSAFE,
-				  "export: path too long under '%s'", x->path);
-	/* mkdirat fails on anything already there, symlink included, and
-	 * O_NOFOLLOW|O_DIRECTORY makes sure we opened the folder we made. */
-	if (mkdirat(dirfd, name, 0755) < 0)
-		return export_io_fail(x, errno, "create folder", name);
-	fd = openat(dirfd, name,
-		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return export_io_fail(x, errno, "open folder", name);
-	if (fchmod(fd, 0755) < 0) {
-		rc = export_io_fail(x, errno, "set the mode of", name);
-		close(fd);
-		return rc;
-	}
-	x->st.dirs++;
-	if (git_tree_lookup(&sub, x->repo, id) < 0) {
-		close(fd);
-		return git_fail(x->err, NV_EIO, NULL,
-				"export: cannot read tree '%s%s'", x->path,
-				name);
-	}
-	memcpy(x->path + saved, name, nlen);
-	x->path[saved + nlen] = '/';
-	x->path[saved + nlen + 1] = '\0';
-	x->path_len = saved + nlen + 1;
-	rc = export_tree(x, sub, fd, depth + 1);
-	x->path[saved] = '\0';
-	x->path_len = saved;
-	git_tree_free(sub);
-	close(fd);
-	return rc;
-}
-
-static int export_tree(struct export_ctx *x, const git_tree *tree, int dirfd,
-		       int depth)
-{
-	size_t i, n = git_tree_entrycount(tree);
-	int rc = 0;
-
-	for (i = 0; i < n && !rc; i++) {
-		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
-		const char *name = git_tree_entry_name(e);
-		const git_oid *id = git_tree_entry_id(e);
-
-		if (!nv_git_entry_name_ok(name))
-			return nv_err_set(x->err, NV_EREFUSED, HINT_UNSAFE,
-					  "export: unsafe entry '%s%.200s'",
-					  x->path, name);
-		switch (git_tree_entry_filemode(e)) {
-		case GIT_FILEMODE_TREE:
-			rc = export_subtree(x, dirfd, name, id, depth);
-			break;
-		case GIT_FILEMODE_BLOB:
-			rc = export_file(x, dirfd, name, id, 0644);
-			break;
-		case GIT_FILEMODE_BLOB_EXECUTABLE:
-			rc = export_file(x, dirfd, name, id, 0755);
-			break;
-		case GIT_FILEMODE_LINK:
-			rc = export_symlink(x, dirfd, name, id);
-			break;
-		case GIT_FILEMODE_COMMIT:
-			/* A gitlink: the content lives in another repo. */
-			x->st.submodules++;
-			break;
-		default:
-			return nv_err_set(x->err, NV_EREFUSED, HINT_UNSAFE,
-					  "export: '%s%s' has an unknown mode",
-					  x->path, name);
-		}
-	}
-	return rc;
-}
-
-/* Removes everything below dirfd without following symlinks. Best effort:
- * errors are ignored, the export's own error is what the caller reports. */
-static void remove_below(int dirfd, int depth)
-{
-	int removed;
-
-	if (depth > NV_GIT_EXPORT_MAX_DEPTH + 1)
-		return;
-	do {
-		struct dirent *d;
-		DIR *dir;
-		int fd = dup(dirfd);
-
-		removed = 0;
-		if (fd < 0)
-			return;
-		dir = fdopendir(fd);
-		if (!dir) {
-			close(fd);
-			return;
-		}
-		rewinddir(dir);
-		while ((d = readdir(dir)) != NULL) {
-			struct stat st;
-
-			if (strcmp(d->d_name, ".") == 0 ||
-			    strcmp(d->d_name, "..") == 0)
-				continue;
-			if (fstatat(dirfd, d->d_name, &st,
-				    AT_SYMLINK_NOFOLLOW) < 0)
-				continue;
-			if (S_ISDIR(st.st_mode)) {
-				int sub =
-					openat(dirfd, d->d_name,
-					       O_RDONLY | O_DIRECTORY |
-						       O_NOFOLLOW | O_CLOEXEC);
-				if (sub >= 0) {
-					remove_below(sub, depth + 1);
-					close(sub);
-				}
-				if (unlinkat(dirfd, d->d_name, AT_REMOVEDIR) ==
-				    0)
-					removed = 1;
-			} else if (unlinkat(dirfd, d->d_name, 0) == 0) {
-				removed = 1;
-			}
-		}
-		closedir(dir);
-		/* Removing while reading may hide entries: go again. */
-	} while (removed);
-}
-
-/* Opens dest_dir, made with its missing parents when absent, one segment
- * at a time with openat: its length is then bounded by the project's limit
- * and not by the system's PATH_MAX. dest_dir is the caller's and trusted,
- * so links on the way are followed. *fd_out: the folder; *parent_out and
- * leaf: where it sits, to remove it again; *created: made by this call. */
-static int open_dest(const char *path, int *fd_out, int *parent_out,
-		     char leaf[NAME_MAX + 1], int *created, nv_err *err)
-{
-	size_t len = strlen(path), i = 0, end;
-	int cur, next;
-
-	*fd_out = *parent_out = -1;
-	*created = 0;
-	while (len > 1 && path[len - 1] == '/')
-		len--;
-	if (len >= NV_GIT_EXPORT_PATH_MAX)
-		return nv_err_set(err, NV_EINVAL, NULL,
-				  "export folder path longer than %d bytes",
-				  NV_GIT_EXPORT_PATH_MAX - 1);
-	cur = open(path[0] == '/' ? "/" : ".",
-		   O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (cur < 0)
-		return nv_err_set_errno(err, NV_EIO, errno, NULL,
-					"cannot open export folder '%s'", path);
-	while (i < len) {
-		while (i < len && path[i] == '/')
-			i++;
-		end = i + strcspn(path + i, "/");
-		if (end > len)
-			end = len;
-		if (end - i > NAME_MAX) {
-			close(cur);
-			return nv_err_set(err, NV_EINVAL, NULL,
-					  "export folder '%.200s': a segment "
-					  "is longer than %d bytes",
-					  path, NAME_MAX);
-		}
-		memcpy(leaf, path + i, end - i);
-		leaf[end - i] = '\0';
-		if (end == len &&
-		    (strcmp(leaf, ".") == 0 || strcmp(leaf, "..") == 0)) {
-			/* an existing folder named by the path itself */
-			*fd_out = openat(cur, leaf,
-					 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			close(cur);
-			if (*fd_out < 0)
-				return nv_err_set_errno(
-					err, NV_EIO, errno, NULL,
-					"cannot open export folder '%s'", path);
-			leaf[0] = '\0';
-			return 0;
-		}
-		next = openat(cur, leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (next < 0 && errno == ENOENT) {
-			if (mkdirat(cur, leaf, 0755) == 0)
-				*created = end == len;
-			else if (errno != EEXIST)
-				goto fail;
-			next = openat(cur, leaf,
-				      O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		}
-		if (next < 0)
-			goto fail;
-		if (end == len) {
-			*parent_out = cur;
-			*fd_out = next;
-			return 0;
-		}
-		close(cur);
-		cur = next;
-		i = end;
-	}
-	/* "/" itself */
-	*fd_out = cur;
-	leaf[0] = '\0';
-	return 0;
-fail : {
-	int e = errno;
-	close(cur);
-	if (e == ENOTDIR)
-		return nv_err_set(err, NV_EREFUSED,
-				  "choose a folder path for the export",
-				  "export destination '%s' is not a "
-				  "folder",
-				  path);
-	return nv_err_set_errno(err, NV_EIO, e, NULL,
-				"cannot create export folder '%s'", path);
-}
-}
-
-/* ---- names a folding volume takes for one ---- */
-
-#define COLLISIONS_SHOWN 8
-
-struct folded_name {
-	char *fold;
-	const char *name;
-};
-
-static int folded_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct folded_name *)a)->fold,
-		      ((const struct folded_name *)b)->fold);
-}
-
-/* Lists, into report, the pairs of names of tree (and of its subtrees)
- * that differ only in case or NFC/NFD form; *count gets their number.
- * Reads trees only, writes nothing. */
-static int find_collisions(struct export_ctx *x, const git_tree *tree,
-			   int depth, nv_buf *report, unsigned *count)
-{
-	size_t i, n = git_tree_entrycount(tree), used = 0;
-	struct folded_name *names = calloc(n ? n : 1, sizeof(*names));
-	int rc = 0;
-
-	if (!names)
-		return nv_err_set(x->err, NV_ENOMEM, NULL, "out of memory");
-	for (i = 0; i < n; i++) {
-		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
-		const char *name = git_tree_entry_name(e);
-		size_t len = strlen(name), cap = NV_FSNAME_FOLD_CAP(len);
-
-		if (git_tree_entry_filemode(e) == GIT_FILEMODE_COMMIT)
-			continue; /* a gitlink writes nothing */
-		names[used].fold = malloc(cap);
-		if (!names[used].fold) {
-			rc = nv_err_set(x->err, NV_ENOMEM, NULL,
-					"out of memory");
-			goto out;
-		}
-		nv_fsname_fold(name, len, names[used].fold, cap);
-		names[used++].name = name;
-	}
-	if (used > 1)
-		qsort(names, used, sizeof(*names), folded_cmp);
-	for (i = 1; i < used; i++) {
-		if (strcmp(names[i - 1].fold, names[i].fold) != 0)
-			continue;
-		if (++*count <= COLLISIONS_SHOWN)
-			nv_buf_printf(report, "\n  '%s%s' and '%s%s'", x->path,
-				      names[i - 1].name, x->path,
-				      names[i].name);
-	}
-	for (i = 0; i < n && !rc && depth < NV_GIT_EXPORT_MAX_DEPTH; i++) {
-		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
-		const char *name = git_tree_entry_name(e);
-		size_t saved = x->path_len, nlen = strlen(name);
-		git_tree *sub = NULL;
-
-		if (git_tree_entry_filemode(e) != GIT_FILEMODE_TREE ||
-		    saved + nlen + 2 > sizeof(x->path))
-			continue; /* too long: the export refuses it */
-		if (git_tree_lookup(&sub, x->repo, git_tree_entry_id(e)) < 0) {
-			rc = git_fail(x->err, NV_EIO, NULL,
-				      "export: cannot read tree '%s%s'",
-				      x->path, name);
-			break;
-		}
-		memcpy(x->path + saved, name, nlen);
-		x->path[saved + nlen] = '/';
-		x->path[saved + nlen + 1] = '\0';
-		x->path_len = saved + nlen + 1;
-		rc = find_collisions(x, sub, depth + 1, report, count);
-		x->path[saved] = '\0';
-		x->path_len = saved;
-		git_tree_free(sub);
-	}
-out:
-	for (i = 0; i < used; i++)
-		free(names[i].fold);
-	free(names);
-	return rc;
-}
-
-/* On a volume that folds names, two names of one folder that differ only
- * in case would meet as one file ("File exists" halfway through): refused
- * before anything is written, listing them. */
-static int refuse_collisions(struct export_ctx *x, const git_tree *tree,
-			     const char *oid_hex)
-{
-	unsigned count = 0;
-	nv_buf report;
-	int rc;
-
-	nv_buf_init(&report, 4096);
-	rc = find_collisions(x, tree, 0, &report, &count);
-	if (!rc && count)
-		rc = nv_err_set(
-			x->err, NV_EREFUSED,
-			"this volume does not tell case (or accents' NFC/NFD "
-			"form) apart: rename one name of each pair in the "
-			"repository (git mv), or export to a case-sensitive "
-			"volume",
-			"export: commit %.12s holds %u pair%s of names that "
-			"this volume takes for one:%s%s",
-			oid_hex, count, count == 1 ? "" : "s",
-			report.data ? report.data : "",
-			count > COLLISIONS_SHOWN ? "\n  ..." : "");
-	nv_buf_free(&report);
-	return rc;
-}
-
-/* 1 when the folder open on fd has no entry, 0 when it has, -1 on error. */
-static int dir_is_empty(int fd)
-{
-	struct dirent *d;
-	DIR *dir;
-	int dupfd = dup(fd), empty = 1;
-
-	if (dupfd < 0)
-		return -1;
-	dir = fdopendir(dupfd);
-	if (!dir) {
-		close(dupfd);
-		return -1;
-	}
-	while ((d = readdir(dir)) != NULL) {
-		if (strcmp(d->d_name, ".") != 0 &&
-		    strcmp(d->d_name, "..") != 0) {
-			empty = 0;
-			break;
-		}
-	}
-	closedir(dir);
-	return empty;
-}
-
-int nv_git_export(const nv_git_repo *repo, const char *oid_hex,
-		  const char *dest_dir, nv_git_export_stats *stats, nv_err *err)
-{
-	struct export_ctx *x = NULL;
-	git_commit *c = NULL;
-	git_tree *tree = NULL;
-	int created = 0, fd = -1, parent_fd = -1, rc, empty;
-	char leaf[NAME_MAX + 1];
-
-	if (stats)
-		memset(stats, 0, sizeof(*stats));
-	if (!dest_dir || !dest_dir[0])
-		return nv_err_set(err, NV_EINVAL, NULL, "empty export folder");
-	rc = lookup_commit(&c, repo->repo, oid_hex, err);
-	if (rc)
-		return rc;
-	if (git_commit_tree(&tree, c) < 0) {
-		rc = git_fail(err, NV_EIO, NULL, "cannot read tree of %s",
-			      oid_hex);
-		goto out;
-	}
-	x = calloc(1, sizeof(*x));
-	if (!x) {
-		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-		goto out;
-	}
-	x->repo = repo->repo;
-	x->err = err;
-	if (git_repository_odb(&x->odb, repo->repo) < 0) {
-		rc = git_fail(err, NV_EIO, NULL,
-			      "cannot open the object store");
-		goto out;
-	}
-
-	/* dest_dir itself comes from the caller and is trusted (it may be a
-	 * symlink); only what the tree holds is not. */
-	rc = open_dest(dest_dir, &fd, &parent_fd, leaf, &created, err);
-	if (rc)
-		goto out;
-	empty = dir_is_empty(fd);
-	if (empty != 1) {
-		rc = empty < 0 ? nv_err_set_errno(err, NV_EIO, errno, NULL,
-						  "cannot read '%s'", dest_dir)
-			       : nv_err_set(err, NV_EREFUSED,
-					    "choose a new folder or empty it "
-					    "first",
-					    "export folder '%s' is not empty",
-					    dest_dir);
-		goto out;
-	}
-	if (nv_fsname_volume_of(fd) != NV_FSNAME_SENSITIVE)
-		rc = refuse_collisions(x, tree, oid_hex);
-	if (!rc)
-		rc = export_tree(x, tree, fd, 0);
-	if (rc) {
-		remove_below(fd, 0);
-		if (created && parent_fd >= 0)
-			unlinkat(parent_fd, leaf, AT_REMOVEDIR);
-		goto out;
-	}
-	if (stats)
-		*stats = x->st;
-
-out:
-	if (fd >= 0)
-		close(fd);
-	if (parent_fd >= 0)
-		close(parent_fd);
-	if (x)
-		git_odb_free(x->odb);
-	free(x);
-	git_tree_free(tree);
-	git_commit_free(c);
 	return rc;
 }
 
@@ -1447,20 +808,14 @@ int nv_git_lockfile_hash(const nv_git_repo *repo, const char *oid_hex,
 	char inner[NV_GIT_SHA256_HEX + 1];
 	unsigned int mdlen = 0;
 	EVP_MD_CTX *ctx = NULL;
-	git_commit *c = NULL;
 	git_tree *tree = NULL;
 	size_t i, n;
 	int rc;
 
 	hex[0] = '\0';
-	rc = lookup_commit(&c, repo->repo, oid_hex, err);
+	rc = nv_git_lookup_tree(&tree, repo->repo, oid_hex, err);
 	if (rc)
 		return rc;
-	if (git_commit_tree(&tree, c) < 0) {
-		rc = git_fail(err, NV_EIO, NULL, "cannot read tree of %s",
-			      oid_hex);
-		goto out;
-	}
 	ctx = EVP_MD_CTX_new();
 	if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
 		rc = nv_err_set(err, NV_ENOMEM, NULL, "cannot start sha256");
@@ -1483,8 +838,8 @@ int nv_git_lockfile_hash(const nv_git_repo *repo, const char *oid_hex,
 			continue;
 		if (git_blob_lookup(&blob, repo->repo, git_tree_entry_id(e)) <
 		    0) {
-			rc = git_fail(err, NV_EIO, NULL, "cannot read '%s'",
-				      name);
+			rc = nv_git_failf(err, NV_EIO, NULL, "cannot read '%s'",
+					  name);
 			goto out;
 		}
 		ok = EVP_Digest(git_blob_rawcontent(blob),
@@ -1513,7 +868,6 @@ int nv_git_lockfile_hash(const nv_git_repo *repo, const char *oid_hex,
 out:
 	EVP_MD_CTX_free(ctx);
 	git_tree_free(tree);
-	git_commit_free(c);
 	return rc;
 }
 
@@ -1521,20 +875,14 @@ out:
 static int lookup_file(git_blob **out, const nv_git_repo *repo,
 		       const char *oid_hex, const char *path, nv_err *err)
 {
-	git_commit *c = NULL;
 	git_tree *tree = NULL;
 	git_tree_entry *e = NULL;
 	int rc;
 
 	*out = NULL;
-	rc = lookup_commit(&c, repo->repo, oid_hex, err);
+	rc = nv_git_lookup_tree(&tree, repo->repo, oid_hex, err);
 	if (rc)
 		return rc;
-	if (git_commit_tree(&tree, c) < 0) {
-		rc = git_fail(err, NV_EIO, NULL, "cannot read tree of %s",
-			      oid_hex);
-		goto out;
-	}
 	if (git_tree_entry_bypath(&e, tree, path) < 0) {
 		git_error_clear();
 		rc = nv_err_set(err, NV_ENOTFOUND,
@@ -1551,11 +899,10 @@ static int lookup_file(git_blob **out, const nv_git_repo *repo,
 		goto out;
 	}
 	if (git_blob_lookup(out, repo->repo, git_tree_entry_id(e)) < 0)
-		rc = git_fail(err, NV_EIO, NULL, "cannot read '%s'", path);
+		rc = nv_git_failf(err, NV_EIO, NULL, "cannot read '%s'", path);
 out:
 	git_tree_entry_free(e);
 	git_tree_free(tree);
-	git_commit_free(c);
 	return rc;
 }
 

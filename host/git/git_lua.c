@@ -31,7 +31,10 @@ static nv_git_repo *check_repo(lua_State *L, int idx)
 	return box->repo;
 }
 
-static int l_git_open(lua_State *L)
+/* A repository handle opened by opener (a work tree or a bare one) at the
+ * path in argument 1 -> repo | nil, err */
+static int push_repo(lua_State *L,
+		     int (*opener)(nv_git_repo **, const char *, nv_err *))
 {
 	const char *path = luaL_checkstring(L, 1);
 	l_git_repo *box;
@@ -42,9 +45,14 @@ static int l_git_open(lua_State *L)
 	luaL_setmetatable(L, NV_GIT_REPO_MT); // [path, udata]
 	/* From here the handle belongs to the GC: __gc frees box->repo. */
 	nv_err_clear(&err);
-	if (nv_git_open(&box->repo, path, &err))
+	if (opener(&box->repo, path, &err))
 		return nv_lua_push_error(L, &err);
 	return 1;
+}
+
+static int l_git_open(lua_State *L)
+{
+	return push_repo(L, nv_git_open);
 }
 
 /* Frees the repository once; shared by close(), __close and __gc. */
@@ -484,17 +492,7 @@ static int l_git_cache_fetch(lua_State *L)
 /* git.open_cache(dir) -> repo | nil, err: a cache's bare repository */
 static int l_git_open_cache(lua_State *L)
 {
-	const char *dir = luaL_checkstring(L, 1);
-	l_git_repo *box;
-	nv_err err;
-
-	box = lua_newuserdatauv(L, sizeof(*box), 0);
-	box->repo = NULL;
-	luaL_setmetatable(L, NV_GIT_REPO_MT); // [dir, udata]
-	nv_err_clear(&err);
-	if (nv_git_open_bare(&box->repo, dir, &err))
-		return nv_lua_push_error(L, &err);
-	return 1;
+	return push_repo(L, nv_git_open_bare);
 }
 
 /* repo:library_ref(ref) -> commit, kind ("tag", "branch", "commit") */

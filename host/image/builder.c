@@ -1,21 +1,17 @@
-/* External builders (see builder.h). Each step is one argv run with
- * posix_spawnp: no shell, so no quoting can go wrong. */
+/* External builders (see builder.h). Each step is one argv, run by
+ * core/proc: no shell, so no quoting can go wrong. */
 #include "image/builder.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/fsutil.h"
+#include "core/proc.h"
 #include "image/codelayer.h"
 #include "net/http.h"
-
-extern char **environ;
 
 #define ARGV_MAX (40 + 2 * NV_BUILD_ARGS_MAX)
 
@@ -88,75 +84,34 @@ int nv_build_pick(const char *builder, char out[16], nv_err *err)
 int nv_build_run(const char *const *argv, char *capture, size_t cap,
 		 nv_err *err)
 {
-	posix_spawn_file_actions_t fa;
-	int pipefd[2] = {-1, -1}, status = 0, rc;
-	size_t used = 0;
-	pid_t pid;
+	nv_proc_opts o = {0};
+	nv_proc_result r;
+	int rc, why;
 
-	if (capture && pipe(pipefd) < 0)
-		return nv_err_set_errno(err, NV_EIO, errno, NULL,
-					"cannot run %s", argv[0]);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null",
-					 O_RDONLY, 0);
-	if (capture) {
-		posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
-		posix_spawn_file_actions_addclose(&fa, pipefd[0]);
-		posix_spawn_file_actions_addclose(&fa, pipefd[1]);
-	} else {
-		posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO,
-						 STDOUT_FILENO);
-	}
-	rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv,
-			  environ);
-	posix_spawn_file_actions_destroy(&fa);
+	o.argv = argv;
+	o.search_path = 1;
+	/* its messages go where ours do; its stdout too, or kept and
+	 * echoed there */
+	o.err.to = NV_PROC_INHERIT;
 	if (capture)
-		close(pipefd[1]);
-	if (rc != 0) {
-		if (capture)
-			close(pipefd[0]);
-		return nv_err_set_errno(err, NV_EREFUSED, rc,
+		o.out = (nv_proc_stream){NV_PROC_CAPTURE, capture, cap, 1};
+	else
+		o.out.to = NV_PROC_TO_STDERR;
+	rc = nv_proc_run(&o, &r, &why, err);
+	if (rc != 0 && why != 0)
+		return nv_err_set_errno(err, NV_EREFUSED, why,
 					"check that it is installed",
 					"cannot start %s", argv[0]);
-	}
-	if (capture) {
-		char buf[4096];
-		ssize_t n;
-
-		while ((n = read(pipefd[0], buf, sizeof(buf))) != 0) {
-			if (n < 0) {
-				if (errno == EINTR)
-					continue;
-				break;
-			}
-			if (write(STDERR_FILENO, buf, (size_t)n) < 0) {
-				/* the echo is best effort */
-			}
-			if (used + 1 < cap) {
-				size_t k = (size_t)n < cap - 1 - used
-						   ? (size_t)n
-						   : cap - 1 - used;
-				memcpy(capture + used, buf, k);
-				used += k;
-			}
-		}
-		capture[used] = '\0';
-		close(pipefd[0]);
-	}
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR)
-			return nv_err_set_errno(err, NV_EIO, errno, NULL,
-						"lost %s", argv[0]);
-	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	if (rc != 0)
+		return rc;
+	if (r.exited && r.exit_status == 0)
 		return 0;
 	return nv_err_set(err, NV_EFAILED, "read its messages above",
 			  "%s%s%s failed (%s %d)", argv[0],
 			  argv[1] && argv[1][0] != '-' ? " " : "",
 			  argv[1] && argv[1][0] != '-' ? argv[1] : "",
-			  WIFEXITED(status) ? "exit status" : "signal",
-			  WIFEXITED(status) ? WEXITSTATUS(status)
-					    : WTERMSIG(status));
+			  r.exited ? "exit status" : "signal",
+			  r.exited ? r.exit_status : r.signal);
 }
 
 /* "digest: sha256:<64 hex>" in docker push's output. */

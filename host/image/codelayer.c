@@ -15,7 +15,7 @@
 #include "creds/scan.h"
 #include "git/git.h"
 #include "image/manifest.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #define SHOWN_FINDINGS 8
 

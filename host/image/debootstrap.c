@@ -20,7 +20,7 @@
 #include "image/builder.h"
 #include "image/codelayer.h"
 #include "image/manifest.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #define DEB_ARGV_MAX (24 + NV_BUILD_ARGS_MAX * 2)
 

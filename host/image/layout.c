@@ -10,7 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/fsutil.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 int nv_oci_layout_index_parse(const char *text, size_t len,
 			      char media_type[NV_OCI_MEDIA_MAX],

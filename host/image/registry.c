@@ -20,7 +20,7 @@
 
 #include "image/protocol.h"
 #include "net/http.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #define URL_MAX     4096
 #define HOST_MAX    300

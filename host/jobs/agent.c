@@ -83,7 +83,7 @@ int nv_agent_alive(const char *home)
 	return alive;
 }
 
-/* The agent program (agent_program.c); the launcher's redact-stream is
+/* The agent program (core/agent_program.c); the launcher's redact-stream is
  * the same program. */
 static int executable_path(char *out, size_t cap)
 {

@@ -5,6 +5,7 @@
 #ifndef NV_AGENT_H
 #define NV_AGENT_H
 
+#include "core/agent_program.h"
 #include "core/nv_err.h"
 
 /* Runs the agent loop until it has been idle for NAVETTE_AGENT_IDLE
@@ -39,20 +40,6 @@ int nv_agent_status(const char *home, nv_agent_info *info, nv_err *err);
  * adopts them. *pid: the agent stopped, 0 when none ran. */
 int nv_agent_stop(const char *home, int force, double wait_s, long *pid,
 		  nv_err *err);
-
-/* The program nv_agent_ensure() runs as `PROGRAM agent` (and the launcher
- * pipes job logs through as `PROGRAM redact-stream`): process-wide.
- * program NULL or "": found (agent_program.c); self: this executable
- * answers `agent` itself (navette_agent_main). A program path is shorter
- * than NV_AGENT_PROGRAM_MAX bytes (navette_open refuses a longer one). */
-#define NV_AGENT_PROGRAM_MAX 4096
-void nv_agent_set_program(const char *program, int self);
-/* The path of that program into out, or an error saying how to give one. */
-int nv_agent_program(char *out, size_t cap, nv_err *err);
-/* The shared libnavette this code is in: the path the loader opened
- * (loaded) and its real path (real), each of cap bytes; -1 when libnavette
- * is linked into the executable. A sandboxed job's redactor needs it. */
-int nv_agent_library(char *loaded, char *real, size_t cap);
 
 /* The `navette agent` command: runs the agent in the foreground for home.
  * quiet_if_running: another agent holding the lock is not an error.

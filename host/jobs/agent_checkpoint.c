@@ -13,7 +13,7 @@
 #include "core/clock.h"
 #include "core/fsutil.h"
 #include "jobs/agent_internal.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #define CKPT_DIR          "checkpoint" /* in the job folder */
 #define CKPT_MANIFEST     NV_RECORD_CHECKPOINT "/manifest.json"

@@ -10,21 +10,18 @@
  * project file cannot set it). */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <dirent.h>
 
-#include "core/clock.h"
 #include "core/fsutil.h"
+#include "core/proc.h"
 #include "jobs/agent.h"
 #include "jobs/agent_internal.h"
 #include "jobs/secrets.h"
@@ -97,51 +94,18 @@ static int executable(const char *path)
  * within VERSION_WAIT_MS). */
 static void program_version(const char *program, char *out, size_t cap)
 {
-	int p[2];
-	pid_t pid;
-	size_t len = 0;
+	const char *argv[] = {program, "--version", NULL};
+	nv_proc_opts o = {0};
+	nv_proc_result r;
+	nv_err err;
 
-	out[0] = '\0';
-	if (pipe(p) != 0)
-		return;
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		close(p[0]);
-		close(p[1]);
-		return;
-	}
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDWR);
-		dup2(p[1], STDOUT_FILENO);
-		if (devnull >= 0) {
-			dup2(devnull, STDIN_FILENO);
-			dup2(devnull, STDERR_FILENO);
-		}
-		execl(program, program, "--version", (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	double deadline = nv_deadline_after(VERSION_WAIT_MS / 1000.0);
-	while (len + 1 < cap) {
-		struct pollfd pfd = {p[0], POLLIN, 0};
-		double left = deadline - nv_monotonic();
-		if (left <= 0 || poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
-			break;
-		ssize_t n = read(p[0], out + len, cap - 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(p[0]);
-	out[len] = '\0';
+	o.argv = argv;
+	o.out = (nv_proc_stream){NV_PROC_CAPTURE, out, cap, 0};
+	o.timeout_s = VERSION_WAIT_MS / 1000.0;
+	o.stop_at_cap = 1; /* the first line is in */
+	if (nv_proc_run(&o, &r, NULL, &err) != 0)
+		out[0] = '\0';
 	out[strcspn(out, "\r\n")] = '\0';
-	if (waitpid(pid, NULL, WNOHANG) == 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
 }
 
 void agent_sandbox_detect(agent_sandbox *sb)

@@ -12,12 +12,12 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "core/agent_program.h"
 #include "core/buf.h"
 #include "core/nv_lua.h"
 #include "core/output.h"
 #include "core/runtime.h"
 #include "creds/redact.h"
-#include "jobs/agent.h"
 #include "lib/lib.h"
 
 #define DEFAULT_MEMORY_LIMIT     ((size_t)512 * 1024 * 1024)

@@ -34,7 +34,7 @@
 #include "core/fsutil.h"
 #include "core/process.h"
 #include "storage/filestore_internal.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #ifdef __APPLE__
 #define NV_MTIM(st) ((st)->st_mtimespec)

@@ -23,7 +23,7 @@
 #include "core/utf8.h"
 #include "net/http.h"
 #include "storage/s3_internal.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 #include "storage/sigv4.h"
 
 /* --- config and names ---------------------------------------------------- */

@@ -21,7 +21,7 @@
 #include "core/fsutil.h"
 #include "net/http.h"
 #include "storage/s3_internal.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 #include "storage/sigv4.h"
 
 #if defined(__APPLE__)

@@ -20,7 +20,7 @@
 #include "core/buf.h"
 #include "net/http.h"
 #include "storage/s3_internal.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 #include "storage/sigv4.h"
 
 #define COMPLETE_MAX ((size_t)2 * 1024 * 1024) /* 10000 parts fit */

@@ -12,7 +12,7 @@
 
 #include "core/buf.h"
 #include "storage/s3_internal.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 #include "storage/sigv4.h"
 
 /* --- presigning, POST policies, explaining ------------------------------- */

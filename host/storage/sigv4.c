@@ -4,7 +4,7 @@
  * array for the first HMAC and wiped there, with every HMAC after it. */
 #include "storage/sigv4.h"
 
-#include "storage/sha256.h"
+#include "core/sha256.h"
 #include "core/hex.h"
 
 #include <stdlib.h>

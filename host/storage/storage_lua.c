@@ -15,7 +15,7 @@
 #include "core/nv_err.h"
 #include "core/nv_lua.h"
 #include "storage/filestore.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #define STORAGE_STORE_MT  "navette.storage.store"
 #define STORAGE_BUFFER_MT "navette.storage.buffer"
@@ -188,6 +188,25 @@ static int l_storage_path_from_url(lua_State *L)
 
 /* ---- store methods ---------------------------------------------------- */
 
+/* A put in a plan: recorded, not done; -> the info it would give (no
+ * mtime: nothing written). from: the source file, or "string". */
+static int plan_put(lua_State *L, l_store *s, const char *key,
+		    nv_object_info *info, const char *from)
+{
+	memcpy(info->key, key, strlen(key) + 1);
+	push_url(L, s->store, key);
+	lua_pushfstring(L, "%s <- %s (sha256 %s, %I bytes)",
+			lua_tostring(L, -1), from, info->sha256,
+			(lua_Integer)info->size);
+	nv_plan_record(L, "storage", "put", lua_tostring(L, -1));
+	lua_pop(L, 2);
+	push_info(L, s->store, info, 1);
+	lua_pushnil(L);
+	lua_setfield(L, -2, "mtime");
+	mark_planned(L);
+	return 1;
+}
+
 static int l_storage_put(lua_State *L)
 {
 	l_store *s = check_store(L);
@@ -205,18 +224,7 @@ static int l_storage_put(lua_State *L)
 		memset(&info, 0, sizeof(info));
 		if (nv_sha256_file(src, info.sha256, &info.size, &err))
 			return nv_lua_push_error(L, &err);
-		memcpy(info.key, key, strlen(key) + 1);
-		push_url(L, s->store, key);
-		lua_pushfstring(L, "%s <- %s (sha256 %s, %I bytes)",
-				lua_tostring(L, -1), src, info.sha256,
-				(lua_Integer)info.size);
-		nv_plan_record(L, "storage", "put", lua_tostring(L, -1));
-		lua_pop(L, 2);
-		push_info(L, s->store, &info, 1);
-		lua_pushnil(L);
-		lua_setfield(L, -2, "mtime"); /* nothing written: no mtime */
-		mark_planned(L);
-		return 1;
+		return plan_put(L, s, key, &info, src);
 	}
 	if (nv_filestore_put_file(s->store, key, src, &info, &err))
 		return nv_lua_push_error(L, &err);
@@ -241,18 +249,7 @@ static int l_storage_put_string(lua_State *L)
 		if (nv_sha256_bytes(data, len, info.sha256, &err))
 			return nv_lua_push_error(L, &err);
 		info.size = len;
-		memcpy(info.key, key, strlen(key) + 1);
-		push_url(L, s->store, key);
-		lua_pushfstring(L, "%s <- string (sha256 %s, %I bytes)",
-				lua_tostring(L, -1), info.sha256,
-				(lua_Integer)len);
-		nv_plan_record(L, "storage", "put", lua_tostring(L, -1));
-		lua_pop(L, 2);
-		push_info(L, s->store, &info, 1);
-		lua_pushnil(L);
-		lua_setfield(L, -2, "mtime");
-		mark_planned(L);
-		return 1;
+		return plan_put(L, s, key, &info, "string");
 	}
 	if (nv_filestore_put_bytes(s->store, key, data, len, &info, &err))
 		return nv_lua_push_error(L, &err);

@@ -25,8 +25,8 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "core/agent_program.h"
 #include "core/nv_lua.h"
-#include "jobs/agent.h"
 #include "tasks/schedule.h"
 #include "tasks/service.h"
 #include "tasks/taskdb.h"

@@ -6,7 +6,7 @@
  * file:// store. Works in a fresh folder under $TMPDIR (or /tmp). */
 #include "audit/audit.h"
 #include "core/fsutil.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #endif
 #include "core/fsname.h"
 #include "storage/filestore.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #include <dirent.h>
 #include <errno.h>

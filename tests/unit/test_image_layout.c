@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "core/fsutil.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #include "nv_test.h"
 

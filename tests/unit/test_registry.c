@@ -22,7 +22,7 @@
 
 #include "core/fsutil.h"
 #include "image/protocol.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #include "nv_test.h"
 #include "nv_test_sh.h"

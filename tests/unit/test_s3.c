@@ -14,7 +14,7 @@
  * only registered with the fixture, and a silent skip would hide a
  * broken one. */
 #include "storage/s3.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #include <dirent.h>
 #include <errno.h>

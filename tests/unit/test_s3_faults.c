@@ -28,7 +28,7 @@
  * The server comes from the ctest fixture (S3_STACK_ENV, as test_s3.c);
  * the proxy is started with python3 from NAVETTE_TEST_DATA. */
 #include "storage/s3.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #include <dirent.h>
 #include <errno.h>

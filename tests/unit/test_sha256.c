@@ -5,7 +5,7 @@
 #include <openssl/evp.h>
 
 #include "nv_test.h"
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #define DATA_MAX (2 * NV_SHA256_SMALL_MAX + 1000)
 

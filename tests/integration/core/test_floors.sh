@@ -5,12 +5,18 @@
 # - host/lib is the one place that wires them: every primitive's luaopen_
 #   function is opened there (host/lib/wire.c);
 # - the public C API lives there too: each function navette.h declares is
-#   defined in host/lib and nowhere else.
+#   defined in host/lib and nowhere else;
+# - at link level too: a symbol an object of a floor refers to is never
+#   defined by an object of a higher floor (core < the primitives < lib <
+#   cli), read with nm from the build's objects, so a call up that no
+#   #include shows (a declaration written by hand, a weak symbol) fails.
 set -eu -o pipefail
 . "$(dirname "$0")/../lib.sh"
 set +e # each check reports its own failure; finish sets the status
 
 HOST=$NAVETTE_SOURCE/host
+# the build folder: NAVETTE_BUILD_DIR, else the one the program is in
+BUILD=${NAVETTE_BUILD_DIR:-$(dirname "$NAVETTE")}
 
 # ---- core includes nothing above it ----------------------------------------
 
@@ -18,6 +24,36 @@ upward=$(grep -n '^#include "[a-z_]*/' "$HOST"/core/*.[ch] \
 	"$HOST"/core/tools/*.c | grep -v '#include "core/' || true)
 check_eq "no file of host/core includes a header of another folder" \
 	"$upward" ""
+
+# ---- no object refers to a symbol of a higher floor ------------------------
+
+OBJECTS=$BUILD/CMakeFiles
+# "FLOOR FOLDER/FILE TYPE SYMBOL" for every global symbol of every object,
+# the floor 0 for core, 1 for a primitive, 2 for lib, 3 for cli; nm -P -A
+# is POSIX (GNU and LLVM nm): "path: name type value size"
+symbols=$(nm -gPA "$OBJECTS"/navette_objects.dir/host/*/*.o \
+	"$OBJECTS"/navette.dir/host/cli/*.o 2>/dev/null | awk '{
+	n = split($1, part, "/"); dir = part[n - 1]; file = part[n]
+	sub(/\.o:$/, "", file)
+	floor = dir == "core" ? 0 : dir == "lib" ? 2 : dir == "cli" ? 3 : 1
+	print floor, dir "/" file, $3, $2
+}')
+check_ne "the build's objects are found under $OBJECTS" \
+	"$(printf '%s\n' "$symbols" | grep ' cli/' | head -n 1)" ""
+# a symbol defined on two floors counts as the lower one's
+upcalls=$(printf '%s\n' "$symbols" | awk '
+	$3 != "U" && $3 != "w" && $3 != "v" {
+		if (!($4 in def) || $1 < def[$4]) { def[$4] = $1; where[$4] = $2 }
+		next
+	}
+	{ ref[NR] = $0; rf[NR] = $1; rw[NR] = $2; rs[NR] = $4 }
+	END {
+		for (i in ref)
+			if ((rs[i] in def) && def[rs[i]] > rf[i])
+				print rw[i] " -> " rs[i] " (" where[rs[i]] ")"
+	}' | sort)
+check_eq "no object refers to a symbol defined on a higher floor" \
+	"$upcalls" ""
 
 # ---- every native is opened in one place ------------------------------------
 

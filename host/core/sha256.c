@@ -5,7 +5,7 @@
  * on first use (host/cli/lazy_libs.c), and reading a job's status must not
  * pay for that. Past that size OpenSSL's hardware-assisted code is worth
  * loading. */
-#include "storage/sha256.h"
+#include "core/sha256.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
  * answers `agent`: it would not, and the agent would never start. */
 #define _GNU_SOURCE /* dladdr and Dl_info in glibc's dlfcn.h */
 
-#include "jobs/agent.h"
+#include "core/agent_program.h"
 
 #include <dlfcn.h>
 #include <limits.h>
