@@ -68,11 +68,14 @@ local FUNCTIONS = {
   { "image.code_layer",
     function(...) return require("navette.image").code_layer(...) end },
   { "image.pack", function(...) return require("navette.image").pack(...) end },
-  { "image.build", function(...) return require("navette.image").build(...) end },
+  { "image.build",
+    function(...) return require("navette.image.builder").build(...) end },
   { "image.rebuild",
-    function(...) return require("navette.image").rebuild(...) end },
+    function(...) return require("navette.image.builder").rebuild(...) end },
   { "image.debootstrap",
-    function(...) return require("navette.image").debootstrap(...) end },
+    function(...)
+      return require("navette.image.builder").debootstrap(...)
+    end },
   { "image.target_platform",
     function(...) return require("navette.image").target_platform(...) end },
   { "image.check_platform",
