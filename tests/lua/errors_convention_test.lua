@@ -52,7 +52,8 @@ end)
 t.test("every public storage, image and http function has a try_ twin",
        function()
   -- each group's modules: the twin sits beside its function
-  local modules = { storage = { storage }, image = { image, builder },
+  local modules = { storage = { storage, require "navette.storage.keys" },
+                    image = { image, builder },
                     http = { http } }
   -- pure answers that cannot fail
   local pure = { ["image.target_platform"] = true }

@@ -2,7 +2,7 @@
 -- test_rotate_keys.sh with `navette test --host`, which sets the
 -- environment): navette.storage.keys, create_key, remove_key,
 -- check_credential and navette.creds.store, through the trusted modules
--- (require "navette.storage"), as public.lua hands them to recipes.
+-- (require "navette.storage.keys"), as public.lua hands them to recipes.
 -- The declarations are a trusted project's (the trust gate is
 -- trust_test.lua's); creds.store writes into project rot's own folder,
 -- ROT_DIR (~/.navette/rot), never elsewhere (ROT_OUTSIDE).
@@ -10,7 +10,7 @@ local t = test
 local sys, core = _navette.sys, _navette.core
 core.set_trusted(true)
 local creds = require "navette.creds"
-local storage = require "navette.storage"
+local storage = require "navette.storage.keys"
 
 local function env(name)
   local v = sys.getenv(name)
