@@ -10,6 +10,7 @@ local t = test
 local sys, core = _navette.sys, _navette.core
 core.set_trusted(true)
 local creds = require "navette.creds"
+local rotation = require "navette.creds.rotation"
 local storage = require "navette.storage.keys"
 
 local function env(name)
@@ -151,11 +152,11 @@ t.test("check_credential: the new key works, a real put and get with it",
   client:close()
 end)
 
-t.test("creds.store writes the file source, 0600, read back by get",
+t.test("rotation.store writes the file source, 0600, read back by get",
        function()
   local old = creds.get("storage-svc")
   t.eq(old:access_key_id(), FIRST_ID)
-  t.eq(creds.store("storage-svc", created), true)
+  t.eq(rotation.store("storage-svc", created), true)
   local st = sys.stat(SVC_FILE)
   t.eq(st.mode & 511, 384) -- 0600
   local now = creds.get("storage-svc")
@@ -168,32 +169,32 @@ t.test("creds.store writes the file source, 0600, read back by get",
   end
 end)
 
-t.test("creds.store refuses env and command sources, and a wrong kind",
+t.test("rotation.store refuses env and command sources, and a wrong kind",
        function()
-  t.match(t.raises(function() creds.store("env-svc", created) end,
+  t.match(t.raises(function() rotation.store("env-svc", created) end,
                    "environment variables").hint, "source = \"file\"")
-  t.raises(function() creds.store("cmd-svc", created) end,
+  t.raises(function() rotation.store("cmd-svc", created) end,
            "printed by a command")
-  t.raises(function() creds.store("nope", created) end,
+  t.raises(function() rotation.store("nope", created) end,
            "no credential named 'nope'")
-  t.raises(function() creds.store("storage-svc", "a string") end,
+  t.raises(function() rotation.store("storage-svc", "a string") end,
            "credential handle")
   -- what is at the path now must be a credential of the kind, or nothing
   assert(sys.write_file(DIR .. "/junk", "not a credential\n", 384))
-  t.raises(function() creds.store("junk", created) end,
+  t.raises(function() rotation.store("junk", created) end,
            "does not hold a credential of kind s3")
   t.eq(sys.read_file(DIR .. "/junk"), "not a credential\n")
-  t.raises(function() creds.store("outside", created) end,
+  t.raises(function() rotation.store("outside", created) end,
            "outside the folders navette keeps for project rot")
   t.eq(sys.stat(OUTSIDE .. "/fresh.json"), nil, "nothing created outside")
-  t.eq(creds.store("fresh", created), true)
+  t.eq(rotation.store("fresh", created), true)
   t.ok(creds.get("fresh"):equals(created), "a first store creates it")
   -- kinds whose source reads any text are stored only in navette's
   -- folders (their file cannot be told from another)
   local key = _navette.creds.load { name = "k", kind = "hs256",
                                     source = "env",
                                     env = { key = "ROT_ADMIN_SK" } }
-  t.raises(function() creds.store("jwt", key) end,
+  t.raises(function() rotation.store("jwt", key) end,
            "outside the folders navette keeps for project rot")
 end)
 
@@ -246,7 +247,7 @@ t.test("plan mode records and does nothing", function()
   local h = storage.create_key { user = USER, credential = ADMIN }
   t.ok(h:info().not_run, "a stand-in handle")
   t.eq(h:access_key_id(), nil)
-  t.eq(creds.store("storage-svc", h), true)
+  t.eq(rotation.store("storage-svc", h), true)
   t.eq(storage.remove_key { user = USER, access_key = before[1],
                             credential = ADMIN }, true)
   t.eq(#storage.keys { user = USER, credential = ADMIN }, 0)
@@ -267,7 +268,7 @@ t.test("the audit log has the lines, with no secret", function()
   local actions, text = audit_actions()
   t.ok(has(actions, "storage.key_create"), "key_create audited")
   t.ok(has(actions, "storage.key_remove"), "key_remove audited")
-  t.ok(has(actions, "creds.store"), "store audited")
+  t.ok(has(actions, "rotation.store"), "store audited")
   t.ok(not text:find(sys.getenv("ROT_SVC_SK"), 1, true), "no old secret")
   t.ok(not text:find(sys.getenv("ROT_ADMIN_SK"), 1, true), "no admin secret")
   t.match(text, "ending " .. created:access_key_id():sub(-4))
