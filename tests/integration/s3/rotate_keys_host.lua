@@ -152,7 +152,7 @@ t.test("check_credential: the new key works, a real put and get with it",
   client:close()
 end)
 
-t.test("rotation.store writes the file source, 0600, read back by get",
+t.test("creds.store writes the file source, 0600, read back by get",
        function()
   local old = creds.get("storage-svc")
   t.eq(old:access_key_id(), FIRST_ID)
@@ -169,7 +169,7 @@ t.test("rotation.store writes the file source, 0600, read back by get",
   end
 end)
 
-t.test("rotation.store refuses env and command sources, and a wrong kind",
+t.test("creds.store refuses env and command sources, and a wrong kind",
        function()
   t.match(t.raises(function() rotation.store("env-svc", created) end,
                    "environment variables").hint, "source = \"file\"")
@@ -268,7 +268,7 @@ t.test("the audit log has the lines, with no secret", function()
   local actions, text = audit_actions()
   t.ok(has(actions, "storage.key_create"), "key_create audited")
   t.ok(has(actions, "storage.key_remove"), "key_remove audited")
-  t.ok(has(actions, "rotation.store"), "store audited")
+  t.ok(has(actions, "creds.store"), "store audited")
   t.ok(not text:find(sys.getenv("ROT_SVC_SK"), 1, true), "no old secret")
   t.ok(not text:find(sys.getenv("ROT_ADMIN_SK"), 1, true), "no admin secret")
   t.match(text, "ending " .. created:access_key_id():sub(-4))
