@@ -247,14 +247,15 @@ local OPTION_CLASSES = {
       return require("navette.image").OPTION_KEYS.pack end,
     "image_pack", "What navette.image.pack writes." },
   { "navette.image.BuildSpec", function()
-      return require("navette.image").OPTION_KEYS.build end,
+      return require("navette.image.builder").OPTION_KEYS.build end,
     "image_build", "What navette.image.build builds." },
   { "navette.image.RebuildSpec", function()
-      return require("navette.image").OPTION_KEYS.rebuild end,
+      return require("navette.image.builder").OPTION_KEYS.rebuild end,
     "image_rebuild", "What navette.image.rebuild builds when the lock "
     .. "files changed." },
   { "navette.image.DebootstrapSpec", function()
-      return require("navette.image").OPTION_KEYS.debootstrap end,
+      return require("navette.image.builder").OPTION_KEYS.debootstrap
+    end,
     "image_debootstrap", "The Debian base image navette.image.debootstrap "
     .. "builds." },
   { "navette.http.Options", function()

@@ -231,182 +231,186 @@ local function fails(rule, def, text, job)
   end
 end
 
--- facts:
---   store         the target profile's storage URL
---   profile       the profile the last runs are looked up in
---   target        nil, {profile = NAME} or {node = NAME}
---   credentials   {name = declaration} the target profile holds
---   home          the user's home folder
---   jobs          { {name, spec, notes = {{part, message, hint}},
---                    last = {id, record, log_size, error} | nil,
---                    on_target = {id, record} | nil} }
--- Returns {rules = {...}, allowed = bool, actions = {...}}.
-function M.evaluate(facts)
-  local rules = {}
-  for i, def in ipairs(M.RULES) do rules[i] = new_rule(def) end
-  local r1, r2, r3, r4, r5 = table.unpack(rules)
-  local d1, d2, d3, d4, d5 = table.unpack(M.RULES)
-  local store_is_object = object_store(facts.store)
-  -- a commit is looked up once per run: its finding stands for each job
-  -- that runs it
+-- M.evaluate's state (ev): the facts, the rules being filled (r1..r5)
+-- and their definitions (d1..d5, from M.RULES), whether the store is an
+-- object store, and the commits a code note was found for.
+
+-- The commits a job's notes found fault with: a commit is looked up once
+-- per run, so its finding stands for each job that runs it.
+local function commits_with_findings(jobs)
   local bad_commit = {}
-  for _, j in ipairs(facts.jobs) do
+  for _, j in ipairs(jobs) do
     for _, n in ipairs(j.notes or {}) do
       if n.part == "code" and j.spec then
         bad_commit[j.spec.commit or ""] = true
       end
     end
   end
+  return bad_commit
+end
 
-  for _, j in ipairs(facts.jobs) do
-    local spec, name = j.spec or {}, j.name
-    local noted = {}
-    for _, n in ipairs(j.notes or {}) do
-      noted[n.part] = true
-      fails(r1, d1, n.message .. (n.hint and (" (" .. n.hint .. ")") or ""),
+-- Rule 1 for job j: its code, image and data, reachable from any node
+-- (the job's notes fail it).
+local function rule_reachable(ev, j)
+  local r1, d1 = ev.r1, ev.d1
+  local spec, name = j.spec or {}, j.name
+  local noted = {}
+  for _, n in ipairs(j.notes or {}) do
+    noted[n.part] = true
+    fails(r1, d1, n.message .. (n.hint and (" (" .. n.hint .. ")") or ""),
+          name)
+  end
+  if ev.bad_commit[spec.commit or ""] and not noted.code then
+    fails(r1, d1, "job " .. name .. ": commit " .. short(spec.commit)
+          .. ", the same commit as above", name)
+  elseif not noted.code and spec.commit then
+    holds(r1, "job " .. name .. ": commit " .. short(spec.commit)
+          .. " is on the remote (as of the last fetch)")
+  end
+  if spec.image and spec.image ~= "host" and not noted.image then
+    if spec.image:find("@sha256:", 1, true) then
+      holds(r1, "job " .. name .. ": image " .. spec.image
+            .. " is in its registry")
+    else
+      -- (built and pushed by the recipe itself, before its jobs)
+      holds(r1, "job " .. name .. ": image " .. spec.image .. " is "
+            .. "built and pushed by the recipe when it runs, then "
+            .. "pinned by digest")
+    end
+  end
+  for _, input in ipairs(spec.inputs or {}) do
+    if input.from then
+      holds(r1, "job " .. name .. ": input " .. input.name .. " is "
+            .. "output " .. tostring(input.output) .. " of job "
+            .. tostring(input.from) .. ", checked by its sha256")
+    elseif not object_store(input.url) then
+      if not noted.data then
+        fails(r1, d1, "job " .. name .. ": input " .. input.name .. " is "
+              .. tostring(input.url) .. ", on this machine's disk, not "
+              .. "in object storage", name)
+      end
+    elseif input.sha256 then
+      holds(r1, "job " .. name .. ": input " .. input.name .. " is "
+            .. input.url .. " (sha256 " .. short(input.sha256) .. ", "
+            .. tostring(input.size) .. " bytes)")
+    end
+  end
+end
+
+-- Rule 2 for job j: no hand-installed dependency (an image, not the
+-- node's own environment; what differs on the target node is shown).
+local function rule_no_hand_install(ev, j)
+  local r2, d2, facts = ev.r2, ev.d2, ev.facts
+  local spec, name = j.spec or {}, j.name
+  if spec.image == "host" or spec.image == nil then
+    local last = j.last and j.last.record
+    fails(r2, d2, "job " .. name .. " runs on the node's own environment "
+          .. "(no image): " .. (last and ("its last run " .. j.last.id
+          .. " used " .. node_line(last)) or ("no run of it is recorded "
+          .. "on profile " .. tostring(facts.profile))), name)
+    local there = j.on_target and j.on_target.record
+    if there and last then
+      for _, d in ipairs(M.fingerprint_diff(last.node, there.node)) do
+        if not d.same then
+          r2.evidence[#r2.evidence + 1] = "  on " .. facts.target.node
+            .. " (run " .. j.on_target.id .. ") " .. d.what .. " is "
+            .. d.b .. ", not " .. d.a
+        end
+      end
+    end
+  else
+    holds(r2, "job " .. name .. " runs in the image " .. spec.image)
+  end
+end
+
+-- Rules 3 and 5 for job j, from its last run's record: its outputs
+-- published off the node, and its log shipped to the store.
+local function rules_published(ev, j)
+  local r3, d3, r5, d5 = ev.r3, ev.d3, ev.r5, ev.d5
+  local spec, name = j.spec or {}, j.name
+  local last = j.last
+  if not ev.store_is_object then
+    -- (said once, for the store: M.evaluate)
+  elseif not last or not last.record then
+    local why = last and last.error or ("no succeeded run of it is "
+                .. "recorded on profile " .. tostring(ev.facts.profile))
+    fails(r3, d3, "job " .. name .. ": " .. why .. ": nothing shows "
+          .. "where its outputs go (run it once, then ask again)", name)
+    fails(r5, d5, "job " .. name .. ": " .. why .. ": nothing shows "
+          .. "where its log goes (run it once, then ask again)", name)
+  else
+    local rec = last.record
+    local outs, off = rec.outputs or {}, 0
+    for _, o in ipairs(outs) do
+      if object_store(o.url) and type(o.sha256) == "string" then
+        off = off + 1
+      end
+    end
+    if #outs == 0 then
+      fails(r3, d3, "job " .. name .. ": its last run " .. last.id
+            .. " published no outputs: what it made stayed on the node",
             name)
-    end
-    -- 1. code, image, data
-    if bad_commit[spec.commit or ""] and not noted.code then
-      fails(r1, d1, "job " .. name .. ": commit " .. short(spec.commit)
-            .. ", the same commit as above", name)
-    elseif not noted.code and spec.commit then
-      holds(r1, "job " .. name .. ": commit " .. short(spec.commit)
-            .. " is on the remote (as of the last fetch)")
-    end
-    if spec.image and spec.image ~= "host" and not noted.image then
-      if spec.image:find("@sha256:", 1, true) then
-        holds(r1, "job " .. name .. ": image " .. spec.image
-              .. " is in its registry")
-      else
-        -- (built and pushed by the recipe itself, before its jobs)
-        holds(r1, "job " .. name .. ": image " .. spec.image .. " is "
-              .. "built and pushed by the recipe when it runs, then "
-              .. "pinned by digest")
-      end
-    end
-    for _, input in ipairs(spec.inputs or {}) do
-      if input.from then
-        holds(r1, "job " .. name .. ": input " .. input.name .. " is "
-              .. "output " .. tostring(input.output) .. " of job "
-              .. tostring(input.from) .. ", checked by its sha256")
-      elseif not object_store(input.url) then
-        if not noted.data then
-          fails(r1, d1, "job " .. name .. ": input " .. input.name .. " is "
-                .. tostring(input.url) .. ", on this machine's disk, not "
-                .. "in object storage", name)
-        end
-      elseif input.sha256 then
-        holds(r1, "job " .. name .. ": input " .. input.name .. " is "
-              .. input.url .. " (sha256 " .. short(input.sha256) .. ", "
-              .. tostring(input.size) .. " bytes)")
-      end
-    end
-
-    -- 2. no hand-installed dependency
-    if spec.image == "host" or spec.image == nil then
-      local last = j.last and j.last.record
-      fails(r2, d2, "job " .. name .. " runs on the node's own environment "
-            .. "(no image): " .. (last and ("its last run " .. j.last.id
-            .. " used " .. node_line(last)) or ("no run of it is recorded "
-            .. "on profile " .. tostring(facts.profile))), name)
-      local there = j.on_target and j.on_target.record
-      if there and last then
-        for _, d in ipairs(M.fingerprint_diff(last.node, there.node)) do
-          if not d.same then
-            r2.evidence[#r2.evidence + 1] = "  on " .. facts.target.node
-              .. " (run " .. j.on_target.id .. ") " .. d.what .. " is "
-              .. d.b .. ", not " .. d.a
-          end
-        end
-      end
+    elseif off < #outs then
+      fails(r3, d3, "job " .. name .. ": its last run " .. last.id
+            .. " published " .. (#outs - off) .. " of " .. #outs
+            .. " outputs outside object storage", name)
     else
-      holds(r2, "job " .. name .. " runs in the image " .. spec.image)
+      holds(r3, "job " .. name .. ": its last run " .. last.id
+            .. " published " .. #outs .. " output(s) with sha256 under "
+            .. M.prefix_of(outs[1]))
     end
-
-    -- 3. outputs off the node; 5. logs centralised
-    local last = j.last
-    if not store_is_object then
-      -- (said once below, for the store)
-    elseif not last or not last.record then
-      local why = last and last.error or ("no succeeded run of it is "
-                  .. "recorded on profile " .. tostring(facts.profile))
-      fails(r3, d3, "job " .. name .. ": " .. why .. ": nothing shows "
-            .. "where its outputs go (run it once, then ask again)", name)
-      fails(r5, d5, "job " .. name .. ": " .. why .. ": nothing shows "
-            .. "where its log goes (run it once, then ask again)", name)
-    else
-      local rec = last.record
-      local outs, off = rec.outputs or {}, 0
-      for _, o in ipairs(outs) do
-        if object_store(o.url) and type(o.sha256) == "string" then
-          off = off + 1
-        end
-      end
-      if #outs == 0 then
-        fails(r3, d3, "job " .. name .. ": its last run " .. last.id
-              .. " published no outputs: what it made stayed on the node",
-              name)
-      elseif off < #outs then
-        fails(r3, d3, "job " .. name .. ": its last run " .. last.id
-              .. " published " .. (#outs - off) .. " of " .. #outs
-              .. " outputs outside object storage", name)
-      else
-        holds(r3, "job " .. name .. ": its last run " .. last.id
-              .. " published " .. #outs .. " output(s) with sha256 under "
-              .. M.prefix_of(outs[1]))
-      end
-      local log = type(rec.log) == "table" and rec.log.url
-      if spec.logs and spec.logs.publish == false then
-        -- (the declaration is checked below; the record agrees)
-      elseif not object_store(log) then
-        fails(r5, d5, "job " .. name .. ": its last run " .. last.id
-              .. " published no log", name)
-      elseif not last.log_size then
-        fails(r5, d5, "job " .. name .. ": its last run's log " .. log
-              .. " is not in the store" .. (last.log_error and (" ("
-              .. last.log_error .. ")") or ""), name)
-      else
-        holds(r5, "job " .. name .. ": its last run " .. last.id
-              .. " shipped its log to " .. log .. " (" .. last.log_size
-              .. " bytes)")
-      end
-    end
+    local log = type(rec.log) == "table" and rec.log.url
     if spec.logs and spec.logs.publish == false then
-      fails(r5, d5, "job " .. name .. " keeps its log on the node "
-            .. "(logs.publish = false): only a session on the node reads "
-            .. "it", name)
-    end
-
-    -- 4. rights tied to a machine, in what the job runs with
-    local texts = {}
-    for _, a in ipairs(spec.command or {}) do texts[#texts + 1] = tostring(a) end
-    for k, v in pairs(spec.env or {}) do
-      texts[#texts + 1] = tostring(v)
-      texts[#texts + 1] = k
-    end
-    local found = 0
-    for _, t in ipairs(texts) do
-      for _, f in ipairs(machine_rights(t)) do
-        found = found + 1
-        fails(r4, d4, "job " .. name .. " reads " .. f.what .. " on the "
-              .. "node: " .. f.path, name)
-      end
-    end
-    if found == 0 then
-      holds(r4, "job " .. name .. ": its command and environment name no "
-            .. "key or credential file of the node")
+      -- (the declaration is checked below; the record agrees)
+    elseif not object_store(log) then
+      fails(r5, d5, "job " .. name .. ": its last run " .. last.id
+            .. " published no log", name)
+    elseif not last.log_size then
+      fails(r5, d5, "job " .. name .. ": its last run's log " .. log
+            .. " is not in the store" .. (last.log_error and (" ("
+            .. last.log_error .. ")") or ""), name)
+    else
+      holds(r5, "job " .. name .. ": its last run " .. last.id
+            .. " shipped its log to " .. log .. " (" .. last.log_size
+            .. " bytes)")
     end
   end
-
-  if not store_is_object then
-    local where = tostring(facts.store)
-    fails(r3, d3, "the store is " .. where .. ", a folder of one machine: "
-          .. "outputs published there stay on its disk")
-    fails(r5, d5, "the store is " .. where .. ", a folder of one machine: "
-          .. "logs published there are read only from it")
+  if spec.logs and spec.logs.publish == false then
+    fails(r5, d5, "job " .. name .. " keeps its log on the node "
+          .. "(logs.publish = false): only a session on the node reads "
+          .. "it", name)
   end
+end
 
+-- Rule 4 for job j: no right tied to a machine in what it runs with (its
+-- command and environment).
+local function rule_machine_rights(ev, j)
+  local r4, d4 = ev.r4, ev.d4
+  local spec, name = j.spec or {}, j.name
+  local texts = {}
+  for _, a in ipairs(spec.command or {}) do texts[#texts + 1] = tostring(a) end
+  for k, v in pairs(spec.env or {}) do
+    texts[#texts + 1] = tostring(v)
+    texts[#texts + 1] = k
+  end
+  local found = 0
+  for _, t in ipairs(texts) do
+    for _, f in ipairs(machine_rights(t)) do
+      found = found + 1
+      fails(r4, d4, "job " .. name .. " reads " .. f.what .. " on the "
+            .. "node: " .. f.path, name)
+    end
+  end
+  if found == 0 then
+    holds(r4, "job " .. name .. ": its command and environment name no "
+          .. "key or credential file of the node")
+  end
+end
+
+-- Rule 4 for the credentials the target profile holds, by name: none
+-- tied to a machine.
+local function rule_credentials(ev)
+  local r4, d4, facts = ev.r4, ev.d4, ev.facts
   local names = {}
   for n in pairs(facts.credentials or {}) do names[#names + 1] = n end
   table.sort(names)
@@ -421,7 +425,11 @@ function M.evaluate(facts)
             .. tostring(d.source) .. ") is tied to no machine")
     end
   end
+end
 
+-- The verdict on the filled rules: {rules, allowed, actions}, each rule's
+-- lists made JSON arrays.
+local function verdict(rules)
   local actions, allowed = {}, true
   for _, r in ipairs(rules) do
     if r.status == "fails" then
@@ -434,6 +442,40 @@ function M.evaluate(facts)
     r.failures = json.array(r.failures)
   end
   return { rules = rules, allowed = allowed, actions = json.array(actions) }
+end
+
+-- facts:
+--   store         the target profile's storage URL
+--   profile       the profile the last runs are looked up in
+--   target        nil, {profile = NAME} or {node = NAME}
+--   credentials   {name = declaration} the target profile holds
+--   home          the user's home folder
+--   jobs          { {name, spec, notes = {{part, message, hint}},
+--                    last = {id, record, log_size, error} | nil,
+--                    on_target = {id, record} | nil} }
+-- Returns {rules = {...}, allowed = bool, actions = {...}}.
+function M.evaluate(facts)
+  local rules = {}
+  for i, def in ipairs(M.RULES) do rules[i] = new_rule(def) end
+  local ev = { facts = facts, store_is_object = object_store(facts.store),
+               bad_commit = commits_with_findings(facts.jobs) }
+  ev.r1, ev.r2, ev.r3, ev.r4, ev.r5 = table.unpack(rules)
+  ev.d1, ev.d2, ev.d3, ev.d4, ev.d5 = table.unpack(M.RULES)
+  for _, j in ipairs(facts.jobs) do
+    rule_reachable(ev, j)
+    rule_no_hand_install(ev, j)
+    rules_published(ev, j)
+    rule_machine_rights(ev, j)
+  end
+  if not ev.store_is_object then
+    local where = tostring(facts.store)
+    fails(ev.r3, ev.d3, "the store is " .. where .. ", a folder of one "
+          .. "machine: outputs published there stay on its disk")
+    fails(ev.r5, ev.d5, "the store is " .. where .. ", a folder of one "
+          .. "machine: logs published there are read only from it")
+  end
+  rule_credentials(ev)
+  return verdict(rules)
 end
 
 -- ---- gathering the facts ---------------------------------------------------

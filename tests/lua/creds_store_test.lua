@@ -14,6 +14,7 @@
 local t = test
 local sys, core = _navette.sys, _navette.core
 local creds = require "navette.creds"
+local rotation = require "navette.creds.rotation"
 core.set_trusted(true)
 
 -- The folder creds.store writes into for project "demo" (the test's
@@ -49,7 +50,7 @@ end
 t.test("a new file outside navette's folders is refused", function()
   local dir = t.tmpdir()
   local handle = declare(dir, dir .. "/.bash_profile")
-  t.raises(function() creds.store("dst", handle) end,
+  t.raises(function() rotation.store("dst", handle) end,
            "outside the folders navette keeps for project demo")
   t.eq(sys.stat(dir .. "/.bash_profile"), nil, "nothing was written")
 end)
@@ -58,7 +59,7 @@ t.test("a path with .. is refused even under an allowed folder", function()
   local dir = t.tmpdir()
   local handle = declare(dir, own_folder() .. "/../escape-"
                               .. sys.random_hex(4) .. ".json")
-  t.raises(function() creds.store("dst", handle) end, "outside the folders")
+  t.raises(function() rotation.store("dst", handle) end, "outside the folders")
 end)
 
 t.test("a file holding something else is not overwritten", function()
@@ -66,7 +67,7 @@ t.test("a file holding something else is not overwritten", function()
   local notes = own_folder() .. "/notes-" .. sys.random_hex(4)
   assert(sys.write_file(notes, "my notes\n", 384))
   local handle = declare(dir, notes)
-  t.raises(function() creds.store("dst", handle) end,
+  t.raises(function() rotation.store("dst", handle) end,
            "does not hold a credential of kind s3")
   t.eq(sys.read_file(notes), "my notes\n")
   sys.remove(notes)
@@ -85,7 +86,7 @@ t.test("never navette's state nor another project's folder (M5)", function()
     assert(sys.mkdir_p(target:match("^(.*)/[^/]*$"), 448))
     s3_file(target, "OTHER-SECRET-VALUE-0001")
     local handle = declare(dir, target)
-    t.raises(function() creds.store("dst", handle) end,
+    t.raises(function() rotation.store("dst", handle) end,
              "outside the folders navette keeps for project demo")
     t.ok(sys.read_file(target):find("OTHER-SECRET-VALUE-0001", 1, true),
          "unchanged: " .. target)
@@ -96,7 +97,7 @@ t.test("in navette's folder: created, 0600, punctuation escaped", function()
   local dir = t.tmpdir()
   local dst = own_folder() .. "/store-test-" .. sys.random_hex(6) .. ".json"
   local handle = declare(dir, dst)
-  t.eq(creds.store("dst", handle), true)
+  t.eq(rotation.store("dst", handle), true)
   local text = sys.read_file(dst)
   local mode = sys.stat(dst).mode & 511
   sys.remove(dst)
@@ -111,7 +112,7 @@ t.test("the escaped file reads back as the same key", function()
   local dir = t.tmpdir()
   local dst = own_folder() .. "/store-test-" .. sys.random_hex(6) .. ".json"
   local handle = declare(dir, dst)
-  creds.store("dst", handle)
+  rotation.store("dst", handle)
   local back = creds.get("dst")
   local same = back:equals(handle)
   sys.remove(dst)
@@ -139,28 +140,28 @@ t.test("an hs256 or basic file outside navette's folders is never written",
   assert(sys.write_file(dir .. "/pw", "svc:old\n", 384))
   declare_kinds { key = { "hs256", dir .. "/id_ed25519" },
                   pw = { "basic", dir .. "/pw" } }
-  local key = creds.generate { kind = "hs256" }
-  t.raises(function() creds.store("key", key) end, "outside the folders")
+  local key = rotation.generate { kind = "hs256" }
+  t.raises(function() rotation.store("key", key) end, "outside the folders")
   t.eq(sys.read_file(dir .. "/id_ed25519"), "-----BEGIN KEY-----\n")
-  local pw = creds.generate { kind = "basic", user = "svc" }
-  t.raises(function() creds.store("pw", pw) end, "outside the folders")
+  local pw = rotation.generate { kind = "basic", user = "svc" }
+  t.raises(function() rotation.store("pw", pw) end, "outside the folders")
   t.eq(sys.read_file(dir .. "/pw"), "svc:old\n")
 end)
 
 t.test("generate: kinds, sizes and users are checked", function()
   declare_kinds {}
-  t.raises(function() creds.generate { kind = "s3" } end,
+  t.raises(function() rotation.generate { kind = "s3" } end,
            "kind must be \"hs256\" or \"basic\"")
-  t.raises(function() creds.generate { kind = "basic" } end, "needs user")
-  t.raises(function() creds.generate { kind = "hs256", user = "x" } end,
+  t.raises(function() rotation.generate { kind = "basic" } end, "needs user")
+  t.raises(function() rotation.generate { kind = "hs256", user = "x" } end,
            "has no user")
-  t.raises(function() creds.generate { kind = "hs256", length = 8 } end,
+  t.raises(function() rotation.generate { kind = "hs256", length = 8 } end,
            "length must be an integer from 16 to 512")
-  t.raises(function() creds.generate { kind = "basic", user = "a:b" } end,
+  t.raises(function() rotation.generate { kind = "basic", user = "a:b" } end,
            "no usable user name")
-  t.raises(function() creds.generate { kind = "hs256", size = 32 } end,
+  t.raises(function() rotation.generate { kind = "hs256", size = 32 } end,
            "unknown key 'size'")
-  local a, b = creds.generate { kind = "hs256" }, creds.generate { kind = "hs256" }
+  local a, b = rotation.generate { kind = "hs256" }, rotation.generate { kind = "hs256" }
   t.ok(not a:equals(b), "two keys differ")
   t.eq(a:info().kind, "hs256")
   t.eq(a:info().source, "generated")
@@ -169,16 +170,16 @@ end)
 t.test("htpasswd: a bcrypt line of a basic handle, refused for a key",
        function()
   declare_kinds {}
-  local pw = creds.generate { kind = "basic", user = "svc" }
-  local line = creds.htpasswd(pw, 11)
+  local pw = rotation.generate { kind = "basic", user = "svc" }
+  local line = rotation.htpasswd(pw, 11)
   t.ok(line:match("^svc:%$2y%$11%$[./A-Za-z0-9]+$") and #line == 4 + 60,
        "line: " .. line)
-  t.ok(creds.htpasswd(pw):match("^svc:%$2y%$10%$"), "cost 10 by default")
-  t.raises(function() creds.htpasswd(pw, 20) end, "cost must be")
+  t.ok(rotation.htpasswd(pw):match("^svc:%$2y%$10%$"), "cost 10 by default")
+  t.raises(function() rotation.htpasswd(pw, 20) end, "cost must be")
   -- a cheap hash is a password handed to an offline cracker (M4)
-  t.raises(function() creds.htpasswd(pw, 4) end, "from 10 to 14")
-  t.raises(function() creds.htpasswd(pw, 9) end, "from 10 to 14")
-  t.raises(function() creds.htpasswd(creds.generate { kind = "hs256" }) end,
+  t.raises(function() rotation.htpasswd(pw, 4) end, "from 10 to 14")
+  t.raises(function() rotation.htpasswd(pw, 9) end, "from 10 to 14")
+  t.raises(function() rotation.htpasswd(rotation.generate { kind = "hs256" }) end,
            "basic")
 end)
 
@@ -189,9 +190,9 @@ t.test("htpasswd hashes only what navette made or staged (M4)", function()
   assert(sys.write_file(dir .. "/pw", "alice:correct-horse-battery\n", 384))
   declare_kinds { mine = { "basic", dir .. "/pw" } }
   local loaded = creds.get("mine")
-  t.raises(function() creds.htpasswd(loaded) end,
+  t.raises(function() rotation.htpasswd(loaded) end,
            "was not made by navette.creds.generate nor staged")
-  t.raises(function() creds.htpasswd(loaded, 14) end, "nor staged")
+  t.raises(function() rotation.htpasswd(loaded, 14) end, "nor staged")
 end)
 
 t.test("stage keeps a value aside, staged reads it, store drops it",
@@ -199,28 +200,28 @@ t.test("stage keeps a value aside, staged reads it, store drops it",
   local dst = own_folder() .. "/stage-test-" .. sys.random_hex(6)
   assert(sys.write_file(dst, "svc:old\n", 384))
   declare_kinds { svc = { "basic", dst, "127.0.0.1:9" } }
-  t.eq(creds.staged("svc"), nil, "nothing staged yet")
-  local new = creds.generate { kind = "basic", user = "svc" }
-  local path = creds.stage("svc", new)
+  t.eq(rotation.staged("svc"), nil, "nothing staged yet")
+  local new = rotation.generate { kind = "basic", user = "svc" }
+  local path = rotation.stage("svc", new)
   t.ok(path:sub(1, #core.home() + 8) == core.home() .. "/staged/"
        and path:match("/%x+%-svc$"), "staged by declaration: " .. path)
   t.eq(sys.stat(path).mode & 511, 384, "0600")
   t.eq(sys.read_file(dst), "svc:old\n", "the credential is untouched")
-  local back, where = creds.staged("svc")
+  local back, where = rotation.staged("svc")
   t.ok(back:equals(new), "staged reads back the same value")
   t.eq(where, path)
-  t.raises(function() creds.stage("svc", creds.generate { kind = "hs256" }) end,
+  t.raises(function() rotation.stage("svc", rotation.generate { kind = "hs256" }) end,
            "the handle of kind hs256")
-  t.raises(function() creds.stage("nope", new) end, "no credential named")
-  t.ok(creds.htpasswd(back):match("^svc:%$2y%$"), "a staged value is hashed")
+  t.raises(function() rotation.stage("nope", new) end, "no credential named")
+  t.ok(rotation.htpasswd(back):match("^svc:%$2y%$"), "a staged value is hashed")
   -- a clone declaring the same name, in another checkout, or the same
   -- checkout declaring another source, does not read it (M3)
   declare_kinds { svc = { "basic", dst, "127.0.0.1:9", "/tmp/clone/navette.lua" } }
-  t.eq(creds.staged("svc"), nil, "another checkout's svc has nothing staged")
+  t.eq(rotation.staged("svc"), nil, "another checkout's svc has nothing staged")
   declare_kinds { svc = { "basic", dst .. "-x", "127.0.0.1:9" } }
-  t.eq(creds.staged("svc"), nil, "another declaration has nothing staged")
+  t.eq(rotation.staged("svc"), nil, "another declaration has nothing staged")
   declare_kinds { svc = { "basic", dst, "127.0.0.1:9" } }
-  creds.store("svc", back)
+  rotation.store("svc", back)
   t.eq(sys.stat(path), nil, "the staged file is gone once stored")
   t.ok(creds.get("svc"):equals(new), "the credential holds the new value")
   local declared = creds.declared()

@@ -96,7 +96,8 @@ t.test("the option classes list exactly what the validators accept",
   local lists = {
     ["navette.image.ReadOptions"] = image.OPTION_KEYS.read,
     ["navette.image.CodeLayerSpec"] = image.OPTION_KEYS.code_layer,
-    ["navette.image.BuildSpec"] = image.OPTION_KEYS.build,
+    ["navette.image.BuildSpec"] =
+      require("navette.image.builder").OPTION_KEYS.build,
     ["navette.http.Options"] = require("navette.http").OPTIONS,
     ["navette.Credential"] = require("navette.creds").DECL_KEYS,
     ["navette.Profile"] = require("navette.project").KEYS.profile,

@@ -10,6 +10,7 @@ local subcommand = require "navette.cli.subcommand"
 local term = require "navette.term"
 local util = require "navette.util"
 local image = require "navette.image"
+local builder = require "navette.image.builder"
 local sys, out, json = _navette.sys, _navette.out, _navette.json
 
 local COMMON = [[
@@ -262,7 +263,7 @@ local function cmd_build(argv)
     error(errors.new("refused", "not in a git repository", "run it in the "
                      .. "repository, or pass --repo DIR"), 0)
   end
-  local res = image.trusted.build {
+  local res = builder.trusted.build {
     to = opts.to, file = opts.file, context = opts.context,
     builder = opts.builder, platform = opts.platform, repo = root,
     commit = opts.commit, credential = opts.credential,

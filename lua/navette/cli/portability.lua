@@ -140,7 +140,7 @@ function M.run(argv)
                      .. "there is nothing to move", "give the recipe "
                      .. "whose jobs would change node"), 0)
   end
-  local result = portability.evaluate(facts)
+  local result = require("navette.portability").evaluate(facts)
   if opts.json then
     term.print(json.encode({
       recipe = args[1], project = facts.project, profile = facts.profile,

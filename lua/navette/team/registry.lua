@@ -63,9 +63,9 @@ local function wanted(policy, now)
       if had and type(had.password) == "string" then
         doc.users[m.id] = { password = had.password }
       else
-        local handle = require("navette.creds").generate {
+        local handle = require("navette.creds.rotation").generate {
           kind = "basic", user = m.id, name = m.id .. "-registry" }
-        local line = require("navette.creds").htpasswd(handle)
+        local line = require("navette.creds.rotation").htpasswd(handle)
         doc.users[m.id] = { password = line:match("^[^:]*:(.*)$") }
         fresh[m.id] = handle
       end

@@ -263,30 +263,42 @@ local function remove_user(sess, user, wait_s)
   return "slurm: user " .. user .. " removed from accounting"
 end
 
-function M.changes(policy, proj)
-  local sess = session(policy, proj)
-  local changes, unchanged = {}, 0
-  local acct = account_of(policy)
-  local function change(op, what, run)
-    changes[#changes + 1] = { service = "slurm", op = op, what = what,
-                              run = run }
-  end
-  local cluster = cluster_name(sess, policy)
-  local wanted = M.wanted_qos(policy)
+-- M.changes' state: the session, the policy and project, the account and
+-- cluster, the QOS wanted, and the changes planned so far (a list) with
+-- the count of what is already as the policy wants it (unchanged).
+
+-- Plans one change of st: op ("+", "~", "-", "!"), the line what, and
+-- run (nil: a note, nothing to do).
+local function change(st, op, what, run)
+  st.changes[#st.changes + 1] = { service = "slurm", op = op, what = what,
+                                  run = run }
+end
+
+-- The QOS of the team's roles (M.wanted_qos): each missing one created,
+-- each that differs updated.
+local function qos_changes(st)
+  local sess, wanted = st.sess, st.wanted
   local have = {}
   for _, q in ipairs(db(sess, "GET", "qos").QOS or {}) do have[q.name] = q end
   for _, name in ipairs(util.sorted_keys(wanted)) do
     local w = wanted[name]
     if not have[name] or not qos_same(have[name], w) then
-      change(have[name] and "~" or "+", "slurm QOS " .. name .. ": "
+      change(st, have[name] and "~" or "+", "slurm QOS " .. name .. ": "
              .. qos_text(w, have[name]), function()
         db(sess, "POST", "qos", qos_body(w, have[name]))
       end)
     else
-      unchanged = unchanged + 1
+      st.unchanged = st.unchanged + 1
     end
   end
-  -- the account, with the team's GPUs on it
+end
+
+-- The team's account and its association on the cluster, with the team's
+-- GPUs (quota.gpus) on it. Sets st.by_user (the account's associations
+-- by user) and st.account_assoc (the account's own).
+local function account_changes(st)
+  local sess, policy, acct, cluster = st.sess, st.policy, st.acct,
+                                      st.cluster
   local assocs = db(sess, "GET", "associations").associations or {}
   local by_user, account_assoc = {}, nil
   for _, a in ipairs(assocs) do
@@ -295,12 +307,13 @@ function M.changes(policy, proj)
       else by_user[a.user] = a end
     end
   end
+  st.by_user, st.account_assoc = by_user, account_assoc
   local accounts = {}
   for _, a in ipairs(db(sess, "GET", "accounts").accounts or {}) do
     accounts[a.name] = true
   end
   if not accounts[acct] then
-    change("+", "slurm account " .. acct, function()
+    change(st, "+", "slurm account " .. acct, function()
       db(sess, "POST", "accounts", { accounts = { { name = acct,
         description = "navette team " .. policy.name,
         organization = policy.name } } })
@@ -310,9 +323,9 @@ function M.changes(policy, proj)
   local have_gpus = account_assoc and gpu_count(((account_assoc.max or {})
                                                   .tres or {}).total)
   if not account_assoc then
-    change("+", "slurm association of account " .. acct .. " on " .. cluster
-           .. (team_gpus and (": GrpTRES=gres/gpu=" .. team_gpus) or ""),
-           function()
+    change(st, "+", "slurm association of account " .. acct .. " on "
+           .. cluster .. (team_gpus and (": GrpTRES=gres/gpu=" .. team_gpus)
+           or ""), function()
       local a = { account = acct, cluster = cluster }
       if team_gpus then a.max = { tres = { total = gpu(team_gpus) } } end
       db(sess, "POST", "associations", { associations = { a } })
@@ -321,145 +334,181 @@ function M.changes(policy, proj)
     -- slurmrestd 22.05 changes no account's association: its update
     -- carries the parent account that slurmdbd holds, which slurmdbd
     -- takes for a move to the same parent and skips (answering no error)
-    change("!", "slurm association of account " .. acct .. " on " .. cluster
-           .. " has GrpTRES=gres/gpu=" .. tostring(have_gpus or "none")
+    change(st, "!", "slurm association of account " .. acct .. " on "
+           .. cluster .. " has GrpTRES=gres/gpu="
+           .. tostring(have_gpus or "none")
            .. ", team.lua " .. (team_gpus and ("quota.gpus = " .. team_gpus)
            or "no quota.gpus") .. "; slurmrestd 22.05 changes no account's "
            .. "association: sacctmgr -i modify account " .. acct
            .. " where cluster=" .. cluster .. " set GrpTRES=gres/gpu="
            .. (team_gpus or -1))
   else
-    unchanged = unchanged + 1
+    st.unchanged = st.unchanged + 1
   end
-  local users = {}
-  for _, u in ipairs(db(sess, "GET", "users").users or {}) do
-    users[u.name] = u
+end
+
+-- A fresh Slurm token for member m (who may submit or administer), handed
+-- over unless the one handed over last is still fresh.
+local function token_change(st, m)
+  local policy, proj = st.policy, st.proj
+  local token_file = team.handoff_path(policy, m.id, "slurm-token")
+  if not token_fresh(token_file) then
+    change(st, "+", "slurm token of " .. m.id .. " (user " .. m.id .. ", "
+           .. policy.services.slurm.token_lifespan_s .. " s), handed "
+           .. "over in " .. token_file, function()
+      return "handed over in " .. M.hand_token(policy, proj, m,
+        policy.services.slurm.token_lifespan_s)
+    end)
   end
-  local blocked = nosubmit_qos(policy)
-  for _, m in ipairs(team.members(policy)) do
-    local may = not m.revoked and team.has(policy, m, "submit")
-    local admin = not m.revoked and team.has(policy, m, "admin")
-    local a = by_user[m.id]
-    local qos = member_qos(policy, m, wanted)
-    local have_qos = {}
-    for _, q in ipairs(a and (a.qos or a.QOS) or {}) do
-      have_qos[#have_qos + 1] = q
-    end
-    table.sort(have_qos)
-    local is_blocked = #have_qos == 1 and have_qos[1] == blocked
-    local coordinator = is_coordinator(users[m.id], acct)
-    if may or admin then
-      local token_file = team.handoff_path(policy, m.id, "slurm-token")
-      if not token_fresh(token_file) then
-        change("+", "slurm token of " .. m.id .. " (user " .. m.id .. ", "
-               .. policy.services.slurm.token_lifespan_s .. " s), handed "
-               .. "over in " .. token_file, function()
-          return "handed over in " .. M.hand_token(policy, proj, m,
-            policy.services.slurm.token_lifespan_s)
-        end)
-      end
-    end
-    if may then
-      local minutes = member_minutes(policy, m)
-      local have_minutes = a and gpu_count((((a.max or {}).tres or {})
-                                            .group or {}).minutes)
-      -- the QOS of a role whose quota went (TEAM-ROLE, no longer wanted)
-      local stale = {}
-      for _, q in ipairs(have_qos) do
-        if q ~= blocked and q:sub(1, #policy.name + 1) == policy.name .. "-"
-           and not wanted[q] then
-          stale[#stale + 1] = q
-        end
-      end
-      -- no role QOS: the member keeps what the account's association
-      -- gives (a blocked member, or one whose roles' quota went, gets it
-      -- back)
-      local same_qos = #qos == 0 and not is_blocked and #stale == 0
-                       or table.concat(have_qos, ",") == table.concat(qos, ",")
-      if not a or not same_qos or have_minutes ~= minutes then
-        change(a and "~" or "+", "slurm user " .. m.id .. " in account "
-               .. acct .. (#qos > 0 and (" with QOS " .. table.concat(qos, ","))
-               or "") .. (minutes and (", GrpTRESMins=gres/gpu=" .. minutes)
-               or "") .. (#stale > 0 and ("; QOS " .. table.concat(stale, ",")
-               .. " removed") or "") .. ((have_minutes and not minutes)
-               and "; GrpTRESMins removed" or "") .. (is_blocked
-               and " (readmitted: no longer " .. blocked .. ")" or ""),
-               function()
-          db(sess, "POST", "users", { users = { { name = m.id,
-            default = { account = acct } } } })
-          local assoc = { account = acct, user = m.id, cluster = cluster }
-          local list = qos
-          if #list == 0 and (is_blocked or #stale > 0) then
-            list = account_assoc and (account_assoc.qos or account_assoc.QOS)
-                   or {}
-          end
-          if #list > 0 then
-            assoc.qos = list
-            assoc.default = { qos = list[1] }
-          end
-          -- GrpTRESMins goes along whenever the association holds it
-          -- (slurmrestd 22.05 crashes on an update that leaves out a TRES
-          -- limit the association holds); -1 removes it
-          if minutes or have_minutes then
-            assoc.max = { tres = { group = { minutes = gpu(minutes or -1) } } }
-          end
-          db(sess, "POST", "associations", { associations = { assoc } })
-        end)
-      else
-        unchanged = unchanged + 1
-      end
-    elseif a and m.revoked and is_blocked then
-      -- revoked, running jobs left to finish (revoke_running = "leave"):
-      -- the user goes once they have ended
-      local left = active_jobs(policy, proj, m)
-      if left == 0 then
-        change("-", "slurm user " .. m.id .. " (revoked, blocked by "
-               .. blocked .. ") removed from accounting: their running "
-               .. "jobs have ended", function()
-          return remove_user(sess, m.id, 0)
-        end)
-      else
-        unchanged = unchanged + 1
-      end
-    elseif a then
-      change("!", "slurm user " .. m.id .. " is in account " .. acct
-             .. " but " .. (m.revoked and "revoked" or "may not submit")
-             .. ": navette team revoke " .. m.id .. " removes them")
-    elseif m.revoked and users[m.id] and coordinator then
-      change("!", "slurm user " .. m.id .. " is a coordinator of account "
-             .. acct .. " but revoked: navette team revoke " .. m.id
-             .. " removes them")
-    end
-    if admin then
-      if not coordinator then
-        change("+", "slurm coordinator " .. m.id .. " of account " .. acct
-               .. (may and "" or (" (a user with no association: submits "
-               .. "nothing)")), function()
-          local u = { name = m.id, coordinators = { { name = acct,
-                                                      direct = 1 } } }
-          if may then u.default = { account = acct } end
-          db(sess, "POST", "users", { users = { u } })
-        end)
-      else
-        unchanged = unchanged + 1
-      end
-    elseif coordinator and not m.revoked then
-      -- dbv0.0.38 adds coordinators (POST users) but has no call that
-      -- removes one (slurmdb_coord_remove is not reachable over REST)
-      change("!", "slurm user " .. m.id .. " is a coordinator of account "
-             .. acct .. " but holds no admin right; slurmrestd 22.05 "
-             .. "removes no coordinator: sacctmgr remove coordinator "
-             .. "user=" .. m.id .. " account=" .. acct)
+end
+
+-- The association of member m, who may submit (f: the facts of
+-- member_changes): in the account, with their roles' QOS and GPU minutes.
+local function association_change(st, m, f)
+  local sess, policy, acct, blocked = st.sess, st.policy, st.acct,
+                                      st.blocked
+  local a, qos, have_qos = f.assoc, f.qos, f.have_qos
+  local minutes = member_minutes(policy, m)
+  local have_minutes = a and gpu_count((((a.max or {}).tres or {})
+                                        .group or {}).minutes)
+  -- the QOS of a role whose quota went (TEAM-ROLE, no longer wanted)
+  local stale = {}
+  for _, q in ipairs(have_qos) do
+    if q ~= blocked and q:sub(1, #policy.name + 1) == policy.name .. "-"
+       and not st.wanted[q] then
+      stale[#stale + 1] = q
     end
   end
-  -- users of the account whom the policy no longer names (a member
-  -- removed from the team file): their association goes, as the rest of
-  -- their rights went with the file's statements and ACL entries; Slurm
-  -- removes none with active jobs in the account, which are theirs to end
-  -- (or navette team revoke's, while they are still in the file)
-  for _, user in ipairs(util.sorted_keys(by_user)) do
+  -- no role QOS: the member keeps what the account's association
+  -- gives (a blocked member, or one whose roles' quota went, gets it
+  -- back)
+  local same_qos = #qos == 0 and not f.is_blocked and #stale == 0
+                   or table.concat(have_qos, ",") == table.concat(qos, ",")
+  if a and same_qos and have_minutes == minutes then
+    st.unchanged = st.unchanged + 1
+    return
+  end
+  change(st, a and "~" or "+", "slurm user " .. m.id .. " in account "
+         .. acct .. (#qos > 0 and (" with QOS " .. table.concat(qos, ","))
+         or "") .. (minutes and (", GrpTRESMins=gres/gpu=" .. minutes)
+         or "") .. (#stale > 0 and ("; QOS " .. table.concat(stale, ",")
+         .. " removed") or "") .. ((have_minutes and not minutes)
+         and "; GrpTRESMins removed" or "") .. (f.is_blocked
+         and " (readmitted: no longer " .. blocked .. ")" or ""),
+         function()
+    db(sess, "POST", "users", { users = { { name = m.id,
+      default = { account = acct } } } })
+    local assoc = { account = acct, user = m.id, cluster = st.cluster }
+    local list = qos
+    if #list == 0 and (f.is_blocked or #stale > 0) then
+      list = st.account_assoc and (st.account_assoc.qos
+                                   or st.account_assoc.QOS) or {}
+    end
+    if #list > 0 then
+      assoc.qos = list
+      assoc.default = { qos = list[1] }
+    end
+    -- GrpTRESMins goes along whenever the association holds it
+    -- (slurmrestd 22.05 crashes on an update that leaves out a TRES
+    -- limit the association holds); -1 removes it
+    if minutes or have_minutes then
+      assoc.max = { tres = { group = { minutes = gpu(minutes or -1) } } }
+    end
+    db(sess, "POST", "associations", { associations = { assoc } })
+  end)
+end
+
+-- Member m who may not submit (revoked, or no right to): a revoked user
+-- left blocked is removed once their jobs have ended; one still in the
+-- account, or a revoked coordinator, is a note for navette team revoke.
+local function outsider_change(st, m, f)
+  local acct = st.acct
+  if f.assoc and m.revoked and f.is_blocked then
+    -- revoked, running jobs left to finish (revoke_running = "leave"):
+    -- the user goes once they have ended
+    local left = active_jobs(st.policy, st.proj, m)
+    if left == 0 then
+      change(st, "-", "slurm user " .. m.id .. " (revoked, blocked by "
+             .. st.blocked .. ") removed from accounting: their running "
+             .. "jobs have ended", function()
+        return remove_user(st.sess, m.id, 0)
+      end)
+    else
+      st.unchanged = st.unchanged + 1
+    end
+  elseif f.assoc then
+    change(st, "!", "slurm user " .. m.id .. " is in account " .. acct
+           .. " but " .. (m.revoked and "revoked" or "may not submit")
+           .. ": navette team revoke " .. m.id .. " removes them")
+  elseif m.revoked and st.users[m.id] and f.coordinator then
+    change(st, "!", "slurm user " .. m.id .. " is a coordinator of account "
+           .. acct .. " but revoked: navette team revoke " .. m.id
+           .. " removes them")
+  end
+end
+
+-- Member m as a coordinator of the account: added when they hold the
+-- admin right; one who no longer does is a note (REST removes none).
+local function coordinator_change(st, m, f)
+  local acct = st.acct
+  if f.admin then
+    if not f.coordinator then
+      change(st, "+", "slurm coordinator " .. m.id .. " of account " .. acct
+             .. (f.may and "" or (" (a user with no association: submits "
+             .. "nothing)")), function()
+        local u = { name = m.id, coordinators = { { name = acct,
+                                                    direct = 1 } } }
+        if f.may then u.default = { account = acct } end
+        db(st.sess, "POST", "users", { users = { u } })
+      end)
+    else
+      st.unchanged = st.unchanged + 1
+    end
+  elseif f.coordinator and not m.revoked then
+    -- dbv0.0.38 adds coordinators (POST users) but has no call that
+    -- removes one (slurmdb_coord_remove is not reachable over REST)
+    change(st, "!", "slurm user " .. m.id .. " is a coordinator of account "
+           .. acct .. " but holds no admin right; slurmrestd 22.05 "
+           .. "removes no coordinator: sacctmgr remove coordinator "
+           .. "user=" .. m.id .. " account=" .. acct)
+  end
+end
+
+-- The changes for one member m of the policy: their token, their
+-- association (or its removal, or a note), their coordinatorship.
+local function member_changes(st, m)
+  local policy = st.policy
+  local f = { may = not m.revoked and team.has(policy, m, "submit"),
+              admin = not m.revoked and team.has(policy, m, "admin"),
+              assoc = st.by_user[m.id],
+              qos = member_qos(policy, m, st.wanted), have_qos = {} }
+  for _, q in ipairs(f.assoc and (f.assoc.qos or f.assoc.QOS) or {}) do
+    f.have_qos[#f.have_qos + 1] = q
+  end
+  table.sort(f.have_qos)
+  f.is_blocked = #f.have_qos == 1 and f.have_qos[1] == st.blocked
+  f.coordinator = is_coordinator(st.users[m.id], st.acct)
+  if f.may or f.admin then token_change(st, m) end
+  if f.may then
+    association_change(st, m, f)
+  else
+    outsider_change(st, m, f)
+  end
+  coordinator_change(st, m, f)
+end
+
+-- Users of the account whom the policy no longer names (a member
+-- removed from the team file): their association goes, as the rest of
+-- their rights went with the file's statements and ACL entries; Slurm
+-- removes none with active jobs in the account, which are theirs to end
+-- (or navette team revoke's, while they are still in the file). A
+-- coordinator the file does not name is a note.
+local function departed_changes(st)
+  local sess, policy, acct, cluster = st.sess, st.policy, st.acct,
+                                      st.cluster
+  for _, user in ipairs(util.sorted_keys(st.by_user)) do
     if not policy.members[user] then
-      change("-", "slurm user " .. user .. " is in account " .. acct
+      change(st, "-", "slurm user " .. user .. " is in account " .. acct
              .. " but not in " .. team.FILE .. ": association removed",
              function()
         local text, err = sess:db("DELETE", "association?account="
@@ -475,16 +524,37 @@ function M.changes(policy, proj)
       end)
     end
   end
-  for _, name in ipairs(util.sorted_keys(users)) do
-    if not policy.members[name] and is_coordinator(users[name], acct) then
-      change("!", "slurm user " .. name .. " is a coordinator of account "
-             .. acct .. " but not in " .. team.FILE .. "; slurmrestd 22.05 "
-             .. "removes no coordinator: sacctmgr remove coordinator user="
-             .. name .. " account=" .. acct)
+  for _, name in ipairs(util.sorted_keys(st.users)) do
+    if not policy.members[name] and is_coordinator(st.users[name], acct) then
+      change(st, "!", "slurm user " .. name .. " is a coordinator of "
+             .. "account " .. acct .. " but not in " .. team.FILE
+             .. "; slurmrestd 22.05 removes no coordinator: sacctmgr "
+             .. "remove coordinator user=" .. name .. " account=" .. acct)
     end
   end
+end
+
+-- The changes that bring slurmdbd to the policy: a list of {service, op
+-- ("+", "~", "-", "!"), what, run} (run nil: a note, nothing to do), and
+-- the count of what already is as wanted. In order: the roles' QOS, the
+-- account and its association, each member, those the file dropped.
+function M.changes(policy, proj)
+  local sess = session(policy, proj)
+  local st = { sess = sess, policy = policy, proj = proj,
+               acct = account_of(policy), changes = {}, unchanged = 0 }
+  st.cluster = cluster_name(sess, policy)
+  st.wanted = M.wanted_qos(policy)
+  qos_changes(st)
+  account_changes(st)
+  st.users = {}
+  for _, u in ipairs(db(sess, "GET", "users").users or {}) do
+    st.users[u.name] = u
+  end
+  st.blocked = nosubmit_qos(policy)
+  for _, m in ipairs(team.members(policy)) do member_changes(st, m) end
+  departed_changes(st)
   -- (the session stays open for the changes' runs; collected after)
-  return changes, unchanged
+  return st.changes, st.unchanged
 end
 
 local function plural(n, word)

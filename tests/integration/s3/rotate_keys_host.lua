@@ -2,7 +2,7 @@
 -- test_rotate_keys.sh with `navette test --host`, which sets the
 -- environment): navette.storage.keys, create_key, remove_key,
 -- check_credential and navette.creds.store, through the trusted modules
--- (require "navette.storage"), as public.lua hands them to recipes.
+-- (require "navette.storage.keys"), as public.lua hands them to recipes.
 -- The declarations are a trusted project's (the trust gate is
 -- trust_test.lua's); creds.store writes into project rot's own folder,
 -- ROT_DIR (~/.navette/rot), never elsewhere (ROT_OUTSIDE).
@@ -10,7 +10,8 @@ local t = test
 local sys, core = _navette.sys, _navette.core
 core.set_trusted(true)
 local creds = require "navette.creds"
-local storage = require "navette.storage"
+local rotation = require "navette.creds.rotation"
+local storage = require "navette.storage.keys"
 
 local function env(name)
   local v = sys.getenv(name)
@@ -155,7 +156,7 @@ t.test("creds.store writes the file source, 0600, read back by get",
        function()
   local old = creds.get("storage-svc")
   t.eq(old:access_key_id(), FIRST_ID)
-  t.eq(creds.store("storage-svc", created), true)
+  t.eq(rotation.store("storage-svc", created), true)
   local st = sys.stat(SVC_FILE)
   t.eq(st.mode & 511, 384) -- 0600
   local now = creds.get("storage-svc")
@@ -170,30 +171,30 @@ end)
 
 t.test("creds.store refuses env and command sources, and a wrong kind",
        function()
-  t.match(t.raises(function() creds.store("env-svc", created) end,
+  t.match(t.raises(function() rotation.store("env-svc", created) end,
                    "environment variables").hint, "source = \"file\"")
-  t.raises(function() creds.store("cmd-svc", created) end,
+  t.raises(function() rotation.store("cmd-svc", created) end,
            "printed by a command")
-  t.raises(function() creds.store("nope", created) end,
+  t.raises(function() rotation.store("nope", created) end,
            "no credential named 'nope'")
-  t.raises(function() creds.store("storage-svc", "a string") end,
+  t.raises(function() rotation.store("storage-svc", "a string") end,
            "credential handle")
   -- what is at the path now must be a credential of the kind, or nothing
   assert(sys.write_file(DIR .. "/junk", "not a credential\n", 384))
-  t.raises(function() creds.store("junk", created) end,
+  t.raises(function() rotation.store("junk", created) end,
            "does not hold a credential of kind s3")
   t.eq(sys.read_file(DIR .. "/junk"), "not a credential\n")
-  t.raises(function() creds.store("outside", created) end,
+  t.raises(function() rotation.store("outside", created) end,
            "outside the folders navette keeps for project rot")
   t.eq(sys.stat(OUTSIDE .. "/fresh.json"), nil, "nothing created outside")
-  t.eq(creds.store("fresh", created), true)
+  t.eq(rotation.store("fresh", created), true)
   t.ok(creds.get("fresh"):equals(created), "a first store creates it")
   -- kinds whose source reads any text are stored only in navette's
   -- folders (their file cannot be told from another)
   local key = _navette.creds.load { name = "k", kind = "hs256",
                                     source = "env",
                                     env = { key = "ROT_ADMIN_SK" } }
-  t.raises(function() creds.store("jwt", key) end,
+  t.raises(function() rotation.store("jwt", key) end,
            "outside the folders navette keeps for project rot")
 end)
 
@@ -246,7 +247,7 @@ t.test("plan mode records and does nothing", function()
   local h = storage.create_key { user = USER, credential = ADMIN }
   t.ok(h:info().not_run, "a stand-in handle")
   t.eq(h:access_key_id(), nil)
-  t.eq(creds.store("storage-svc", h), true)
+  t.eq(rotation.store("storage-svc", h), true)
   t.eq(storage.remove_key { user = USER, access_key = before[1],
                             credential = ADMIN }, true)
   t.eq(#storage.keys { user = USER, credential = ADMIN }, 0)
