@@ -338,10 +338,10 @@ trap nv_on_signal TERM INT HUP
 # would not retry, named in NAVETTE_RETRY_ON ("timeout", "exit:N"), this
 # launcher asks it to requeue the job (nv_launch_requeue; on Slurm,
 # scontrol requeue), so that one failure is retried once, by one of the
-# two, and nothing waits for the laptop. An
-# attempt that ends so appends its line to @OBJECT_CHECKPOINT@/@ATTEMPTS@
-# (the next attempt reads it through NAVETTE_ATTEMPTS_GET), so that the
-# record of the last one lists why each ended. The state lives in files
+# two, and nothing waits for the laptop. An attempt that ends so appends
+# its line to @OBJECT_CHECKPOINT@/@ATTEMPTS@ (the next attempt reads it
+# through NAVETTE_ATTEMPTS_GET), so that the record of the last one lists
+# why each ended. The state lives in files
 # of $nv_work, which the shipper (a subshell) shares.
 nv_attempt=$((${nv_launch_restarts:-0} + 1))
 nv_ckpt_restored=null
