@@ -4,6 +4,7 @@
  * small functions generated here, followed by the fixed part that
  * launcher_remote.sh holds (compiled in as nv_launcher_remote_body). */
 #include "jobs/launcher.h"
+#include "jobs/launcher_internal.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -380,6 +381,11 @@ static int image_function(const cJSON *spec, nv_buf *out, nv_err *err)
 		nv_buf_puts(out, "navette_image() { :; }\n");
 		return 0;
 	}
+	if (nv_launcher_in_container(spec)) {
+		nv_buf_puts(out, "navette_image() { :; } # the launcher runs "
+				 "in it\n");
+		return 0;
+	}
 	assign(out, "NAVETTE_IMAGE", image);
 	assign(out, "NAVETTE_RUNTIME", runtime);
 	nv_buf_puts(
@@ -646,7 +652,8 @@ static void container_command(const cJSON *spec, const cJSON *c,
 }
 
 /* The command as a function; its exit status goes to the status file. In
- * a container: see container_command. */
+ * a container: see container_command; in the container that started the
+ * launcher (spec.launch.in_container), in a code layer's workdir. */
 static int command_function(const cJSON *spec, nv_buf *out, nv_err *err)
 {
 	const cJSON *item, *c;
@@ -664,8 +671,15 @@ static int command_function(const cJSON *spec, nv_buf *out, nv_err *err)
 				  "Docker Desktop) that has none",
 				  string_field(spec, "id"));
 	nv_buf_puts(out, "run_command() {\n\t");
-	if (c)
+	if (c && nv_launcher_in_container(spec) && string_field(c, "workdir")) {
+		nv_buf_puts(out, "cd ");
+		put_workdir(out, string_field(c, "workdir"));
+		nv_buf_puts(out, " && NAVETTE_WORKSPACE=");
+		put_workdir(out, string_field(c, "workdir"));
+		nv_buf_puts(out, " ");
+	} else if (c && !nv_launcher_in_container(spec)) {
 		container_command(spec, c, runtime, container_in_vm(spec), out);
+	}
 	cJSON_ArrayForEach(item, field(spec, "command"))
 	{
 		if (!cJSON_IsString(item))
@@ -1180,7 +1194,8 @@ static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
 		return rc;
 	retry_header(spec, transfer, out);
 	attempts_header(transfer, out);
-	if ((rc = remote_functions(spec, transfer, out, err)) != 0 ||
+	if ((rc = nv_launcher_launch_header(spec, out, err)) != 0 ||
+	    (rc = remote_functions(spec, transfer, out, err)) != 0 ||
 	    (rc = post_function(field(post, "fields"), NULL, id, out, err)) !=
 		    0)
 		return rc;
@@ -1196,7 +1211,7 @@ static const char *const array_same[] = {
 	"commit",    "project", "backend",           "image",
 	"container", "inputs",  "command",           "env",
 	"resources", "success", "failure_condition", "logs",
-	NULL};
+	"launch",    NULL};
 
 /* Whether two fields are alike (both absent, or equal). */
 static int same_field(const cJSON *a, const cJSON *b)
@@ -1348,7 +1363,7 @@ static cJSON *varying_post_fields(const cJSON *specs)
 	return varying;
 }
 
-/* One task's branch of the case on $SLURM_ARRAY_TASK_ID. */
+/* One task's branch of the case on its index (spec.launch.array_index). */
 static int array_task(const cJSON *spec, int k,
 		      const int shared[RECORD_FIELDS_MAX], const cJSON *varying,
 		      nv_buf *out, nv_err *err)
@@ -1391,19 +1406,32 @@ static int array_body(const cJSON *specs, const cJSON *varying, nv_buf *out,
 	const cJSON *first = cJSON_GetArrayItem(specs, 0), *spec;
 	const cJSON *t0 = field(first, "transfer");
 	int shared[RECORD_FIELDS_MAX] = {0};
+	const char *index = nv_launcher_array_index(first);
 	int k = 0, rc;
 
+	/* (the name is checked before it is written) */
+	if ((rc = nv_launcher_launch_header(first, out, err)) != 0)
+		return rc;
+	if (!index)
+		return nv_err_set(err, NV_EINVAL,
+				  "submit the jobs one by one, or on a backend "
+				  "whose prepare names it",
+				  "job %s: a job array needs the variable of "
+				  "its task's index (spec.launch.array_index)",
+				  string_field(first, "id"));
 	record_fields_shared(specs, shared);
-	nv_buf_puts(out, "case ${SLURM_ARRAY_TASK_ID:-} in\n");
+	nv_buf_printf(out, "case ${%s:-} in\n", index);
 	cJSON_ArrayForEach(spec, specs)
 	{
 		if ((rc = array_task(spec, k++, shared, varying, out, err)) !=
 		    0)
 			return rc;
 	}
-	nv_buf_puts(out, "*)\n\techo \"navette: this job array has no task "
-			 "'${SLURM_ARRAY_TASK_ID:-}'\" >&2\n\texit 125\n\t;;\n"
-			 "esac\n");
+	nv_buf_printf(out,
+		      "*)\n\techo \"navette: this job array has no task "
+		      "'${%s:-}'\" >&2\n\texit 125\n\t;;\n"
+		      "esac\n",
+		      index);
 	if ((rc = record_shared_part(first, shared, out, err)) != 0)
 		return rc;
 	nv_buf_puts(out, "NAVETTE_RECORD_HEAD=\"$nv_record_shared"

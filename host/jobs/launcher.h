@@ -25,16 +25,37 @@ const char *nv_launcher_output_reserved(const char *output);
 /* Appends the script for spec. With a "transfer" object (S3 storage), a
  * remote launcher: it fetches code and inputs through presigned URLs and
  * publishes outputs, log, status and run record itself through a POST
- * policy; otherwise a local one (the backend stages and publishes). */
+ * policy; otherwise a local one (the backend stages and publishes).
+ *
+ * What a remote launcher takes from the scheduler is spec.launch, which
+ * the backend's prepare sets (lua/navette/backends/init.lua); every field
+ * may be left out, and without the object the job is one plain run:
+ *   array_index, attempt, node, job    names of variables the scheduler
+ *       sets (checked as nv_launcher_env_name_problem checks a job's):
+ *       an array task's index (0, 1...), the job's restarts counted from
+ *       0 (attempt 1 without it), the node's name (hostname without it),
+ *       the job's reference (the last word of each command below)
+ *   requeue, time_left, timed_out      commands, lists of words (its
+ *       program first; the job's reference is appended): ask the
+ *       scheduler to run the job again (without it, a retry that needs a
+ *       requeue fails saying so), print the seconds the job has left
+ *       (without it the time limit counts from the start), succeed when
+ *       the scheduler stopped the job at its time limit
+ *   scheduler, requeue_needs           texts of messages: its name, and
+ *       what a requeue needs (for the hint of a failed one)
+ *   in_container                       true when the container starts the
+ *       launcher: the launcher then pulls and starts no image
+ * An unknown field, a bad name or word is NV_EINVAL. */
 int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err);
 
 /* A job array's launcher: the tasks of one sweep (specs, a JSON array of
  * remote specs, each with its transfer) that differ only in their id,
  * name, parameters, prefix and signed forms, as one script. Each task
- * finds its own values by $SLURM_ARRAY_TASK_ID (0, 1... in the list's
- * order) in a case at the top; what they share follows once, then the
- * fixed part. A task that differs otherwise is NV_EINVAL naming it, and a
- * script over out's cap is NV_EINVAL too. */
+ * finds its own values by its index (0, 1... in the list's order; the
+ * variable spec.launch.array_index names, as Slurm's
+ * SLURM_ARRAY_TASK_ID) in a case at the top; what they share follows
+ * once, then the fixed part. A task that differs otherwise, specs
+ * without an array_index, and a script over out's cap are NV_EINVAL. */
 #define NV_LAUNCHER_ARRAY_TASKS 1000
 /* Slurm's default batch script limit (max_script_size) */
 #define NV_LAUNCHER_ARRAY_MAX ((size_t)4 * 1024 * 1024)

@@ -10,6 +10,26 @@
 # between two '@' stands for a name of the job record, host/jobs/record.h:
 # a phase, a state, an object; it is filled in when navette generates the
 # launcher.)
+#
+# What depends on the scheduler comes from spec.launch, which the
+# backend's prepare sets (lua/navette/backends/init.lua), written above
+# by navette (host/jobs/launcher_launch.c) as:
+#   nv_launch_scheduler        its name in messages ("Slurm")
+#   nv_launch_restarts         the job's restarts so far, from 0 (the value
+#                              of launch.attempt, e.g. SLURM_RESTART_COUNT)
+#   nv_launch_node             the node's name (launch.node), else hostname
+#   nv_launch_job              the job's reference (launch.job, e.g.
+#                              SLURM_JOB_ID), the last word of the commands
+#   nv_launch_requeue          asks the scheduler to run the job again
+#   nv_launch_time_left        prints the seconds the job has left
+#   nv_launch_timed_out        succeeds when the scheduler stopped the job
+#                              at its time limit
+#   nv_launch_requeue_needs    what a requeue needs, for a failed one's hint
+# A command's nv_launch_*_program is its program, empty when the spec
+# gives none. An array's task index (launch.array_index) is read by the
+# case above; a launcher that its container started (launch.in_container)
+# pulls and starts no image. Without spec.launch the job is one plain
+# run: attempt 1, no requeue, the time limit counted from the start.
 
 # A backend may give the job a folder (the local agent does); otherwise the
 # launcher makes its own and removes it at the end (everything that counts
@@ -231,45 +251,34 @@ nv_shipper_loop() {
 NV_HINT_TIMEOUT="raise resources.time_limit, or save checkpoints and retry \
 on timeout (retries = { on = { \"timeout\" } })"
 
-# On Slurm, whether a SIGTERM came because the job reached its time limit
-# (Slurm's own view of the job: the node asks slurmctld with scontrol).
-nv_slurm_timed_out() {
-	[ -n "${SLURM_JOB_ID:-}" ] && command -v scontrol >/dev/null 2>&1 ||
+# Whether a SIGTERM came because the job reached its time limit, as the
+# scheduler sees the job (nv_launch_timed_out: on Slurm, scontrol asks
+# slurmctld).
+nv_sched_timed_out() {
+	[ -n "$nv_launch_job" ] && [ -n "$nv_launch_timed_out_program" ] &&
+		command -v "$nv_launch_timed_out_program" >/dev/null 2>&1 ||
 		return 1
-	case " $(scontrol -o show job "$SLURM_JOB_ID" 2>/dev/null) " in
-	*" JobState=TIMEOUT "*) return 0 ;;
-	esac
-	return 1
-}
-
-# Slurm's [D-]HH:MM:SS (or MM:SS) as seconds; nothing for UNLIMITED.
-nv_slurm_seconds() {
-	printf '%s\n' "$1" | awk -F'[-:]' '
-		/^[0-9]+-[0-9]+:[0-9]+:[0-9]+$/ { print (($1 * 24 + $2) * 60 + $3) * 60 + $4; exit }
-		/^[0-9]+:[0-9]+:[0-9]+$/ { print ($1 * 60 + $2) * 60 + $3; exit }
-		/^[0-9]+:[0-9]+$/ { print $1 * 60 + $2; exit }'
+	nv_launch_timed_out "$nv_launch_job" >/dev/null 2>&1 </dev/null
 }
 
 # When navette stops the command before the job's time limit (a job with
 # a checkpoint, or that retries on timeout: NAVETTE_WARN_BEFORE seconds
-# before it), in seconds since the epoch; nothing when it does not. Slurm
-# says how long the job has left (scontrol); without scontrol, the limit
-# (NAVETTE_TIME_LIMIT) counts from the launcher's start. (Slurm's own
-# warning signal reaches only job steps, never the batch script, through
-# slurmrestd: this launcher keeps the time itself.)
+# before it), in seconds since the epoch; nothing when it does not. The
+# scheduler says how long the job has left (nv_launch_time_left); when it
+# does not, the limit (NAVETTE_TIME_LIMIT) counts from the launcher's
+# start. (Slurm's own warning signal, for one, reaches only job steps,
+# never the batch script, through slurmrestd: this launcher keeps the time
+# itself.)
 nv_started=$(date +%s)
 nv_deadline() {
 	[ -n "${NAVETTE_WARN_BEFORE:-}" ] || return 0
 	nv_now_s=$(date +%s)
 	nv_left=
-	if [ -n "${SLURM_JOB_ID:-}" ] && command -v scontrol >/dev/null 2>&1; then
-		nv_line=" $(scontrol -o show job "$SLURM_JOB_ID" 2>/dev/null) "
-		nv_limit_s=$(nv_slurm_seconds "$(printf '%s' "$nv_line" |
-			sed -n 's/.* TimeLimit=\([^ ]*\) .*/\1/p')")
-		nv_run_s=$(nv_slurm_seconds "$(printf '%s' "$nv_line" |
-			sed -n 's/.* RunTime=\([^ ]*\) .*/\1/p')")
-		[ -n "$nv_limit_s" ] && [ -n "$nv_run_s" ] &&
-			nv_left=$((nv_limit_s - nv_run_s))
+	if [ -n "$nv_launch_job" ] && [ -n "$nv_launch_time_left_program" ] &&
+		command -v "$nv_launch_time_left_program" >/dev/null 2>&1; then
+		nv_left=$(nv_launch_time_left "$nv_launch_job" 2>/dev/null </dev/null)
+		# a whole number of seconds, or nothing
+		case $nv_left in '' | - | *[!0-9-]* | ?*-*) nv_left= ;; esac
 	fi
 	if [ -z "$nv_left" ] && [ -n "${NAVETTE_TIME_LIMIT:-}" ]; then
 		nv_left=$((NAVETTE_TIME_LIMIT - (nv_now_s - nv_started)))
@@ -295,16 +304,16 @@ the command ${NAVETTE_WARN_BEFORE}s before it, so that it could save a checkpoin
 trap nv_on_time_limit USR1
 
 nv_on_signal() {
-	# (Slurm stopping an attempt this launcher requeued: it is over)
+	# (the scheduler stopping an attempt this launcher requeued: it is over)
 	[ -n "$nv_requeued" ] && exit 0
 	[ -n "$nv_cmd" ] && kill -TERM "$nv_cmd" 2>/dev/null
 	[ -n "$nv_stopped" ] && return
 	nv_stopped=1
 	nv_why=$(cat "$NAVETTE_JOB_DIR/stop-reason" 2>/dev/null)
-	if [ -z "$nv_why" ] && nv_slurm_timed_out; then
+	if [ -z "$nv_why" ] && nv_sched_timed_out; then
 		nv_kind=timeout
-		nv_fail @PHASE_RUNNING@ "the job reached its time limit (Slurm \
-stopped it)" "$NV_HINT_TIMEOUT"
+		nv_fail @PHASE_RUNNING@ "the job reached its time limit \
+($nv_launch_scheduler stopped it)" "$NV_HINT_TIMEOUT"
 		return
 	fi
 	nv_fail @PHASE_RUNNING@ "${nv_why:-the job was stopped by a signal (cancelled, \
@@ -322,18 +331,19 @@ trap nv_on_signal TERM INT HUP
 # one upload replaces it whole), every NAVETTE_CHECKPOINT_EVERY seconds by
 # the log shipper and once more when the command has ended.
 #
-# Retries on Slurm. Slurm counts its requeues of the job
-# (SLURM_RESTART_COUNT): each is an attempt, and one past retries.max
-# (NAVETTE_RETRY_MAX) does not run. Slurm requeues the job itself when its
-# node fails or it is preempted; for the failures Slurm would not retry,
-# named in NAVETTE_RETRY_ON ("timeout", "exit:N"), this launcher asks
-# Slurm to requeue the job (scontrol requeue), so that one failure is
-# retried once, by one of the two, and nothing waits for the laptop. An
-# attempt that ends so appends its line to @OBJECT_CHECKPOINT@/@ATTEMPTS@
-# (the next attempt reads it through NAVETTE_ATTEMPTS_GET), so that the
-# record of the last one lists why each ended. The state lives in files
+# Retries. The scheduler counts its requeues of the job (nv_launch_restarts;
+# Slurm's SLURM_RESTART_COUNT): each is an attempt, and one past
+# retries.max (NAVETTE_RETRY_MAX) does not run. The scheduler requeues the
+# job itself when its node fails or it is preempted; for the failures it
+# would not retry, named in NAVETTE_RETRY_ON ("timeout", "exit:N"), this
+# launcher asks it to requeue the job (nv_launch_requeue; on Slurm,
+# scontrol requeue), so that one failure is retried once, by one of the
+# two, and nothing waits for the laptop. An attempt that ends so appends
+# its line to @OBJECT_CHECKPOINT@/@ATTEMPTS@ (the next attempt reads it
+# through NAVETTE_ATTEMPTS_GET), so that the record of the last one lists
+# why each ended. The state lives in files
 # of $nv_work, which the shipper (a subshell) shares.
-nv_attempt=$((${SLURM_RESTART_COUNT:-0} + 1))
+nv_attempt=$((${nv_launch_restarts:-0} + 1))
 nv_ckpt_restored=null
 nv_ckpt_ran=
 
@@ -385,8 +395,10 @@ nv_checkpoint_save() {
 	rm -f "$nv_work/ckpt.new"
 }
 
-# Why an attempt that left no line ended (Slurm requeued it itself).
-NV_REQUEUED="Slurm requeued the job (its node failed, or it was preempted)"
+# Why an attempt that left no line ended (the scheduler requeued it
+# itself).
+NV_REQUEUED="$nv_launch_scheduler requeued the job (its node failed, or it \
+was preempted)"
 
 # The lines of the attempts list that this launcher writes (nv_step_retry),
 # and no other shape: what the next attempt puts in its record stays JSON.
@@ -417,8 +429,8 @@ nv_step_attempt() {
 	[ -n "${NAVETTE_RETRY_MAX:-}" ] || return 0
 	nv_attempts_load
 	[ "$nv_attempt" -gt $((NAVETTE_RETRY_MAX + 1)) ] || return 0
-	nv_fail @PHASE_ACCEPTED@ "Slurm requeued the job $((nv_attempt - 1)) \
-times; retries.max is $NAVETTE_RETRY_MAX" "see why its attempts ended \
+	nv_fail @PHASE_ACCEPTED@ "$nv_launch_scheduler requeued the job \
+$((nv_attempt - 1)) times; retries.max is $NAVETTE_RETRY_MAX" "see why its attempts ended \
 (navette logs ID), then run the recipe again"
 }
 
@@ -440,39 +452,44 @@ nv_attempts_note() {
 		nv_k=$((nv_k + 1))
 	done
 	printf 'navette: attempt %s of %s starts on %s\n' "$nv_attempt" \
-		"$((NAVETTE_RETRY_MAX + 1))" "${SLURMD_NODENAME:-$(hostname)}"
+		"$((NAVETTE_RETRY_MAX + 1))" "${nv_launch_node:-$(hostname)}"
 }
 
 # The failure this attempt ended with, if the job retries it itself
 # (NAVETTE_RETRY_ON) and has an attempt left: ends the attempt (its log,
-# its checkpoint, its line in the attempts list), asks Slurm to requeue
-# the job, and waits to be stopped. Returns when Slurm would not.
+# its checkpoint, its line in the attempts list), asks the scheduler to
+# requeue the job, and waits to be stopped. Returns when the scheduler
+# would not, or when the backend gave no way to ask it (no spec.launch).
 nv_step_retry() {
-	[ -n "$nv_kind" ] && [ -n "${NAVETTE_RETRY_MAX:-}" ] &&
-		[ -n "${SLURM_JOB_ID:-}" ] || return 0
+	[ -n "$nv_kind" ] && [ -n "${NAVETTE_RETRY_MAX:-}" ] || return 0
+	# (a launcher run outside its scheduler: not its job to requeue)
+	[ -z "$nv_launch_requeue_program" ] || [ -n "$nv_launch_job" ] ||
+		return 0
 	case " ${NAVETTE_RETRY_ON:-} " in *" $nv_kind "*) ;; *) return 0 ;; esac
 	if [ "$nv_attempt" -gt "$NAVETTE_RETRY_MAX" ]; then
 		nv_freason="$nv_freason; attempt $nv_attempt of \
 $((NAVETTE_RETRY_MAX + 1)), no retry left"
 		return 0
 	fi
+	if [ -z "$nv_launch_requeue_program" ]; then
+		nv_freason="$nv_freason; it was not retried: the launcher has no \
+way to requeue the job (its backend gave none)"
+		nv_fhint="retries of $nv_kind need $nv_launch_requeue_needs"
+		return 0
+	fi
 	nv_stop_shipper
 	nv_checkpoint_save now
 	printf '{"attempt":%s,"state":"failed","failure":"%s","reason":%s,"node":%s,"ended":"%s","log_chunks":%s}\n' \
 		"$nv_attempt" "$nv_kind" "$(nv_json "$nv_freason")" \
-		"$(nv_json "${SLURMD_NODENAME:-$(hostname)}")" "$(nv_now)" \
+		"$(nv_json "${nv_launch_node:-$(hostname)}")" "$(nv_now)" \
 		"$nv_log_chunk" >>"$nv_work/attempts"
 	nv_publish "@OBJECT_CHECKPOINT@/@ATTEMPTS@" "$nv_work/attempts" || :
-	# an array's task is JOB_TASK: the array's own id would requeue all
-	nv_sjob=$SLURM_JOB_ID
-	[ -n "${SLURM_ARRAY_JOB_ID:-}" ] && [ -n "${SLURM_ARRAY_TASK_ID:-}" ] &&
-		nv_sjob=${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID
-	if ! command -v scontrol >/dev/null 2>&1; then
-		nv_rq_err="the node has no scontrol"
+	if ! command -v "$nv_launch_requeue_program" >/dev/null 2>&1; then
+		nv_rq_err="the node has no $nv_launch_requeue_program"
 	else
 		nv_requeued=1
-		if nv_rq_err=$(scontrol requeue "$nv_sjob" 2>&1); then
-			# Slurm stops this attempt now (nv_on_signal exits)
+		if nv_rq_err=$(nv_launch_requeue "$nv_launch_job" 2>&1 </dev/null); then
+			# the scheduler stops this attempt now (nv_on_signal exits)
 			nv_t=0
 			while [ "$nv_t" -lt 300 ]; do
 				sleep 1
@@ -482,10 +499,9 @@ $((NAVETTE_RETRY_MAX + 1)), no retry left"
 		fi
 		nv_requeued=
 	fi
-	nv_freason="$nv_freason; its retry failed: Slurm did not requeue the \
-job ($(printf '%s' "$nv_rq_err" | tr -d '\n' | cut -c1-200))"
-	nv_fhint="retries of $nv_kind need the node's scontrol and a cluster \
-that lets a job be requeued (JobRequeue, the partition): check them"
+	nv_freason="$nv_freason; its retry failed: $nv_launch_scheduler did not \
+requeue the job ($(printf '%s' "$nv_rq_err" | tr -d '\n' | cut -c1-200))"
+	nv_fhint="retries of $nv_kind need $nv_launch_requeue_needs: check them"
 }
 
 # The record's attempts and checkpoints (when the job has them), as
@@ -499,13 +515,13 @@ nv_attempts_json() {
 			if [ -n "$nv_l" ]; then
 				printf '%s,' "${nv_l%,\"log_chunks\":*}}"
 			else
-				printf '{"attempt":%s,"state":"failed","failure":"requeued","reason":"%s"},' \
-					"$nv_k" "$NV_REQUEUED"
+				printf '{"attempt":%s,"state":"failed","failure":"requeued","reason":%s},' \
+					"$nv_k" "$(nv_json "$NV_REQUEUED")"
 			fi
 			nv_k=$((nv_k + 1))
 		done
 		printf '{"attempt":%s,"state":"%s","node":%s,"ended":"%s"}]' \
-			"$nv_attempt" "$nv_state" "$(nv_json "${SLURMD_NODENAME:-$(hostname)}")" \
+			"$nv_attempt" "$nv_state" "$(nv_json "${nv_launch_node:-$(hostname)}")" \
 			"$(nv_now)"
 	fi
 	if [ -n "${NAVETTE_CHECKPOINT_GET:-}" ]; then

@@ -122,6 +122,8 @@ local function task_spec(k, params)
     image = "host", command = { "sh", "-c", "true" }, params = params,
     inputs = json.array({}), success = { exit_codes = { 0 } },
     submitted_at = "2026-12-04T10:10:1" .. k .. "Z",
+    -- (as the Slurm backend's prepare sets it)
+    launch = { scheduler = "Slurm", array_index = "SLURM_ARRAY_TASK_ID" },
     transfer = {
       prefix = "root/demo/" .. id .. "/", output_url = "s3://b/demo/" .. id
       .. "/", code = { url = "http://s3/code?sig=1", sha256 = "ab" },

@@ -32,6 +32,8 @@ static const char spec_text[] =
 /* ---- the remote launcher ---------------------------------------------- */
 
 static char rdir[] = "/tmp/navette-remote-XXXXXX";
+/* what a scheduler would set for the next run_remote (NAME=value ...) */
+static const char *remote_env = "";
 
 static void shell(const char *cmd)
 {
@@ -135,10 +137,10 @@ static cJSON *run_remote(cJSON *spec, const char *run_sh, int *status)
 	nv_buf_free(&b);
 	snprintf(cmd, sizeof(cmd),
 		 "env -i PATH=%s/bin:/usr/bin:/bin NAVETTE_JOB_DIR=%s/job "
-		 "FAKE_STORE=%s/store FAKE_PREFIX=p/p-2/ "
+		 "FAKE_STORE=%s/store FAKE_PREFIX=p/p-2/ %s "
 		 "NAVETTE_LOG_INTERVAL=1 /bin/sh %s/launcher.sh "
 		 ">%s/launcher.out 2>&1",
-		 rdir, rdir, rdir, rdir, rdir);
+		 rdir, rdir, rdir, remote_env, rdir, rdir);
 	int rc = system(cmd);
 	*status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 	snprintf(path, sizeof(path), "%s/store/p/p-2/navette-run.json", rdir);
@@ -278,6 +280,194 @@ static void test_remote_secrets(const char *sha, long size)
 	cJSON_Delete(spec);
 	nv_secret_free(tok);
 	nv_secret_free(reg);
+}
+
+/* The generated script for spec, or NULL with *rc its error. */
+static char *script_of(const cJSON *spec, int *rc, nv_err *err)
+{
+	nv_buf b;
+
+	nv_buf_init(&b, NV_LAUNCHER_MAX);
+	*rc = nv_launcher_script(spec, &b, err);
+	if (*rc) {
+		nv_buf_free(&b);
+		return NULL;
+	}
+	return b.data;
+}
+
+/* Whether spec with launch (JSON) is refused, the message naming what. */
+static int launch_refused(const char *sha, const char *launch, const char *what)
+{
+	cJSON *spec = remote_spec(sha, 1, NULL, NULL);
+	nv_err err;
+	int rc;
+	char *text;
+
+	cJSON_AddItemToObject(spec, "launch", cJSON_Parse(launch));
+	text = script_of(spec, &rc, &err);
+	free(text);
+	cJSON_Delete(spec);
+	return rc == NV_EINVAL && strstr(err.message, what) != NULL;
+}
+
+/* spec.launch, the scheduler's values (launcher.h): without it one plain
+ * run that cannot requeue, whatever the node's environment says; with
+ * another scheduler's, its variables and commands, quoted; an array's
+ * case on its index variable; bad names and words refused; a launcher
+ * that its container started runs the command in place. */
+static void test_launch(const char *sha, long size)
+{
+	char path[600], *text, *got;
+	const char *reason;
+	nv_err err;
+	int status, rc;
+	cJSON *spec, *rec, *specs;
+
+	/* a stand-in scontrol that leaves a mark when asked anything */
+	snprintf(path, sizeof(path), "%s/bin/scontrol", rdir);
+	{
+		char sc[700];
+		snprintf(sc, sizeof(sc),
+			 "#!/bin/sh\necho \"$*\" >> %s/asked\necho "
+			 "denied\nexit 1\n",
+			 rdir);
+		CHECK(nv_write_file_atomic(path, sc, strlen(sc), 0755, &err) ==
+		      0);
+	}
+
+	/* no launch: attempt 1 whatever SLURM_RESTART_COUNT says, and a
+	 * retry that needs a requeue fails saying why */
+	spec = remote_spec(sha, size, NULL, NULL);
+	cJSON_AddItemToObject(spec, "retries",
+			      cJSON_Parse("{\"max\":2,\"on\":[\"exit:3\"]}"));
+	text = script_of(spec, &rc, &err);
+	CHECK(rc == 0 && text && !strstr(text, "${SLURM") &&
+	      strstr(text, "\nnv_launch_requeue_program=\n"));
+	free(text);
+	remote_env = "NAVETTE_RETRY_ON=exit:3 SLURM_JOB_ID=77 "
+		     "SLURM_RESTART_COUNT=1 SLURMD_NODENAME=slurm-node";
+	rec = run_remote(spec, "exit 3\n", &status);
+	CHECK(rec != NULL);
+	CHECK_STR(rstr(rec, "failure", "phase"), "running");
+	reason = rstr(rec, "failure", "reason");
+	CHECK(reason && strstr(reason, "exited with status 3") &&
+	      strstr(reason, "no way to requeue the job"));
+	CHECK(rstr(rec, "failure", "hint") &&
+	      strstr(rstr(rec, "failure", "hint"), "spec.launch.requeue"));
+	CHECK(cJSON_GetObjectItem(rec, "attempt") &&
+	      cJSON_GetObjectItem(rec, "attempt")->valuedouble == 1);
+	got = cJSON_PrintUnformatted(cJSON_GetObjectItem(rec, "attempts"));
+	CHECK(got && !strstr(got, "slurm-node"));
+	free(got);
+	snprintf(path, sizeof(path), "%s/asked", rdir);
+	CHECK(access(path, F_OK) != 0);
+	cJSON_Delete(rec);
+
+	/* another scheduler's values: its restarts, node and job reference,
+	 * its requeue command (words quoted, the reference last) */
+	cJSON_AddItemToObject(
+		spec, "launch",
+		cJSON_Parse("{\"scheduler\":\"Kube\",\"attempt\":\"RESTARTS\","
+			    "\"node\":\"MY_NODE\",\"job\":\"MY_JOB\","
+			    "\"requeue\":[\"scontrol\",\"it's $(touch "
+			    "pwned)\"],\"requeue_needs\":\"a kind "
+			    "cluster\"}"));
+	remote_env = "NAVETTE_RETRY_ON=exit:3 RESTARTS=1 MY_NODE=kube-node "
+		     "MY_JOB=j-7 SLURM_JOB_ID=77";
+	rec = run_remote(spec, "exit 3\n", &status);
+	CHECK(rec != NULL);
+	reason = rstr(rec, "failure", "reason");
+	CHECK(reason &&
+	      strstr(reason, "Kube did not requeue the job (denied)"));
+	CHECK(rstr(rec, "failure", "hint") &&
+	      strstr(rstr(rec, "failure", "hint"), "a kind cluster"));
+	CHECK(cJSON_GetObjectItem(rec, "attempt") &&
+	      cJSON_GetObjectItem(rec, "attempt")->valuedouble == 2);
+	got = cJSON_PrintUnformatted(cJSON_GetObjectItem(rec, "attempts"));
+	CHECK(got && strstr(got, "\"node\":\"kube-node\""));
+	free(got);
+	snprintf(path, sizeof(path), "%s/asked", rdir);
+	CHECK(nv_read_file(&got, &(size_t){0}, path, 4096, &err) == 0);
+	CHECK_STR(got, "it's $(touch pwned) j-7\n");
+	free(got);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/job/workspace/pwned", rdir);
+	CHECK(access(path, F_OK) != 0);
+	cJSON_Delete(rec);
+	remote_env = "";
+
+	/* a launcher its container started: no runtime, no pull */
+	cJSON_DeleteItemFromObject(spec, "retries");
+	cJSON_ReplaceItemInObject(spec, "launch",
+				  cJSON_Parse("{\"in_container\":true}"));
+	cJSON_AddItemToObject(spec, "container",
+			      cJSON_Parse("{\"image\":\"reg/app@sha256:ab\","
+					  "\"runtime\":\"/nowhere/podman\"}"));
+	text = script_of(spec, &rc, &err);
+	CHECK(rc == 0 && text && !strstr(text, "/nowhere/podman"));
+	free(text);
+	rec = run_remote(spec, "touch \"$NAVETTE_OUTPUTS/ran\"\n", &status);
+	CHECK_STR(rstr(rec, "state", NULL), "succeeded");
+	CHECK(store_has("p/p-2/ran"));
+	cJSON_Delete(rec);
+	cJSON_Delete(spec);
+
+	/* an array's tasks chosen by the scheduler's index variable */
+	specs = cJSON_CreateArray();
+	for (int k = 0; k < 2; k++) {
+		spec = remote_spec(sha, size, NULL, NULL);
+		cJSON_ReplaceItemInObject(
+			spec, "id", cJSON_CreateString(k ? "p-3" : "p-2"));
+		cJSON_AddItemToObject(spec, "launch",
+				      cJSON_Parse("{\"array_index\":"
+						  "\"JOB_COMPLETION_INDEX\"}"));
+		cJSON_AddItemToArray(specs, spec);
+	}
+	{
+		nv_buf b;
+		nv_buf_init(&b, NV_LAUNCHER_ARRAY_MAX);
+		CHECK(nv_launcher_array_script(specs, &b, &err) == 0);
+		CHECK(b.data &&
+		      strstr(b.data, "\ncase ${JOB_COMPLETION_INDEX:-} in\n") &&
+		      strstr(b.data, "no task '${JOB_COMPLETION_INDEX:-}'") &&
+		      !strstr(b.data, "${SLURM"));
+		nv_buf_free(&b);
+		/* without an index variable there is no array */
+		cJSON_ArrayForEach(spec, specs)
+			cJSON_DeleteItemFromObject(spec, "launch");
+		nv_buf_init(&b, NV_LAUNCHER_ARRAY_MAX);
+		CHECK(nv_launcher_array_script(specs, &b, &err) == NV_EINVAL);
+		CHECK(strstr(err.message, "array_index") != NULL);
+		nv_buf_free(&b);
+		cJSON_ArrayForEach(spec, specs) cJSON_AddItemToObject(
+			spec, "launch",
+			cJSON_Parse("{\"array_index\":\"X;id\"}"));
+		nv_buf_init(&b, NV_LAUNCHER_ARRAY_MAX);
+		CHECK(nv_launcher_array_script(specs, &b, &err) == NV_EINVAL);
+		CHECK(b.len == 0 || !strstr(b.data, "X;id"));
+		nv_buf_free(&b);
+	}
+	cJSON_Delete(specs);
+
+	/* what a spec may not give */
+	CHECK(launch_refused(sha, "{\"array_index\":\"A;rm -rf /\"}",
+			     "array_index"));
+	CHECK(launch_refused(sha, "{\"attempt\":\"NAVETTE_JOB_ID\"}",
+			     "attempt"));
+	CHECK(launch_refused(sha, "{\"node\":\"PATH\"}", "node"));
+	CHECK(launch_refused(sha, "{\"job\":7}", "job"));
+	CHECK(launch_refused(sha, "{\"arrayindex\":\"I\"}", "arrayindex"));
+	CHECK(launch_refused(sha, "{\"job\":\"J\",\"requeue\":[]}", "requeue"));
+	CHECK(launch_refused(sha, "{\"job\":\"J\",\"requeue\":[\"\"]}",
+			     "requeue"));
+	CHECK(launch_refused(sha, "{\"job\":\"J\",\"time_left\":[1]}",
+			     "time_left"));
+	CHECK(launch_refused(sha, "{\"timed_out\":[\"t\"]}", "no job"));
+	CHECK(launch_refused(sha, "{\"scheduler\":\"a\\nb\"}", "scheduler"));
+	CHECK(launch_refused(sha, "{\"in_container\":\"yes\"}",
+			     "in_container"));
+	CHECK(launch_refused(sha, "[\"SLURM_JOB_ID\"]", "not an object"));
 }
 
 static void test_remote(void)
@@ -511,6 +701,7 @@ static void test_remote(void)
 	nv_buf_free(&b);
 	cJSON_Delete(spec);
 	test_remote_secrets(sha, (long)strlen(data));
+	test_launch(sha, (long)strlen(data));
 	nv_remove_tree(rdir, &err);
 }
 

@@ -28,7 +28,21 @@
 --                             raises a recipe error
 --   prepare?(spec, profile)   completes a spec with what reaches the job
 --                             again (never a secret); spec.requeue is the
---                             job's own, nil when it says nothing
+--                             job's own, nil when it says nothing. A
+--                             backend that runs the remote launcher sets
+--                             spec.launch, what the launcher takes from
+--                             its scheduler (host/jobs/launcher.h; none:
+--                             one plain run, no array, no requeue):
+--                             { scheduler = "Slurm",  (its name in messages)
+--                               array_index = VAR, attempt = VAR (restarts
+--                               from 0), node = VAR, job = VAR (the job's
+--                               reference: the last word of each command),
+--                               requeue = {words}, time_left = {words}
+--                               (prints seconds), timed_out = {words}
+--                               (succeeds: stopped at the time limit),
+--                               requeue_needs = text (a failed one's hint),
+--                               in_container = true when the container
+--                               starts the launcher (it starts none) }
 --   dependencies?             true when the backend runs a job after the
 --                             jobs its spec.after names (their ids), and
 --                             cancels it when one fails; a job with

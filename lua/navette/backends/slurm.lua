@@ -151,6 +151,49 @@ function M.prepare(spec, profile)
   spec.slurm = {}
   for k, v in pairs(profile.slurm) do spec.slurm[k] = v end
   spec.slurm.max_token_lifespan = profile.max_token_lifespan
+  -- What the remote launcher takes from Slurm (host/jobs/launcher.h): the
+  -- commands ask slurmctld through the node's scontrol, $1 the job's id.
+  spec.launch = {
+    scheduler = "Slurm",
+    array_index = "SLURM_ARRAY_TASK_ID",
+    attempt = "SLURM_RESTART_COUNT",
+    node = "SLURMD_NODENAME",
+    job = "SLURM_JOB_ID",
+    -- an array's task is JOB_TASK: the array's own id would requeue all
+    requeue = { "sh", "-c", [[
+command -v scontrol >/dev/null 2>&1 || { echo "the node has no scontrol"; exit 1; }
+[ -n "${SLURM_ARRAY_JOB_ID:-}" ] && [ -n "${SLURM_ARRAY_TASK_ID:-}" ] &&
+	set -- "${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID"
+exec scontrol requeue "$1"]], "sh" },
+    requeue_needs = "the node's scontrol and a cluster that lets a job be "
+                    .. "requeued (JobRequeue, the partition)",
+    -- TimeLimit less RunTime, each [D-]HH:MM:SS or MM:SS; nothing for
+    -- UNLIMITED
+    time_left = { "sh", "-c", [[
+command -v scontrol >/dev/null 2>&1 || exit 1
+scontrol -o show job "$1" 2>/dev/null | awk '
+function secs(t, a) {
+	split(t, a, /[-:]/)
+	if (t ~ /^[0-9]+-[0-9]+:[0-9]+:[0-9]+$/) return ((a[1] * 24 + a[2]) * 60 + a[3]) * 60 + a[4]
+	if (t ~ /^[0-9]+:[0-9]+:[0-9]+$/) return (a[1] * 60 + a[2]) * 60 + a[3]
+	if (t ~ /^[0-9]+:[0-9]+$/) return a[1] * 60 + a[2]
+	return ""
+}
+{
+	for (i = 1; i <= NF; i++) {
+		if ($i ~ /^TimeLimit=/) limit = secs(substr($i, 11))
+		if ($i ~ /^RunTime=/) run = secs(substr($i, 9))
+	}
+}
+END { if (limit != "" && run != "") print limit - run }']], "sh" },
+    timed_out = { "sh", "-c", [[
+command -v scontrol >/dev/null 2>&1 || exit 1
+case " $(scontrol -o show job "$1" 2>/dev/null) " in
+*" JobState=TIMEOUT "*) exit 0 ;;
+esac
+exit 1]], "sh" },
+    in_container = false,
+  }
 end
 
 -- The profile's nodes, taken in turn by a sweep's jobs.
