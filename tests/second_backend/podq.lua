@@ -53,7 +53,10 @@ function M.prepare(spec, profile)
   spec.podq = { endpoint = profile.podq.endpoint, inbox = profile.podq.inbox,
                 credential = profile.podq.credential,
                 image = profile.podq.image }
-  spec.launch = { array_index = "JOB_COMPLETION_INDEX", in_container = true }
+  -- (the launcher: the controller's index of a task, and a container
+  -- that starts the launcher rather than one the launcher starts)
+  spec.launch = { scheduler = "podq", array_index = "JOB_COMPLETION_INDEX",
+                  in_container = true }
 end
 
 -- (the contract's questions)

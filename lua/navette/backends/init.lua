@@ -14,6 +14,19 @@
 --                                       wiring line)
 --   tests/lua/, tests/integration/<name>/, tests/unit/, tests/fuzz/
 --                                       its tests
+-- As they are now:
+--   local   backends/local.lua; host/jobs/agent*.c (the agent, its
+--           sandbox, retries, checkpoints, publication), launcher.c's
+--           local launcher; _navette.jobs (jobs_lua.c); tests/integration/
+--           local/, tests/lua/runner_test.lua
+--   slurm   backends/slurm.lua (the slurmrestd wire: settings, tokens,
+--           sessions) over lua/navette/slurm/ (the job logic, behind a
+--           session interface a Slurm-over-SSH backend can reuse);
+--           host/jobs/slurm*.c and slurm_lua.c (NV_NATIVE(slurm));
+--           tests/integration/slurm/, tests/lua/slurm_backend_test.lua,
+--           tests/unit/test_slurm*.c, tests/fuzz/fuzz_slurm_response.c
+--   and tests/second_backend/ (podq), which test_second_backend adds to a
+--   clone to prove the list above is all a backend needs.
 -- Settings, documentation (settings_doc, check_credential_doc: the LuaLS
 -- file and `navette help`) and what the launcher needs (prepare) come from
 -- the file itself.

@@ -331,7 +331,7 @@ wait "$RUNNER" 2>/dev/null
 LOST=$("$NAVETTE" jobs --json | json '[j["id"] for j in d if j["profile"] == "slow"][0]')
 check_match "the killed run left its job recorded" "$LOST" '^hpc-'
 check_eq "the killed run never had Slurm's answer (no Slurm id recorded)" \
-	"$("$NAVETTE" jobs --json | json "[j.get('remote_id') for j in d if j['id'] == '$LOST'][0]")" None
+	"$("$NAVETTE" jobs --json | json "[j.get('remote_id') for j in d if j['id'] == '$LOST'][0]")" null
 wait_for 20 sh -c "scontrol -o show jobs | grep -q ' JobName=$LOST '"
 check_eq "Slurm has the job the lost answer was for" "$(squeue_named "$LOST")" 1
 nv_in "$R" run recipes/same.lua --profile slow --wait
