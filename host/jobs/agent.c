@@ -385,7 +385,7 @@ static void queue_phase(agent *a, const job *j, const char *name)
 {
 	nv_err err;
 
-	if (nv_queue_phase(a->queue, j->id, name, nv_now(), &err) != 0)
+	if (nv_jobdb_phase(a->queue, j->id, name, nv_now(), &err) != 0)
 		agent_log("job %s: cannot record phase %s: %s", j->id, name,
 			  err.message);
 }
@@ -943,7 +943,7 @@ static int start(agent *a, job *j, nv_record_outcome *o)
 	j->attempt_started = nv_now();
 	j->ckpt_saved = j->started;
 	launcher_identity_write(j);
-	if (nv_queue_set_pid(a->queue, j->id, (long)pid, &err) != 0)
+	if (nv_jobdb_set_pid(a->queue, j->id, (long)pid, &err) != 0)
 		agent_log("job %s: %s", j->id, err.message);
 	agent_log("job %s: launcher started, pid %ld%s", j->id, (long)pid,
 		  j->container                     ? ""
@@ -1107,7 +1107,7 @@ static void follow(agent *a, job *j, int *done)
 	/* (a cancel while a time limit stops the job is a cancel too: the
 	 * job ends cancelled, and a cancel is never retried) */
 	if ((!j->killed || j->killed == KILL_TIMEOUT) &&
-	    nv_queue_cancel_requested(a->queue, j->id, &requested, &err) == 0 &&
+	    nv_jobdb_cancel_requested(a->queue, j->id, &requested, &err) == 0 &&
 	    requested) {
 		int stopping = j->killed != KILL_NONE;
 
@@ -1245,7 +1245,7 @@ static void take_jobs(agent *a)
 	while (a->running < a->slots) {
 		char *id = NULL, *spec = NULL;
 		nv_err err;
-		if (nv_queue_claim(a->queue, &id, &spec, &err) != 0) {
+		if (nv_jobdb_claim(a->queue, &id, &spec, &err) != 0) {
 			agent_log("cannot read the queue: %s", err.message);
 			return;
 		}
@@ -1292,7 +1292,7 @@ static int work_waiting(agent *a)
 {
 	int queued = 0, running = 0;
 	nv_err err;
-	if (nv_queue_active(a->queue, &queued, &running, &err) != 0)
+	if (nv_jobdb_active(a->queue, &queued, &running, &err) != 0)
 		return 1;
 	return queued > 0;
 }
@@ -1371,7 +1371,7 @@ int nv_agent_run(const char *home, nv_err *err)
 		return nv_err_set(err, NV_EREFUSED, NULL,
 				  "another agent is running for %s", home);
 	}
-	if (nv_queue_open(&a.queue, home, err) != 0) {
+	if (nv_jobdb_open(&a.queue, home, err) != 0) {
 		close(lockfd);
 		return err->code;
 	}
@@ -1403,7 +1403,7 @@ int nv_agent_run(const char *home, nv_err *err)
 	/* The jobs a previous agent left: each is adopted or ended before
 	 * the starter hears "ready", so a read that started this agent
 	 * shows where they are now. */
-	nv_queue_each_running(a.queue, adopt, &a, err);
+	nv_jobdb_each_running(a.queue, adopt, &a, err);
 	follow_all(&a);
 	agent_ready();
 
@@ -1440,7 +1440,7 @@ int nv_agent_run(const char *home, nv_err *err)
 		job_free(a.jobs);
 		a.jobs = next;
 	}
-	nv_queue_close(a.queue);
+	nv_jobdb_close(a.queue);
 	close(lockfd);
 	return 0;
 }

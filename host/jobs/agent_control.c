@@ -17,7 +17,7 @@
 #include "core/fsutil.h"
 #include "jobs/agent.h"
 #include "jobs/agent_internal.h"
-#include "jobs/queue.h"
+#include "jobs/jobdb.h"
 
 static long lock_pid(const char *home)
 {
@@ -67,17 +67,17 @@ static int queue_counts(const char *home, int *queued, int *running,
 {
 	char path[PATH_CAP];
 	struct stat st;
-	nv_queue *q = NULL;
+	nv_jobdb *q = NULL;
 	int rc;
 
 	*queued = *running = 0;
 	nv_pathf(path, sizeof(path), "%s/jobs.db", home);
 	if (stat(path, &st) != 0)
 		return 0;
-	if ((rc = nv_queue_open(&q, home, err)) != 0)
+	if ((rc = nv_jobdb_open(&q, home, err)) != 0)
 		return rc;
-	rc = nv_queue_active(q, queued, running, err);
-	nv_queue_close(q);
+	rc = nv_jobdb_active(q, queued, running, err);
+	nv_jobdb_close(q);
 	return rc;
 }
 

@@ -229,7 +229,7 @@ static void build_record(agent *a, const job *j, const nv_record_outcome *o,
 			cJSON_AddItemToObject(record, *k,
 					      cJSON_Duplicate(v, 1));
 	}
-	if (nv_queue_get_json(a->queue, j->id, &json, &err) == 0 &&
+	if (nv_jobdb_get_json(a->queue, j->id, &json, &err) == 0 &&
 	    (row = cJSON_Parse(json)) != NULL) {
 		cJSON *ph = cJSON_DetachItemFromObject(row, "phases");
 		if (ph)
@@ -276,7 +276,7 @@ static void finish(agent *a, job *j, nv_record_outcome *o,
 	 * time the job reads as ended */
 	agent_secrets_remove(j);
 	for (int attempt = 0;; attempt++) {
-		if (nv_queue_finish(
+		if (nv_jobdb_finish(
 			    a->queue, j->id, nv_record_state_name(o->state),
 			    j->have_exit ? j->exit_code : -1001,
 			    failed ? nv_record_phase_name(o->phase) : NULL,

@@ -10,7 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/nv_err.h"
-#include "jobs/queue.h"
+#include "jobs/jobdb.h"
 #include "jobs/record.h"
 #include "storage/filestore.h"
 
@@ -72,7 +72,7 @@ typedef struct agent_sandbox {
 
 typedef struct agent {
 	char home[PATH_CAP];
-	nv_queue *queue;
+	nv_jobdb *queue;
 	job *jobs;
 	int running;
 	int slots;

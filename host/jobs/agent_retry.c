@@ -204,7 +204,7 @@ int agent_retry_wanted(agent *a, job *j, const nv_record_outcome *o)
 	log_note(j, line);
 	j->attempt++;
 	agent_attempts_save(j);
-	if (nv_queue_set_attempt(a->queue, j->id, j->attempt, &err) != 0)
+	if (nv_jobdb_set_attempt(a->queue, j->id, j->attempt, &err) != 0)
 		agent_log("job %s: %s", j->id, err.message);
 	agent_log("job %s: %s, attempt %d starts", j->id, kind, j->attempt);
 	return 1;

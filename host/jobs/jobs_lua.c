@@ -19,7 +19,7 @@
 #include "core/nv_lua.h"
 #include "jobs/agent.h"
 #include "jobs/launcher.h"
-#include "jobs/queue.h"
+#include "jobs/jobdb.h"
 #include "jobs/secrets.h"
 #include "creds/creds_lua.h"
 
@@ -34,7 +34,7 @@
 #define OWNED_MT "navette.jobs.owned"
 
 typedef struct {
-	nv_queue *q; /* NULL: closed */
+	nv_jobdb *q; /* NULL: closed */
 	char home[]; /* NUL-terminated, for the agent calls */
 } jobdb;
 
@@ -59,7 +59,7 @@ static int l_jobdb_open(lua_State *L)
 	db->q = NULL;
 	memcpy(db->home, home, len + 1);
 	luaL_setmetatable(L, JOBDB_MT);
-	if (nv_queue_open(&db->q, db->home, &err) != 0)
+	if (nv_jobdb_open(&db->q, db->home, &err) != 0)
 		return nv_lua_push_error(L, &err); // (db collected closed)
 	return 1;
 }
@@ -70,7 +70,7 @@ static int l_jobdb_close(lua_State *L)
 	jobdb *db = luaL_checkudata(L, 1, JOBDB_MT);
 
 	if (db->q) {
-		nv_queue_close(db->q);
+		nv_jobdb_close(db->q);
 		db->q = NULL;
 	}
 	return 0;
@@ -135,7 +135,7 @@ static int owned_push(lua_State *L, owned *o)
 
 /* db:submit(id, project, profile, name, spec_json [, backend
  *   [, submit_key]]) -> true | nil, err (false in plan mode: nothing
- * written). submit_key: see nv_queue_insert_keyed. Starting a local job's
+ * written). submit_key: see nv_jobdb_insert_keyed. Starting a local job's
  * agent is the local backend's (jobs.ensure_agent). */
 static int l_jobdb_submit(lua_State *L)
 {
@@ -156,7 +156,7 @@ static int l_jobdb_submit(lua_State *L)
 		lua_pushboolean(L, 0);
 		return 1;
 	}
-	if (nv_queue_insert_keyed(db->q, id, project, profile, name, spec,
+	if (nv_jobdb_insert_keyed(db->q, id, project, profile, name, spec,
 				  backend, submit_key, nv_now(), &err))
 		return nv_lua_push_error(L, &err);
 	nv_fault_point("submit-row-written", name);
@@ -175,14 +175,14 @@ static int l_jobdb_submitted(lua_State *L)
 		lua_pushboolean(L, 1);
 		return 1;
 	}
-	if (nv_queue_submitted(db->q, luaL_checkstring(L, 2), &err) != 0)
+	if (nv_jobdb_submitted(db->q, luaL_checkstring(L, 2), &err) != 0)
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, 1);
 	return 1;
 }
 
 /* db:audited(id) -> true | nil, err: the audit line of job id's
- * submission is written, so the agent may start it (nv_queue_audited). */
+ * submission is written, so the agent may start it (nv_jobdb_audited). */
 static int l_jobdb_audited(lua_State *L)
 {
 	jobdb *db = check_jobdb(L);
@@ -192,14 +192,14 @@ static int l_jobdb_audited(lua_State *L)
 		lua_pushboolean(L, 1);
 		return 1;
 	}
-	if (nv_queue_audited(db->q, luaL_checkstring(L, 2), &err) != 0)
+	if (nv_jobdb_audited(db->q, luaL_checkstring(L, 2), &err) != 0)
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, 1);
 	return 1;
 }
 
 /* db:transaction(fn) -> what fn returns: fn's writes as one transaction
- * (nv_queue_begin), committed when it returns, undone when it raises
+ * (nv_jobdb_begin), committed when it returns, undone when it raises
  * (the error is raised again). */
 static int l_jobdb_transaction(lua_State *L)
 {
@@ -213,21 +213,21 @@ static int l_jobdb_transaction(lua_State *L)
 		lua_call(L, 0, LUA_MULTRET);
 		return lua_gettop(L) - 1;
 	}
-	if (nv_queue_begin(db->q, &err) != 0)
+	if (nv_jobdb_begin(db->q, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	if (lua_pcall(L, 0, LUA_MULTRET, 0) != LUA_OK) { // [db, err]
-		nv_queue_rollback(db->q);
+		nv_jobdb_rollback(db->q);
 		return lua_error(L);
 	}
 	n = lua_gettop(L) - 1;
-	if (nv_queue_commit(db->q, &err) != 0)
+	if (nv_jobdb_commit(db->q, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	return n;
 }
 
 /* db:interrupted(submit_key) -> json | false | nil, err: the job of an
  * unfinished submission of that key whose run is gone, if any, taken by
- * this process (nv_queue_interrupted). */
+ * this process (nv_jobdb_interrupted). */
 static int l_jobdb_interrupted(lua_State *L)
 {
 	jobdb *db = check_jobdb(L);
@@ -235,7 +235,7 @@ static int l_jobdb_interrupted(lua_State *L)
 	owned *json = owned_new(L); // [db, key, box]
 	nv_err err;
 
-	if (nv_queue_interrupted(db->q, key, &json->s, &err) != 0)
+	if (nv_jobdb_interrupted(db->q, key, &json->s, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	if (!json->s) {
 		lua_pushboolean(L, 0);
@@ -252,7 +252,7 @@ static int l_jobdb_get(lua_State *L)
 	owned *json = owned_new(L); // [db, id, box]
 	nv_err err;
 
-	if (nv_queue_get_json(db->q, id, &json->s, &err) != 0)
+	if (nv_jobdb_get_json(db->q, id, &json->s, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	return owned_push(L, json);
 }
@@ -266,7 +266,7 @@ static int l_jobdb_list(lua_State *L)
 	owned *json = owned_new(L); // [db, limit?, box]
 	nv_err err;
 
-	if (nv_queue_list_json(db->q, limit, &json->s, &err) != 0)
+	if (nv_jobdb_list_json(db->q, limit, &json->s, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	return owned_push(L, json);
 }
@@ -281,7 +281,7 @@ static int l_jobdb_run(lua_State *L)
 	owned *json = owned_new(L); // [db, run, full, json]
 	nv_err err;
 
-	if (nv_queue_run_json(db->q, run, &full->s, &json->s, &err) != 0)
+	if (nv_jobdb_run_json(db->q, run, &full->s, &json->s, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	lua_pushstring(L, full->s); // [.., run_id]
 	lua_pushstring(L, json->s); // [.., run_id, json]
@@ -301,7 +301,7 @@ static int l_jobdb_cancel(lua_State *L)
 		lua_pushliteral(L, "planned");
 		return 1;
 	}
-	if (nv_queue_cancel(db->q, luaL_checkstring(L, 2), state, &err) != 0)
+	if (nv_jobdb_cancel(db->q, luaL_checkstring(L, 2), state, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	lua_pushstring(L, state);
 	return 1;
@@ -317,7 +317,7 @@ static int l_jobdb_set_remote(lua_State *L)
 	jobdb *db = check_jobdb(L);
 	nv_err err;
 
-	if (nv_queue_set_remote(db->q, luaL_checkstring(L, 2),
+	if (nv_jobdb_set_remote(db->q, luaL_checkstring(L, 2),
 				luaL_optstring(L, 3, NULL),
 				luaL_optstring(L, 4, NULL), &err) != 0)
 		return nv_lua_push_error(L, &err);
@@ -334,7 +334,7 @@ static int l_jobdb_phase(lua_State *L)
 	double at = nv_lua_checkrangef(L, 4, 0, NV_TIME_MAX, "jobdb:phase: at");
 	nv_err err;
 
-	if (nv_queue_phase(db->q, id, phase, at, &err) != 0)
+	if (nv_jobdb_phase(db->q, id, phase, at, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	lua_pushboolean(L, 1);
 	return 1;
@@ -362,7 +362,7 @@ static int l_jobdb_finish(lua_State *L)
 		fhint = lua_tostring(L, -1);
 		lua_pop(L, 3);
 	}
-	if (nv_queue_finish(db->q, luaL_checkstring(L, 2),
+	if (nv_jobdb_finish(db->q, luaL_checkstring(L, 2),
 			    luaL_checkstring(L, 3), code, fphase, freason,
 			    fhint, luaL_optstring(L, 6, NULL), &err) != 0)
 		return nv_lua_push_error(L, &err);
@@ -380,7 +380,7 @@ static int l_jobdb_pending_remote(lua_State *L)
 	owned *json = owned_new(L); // [db, backend, profile, name, box]
 	nv_err err;
 
-	if (nv_queue_pending_remote(db->q, backend, profile, name, &json->s,
+	if (nv_jobdb_pending_remote(db->q, backend, profile, name, &json->s,
 				    &err) != 0)
 		return nv_lua_push_error(L, &err);
 	return owned_push(L, json);
@@ -585,7 +585,7 @@ static int l_jobs_revive_agent(lua_State *L)
 		lua_pushboolean(L, 0);
 		return 1;
 	}
-	if (nv_queue_active(db->q, &queued, &running, &err) != 0)
+	if (nv_jobdb_active(db->q, &queued, &running, &err) != 0)
 		return nv_lua_push_error(L, &err);
 	if (queued + running > 0 &&
 	    nv_agent_ensure(db->home, &started, &err) != 0)

@@ -1,5 +1,5 @@
 /* Who is still submitting: a process that records a submission (a job row
- * with a submit key, see queue.h) first takes an exclusive flock on
+ * with a submit key, see jobdb.h) first takes an exclusive flock on
  * HOME/runs/<token>.lock and keeps it until it exits; the row records the
  * token. A later run adopts such a row as an interrupted submission only
  * when no process holds that lock any more (the run was killed, or ended),

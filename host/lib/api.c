@@ -1,9 +1,10 @@
 /* The public C API (navette.h), in one place: options, opening and
  * closing a runtime, the error slot, host modules, plan, run and status as
  * JSON, and the CLI's entry (navette_main); navette_agent_main is in
- * agent_main.c. The work is Lua's (lua/navette/embedding.lua and lua/navette/cli/,
- * on the runner and jobs modules); this file moves arguments in and JSON
- * out, and passes everything it hands back through the redactor. */
+ * agent_main.c. The work is Lua's (lua/navette/embedding.lua and
+ * lua/navette/cli/, on the runner and the job views); this file moves
+ * arguments in and JSON out, and passes everything it hands back through
+ * the redactor. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -63,7 +63,7 @@ function M.prepare(spec, profile)
 end
 
 -- a job's `after`: the agent holds it until those jobs have succeeded
--- (host/jobs/queue.c, nv_queue_claim)
+-- (host/jobs/jobdb.c, nv_jobdb_claim)
 M.dependencies = true
 
 -- retries and checkpoints: the agent runs a failed job again and saves

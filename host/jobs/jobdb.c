@@ -1,8 +1,8 @@
-/* The durable job queue over SQLite (see queue.h). Every statement is
+/* The durable job queue over SQLite (see jobdb.h). Every statement is
  * prepared, bound and run in one function (the frequent ones are kept
  * prepared for the handle's life: statement()); busy waits are bounded by
  * the busy timeout so two CLIs and the agent can share the file. */
-#include "jobs/queue.h"
+#include "jobs/jobdb.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -27,7 +27,7 @@
  * running it. */
 #define QUEUE_KEPT_STATEMENTS 24
 
-struct nv_queue {
+struct nv_jobdb {
 	sqlite3 *db;
 	sqlite3_stmt *kept[QUEUE_KEPT_STATEMENTS]; /* the first ones used */
 	char path[4200]; /* of jobs.db, for the recovery hint */
@@ -63,14 +63,14 @@ static const char schema[] =
 	"(launcher, log) and what they published in the store "                \
 	"(outputs, " NV_RECORD_LOG ", " NV_RECORD_RUN_RECORD ") stay"
 
-static int db_damaged(nv_queue *q, nv_err *err, const char *what)
+static int db_damaged(nv_jobdb *q, nv_err *err, const char *what)
 {
 	return nv_err_set(err, NV_EIO, QUEUE_RECOVERY_HINT,
 			  "the job database %s is damaged (%s: %s)", q->path,
 			  what, sqlite3_errmsg(q->db));
 }
 
-static int db_error(nv_queue *q, nv_err *err, const char *what)
+static int db_error(nv_jobdb *q, nv_err *err, const char *what)
 {
 	int code = sqlite3_errcode(q->db);
 
@@ -81,7 +81,7 @@ static int db_error(nv_queue *q, nv_err *err, const char *what)
 			  "job database: %s: %s", what, sqlite3_errmsg(q->db));
 }
 
-static int pragma_text(nv_queue *q, const char *name, char *out, size_t cap)
+static int pragma_text(nv_jobdb *q, const char *name, char *out, size_t cap)
 {
 	char sql[64];
 	sqlite3_stmt *st = NULL;
@@ -99,7 +99,7 @@ static int pragma_text(nv_queue *q, const char *name, char *out, size_t cap)
 	return rc;
 }
 
-int nv_queue_durability(nv_queue *q, char *out, size_t cap, nv_err *err)
+int nv_jobdb_durability(nv_jobdb *q, char *out, size_t cap, nv_err *err)
 {
 	char journal[32], sync[32], full[32];
 
@@ -117,7 +117,7 @@ int nv_queue_durability(nv_queue *q, char *out, size_t cap, nv_err *err)
  * 8 KiB specs, a 41 MB file; the agent opens once): a damaged page is
  * named with the recovery steps before any command reads a wrong row
  * from it or writes more into it. */
-static int queue_quick_check(nv_queue *q, nv_err *err)
+static int queue_quick_check(nv_jobdb *q, nv_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	char found[512] = "";
@@ -151,7 +151,7 @@ static int queue_quick_check(nv_queue *q, nv_err *err)
  * folders of started jobs (the agent makes one only for a job it took
  * from the database, and none is ever removed from it) was deleted, emptied or
  * lost its write-ahead log: never taken for an empty queue. */
-static int queue_lost_check(nv_queue *q, const char *home, nv_err *err)
+static int queue_lost_check(nv_jobdb *q, const char *home, nv_err *err)
 {
 	char dir[4200];
 	sqlite3_stmt *st = NULL;
@@ -204,10 +204,10 @@ static int queue_lost_check(nv_queue *q, const char *home, nv_err *err)
 		q->path, rows, rows == 1 ? "" : "s", dir, folders);
 }
 
-int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
+int nv_jobdb_open(nv_jobdb **out, const char *home, nv_err *err)
 {
 	char path[4200];
-	nv_queue *q;
+	nv_jobdb *q;
 
 	*out = NULL;
 	if (nv_mkdir_p(home, 0700, err) != 0)
@@ -235,7 +235,7 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 	if (sqlite3_exec(q->db, "PRAGMA fullfsync=ON;", NULL, NULL, NULL) !=
 	    SQLITE_OK) {
 		int code = db_error(q, err, "fullfsync");
-		nv_queue_close(q);
+		nv_jobdb_close(q);
 		return code;
 	}
 	/* Switching to WAL and creating the schema take locks for which
@@ -263,7 +263,7 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 	}
 	if (rc != SQLITE_OK) {
 		int code = db_error(q, err, "schema");
-		nv_queue_close(q);
+		nv_jobdb_close(q);
 		return code;
 	}
 	/* A database of an earlier version lacks the remote backends'
@@ -286,7 +286,7 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 					      "job database: upgrade: %s",
 					      msg ? msg : "?");
 			sqlite3_free(msg);
-			nv_queue_close(q);
+			nv_jobdb_close(q);
 			return code;
 		}
 		sqlite3_free(msg);
@@ -299,19 +299,19 @@ int nv_queue_open(nv_queue **out, const char *home, nv_err *err)
 			 "jobs(submit_key) WHERE submit_key IS NOT NULL;",
 			 NULL, NULL, NULL) != SQLITE_OK) {
 		int code = db_error(q, err, "schema");
-		nv_queue_close(q);
+		nv_jobdb_close(q);
 		return code;
 	}
 	if (queue_quick_check(q, err) != 0 ||
 	    queue_lost_check(q, home, err) != 0) {
-		nv_queue_close(q);
+		nv_jobdb_close(q);
 		return err->code;
 	}
 	*out = q;
 	return 0;
 }
 
-void nv_queue_close(nv_queue *q)
+void nv_jobdb_close(nv_jobdb *q)
 {
 	if (!q)
 		return;
@@ -327,7 +327,7 @@ void nv_queue_close(nv_queue *q)
  * the handle's). A handle is used by one thread at a time (the CLI's Lua
  * state, the agent's loop), and no kept statement is used twice at once:
  * none is open across a call that could ask for it again. */
-static sqlite3_stmt *statement(nv_queue *q, const char *sql)
+static sqlite3_stmt *statement(nv_jobdb *q, const char *sql)
 {
 	sqlite3_stmt *st = NULL;
 	unsigned int flags = 0;
@@ -349,7 +349,7 @@ static sqlite3_stmt *statement(nv_queue *q, const char *sql)
 
 /* Ends a use of st: a kept one is reset (which ends its read) and its
  * parameters cleared, another finalized. */
-static void statement_done(nv_queue *q, sqlite3_stmt *st)
+static void statement_done(nv_jobdb *q, sqlite3_stmt *st)
 {
 	for (int i = 0; i < QUEUE_KEPT_STATEMENTS && q->kept[i]; i++) {
 		if (q->kept[i] == st) {
@@ -363,7 +363,7 @@ static void statement_done(nv_queue *q, sqlite3_stmt *st)
 
 /* Runs one statement with parameters described by fmt: 's' text (may be
  * NULL), 'd' double, 'i' int, 'l' long. */
-static int exec_bound(nv_queue *q, nv_err *err, const char *sql,
+static int exec_bound(nv_jobdb *q, nv_err *err, const char *sql,
 		      const char *fmt, ...)
 {
 	sqlite3_stmt *st = statement(q, sql);
@@ -405,16 +405,16 @@ static int exec_bound(nv_queue *q, nv_err *err, const char *sql,
 	return 0;
 }
 
-int nv_queue_insert(nv_queue *q, const char *id, const char *project,
+int nv_jobdb_insert(nv_jobdb *q, const char *id, const char *project,
 		    const char *profile, const char *name,
 		    const char *spec_json, const char *backend, double at,
 		    nv_err *err)
 {
-	return nv_queue_insert_keyed(q, id, project, profile, name, spec_json,
+	return nv_jobdb_insert_keyed(q, id, project, profile, name, spec_json,
 				     backend, NULL, at, err);
 }
 
-int nv_queue_insert_keyed(nv_queue *q, const char *id, const char *project,
+int nv_jobdb_insert_keyed(nv_jobdb *q, const char *id, const char *project,
 			  const char *profile, const char *name,
 			  const char *spec_json, const char *backend,
 			  const char *submit_key, double at, nv_err *err)
@@ -443,7 +443,7 @@ int nv_queue_insert_keyed(nv_queue *q, const char *id, const char *project,
 			return 0;
 	}
 	/* a keyed row is held (the agent does not start it) until its audit
-	 * line is written: nv_queue_audited() */
+	 * line is written: nv_jobdb_audited() */
 	rc = exec_bound(q, err,
 			"INSERT INTO jobs(id, project, profile, name, spec,"
 			" state, phase, created, updated, backend, submit_key,"
@@ -459,13 +459,13 @@ int nv_queue_insert_keyed(nv_queue *q, const char *id, const char *project,
 		"sd", id, at);
 }
 
-int nv_queue_audited(nv_queue *q, const char *id, nv_err *err)
+int nv_jobdb_audited(nv_jobdb *q, const char *id, nv_err *err)
 {
 	return exec_bound(q, err, "UPDATE jobs SET unaudited=NULL WHERE id=?",
 			  "s", id);
 }
 
-int nv_queue_submitted(nv_queue *q, const char *id, nv_err *err)
+int nv_jobdb_submitted(nv_jobdb *q, const char *id, nv_err *err)
 {
 	return exec_bound(q, err,
 			  "UPDATE jobs SET submit_key=NULL, unaudited=NULL"
@@ -473,7 +473,7 @@ int nv_queue_submitted(nv_queue *q, const char *id, nv_err *err)
 			  "s", id);
 }
 
-int nv_queue_begin(nv_queue *q, nv_err *err)
+int nv_jobdb_begin(nv_jobdb *q, nv_err *err)
 {
 	if (sqlite3_exec(q->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
 	    SQLITE_OK)
@@ -481,23 +481,23 @@ int nv_queue_begin(nv_queue *q, nv_err *err)
 	return 0;
 }
 
-int nv_queue_commit(nv_queue *q, nv_err *err)
+int nv_jobdb_commit(nv_jobdb *q, nv_err *err)
 {
 	if (sqlite3_exec(q->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		int rc = db_error(q, err, "commit");
-		nv_queue_rollback(q);
+		nv_jobdb_rollback(q);
 		return rc;
 	}
 	return 0;
 }
 
-void nv_queue_rollback(nv_queue *q)
+void nv_jobdb_rollback(nv_jobdb *q)
 {
 	if (!sqlite3_get_autocommit(q->db))
 		sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
-int nv_queue_phase(nv_queue *q, const char *id, const char *phase, double at,
+int nv_jobdb_phase(nv_jobdb *q, const char *id, const char *phase, double at,
 		   nv_err *err)
 {
 	if (nv_job_id_check(id, err))
@@ -521,7 +521,7 @@ static char *dup_column(sqlite3_stmt *st, int col)
 /* Local rows in state whose id breaks the grammar (written by hand, or
  * by something other than navette) are failed in place, by rowid, so that
  * the agent never makes a folder of their id. Returns how many. */
-static int fail_bad_ids(nv_queue *q, const char *state)
+static int fail_bad_ids(nv_jobdb *q, const char *state)
 {
 	sqlite3_int64 bad[64];
 	sqlite3_stmt *st = NULL;
@@ -562,7 +562,7 @@ static int fail_bad_ids(nv_queue *q, const char *state)
 /* Queued local jobs that wait for a job which failed, was cancelled or is
  * not in the database end cancelled at `accepted`, the reason naming that
  * job; in turns, so that a chain of them ends whole. */
-static int cancel_orphans(nv_queue *q, nv_err *err)
+static int cancel_orphans(nv_jobdb *q, nv_err *err)
 {
 	static const char sql[] =
 		"UPDATE jobs SET state='cancelled', failure_phase='accepted',"
@@ -597,7 +597,7 @@ static int cancel_orphans(nv_queue *q, nv_err *err)
 	return 0;
 }
 
-int nv_queue_claim(nv_queue *q, char **id_out, char **spec_out, nv_err *err)
+int nv_jobdb_claim(nv_jobdb *q, char **id_out, char **spec_out, nv_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc;
@@ -656,7 +656,7 @@ rollback:
 	return rc;
 }
 
-int nv_queue_set_remote(nv_queue *q, const char *id, const char *remote_id,
+int nv_jobdb_set_remote(nv_jobdb *q, const char *id, const char *remote_id,
 			const char *state, nv_err *err)
 {
 	if (nv_job_id_check(id, err))
@@ -674,7 +674,7 @@ int nv_queue_set_remote(nv_queue *q, const char *id, const char *remote_id,
 	return 0;
 }
 
-int nv_queue_set_pid(nv_queue *q, const char *id, long pid, nv_err *err)
+int nv_jobdb_set_pid(nv_jobdb *q, const char *id, long pid, nv_err *err)
 {
 	if (nv_job_id_check(id, err))
 		return err->code;
@@ -682,7 +682,7 @@ int nv_queue_set_pid(nv_queue *q, const char *id, long pid, nv_err *err)
 			  id);
 }
 
-int nv_queue_set_attempt(nv_queue *q, const char *id, int attempt, nv_err *err)
+int nv_jobdb_set_attempt(nv_jobdb *q, const char *id, int attempt, nv_err *err)
 {
 	if (nv_job_id_check(id, err))
 		return err->code;
@@ -690,7 +690,7 @@ int nv_queue_set_attempt(nv_queue *q, const char *id, int attempt, nv_err *err)
 			  (long)attempt, id);
 }
 
-int nv_queue_finish(nv_queue *q, const char *id, const char *state,
+int nv_jobdb_finish(nv_jobdb *q, const char *id, const char *state,
 		    int exit_code, const char *failure_phase,
 		    const char *failure_reason, const char *failure_hint,
 		    const char *record_url, nv_err *err)
@@ -716,7 +716,7 @@ int nv_queue_finish(nv_queue *q, const char *id, const char *state,
 }
 
 /* Resolves a full id or a unique prefix into out (64+1 bytes). */
-static int resolve_id(nv_queue *q, const char *id, char *out, nv_err *err)
+static int resolve_id(nv_jobdb *q, const char *id, char *out, nv_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	char pattern[80];
@@ -760,7 +760,7 @@ static int resolve_id(nv_queue *q, const char *id, char *out, nv_err *err)
 	return 0;
 }
 
-int nv_queue_cancel(nv_queue *q, const char *id, char *state_out, nv_err *err)
+int nv_jobdb_cancel(nv_jobdb *q, const char *id, char *state_out, nv_err *err)
 {
 	char full[65];
 	int rc = resolve_id(q, id, full, err);
@@ -803,7 +803,7 @@ int nv_queue_cancel(nv_queue *q, const char *id, char *state_out, nv_err *err)
 	return 0;
 }
 
-int nv_queue_cancel_requested(nv_queue *q, const char *id, int *requested,
+int nv_jobdb_cancel_requested(nv_jobdb *q, const char *id, int *requested,
 			      nv_err *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -836,7 +836,7 @@ static const char job_columns[] =
 	" exit_code, failure_phase, failure_reason, failure_hint, record_url,"
 	" spec, backend, remote_id, attempt";
 
-static cJSON *row_to_json(nv_queue *q, sqlite3_stmt *st, int with_spec)
+static cJSON *row_to_json(nv_jobdb *q, sqlite3_stmt *st, int with_spec)
 {
 	cJSON *o = cJSON_CreateObject();
 	char ts[32];
@@ -899,7 +899,7 @@ static cJSON *row_to_json(nv_queue *q, sqlite3_stmt *st, int with_spec)
 	return o;
 }
 
-int nv_queue_get_json(nv_queue *q, const char *id, char **json_out, nv_err *err)
+int nv_jobdb_get_json(nv_jobdb *q, const char *id, char **json_out, nv_err *err)
 {
 	char full[65];
 	char sql[512];
@@ -929,7 +929,7 @@ int nv_queue_get_json(nv_queue *q, const char *id, char **json_out, nv_err *err)
 	return 0;
 }
 
-int nv_queue_run_json(nv_queue *q, const char *run, char **run_out,
+int nv_jobdb_run_json(nv_jobdb *q, const char *run, char **run_out,
 		      char **json_out, nv_err *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -992,7 +992,7 @@ int nv_queue_run_json(nv_queue *q, const char *run, char **run_out,
 	return rc;
 }
 
-int nv_queue_list_json(nv_queue *q, int limit, char **json_out, nv_err *err)
+int nv_jobdb_list_json(nv_jobdb *q, int limit, char **json_out, nv_err *err)
 {
 	char sql[512];
 	sqlite3_stmt *st = NULL;
@@ -1022,7 +1022,7 @@ int nv_queue_list_json(nv_queue *q, int limit, char **json_out, nv_err *err)
 	return 0;
 }
 
-int nv_queue_active(nv_queue *q, int *queued, int *running, nv_err *err)
+int nv_jobdb_active(nv_jobdb *q, int *queued, int *running, nv_err *err)
 {
 	sqlite3_stmt *st = NULL;
 
@@ -1044,7 +1044,7 @@ int nv_queue_active(nv_queue *q, int *queued, int *running, nv_err *err)
 	return 0;
 }
 
-int nv_queue_each_running(nv_queue *q,
+int nv_jobdb_each_running(nv_jobdb *q,
 			  void (*fn)(const char *id, const char *spec, long pid,
 				     void *payload),
 			  void *payload, nv_err *err)
@@ -1069,7 +1069,7 @@ int nv_queue_each_running(nv_queue *q,
 	return 0;
 }
 
-int nv_queue_pending_remote(nv_queue *q, const char *backend,
+int nv_jobdb_pending_remote(nv_jobdb *q, const char *backend,
 			    const char *profile, const char *name,
 			    char **json_out, nv_err *err)
 {
@@ -1103,7 +1103,7 @@ int nv_queue_pending_remote(nv_queue *q, const char *backend,
 /* The id of the newest row of submit_key that this process may adopt:
  * its submitter is this process or gone (runlock.h), or it has none (a
  * row of an older navette). *id_out NULL when none may. */
-static int adoptable(nv_queue *q, const char *submit_key, const char *self,
+static int adoptable(nv_jobdb *q, const char *submit_key, const char *self,
 		     char **id_out, nv_err *err)
 {
 	sqlite3_stmt *st =
@@ -1132,7 +1132,7 @@ static int adoptable(nv_queue *q, const char *submit_key, const char *self,
 	return 0;
 }
 
-int nv_queue_interrupted(nv_queue *q, const char *submit_key, char **json_out,
+int nv_jobdb_interrupted(nv_jobdb *q, const char *submit_key, char **json_out,
 			 nv_err *err)
 {
 	char self[NV_RUNLOCK_TOKEN_LEN + 1];
@@ -1159,7 +1159,7 @@ int nv_queue_interrupted(nv_queue *q, const char *submit_key, char **json_out,
 			sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
 	}
 	if (rc == 0 && id)
-		rc = nv_queue_get_json(q, id, json_out, err);
+		rc = nv_jobdb_get_json(q, id, json_out, err);
 	free(id);
 	return rc;
 }

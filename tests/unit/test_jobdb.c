@@ -7,14 +7,14 @@
 #include <cjson/cJSON.h>
 
 #include "core/fsutil.h"
-#include "jobs/queue.h"
+#include "jobs/jobdb.h"
 #include "nv_test.h"
 
-static cJSON *get(nv_queue *q, const char *id)
+static cJSON *get(nv_jobdb *q, const char *id)
 {
 	char *json = NULL;
 	nv_err err;
-	if (nv_queue_get_json(q, id, &json, &err) != 0)
+	if (nv_jobdb_get_json(q, id, &json, &err) != 0)
 		return NULL;
 	cJSON *v = cJSON_Parse(json);
 	free(json);
@@ -59,48 +59,48 @@ static void test_ids_and_damage(void)
 		"A-1", "a/b",          "p-1-aaa-",    NULL};
 	char home[] = "/tmp/navette-queue-ids-XXXXXX";
 	char longid[100], name[64], *id = NULL, *spec = NULL, *list = NULL;
-	nv_queue *q = NULL;
+	nv_jobdb *q = NULL;
 	nv_err err;
 	int requested, adopted = 0, failed = 0;
 
 	CHECK(mkdtemp(home) != NULL);
-	CHECK(nv_queue_open(&q, home, &err) == 0);
+	CHECK(nv_jobdb_open(&q, home, &err) == 0);
 	for (int i = 0; bad[i]; i++) {
 		const char *b = bad[i];
 		nv_err_clear(&err);
-		CHECK(nv_queue_insert(q, b, "p", "local", "x", "{}", NULL, 1.0,
+		CHECK(nv_jobdb_insert(q, b, "p", "local", "x", "{}", NULL, 1.0,
 				      &err) == NV_EINVAL);
 		CHECK(strstr(err.message, "job id") != NULL);
-		CHECK(nv_queue_phase(q, b, "accepted", 2.0, &err) == NV_EINVAL);
-		CHECK(nv_queue_finish(q, b, "failed", 1, NULL, NULL, NULL, NULL,
+		CHECK(nv_jobdb_phase(q, b, "accepted", 2.0, &err) == NV_EINVAL);
+		CHECK(nv_jobdb_finish(q, b, "failed", 1, NULL, NULL, NULL, NULL,
 				      &err) == NV_EINVAL);
-		CHECK(nv_queue_set_remote(q, b, "1", "running", &err) ==
+		CHECK(nv_jobdb_set_remote(q, b, "1", "running", &err) ==
 		      NV_EINVAL);
-		CHECK(nv_queue_set_pid(q, b, 1, &err) == NV_EINVAL);
-		CHECK(nv_queue_cancel_requested(q, b, &requested, &err) ==
+		CHECK(nv_jobdb_set_pid(q, b, 1, &err) == NV_EINVAL);
+		CHECK(nv_jobdb_cancel_requested(q, b, &requested, &err) ==
 		      NV_EINVAL);
 	}
 	/* NUL-free but overlong */
 	memset(longid, 'a', sizeof(longid) - 1);
 	longid[sizeof(longid) - 1] = '\0';
-	CHECK(nv_queue_insert(q, longid, "p", "local", "x", "{}", NULL, 1.0,
+	CHECK(nv_jobdb_insert(q, longid, "p", "local", "x", "{}", NULL, 1.0,
 			      &err) == NV_EINVAL);
 	CHECK(strstr(err.message, "longer than 63") != NULL);
 	/* the message names the id, a control byte shown as \xNN */
-	CHECK(nv_queue_insert(q, "a\nb", "p", "local", "x", "{}", NULL, 1.0,
+	CHECK(nv_jobdb_insert(q, "a\nb", "p", "local", "x", "{}", NULL, 1.0,
 			      &err) == NV_EINVAL);
 	CHECK(strstr(err.message, "'a\\x0ab'") != NULL);
 	/* a look-up by a prefix that no id can have: not found, saying why */
-	CHECK(nv_queue_get_json(q, "../x", &id, &err) == NV_ENOTFOUND);
+	CHECK(nv_jobdb_get_json(q, "../x", &id, &err) == NV_ENOTFOUND);
 	CHECK(strstr(err.message, "'../x'") != NULL);
-	CHECK(nv_queue_list_json(q, 10, &list, &err) == 0);
+	CHECK(nv_jobdb_list_json(q, 10, &list, &err) == 0);
 	CHECK_STR(list, "[]"); /* nothing was written */
 	free(list);
 
 	/* rows written around the checks (by hand, another program): the
 	 * queued one, older than the good one, is failed and skipped; the
 	 * running one is never adopted */
-	CHECK(nv_queue_insert(q, "p-1-good", "p", "local", "good", "{}", NULL,
+	CHECK(nv_jobdb_insert(q, "p-1-good", "p", "local", "good", "{}", NULL,
 			      5.0, &err) == 0);
 	CHECK(python(home,
 		     "import sqlite3, sys\n"
@@ -115,15 +115,15 @@ static void test_ids_and_damage(void)
 		     "c.execute(sql, ('/tmp/abs', 'running', 'running', 2, "
 		     "2))\n"
 		     "c.commit()\n") == 0);
-	CHECK(nv_queue_claim(q, &id, &spec, &err) == 0);
+	CHECK(nv_jobdb_claim(q, &id, &spec, &err) == 0);
 	CHECK_STR(id, "p-1-good");
 	free(id);
 	free(spec);
-	CHECK(nv_queue_claim(q, &id, &spec, &err) == 0);
+	CHECK(nv_jobdb_claim(q, &id, &spec, &err) == 0);
 	CHECK(id == NULL);
-	CHECK(nv_queue_each_running(q, count_running, &adopted, &err) == 0);
+	CHECK(nv_jobdb_each_running(q, count_running, &adopted, &err) == 0);
 	CHECK(adopted == 1); /* p-1-good only */
-	CHECK(nv_queue_list_json(q, 10, &list, &err) == 0);
+	CHECK(nv_jobdb_list_json(q, 10, &list, &err) == 0);
 	cJSON *arr = cJSON_Parse(list);
 	const cJSON *row;
 	cJSON_ArrayForEach(row, arr)
@@ -143,12 +143,12 @@ static void test_ids_and_damage(void)
 	 * list */
 	for (int i = 0; i < 300; i++) {
 		snprintf(name, sizeof(name), "p-%d-fill", i);
-		CHECK(nv_queue_insert(q, name, "p", "local", name,
+		CHECK(nv_jobdb_insert(q, name, "p", "local", name,
 				      "{\"pad\":\"0123456789012345678901234567"
 				      "8901234567890123456789\"}",
 				      NULL, 10.0 + i, &err) == 0);
 	}
-	nv_queue_close(q);
+	nv_jobdb_close(q);
 	CHECK(python(home, "import os, sqlite3, sys\n"
 			   "p = sys.argv[1] + '/jobs.db'\n"
 			   "c = sqlite3.connect(p)\n"
@@ -160,9 +160,9 @@ static void test_ids_and_damage(void)
 			   "f.write(b'\\xa5' * (size - 4096))\n"
 			   "f.close()\n") == 0);
 	nv_err_clear(&err);
-	if (nv_queue_open(&q, home, &err) == 0) {
-		CHECK(nv_queue_list_json(q, 1000, &list, &err) == NV_EIO);
-		nv_queue_close(q);
+	if (nv_jobdb_open(&q, home, &err) == 0) {
+		CHECK(nv_jobdb_list_json(q, 1000, &list, &err) == NV_EIO);
+		nv_jobdb_close(q);
 	}
 	CHECK(strstr(err.message, "is damaged") != NULL);
 	CHECK(strstr(err.hint, "jobs.db.damaged") != NULL);
@@ -175,7 +175,7 @@ static void test_ids_and_damage(void)
 		     "for x in ('-wal', '-shm'):\n"
 		     "    if os.path.exists(d + '/jobs.db' + x):\n"
 		     "        os.unlink(d + '/jobs.db' + x)\n") == 0);
-	CHECK(nv_queue_open(&q, home, &err) == NV_EIO);
+	CHECK(nv_jobdb_open(&q, home, &err) == NV_EIO);
 	CHECK(q == NULL);
 	CHECK(strstr(err.message, "is damaged") != NULL);
 	CHECK(strstr(err.message, "/jobs.db") != NULL);
@@ -190,12 +190,12 @@ static const char *failure(const cJSON *row, const char *k)
 	return str(cJSON_GetObjectItemCaseSensitive(row, "failure"), k);
 }
 
-static void claim_expect(nv_queue *q, const char *expected)
+static void claim_expect(nv_jobdb *q, const char *expected)
 {
 	char *id = NULL, *spec = NULL;
 	nv_err err;
 
-	CHECK(nv_queue_claim(q, &id, &spec, &err) == 0);
+	CHECK(nv_jobdb_claim(q, &id, &spec, &err) == 0);
 	if (expected)
 		CHECK_STR(id ? id : "(none)", expected);
 	else
@@ -210,29 +210,29 @@ static void claim_expect(nv_queue *q, const char *expected)
 static void test_after(void)
 {
 	char dir[] = "/tmp/navette-after-XXXXXX";
-	nv_queue *q = NULL;
+	nv_jobdb *q = NULL;
 	nv_err err;
 	cJSON *row;
 
 	CHECK(mkdtemp(dir) != NULL);
-	CHECK(nv_queue_open(&q, dir, &err) == 0);
-	CHECK(nv_queue_insert(q, "p-1", "p", "local", "a", "{}", NULL, 1,
+	CHECK(nv_jobdb_open(&q, dir, &err) == 0);
+	CHECK(nv_jobdb_insert(q, "p-1", "p", "local", "a", "{}", NULL, 1,
 			      &err) == 0);
-	CHECK(nv_queue_insert(q, "p-2", "p", "local", "b",
+	CHECK(nv_jobdb_insert(q, "p-2", "p", "local", "b",
 			      "{\"after\":[\"p-1\"]}", NULL, 2, &err) == 0);
-	CHECK(nv_queue_insert(q, "p-3", "p", "local", "c",
+	CHECK(nv_jobdb_insert(q, "p-3", "p", "local", "c",
 			      "{\"after\":[\"p-1\",\"p-2\"]}", NULL, 3,
 			      &err) == 0);
-	CHECK(nv_queue_insert(q, "p-4", "p", "local", "d", "not json", NULL, 4,
+	CHECK(nv_jobdb_insert(q, "p-4", "p", "local", "d", "not json", NULL, 4,
 			      &err) == 0);
 	claim_expect(q, "p-1");
 	claim_expect(q, "p-4"); /* b and c wait for a; d's spec names none */
 	claim_expect(q, NULL);
-	CHECK(nv_queue_finish(q, "p-1", "succeeded", 0, NULL, NULL, NULL, NULL,
+	CHECK(nv_jobdb_finish(q, "p-1", "succeeded", 0, NULL, NULL, NULL, NULL,
 			      &err) == 0);
 	claim_expect(q, "p-2");
 	claim_expect(q, NULL); /* c waits for b too */
-	CHECK(nv_queue_finish(q, "p-2", "failed", 1, "running", "exit 1", NULL,
+	CHECK(nv_jobdb_finish(q, "p-2", "failed", 1, "running", "exit 1", NULL,
 			      NULL, &err) == 0);
 	claim_expect(q, NULL);
 	row = get(q, "p-3");
@@ -242,9 +242,9 @@ static void test_after(void)
 	cJSON_Delete(row);
 
 	/* a chain ends whole; a missing job cancels too */
-	CHECK(nv_queue_insert(q, "p-5", "p", "local", "e",
+	CHECK(nv_jobdb_insert(q, "p-5", "p", "local", "e",
 			      "{\"after\":[\"p-9\"]}", NULL, 5, &err) == 0);
-	CHECK(nv_queue_insert(q, "p-6", "p", "local", "f",
+	CHECK(nv_jobdb_insert(q, "p-6", "p", "local", "f",
 			      "{\"after\":[\"p-5\"]}", NULL, 6, &err) == 0);
 	claim_expect(q, NULL);
 	row = get(q, "p-5");
@@ -258,7 +258,7 @@ static void test_after(void)
 	CHECK(failure(row, "reason") &&
 	      strstr(failure(row, "reason"), "e (p-5), which ended cancelled"));
 	cJSON_Delete(row);
-	nv_queue_close(q);
+	nv_jobdb_close(q);
 	nv_remove_tree(dir, &err);
 }
 
@@ -266,74 +266,74 @@ static void test_after(void)
 static void test_run(void)
 {
 	char dir[] = "/tmp/navette-run-XXXXXX";
-	nv_queue *q = NULL;
+	nv_jobdb *q = NULL;
 	char *run = NULL, *json = NULL;
 	nv_err err;
 
 	CHECK(mkdtemp(dir) != NULL);
-	CHECK(nv_queue_open(&q, dir, &err) == 0);
-	CHECK(nv_queue_insert(q, "p-1", "p", "local", "a",
+	CHECK(nv_jobdb_open(&q, dir, &err) == 0);
+	CHECK(nv_jobdb_insert(q, "p-1", "p", "local", "a",
 			      "{\"run\":\"p-run-aa1\"}", NULL, 1, &err) == 0);
-	CHECK(nv_queue_insert(q, "p-2", "p", "local", "b",
+	CHECK(nv_jobdb_insert(q, "p-2", "p", "local", "b",
 			      "{\"run\":\"p-run-bb2\"}", NULL, 2, &err) == 0);
-	CHECK(nv_queue_insert(q, "p-3", "p", "local", "c",
+	CHECK(nv_jobdb_insert(q, "p-3", "p", "local", "c",
 			      "{\"run\":\"p-run-aa1\"}", NULL, 3, &err) == 0);
-	CHECK(nv_queue_insert(q, "p-4", "p", "local", "d", "not json", NULL, 4,
+	CHECK(nv_jobdb_insert(q, "p-4", "p", "local", "d", "not json", NULL, 4,
 			      &err) == 0);
-	CHECK(nv_queue_run_json(q, "p-run-aa", &run, &json, &err) == 0);
+	CHECK(nv_jobdb_run_json(q, "p-run-aa", &run, &json, &err) == 0);
 	CHECK_STR(run ? run : "", "p-run-aa1");
 	CHECK_STR(json ? json : "", "[\"p-1\",\"p-3\"]");
 	free(run);
 	free(json);
-	CHECK(nv_queue_run_json(q, "p-run-", &run, &json, &err) == NV_EINVAL);
+	CHECK(nv_jobdb_run_json(q, "p-run-", &run, &json, &err) == NV_EINVAL);
 	CHECK(run == NULL && json == NULL);
-	CHECK(nv_queue_run_json(q, "p-run-cc", &run, &json, &err) ==
+	CHECK(nv_jobdb_run_json(q, "p-run-cc", &run, &json, &err) ==
 	      NV_ENOTFOUND);
-	CHECK(nv_queue_run_json(q, "p-run-%", &run, &json, &err) == NV_EINVAL);
-	CHECK(nv_queue_run_json(q, "p-run-_a1", &run, &json, &err) ==
+	CHECK(nv_jobdb_run_json(q, "p-run-%", &run, &json, &err) == NV_EINVAL);
+	CHECK(nv_jobdb_run_json(q, "p-run-_a1", &run, &json, &err) ==
 	      NV_EINVAL);
-	CHECK(nv_queue_run_json(q, "", &run, &json, &err) == NV_EINVAL);
-	nv_queue_close(q);
+	CHECK(nv_jobdb_run_json(q, "", &run, &json, &err) == NV_EINVAL);
+	nv_jobdb_close(q);
 	nv_remove_tree(dir, &err);
 }
 
 int main(void)
 {
 	char home[] = "/tmp/navette-queue-XXXXXX";
-	nv_queue *q = NULL;
+	nv_jobdb *q = NULL;
 	nv_err err;
 	char *id = NULL, *spec = NULL;
 	char state[16];
 	int requested = -1, queued = -1, running = -1;
 
 	CHECK(mkdtemp(home) != NULL);
-	CHECK(nv_queue_open(&q, home, &err) == 0);
+	CHECK(nv_jobdb_open(&q, home, &err) == 0);
 
 	/* kept in WAL, and SQLite's syncs reach the drive (F_FULLFSYNC on
 	 * macOS: fullfsync is on, a no-op elsewhere) */
 	char durability[128];
-	CHECK(nv_queue_durability(q, durability, sizeof(durability), &err) ==
+	CHECK(nv_jobdb_durability(q, durability, sizeof(durability), &err) ==
 	      0);
 	CHECK_STR(durability, "journal_mode=wal synchronous=1 fullfsync=1");
-	CHECK(nv_queue_durability(q, durability, 8, &err) != 0);
+	CHECK(nv_jobdb_durability(q, durability, 8, &err) != 0);
 
-	CHECK(nv_queue_insert(q, "p-1-aaa", "p", "local", "one", "{\"n\":1}",
+	CHECK(nv_jobdb_insert(q, "p-1-aaa", "p", "local", "one", "{\"n\":1}",
 			      NULL, 100.0, &err) == 0);
-	CHECK(nv_queue_insert(q, "p-2-bbb", "p", "local", "two", "{\"n\":2}",
+	CHECK(nv_jobdb_insert(q, "p-2-bbb", "p", "local", "two", "{\"n\":2}",
 			      NULL, 101.0, &err) == 0);
-	CHECK(nv_queue_insert(q, "p-1-aaa", "p", "local", "dup", "{}", NULL,
+	CHECK(nv_jobdb_insert(q, "p-1-aaa", "p", "local", "dup", "{}", NULL,
 			      102.0, &err) == NV_EREFUSED);
-	CHECK(nv_queue_active(q, &queued, &running, &err) == 0);
+	CHECK(nv_jobdb_active(q, &queued, &running, &err) == 0);
 	CHECK(queued == 2 && running == 0);
 
 	/* oldest first */
-	CHECK(nv_queue_claim(q, &id, &spec, &err) == 0);
+	CHECK(nv_jobdb_claim(q, &id, &spec, &err) == 0);
 	CHECK_STR(id, "p-1-aaa");
 	CHECK_STR(spec, "{\"n\":1}");
 	free(id);
 	free(spec);
-	CHECK(nv_queue_phase(q, "p-1-aaa", "accepted", 103.0, &err) == 0);
-	CHECK(nv_queue_phase(q, "p-1-aaa", "accepted", 104.0, &err) == 0);
+	CHECK(nv_jobdb_phase(q, "p-1-aaa", "accepted", 103.0, &err) == 0);
+	CHECK(nv_jobdb_phase(q, "p-1-aaa", "accepted", 104.0, &err) == 0);
 
 	cJSON *v = get(q, "p-1");
 	CHECK(v != NULL);
@@ -344,21 +344,21 @@ int main(void)
 	cJSON_Delete(v);
 
 	/* prefixes: unique works, ambiguous and unknown do not */
-	CHECK(nv_queue_get_json(q, "p-", &id, &err) == NV_EINVAL);
-	CHECK(nv_queue_get_json(q, "zzz", &id, &err) == NV_ENOTFOUND);
-	CHECK(nv_queue_get_json(q, "p%", &id, &err) == NV_ENOTFOUND);
+	CHECK(nv_jobdb_get_json(q, "p-", &id, &err) == NV_EINVAL);
+	CHECK(nv_jobdb_get_json(q, "zzz", &id, &err) == NV_ENOTFOUND);
+	CHECK(nv_jobdb_get_json(q, "p%", &id, &err) == NV_ENOTFOUND);
 
 	/* cancel: queued at once, running flagged for the agent */
-	CHECK(nv_queue_cancel(q, "p-2-bbb", state, &err) == 0);
+	CHECK(nv_jobdb_cancel(q, "p-2-bbb", state, &err) == 0);
 	CHECK_STR(state, "cancelled");
-	CHECK(nv_queue_cancel(q, "p-1-aaa", state, &err) == 0);
+	CHECK(nv_jobdb_cancel(q, "p-1-aaa", state, &err) == 0);
 	CHECK_STR(state, "cancelling");
-	CHECK(nv_queue_cancel_requested(q, "p-1-aaa", &requested, &err) == 0);
+	CHECK(nv_jobdb_cancel_requested(q, "p-1-aaa", &requested, &err) == 0);
 	CHECK(requested == 1);
-	CHECK(nv_queue_claim(q, &id, &spec, &err) == 0);
+	CHECK(nv_jobdb_claim(q, &id, &spec, &err) == 0);
 	CHECK(id == NULL); /* the cancelled job is not handed out */
 
-	CHECK(nv_queue_finish(q, "p-1-aaa", "failed", 3, "running", "exit 3",
+	CHECK(nv_jobdb_finish(q, "p-1-aaa", "failed", 3, "running", "exit 3",
 			      "read the log", "file:///r", &err) == 0);
 	v = get(q, "p-1-aaa");
 	CHECK_STR(str(v, "state"), "failed");
@@ -369,7 +369,7 @@ int main(void)
 	cJSON_Delete(v);
 
 	char *list = NULL;
-	CHECK(nv_queue_list_json(q, 10, &list, &err) == 0);
+	CHECK(nv_jobdb_list_json(q, 10, &list, &err) == 0);
 	cJSON *arr = cJSON_Parse(list);
 	CHECK(cJSON_GetArraySize(arr) == 2);
 	CHECK_STR(str(cJSON_GetArrayItem(arr, 0), "id"), "p-2-bbb");
@@ -378,21 +378,21 @@ int main(void)
 
 	/* a remote backend's job: never the agent's, its remote id and
 	 * state kept, a final state never replaced */
-	CHECK(nv_queue_insert(q, "p-3-ccc", "p", "hpc", "three", "{}", "slurm",
+	CHECK(nv_jobdb_insert(q, "p-3-ccc", "p", "hpc", "three", "{}", "slurm",
 			      105.0, &err) == 0);
-	CHECK(nv_queue_active(q, &queued, &running, &err) == 0);
+	CHECK(nv_jobdb_active(q, &queued, &running, &err) == 0);
 	CHECK(queued == 0);
-	CHECK(nv_queue_claim(q, &id, &spec, &err) == 0);
+	CHECK(nv_jobdb_claim(q, &id, &spec, &err) == 0);
 	CHECK(id == NULL);
-	CHECK(nv_queue_pending_remote(q, "slurm", "hpc", "three", &list,
+	CHECK(nv_jobdb_pending_remote(q, "slurm", "hpc", "three", &list,
 				      &err) == 0);
 	arr = cJSON_Parse(list);
 	CHECK(cJSON_GetArraySize(arr) == 1);
 	CHECK_STR(str(cJSON_GetArrayItem(arr, 0), "backend"), "slurm");
 	cJSON_Delete(arr);
 	free(list);
-	CHECK(nv_queue_set_remote(q, "p-3-ccc", "4242", "running", &err) == 0);
-	CHECK(nv_queue_pending_remote(q, "slurm", "hpc", "three", &list,
+	CHECK(nv_jobdb_set_remote(q, "p-3-ccc", "4242", "running", &err) == 0);
+	CHECK(nv_jobdb_pending_remote(q, "slurm", "hpc", "three", &list,
 				      &err) == 0);
 	CHECK_STR(list, "[]"); /* answered: no longer pending */
 	free(list);
@@ -400,13 +400,13 @@ int main(void)
 	CHECK_STR(str(v, "remote_id"), "4242");
 	CHECK_STR(str(v, "state"), "running");
 	cJSON_Delete(v);
-	CHECK(nv_queue_finish(q, "p-3-ccc", "succeeded", 0, NULL, NULL, NULL,
+	CHECK(nv_jobdb_finish(q, "p-3-ccc", "succeeded", 0, NULL, NULL, NULL,
 			      NULL, &err) == 0);
-	CHECK(nv_queue_set_remote(q, "p-3-ccc", NULL, "running", &err) == 0);
+	CHECK(nv_jobdb_set_remote(q, "p-3-ccc", NULL, "running", &err) == 0);
 	v = get(q, "p-3-ccc");
 	CHECK_STR(str(v, "state"), "succeeded");
 	cJSON_Delete(v);
-	nv_queue_close(q);
+	nv_jobdb_close(q);
 	nv_remove_tree(home, &err);
 
 	/* a database of the previous version (no backend column) opens, and
@@ -437,14 +437,14 @@ int main(void)
 		 " %s/jobs.db %s",
 		 old, sql);
 	CHECK(system(cmd) == 0);
-	CHECK(nv_queue_open(&q, old, &err) == 0);
-	CHECK(nv_queue_claim(q, &id, &spec, &err) == 0);
+	CHECK(nv_jobdb_open(&q, old, &err) == 0);
+	CHECK(nv_jobdb_claim(q, &id, &spec, &err) == 0);
 	CHECK_STR(id, "o-1");
 	free(id);
 	free(spec);
-	nv_queue_close(q);
-	CHECK(nv_queue_open(&q, old, &err) == 0); /* upgraded once only */
-	nv_queue_close(q);
+	nv_jobdb_close(q);
+	CHECK(nv_jobdb_open(&q, old, &err) == 0); /* upgraded once only */
+	nv_jobdb_close(q);
 	nv_remove_tree(old, &err);
 	test_ids_and_damage();
 	test_after();
