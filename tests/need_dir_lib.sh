@@ -4,6 +4,8 @@
 # CMakeCache.txt). The guard of the test-side scripts that do not source
 # tests/integration/lib.sh (which has its own, bound to the test's $T);
 # sourced by sh and bash alike: . "$(dirname "$0")/.../need_dir_lib.sh"
+# (its callers run with set -eu; sourced alone, it says so too)
+set -u
 need_dir() {
 	for nd_name in "$@"; do
 		eval "nd_value=\${$nd_name-}"

@@ -183,7 +183,7 @@ maxcol2() { awk 'BEGIN{m=0} $2>m{m=$2} END{print m}'; }
 
 say "making a ${MIB} MiB random file"
 head -c "$BYTES" /dev/urandom >"$SRC"
-SUM=$(sha256sum "$SRC" | cut -d' ' -f1)
+SUM=$(shasum -a 256 "$SRC" | cut -d' ' -f1)
 
 TOOLS="navette aws rclone"
 for tool in $TOOLS; do
@@ -195,8 +195,8 @@ for tool in $TOOLS; do
 		timed "$tool" up "$key"
 		say "$tool run $run/$RUNS: download"
 		timed "$tool" down "$key"
-		[ "$(stat -c %s "$DST")" = "$BYTES" ] || die "$tool: download has the wrong size"
-		[ "$(sha256sum "$DST" | cut -d' ' -f1)" = "$SUM" ] ||
+		[ "$(wc -c <"$DST" | tr -d ' ')" = "$BYTES" ] || die "$tool: download has the wrong size"
+		[ "$(shasum -a 256 "$DST" | cut -d' ' -f1)" = "$SUM" ] ||
 			die "$tool: downloaded sha256 differs from the upload"
 		rm -f "$DST"
 		aws s3 rm "s3://$BUCKET/$key" >/dev/null
