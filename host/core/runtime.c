@@ -87,8 +87,30 @@ static void runtime_hook(lua_State *L, lua_Debug *ar)
 				"raises the bound)",
 				(int)(rt->recipe_timeout_s + 0.5));
 		lua_concat(L, 2);
+		/* a recipe error, whichever frame was running (it may be
+		 * the library's: see error_handler) */
+		lua_createtable(L, 0, 2);
+		lua_insert(L, -2);
+		lua_setfield(L, -2, "message");
+		lua_pushliteral(L, "recipe");
+		lua_setfield(L, -2, "code"); // [err]
 		lua_error(L);
 	}
+}
+
+/* Whether the error being handled is the Lua VM's own (an arithmetic on
+ * nil, a call of nil...) in a function of the embedded library: level 1
+ * is the function that raised, a C function for error() and the
+ * bindings' argument errors. That is a bug in navette, not the recipe's
+ * error, whatever the recipe did. */
+static int raised_by_library(lua_State *L)
+{
+	lua_Debug ar;
+
+	if (!lua_getstack(L, 1, &ar) || !lua_getinfo(L, "S", &ar))
+		return 0;
+	return strcmp(ar.what, "C") != 0 &&
+	       strncmp(ar.source, "=navette/", 9) == 0;
 }
 
 /* Message handler: every error becomes a fresh table {code, message, hint,
@@ -136,8 +158,18 @@ static int error_handler(lua_State *L)
 		lua_setfield(L, 2, "message");
 	}
 	if (lua_getfield(L, 2, "code") != LUA_TSTRING) {
-		lua_pushliteral(L, "recipe");
-		lua_setfield(L, 2, "code");
+		if (t == LUA_TSTRING && raised_by_library(L)) {
+			lua_pushliteral(L, "internal");
+			lua_setfield(L, 2, "code");
+			lua_pushliteral(
+				L, "this is a bug in navette, not in what you "
+				   "wrote: please report it with the traceback "
+				   "that NAVETTE_DEBUG=1 prints");
+			lua_setfield(L, 2, "hint");
+		} else {
+			lua_pushliteral(L, "recipe");
+			lua_setfield(L, 2, "code");
+		}
 	}
 	lua_settop(L, 2);
 	luaL_traceback(L, L, NULL, 1);

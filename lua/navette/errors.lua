@@ -32,6 +32,7 @@ errors.exit_status = {
   refused = 3,
   backend = 4, io = 4, no_memory = 4,
   interrupted = 130, -- Ctrl-C, as a shell reports SIGINT
+  internal = 70, -- a bug in navette (sysexits' EX_SOFTWARE)
 }
 
 local function is_library(source)

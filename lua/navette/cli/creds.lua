@@ -1,6 +1,7 @@
 -- `navette creds list|check NAME`: the credentials a project declares,
 -- their sources, ages and expiries (never their values).
 local term = require "navette.term"
+local util = require "navette.util"
 local common = require "navette.cli.common"
 local json = _navette.json
 
@@ -41,7 +42,6 @@ function M.run(argv)
       common.usage_error("expected one credential NAME", "creds")
     end
     if not declared[args[1]] then
-      local util = require "navette.util"
       common.usage_error("no credential named '" .. args[1] .. "' in profile "
                   .. profile.name .. util.suggest(args[1],
                   util.sorted_keys(declared)), "creds")

@@ -4,7 +4,9 @@
 -- exit codes: 0 success; 1 the job failed or a check said no; 2 usage or
 -- recipe error, or what it names does not exist; 3 refused, by navette's
 -- preconditions or by a service that answered no; 4 a service or backend
--- unreachable or failing; 130 Ctrl-C while following jobs.
+-- unreachable or failing; 70 a bug in navette (core/runtime.c tells
+-- the Lua VM's own errors in the library's functions); 130 Ctrl-C while
+-- following jobs.
 --
 -- A command is a table {name, summary = {{synopsis, what}...} (its lines
 -- in `navette help`), usage (its --help text), flags (what its run hands
