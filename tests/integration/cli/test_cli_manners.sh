@@ -197,6 +197,17 @@ check_eq "creds list --json: a status word per credential" \
 	"$( [ "$(uname)" = Darwin ] && echo '["missing", "not checked"]' ||
 		echo '["missing", "unavailable"]')"
 
+# a newcomer's project declares none (this once read a nil global: exit 2)
+E=$(new_repo credsnone)
+commit_all "$E" >/dev/null
+nv_in "$E" creds list
+check_rc "creds list in a project with no credentials: exits 0" 0
+check_contains "creds list: says the project declares none" "$OUT" \
+	"project credsnone declares no credentials"
+nv_in "$E" creds list --json
+check_rc "creds list --json with no credentials: exits 0" 0
+check_eq "creds list --json with no credentials: an empty list" "$OUT" "[]"
+
 # ---- storage: ls --json, progress, exit statuses of services ------------------
 
 start_fake_s3
