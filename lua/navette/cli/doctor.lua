@@ -13,8 +13,7 @@ local sys, json, core = _navette.sys, _navette.json, _navette.core
 
 local M = {
   name = "doctor",
-  summary = { { "doctor", "check this machine: git, creds, clocks, TLS, "
-                          .. "disk" } },
+  summary = { { "doctor", "check this machine: git, creds, TLS, disk" } },
   usage = [[
 usage: navette doctor [--profile P] [--json]
   Checks this machine for the profile (default: the project's default):

@@ -21,8 +21,13 @@ local function usage_text()
   order[#order + 1] = "help"
   for _, name in ipairs(order) do
     for _, entry in ipairs(common.command(name).summary) do
-      lines[#lines + 1] = string.format("  navette %-22s %s", entry[1],
-                                        entry[2])
+      local line = string.format("  navette %-22s %s", entry[1], entry[2])
+      if #entry[1] > 22 then
+        -- a long synopsis: what it does goes under it, in its column
+        lines[#lines + 1] = "  navette " .. entry[1]
+        line = string.rep(" ", 33) .. entry[2]
+      end
+      lines[#lines + 1] = line
     end
   end
   lines[#lines + 1] = ""

@@ -13,7 +13,7 @@ local sys = _navette.sys
 local M = {
   name = "lock",
   summary = { { "lock [RECIPE...] [--check]",
-                "pin the libraries and the team policy (navette.lock)" } },
+                "pin libraries and team policy (navette.lock)" } },
   usage = [[
 usage: navette lock [RECIPE...] [--check] [--profile P]
   Evaluates each RECIPE as plan does, fetches the libraries its

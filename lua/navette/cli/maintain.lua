@@ -20,10 +20,8 @@ local core, sys, json, git, native = _navette.core, _navette.sys,
 local M = {
   name = "maintain",
   summary = {
-    { "maintain [RECIPE...]", "run the scheduled tasks that are due "
-      .. "(--once, --list, --plan)" },
-    { "maintain --install", "run them on time (launchd agent or systemd "
-      .. "user timer)" },
+    { "maintain [RECIPE...]", "run the scheduled tasks that are due" },
+    { "maintain --install", "run them on time (launchd, systemd timer)" },
   },
   usage = [[
 usage: navette maintain [RECIPE...] [--once] [--list] [--json] [--plan]

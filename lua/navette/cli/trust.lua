@@ -9,7 +9,7 @@ local sys, json = _navette.sys, _navette.json
 local M = {
   name = "trust",
   summary = { { "trust [--show|--revoke|--list] [DIR]",
-                "let this checkout's navette.lua bind your secrets" } },
+                "let this clone's navette.lua bind your secrets" } },
   usage = [[
 usage: navette trust [--show | --revoke | --list] [DIR]
   navette.lua comes with a clone. What it binds of yours (credential

@@ -151,6 +151,11 @@ for c in "run RECIPE" "plan RECIPE" "status JOB" "logs JOB" "watch JOB" \
 	check_match "help lists '$c' on one line with what it does" "$OUT" \
 		"^  navette $c.* [a-z]+"
 done
+check_eq "help: no line wider than 80 columns" \
+	"$(printf '%s\n' "$OUT" | awk 'length > 80')" ""
+check_match "help: a long synopsis has what it does on the next line" \
+	"$(printf '%s\n' "$OUT" | grep -A1 '^  navette portability ')" \
+	'^ {33}may its jobs change node'
 nv help --help
 check_rc "help --help: exits 0" 0
 check_match "help --help: help's usage" "$OUT" '^usage: navette help'
@@ -159,6 +164,9 @@ check_rc "agent --help: exits 0" 0
 check_match "agent --help: the agent's usage" "$OUT" '^usage: navette agent'
 nv agent -h
 check_rc "agent -h: exits 0" 0
+agent_usage=$OUT
+nv help agent
+check_eq "help agent: the same as agent --help" "$OUT" "$agent_usage"
 
 # ---- credentials ----------------------------------------------------------------
 
