@@ -97,3 +97,18 @@ t.test("no module but the dispatcher requires navette.cli", function()
   walk(root)
   t.ok(seen > 20, "the library's files were read (" .. seen .. ")")
 end)
+
+t.test("a command's usage names every flag it takes", function()
+  each_command(function(name, c)
+    -- (storage and image name their verbs' and shared options in
+    -- `navette storage --help`, made by navette.cli.subcommand)
+    local flags = (name == "storage" or name == "image") and {} or c.flags
+    for flag in pairs(flags) do
+      -- (a flag of one letter is an alias, named with its long form)
+      if #flag > 1 and flag ~= "help" then
+        t.ok(c.usage:find("%-%-" .. flag:gsub("%-", "%%-") .. "%f[^%w-]"),
+             name .. ": its usage names --" .. flag)
+      end
+    end
+  end)
+end)

@@ -8,11 +8,12 @@ local M = {
   name = "plan",
   summary = { { "plan RECIPE", "show what run would do, doing nothing" } },
   usage = [[
-usage: navette plan RECIPE [--profile P] [--json]
+usage: navette plan RECIPE [--profile P] [--node NAME] [--json]
   Runs RECIPE in plan mode: nothing is uploaded, exported or submitted;
   prints what would be done, with each job's spec and launcher, and the
   graph of the jobs that run after others (--json: "graph", a list of
-  {from, to, inputs}).]],
+  {from, to, inputs}).
+  --node N   plan for node N, as `run --node N` would run it]],
   flags = { profile = "value", json = "bool", node = "value" },
   read_only = true,
 }
