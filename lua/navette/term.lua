@@ -10,7 +10,12 @@ local codes = { bold = "1", dim = "2", red = "31", green = "32",
 
 function term.style(stream, name, s)
   if not out.color(stream) then return s end
-  return "\27[" .. codes[name] .. "m" .. s .. "\27[0m"
+  -- line by line: the colour is reset before each newline, so a line
+  -- that follows (or the shell's prompt) is never coloured by it
+  local code = "\27[" .. codes[name] .. "m"
+  return (s:gsub("[^\n]+", function(line)
+    return code .. line .. "\27[0m"
+  end))
 end
 
 function term.print(...)

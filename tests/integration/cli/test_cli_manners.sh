@@ -63,6 +63,12 @@ on_tty -- watch "$OK_ID"
 check_contains "watch: succeeded is green" "$OUT" "${ESC}[32msucceeded${ESC}[0m"
 nv watch "$OK_ID"
 check_no_match "watch on a pipe: no escape sequences" "$OUT$ERR" "$ESC"
+on_tty -- status "$BAD_ID"
+check_rc "status of a failed job on a terminal: exits 1" 1
+check_contains "status: failed is bold red" "$OUT" "${ESC}[1;31mfailed"
+check_no_match "status: no colour is reset after a newline (it would colour the next line)" \
+	"$(printf '%s\n' "$OUT" | tr -d '\r' | grep -n '' | grep -v "${ESC}\[0m\$" |
+		grep "${ESC}\[[0-9;]*[1-9][0-9;]*m[^${ESC}]*\$" || true)" '.'
 
 # ---- the jobs table -------------------------------------------------------------
 
