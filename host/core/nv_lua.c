@@ -154,7 +154,8 @@ void nv_lua_new_handle_type(lua_State *L, const char *mt, const luaL_Reg *meta,
 	luaL_newmetatable(L, mt); // [mt]
 	luaL_setfuncs(L, meta, 0);
 	if (methods) {
-		luaL_newlib(L, methods); // [mt, methods]
+		lua_newtable(L); // [mt, methods]
+		luaL_setfuncs(L, methods, 0);
 		lua_setfield(L, -2, "__index");
 	}
 	lua_pop(L, 1); // []
