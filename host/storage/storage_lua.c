@@ -257,9 +257,11 @@ static int l_storage_put(lua_State *L)
 static int l_storage_put_string(lua_State *L)
 {
 	size_t len;
+	const char *data;
 
 	check_store(L);
-	return put(L, NULL, luaL_checklstring(L, 3, &len), len);
+	data = luaL_checklstring(L, 3, &len);
+	return put(L, NULL, data, len);
 }
 
 static int l_storage_get(lua_State *L)
