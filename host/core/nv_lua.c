@@ -9,6 +9,7 @@
 #include "core/nv_lua.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "core/clock.h"
 #include "core/runtime.h"
@@ -179,6 +180,20 @@ int nv_lua_push_handle_name(lua_State *L, const char *name, const char *detail)
 {
 	lua_pushfstring(L, "%s (%s)", name, detail ? detail : "closed");
 	return 1;
+}
+
+void *nv_lua_new_home_handle(lua_State *L, int idx, size_t size, const char *mt)
+{
+	size_t len;
+	const char *home = luaL_checklstring(L, idx, &len);
+	char *box;
+
+	luaL_argcheck(L, strlen(home) == len, idx, "home holds a NUL");
+	box = lua_newuserdatauv(L, size + len + 1, 0); // [.., box]
+	memset(box, 0, size);
+	memcpy(box + size, home, len + 1);
+	luaL_setmetatable(L, mt);
+	return box;
 }
 
 void nv_lua_push_strings(lua_State *L, const char *const *list)

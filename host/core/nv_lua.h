@@ -99,6 +99,13 @@ void nv_lua_check_open(lua_State *L, bool open, const char *what);
  * detail is NULL, and returns 1. */
 int nv_lua_push_handle_name(lua_State *L, const char *name, const char *detail);
 
+/* A handle that keeps the NAVETTE_HOME it is opened at (the string at idx,
+ * which must hold no NUL): a new userdata with metatable mt whose first
+ * size bytes are zeroed (the handle is created closed) and the home copied
+ * right after them (size: offsetof the flexible member that holds it). */
+void *nv_lua_new_home_handle(lua_State *L, int idx, size_t size,
+			     const char *mt);
+
 /* Pushes the NULL-terminated list as a sequence {list[0], ...}. */
 void nv_lua_push_strings(lua_State *L, const char *const *list);
 

@@ -270,6 +270,21 @@ static int l_git_config(lua_State *L)
 	return nv_lua_string_result(L, rc, value, &err);
 }
 
+/* Sets what a commit's tree holds (an export's or an archive's) in the
+ * result table on top. */
+static void set_tree_counts(lua_State *L, uint64_t files, uint64_t dirs,
+			    uint64_t symlinks, uint64_t submodules)
+{
+	lua_pushinteger(L, (lua_Integer)files);
+	lua_setfield(L, -2, "files");
+	lua_pushinteger(L, (lua_Integer)dirs);
+	lua_setfield(L, -2, "dirs");
+	lua_pushinteger(L, (lua_Integer)symlinks);
+	lua_setfield(L, -2, "symlinks");
+	lua_pushinteger(L, (lua_Integer)submodules);
+	lua_setfield(L, -2, "submodules");
+}
+
 static int l_git_export(lua_State *L)
 {
 	nv_git_repo *repo = check_repo(L, 1);
@@ -301,14 +316,7 @@ static int l_git_export(lua_State *L)
 	lua_createtable(L, 0, 6); // [..., stats]
 	lua_pushstring(L, oid);
 	lua_setfield(L, -2, "id");
-	lua_pushinteger(L, (lua_Integer)st.files);
-	lua_setfield(L, -2, "files");
-	lua_pushinteger(L, (lua_Integer)st.dirs);
-	lua_setfield(L, -2, "dirs");
-	lua_pushinteger(L, (lua_Integer)st.symlinks);
-	lua_setfield(L, -2, "symlinks");
-	lua_pushinteger(L, (lua_Integer)st.submodules);
-	lua_setfield(L, -2, "submodules");
+	set_tree_counts(L, st.files, st.dirs, st.symlinks, st.submodules);
 	lua_pushinteger(L, (lua_Integer)st.bytes);
 	lua_setfield(L, -2, "bytes");
 	return 1;
@@ -375,14 +383,7 @@ static int l_git_archive(lua_State *L)
 	lua_setfield(L, -2, "tar_sha256");
 	lua_pushinteger(L, (lua_Integer)res.tar_size);
 	lua_setfield(L, -2, "tar_size");
-	lua_pushinteger(L, (lua_Integer)res.files);
-	lua_setfield(L, -2, "files");
-	lua_pushinteger(L, (lua_Integer)res.dirs);
-	lua_setfield(L, -2, "dirs");
-	lua_pushinteger(L, (lua_Integer)res.symlinks);
-	lua_setfield(L, -2, "symlinks");
-	lua_pushinteger(L, (lua_Integer)res.submodules);
-	lua_setfield(L, -2, "submodules");
+	set_tree_counts(L, res.files, res.dirs, res.symlinks, res.submodules);
 	lua_pushinteger(L, (lua_Integer)res.mtime);
 	lua_setfield(L, -2, "mtime");
 	return 1;

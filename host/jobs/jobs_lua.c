@@ -3,6 +3,7 @@
  * and _navette.jobs, what is not the database: the local agent, the
  * launcher's rendering, job ids, submission keys. */
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,16 +49,10 @@ static jobdb *check_jobdb(lua_State *L)
 
 static int l_jobdb_open(lua_State *L)
 {
-	size_t len;
-	const char *home = luaL_checklstring(L, 1, &len);
-	jobdb *db;
+	jobdb *db = nv_lua_new_home_handle(L, 1, offsetof(jobdb, home),
+					   JOBDB_MT); // [home, db]
 	nv_err err;
 
-	luaL_argcheck(L, strlen(home) == len, 1, "home holds a NUL");
-	db = lua_newuserdatauv(L, sizeof(*db) + len + 1, 0); // [home, db]
-	db->q = NULL;
-	memcpy(db->home, home, len + 1);
-	luaL_setmetatable(L, JOBDB_MT);
 	if (nv_jobdb_open(&db->q, db->home, &err) != 0)
 		return nv_lua_push_error(L, &err); // (db collected closed)
 	return 1;

@@ -127,17 +127,21 @@ static const char *check_bucket(lua_State *L, int idx, nv_err *err)
 	return bucket;
 }
 
+/* Pushes {key=, size=, sha256=, mtime=} (no mtime when unknown). */
+/* The bucket at idx and the key after it: -1 with err filled when either
+ * is malformed (an expected failure), 0 when both are good. */
+static int check_object(lua_State *L, int idx, const char **bucket,
+			const char **key, nv_err *err)
+{
+	if (!(*bucket = check_bucket(L, idx, err)) ||
+	    !(*key = nv_storage_check_key(L, idx + 1, err)))
+		return -1;
+	return 0;
+}
+
 static void push_info(lua_State *L, const nv_object_info *info)
 {
-	lua_createtable(L, 0, 4); // [.., info]
-	lua_pushstring(L, info->key);
-	lua_setfield(L, -2, "key");
-	lua_pushinteger(L, (lua_Integer)info->size);
-	lua_setfield(L, -2, "size");
-	if (info->sha256[0]) {
-		lua_pushstring(L, info->sha256);
-		lua_setfield(L, -2, "sha256");
-	}
+	nv_storage_push_object(L, info); // [.., info]
 	if (info->mtime) {
 		lua_pushinteger(L, (lua_Integer)info->mtime);
 		lua_setfield(L, -2, "mtime");
@@ -390,8 +394,7 @@ static int put_or_get(lua_State *L, int put, int reading)
 		luaL_checktype(L, 5, LUA_TFUNCTION);
 		fn = 5;
 	}
-	if (!(t.bucket = check_bucket(L, 2, &t.err)) ||
-	    !(t.key = nv_storage_check_key(L, 3, &t.err)))
+	if (check_object(L, 2, &t.bucket, &t.key, &t.err))
 		return nv_lua_push_error(L, &t.err);
 	if (!reading && nv_plan_mode(L)) {
 		lua_pushfstring(L,
@@ -451,8 +454,7 @@ static int l_s3_head(lua_State *L)
 	nv_object_info info;
 	nv_err err;
 
-	if (!(bucket = check_bucket(L, 2, &err)) ||
-	    !(key = nv_storage_check_key(L, 3, &err)))
+	if (check_object(L, 2, &bucket, &key, &err))
 		return nv_lua_push_error(L, &err);
 	if (nv_s3_head_etag(cfg, bucket, key, &info, etag, &err))
 		return nv_lua_push_error(L, &err);
@@ -558,8 +560,7 @@ static int l_s3_delete(lua_State *L)
 	nv_err err;
 	int rc;
 
-	if (!(bucket = check_bucket(L, 2, &err)) ||
-	    !(key = nv_storage_check_key(L, 3, &err)))
+	if (check_object(L, 2, &bucket, &key, &err))
 		return nv_lua_push_error(L, &err);
 	if (nv_plan_mode(L)) {
 		lua_pushfstring(L, "s3://%s/%s", bucket, key);
@@ -673,10 +674,8 @@ static int l_s3_copy(lua_State *L)
 	nv_object_info info;
 	nv_err err;
 
-	if (!(sb = check_bucket(L, 2, &err)) ||
-	    !(sk = nv_storage_check_key(L, 3, &err)) ||
-	    !(db = check_bucket(L, 4, &err)) ||
-	    !(dk = nv_storage_check_key(L, 5, &err)))
+	if (check_object(L, 2, &sb, &sk, &err) ||
+	    check_object(L, 4, &db, &dk, &err))
 		return nv_lua_push_error(L, &err);
 	if (nv_plan_mode(L)) {
 		lua_pushfstring(L, "s3://%s/%s -> s3://%s/%s", sb, sk, db, dk);
@@ -811,8 +810,7 @@ static int l_s3_presign(lua_State *L)
 	l_s3_box *box;
 	nv_err err;
 
-	if (!(bucket = check_bucket(L, 3, &err)) ||
-	    !(key = nv_storage_check_key(L, 4, &err)))
+	if (check_object(L, 3, &bucket, &key, &err))
 		return nv_lua_push_error(L, &err);
 	box = push_box(L, SIGNED_MAX); // [.., box]
 	if (nv_s3_presign(cfg, method, bucket, key, expires, at, &box->a, &err))

@@ -62,10 +62,7 @@ static void push_url(lua_State *L, nv_filestore *store, const char *key)
 		lua_pushstring(L, url);
 }
 
-/* Pushes {key=, size=, sha256=, mtime=[, url=]}; an empty sha256 (unknown
- * in a listing) is left out. */
-static void push_info(lua_State *L, nv_filestore *store,
-		      const nv_object_info *info, int with_url)
+void nv_storage_push_object(lua_State *L, const nv_object_info *info)
 {
 	lua_createtable(L, 0, 5); /* [info] */
 	lua_pushstring(L, info->key);
@@ -76,6 +73,13 @@ static void push_info(lua_State *L, nv_filestore *store,
 		lua_pushstring(L, info->sha256);
 		lua_setfield(L, -2, "sha256");
 	}
+}
+
+/* Pushes {key=, size=, sha256=, mtime=[, url=]}. */
+static void push_info(lua_State *L, nv_filestore *store,
+		      const nv_object_info *info, int with_url)
+{
+	nv_storage_push_object(L, info); /* [info] */
 	lua_pushinteger(L, (lua_Integer)info->mtime);
 	lua_setfield(L, -2, "mtime");
 	if (with_url) {

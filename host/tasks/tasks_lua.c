@@ -18,6 +18,7 @@
  * the resource opened into it, so a raise between the two never leaks;
  * close twice is harmless and a use after close raises. */
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -152,17 +153,11 @@ static taskdb *check_taskdb(lua_State *L)
 
 static int l_tasks_open(lua_State *L)
 {
-	size_t len;
-	const char *home = luaL_checklstring(L, 1, &len);
 	int read_only = lua_toboolean(L, 2);
-	taskdb *t;
+	taskdb *t = nv_lua_new_home_handle(L, 1, offsetof(taskdb, home),
+					   TASKDB_MT); // [.., db]
 	nv_err err;
 
-	luaL_argcheck(L, strlen(home) == len, 1, "home holds a NUL");
-	t = lua_newuserdatauv(L, sizeof(*t) + len + 1, 0); // [.., db]
-	t->db = NULL;
-	memcpy(t->home, home, len + 1);
-	luaL_setmetatable(L, TASKDB_MT);
 	if (nv_taskdb_open(&t->db, t->home, read_only, &err) != 0)
 		return nv_lua_push_error(L, &err); // (db collected closed)
 	return 1;
