@@ -1,7 +1,7 @@
 /* What every Lua binding of a primitive uses from the core: error objects
  * and results, plan mode, the recipe's location, handles' metatables and
- * checked numbers. Bindings live in one file per
- * primitive (host/<prim>/<prim>_lua.c) ending in luaopen_navette_<prim>. */
+ * checked numbers. Bindings live in one file per primitive
+ * (host/<prim>/<prim>_lua.c) ending in luaopen_navette_<prim>. */
 #ifndef NV_LUA_H
 #define NV_LUA_H
 
