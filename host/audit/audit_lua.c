@@ -208,16 +208,12 @@ static int l_audit_mirror(lua_State *L)
 {
 	const char *root = luaL_checkstring(L, 1);
 	nv_err err;
+	int rc;
 
-	if (nv_plan_mode(L)) {
-		nv_plan_record(L, "audit", "mirror", root);
-		lua_pushboolean(L, 1);
-		return 1;
-	}
-	if (nv_audit_mirror(nv_lua_home(L), root, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	if (nv_plan_mode(L))
+		return nv_lua_planned(L, "audit", "mirror", root);
+	rc = nv_audit_mirror(nv_lua_home(L), root, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* audit.mirror_check(head_text | nil) -> true | nil, err: whether the
@@ -228,11 +224,10 @@ static int l_audit_mirror_check(lua_State *L)
 	size_t len = 0;
 	const char *text = luaL_optlstring(L, 1, NULL, &len);
 	nv_err err;
+	int rc;
 
-	if (nv_audit_mirror_check(nv_lua_home(L), text, len, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_audit_mirror_check(nv_lua_home(L), text, len, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 static int l_audit_identity(lua_State *L)
@@ -253,10 +248,7 @@ static const luaL_Reg audit_functions[] = {
 
 int luaopen_navette_audit(lua_State *L)
 {
-	luaL_newmetatable(L, AUDIT_LINES_MT); /* [mt] */
-	lua_pushcfunction(L, l_audit_lines_gc);
-	lua_setfield(L, -2, "__gc");
-	lua_pop(L, 1);
+	nv_lua_new_box_type(L, AUDIT_LINES_MT, l_audit_lines_gc);
 
 	luaL_newlib(L, audit_functions); /* [audit] */
 	return 1;

@@ -1,6 +1,7 @@
 /* The code of nv_lua.h, what every binding of a primitive uses: error
- * objects, plan mode and the runtime's folders (read from the runtime that
- * owns the state), and checks of the values a binding takes from Lua.
+ * objects and results, plan mode and the runtime's folders (read from the
+ * runtime that owns the state), the metatables of handles, and checks of
+ * the values a binding takes from Lua.
  * Every number a binding turns into a C size, count, duration, mode or
  * port goes through here: a Lua number may be a float as large as 1e308,
  * an infinity or a NaN, and converting such a value to a C integer type
@@ -8,6 +9,7 @@
 #include "core/nv_lua.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "core/clock.h"
 #include "core/runtime.h"
@@ -33,6 +35,31 @@ int nv_lua_push_error_as(lua_State *L, const char *code, const nv_err *err)
 		lua_setfield(L, -2, "hint");
 	}
 	return 2; // [nil, err]
+}
+
+int nv_lua_result(lua_State *L, int rc, const nv_err *err)
+{
+	if (rc)
+		return nv_lua_push_error(L, err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+int nv_lua_string_result(lua_State *L, int rc, const char *value,
+			 const nv_err *err)
+{
+	if (rc)
+		return nv_lua_push_error(L, err);
+	lua_pushstring(L, value);
+	return 1;
+}
+
+int nv_lua_planned(lua_State *L, const char *primitive, const char *action,
+		   const char *detail)
+{
+	nv_plan_record(L, primitive, action, detail);
+	lua_pushboolean(L, 1);
+	return 1;
 }
 
 bool nv_plan_mode(lua_State *L)
@@ -118,6 +145,64 @@ const char *nv_lua_recipe_dir(lua_State *L)
 const char *nv_lua_home(lua_State *L)
 {
 	return nv_runtime_of(L)->home;
+}
+
+/* ---- handles ----------------------------------------------------------- */
+
+void nv_lua_new_handle_type(lua_State *L, const char *mt, const luaL_Reg *meta,
+			    const luaL_Reg *methods)
+{
+	luaL_newmetatable(L, mt); // [mt]
+	luaL_setfuncs(L, meta, 0);
+	if (methods) {
+		lua_newtable(L); // [mt, methods]
+		luaL_setfuncs(L, methods, 0);
+		lua_setfield(L, -2, "__index");
+	}
+	lua_pop(L, 1); // []
+}
+
+void nv_lua_new_box_type(lua_State *L, const char *mt, lua_CFunction gc)
+{
+	luaL_newmetatable(L, mt); // [mt]
+	lua_pushcfunction(L, gc);
+	lua_setfield(L, -2, "__gc");
+	lua_pop(L, 1); // []
+}
+
+void nv_lua_check_open(lua_State *L, bool open, const char *what)
+{
+	if (!open)
+		luaL_error(L, "attempt to use a closed %s", what);
+}
+
+int nv_lua_push_handle_name(lua_State *L, const char *name, const char *detail)
+{
+	lua_pushfstring(L, "%s (%s)", name, detail ? detail : "closed");
+	return 1;
+}
+
+void *nv_lua_new_home_handle(lua_State *L, int idx, size_t size, const char *mt)
+{
+	size_t len;
+	const char *home = luaL_checklstring(L, idx, &len);
+	char *box;
+
+	luaL_argcheck(L, strlen(home) == len, idx, "home holds a NUL");
+	box = lua_newuserdatauv(L, size + len + 1, 0); // [.., box]
+	memset(box, 0, size);
+	memcpy(box + size, home, len + 1);
+	luaL_setmetatable(L, mt);
+	return box;
+}
+
+void nv_lua_push_strings(lua_State *L, const char *const *list)
+{
+	lua_newtable(L); // [list]
+	for (int i = 0; list[i]; i++) {
+		lua_pushstring(L, list[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
 }
 
 /* ---- numbers from Lua -------------------------------------------------- */

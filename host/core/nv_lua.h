@@ -1,6 +1,7 @@
-/* What every Lua binding of a primitive uses from the core: error objects,
- * plan mode, and the recipe's location. Bindings live in one file per
- * primitive (host/<prim>/<prim>_lua.c) ending in luaopen_navette_<prim>. */
+/* What every Lua binding of a primitive uses from the core: error objects
+ * and results, plan mode, the recipe's location, handles' metatables and
+ * checked numbers. Bindings live in one file per primitive
+ * (host/<prim>/<prim>_lua.c) ending in luaopen_navette_<prim>. */
 #ifndef NV_LUA_H
 #define NV_LUA_H
 
@@ -19,6 +20,20 @@ int nv_lua_push_error(lua_State *L, const nv_err *err);
 /* The same with a code of the binding's own instead of err's ("untrusted",
  * which no nv_code names: a refusal the Lua layer treats apart). */
 int nv_lua_push_error_as(lua_State *L, const char *code, const nv_err *err);
+
+/* The end of a binding whose C call returned rc (0: done) with err filled
+ * on failure, as luaL_fileresult ends liolib's: true, or nil and the error
+ * table. `return nv_lua_result(L, rc, &err);`. Does not raise. */
+int nv_lua_result(lua_State *L, int rc, const nv_err *err);
+
+/* The same with value (a C string) in place of true. */
+int nv_lua_string_result(lua_State *L, int rc, const char *value,
+			 const nv_err *err);
+
+/* A side effect in plan mode: records it (nv_plan_record) and pushes true,
+ * what the binding returns in place of doing it. May raise (memory). */
+int nv_lua_planned(lua_State *L, const char *primitive, const char *action,
+		   const char *detail);
 
 /* True when the runtime runs in plan mode: a primitive with a side effect
  * must then call nv_plan_record() and do nothing. */
@@ -63,6 +78,36 @@ const char *nv_lua_recipe_dir(lua_State *L);
 
 /* NAVETTE_HOME of this runtime (absolute, never NULL). */
 const char *nv_lua_home(lua_State *L);
+
+/* Handles (nv_lua.c), in liolib's manner. */
+
+/* Registers the metatable mt of a handle: meta's metamethods (__gc,
+ * __close, __tostring) and, when methods is not NULL, __index a table of
+ * methods. Leaves the stack as it was. */
+void nv_lua_new_handle_type(lua_State *L, const char *mt, const luaL_Reg *meta,
+			    const luaL_Reg *methods);
+
+/* Registers the metatable mt of a box, a userdata that only owns memory
+ * and frees it in gc. Leaves the stack as it was. */
+void nv_lua_new_box_type(lua_State *L, const char *mt, lua_CFunction gc);
+
+/* Raises "attempt to use a closed WHAT" unless open: a handle's check_xxx
+ * calls it after luaL_checkudata. */
+void nv_lua_check_open(lua_State *L, bool open, const char *what);
+
+/* A handle's __tostring: pushes "NAME (DETAIL)", or "NAME (closed)" when
+ * detail is NULL, and returns 1. */
+int nv_lua_push_handle_name(lua_State *L, const char *name, const char *detail);
+
+/* A handle that keeps the NAVETTE_HOME it is opened at (the string at idx,
+ * which must hold no NUL): a new userdata with metatable mt whose first
+ * size bytes are zeroed (the handle is created closed) and the home copied
+ * right after them (size: offsetof the flexible member that holds it). */
+void *nv_lua_new_home_handle(lua_State *L, int idx, size_t size,
+			     const char *mt);
+
+/* Pushes the NULL-terminated list as a sequence {list[0], ...}. */
+void nv_lua_push_strings(lua_State *L, const char *const *list);
 
 /* Numbers from Lua (nv_lua.c). Every number a binding turns into a C
  * size, count, duration, mode or port is read with one of these: they

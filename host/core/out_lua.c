@@ -15,8 +15,9 @@ static int stream_arg(lua_State *L, int idx)
 							      : NV_OUT_STDERR;
 }
 
-/* out.write(stream, s...) */
-static int l_out_write(lua_State *L)
+/* Writes the arguments from 2 on to the stream named by argument 1. */
+static int write_args(lua_State *L,
+		      void (*write)(int stream, const char *s, size_t len))
 {
 	int stream = stream_arg(L, 1);
 	int n = lua_gettop(L);
@@ -24,24 +25,22 @@ static int l_out_write(lua_State *L)
 	for (int i = 2; i <= n; i++) {
 		size_t len;
 		const char *s = luaL_checklstring(L, i, &len);
-		nv_out_write(stream, s, len);
+		write(stream, s, len);
 	}
 	return 0;
+}
+
+/* out.write(stream, s...) */
+static int l_out_write(lua_State *L)
+{
+	return write_args(L, nv_out_write);
 }
 
 /* out.raw(stream, s...): navette's own control sequences (styles, line
  * erasing), which out.write would show escaped on stderr. */
 static int l_out_raw(lua_State *L)
 {
-	int stream = stream_arg(L, 1);
-	int n = lua_gettop(L);
-
-	for (int i = 2; i <= n; i++) {
-		size_t len;
-		const char *s = luaL_checklstring(L, i, &len);
-		nv_out_write_raw(stream, s, len);
-	}
-	return 0;
+	return write_args(L, nv_out_write_raw);
 }
 
 void nv_out_add_escaped(luaL_Buffer *b, const char *s, size_t len)

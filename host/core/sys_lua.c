@@ -199,13 +199,12 @@ static int l_sys_stat(lua_State *L)
 static int l_sys_mkdir_p(lua_State *L)
 {
 	nv_err err;
+	int rc;
 	const char *path = luaL_checkstring(L, 1);
 	int mode = (int)nv_lua_optrange(L, 2, 0, 07777, 0755, "mkdir_p: mode");
 
-	if (nv_mkdir_p(path, mode, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_mkdir_p(path, mode, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 static int l_sys_write_file(lua_State *L)
@@ -216,11 +215,10 @@ static int l_sys_write_file(lua_State *L)
 	int mode =
 		(int)nv_lua_optrange(L, 3, 0, 07777, 0644, "write_file: mode");
 	nv_err err;
+	int rc;
 
-	if (nv_write_file_atomic(path, data, len, mode, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_write_file_atomic(path, data, len, mode, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* sys.read_file(path [, max]) -> string | nil, err. The buffer is copied
@@ -300,10 +298,10 @@ static int l_sys_listdir(lua_State *L)
 static int l_sys_remove_tree(lua_State *L)
 {
 	nv_err err;
-	if (nv_remove_tree(luaL_checkstring(L, 1), &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	int rc;
+
+	rc = nv_remove_tree(luaL_checkstring(L, 1), &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 static int l_sys_remove(lua_State *L)
@@ -343,11 +341,10 @@ static int l_sys_random_hex(lua_State *L)
 	char buf[129];
 	lua_Integer n = nv_lua_checkrange(L, 1, 1, 64, "random_hex: bytes");
 	nv_err err;
+	int rc;
 
-	if (nv_random_hex(buf, (size_t)n, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, buf);
-	return 1;
+	rc = nv_random_hex(buf, (size_t)n, &err);
+	return nv_lua_string_result(L, rc, buf, &err);
 }
 
 /* sha256(text) -> the hex digest of text (a name's fingerprint, never a

@@ -36,8 +36,7 @@ static handle *to_handle(lua_State *L, int idx)
 static handle *check_open(lua_State *L, int idx)
 {
 	handle *h = to_handle(L, idx);
-	if (!h->secret)
-		luaL_error(L, "attempt to use a closed credential");
+	nv_lua_check_open(L, h->secret != NULL, "credential");
 	return h;
 }
 
@@ -377,8 +376,7 @@ static int push_pending(lua_State *L, stream_box *box)
 static stream_box *check_stream(lua_State *L)
 {
 	stream_box *box = luaL_checkudata(L, 1, REDACT_STREAM_MT);
-	if (!box->stream)
-		luaL_error(L, "attempt to use a closed redacting stream");
+	nv_lua_check_open(L, box->stream != NULL, "redacting stream");
 	return box;
 }
 
@@ -462,11 +460,10 @@ static int l_creds_add_fingerprints(lua_State *L)
 	size_t len;
 	const char *text = luaL_checklstring(L, 1, &len);
 	nv_err err;
+	int rc;
 
-	if (nv_redact_add_fingerprints(nv_redact_global(), text, len, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_redact_add_fingerprints(nv_redact_global(), text, len, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 static int l_creds_env_allowed(lua_State *L)
@@ -713,16 +710,12 @@ static int l_creds_store_file(lua_State *L)
 					     : nv_creds_check(L, 1);
 	const char *path = luaL_checkstring(L, 2);
 	nv_err err;
+	int rc;
 
-	if (nv_plan_mode(L)) {
-		nv_plan_record(L, "creds", "store", path);
-		lua_pushboolean(L, 1);
-		return 1;
-	}
-	if (nv_creds_store_file(s, path, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	if (nv_plan_mode(L))
+		return nv_lua_planned(L, "creds", "store", path);
+	rc = nv_creds_store_file(s, path, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* creds.store_keychain(handle, service, account) -> true | nil, err:
@@ -735,18 +728,14 @@ static int l_creds_store_keychain(lua_State *L)
 	const char *service = luaL_checkstring(L, 2);
 	const char *account = luaL_checkstring(L, 3);
 	nv_err err;
+	int rc;
 
-	if (nv_plan_mode(L) || nv_exec_forbidden(L)) {
-		nv_plan_record(
+	if (nv_plan_mode(L) || nv_exec_forbidden(L))
+		return nv_lua_planned(
 			L, "creds", "store",
 			lua_pushfstring(L, "keychain %s/%s", service, account));
-		lua_pushboolean(L, 1);
-		return 1;
-	}
-	if (nv_creds_store_keychain(s, service, account, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_creds_store_keychain(s, service, account, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* creds.generate(kind, name, user, len) -> handle | nil, err: a new
@@ -779,13 +768,12 @@ static int l_creds_htpasswd(lua_State *L)
 	lua_Integer cost = luaL_optinteger(L, 2, 0);
 	char line[NV_HTPASSWD_LINE_MAX];
 	nv_err err;
+	int rc;
 
 	luaL_argcheck(L, cost >= 0 && cost <= NV_HTPASSWD_COST_MAX, 2,
 		      "bcrypt cost out of range");
-	if (nv_htpasswd_line(s, (int)cost, line, sizeof(line), &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, line);
-	return 1;
+	rc = nv_htpasswd_line(s, (int)cost, line, sizeof(line), &err);
+	return nv_lua_string_result(L, rc, line, &err);
 }
 
 static int l_creds_cache_clear(lua_State *L)

@@ -26,8 +26,7 @@ static nv_git_repo *check_repo(lua_State *L, int idx)
 {
 	l_git_repo *box = luaL_checkudata(L, idx, NV_GIT_REPO_MT);
 
-	if (!box->repo)
-		luaL_error(L, "attempt to use a closed git repository");
+	nv_lua_check_open(L, box->repo != NULL, "git repository");
 	return box->repo;
 }
 
@@ -78,12 +77,9 @@ static int l_git_tostring(lua_State *L)
 {
 	l_git_repo *box = luaL_checkudata(L, 1, NV_GIT_REPO_MT);
 
-	if (box->repo)
-		lua_pushfstring(L, "%s (%s)", NV_GIT_REPO_MT,
-				nv_git_workdir(box->repo));
-	else
-		lua_pushfstring(L, "%s (closed)", NV_GIT_REPO_MT);
-	return 1;
+	return nv_lua_push_handle_name(L, NV_GIT_REPO_MT,
+				       box->repo ? nv_git_workdir(box->repo)
+						 : NULL);
 }
 
 static int l_git_workdir(lua_State *L)
@@ -92,31 +88,28 @@ static int l_git_workdir(lua_State *L)
 	return 1;
 }
 
-static int l_git_head(lua_State *L)
+/* The commit id ref names in the repository at 1 -> id | nil, err */
+static int push_resolved(lua_State *L, const char *ref)
 {
 	nv_git_repo *repo = check_repo(L, 1);
 	char oid[NV_GIT_OID_HEX_LEN + 1];
 	nv_err err;
+	int rc;
 
 	nv_err_clear(&err);
-	if (nv_git_resolve(repo, "HEAD", oid, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, oid);
-	return 1;
+	rc = nv_git_resolve(repo, ref, oid, &err);
+	return nv_lua_string_result(L, rc, oid, &err);
+}
+
+static int l_git_head(lua_State *L)
+{
+	return push_resolved(L, "HEAD");
 }
 
 static int l_git_resolve(lua_State *L)
 {
-	nv_git_repo *repo = check_repo(L, 1);
-	const char *ref = luaL_checkstring(L, 2);
-	char oid[NV_GIT_OID_HEX_LEN + 1];
-	nv_err err;
-
-	nv_err_clear(&err);
-	if (nv_git_resolve(repo, ref, oid, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, oid);
-	return 1;
+	check_repo(L, 1);
+	return push_resolved(L, luaL_checkstring(L, 2));
 }
 
 /* repo:path_state(rel) -> "tracked" | "ignored" | "untracked" | nil, err
@@ -254,12 +247,11 @@ static int l_git_remote_url(lua_State *L)
 	const char *name = luaL_optstring(L, 2, NULL);
 	char url[4096];
 	nv_err err;
+	int rc;
 
 	nv_err_clear(&err);
-	if (nv_git_remote_url(repo, name, url, sizeof(url), &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, url);
-	return 1;
+	rc = nv_git_remote_url(repo, name, url, sizeof(url), &err);
+	return nv_lua_string_result(L, rc, url, &err);
 }
 
 /* git.config(name [, repo]) -> value | nil, err (not_found when unset):
@@ -271,12 +263,26 @@ static int l_git_config(lua_State *L)
 		lua_isnoneornil(L, 2) ? NULL : check_repo(L, 2);
 	char value[4096];
 	nv_err err;
+	int rc;
 
 	nv_err_clear(&err);
-	if (nv_git_config_string(repo, name, value, sizeof(value), &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, value);
-	return 1;
+	rc = nv_git_config_string(repo, name, value, sizeof(value), &err);
+	return nv_lua_string_result(L, rc, value, &err);
+}
+
+/* Sets what a commit's tree holds (an export's or an archive's) in the
+ * result table on top. */
+static void set_tree_counts(lua_State *L, uint64_t files, uint64_t dirs,
+			    uint64_t symlinks, uint64_t submodules)
+{
+	lua_pushinteger(L, (lua_Integer)files);
+	lua_setfield(L, -2, "files");
+	lua_pushinteger(L, (lua_Integer)dirs);
+	lua_setfield(L, -2, "dirs");
+	lua_pushinteger(L, (lua_Integer)symlinks);
+	lua_setfield(L, -2, "symlinks");
+	lua_pushinteger(L, (lua_Integer)submodules);
+	lua_setfield(L, -2, "submodules");
 }
 
 static int l_git_export(lua_State *L)
@@ -310,14 +316,7 @@ static int l_git_export(lua_State *L)
 	lua_createtable(L, 0, 6); // [..., stats]
 	lua_pushstring(L, oid);
 	lua_setfield(L, -2, "id");
-	lua_pushinteger(L, (lua_Integer)st.files);
-	lua_setfield(L, -2, "files");
-	lua_pushinteger(L, (lua_Integer)st.dirs);
-	lua_setfield(L, -2, "dirs");
-	lua_pushinteger(L, (lua_Integer)st.symlinks);
-	lua_setfield(L, -2, "symlinks");
-	lua_pushinteger(L, (lua_Integer)st.submodules);
-	lua_setfield(L, -2, "submodules");
+	set_tree_counts(L, st.files, st.dirs, st.symlinks, st.submodules);
 	lua_pushinteger(L, (lua_Integer)st.bytes);
 	lua_setfield(L, -2, "bytes");
 	return 1;
@@ -384,14 +383,7 @@ static int l_git_archive(lua_State *L)
 	lua_setfield(L, -2, "tar_sha256");
 	lua_pushinteger(L, (lua_Integer)res.tar_size);
 	lua_setfield(L, -2, "tar_size");
-	lua_pushinteger(L, (lua_Integer)res.files);
-	lua_setfield(L, -2, "files");
-	lua_pushinteger(L, (lua_Integer)res.dirs);
-	lua_setfield(L, -2, "dirs");
-	lua_pushinteger(L, (lua_Integer)res.symlinks);
-	lua_setfield(L, -2, "symlinks");
-	lua_pushinteger(L, (lua_Integer)res.submodules);
-	lua_setfield(L, -2, "submodules");
+	set_tree_counts(L, res.files, res.dirs, res.symlinks, res.submodules);
 	lua_pushinteger(L, (lua_Integer)res.mtime);
 	lua_setfield(L, -2, "mtime");
 	return 1;
@@ -403,13 +395,12 @@ static int l_git_lockfile_hash(lua_State *L)
 	const char *ref = luaL_optstring(L, 2, "HEAD");
 	char oid[NV_GIT_OID_HEX_LEN + 1], hex[NV_GIT_SHA256_HEX + 1];
 	nv_err err;
+	int rc;
 
 	nv_err_clear(&err);
-	if (nv_git_resolve(repo, ref, oid, &err) ||
-	    nv_git_lockfile_hash(repo, oid, hex, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, hex);
-	return 1;
+	rc = nv_git_resolve(repo, ref, oid, &err) ||
+	     nv_git_lockfile_hash(repo, oid, hex, &err);
+	return nv_lua_string_result(L, rc, hex, &err);
 }
 
 /* repo:read_file(ref, path [, max_bytes]) -> bytes | nil, err: a file of
@@ -450,12 +441,11 @@ static int l_git_cache_name(lua_State *L)
 	const char *url = luaL_checkstring(L, 1);
 	char name[NV_GIT_CACHE_NAME_LEN + 1];
 	nv_err err;
+	int rc;
 
 	nv_err_clear(&err);
-	if (nv_git_cache_name(name, url, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, name);
-	return 1;
+	rc = nv_git_cache_name(name, url, &err);
+	return nv_lua_string_result(L, rc, name, &err);
 }
 
 /* git.cache_fetch(dir, url) -> true | nil, err: a network read into the
@@ -483,10 +473,7 @@ static int l_git_cache_fetch(lua_State *L)
 	nv_err_clear(&err);
 	rc = nv_git_cache_fetch(dir, url, &err);
 	nv_watchdog_note(dog, NULL);
-	if (rc)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	return nv_lua_result(L, rc, &err);
 }
 
 /* git.open_cache(dir) -> repo | nil, err: a cache's bare repository */
@@ -519,12 +506,11 @@ static int l_git_library_commit(lua_State *L)
 	nv_git_repo *repo = check_repo(L, 1);
 	const char *id = luaL_checkstring(L, 2);
 	nv_err err;
+	int rc;
 
 	nv_err_clear(&err);
-	if (nv_git_cache_has_commit(repo, id, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_git_cache_has_commit(repo, id, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 static const luaL_Reg repo_methods[] = {
@@ -550,7 +536,6 @@ static const luaL_Reg repo_meta[] = {
 	{"__gc", l_git_repo_release},
 	{"__close", l_git_repo_release},
 	{"__tostring", l_git_tostring},
-	{"__index", NULL}, /* set below to the methods table */
 	{NULL, NULL},
 };
 
@@ -565,12 +550,7 @@ static const luaL_Reg git_functions[] = {
 
 int luaopen_navette_git(lua_State *L)
 {
-	luaL_newmetatable(L, NV_GIT_REPO_MT); // [meta]
-	luaL_setfuncs(L, repo_meta, 0);
-	luaL_newlibtable(L, repo_methods); // [meta, methods]
-	luaL_setfuncs(L, repo_methods, 0);
-	lua_setfield(L, -2, "__index"); // [meta]
-	lua_pop(L, 1);                  // []
-	luaL_newlib(L, git_functions);  // [module]
+	nv_lua_new_handle_type(L, NV_GIT_REPO_MT, repo_meta, repo_methods);
+	luaL_newlib(L, git_functions); // [module]
 	return 1;
 }

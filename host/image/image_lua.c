@@ -487,10 +487,7 @@ static int l_image_ping(lua_State *L)
 	}
 	rc = nv_registry_ping(r, &err);
 	session_release(ses);
-	if (rc)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	return nv_lua_result(L, rc, &err);
 }
 
 static void push_code_result(lua_State *L, const nv_code_layer_result *r,
@@ -717,11 +714,10 @@ static int l_image_builder(lua_State *L)
 {
 	char name[16];
 	nv_err err;
+	int rc;
 
-	if (nv_build_pick(luaL_optstring(L, 1, NULL), name, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, name);
-	return 1;
+	rc = nv_build_pick(luaL_optstring(L, 1, NULL), name, &err);
+	return nv_lua_string_result(L, rc, name, &err);
 }
 
 /* image.platform_check(config_json, platform, what) -> true | nil, err:
@@ -733,11 +729,10 @@ static int l_image_platform_check(lua_State *L)
 	const char *platform = luaL_optstring(L, 2, NULL);
 	const char *what = luaL_optstring(L, 3, NULL);
 	nv_err err;
+	int rc;
 
-	if (nv_image_platform_check(config, len, platform, what, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_image_platform_check(config, len, platform, what, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* image.tag_of(commit) -> the tag a code layer of that commit gets */
@@ -788,13 +783,12 @@ static int l_image_apt_mirror(lua_State *L)
 {
 	char url[NV_DEB_MIRROR_MAX + 1];
 	nv_err err;
+	int rc;
 
-	if (nv_apt_default_mirror(luaL_checkstring(L, 1), url, sizeof(url),
-				  &err) ||
-	    nv_deb_mirror_check(url, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, url);
-	return 1;
+	rc = nv_apt_default_mirror(luaL_checkstring(L, 1), url, sizeof(url),
+				   &err) ||
+	     nv_deb_mirror_check(url, &err);
+	return nv_lua_string_result(L, rc, url, &err);
 }
 
 /* image.debootstrap{suite=, variant=, platform=, packages={}, mirror=,
@@ -945,10 +939,7 @@ static int l_image_retag(lua_State *L)
 					      m.body.len, got, &err);
 	nv_registry_manifest_free(&m);
 	session_release(ses);
-	if (rc)
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, got);
-	return 1;
+	return nv_lua_string_result(L, rc, got, &err);
 }
 
 int luaopen_navette_image(lua_State *L)
@@ -972,14 +963,8 @@ int luaopen_navette_image(lua_State *L)
 		{"retag", l_image_retag},
 		{NULL, NULL}};
 
-	luaL_newmetatable(L, SESSION_MT); // [mt]
-	lua_pushcfunction(L, l_session_gc);
-	lua_setfield(L, -2, "__gc");
-	lua_pop(L, 1);
-	luaL_newmetatable(L, IMAGE_MT); // [mt]
-	lua_pushcfunction(L, l_image_gc);
-	lua_setfield(L, -2, "__gc");
-	lua_pop(L, 1);
+	nv_lua_new_box_type(L, SESSION_MT, l_session_gc);
+	nv_lua_new_box_type(L, IMAGE_MT, l_image_gc);
 	luaL_newlib(L, fns);
 	return 1;
 }

@@ -3,6 +3,7 @@
  * and _navette.jobs, what is not the database: the local agent, the
  * launcher's rendering, job ids, submission keys. */
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,23 +43,16 @@ static jobdb *check_jobdb(lua_State *L)
 {
 	jobdb *db = luaL_checkudata(L, 1, JOBDB_MT);
 
-	if (!db->q)
-		luaL_error(L, "attempt to use a closed job database");
+	nv_lua_check_open(L, db->q != NULL, "job database");
 	return db;
 }
 
 static int l_jobdb_open(lua_State *L)
 {
-	size_t len;
-	const char *home = luaL_checklstring(L, 1, &len);
-	jobdb *db;
+	jobdb *db = nv_lua_new_home_handle(L, 1, offsetof(jobdb, home),
+					   JOBDB_MT); // [home, db]
 	nv_err err;
 
-	luaL_argcheck(L, strlen(home) == len, 1, "home holds a NUL");
-	db = lua_newuserdatauv(L, sizeof(*db) + len + 1, 0); // [home, db]
-	db->q = NULL;
-	memcpy(db->home, home, len + 1);
-	luaL_setmetatable(L, JOBDB_MT);
 	if (nv_jobdb_open(&db->q, db->home, &err) != 0)
 		return nv_lua_push_error(L, &err); // (db collected closed)
 	return 1;
@@ -80,11 +74,7 @@ static int l_jobdb_tostring(lua_State *L)
 {
 	jobdb *db = luaL_checkudata(L, 1, JOBDB_MT);
 
-	if (db->q)
-		lua_pushfstring(L, "jobdb (%s)", db->home);
-	else
-		lua_pushliteral(L, "jobdb (closed)");
-	return 1;
+	return nv_lua_push_handle_name(L, "jobdb", db->q ? db->home : NULL);
 }
 
 /* A malloc'd string that a binding is about to push, held by a userdata
@@ -133,6 +123,14 @@ static int owned_push(lua_State *L, owned *o)
 	return 1;
 }
 
+/* The end of a call that filled the box (rc 0) -> its string | nil, err */
+static int owned_result(lua_State *L, int rc, owned *o, const nv_err *err)
+{
+	if (rc)
+		return nv_lua_push_error(L, err);
+	return owned_push(L, o);
+}
+
 /* db:submit(id, project, profile, name, spec_json [, backend
  *   [, submit_key]]) -> true | nil, err (false in plan mode: nothing
  * written). submit_key: see nv_jobdb_insert_keyed. Starting a local job's
@@ -164,38 +162,36 @@ static int l_jobdb_submit(lua_State *L)
 	return 1;
 }
 
-/* db:submitted(id) -> true | nil, err: the submission of job id is
- * complete (a re-run no longer resumes it). */
-static int l_jobdb_submitted(lua_State *L)
+/* Marks a step of job id's submission (argument 2) done -> true | nil,
+ * err; in plan mode nothing is submitted, so nothing is marked. */
+static int mark_submission(lua_State *L,
+			   int (*mark)(nv_jobdb *q, const char *id,
+				       nv_err *err))
 {
 	jobdb *db = check_jobdb(L);
 	nv_err err;
+	int rc;
 
 	if (nv_plan_mode(L)) {
 		lua_pushboolean(L, 1);
 		return 1;
 	}
-	if (nv_jobdb_submitted(db->q, luaL_checkstring(L, 2), &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = mark(db->q, luaL_checkstring(L, 2), &err);
+	return nv_lua_result(L, rc, &err);
+}
+
+/* db:submitted(id) -> true | nil, err: the submission of job id is
+ * complete (a re-run no longer resumes it). */
+static int l_jobdb_submitted(lua_State *L)
+{
+	return mark_submission(L, nv_jobdb_submitted);
 }
 
 /* db:audited(id) -> true | nil, err: the audit line of job id's
  * submission is written, so the agent may start it (nv_jobdb_audited). */
 static int l_jobdb_audited(lua_State *L)
 {
-	jobdb *db = check_jobdb(L);
-	nv_err err;
-
-	if (nv_plan_mode(L)) {
-		lua_pushboolean(L, 1);
-		return 1;
-	}
-	if (nv_jobdb_audited(db->q, luaL_checkstring(L, 2), &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	return mark_submission(L, nv_jobdb_audited);
 }
 
 /* db:transaction(fn) -> what fn returns: fn's writes as one transaction
@@ -251,10 +247,10 @@ static int l_jobdb_get(lua_State *L)
 	const char *id = luaL_checkstring(L, 2);
 	owned *json = owned_new(L); // [db, id, box]
 	nv_err err;
+	int rc;
 
-	if (nv_jobdb_get_json(db->q, id, &json->s, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	return owned_push(L, json);
+	rc = nv_jobdb_get_json(db->q, id, &json->s, &err);
+	return owned_result(L, rc, json, &err);
 }
 
 /* db:list([limit]) -> json array | nil, err */
@@ -265,10 +261,10 @@ static int l_jobdb_list(lua_State *L)
 		(int)nv_lua_optrange(L, 2, 1, INT_MAX, 50, "jobdb:list: limit");
 	owned *json = owned_new(L); // [db, limit?, box]
 	nv_err err;
+	int rc;
 
-	if (nv_jobdb_list_json(db->q, limit, &json->s, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	return owned_push(L, json);
+	rc = nv_jobdb_list_json(db->q, limit, &json->s, &err);
+	return owned_result(L, rc, json, &err);
 }
 
 /* db:run(run_id) -> run_id, json | nil, err: the ids of the jobs of one
@@ -294,6 +290,7 @@ static int l_jobdb_cancel(lua_State *L)
 {
 	jobdb *db = check_jobdb(L);
 	nv_err err;
+	int rc;
 	char state[16] = "";
 
 	if (nv_plan_mode(L)) {
@@ -301,10 +298,8 @@ static int l_jobdb_cancel(lua_State *L)
 		lua_pushliteral(L, "planned");
 		return 1;
 	}
-	if (nv_jobdb_cancel(db->q, luaL_checkstring(L, 2), state, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, state);
-	return 1;
+	rc = nv_jobdb_cancel(db->q, luaL_checkstring(L, 2), state, &err);
+	return nv_lua_string_result(L, rc, state, &err);
 }
 
 /* The calls a remote backend's follower makes on the rows of its jobs
@@ -316,13 +311,12 @@ static int l_jobdb_set_remote(lua_State *L)
 {
 	jobdb *db = check_jobdb(L);
 	nv_err err;
+	int rc;
 
-	if (nv_jobdb_set_remote(db->q, luaL_checkstring(L, 2),
-				luaL_optstring(L, 3, NULL),
-				luaL_optstring(L, 4, NULL), &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_jobdb_set_remote(db->q, luaL_checkstring(L, 2),
+				 luaL_optstring(L, 3, NULL),
+				 luaL_optstring(L, 4, NULL), &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* db:phase(id, phase, at) -> true | nil, err */
@@ -333,11 +327,10 @@ static int l_jobdb_phase(lua_State *L)
 	const char *phase = luaL_checkstring(L, 3);
 	double at = nv_lua_checkrangef(L, 4, 0, NV_TIME_MAX, "jobdb:phase: at");
 	nv_err err;
+	int rc;
 
-	if (nv_jobdb_phase(db->q, id, phase, at, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_jobdb_phase(db->q, id, phase, at, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* db:finish(id, state, exit_code|nil, failure|nil, record_url|nil) with
@@ -346,6 +339,7 @@ static int l_jobdb_finish(lua_State *L)
 {
 	jobdb *db = check_jobdb(L);
 	nv_err err;
+	int rc;
 	const char *fphase = NULL, *freason = NULL, *fhint = NULL;
 	/* (the queue takes -1001 for none) */
 	int code = lua_isnoneornil(L, 4)
@@ -362,12 +356,10 @@ static int l_jobdb_finish(lua_State *L)
 		fhint = lua_tostring(L, -1);
 		lua_pop(L, 3);
 	}
-	if (nv_jobdb_finish(db->q, luaL_checkstring(L, 2),
-			    luaL_checkstring(L, 3), code, fphase, freason,
-			    fhint, luaL_optstring(L, 6, NULL), &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_jobdb_finish(db->q, luaL_checkstring(L, 2),
+			     luaL_checkstring(L, 3), code, fphase, freason,
+			     fhint, luaL_optstring(L, 6, NULL), &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* db:pending_remote(backend, profile, name) -> json array | nil, err */
@@ -379,11 +371,11 @@ static int l_jobdb_pending_remote(lua_State *L)
 	const char *name = luaL_checkstring(L, 4);
 	owned *json = owned_new(L); // [db, backend, profile, name, box]
 	nv_err err;
+	int rc;
 
-	if (nv_jobdb_pending_remote(db->q, backend, profile, name, &json->s,
-				    &err) != 0)
-		return nv_lua_push_error(L, &err);
-	return owned_push(L, json);
+	rc = nv_jobdb_pending_remote(db->q, backend, profile, name, &json->s,
+				     &err);
+	return owned_result(L, rc, json, &err);
 }
 
 /* jobs.submit_key(text) -> hex: the SHA-256 of a submission's canonical
@@ -489,12 +481,11 @@ static int l_jobs_secrets_dir(lua_State *L)
 	const char *id = luaL_checkstring(L, 2);
 	char root[4096], dir[4200];
 	nv_err err;
+	int rc;
 
-	if (nv_job_secrets_root(home, root, sizeof(root), &err) != 0 ||
-	    nv_job_secrets_dir_make(root, id, dir, sizeof(dir), &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, dir);
-	return 1;
+	rc = nv_job_secrets_root(home, root, sizeof(root), &err) != 0 ||
+	     nv_job_secrets_dir_make(root, id, dir, sizeof(dir), &err) != 0;
+	return nv_lua_string_result(L, rc, dir, &err);
 }
 
 /* jobs.secret_write(dir, name, handle) -> true | nil, err: the file
@@ -506,11 +497,10 @@ static int l_jobs_secret_write(lua_State *L)
 	const char *name = luaL_checkstring(L, 2);
 	const nv_secret *s = nv_creds_check(L, 3);
 	nv_err err;
+	int rc;
 
-	if (nv_job_secret_write(dir, name, s, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_job_secret_write(dir, name, s, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* jobs.secret_seal(handle, path) -> password | nil, err: the credential's
@@ -550,12 +540,11 @@ static int l_jobs_secrets_roots(lua_State *L)
 static int l_jobs_secrets_remove(lua_State *L)
 {
 	nv_err err;
+	int rc;
 
-	if (nv_job_secrets_remove(luaL_checkstring(L, 1),
-				  luaL_optstring(L, 2, NULL), &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_job_secrets_remove(luaL_checkstring(L, 1),
+				   luaL_optstring(L, 2, NULL), &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* jobs.ensure_agent(home) -> started: a follower whose agent died (killed,
@@ -648,12 +637,8 @@ int luaopen_navette_jobdb(lua_State *L)
 					{NULL, NULL}};
 	static const luaL_Reg fns[] = {{"open", l_jobdb_open}, {NULL, NULL}};
 
-	owned_register(L);              /* (either module may come first) */
-	luaL_newmetatable(L, JOBDB_MT); // [mt]
-	luaL_setfuncs(L, meta, 0);
-	luaL_newlib(L, methods); // [mt, methods]
-	lua_setfield(L, -2, "__index");
-	lua_pop(L, 1);
+	owned_register(L); /* (either module may come first) */
+	nv_lua_new_handle_type(L, JOBDB_MT, meta, methods);
 	luaL_newlib(L, fns); // [jobdb]
 	return 1;
 }

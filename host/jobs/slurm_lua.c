@@ -306,8 +306,7 @@ static nv_slurm *check_session(lua_State *L)
 	const nv_secret *cred;
 	nv_err err;
 
-	if (!c->open)
-		luaL_error(L, "attempt to use a closed " SLURM_SESSION_MT);
+	nv_lua_check_open(L, c->open, SLURM_SESSION_MT);
 	if (c->planned)
 		return NULL;
 	lua_getiuservalue(L, 1, 1);        // [.., uv]
@@ -603,17 +602,15 @@ static int l_slurm_requeue(lua_State *L)
 	nv_slurm *s = check_session(L);
 	lua_Integer id = check_job_id(L, 2);
 	nv_err err;
+	int rc;
 
 	if (!s) {
 		lua_pushfstring(L, "%I", id);
-		nv_plan_record(L, "slurm", "requeue", lua_tostring(L, -1));
-		lua_pushboolean(L, 1);
-		return 1;
+		return nv_lua_planned(L, "slurm", "requeue",
+				      lua_tostring(L, -1));
 	}
-	if (nv_slurm_requeue(s, (long long)id, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_slurm_requeue(s, (long long)id, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* ---- module functions ---------------------------------------------------- */
@@ -655,13 +652,7 @@ static int l_slurm_map_state(lua_State *L)
 /* desc_keys() -> {"name", ...}: the resource names submit takes (and env) */
 static int l_slurm_desc_keys(lua_State *L)
 {
-	const char *const *keys = nv_slurm_desc_keys();
-
-	lua_newtable(L);
-	for (int i = 0; keys[i]; i++) {
-		lua_pushstring(L, keys[i]);
-		lua_rawseti(L, -2, i + 1);
-	}
+	nv_lua_push_strings(L, nv_slurm_desc_keys());
 	return 1;
 }
 
@@ -670,27 +661,20 @@ static int l_slurm_check_desc(lua_State *L)
 {
 	nv_slurm_job_desc *d;
 	nv_err err;
+	int rc;
 
 	luaL_checktype(L, 1, LUA_TTABLE);
 	lua_settop(L, 1);
 	d = lua_newuserdatauv(L, sizeof(*d), 0); // [desc, box]
 	nv_slurm_desc_init(d);
 	luaL_setmetatable(L, SLURM_DESC_MT);
-	if (fill_desc(L, 1, d, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = fill_desc(L, 1, d, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 static int l_slurm_versions(lua_State *L)
 {
-	const char *const *v = nv_slurm_api_versions();
-
-	lua_newtable(L);
-	for (int i = 0; v[i]; i++) {
-		lua_pushstring(L, v[i]);
-		lua_rawseti(L, -2, i + 1);
-	}
+	nv_lua_push_strings(L, nv_slurm_api_versions());
 	return 1;
 }
 
@@ -718,19 +702,9 @@ int luaopen_navette_slurm(lua_State *L)
 				       {"versions", l_slurm_versions},
 				       {NULL, NULL}};
 
-	luaL_newmetatable(L, SLURM_SESSION_MT); // [mt]
-	luaL_setfuncs(L, meta, 0);
-	luaL_newlib(L, methods); // [mt, methods]
-	lua_setfield(L, -2, "__index");
-	lua_pop(L, 1);
-	luaL_newmetatable(L, SLURM_DESC_MT); // [dmt]
-	lua_pushcfunction(L, l_slurm_desc_gc);
-	lua_setfield(L, -2, "__gc");
-	lua_pop(L, 1);
-	luaL_newmetatable(L, SLURM_JOBS_MT); // [jmt]
-	lua_pushcfunction(L, l_slurm_jobs_gc);
-	lua_setfield(L, -2, "__gc");
-	lua_pop(L, 1);
+	nv_lua_new_handle_type(L, SLURM_SESSION_MT, meta, methods);
+	nv_lua_new_box_type(L, SLURM_DESC_MT, l_slurm_desc_gc);
+	nv_lua_new_box_type(L, SLURM_JOBS_MT, l_slurm_jobs_gc);
 	luaL_newlib(L, fns); // [slurm]
 	return 1;
 }

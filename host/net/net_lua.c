@@ -228,11 +228,10 @@ static int l_net_pin(lua_State *L)
 {
 	char pin[NV_HTTP_PIN_MAX];
 	nv_err err;
+	int rc;
 
-	if (nv_http_pin_from_pem(luaL_checkstring(L, 1), pin, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, pin);
-	return 1;
+	rc = nv_http_pin_from_pem(luaL_checkstring(L, 1), pin, &err);
+	return nv_lua_string_result(L, rc, pin, &err);
 }
 
 /* net.host(text) -> {canonical, kind = "name"|"ipv4"|"ipv6", loopback}

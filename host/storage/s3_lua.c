@@ -32,6 +32,7 @@
 #include "storage/s3_lifecycle.h"
 #include "storage/s3_policy.h"
 #include "storage/sigv4.h"
+#include "storage/storage_lua.h"
 
 #define S3_CLIENT_MT "navette.s3.client"
 #define S3_BOX_MT    "navette.s3.box"
@@ -104,25 +105,12 @@ static const nv_s3_config *check_client(lua_State *L)
 {
 	l_s3_client *c = to_client(L);
 
-	if (!c->open)
-		luaL_error(L, "attempt to use a closed " S3_CLIENT_MT);
+	nv_lua_check_open(L, c->open, S3_CLIENT_MT);
 	lua_getiuservalue(L, 1, 1);        // [.., uv]
 	lua_getfield(L, -1, "credential"); // [.., uv, handle|nil]
 	c->cfg.credential = lua_isnil(L, -1) ? NULL : nv_creds_check(L, -1);
 	lua_pop(L, 2); // [..] the user value keeps the handle alive
 	return &c->cfg;
-}
-
-/* A key from data is an expected failure when malformed (an embedded NUL
- * included); a non-string is misuse. NULL with err filled. */
-static const char *check_key(lua_State *L, int idx, nv_err *err)
-{
-	size_t len;
-	const char *key = luaL_checklstring(L, idx, &len);
-
-	if (nv_filestore_key_check_len(key, len, err))
-		return NULL;
-	return key;
 }
 
 static const char *check_bucket(lua_State *L, int idx, nv_err *err)
@@ -139,17 +127,21 @@ static const char *check_bucket(lua_State *L, int idx, nv_err *err)
 	return bucket;
 }
 
+/* Pushes {key=, size=, sha256=, mtime=} (no mtime when unknown). */
+/* The bucket at idx and the key after it: -1 with err filled when either
+ * is malformed (an expected failure), 0 when both are good. */
+static int check_object(lua_State *L, int idx, const char **bucket,
+			const char **key, nv_err *err)
+{
+	if (!(*bucket = check_bucket(L, idx, err)) ||
+	    !(*key = nv_storage_check_key(L, idx + 1, err)))
+		return -1;
+	return 0;
+}
+
 static void push_info(lua_State *L, const nv_object_info *info)
 {
-	lua_createtable(L, 0, 4); // [.., info]
-	lua_pushstring(L, info->key);
-	lua_setfield(L, -2, "key");
-	lua_pushinteger(L, (lua_Integer)info->size);
-	lua_setfield(L, -2, "size");
-	if (info->sha256[0]) {
-		lua_pushstring(L, info->sha256);
-		lua_setfield(L, -2, "sha256");
-	}
+	nv_storage_push_object(L, info); // [.., info]
 	if (info->mtime) {
 		lua_pushinteger(L, (lua_Integer)info->mtime);
 		lua_setfield(L, -2, "mtime");
@@ -300,21 +292,19 @@ static int l_s3_open(lua_State *L)
 static int l_s3_check_key(lua_State *L)
 {
 	nv_err err;
+	int rc;
 
-	if (!check_key(L, 1, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = !nv_storage_check_key(L, 1, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 static int l_s3_check_bucket(lua_State *L)
 {
 	nv_err err;
+	int rc;
 
-	if (!check_bucket(L, 1, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = !check_bucket(L, 1, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* ---- client methods ----------------------------------------------------- */
@@ -404,8 +394,7 @@ static int put_or_get(lua_State *L, int put, int reading)
 		luaL_checktype(L, 5, LUA_TFUNCTION);
 		fn = 5;
 	}
-	if (!(t.bucket = check_bucket(L, 2, &t.err)) ||
-	    !(t.key = check_key(L, 3, &t.err)))
+	if (check_object(L, 2, &t.bucket, &t.key, &t.err))
 		return nv_lua_push_error(L, &t.err);
 	if (!reading && nv_plan_mode(L)) {
 		lua_pushfstring(L,
@@ -465,8 +454,7 @@ static int l_s3_head(lua_State *L)
 	nv_object_info info;
 	nv_err err;
 
-	if (!(bucket = check_bucket(L, 2, &err)) ||
-	    !(key = check_key(L, 3, &err)))
+	if (check_object(L, 2, &bucket, &key, &err))
 		return nv_lua_push_error(L, &err);
 	if (nv_s3_head_etag(cfg, bucket, key, &info, etag, &err))
 		return nv_lua_push_error(L, &err);
@@ -570,18 +558,16 @@ static int l_s3_delete(lua_State *L)
 	const nv_s3_config *cfg = check_client(L);
 	const char *bucket, *key;
 	nv_err err;
+	int rc;
 
-	if (!(bucket = check_bucket(L, 2, &err)) ||
-	    !(key = check_key(L, 3, &err)))
+	if (check_object(L, 2, &bucket, &key, &err))
 		return nv_lua_push_error(L, &err);
 	if (nv_plan_mode(L)) {
 		lua_pushfstring(L, "s3://%s/%s", bucket, key);
 		return plan_stub(L, "delete", key);
 	}
-	if (nv_s3_delete(cfg, bucket, key, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_s3_delete(cfg, bucket, key, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* Collects a batch delete's reports into a box: a holds the deleted keys,
@@ -634,7 +620,7 @@ static int l_s3_delete_batch(lua_State *L)
 		lua_rawgeti(L, 3, i); // [.., keys, key]
 		if (lua_type(L, -1) != LUA_TSTRING)
 			return luaL_argerror(L, 3, "keys must be strings");
-		if (!(keys[i - 1] = check_key(L, -1, &err)))
+		if (!(keys[i - 1] = nv_storage_check_key(L, -1, &err)))
 			return nv_lua_push_error(L, &err);
 		lua_pop(L, 1); // [.., keys]
 	}
@@ -688,8 +674,8 @@ static int l_s3_copy(lua_State *L)
 	nv_object_info info;
 	nv_err err;
 
-	if (!(sb = check_bucket(L, 2, &err)) || !(sk = check_key(L, 3, &err)) ||
-	    !(db = check_bucket(L, 4, &err)) || !(dk = check_key(L, 5, &err)))
+	if (check_object(L, 2, &sb, &sk, &err) ||
+	    check_object(L, 4, &db, &dk, &err))
 		return nv_lua_push_error(L, &err);
 	if (nv_plan_mode(L)) {
 		lua_pushfstring(L, "s3://%s/%s -> s3://%s/%s", sb, sk, db, dk);
@@ -788,10 +774,7 @@ static int l_s3_put_bucket_policy(lua_State *L)
 	}
 	rc = json ? nv_s3_policy_put(cfg, bucket, json, len, &err)
 		  : nv_s3_policy_delete(cfg, bucket, &err);
-	if (rc)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	return nv_lua_result(L, rc, &err);
 }
 
 /* create_bucket(bucket) -> true (also when the caller already owns it) */
@@ -800,6 +783,7 @@ static int l_s3_create_bucket(lua_State *L)
 	const nv_s3_config *cfg = check_client(L);
 	const char *bucket;
 	nv_err err;
+	int rc;
 
 	if (!(bucket = check_bucket(L, 2, &err)))
 		return nv_lua_push_error(L, &err);
@@ -807,10 +791,8 @@ static int l_s3_create_bucket(lua_State *L)
 		lua_pushfstring(L, "s3://%s", bucket);
 		return plan_stub(L, "create_bucket", NULL);
 	}
-	if (nv_s3_create_bucket(cfg, bucket, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_s3_create_bucket(cfg, bucket, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* presign(method, bucket, key, expires_s [, at]) -> url. No side effect:
@@ -828,8 +810,7 @@ static int l_s3_presign(lua_State *L)
 	l_s3_box *box;
 	nv_err err;
 
-	if (!(bucket = check_bucket(L, 3, &err)) ||
-	    !(key = check_key(L, 4, &err)))
+	if (check_object(L, 3, &bucket, &key, &err))
 		return nv_lua_push_error(L, &err);
 	box = push_box(L, SIGNED_MAX); // [.., box]
 	if (nv_s3_presign(cfg, method, bucket, key, expires, at, &box->a, &err))
@@ -899,7 +880,8 @@ static int l_s3_explain(lua_State *L)
 	nv_err err;
 
 	if (!(bucket = check_bucket(L, 3, &err)) ||
-	    (!lua_isnoneornil(L, 4) && !(key = check_key(L, 4, &err))))
+	    (!lua_isnoneornil(L, 4) &&
+	     !(key = nv_storage_check_key(L, 4, &err))))
 		return nv_lua_push_error(L, &err);
 	box = push_box(L, EXPLAIN_MAX); // [.., box]
 	if (nv_s3_sign_explain(cfg, method, bucket, key, at, &box->a, &box->b,
@@ -989,16 +971,12 @@ static int l_s3_admin_remove_key(lua_State *L)
 	const char *uid = luaL_checkstring(L, 2);
 	const char *access_key = luaL_checkstring(L, 3);
 	nv_err err;
+	int rc;
 
-	if (nv_plan_mode(L)) {
-		nv_plan_record(L, "rgw", "key remove", uid);
-		lua_pushboolean(L, 1);
-		return 1;
-	}
-	if (nv_rgw_key_remove(cfg, uid, access_key, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	if (nv_plan_mode(L))
+		return nv_lua_planned(L, "rgw", "key remove", uid);
+	rc = nv_rgw_key_remove(cfg, uid, access_key, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* client:admin_user(uid) -> {uid, display_name, email, suspended, keys =
@@ -1039,16 +1017,12 @@ static int l_s3_admin_create_user(lua_State *L)
 	const char *name = luaL_checkstring(L, 3);
 	const char *email = luaL_optstring(L, 4, NULL);
 	nv_err err;
+	int rc;
 
-	if (nv_plan_mode(L)) {
-		nv_plan_record(L, "rgw", "user create", uid);
-		lua_pushboolean(L, 1);
-		return 1;
-	}
-	if (nv_rgw_user_create(cfg, uid, name, email, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	if (nv_plan_mode(L))
+		return nv_lua_planned(L, "rgw", "user create", uid);
+	rc = nv_rgw_user_create(cfg, uid, name, email, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* client:admin_suspend(uid, suspended) -> true | nil, err. Plan mode:
@@ -1059,17 +1033,14 @@ static int l_s3_admin_suspend(lua_State *L)
 	const char *uid = luaL_checkstring(L, 2);
 	int suspended = lua_toboolean(L, 3);
 	nv_err err;
+	int rc;
 
-	if (nv_plan_mode(L)) {
-		nv_plan_record(L, "rgw",
-			       suspended ? "user suspend" : "user enable", uid);
-		lua_pushboolean(L, 1);
-		return 1;
-	}
-	if (nv_rgw_user_suspend(cfg, uid, suspended, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	if (nv_plan_mode(L))
+		return nv_lua_planned(
+			L, "rgw", suspended ? "user suspend" : "user enable",
+			uid);
+	rc = nv_rgw_user_suspend(cfg, uid, suspended, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 /* client:check_credential() -> true | nil, err with err.s3_code, the
@@ -1109,11 +1080,8 @@ static int l_s3_tostring(lua_State *L)
 {
 	l_s3_client *c = to_client(L);
 
-	if (c->open)
-		lua_pushfstring(L, S3_CLIENT_MT " (%s)", c->cfg.endpoint);
-	else
-		lua_pushliteral(L, S3_CLIENT_MT " (closed)");
-	return 1;
+	return nv_lua_push_handle_name(L, S3_CLIENT_MT,
+				       c->open ? c->cfg.endpoint : NULL);
 }
 
 int luaopen_navette_s3(lua_State *L)
@@ -1153,19 +1121,9 @@ int luaopen_navette_s3(lua_State *L)
 				       {"check_bucket", l_s3_check_bucket},
 				       {NULL, NULL}};
 
-	luaL_newmetatable(L, S3_CLIENT_MT); // [mt]
-	luaL_setfuncs(L, meta, 0);
-	luaL_newlib(L, methods); // [mt, methods]
-	lua_setfield(L, -2, "__index");
-	lua_pop(L, 1);
-	luaL_newmetatable(L, S3_BOX_MT); // [bmt]
-	lua_pushcfunction(L, l_s3_box_gc);
-	lua_setfield(L, -2, "__gc");
-	lua_pop(L, 1);
-	luaL_newmetatable(L, S3_PAGE_MT); // [lmt]
-	lua_pushcfunction(L, l_s3_page_gc);
-	lua_setfield(L, -2, "__gc");
-	lua_pop(L, 1);
+	nv_lua_new_handle_type(L, S3_CLIENT_MT, meta, methods);
+	nv_lua_new_box_type(L, S3_BOX_MT, l_s3_box_gc);
+	nv_lua_new_box_type(L, S3_PAGE_MT, l_s3_page_gc);
 	luaL_newlib(L, fns); // [s3]
 	return 1;
 }

@@ -14,8 +14,9 @@
 
 #include "core/nv_err.h"
 #include "core/nv_lua.h"
-#include "storage/filestore.h"
 #include "core/sha256.h"
+#include "storage/filestore.h"
+#include "storage/storage_lua.h"
 
 #define STORAGE_STORE_MT  "navette.storage.store"
 #define STORAGE_BUFFER_MT "navette.storage.buffer"
@@ -35,14 +36,11 @@ static l_store *check_store(lua_State *L)
 {
 	l_store *s = luaL_checkudata(L, 1, STORAGE_STORE_MT);
 
-	if (!s->store)
-		luaL_error(L, "attempt to use a closed " STORAGE_STORE_MT);
+	nv_lua_check_open(L, s->store != NULL, STORAGE_STORE_MT);
 	return s;
 }
 
-/* A key is an expected failure when malformed (it often comes from data),
- * but a non-string is misuse. Returns NULL with nil, err pushed. */
-static const char *check_key(lua_State *L, int idx, nv_err *err)
+const char *nv_storage_check_key(lua_State *L, int idx, nv_err *err)
 {
 	size_t len;
 	const char *key = luaL_checklstring(L, idx, &len);
@@ -64,10 +62,7 @@ static void push_url(lua_State *L, nv_filestore *store, const char *key)
 		lua_pushstring(L, url);
 }
 
-/* Pushes {key=, size=, sha256=, mtime=[, url=]}; an empty sha256 (unknown
- * in a listing) is left out. */
-static void push_info(lua_State *L, nv_filestore *store,
-		      const nv_object_info *info, int with_url)
+void nv_storage_push_object(lua_State *L, const nv_object_info *info)
 {
 	lua_createtable(L, 0, 5); /* [info] */
 	lua_pushstring(L, info->key);
@@ -78,6 +73,13 @@ static void push_info(lua_State *L, nv_filestore *store,
 		lua_pushstring(L, info->sha256);
 		lua_setfield(L, -2, "sha256");
 	}
+}
+
+/* Pushes {key=, size=, sha256=, mtime=[, url=]}. */
+static void push_info(lua_State *L, nv_filestore *store,
+		      const nv_object_info *info, int with_url)
+{
+	nv_storage_push_object(L, info); /* [info] */
 	lua_pushinteger(L, (lua_Integer)info->mtime);
 	lua_setfield(L, -2, "mtime");
 	if (with_url) {
@@ -178,12 +180,11 @@ static int l_storage_path_from_url(lua_State *L)
 {
 	char path[NV_FILESTORE_PATH_MAX];
 	nv_err err;
+	int rc;
 
-	if (nv_filestore_path_from_url(path, sizeof(path),
-				       luaL_checkstring(L, 1), &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, path);
-	return 1;
+	rc = nv_filestore_path_from_url(path, sizeof(path),
+					luaL_checkstring(L, 1), &err);
+	return nv_lua_string_result(L, rc, path, &err);
 }
 
 /* ---- store methods ---------------------------------------------------- */
@@ -207,54 +208,64 @@ static int plan_put(lua_State *L, l_store *s, const char *key,
 	return 1;
 }
 
-static int l_storage_put(lua_State *L)
+/* The end of a call that gives an object's info: info | nil, err */
+static int info_result(lua_State *L, l_store *s, int rc,
+		       const nv_object_info *info, const nv_err *err)
+{
+	if (rc)
+		return nv_lua_push_error(L, err);
+	push_info(L, s->store, info, 1);
+	return 1;
+}
+
+/* put(key, path) and put_string(key, bytes): data is NULL for a file. */
+static int put(lua_State *L, const char *path, const char *data, size_t len)
 {
 	l_store *s = check_store(L);
-	const char *src = luaL_checkstring(L, 3);
 	nv_object_info info;
 	const char *key;
 	nv_err err;
+	int rc;
 
-	key = check_key(L, 2, &err);
+	key = nv_storage_check_key(L, 2, &err);
 	if (!key)
 		return nv_lua_push_error(L, &err);
 	if (nv_plan_mode(L)) {
 		/* reading the source is no side effect: the plan shows the
 		 * checksum that would be published */
 		memset(&info, 0, sizeof(info));
-		if (nv_sha256_file(src, info.sha256, &info.size, &err))
+		info.size = len;
+		if (data)
+			rc = nv_sha256_bytes(data, len, info.sha256, &err);
+		else
+			rc = nv_sha256_file(path, info.sha256, &info.size,
+					    &err);
+		if (rc)
 			return nv_lua_push_error(L, &err);
-		return plan_put(L, s, key, &info, src);
+		return plan_put(L, s, key, &info, data ? "string" : path);
 	}
-	if (nv_filestore_put_file(s->store, key, src, &info, &err))
-		return nv_lua_push_error(L, &err);
-	push_info(L, s->store, &info, 1);
-	return 1;
+	if (data)
+		rc = nv_filestore_put_bytes(s->store, key, data, len, &info,
+					    &err);
+	else
+		rc = nv_filestore_put_file(s->store, key, path, &info, &err);
+	return info_result(L, s, rc, &info, &err);
+}
+
+static int l_storage_put(lua_State *L)
+{
+	check_store(L);
+	return put(L, luaL_checkstring(L, 3), NULL, 0);
 }
 
 static int l_storage_put_string(lua_State *L)
 {
-	l_store *s = check_store(L);
 	size_t len;
-	const char *data = luaL_checklstring(L, 3, &len);
-	nv_object_info info;
-	const char *key;
-	nv_err err;
+	const char *data;
 
-	key = check_key(L, 2, &err);
-	if (!key)
-		return nv_lua_push_error(L, &err);
-	if (nv_plan_mode(L)) {
-		memset(&info, 0, sizeof(info));
-		if (nv_sha256_bytes(data, len, info.sha256, &err))
-			return nv_lua_push_error(L, &err);
-		info.size = len;
-		return plan_put(L, s, key, &info, "string");
-	}
-	if (nv_filestore_put_bytes(s->store, key, data, len, &info, &err))
-		return nv_lua_push_error(L, &err);
-	push_info(L, s->store, &info, 1);
-	return 1;
+	check_store(L);
+	data = luaL_checklstring(L, 3, &len);
+	return put(L, NULL, data, len);
 }
 
 static int l_storage_get(lua_State *L)
@@ -266,7 +277,7 @@ static int l_storage_get(lua_State *L)
 	nv_err err;
 	int rc;
 
-	key = check_key(L, 2, &err);
+	key = nv_storage_check_key(L, 2, &err);
 	if (!key)
 		return nv_lua_push_error(L, &err);
 	if (nv_plan_mode(L)) {
@@ -285,10 +296,8 @@ static int l_storage_get(lua_State *L)
 		mark_planned(L);
 		return 1;
 	}
-	if (nv_filestore_get_file(s->store, key, dest, &info, &err))
-		return nv_lua_push_error(L, &err);
-	push_info(L, s->store, &info, 1);
-	return 1;
+	rc = nv_filestore_get_file(s->store, key, dest, &info, &err);
+	return info_result(L, s, rc, &info, &err);
 }
 
 static int l_storage_buffer_gc(lua_State *L)
@@ -315,7 +324,7 @@ static int l_storage_read(lua_State *L)
 
 	luaL_argcheck(L, max > 0 && (uint64_t)max <= SIZE_MAX, 3,
 		      "max_bytes must be a positive integer");
-	key = check_key(L, 2, &err);
+	key = nv_storage_check_key(L, 2, &err);
 	if (!key)
 		return nv_lua_push_error(L, &err);
 	b = lua_newuserdatauv(L, sizeof(*b), 0); /* [.., buf] */
@@ -338,14 +347,13 @@ static int l_storage_head(lua_State *L)
 	nv_object_info info;
 	const char *key;
 	nv_err err;
+	int rc;
 
-	key = check_key(L, 2, &err);
+	key = nv_storage_check_key(L, 2, &err);
 	if (!key)
 		return nv_lua_push_error(L, &err);
-	if (nv_filestore_head(s->store, key, &info, &err))
-		return nv_lua_push_error(L, &err);
-	push_info(L, s->store, &info, 1);
-	return 1;
+	rc = nv_filestore_head(s->store, key, &info, &err);
+	return info_result(L, s, rc, &info, &err);
 }
 
 struct list_page {
@@ -428,19 +436,15 @@ static int l_storage_delete(lua_State *L)
 	const char *key;
 	nv_err err;
 
-	key = check_key(L, 2, &err);
+	key = nv_storage_check_key(L, 2, &err);
 	if (!key)
 		return nv_lua_push_error(L, &err);
 	if (nv_plan_mode(L)) {
 		push_url(L, s->store, key);
-		nv_plan_record(L, "storage", "delete", lua_tostring(L, -1));
-		lua_pushboolean(L, 1);
-		return 1;
+		return nv_lua_planned(L, "storage", "delete",
+				      lua_tostring(L, -1));
 	}
-	if (nv_filestore_delete(s->store, key, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	return nv_lua_result(L, nv_filestore_delete(s->store, key, &err), &err);
 }
 
 static int l_storage_copy(lua_State *L)
@@ -451,10 +455,10 @@ static int l_storage_copy(lua_State *L)
 	nv_err err;
 	int rc;
 
-	src = check_key(L, 2, &err);
+	src = nv_storage_check_key(L, 2, &err);
 	if (!src)
 		return nv_lua_push_error(L, &err);
-	dst = check_key(L, 3, &err);
+	dst = nv_storage_check_key(L, 3, &err);
 	if (!dst)
 		return nv_lua_push_error(L, &err);
 	if (nv_plan_mode(L)) {
@@ -478,10 +482,8 @@ static int l_storage_copy(lua_State *L)
 		}
 		return 1;
 	}
-	if (nv_filestore_copy(s->store, src, dst, &info, &err))
-		return nv_lua_push_error(L, &err);
-	push_info(L, s->store, &info, 1);
-	return 1;
+	rc = nv_filestore_copy(s->store, src, dst, &info, &err);
+	return info_result(L, s, rc, &info, &err);
 }
 
 static int l_storage_url(lua_State *L)
@@ -490,14 +492,13 @@ static int l_storage_url(lua_State *L)
 	char url[URL_CAP];
 	const char *key;
 	nv_err err;
+	int rc;
 
-	key = check_key(L, 2, &err);
+	key = nv_storage_check_key(L, 2, &err);
 	if (!key)
 		return nv_lua_push_error(L, &err);
-	if (nv_filestore_url(url, sizeof(url), s->store, key, &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, url);
-	return 1;
+	rc = nv_filestore_url(url, sizeof(url), s->store, key, &err);
+	return nv_lua_string_result(L, rc, url, &err);
 }
 
 static int l_storage_root(lua_State *L)
@@ -521,12 +522,9 @@ static int l_storage_tostring(lua_State *L)
 {
 	l_store *s = luaL_checkudata(L, 1, STORAGE_STORE_MT);
 
-	if (s->store)
-		lua_pushfstring(L, STORAGE_STORE_MT " (%s)",
-				nv_filestore_root(s->store));
-	else
-		lua_pushliteral(L, STORAGE_STORE_MT " (closed)");
-	return 1;
+	return nv_lua_push_handle_name(L, STORAGE_STORE_MT,
+				       s->store ? nv_filestore_root(s->store)
+						: NULL);
 }
 
 static const luaL_Reg store_methods[] = {
@@ -542,7 +540,6 @@ static const luaL_Reg store_meta[] = {
 	{"__gc", l_storage_close},
 	{"__close", l_storage_close},
 	{"__tostring", l_storage_tostring},
-	{"__index", NULL}, /* set below */
 	{NULL, NULL},
 };
 
@@ -556,6 +553,7 @@ static int l_storage_job_prefix(lua_State *L)
 	const char *project = luaL_checklstring(L, 2, &plen);
 	const char *id = luaL_checklstring(L, 3, &ilen);
 	nv_err err;
+	int rc;
 
 	if (strlen(tmpl) != tlen || strlen(project) != plen ||
 	    strlen(id) != ilen) {
@@ -564,11 +562,9 @@ static int l_storage_job_prefix(lua_State *L)
 			   "id");
 		return nv_lua_push_error(L, &err);
 	}
-	if (nv_filestore_job_prefix(prefix, sizeof(prefix), tmpl, project, id,
-				    &err))
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, prefix);
-	return 1;
+	rc = nv_filestore_job_prefix(prefix, sizeof(prefix), tmpl, project, id,
+				     &err);
+	return nv_lua_string_result(L, rc, prefix, &err);
 }
 
 static const luaL_Reg storage_functions[] = {
@@ -581,18 +577,8 @@ static const luaL_Reg storage_functions[] = {
 
 int luaopen_navette_storage(lua_State *L)
 {
-	luaL_newmetatable(L, STORAGE_STORE_MT); /* [mt] */
-	luaL_setfuncs(L, store_meta, 0);
-	luaL_newlibtable(L, store_methods); /* [mt, methods] */
-	luaL_setfuncs(L, store_methods, 0);
-	lua_setfield(L, -2, "__index"); /* [mt] */
-	lua_pop(L, 1);
-
-	luaL_newmetatable(L, STORAGE_BUFFER_MT); /* [bmt] */
-	lua_pushcfunction(L, l_storage_buffer_gc);
-	lua_setfield(L, -2, "__gc");
-	lua_pop(L, 1);
-
+	nv_lua_new_handle_type(L, STORAGE_STORE_MT, store_meta, store_methods);
+	nv_lua_new_box_type(L, STORAGE_BUFFER_MT, l_storage_buffer_gc);
 	luaL_newlib(L, storage_functions); /* [storage] */
 	return 1;
 }

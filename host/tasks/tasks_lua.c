@@ -18,6 +18,7 @@
  * the resource opened into it, so a raise between the two never leaks;
  * close twice is harmless and a use after close raises. */
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -146,24 +147,17 @@ static taskdb *check_taskdb(lua_State *L)
 {
 	taskdb *t = luaL_checkudata(L, 1, TASKDB_MT);
 
-	if (!t->db)
-		luaL_error(L, "attempt to use a closed task database");
+	nv_lua_check_open(L, t->db != NULL, "task database");
 	return t;
 }
 
 static int l_tasks_open(lua_State *L)
 {
-	size_t len;
-	const char *home = luaL_checklstring(L, 1, &len);
 	int read_only = lua_toboolean(L, 2);
-	taskdb *t;
+	taskdb *t = nv_lua_new_home_handle(L, 1, offsetof(taskdb, home),
+					   TASKDB_MT); // [.., db]
 	nv_err err;
 
-	luaL_argcheck(L, strlen(home) == len, 1, "home holds a NUL");
-	t = lua_newuserdatauv(L, sizeof(*t) + len + 1, 0); // [.., db]
-	t->db = NULL;
-	memcpy(t->home, home, len + 1);
-	luaL_setmetatable(L, TASKDB_MT);
 	if (nv_taskdb_open(&t->db, t->home, read_only, &err) != 0)
 		return nv_lua_push_error(L, &err); // (db collected closed)
 	return 1;
@@ -184,11 +178,7 @@ static int l_taskdb_tostring(lua_State *L)
 {
 	taskdb *t = luaL_checkudata(L, 1, TASKDB_MT);
 
-	if (t->db)
-		lua_pushfstring(L, "taskdb (%s)", t->home);
-	else
-		lua_pushliteral(L, "taskdb (closed)");
-	return 1;
+	return nv_lua_push_handle_name(L, "taskdb", t->db ? t->home : NULL);
 }
 
 static void push_row(lua_State *L, const nv_task_state *s)
@@ -286,6 +276,7 @@ static int l_taskdb_put(lua_State *L)
 	taskdb *t = check_taskdb(L);
 	nv_task_state *s;
 	nv_err err;
+	int rc;
 
 	luaL_checktype(L, 2, LUA_TTABLE);
 	if (nv_plan_mode(L)) {
@@ -307,10 +298,8 @@ static int l_taskdb_put(lua_State *L)
 	s->next_due = row_time(L, "next_due");
 	s->runs = row_count(L, "runs");
 	s->failures = row_count(L, "failures");
-	if (nv_taskdb_put(t->db, s, &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
+	rc = nv_taskdb_put(t->db, s, &err);
+	return nv_lua_result(L, rc, &err);
 }
 
 static int list_row(const nv_task_state *s, void *payload)
@@ -426,11 +415,10 @@ static int l_tasks_program(lua_State *L)
 {
 	char path[NV_AGENT_PROGRAM_MAX];
 	nv_err err;
+	int rc;
 
-	if (nv_agent_program(path, sizeof(path), &err) != 0)
-		return nv_lua_push_error(L, &err);
-	lua_pushstring(L, path);
-	return 1;
+	rc = nv_agent_program(path, sizeof(path), &err);
+	return nv_lua_string_result(L, rc, path, &err);
 }
 
 int luaopen_navette_tasks(lua_State *L)
@@ -457,16 +445,8 @@ int luaopen_navette_tasks(lua_State *L)
 		{"service", l_tasks_service},     {"uid", l_tasks_uid},
 		{"program", l_tasks_program},     {NULL, NULL}};
 
-	luaL_newmetatable(L, TASKDB_MT); // [mt]
-	luaL_setfuncs(L, db_meta, 0);
-	luaL_newlib(L, db_methods); // [mt, methods]
-	lua_setfield(L, -2, "__index");
-	lua_pop(L, 1);
-	luaL_newmetatable(L, LOCK_MT); // [mt]
-	luaL_setfuncs(L, lock_meta, 0);
-	luaL_newlib(L, lock_methods); // [mt, methods]
-	lua_setfield(L, -2, "__index");
-	lua_pop(L, 1);
+	nv_lua_new_handle_type(L, TASKDB_MT, db_meta, db_methods);
+	nv_lua_new_handle_type(L, LOCK_MT, lock_meta, lock_methods);
 	luaL_newlib(L, fns); // [tasks]
 	return 1;
 }
