@@ -34,7 +34,7 @@
 #include "core/fsutil.h"
 #include "core/jobid.h"
 #include "core/output.h"
-#include "core/process.h"
+#include "core/proc.h"
 #include "git/git.h"
 #include "jobs/agent_internal.h"
 #include "jobs/launcher.h"
@@ -749,8 +749,8 @@ static void launcher_identity_write(job *j)
 	char path[PATH_CAP], text[64];
 	nv_err err;
 
-	if (nv_process_start_time(j->pid, j->start_time,
-				  sizeof(j->start_time)) != 0)
+	if (nv_proc_start_time(j->pid, j->start_time, sizeof(j->start_time)) !=
+	    0)
 		return;
 	snprintf(text, sizeof(text), "%ld %s\n", (long)j->pid, j->start_time);
 	agent_job_path(j, "launcher.pid", path, sizeof(path));
@@ -1036,19 +1036,19 @@ static int process_gone(job *j)
 				j->reaped = 1;
 		}
 		/* The group may outlive the launcher: wait for it too. */
-		return j->reaped && !nv_process_group_alive(j->pid);
+		return j->reaped && !nv_proc_group_alive(j->pid);
 	}
 	/* Adopted: the launcher's pid may name a later process by now. While
 	 * any process of its group lives, the system gives that pid to no
 	 * other, so a later process means the whole group ended. */
 	char now[32];
 	if (j->start_time[0] &&
-	    nv_process_start_time(j->pid, now, sizeof(now)) == 0 &&
+	    nv_proc_start_time(j->pid, now, sizeof(now)) == 0 &&
 	    strcmp(now, j->start_time) != 0)
 		return 1;
 	/* the launcher leads its group: a zombie launcher (killed, not yet
 	 * reaped by init) with no live process left has ended */
-	return !nv_process_group_alive(j->pid);
+	return !nv_proc_group_alive(j->pid);
 }
 
 static void signal_group(job *j, int sig)
@@ -1397,7 +1397,7 @@ int nv_agent_run(const char *home, nv_err *err)
 		info_write(&a, started);
 	}
 	agent_reserve_make(&a);
-	if (nv_process_deny_inspection() != 0)
+	if (nv_proc_deny_inspection() != 0)
 		agent_log("cannot keep other processes out of the agent: %s",
 			  strerror(errno));
 	/* The jobs a previous agent left: each is adopted or ended before
