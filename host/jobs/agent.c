@@ -1057,7 +1057,7 @@ static void signal_group(job *j, int sig)
 		kill(j->pid, sig);
 }
 
-/* What a remote launcher puts in its record when stopped (it cannot tell a
+/* What a node launcher puts in its record when stopped (it cannot tell a
  * cancel from a time limit by the signal alone). */
 static void stop_reason(job *j, const char *why)
 {
@@ -1192,7 +1192,7 @@ static void follow(agent *a, job *j, int *done)
 			       "environment runs jobs without a sandbox",
 			       "the job's sandbox did not start: %s", why);
 	} else if (!j->have_exit && !(j->transfer && j->final_seen)) {
-		/* (a remote launcher that ended says why in its record) */
+		/* (a node launcher that ended says why in its record) */
 		nv_record_fail(&o, NV_STATE_FAILED, NV_PHASE_RUNNING,
 			       "the process was killed from outside navette; "
 			       "check the "
