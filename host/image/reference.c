@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fsutil.h"
+#include "core/hex.h"
 #include "net/http.h"
 
 static const char HINT_REF[] =
@@ -27,16 +29,7 @@ static int is_alnum(char c)
 
 int nv_image_digest_valid(const char *s)
 {
-	size_t i;
-
-	if (!s || strncmp(s, "sha256:", 7) != 0)
-		return 0;
-	for (i = 0; i < 64; i++) {
-		char c = s[7 + i];
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-			return 0;
-	}
-	return s[71] == '\0';
+	return s && strncmp(s, "sha256:", 7) == 0 && nv_hex_is_lower(s + 7, 64);
 }
 
 /* One path component of [a-z0-9]+ joined by ".", "_", "__" or "-"+. */
@@ -391,45 +384,30 @@ int nv_image_ref_parse(nv_image_ref *out, const char *s, nv_err *err)
 int nv_image_ref_format(const nv_image_ref *ref, int with_tag, char *buf,
 			size_t cap)
 {
-	int n;
 	int tag = ref->tag[0] && (with_tag || !ref->digest[0]);
 
-	n = snprintf(buf, cap, "%s/%s%s%s%s%s", ref->registry, ref->repository,
+	if (nv_pathf(buf, cap, "%s/%s%s%s%s%s", ref->registry, ref->repository,
 		     tag ? ":" : "", tag ? ref->tag : "",
-		     ref->digest[0] ? "@" : "", ref->digest);
-	if (n < 0 || (size_t)n >= cap) {
-		if (cap)
-			buf[0] = '\0';
+		     ref->digest[0] ? "@" : "", ref->digest))
 		return NV_ENOMEM;
-	}
 	return 0;
 }
 
 int nv_image_ref_name(const nv_image_ref *ref, char *buf, size_t cap)
 {
-	int n = snprintf(buf, cap, "%s/%s", ref->registry, ref->repository);
-
-	if (n < 0 || (size_t)n >= cap) {
-		if (cap)
-			buf[0] = '\0';
+	if (nv_pathf(buf, cap, "%s/%s", ref->registry, ref->repository))
 		return NV_ENOMEM;
-	}
 	return 0;
 }
 
 int nv_image_ref_api_host(const nv_image_ref *ref, char *buf, size_t cap)
 {
 	const char *host = ref->registry;
-	int n;
 
 	if (strcmp(host, NV_IMAGE_DEFAULT_REGISTRY) == 0)
 		host = NV_IMAGE_DOCKER_HUB_API;
-	n = snprintf(buf, cap, "%s", host);
-	if (n < 0 || (size_t)n >= cap) {
-		if (cap)
-			buf[0] = '\0';
+	if (nv_pathf(buf, cap, "%s", host))
 		return NV_ENOMEM;
-	}
 	return 0;
 }
 
@@ -437,7 +415,6 @@ int nv_image_ref_api_base(const nv_image_ref *ref, char *buf, size_t cap)
 {
 	char host[NV_IMAGE_NAME_MAX + 1], bare[NV_IMAGE_NAME_MAX + 1];
 	size_t hlen;
-	int n;
 
 	if (nv_image_ref_api_host(ref, host, sizeof(host)))
 		return NV_ENOMEM;
@@ -451,12 +428,8 @@ int nv_image_ref_api_base(const nv_image_ref *ref, char *buf, size_t cap)
 	}
 	memcpy(bare, host, hlen);
 	bare[hlen] = '\0';
-	n = snprintf(buf, cap, "%s://%s",
-		     nv_http_host_is_loopback(bare) ? "http" : "https", host);
-	if (n < 0 || (size_t)n >= cap) {
-		if (cap)
-			buf[0] = '\0';
+	if (nv_pathf(buf, cap, "%s://%s",
+		     nv_http_host_is_loopback(bare) ? "http" : "https", host))
 		return NV_ENOMEM;
-	}
 	return 0;
 }
