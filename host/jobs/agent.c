@@ -1208,6 +1208,21 @@ static void follow(agent *a, job *j, int *done)
 
 /* ---- the loop ---------------------------------------------------------- */
 
+/* A job the agent holds: ended before it ran (finalized and freed), or
+ * running (watched by the loop until it ends). */
+static void job_ended_early(agent *a, job *j, nv_record_outcome *o)
+{
+	agent_finalize(a, j, o);
+	job_free(j);
+}
+
+static void job_running(agent *a, job *j)
+{
+	j->next = a->jobs;
+	a->jobs = j;
+	a->running++;
+}
+
 static void adopt(const char *id, const char *spec, long pid, void *payload)
 {
 	agent *a = payload;
@@ -1230,13 +1245,10 @@ static void adopt(const char *id, const char *spec, long pid, void *payload)
 		nv_record_fail(&o, NV_STATE_FAILED, NV_PHASE_ACCEPTED,
 			       "submit the job again",
 			       "the agent stopped before the job started");
-		agent_finalize(a, j, &o);
-		job_free(j);
+		job_ended_early(a, j, &o);
 		return;
 	}
-	j->next = a->jobs;
-	a->jobs = j;
-	a->running++;
+	job_running(a, j);
 	agent_log("job %s: adopted (pid %ld)", id, pid);
 }
 
@@ -1260,13 +1272,10 @@ static void take_jobs(agent *a)
 		nv_record_outcome_init(&o);
 		agent_log("job %s: accepted", j->id);
 		if (prepare(a, j, &o) != 0 || start(a, j, &o) != 0) {
-			agent_finalize(a, j, &o);
-			job_free(j);
+			job_ended_early(a, j, &o);
 			continue;
 		}
-		j->next = a->jobs;
-		a->jobs = j;
-		a->running++;
+		job_running(a, j);
 	}
 }
 
