@@ -155,6 +155,22 @@ static int name_too_long(const char *s, nv_err *err)
 			  s, NV_IMAGE_NAME_MAX);
 }
 
+/* A part of the name (the whole name, or the path after the registry)
+ * of len bytes: not empty (missing says what is missing then), not over
+ * NV_IMAGE_NAME_MAX. */
+static int name_part_check(const char *s, size_t len, const char *missing,
+			   nv_err *err)
+{
+	if (len == 0)
+		return nv_err_set(err, NV_EINVAL, HINT_REF,
+				  "image reference '%.300s' has no repository "
+				  "%s",
+				  s, missing);
+	if (len > NV_IMAGE_NAME_MAX)
+		return name_too_long(s, err);
+	return 0;
+}
+
 /* Not empty, not too long, printable ASCII without spaces. */
 static int ref_chars_check(const char *s, nv_err *err)
 {
@@ -301,14 +317,10 @@ static int ref_path(nv_image_ref *out, const char *s, const char *path,
 {
 	const char *p = path;
 	size_t plen = (size_t)(name_end - path);
+	int rc = name_part_check(s, plen, "after the registry", err);
 
-	if (plen == 0)
-		return nv_err_set(err, NV_EINVAL, HINT_REF,
-				  "image reference '%.300s' has no repository "
-				  "after the registry",
-				  s);
-	if (plen > NV_IMAGE_NAME_MAX)
-		return name_too_long(s, err);
+	if (rc)
+		return rc;
 	while (p < name_end) {
 		const char *e = memchr(p, '/', (size_t)(name_end - p));
 		size_t clen = e ? (size_t)(e - p) : (size_t)(name_end - p);
@@ -358,13 +370,9 @@ int nv_image_ref_parse(nv_image_ref *out, const char *s, nv_err *err)
 	if (rc)
 		return rc;
 	name_len = (size_t)(name_end - s);
-	if (name_len == 0)
-		return nv_err_set(err, NV_EINVAL, HINT_REF,
-				  "image reference '%.300s' has no repository "
-				  "name",
-				  s);
-	if (name_len > NV_IMAGE_NAME_MAX)
-		return name_too_long(s, err);
+	rc = name_part_check(s, name_len, "name", err);
+	if (rc)
+		return rc;
 	rc = ref_domain(out, s, name_len, &path, err);
 	if (rc)
 		return rc;
