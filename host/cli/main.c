@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/process.h"
+#include "core/proc.h"
 #include "core/versions.h"
 #include "lazy_libs.h"
 #include "navette.h"
@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 	/* The CLI may hold a credential, and `run --wait` or `watch` live
 	 * as long as a job of the same user: keep it out of this process
 	 * (programs it executes get their usual rights back). */
-	nv_process_deny_inspection();
+	nv_proc_deny_inspection();
 #ifdef NAVETTE_LAZY_LIBS
 	/* `navette version` must not load a library to ask its version */
 	nv_versions_set_pending(nv_lazy_pending);

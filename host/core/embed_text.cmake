@@ -1,6 +1,6 @@
 # Writes OUT: a C file defining `const char NAME[]` (NUL-terminated) and
 # `const size_t NAME_len` with the bytes of IN, so a text file of the tree
-# (the remote launcher's fixed part) ships inside the binary.
+# (the node launcher's fixed part) ships inside the binary.
 file(READ ${IN} hex HEX)
 string(LENGTH "${hex}" hexlen)
 math(EXPR len "${hexlen} / 2")

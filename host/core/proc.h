@@ -1,13 +1,16 @@
-/* Running a program and waiting for it: one way for every program navette
- * runs to its end (builders, credential commands, the Keychain's
- * `security`, the service manager, a sandbox's `--version`, and ssh).
- * An argv, never a shell; bytes for its stdin; its stdout and stderr
- * kept up to a cap each (what is over is counted, not kept); a time limit
- * after which it (or its process group) is killed and reaped; an
- * environment and a working folder. One poll loop feeds stdin and drains
- * both outputs at once, so neither side ever waits on a full pipe. The
- * long-lived processes (the agent, a job's launcher) are not run here:
- * they outlive the call. No Lua. */
+/* Processes as navette sees them. Running a program and waiting for
+ * it: one way for every program navette runs to its end (builders,
+ * credential commands, the Keychain's `security`, the service manager, a
+ * sandbox's `--version`, and ssh). An argv, never a shell; bytes for its
+ * stdin; its stdout and stderr kept up to a cap each (what is over is
+ * counted, not kept); a time limit after which it (or its process group)
+ * is killed and reaped; an environment and a working folder. One poll
+ * loop feeds stdin and drains both outputs at once, so neither side ever
+ * waits on a full pipe. The long-lived processes (the agent, a job's
+ * launcher) are not run here: they outlive the call. For them: telling a
+ * process from a later one that was given the same pid, and whether it
+ * (or its group) still lives. And keeping other processes of the same
+ * user out of this one. No Lua. */
 #ifndef NV_PROC_H
 #define NV_PROC_H
 
@@ -87,5 +90,30 @@ int nv_proc_run(const nv_proc_opts *opts, nv_proc_result *res, int *start_errno,
 /* Its status as a shell says it: the exit status, 128 + the signal, or
  * -1 when it did not end. */
 int nv_proc_status(const nv_proc_result *res);
+
+/* Keeps other processes of this user out of this one: no core dump, no
+ * debugger attaching, and (Linux) /proc/PID/environ, /proc/PID/mem and
+ * the like readable by no one but root. For the processes that hold a
+ * credential or outlive a job of the same user (the agent, the CLI). A
+ * program this process executes gets the usual rights back: give it a
+ * minimal environment. Returns 0, or -1 where the system refused. */
+int nv_proc_deny_inspection(void);
+
+/* When pid started, as text that only compares equal for the same
+ * process (the pid alone can be reused). 0, or -1 when the process is
+ * gone or this system cannot tell (then out is ""). */
+int nv_proc_start_time(pid_t pid, char *out, size_t cap);
+
+/* 1 while a process of group pgid lives, 0 once none does. A process
+ * that ended and waits to be reaped (a zombie: its parent, often init
+ * after the group leader died, has not collected it yet) does not count;
+ * where the system cannot say which those are, any process counts. */
+int nv_proc_group_alive(pid_t pgid);
+
+/* 1 while process pid lives (one of another user too), 0 once it is gone
+ * or ended and waits to be reaped (a zombie: an orphan whose init does
+ * not reap it stays one). Where the system cannot tell zombies, any
+ * process counts. */
+int nv_proc_alive(pid_t pid);
 
 #endif

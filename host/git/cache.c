@@ -17,6 +17,7 @@
 #include <openssl/evp.h>
 
 #include "core/fsutil.h"
+#include "core/hex.h"
 
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0
@@ -204,7 +205,6 @@ static void remove_stale(const char *dir)
  * else: a path such as "u@host:x" would make libgit2 speak ssh. */
 static int fetch_url(char *buf, size_t cap, const char *url, nv_err *err)
 {
-	static const char hex[] = "0123456789ABCDEF";
 	char real[PATH_MAX];
 	struct stat st;
 	size_t n = 0;
@@ -250,9 +250,8 @@ static int fetch_url(char *buf, size_t cap, const char *url, nv_err *err)
 		if (plain) {
 			buf[n++] = (char)ch;
 		} else {
-			buf[n++] = '%';
-			buf[n++] = hex[ch >> 4];
-			buf[n++] = hex[ch & 15];
+			nv_hex_percent(buf + n, ch);
+			n += 3;
 		}
 	}
 	buf[n] = '\0';

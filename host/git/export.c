@@ -299,6 +299,20 @@ static int export_tree(struct export_ctx *x, const git_tree *tree, int dirfd,
 	return rc;
 }
 
+/* A stream over the folder open on dirfd, which stays open and ours (the
+ * stream reads a duplicate, from its first entry); NULL on failure. */
+static DIR *open_dir_stream(int dirfd)
+{
+	int fd = dup(dirfd);
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!dir && fd >= 0)
+		close(fd);
+	if (dir)
+		rewinddir(dir);
+	return dir;
+}
+
 /* Removes everything below dirfd without following symlinks. Best effort:
  * errors are ignored, the export's own error is what the caller reports. */
 static void remove_below(int dirfd, int depth)
@@ -309,18 +323,11 @@ static void remove_below(int dirfd, int depth)
 		return;
 	do {
 		struct dirent *d;
-		DIR *dir;
-		int fd = dup(dirfd);
+		DIR *dir = open_dir_stream(dirfd);
 
 		removed = 0;
-		if (fd < 0)
+		if (!dir)
 			return;
-		dir = fdopendir(fd);
-		if (!dir) {
-			close(fd);
-			return;
-		}
-		rewinddir(dir);
 		while ((d = readdir(dir)) != NULL) {
 			struct stat st;
 
@@ -557,16 +564,11 @@ static int refuse_collisions(struct export_ctx *x, const git_tree *tree,
 static int dir_is_empty(int fd)
 {
 	struct dirent *d;
-	DIR *dir;
-	int dupfd = dup(fd), empty = 1;
+	DIR *dir = open_dir_stream(fd);
+	int empty = 1;
 
-	if (dupfd < 0)
+	if (!dir)
 		return -1;
-	dir = fdopendir(dupfd);
-	if (!dir) {
-		close(dupfd);
-		return -1;
-	}
 	while ((d = readdir(dir)) != NULL) {
 		if (strcmp(d->d_name, ".") != 0 &&
 		    strcmp(d->d_name, "..") != 0) {

@@ -221,6 +221,15 @@ static int scan_remotes(git_repository *repo, struct remote_scan *rs,
 /* The handle of an opened repo, its folder a copy of dir (trailing
  * slashes cut when trim). Out of memory: repo is freed and libgit2 shut
  * down, as for an open that failed. */
+/* Undoes an open that failed: the repository, and the libgit2 init the
+ * open took. Returns rc. */
+static int open_failed(git_repository *repo, int rc)
+{
+	git_repository_free(repo);
+	git_libgit2_shutdown();
+	return rc;
+}
+
 static int hold_repo(nv_git_repo **out, git_repository *repo, const char *dir,
 		     int trim, nv_err *err)
 {
@@ -231,9 +240,8 @@ static int hold_repo(nv_git_repo **out, git_repository *repo, const char *dir,
 		r->workdir = strdup(dir);
 	if (!r || !r->workdir) {
 		free(r);
-		git_repository_free(repo);
-		git_libgit2_shutdown();
-		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+		return open_failed(repo, nv_err_set(err, NV_ENOMEM, NULL,
+						    "out of memory"));
 	}
 	len = strlen(r->workdir);
 	while (trim && len > 1 && r->workdir[len - 1] == '/')
@@ -309,9 +317,7 @@ int nv_git_open(nv_git_repo **out, const char *path, nv_err *err)
 	return hold_repo(out, repo, wd, 1, err);
 
 fail:
-	git_repository_free(repo);
-	git_libgit2_shutdown();
-	return rc;
+	return open_failed(repo, rc);
 }
 
 int nv_git_open_bare(nv_git_repo **out, const char *gitdir, nv_err *err)
@@ -337,9 +343,7 @@ int nv_git_open_bare(nv_git_repo **out, const char *gitdir, nv_err *err)
 	return hold_repo(out, repo, gitdir, 0, err);
 
 fail:
-	git_repository_free(repo);
-	git_libgit2_shutdown();
-	return rc;
+	return open_failed(repo, rc);
 }
 
 int nv_git_fail(nv_err *err, int code, const char *hint, const char *message)

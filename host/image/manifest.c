@@ -22,6 +22,25 @@ static const char *jstr(const cJSON *o, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* *doc from a document the registry sent (what names it), which must be a
+ * JSON object of 1 to max bytes: 0, or NV_EBACKEND and *doc NULL. */
+static int parse_object(cJSON **doc, const char *body, size_t len, size_t max,
+			const char *what, nv_err *err)
+{
+	*doc = NULL;
+	if (!body || len == 0 || len > max)
+		return nv_err_set(err, NV_EBACKEND, HINT_BAD,
+				  "%s of %zu bytes (the limit is %zu)", what,
+				  len, max);
+	*doc = cJSON_ParseWithLength(body, len);
+	if (cJSON_IsObject(*doc))
+		return 0;
+	cJSON_Delete(*doc);
+	*doc = NULL;
+	return nv_err_set(err, NV_EBACKEND, HINT_BAD,
+			  "the %s is not a JSON object", what);
+}
+
 static int copy_field(char *dst, size_t cap, const char *src)
 {
 	size_t n = src ? strlen(src) : 0;
@@ -88,16 +107,10 @@ int nv_oci_manifest_parse(nv_oci_manifest *out, const char *body, size_t len,
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (!body || len == 0 || len > NV_OCI_MANIFEST_MAX)
-		return nv_err_set(err, NV_EBACKEND, HINT_BAD,
-				  "manifest of %zu bytes (the limit is %zu)",
-				  len, NV_OCI_MANIFEST_MAX);
-	doc = cJSON_ParseWithLength(body, len);
-	if (!cJSON_IsObject(doc)) {
-		cJSON_Delete(doc);
-		return nv_err_set(err, NV_EBACKEND, HINT_BAD,
-				  "the manifest is not a JSON object");
-	}
+	rc = parse_object(&doc, body, len, NV_OCI_MANIFEST_MAX, "manifest",
+			  err);
+	if (rc)
+		return rc;
 	mt = jstr(doc, "mediaType");
 	if (!mt && content_type && content_type[0]) {
 		/* Content-Type may carry parameters */
@@ -275,19 +288,13 @@ int nv_oci_config_info_parse(const char *body, size_t len,
 {
 	const cJSON *rootfs, *ids;
 	cJSON *doc;
+	int rc;
 
 	memset(info, 0, sizeof(*info));
-	if (!body || len == 0 || len > NV_OCI_CONFIG_MAX)
-		return nv_err_set(err, NV_EBACKEND, HINT_BAD,
-				  "image config of %zu bytes (the limit is "
-				  "%zu)",
-				  len, NV_OCI_CONFIG_MAX);
-	doc = cJSON_ParseWithLength(body, len);
-	if (!cJSON_IsObject(doc)) {
-		cJSON_Delete(doc);
-		return nv_err_set(err, NV_EBACKEND, HINT_BAD,
-				  "the image config is not a JSON object");
-	}
+	rc = parse_object(&doc, body, len, NV_OCI_CONFIG_MAX, "image config",
+			  err);
+	if (rc)
+		return rc;
 	if (copy_field(info->os, sizeof(info->os), jstr(doc, "os")) ||
 	    copy_field(info->architecture, sizeof(info->architecture),
 		       jstr(doc, "architecture")) ||
@@ -370,16 +377,10 @@ int nv_oci_code_config(const char *base_config, size_t len, size_t base_layers,
 
 	*out = NULL;
 	*out_len = 0;
-	if (!base_config || len == 0 || len > NV_OCI_CONFIG_MAX)
-		return nv_err_set(err, NV_EBACKEND, HINT_BAD,
-				  "base image config of %zu bytes", len);
-	doc = cJSON_ParseWithLength(base_config, len);
-	if (!cJSON_IsObject(doc)) {
-		cJSON_Delete(doc);
-		return nv_err_set(err, NV_EBACKEND, HINT_BAD,
-				  "the base image config is not a JSON "
-				  "object");
-	}
+	rc = parse_object(&doc, base_config, len, NV_OCI_CONFIG_MAX,
+			  "base image config", err);
+	if (rc)
+		return rc;
 	rootfs = cJSON_GetObjectItemCaseSensitive(doc, "rootfs");
 	ids = cJSON_IsObject(rootfs)
 		      ? cJSON_GetObjectItemCaseSensitive(rootfs, "diff_ids")

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fsutil.h"
+#include "core/hex.h"
 #include "net/http.h"
 
 static const char HINT_REF[] =
@@ -27,16 +29,7 @@ static int is_alnum(char c)
 
 int nv_image_digest_valid(const char *s)
 {
-	size_t i;
-
-	if (!s || strncmp(s, "sha256:", 7) != 0)
-		return 0;
-	for (i = 0; i < 64; i++) {
-		char c = s[7 + i];
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-			return 0;
-	}
-	return s[71] == '\0';
+	return s && strncmp(s, "sha256:", 7) == 0 && nv_hex_is_lower(s + 7, 64);
 }
 
 /* One path component of [a-z0-9]+ joined by ".", "_", "__" or "-"+. */
@@ -160,6 +153,22 @@ static int name_too_long(const char *s, nv_err *err)
 			  "image reference '%.300s': the name is longer than "
 			  "%d characters",
 			  s, NV_IMAGE_NAME_MAX);
+}
+
+/* A part of the name (the whole name, or the path after the registry)
+ * of len bytes: not empty (missing says what is missing then), not over
+ * NV_IMAGE_NAME_MAX. */
+static int name_part_check(const char *s, size_t len, const char *missing,
+			   nv_err *err)
+{
+	if (len == 0)
+		return nv_err_set(err, NV_EINVAL, HINT_REF,
+				  "image reference '%.300s' has no repository "
+				  "%s",
+				  s, missing);
+	if (len > NV_IMAGE_NAME_MAX)
+		return name_too_long(s, err);
+	return 0;
 }
 
 /* Not empty, not too long, printable ASCII without spaces. */
@@ -308,14 +317,10 @@ static int ref_path(nv_image_ref *out, const char *s, const char *path,
 {
 	const char *p = path;
 	size_t plen = (size_t)(name_end - path);
+	int rc = name_part_check(s, plen, "after the registry", err);
 
-	if (plen == 0)
-		return nv_err_set(err, NV_EINVAL, HINT_REF,
-				  "image reference '%.300s' has no repository "
-				  "after the registry",
-				  s);
-	if (plen > NV_IMAGE_NAME_MAX)
-		return name_too_long(s, err);
+	if (rc)
+		return rc;
 	while (p < name_end) {
 		const char *e = memchr(p, '/', (size_t)(name_end - p));
 		size_t clen = e ? (size_t)(e - p) : (size_t)(name_end - p);
@@ -365,13 +370,9 @@ int nv_image_ref_parse(nv_image_ref *out, const char *s, nv_err *err)
 	if (rc)
 		return rc;
 	name_len = (size_t)(name_end - s);
-	if (name_len == 0)
-		return nv_err_set(err, NV_EINVAL, HINT_REF,
-				  "image reference '%.300s' has no repository "
-				  "name",
-				  s);
-	if (name_len > NV_IMAGE_NAME_MAX)
-		return name_too_long(s, err);
+	rc = name_part_check(s, name_len, "name", err);
+	if (rc)
+		return rc;
 	rc = ref_domain(out, s, name_len, &path, err);
 	if (rc)
 		return rc;
@@ -391,45 +392,30 @@ int nv_image_ref_parse(nv_image_ref *out, const char *s, nv_err *err)
 int nv_image_ref_format(const nv_image_ref *ref, int with_tag, char *buf,
 			size_t cap)
 {
-	int n;
 	int tag = ref->tag[0] && (with_tag || !ref->digest[0]);
 
-	n = snprintf(buf, cap, "%s/%s%s%s%s%s", ref->registry, ref->repository,
+	if (nv_pathf(buf, cap, "%s/%s%s%s%s%s", ref->registry, ref->repository,
 		     tag ? ":" : "", tag ? ref->tag : "",
-		     ref->digest[0] ? "@" : "", ref->digest);
-	if (n < 0 || (size_t)n >= cap) {
-		if (cap)
-			buf[0] = '\0';
+		     ref->digest[0] ? "@" : "", ref->digest))
 		return NV_ENOMEM;
-	}
 	return 0;
 }
 
 int nv_image_ref_name(const nv_image_ref *ref, char *buf, size_t cap)
 {
-	int n = snprintf(buf, cap, "%s/%s", ref->registry, ref->repository);
-
-	if (n < 0 || (size_t)n >= cap) {
-		if (cap)
-			buf[0] = '\0';
+	if (nv_pathf(buf, cap, "%s/%s", ref->registry, ref->repository))
 		return NV_ENOMEM;
-	}
 	return 0;
 }
 
 int nv_image_ref_api_host(const nv_image_ref *ref, char *buf, size_t cap)
 {
 	const char *host = ref->registry;
-	int n;
 
 	if (strcmp(host, NV_IMAGE_DEFAULT_REGISTRY) == 0)
 		host = NV_IMAGE_DOCKER_HUB_API;
-	n = snprintf(buf, cap, "%s", host);
-	if (n < 0 || (size_t)n >= cap) {
-		if (cap)
-			buf[0] = '\0';
+	if (nv_pathf(buf, cap, "%s", host))
 		return NV_ENOMEM;
-	}
 	return 0;
 }
 
@@ -437,7 +423,6 @@ int nv_image_ref_api_base(const nv_image_ref *ref, char *buf, size_t cap)
 {
 	char host[NV_IMAGE_NAME_MAX + 1], bare[NV_IMAGE_NAME_MAX + 1];
 	size_t hlen;
-	int n;
 
 	if (nv_image_ref_api_host(ref, host, sizeof(host)))
 		return NV_ENOMEM;
@@ -451,12 +436,8 @@ int nv_image_ref_api_base(const nv_image_ref *ref, char *buf, size_t cap)
 	}
 	memcpy(bare, host, hlen);
 	bare[hlen] = '\0';
-	n = snprintf(buf, cap, "%s://%s",
-		     nv_http_host_is_loopback(bare) ? "http" : "https", host);
-	if (n < 0 || (size_t)n >= cap) {
-		if (cap)
-			buf[0] = '\0';
+	if (nv_pathf(buf, cap, "%s://%s",
+		     nv_http_host_is_loopback(bare) ? "http" : "https", host))
 		return NV_ENOMEM;
-	}
 	return 0;
 }

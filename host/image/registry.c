@@ -20,6 +20,7 @@
 
 #include "image/protocol.h"
 #include "net/http.h"
+#include "core/hex.h"
 #include "core/sha256.h"
 
 #define URL_MAX     4096
@@ -123,8 +124,6 @@ static int url_host(const char *url, char hostport[HOST_MAX],
 
 static void url_encode(nv_buf *b, const char *s)
 {
-	static const char hex[] = "0123456789ABCDEF";
-
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
@@ -133,7 +132,8 @@ static void url_encode(nv_buf *b, const char *s)
 		    c == '_' || c == '~') {
 			nv_buf_append(b, s, 1);
 		} else {
-			char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+			char e[3];
+			nv_hex_percent(e, c);
 			nv_buf_append(b, e, 3);
 		}
 	}

@@ -34,7 +34,7 @@
 #include "core/fsutil.h"
 #include "core/jobid.h"
 #include "core/output.h"
-#include "core/process.h"
+#include "core/proc.h"
 #include "git/git.h"
 #include "jobs/agent_internal.h"
 #include "jobs/launcher.h"
@@ -749,8 +749,8 @@ static void launcher_identity_write(job *j)
 	char path[PATH_CAP], text[64];
 	nv_err err;
 
-	if (nv_process_start_time(j->pid, j->start_time,
-				  sizeof(j->start_time)) != 0)
+	if (nv_proc_start_time(j->pid, j->start_time, sizeof(j->start_time)) !=
+	    0)
 		return;
 	snprintf(text, sizeof(text), "%ld %s\n", (long)j->pid, j->start_time);
 	agent_job_path(j, "launcher.pid", path, sizeof(path));
@@ -1036,19 +1036,19 @@ static int process_gone(job *j)
 				j->reaped = 1;
 		}
 		/* The group may outlive the launcher: wait for it too. */
-		return j->reaped && !nv_process_group_alive(j->pid);
+		return j->reaped && !nv_proc_group_alive(j->pid);
 	}
 	/* Adopted: the launcher's pid may name a later process by now. While
 	 * any process of its group lives, the system gives that pid to no
 	 * other, so a later process means the whole group ended. */
 	char now[32];
 	if (j->start_time[0] &&
-	    nv_process_start_time(j->pid, now, sizeof(now)) == 0 &&
+	    nv_proc_start_time(j->pid, now, sizeof(now)) == 0 &&
 	    strcmp(now, j->start_time) != 0)
 		return 1;
 	/* the launcher leads its group: a zombie launcher (killed, not yet
 	 * reaped by init) with no live process left has ended */
-	return !nv_process_group_alive(j->pid);
+	return !nv_proc_group_alive(j->pid);
 }
 
 static void signal_group(job *j, int sig)
@@ -1057,7 +1057,7 @@ static void signal_group(job *j, int sig)
 		kill(j->pid, sig);
 }
 
-/* What a remote launcher puts in its record when stopped (it cannot tell a
+/* What a node launcher puts in its record when stopped (it cannot tell a
  * cancel from a time limit by the signal alone). */
 static void stop_reason(job *j, const char *why)
 {
@@ -1192,7 +1192,7 @@ static void follow(agent *a, job *j, int *done)
 			       "environment runs jobs without a sandbox",
 			       "the job's sandbox did not start: %s", why);
 	} else if (!j->have_exit && !(j->transfer && j->final_seen)) {
-		/* (a remote launcher that ended says why in its record) */
+		/* (a node launcher that ended says why in its record) */
 		nv_record_fail(&o, NV_STATE_FAILED, NV_PHASE_RUNNING,
 			       "the process was killed from outside navette; "
 			       "check the "
@@ -1207,6 +1207,21 @@ static void follow(agent *a, job *j, int *done)
 }
 
 /* ---- the loop ---------------------------------------------------------- */
+
+/* A job the agent holds: ended before it ran (finalized and freed), or
+ * running (watched by the loop until it ends). */
+static void job_ended_early(agent *a, job *j, nv_record_outcome *o)
+{
+	agent_finalize(a, j, o);
+	job_free(j);
+}
+
+static void job_running(agent *a, job *j)
+{
+	j->next = a->jobs;
+	a->jobs = j;
+	a->running++;
+}
 
 static void adopt(const char *id, const char *spec, long pid, void *payload)
 {
@@ -1230,13 +1245,10 @@ static void adopt(const char *id, const char *spec, long pid, void *payload)
 		nv_record_fail(&o, NV_STATE_FAILED, NV_PHASE_ACCEPTED,
 			       "submit the job again",
 			       "the agent stopped before the job started");
-		agent_finalize(a, j, &o);
-		job_free(j);
+		job_ended_early(a, j, &o);
 		return;
 	}
-	j->next = a->jobs;
-	a->jobs = j;
-	a->running++;
+	job_running(a, j);
 	agent_log("job %s: adopted (pid %ld)", id, pid);
 }
 
@@ -1260,13 +1272,10 @@ static void take_jobs(agent *a)
 		nv_record_outcome_init(&o);
 		agent_log("job %s: accepted", j->id);
 		if (prepare(a, j, &o) != 0 || start(a, j, &o) != 0) {
-			agent_finalize(a, j, &o);
-			job_free(j);
+			job_ended_early(a, j, &o);
 			continue;
 		}
-		j->next = a->jobs;
-		a->jobs = j;
-		a->running++;
+		job_running(a, j);
 	}
 }
 
@@ -1397,7 +1406,7 @@ int nv_agent_run(const char *home, nv_err *err)
 		info_write(&a, started);
 	}
 	agent_reserve_make(&a);
-	if (nv_process_deny_inspection() != 0)
+	if (nv_proc_deny_inspection() != 0)
 		agent_log("cannot keep other processes out of the agent: %s",
 			  strerror(errno));
 	/* The jobs a previous agent left: each is adopted or ended before

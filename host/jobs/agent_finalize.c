@@ -353,7 +353,7 @@ static void finalize_transfer(agent *a, job *j, nv_record_outcome *o)
 	agent_job_path(j, "log", path, sizeof(path));
 	if (agent_reredact_log(j->spec, path, &err) != 0)
 		agent_log("job %s: %s", j->id, err.message);
-	finish(a, j, o, record_url, scratch, " (remote launcher)");
+	finish(a, j, o, record_url, scratch, " (node launcher)");
 }
 
 void agent_finalize(agent *a, job *j, nv_record_outcome *o)
@@ -436,7 +436,7 @@ void agent_finalize(agent *a, job *j, nv_record_outcome *o)
 			       "check the store's rights and free space",
 			       "cannot publish the log: %s", err.message);
 	if (spec && (!log_published(spec) || !masked)) {
-		/* (as the remote launcher does for an unpublished log) */
+		/* (as the node launcher does for an unpublished log) */
 		cJSON_Delete(record_log);
 		record_log = cJSON_CreateNull();
 	}

@@ -24,7 +24,7 @@ typedef struct job {
 	char dir[PATH_CAP];
 	cJSON *spec;
 	pid_t pid;
-	char start_time[32]; /* the launcher's (process.h); "" unknown */
+	char start_time[32]; /* the launcher's (proc.h); "" unknown */
 	int own_child;       /* started by this agent: reaped with waitpid */
 	int reaped;
 	double started;

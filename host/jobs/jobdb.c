@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/stat.h>
 
 #include <cjson/cJSON.h>
@@ -19,6 +18,7 @@
 #include "core/clock.h"
 #include "core/fsutil.h"
 #include "core/jobid.h"
+#include "core/sqldb.h"
 #include "jobs/record.h"
 #include "jobs/runlock.h"
 
@@ -218,51 +218,20 @@ int nv_jobdb_open(nv_jobdb **out, const char *home, nv_err *err)
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
 	memcpy(q->path, path, sizeof(q->path));
 	snprintf(q->home, sizeof(q->home), "%s", home);
-	if (sqlite3_open_v2(path, &q->db,
-			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-				    SQLITE_OPEN_FULLMUTEX,
-			    NULL) != SQLITE_OK) {
-		int rc = nv_err_set(err, NV_EIO, "check NAVETTE_HOME",
-				    "cannot open %s: %s", path,
-				    q->db ? sqlite3_errmsg(q->db) : "?");
-		sqlite3_close(q->db);
+	int rc = nv_sqldb_open(&q->db, path,
+			       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+				       SQLITE_OPEN_FULLMUTEX,
+			       err);
+	if (rc) {
 		free(q);
 		return rc;
 	}
-	sqlite3_busy_timeout(q->db, 10000);
-	/* macOS: SQLite's syncs use F_FULLFSYNC, so that what it syncs
-	 * reaches the drive and not only its cache (a no-op elsewhere). */
-	if (sqlite3_exec(q->db, "PRAGMA fullfsync=ON;", NULL, NULL, NULL) !=
-	    SQLITE_OK) {
-		int code = db_error(q, err, "fullfsync");
-		nv_jobdb_close(q);
-		return code;
-	}
-	/* Switching to WAL and creating the schema take locks for which
-	 * SQLite does not always call the busy handler (two processes opening
-	 * a new database at once): retry those steps, bounded. */
-	int rc = SQLITE_BUSY;
-	for (int attempt = 0; attempt < 100; attempt++) {
-		/* a new database keeps no free page (each commit gives them
-		 * back): every page is one quick_check reads, so damage lands
-		 * where it is seen (on an older database, a no-op) */
-		rc = sqlite3_exec(q->db, "PRAGMA auto_vacuum=FULL;", NULL, NULL,
-				  NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(q->db, "PRAGMA journal_mode=WAL;",
-					  NULL, NULL, NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(q->db, "PRAGMA synchronous=NORMAL;",
-					  NULL, NULL, NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(q->db, schema, NULL, NULL, NULL);
-		if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED)
-			break;
-		struct timespec pause = {0, 50 * 1000 * 1000};
-		nanosleep(&pause, NULL);
-	}
-	if (rc != SQLITE_OK) {
-		int code = db_error(q, err, "schema");
+	/* a new database keeps no free page (auto_vacuum=FULL: each commit
+	 * gives them back): every page is one quick_check reads, so damage
+	 * lands where it is seen (on an older database, a no-op) */
+	const char *step;
+	if (nv_sqldb_setup(q->db, schema, 1, &step) != SQLITE_OK) {
+		int code = db_error(q, err, step);
 		nv_jobdb_close(q);
 		return code;
 	}

@@ -1,8 +1,8 @@
 /* Generates the launcher script (see launcher.h). Every value from the
  * recipe is single-quoted for sh; names are checked, never quoted. A local
- * launcher is generated whole here; a remote one is a header of values and
+ * launcher is generated whole here; a node launcher is a header of values and
  * small functions generated here, followed by the fixed part that
- * launcher_remote.sh holds (compiled in as nv_launcher_remote_body). */
+ * launcher_node.sh holds (compiled in as nv_launcher_node_body). */
 #include "jobs/launcher.h"
 #include "jobs/launcher_internal.h"
 
@@ -16,8 +16,8 @@
 #include "image/reference.h"
 #include "jobs/record.h"
 
-extern const char nv_launcher_remote_body[];
-extern const size_t nv_launcher_remote_body_len;
+extern const char nv_launcher_node_body[];
+extern const size_t nv_launcher_node_body_len;
 /* launcher_fingerprint.sh: navette_fingerprint, in every launcher */
 extern const char nv_launcher_fingerprint_body[];
 extern const size_t nv_launcher_fingerprint_body_len;
@@ -712,7 +712,7 @@ static int command_function(const cJSON *spec, nv_buf *out, nv_err *err)
 
 /* The job's secrets (spec.secrets: {name, credential, kind} each, never
  * a value): NAVETTE_SECRETS, the folder of their files (dir, a shell
- * word: the local backend's folder, or the remote launcher's), and
+ * word: the local backend's folder, or the node launcher's), and
  * NAME_FILE for each, the file that holds it. dir is not checked here:
  * the launcher refuses to start without it. */
 static int secrets_header(const cJSON *spec, const char *id, const char *dir,
@@ -850,8 +850,8 @@ static int record_head(const cJSON *spec, nv_buf *out, nv_err *err)
 	return 0;
 }
 
-/* Where the attempts list of a remote job that retries is read from (a
- * job's own: in an array, each task's branch has its task's). */
+/* Where a node launcher reads the attempts list of a job that retries
+ * (a job's own: in an array, each task's branch has its task's). */
 static void attempts_header(const cJSON *transfer, nv_buf *out)
 {
 	const char *get = string_field(field(transfer, "attempts"), "get");
@@ -860,8 +860,8 @@ static void attempts_header(const cJSON *transfer, nv_buf *out)
 		assign(out, "NAVETTE_ATTEMPTS_GET", get);
 }
 
-/* A remote job's checkpoint (where the launcher restores it from, how
- * often it saves it) and its retries (the most attempts it runs). */
+/* A job's checkpoint, in a node launcher (where it restores it from,
+ * how often it saves it) and its retries (the most attempts it runs). */
 static void retry_header(const cJSON *spec, const cJSON *transfer, nv_buf *out)
 {
 	const cJSON *c = field(transfer, "checkpoint");
@@ -918,7 +918,7 @@ static int code_in_image(const cJSON *spec)
 	return c && string_field(c, "workdir") != NULL;
 }
 
-static int remote_check(const cJSON *spec, const cJSON *transfer, nv_err *err)
+static int node_check(const cJSON *spec, const cJSON *transfer, nv_err *err)
 {
 	const cJSON *code = field(transfer, "code");
 	const cJSON *post = field(transfer, "post");
@@ -939,9 +939,9 @@ static int remote_check(const cJSON *spec, const cJSON *transfer, nv_err *err)
 }
 
 /* What every task of a job shares: where it publishes, its exit codes,
- * log and output bounds (not its own prefix: see remote_script). */
-static int remote_settings(const cJSON *spec, const cJSON *transfer,
-			   nv_buf *out, nv_err *err)
+ * log and output bounds (not its own prefix: see node_script). */
+static int node_settings(const cJSON *spec, const cJSON *transfer, nv_buf *out,
+			 nv_err *err)
 {
 	const char *id = string_field(spec, "id");
 	const cJSON *success = field(spec, "success");
@@ -1001,11 +1001,11 @@ static cJSON *inputs_of(const cJSON *transfer, int with_from)
 }
 
 /* navette_secrets: the job's secrets fetched, deleted and decrypted
- * (launcher_remote.sh: fetch_secret) with spec.secrets_delivery, which the
+ * (launcher_node.sh: fetch_secret) with spec.secrets_delivery, which the
  * backend adds to the launcher it sends and no record keeps ({name, get,
  * delete, password} each); without it (a plan, the launcher kept in
  * jobs.db) the function says so and fails the job. */
-static int remote_secrets_function(const cJSON *spec, nv_buf *out, nv_err *err)
+static int node_secrets_function(const cJSON *spec, nv_buf *out, nv_err *err)
 {
 	const cJSON *list = field(spec, "secrets");
 	const cJSON *delivery = field(spec, "secrets_delivery");
@@ -1069,8 +1069,8 @@ static int remote_secrets_function(const cJSON *spec, nv_buf *out, nv_err *err)
 /* The job's steps as functions: the command, the image, the code, the
  * inputs (from the store, and other jobs' outputs checked against their
  * producers' run records), the failure patterns, the required outputs. */
-static int remote_functions(const cJSON *spec, const cJSON *transfer,
-			    nv_buf *out, nv_err *err)
+static int node_functions(const cJSON *spec, const cJSON *transfer, nv_buf *out,
+			  nv_err *err)
 {
 	static const char *const input_keys[] = {"name",   "url",  "get",
 						 "sha256", "size", NULL};
@@ -1106,7 +1106,7 @@ static int remote_functions(const cJSON *spec, const cJSON *transfer,
 		      output_keys);
 	cJSON_Delete(plain);
 	cJSON_Delete(produced);
-	if ((rc = remote_secrets_function(spec, out, err)) != 0)
+	if ((rc = node_secrets_function(spec, out, err)) != 0)
 		return rc;
 	list_function(out, "navette_failure_patterns", "check_pattern",
 		      failure ? field(failure, "log_patterns") : NULL, self);
@@ -1173,34 +1173,36 @@ static int post_function(const cJSON *fields, const cJSON *varying,
 	return 0;
 }
 
-static int remote_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
-			 nv_err *err)
+static int node_script(const cJSON *spec, const cJSON *transfer, nv_buf *out,
+		       nv_err *err)
 {
 	const char *id = string_field(spec, "id");
 	const cJSON *post = field(transfer, "post");
 	int rc;
 
-	if ((rc = remote_check(spec, transfer, err)) != 0 ||
+	if ((rc = node_check(spec, transfer, err)) != 0 ||
 	    (rc = common_header(spec, out, err)) != 0)
 		return rc;
-	nv_buf_puts(out, "# Remote: fetches code and inputs, runs the command, "
-			 "publishes\n# outputs, log and run record with "
-			 "presigned URLs and a POST policy.\n");
+	nv_buf_puts(
+		out,
+		"# Node launcher: fetches code and inputs, runs the command, "
+		"publishes\n# outputs, log and run record with "
+		"presigned URLs and a POST policy.\n");
 	nv_buf_puts(out, "# where the job publishes, and how\n");
 	assign(out, "NAVETTE_PREFIX", string_field(transfer, "prefix"));
 	assign(out, "NAVETTE_OUTPUT_URL", string_field(transfer, "output_url"));
-	if ((rc = remote_settings(spec, transfer, out, err)) != 0 ||
+	if ((rc = node_settings(spec, transfer, out, err)) != 0 ||
 	    (rc = record_head(spec, out, err)) != 0)
 		return rc;
 	retry_header(spec, transfer, out);
 	attempts_header(transfer, out);
 	if ((rc = nv_launcher_launch_header(spec, out, err)) != 0 ||
-	    (rc = remote_functions(spec, transfer, out, err)) != 0 ||
+	    (rc = node_functions(spec, transfer, out, err)) != 0 ||
 	    (rc = post_function(field(post, "fields"), NULL, id, out, err)) !=
 		    0)
 		return rc;
-	return nv_record_fill(out, nv_launcher_remote_body,
-			      nv_launcher_remote_body_len, err);
+	return nv_record_fill(out, nv_launcher_node_body,
+			      nv_launcher_node_body_len, err);
 }
 
 /* ---- a job array's launcher ------------------------------------------ */
@@ -1235,7 +1237,7 @@ static int array_task_check(const cJSON *first, const cJSON *spec, int k,
 	if (!cJSON_IsObject(t))
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "job %s: an array's tasks publish to S3", id);
-	if ((rc = remote_check(spec, t, err)) != 0)
+	if ((rc = node_check(spec, t, err)) != 0)
 		return rc;
 	for (const char *const *key = array_same; *key; key++) {
 		if (!same_field(field(first, *key), field(spec, *key)))
@@ -1443,15 +1445,15 @@ static int array_body(const cJSON *specs, const cJSON *varying, nv_buf *out,
 				  "job %s: a job array's tasks have no "
 				  "checkpoint",
 				  string_field(first, "id"));
-	if ((rc = remote_settings(first, t0, out, err)) != 0)
+	if ((rc = node_settings(first, t0, out, err)) != 0)
 		return rc;
 	retry_header(first, t0, out);
-	if ((rc = remote_functions(first, t0, out, err)) != 0 ||
+	if ((rc = node_functions(first, t0, out, err)) != 0 ||
 	    (rc = post_function(field(field(t0, "post"), "fields"), varying,
 				string_field(first, "id"), out, err)) != 0)
 		return rc;
-	return nv_record_fill(out, nv_launcher_remote_body,
-			      nv_launcher_remote_body_len, err);
+	return nv_record_fill(out, nv_launcher_node_body,
+			      nv_launcher_node_body_len, err);
 }
 
 int nv_launcher_array_script(const cJSON *specs, nv_buf *out, nv_err *err)
@@ -1521,7 +1523,7 @@ int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err)
 			return nv_err_set(err, NV_EINVAL, NULL,
 					  "job %s: transfer is not an object",
 					  id);
-		rc = remote_script(spec, transfer, out, err);
+		rc = node_script(spec, transfer, out, err);
 	} else {
 		rc = local_script(spec, out, err);
 	}

@@ -17,17 +17,17 @@
 /* The job object (record.h: nv_record_objects) that output, a path below
  * $NAVETTE_OUTPUTS, would collide with, or NULL: its first path segment in
  * any case, trailing dots and spaces ignored. Such an output is refused,
- * locally and by the remote launcher, which gets the list as
+ * locally and by the node launcher, which gets the list as
  * NAVETTE_RESERVED: a volume that folds names would take one for the
  * other. */
 const char *nv_launcher_output_reserved(const char *output);
 
 /* Appends the script for spec. With a "transfer" object (S3 storage), a
- * remote launcher: it fetches code and inputs through presigned URLs and
+ * node launcher: it fetches code and inputs through presigned URLs and
  * publishes outputs, log, status and run record itself through a POST
  * policy; otherwise a local one (the backend stages and publishes).
  *
- * What a remote launcher takes from the scheduler is spec.launch, which
+ * What a node launcher takes from the scheduler is spec.launch, which
  * the backend's prepare sets (lua/navette/backends/init.lua); every field
  * may be left out, and without the object the job is one plain run:
  *   array_index, attempt, node, job    names of variables the scheduler
@@ -49,7 +49,7 @@ const char *nv_launcher_output_reserved(const char *output);
 int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err);
 
 /* A job array's launcher: the tasks of one sweep (specs, a JSON array of
- * remote specs, each with its transfer) that differ only in their id,
+ * node launchers' specs, each with its transfer) that differ only in their id,
  * name, parameters, prefix and signed forms, as one script. Each task
  * finds its own values by its index (0, 1... in the list's order; the
  * variable spec.launch.array_index names, as Slurm's

@@ -1,4 +1,4 @@
-# The node's fingerprint (compiled into every launcher, local and remote):
+# The node's fingerprint (compiled into every launcher, local and node):
 # what the machine that ran the job was, written as one JSON object to
 # $NAVETTE_JOB_DIR/fingerprint.json, which the run record carries as
 # "node". Only sh and the tools each system has; a probe that is missing

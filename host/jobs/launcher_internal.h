@@ -1,5 +1,5 @@
 /* What launcher.c takes from launcher_launch.c: the scheduler's part of a
- * remote launcher (spec.launch, see launcher.h). Private to host/jobs. */
+ * node launcher (spec.launch, see launcher.h). Private to host/jobs. */
 #ifndef NV_LAUNCHER_INTERNAL_H
 #define NV_LAUNCHER_INTERNAL_H
 
@@ -9,7 +9,7 @@
 #include "core/nv_err.h"
 
 /* Checks spec.launch and writes the nv_launch_* lines that the fixed part
- * (launcher_remote.sh) reads; without spec.launch, those of one plain
+ * (launcher_node.sh) reads; without spec.launch, those of one plain
  * run. 0, or NV_EINVAL naming the field. */
 int nv_launcher_launch_header(const cJSON *spec, nv_buf *out, nv_err *err);
 

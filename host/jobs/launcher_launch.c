@@ -1,4 +1,4 @@
-/* The scheduler's part of a remote launcher: spec.launch, which the
+/* The scheduler's part of a node launcher: spec.launch, which the
  * backend's prepare sets (launcher.h), checked and written as shell lines
  * that the fixed part reads. Variable names are checked like a job's
  * environment names, every word and text is single-quoted: nothing of a

@@ -2,7 +2,7 @@
  * called under its prefix (the layout), the phases it goes through and
  * the states it ends in, what a run record copies of the spec, and the
  * rule that turns a launcher's run record and a backend's own word into
- * the job's final state. Each list is defined once, here; the remote
+ * the job's final state. Each list is defined once, here; the node
  * launcher gets its names from it (nv_record_fill). Pure C. */
 #ifndef NV_RECORD_H
 #define NV_RECORD_H
@@ -22,9 +22,9 @@
 /* a folder: what the job's lineage carries from one attempt to the next,
  * its checkpoint (manifest.json, objects/SHA256) */
 #define NV_RECORD_CHECKPOINT "navette-checkpoint"
-/* ... where a remote launcher keeps it as one archive */
+/* ... where a node launcher keeps it as one archive */
 #define NV_RECORD_CHECKPOINT_ARCHIVE "checkpoint.tar"
-/* ... and the attempts a remote launcher ended to be retried: one JSON
+/* ... and the attempts a node launcher ended to be retried: one JSON
  * object per line, the next attempt's record lists them */
 #define NV_RECORD_ATTEMPTS "attempts.jsonl"
 /* A chunk is NV_RECORD_LOG_CHUNKS/NNNNNN, numbered from 1. */

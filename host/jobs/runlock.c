@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/fsutil.h"
+#include "core/hex.h"
 
 #define RUNLOCK_PATH_MAX 4200
 #define RUNLOCK_HOMES    4   /* homes one process submits to */
@@ -39,19 +40,6 @@ static void runlock_release(void)
 		close(held[i].fd);
 	}
 	held_count = 0;
-}
-
-static int is_token(const char *s)
-{
-	size_t i;
-
-	if (!s)
-		return 0;
-	for (i = 0; i < NV_RUNLOCK_TOKEN_LEN; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		      (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return s[i] == '\0';
 }
 
 static int lock_path(char *out, size_t cap, const char *home, const char *t,
@@ -155,7 +143,7 @@ int nv_runlock_gone(const char *home, const char *t)
 {
 	char path[RUNLOCK_PATH_MAX];
 
-	if (!is_token(t))
+	if (!nv_hex_is_lower(t, NV_RUNLOCK_TOKEN_LEN))
 		return 1;
 	if (strcmp(t, token) == 0)
 		return 0;

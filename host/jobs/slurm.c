@@ -620,21 +620,20 @@ int nv_slurm_find(nv_slurm *s, const char *name, const char *comment,
 	return 0;
 }
 
-int nv_slurm_cancel(nv_slurm *s, long long job_id, int *was_done, nv_err *err)
+/* DELETE of path (a job, or a task of an array): Slurm's refusal with
+ * one of the errnos done_errnos lists (0 ends the list) means it had
+ * already ended, which is no error (*was_done set). */
+static int cancel_path(nv_slurm *s, const char *path, const int *done_errnos,
+		       int *was_done, nv_err *err)
 {
-	char path[80];
 	nv_http_response resp;
 	int rc, slurm_errno = 0;
 
-	if (was_done)
-		*was_done = 0;
-	if (job_id <= 0)
-		return nv_err_set(err, NV_EINVAL, NULL, "bad Slurm job id");
-	snprintf(path, sizeof(path), "/slurm/%s/job/%lld", s->api->name,
-		 job_id);
 	rc = call(s, "DELETE", path, NULL, "cancel", 0, &resp, &slurm_errno,
 		  err);
-	if (rc == NV_EREFUSED && slurm_errno == NV_SLURM_ERRNO_ALREADY_DONE) {
+	for (size_t i = 0; rc == NV_EREFUSED && done_errnos[i]; i++) {
+		if (slurm_errno != done_errnos[i])
+			continue;
 		if (was_done)
 			*was_done = 1;
 		nv_err_clear(err);
@@ -644,6 +643,20 @@ int nv_slurm_cancel(nv_slurm *s, long long job_id, int *was_done, nv_err *err)
 		return rc;
 	nv_http_response_free(&resp);
 	return 0;
+}
+
+int nv_slurm_cancel(nv_slurm *s, long long job_id, int *was_done, nv_err *err)
+{
+	static const int done[] = {NV_SLURM_ERRNO_ALREADY_DONE, 0};
+	char path[80];
+
+	if (was_done)
+		*was_done = 0;
+	if (job_id <= 0)
+		return nv_err_set(err, NV_EINVAL, NULL, "bad Slurm job id");
+	snprintf(path, sizeof(path), "/slurm/%s/job/%lld", s->api->name,
+		 job_id);
+	return cancel_path(s, path, done, was_done, err);
 }
 
 int nv_slurm_requeue(nv_slurm *s, long long job_id, nv_err *err)
@@ -822,9 +835,10 @@ out:
 int nv_slurm_task_cancel(nv_slurm *s, long long array_id, long task,
 			 int *was_done, nv_err *err)
 {
+	/* (a task cancelled before it started is no job any more) */
+	static const int done[] = {NV_SLURM_ERRNO_ALREADY_DONE,
+				   NV_SLURM_ERRNO_INVALID_JOB_ID, 0};
 	char path[96];
-	nv_http_response resp;
-	int rc, slurm_errno = 0;
 
 	if (was_done)
 		*was_done = 0;
@@ -832,19 +846,5 @@ int nv_slurm_task_cancel(nv_slurm *s, long long array_id, long task,
 		return nv_err_set(err, NV_EINVAL, NULL, "bad Slurm task id");
 	snprintf(path, sizeof(path), "/slurm/%s/job/%lld_%ld", s->api->name,
 		 array_id, task);
-	rc = call(s, "DELETE", path, NULL, "cancel", 0, &resp, &slurm_errno,
-		  err);
-	/* (a task cancelled before it started is no job any more) */
-	if (rc == NV_EREFUSED &&
-	    (slurm_errno == NV_SLURM_ERRNO_ALREADY_DONE ||
-	     slurm_errno == NV_SLURM_ERRNO_INVALID_JOB_ID)) {
-		if (was_done)
-			*was_done = 1;
-		nv_err_clear(err);
-		return 0;
-	}
-	if (rc)
-		return rc;
-	nv_http_response_free(&resp);
-	return 0;
+	return cancel_path(s, path, done, was_done, err);
 }

@@ -32,7 +32,7 @@
 
 #include "core/fsname.h"
 #include "core/fsutil.h"
-#include "core/process.h"
+#include "core/proc.h"
 #include "storage/filestore_internal.h"
 #include "core/sha256.h"
 
@@ -188,7 +188,7 @@ static void sweep_stale_temps(int tmp_fd)
 		    now - st.st_mtime < NV_FILESTORE_STALE_SECONDS)
 			continue;
 		/* a live process of that pid may be its writer: kept */
-		if (nv_process_alive((pid_t)pid))
+		if (nv_proc_alive((pid_t)pid))
 			continue;
 		unlinkat(tmp_fd, e->d_name, 0);
 	}

@@ -11,12 +11,12 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
 #include "core/fsutil.h"
+#include "core/sqldb.h"
 
 struct nv_taskdb {
 	sqlite3 *db;
@@ -55,7 +55,8 @@ int nv_taskdb_open(nv_taskdb **out, const char *home, int read_only,
 {
 	nv_taskdb *t;
 	struct stat st;
-	int rc = SQLITE_BUSY;
+	const char *step;
+	int rc;
 
 	*out = NULL;
 	t = calloc(1, sizeof(*t));
@@ -75,47 +76,21 @@ int nv_taskdb_open(nv_taskdb **out, const char *home, int read_only,
 		free(t);
 		return err->code;
 	}
-	if (sqlite3_open_v2(t->path, &t->db,
-			    read_only ? SQLITE_OPEN_READONLY
-				      : SQLITE_OPEN_READWRITE |
-						SQLITE_OPEN_CREATE,
-			    NULL) != SQLITE_OK) {
-		rc = nv_err_set(err, NV_EIO, "check NAVETTE_HOME",
-				"cannot open %s: %s", t->path,
-				t->db ? sqlite3_errmsg(t->db) : "?");
-		sqlite3_close(t->db);
+	rc = nv_sqldb_open(&t->db, t->path,
+			   read_only
+				   ? SQLITE_OPEN_READONLY
+				   : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+			   err);
+	if (rc) {
 		free(t);
 		return rc;
 	}
-	sqlite3_busy_timeout(t->db, 10000);
 	if (read_only) {
 		*out = t;
 		return 0;
 	}
-	/* (macOS: syncs reach the drive, as in jobs.db) */
-	if (sqlite3_exec(t->db, "PRAGMA fullfsync=ON;", NULL, NULL, NULL) !=
-	    SQLITE_OK) {
-		rc = db_error(t, err, "fullfsync");
-		nv_taskdb_close(t);
-		return rc;
-	}
-	/* WAL and the schema take locks SQLite may not wait for (two
-	 * processes creating the file at once): retried, bounded */
-	for (int attempt = 0; attempt < 100; attempt++) {
-		rc = sqlite3_exec(t->db, "PRAGMA journal_mode=WAL;", NULL, NULL,
-				  NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(t->db, "PRAGMA synchronous=NORMAL;",
-					  NULL, NULL, NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(t->db, schema, NULL, NULL, NULL);
-		if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED)
-			break;
-		struct timespec pause = {0, 50 * 1000 * 1000};
-		nanosleep(&pause, NULL);
-	}
-	if (rc != SQLITE_OK) {
-		rc = db_error(t, err, "schema");
+	if (nv_sqldb_setup(t->db, schema, 0, &step) != SQLITE_OK) {
+		rc = db_error(t, err, step);
 		nv_taskdb_close(t);
 		return rc;
 	}

@@ -1,5 +1,5 @@
 -- What a job published in storage, read back from the laptop: its run
--- record, its log, and what a remote launcher publishes as it goes (its
+-- record, its log, and what a node launcher publishes as it goes (its
 -- status object and log chunks). Shared by the job views and every
 -- backend, so neither needs the other to read them.
 local json = _navette.json
@@ -82,7 +82,7 @@ function published.record(url, spec)
   return record
 end
 
--- What a remote launcher published of its phases (its navette-status
+-- What a node launcher published of its phases (its navette-status
 -- object: "PHASE TIME" lines), oldest first; {} before the first.
 function published.phases(store, spec)
   local text = store:read(spec.outputs.url .. NAMES.status, 65536)
@@ -93,7 +93,7 @@ function published.phases(store, spec)
   return out
 end
 
--- The log chunks a remote launcher shipped after chunk number `after`
+-- The log chunks a node launcher shipped after chunk number `after`
 -- (navette-log/000001...), in order: a list of {n, data}.
 function published.log_chunks(store, spec, after)
   local prefix = spec.outputs.prefix .. NAMES.log_chunks

@@ -164,7 +164,7 @@ t.test("one launcher: each task's own values by its index", function()
           .. "tasks")
   local _, cases = script:gsub("\n%d+%)\n", "")
   t.eq(cases, 3, "one branch per task")
-  local _, bodies = script:gsub("the fixed part of a remote launcher", "")
+  local _, bodies = script:gsub("the fixed part of a node launcher", "")
   t.eq(bodies, 1, "the fixed part once")
   t.match(script, "%-%-form%-string 'x%-amz%-algorithm=''AWS4%-HMAC%-SHA256'",
           "a field alike in every task is written once")

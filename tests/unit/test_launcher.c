@@ -1,6 +1,6 @@
 /* The launcher script: values from recipes are quoted, never evaluated;
  * reserved environment names are refused; the script reports phases and
- * the exit status. The script is run for real with /bin/sh. The remote
+ * the exit status. The script is run for real with /bin/sh. The node
  * launcher runs against a stand-in curl (tests/data/launcher/fake-curl:
  * file:// downloads, a POST "store" in a folder): checksums of code and
  * inputs, the success condition, hostile names and values in the run
@@ -29,11 +29,11 @@ static const char spec_text[] =
 	"pwned); `id`\"],"
 	"\"env\":{\"WEIRD\":\"a'b\\\"c $HOME; rm -rf /\"}}";
 
-/* ---- the remote launcher ---------------------------------------------- */
+/* ---- the node launcher ------------------------------------------------ */
 
-static char rdir[] = "/tmp/navette-remote-XXXXXX";
-/* what a scheduler would set for the next run_remote (NAME=value ...) */
-static const char *remote_env = "";
+static char rdir[] = "/tmp/navette-node-XXXXXX";
+/* what a scheduler would set for the next run_node (NAME=value ...) */
+static const char *node_env = "";
 
 static void shell(const char *cmd)
 {
@@ -56,9 +56,10 @@ static char *sha256_of(const char *path)
 	return hex;
 }
 
-/* A remote spec whose command is `sh run.sh` from the code archive. */
-static cJSON *remote_spec(const char *input_sha, long input_size,
-			  const char *pattern, const char *required)
+/* A node launcher's spec, whose command is `sh run.sh` from the code
+ * archive. */
+static cJSON *node_spec(const char *input_sha, long input_size,
+			const char *pattern, const char *required)
 {
 	char path[600];
 	cJSON *spec = cJSON_Parse(
@@ -77,7 +78,7 @@ static cJSON *remote_spec(const char *input_sha, long input_size,
 	cJSON_AddStringToObject(t, "output_url", "s3://b/p/p-2/");
 	snprintf(path, sizeof(path), "file://%s/code.tar.gz", rdir);
 	cJSON_AddStringToObject(code, "url", path);
-	cJSON_AddStringToObject(code, "sha256", ""); /* set by run_remote */
+	cJSON_AddStringToObject(code, "sha256", ""); /* set by run_node */
 	cJSON_AddStringToObject(post, "url", "http://127.0.0.1:1/b");
 	cJSON_AddStringToObject(fields, "key", "p/p-2/${filename}");
 	cJSON_AddStringToObject(fields, "policy", "eyJ'quoted'$(id)");
@@ -105,7 +106,7 @@ static cJSON *remote_spec(const char *input_sha, long input_size,
 
 /* Runs the launcher of spec in a fresh job folder; returns the run record
  * the launcher published to the stand-in store (NULL if none). */
-static cJSON *run_remote(cJSON *spec, const char *run_sh, int *status)
+static cJSON *run_node(cJSON *spec, const char *run_sh, int *status)
 {
 	char path[600], cmd[2400];
 	nv_buf b;
@@ -140,7 +141,7 @@ static cJSON *run_remote(cJSON *spec, const char *run_sh, int *status)
 		 "FAKE_STORE=%s/store FAKE_PREFIX=p/p-2/ %s "
 		 "NAVETTE_LOG_INTERVAL=1 /bin/sh %s/launcher.sh "
 		 ">%s/launcher.out 2>&1",
-		 rdir, rdir, rdir, remote_env, rdir, rdir);
+		 rdir, rdir, rdir, node_env, rdir, rdir);
 	int rc = system(cmd);
 	*status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 	snprintf(path, sizeof(path), "%s/store/p/p-2/navette-run.json", rdir);
@@ -186,7 +187,7 @@ static char *store_read(const char *key)
  * shipped masks the value (and the password of a user:pass); the folder
  * is gone at the end. Without the delivery (the launcher kept in jobs.db,
  * a plan's) the job fails before running. */
-static void test_remote_secrets(const char *sha, long size)
+static void test_node_secrets(const char *sha, long size)
 {
 	static const char value[] = "hubsecret-5e1f0c9a7d3b2e8f4a6c";
 	/* (made up; named so that the tree's own secret scan passes it) */
@@ -209,7 +210,7 @@ static void test_remote_secrets(const char *sha, long size)
 	CHECK(nv_job_secret_seal(tok, obj, pass, &err) == 0);
 	CHECK(nv_job_secret_seal(reg, obj2, pass2, &err) == 0);
 
-	spec = remote_spec(sha, size, NULL, NULL);
+	spec = node_spec(sha, size, NULL, NULL);
 	list = cJSON_AddArrayToObject(spec, "secrets");
 	delivery = cJSON_AddArrayToObject(spec, "secrets_delivery");
 	item = cJSON_CreateObject();
@@ -234,7 +235,7 @@ static void test_remote_secrets(const char *sha, long size)
 	cJSON_AddStringToObject(item, "delete", url);
 	cJSON_AddStringToObject(item, "password", pass2);
 	cJSON_AddItemToArray(delivery, item);
-	rec = run_remote(
+	rec = run_node(
 		spec,
 		"echo \"mode=$(ls -l \"$HF_TOKEN_FILE\" | cut -c1-10)\"\n"
 		"echo \"dir=$NAVETTE_SECRETS\"\n"
@@ -271,7 +272,7 @@ static void test_remote_secrets(const char *sha, long size)
 
 	/* the launcher as jobs.db keeps it: no URLs, no password */
 	cJSON_DeleteItemFromObject(spec, "secrets_delivery");
-	rec = run_remote(spec, "touch \"$NAVETTE_OUTPUTS/ran\"\n", &status);
+	rec = run_node(spec, "touch \"$NAVETTE_OUTPUTS/ran\"\n", &status);
 	CHECK_STR(rstr(rec, "failure", "phase"), "data_ready");
 	CHECK(rstr(rec, "failure", "reason") &&
 	      strstr(rstr(rec, "failure", "reason"), "without its secrets"));
@@ -299,7 +300,7 @@ static char *script_of(const cJSON *spec, int *rc, nv_err *err)
 /* Whether spec with launch (JSON) is refused, the message naming what. */
 static int launch_refused(const char *sha, const char *launch, const char *what)
 {
-	cJSON *spec = remote_spec(sha, 1, NULL, NULL);
+	cJSON *spec = node_spec(sha, 1, NULL, NULL);
 	nv_err err;
 	int rc;
 	char *text;
@@ -338,16 +339,16 @@ static void test_launch(const char *sha, long size)
 
 	/* no launch: attempt 1 whatever SLURM_RESTART_COUNT says, and a
 	 * retry that needs a requeue fails saying why */
-	spec = remote_spec(sha, size, NULL, NULL);
+	spec = node_spec(sha, size, NULL, NULL);
 	cJSON_AddItemToObject(spec, "retries",
 			      cJSON_Parse("{\"max\":2,\"on\":[\"exit:3\"]}"));
 	text = script_of(spec, &rc, &err);
 	CHECK(rc == 0 && text && !strstr(text, "${SLURM") &&
 	      strstr(text, "\nnv_launch_requeue_program=\n"));
 	free(text);
-	remote_env = "NAVETTE_RETRY_ON=exit:3 SLURM_JOB_ID=77 "
-		     "SLURM_RESTART_COUNT=1 SLURMD_NODENAME=slurm-node";
-	rec = run_remote(spec, "exit 3\n", &status);
+	node_env = "NAVETTE_RETRY_ON=exit:3 SLURM_JOB_ID=77 "
+		   "SLURM_RESTART_COUNT=1 SLURMD_NODENAME=slurm-node";
+	rec = run_node(spec, "exit 3\n", &status);
 	CHECK(rec != NULL);
 	CHECK_STR(rstr(rec, "failure", "phase"), "running");
 	reason = rstr(rec, "failure", "reason");
@@ -373,9 +374,9 @@ static void test_launch(const char *sha, long size)
 			    "\"requeue\":[\"scontrol\",\"it's $(touch "
 			    "pwned)\"],\"requeue_needs\":\"a kind "
 			    "cluster\"}"));
-	remote_env = "NAVETTE_RETRY_ON=exit:3 RESTARTS=1 MY_NODE=kube-node "
-		     "MY_JOB=j-7 SLURM_JOB_ID=77";
-	rec = run_remote(spec, "exit 3\n", &status);
+	node_env = "NAVETTE_RETRY_ON=exit:3 RESTARTS=1 MY_NODE=kube-node "
+		   "MY_JOB=j-7 SLURM_JOB_ID=77";
+	rec = run_node(spec, "exit 3\n", &status);
 	CHECK(rec != NULL);
 	reason = rstr(rec, "failure", "reason");
 	CHECK(reason &&
@@ -395,7 +396,7 @@ static void test_launch(const char *sha, long size)
 	snprintf(path, sizeof(path), "%s/job/workspace/pwned", rdir);
 	CHECK(access(path, F_OK) != 0);
 	cJSON_Delete(rec);
-	remote_env = "";
+	node_env = "";
 
 	/* a launcher its container started: no runtime, no pull */
 	cJSON_DeleteItemFromObject(spec, "retries");
@@ -407,7 +408,7 @@ static void test_launch(const char *sha, long size)
 	text = script_of(spec, &rc, &err);
 	CHECK(rc == 0 && text && !strstr(text, "/nowhere/podman"));
 	free(text);
-	rec = run_remote(spec, "touch \"$NAVETTE_OUTPUTS/ran\"\n", &status);
+	rec = run_node(spec, "touch \"$NAVETTE_OUTPUTS/ran\"\n", &status);
 	CHECK_STR(rstr(rec, "state", NULL), "succeeded");
 	CHECK(store_has("p/p-2/ran"));
 	cJSON_Delete(rec);
@@ -416,7 +417,7 @@ static void test_launch(const char *sha, long size)
 	/* an array's tasks chosen by the scheduler's index variable */
 	specs = cJSON_CreateArray();
 	for (int k = 0; k < 2; k++) {
-		spec = remote_spec(sha, size, NULL, NULL);
+		spec = node_spec(sha, size, NULL, NULL);
 		cJSON_ReplaceItemInObject(
 			spec, "id", cJSON_CreateString(k ? "p-3" : "p-2"));
 		cJSON_AddItemToObject(spec, "launch",
@@ -470,7 +471,7 @@ static void test_launch(const char *sha, long size)
 	CHECK(launch_refused(sha, "[\"SLURM_JOB_ID\"]", "not an object"));
 }
 
-static void test_remote(void)
+static void test_node_launcher(void)
 {
 	char path[600], link[600];
 	nv_err err;
@@ -510,13 +511,13 @@ static void test_remote(void)
 	snprintf(sha, sizeof(sha), "%s", sha256_of(path));
 
 	/* success: exit 5 is allowed; outputs with a space and a subfolder */
-	spec = remote_spec(sha, (long)strlen(data), NULL, "sub/r.txt");
-	rec = run_remote(spec,
-			 "cat \"$NAVETTE_INPUTS/data\" > \"$NAVETTE_OUTPUTS/a "
-			 "b.txt\"\nmkdir -p \"$NAVETTE_OUTPUTS/sub\"\n"
-			 "echo r > \"$NAVETTE_OUTPUTS/sub/r.txt\"\n"
-			 "echo done\nexit 5\n",
-			 &status);
+	spec = node_spec(sha, (long)strlen(data), NULL, "sub/r.txt");
+	rec = run_node(spec,
+		       "cat \"$NAVETTE_INPUTS/data\" > \"$NAVETTE_OUTPUTS/a "
+		       "b.txt\"\nmkdir -p \"$NAVETTE_OUTPUTS/sub\"\n"
+		       "echo r > \"$NAVETTE_OUTPUTS/sub/r.txt\"\n"
+		       "echo done\nexit 5\n",
+		       &status);
 	CHECK(rec != NULL);
 	CHECK(status == 0);
 	CHECK_STR(rstr(rec, "state", NULL), "succeeded");
@@ -560,10 +561,10 @@ static void test_remote(void)
 	cJSON_Delete(spec);
 
 	/* an input whose bytes are not those submitted: nothing runs */
-	spec = remote_spec("0000000000000000000000000000000000000000000000000"
-			   "000000000000000",
-			   (long)strlen(data), NULL, NULL);
-	rec = run_remote(spec, "touch \"$NAVETTE_OUTPUTS/ran\"\n", &status);
+	spec = node_spec("0000000000000000000000000000000000000000000000000"
+			 "000000000000000",
+			 (long)strlen(data), NULL, NULL);
+	rec = run_node(spec, "touch \"$NAVETTE_OUTPUTS/ran\"\n", &status);
 	CHECK(status != 0);
 	CHECK_STR(rstr(rec, "state", NULL), "failed");
 	CHECK_STR(rstr(rec, "failure", "phase"), "data_ready");
@@ -574,8 +575,8 @@ static void test_remote(void)
 	cJSON_Delete(spec);
 
 	/* a wrong size is caught too */
-	spec = remote_spec(sha, 3, NULL, NULL);
-	rec = run_remote(spec, "true\n", &status);
+	spec = node_spec(sha, 3, NULL, NULL);
+	rec = run_node(spec, "true\n", &status);
 	CHECK(rstr(rec, "failure", "reason") &&
 	      strstr(rstr(rec, "failure", "reason"), "bytes"));
 	cJSON_Delete(rec);
@@ -583,12 +584,12 @@ static void test_remote(void)
 
 	/* a failure pattern with quotes and backslashes: the record stays
 	 * JSON and names it; exit 0 does not save the job */
-	spec = remote_spec(sha, (long)strlen(data), "bad \"thing\" \\ here",
-			   NULL);
-	rec = run_remote(spec,
-			 "printf '%s\\n' 'a bad \"thing\" \\ here!'\n"
-			 "echo x > \"$NAVETTE_OUTPUTS/x\"\n",
-			 &status);
+	spec = node_spec(sha, (long)strlen(data), "bad \"thing\" \\ here",
+			 NULL);
+	rec = run_node(spec,
+		       "printf '%s\\n' 'a bad \"thing\" \\ here!'\n"
+		       "echo x > \"$NAVETTE_OUTPUTS/x\"\n",
+		       &status);
 	CHECK(rec != NULL);
 	CHECK_STR(rstr(rec, "failure", "phase"), "running");
 	CHECK(rstr(rec, "failure", "reason") &&
@@ -600,10 +601,9 @@ static void test_remote(void)
 	cJSON_Delete(spec);
 
 	/* a reserved output name, and a required output missing */
-	spec = remote_spec(sha, (long)strlen(data), NULL, NULL);
-	rec = run_remote(spec,
-			 "echo x > \"$NAVETTE_OUTPUTS/navette-run.json\"\n",
-			 &status);
+	spec = node_spec(sha, (long)strlen(data), NULL, NULL);
+	rec = run_node(spec, "echo x > \"$NAVETTE_OUTPUTS/navette-run.json\"\n",
+		       &status);
 	CHECK_STR(rstr(rec, "failure", "phase"), "outputs_published");
 	CHECK(rstr(rec, "failure", "reason") &&
 	      strstr(rstr(rec, "failure", "reason"), "reserved"));
@@ -611,11 +611,11 @@ static void test_remote(void)
 	cJSON_Delete(spec);
 	/* reserved in any case, and with what a share drops: a volume that
 	 * folds names would let the log overwrite the output */
-	spec = remote_spec(sha, (long)strlen(data), NULL, NULL);
-	rec = run_remote(spec,
-			 "echo x > \"$NAVETTE_OUTPUTS/ok.txt\"\n"
-			 "echo x > \"$NAVETTE_OUTPUTS/Navette.LOG\"\n",
-			 &status);
+	spec = node_spec(sha, (long)strlen(data), NULL, NULL);
+	rec = run_node(spec,
+		       "echo x > \"$NAVETTE_OUTPUTS/ok.txt\"\n"
+		       "echo x > \"$NAVETTE_OUTPUTS/Navette.LOG\"\n",
+		       &status);
 	CHECK_STR(rstr(rec, "failure", "phase"), "outputs_published");
 	CHECK(rstr(rec, "failure", "reason") &&
 	      strstr(rstr(rec, "failure", "reason"), "'Navette.LOG'") &&
@@ -623,11 +623,11 @@ static void test_remote(void)
 	CHECK(!store_has("p/p-2/Navette.LOG"));
 	cJSON_Delete(rec);
 	cJSON_Delete(spec);
-	spec = remote_spec(sha, (long)strlen(data), NULL, NULL);
-	rec = run_remote(spec,
-			 "mkdir \"$NAVETTE_OUTPUTS/NAVETTE-LOG. \"\n"
-			 "echo x > \"$NAVETTE_OUTPUTS/NAVETTE-LOG. /000001\"\n",
-			 &status);
+	spec = node_spec(sha, (long)strlen(data), NULL, NULL);
+	rec = run_node(spec,
+		       "mkdir \"$NAVETTE_OUTPUTS/NAVETTE-LOG. \"\n"
+		       "echo x > \"$NAVETTE_OUTPUTS/NAVETTE-LOG. /000001\"\n",
+		       &status);
 	CHECK_STR(rstr(rec, "failure", "phase"), "outputs_published");
 	CHECK(rstr(rec, "failure", "reason") &&
 	      strstr(rstr(rec, "failure", "reason"), "'navette-log'"));
@@ -646,8 +646,8 @@ static void test_remote(void)
 	for (int i = 0; bad_names[i]; i++) {
 		char *text = NULL;
 		size_t tlen = 0;
-		spec = remote_spec(sha, (long)strlen(data), NULL, NULL);
-		rec = run_remote(spec, bad_names[i], &status);
+		spec = node_spec(sha, (long)strlen(data), NULL, NULL);
+		rec = run_node(spec, bad_names[i], &status);
 		CHECK_STR(rstr(rec, "failure", "phase"), "outputs_published");
 		CHECK(rstr(rec, "failure", "reason") &&
 		      strchr(rstr(rec, "failure", "reason"), '?'));
@@ -659,8 +659,8 @@ static void test_remote(void)
 		cJSON_Delete(rec);
 		cJSON_Delete(spec);
 	}
-	spec = remote_spec(sha, (long)strlen(data), NULL, "model.bin");
-	rec = run_remote(spec, "exit 0\n", &status);
+	spec = node_spec(sha, (long)strlen(data), NULL, "model.bin");
+	rec = run_node(spec, "exit 0\n", &status);
 	CHECK_STR(rstr(rec, "failure", "phase"), "outputs_published");
 	CHECK(rstr(rec, "failure", "reason") &&
 	      strstr(rstr(rec, "failure", "reason"), "model.bin"));
@@ -668,9 +668,9 @@ static void test_remote(void)
 	cJSON_Delete(spec);
 
 	/* a symlink among the outputs is refused, never followed */
-	spec = remote_spec(sha, (long)strlen(data), NULL, NULL);
-	rec = run_remote(spec, "ln -s /etc/passwd \"$NAVETTE_OUTPUTS/pw\"\n",
-			 &status);
+	spec = node_spec(sha, (long)strlen(data), NULL, NULL);
+	rec = run_node(spec, "ln -s /etc/passwd \"$NAVETTE_OUTPUTS/pw\"\n",
+		       &status);
 	CHECK_STR(rstr(rec, "failure", "phase"), "outputs_published");
 	CHECK(!store_has("p/p-2/pw"));
 	cJSON_Delete(rec);
@@ -678,12 +678,12 @@ static void test_remote(void)
 
 	/* an image the node cannot pull: failed at image_ready, nothing
 	 * fetched or run */
-	spec = remote_spec(sha, (long)strlen(data), NULL, NULL);
+	spec = node_spec(sha, (long)strlen(data), NULL, NULL);
 	cJSON *c = cJSON_AddObjectToObject(spec, "container");
 	snprintf(path, sizeof(path), "%s/launcher/fake-runtime", data_dir);
 	cJSON_AddStringToObject(c, "runtime", path);
 	cJSON_AddStringToObject(c, "image", "reg/missing@sha256:00");
-	rec = run_remote(spec, "touch \"$NAVETTE_OUTPUTS/ran\"\n", &status);
+	rec = run_node(spec, "touch \"$NAVETTE_OUTPUTS/ran\"\n", &status);
 	CHECK_STR(rstr(rec, "failure", "phase"), "image_ready");
 	CHECK(rstr(rec, "failure", "reason") &&
 	      strstr(rstr(rec, "failure", "reason"), "manifest unknown"));
@@ -692,7 +692,7 @@ static void test_remote(void)
 	cJSON_Delete(spec);
 
 	/* an incomplete transfer section is refused at generation */
-	spec = remote_spec(sha, 1, NULL, NULL);
+	spec = node_spec(sha, 1, NULL, NULL);
 	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(spec, "transfer"),
 				   "post");
 	nv_buf b;
@@ -700,7 +700,7 @@ static void test_remote(void)
 	CHECK(nv_launcher_script(spec, &b, &err) == NV_EINVAL);
 	nv_buf_free(&b);
 	cJSON_Delete(spec);
-	test_remote_secrets(sha, (long)strlen(data));
+	test_node_secrets(sha, (long)strlen(data));
 	test_launch(sha, (long)strlen(data));
 	nv_remove_tree(rdir, &err);
 }
@@ -882,7 +882,7 @@ static void test_container(void)
 
 /* The launcher makes folders, keys and log lines of the job id: a spec
  * whose id breaks the grammar (core/jobid.h) gets no script, local or
- * remote, and the refusal names the id. A byte count the shell's
+ * node, and the refusal names the id. A byte count the shell's
  * arithmetic would overflow is refused too, not printed. */
 static void test_bad_ids_and_counts(void)
 {
@@ -897,9 +897,9 @@ static void test_bad_ids_and_counts(void)
 	memset(longid, 'a', sizeof(longid) - 1);
 	for (int i = 0; bad[i]; i++) {
 		const char *id = bad[i];
-		for (int remote = 0; remote < 2; remote++) {
-			cJSON *spec = remote ? remote_spec("00", 1, NULL, NULL)
-					     : cJSON_Parse(spec_text);
+		for (int node = 0; node < 2; node++) {
+			cJSON *spec = node ? node_spec("00", 1, NULL, NULL)
+					   : cJSON_Parse(spec_text);
 			cJSON_ReplaceItemInObject(spec, "id",
 						  cJSON_CreateString(id));
 			nv_buf_init(&b, NV_LAUNCHER_MAX);
@@ -925,7 +925,7 @@ static void test_bad_ids_and_counts(void)
 					9007199254740994.0};
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
 		for (int which = 0; which < 2; which++) {
-			cJSON *r = remote_spec("00", 1, NULL, NULL);
+			cJSON *r = node_spec("00", 1, NULL, NULL);
 			cJSON *o = cJSON_GetObjectItemCaseSensitive(
 				r, which ? "transfer" : "logs");
 			const char *key =
@@ -939,7 +939,7 @@ static void test_bad_ids_and_counts(void)
 			cJSON_Delete(r);
 		}
 	}
-	cJSON *r = remote_spec("00", 1, NULL, NULL);
+	cJSON *r = node_spec("00", 1, NULL, NULL);
 	cJSON *logs = cJSON_GetObjectItemCaseSensitive(r, "logs");
 	cJSON_DeleteItemFromObject(logs, "max_bytes");
 	cJSON_AddNumberToObject(logs, "max_bytes", 9007199254740992.0);
@@ -1171,7 +1171,7 @@ int main(void)
 
 	cJSON_Delete(spec);
 	nv_remove_tree(dir, &err);
-	test_remote();
+	test_node_launcher();
 	test_container();
 	return nv_test_done();
 }

@@ -1,5 +1,5 @@
 /* The job record: the names of phases, states and objects, the placeholder
- * filling of the remote launcher (every placeholder of the real launcher
+ * filling of the node launcher (every placeholder of the real launcher
  * is known), and the rule that decides how a job ended, for the agent's
  * and for a remote backend's way of calling it. */
 #include <stdio.h>
@@ -9,8 +9,8 @@
 #include "jobs/record.h"
 #include "nv_test.h"
 
-extern const char nv_launcher_remote_body[];
-extern const size_t nv_launcher_remote_body_len;
+extern const char nv_launcher_node_body[];
+extern const size_t nv_launcher_node_body_len;
 
 static void test_names(void)
 {
@@ -70,8 +70,8 @@ static void test_fill(void)
 
 	/* the real launcher: every placeholder known, none left */
 	nv_buf_init(&b, NV_LAUNCHER_MAX);
-	CHECK(nv_record_fill(&b, nv_launcher_remote_body,
-			     nv_launcher_remote_body_len, &err) == 0);
+	CHECK(nv_record_fill(&b, nv_launcher_node_body,
+			     nv_launcher_node_body_len, &err) == 0);
 	CHECK(b.data && !b.failed);
 	CHECK(b.data && strstr(b.data, "@PHASE_") == NULL &&
 	      strstr(b.data, "@STATE_") == NULL &&

@@ -42,7 +42,7 @@
 --   prepare?(spec, profile)   completes a spec with what reaches the job
 --                             again (never a secret); spec.requeue is the
 --                             job's own, nil when it says nothing. A
---                             backend that runs the remote launcher sets
+--                             backend that runs the node launcher sets
 --                             spec.launch, what the launcher takes from
 --                             its scheduler (host/jobs/launcher.h; none:
 --                             one plain run, no array, no requeue):

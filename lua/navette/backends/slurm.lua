@@ -1,5 +1,5 @@
 -- The slurm backend: jobs submitted to slurmrestd (Slurm's REST API) from
--- the laptop, run on the cluster's nodes by the remote launcher (which
+-- the laptop, run on the cluster's nodes by the node launcher (which
 -- fetches and publishes through S3 itself), and observed by combining
 -- Slurm's state of the job with what the launcher published (its status
 -- object, log chunks and run record). Nothing needs a session on the node,
@@ -151,7 +151,7 @@ function M.prepare(spec, profile)
   spec.slurm = {}
   for k, v in pairs(profile.slurm) do spec.slurm[k] = v end
   spec.slurm.max_token_lifespan = profile.max_token_lifespan
-  -- What the remote launcher takes from Slurm (host/jobs/launcher.h): the
+  -- What the node launcher takes from Slurm (host/jobs/launcher.h): the
   -- commands ask slurmctld through the node's scontrol, $1 the job's id.
   spec.launch = {
     scheduler = "Slurm",

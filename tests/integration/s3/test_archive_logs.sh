@@ -105,7 +105,7 @@ PY
 }
 age_record "$ONE"
 age_record "$TWO"
-# TWO also has shipped log chunks, as a remote launcher leaves them
+# TWO also has shipped log chunks, as a node launcher leaves them
 printf 'chunk one\n' >"$T/c1"
 printf 'chunk two\n' >"$T/c2"
 nv storage cp "$T/c1" "s3://$BUCKET/$P/$TWO/navette-log/000001" "${EP[@]}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Other jobs' outputs as inputs on the local backend with an s3:// store
-# (the radosgw of the ctest fixture "s3"): the agent runs the remote
+# (the radosgw of the ctest fixture "s3"): the agent runs the node
 # launcher, which reads each producer's run record and checks the output
 # against the sha256 listed there, through presigned GETs made at
 # submission. A sweep's three outputs reach a fan-in job; one changed in

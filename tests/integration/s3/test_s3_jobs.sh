@@ -423,7 +423,7 @@ check_contains "expired URLs: the hint says why" \
 
 nv_in "$R" plan recipes/first-job.lua
 check_rc "plan on the S3 profile exits 0" 0
-check_contains "plan shows the remote launcher" "$OUT" "fetch_code"
+check_contains "plan shows the node launcher" "$OUT" "fetch_code"
 check_no_match "plan shows no signature" "$OUT" \
 	'(X-Amz-Signature=|x-amz-signature=)[0-9a-f]{16}'
 for place in "$OUT" "$(cat "$NAVETTE_HOME"/jobs/*/log 2>/dev/null)"; do

@@ -1,4 +1,4 @@
-# ---- the fixed part of a remote launcher (host/jobs/launcher_remote.sh) ----
+# ---- the fixed part of a node launcher (host/jobs/launcher_node.sh) ----
 # The job's values and transfer functions are defined above by navette. This
 # part runs on the node with only sh, curl, tar/gzip and a sha256 tool: it
 # downloads the code and the inputs through presigned GET URLs (read-only by
