@@ -570,20 +570,6 @@ static int apply_filter(const char *line, nv_buf *out, uint64_t seq,
 	return 0;
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, data, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int check_entry(const nv_audit_entry *e, nv_err *err)
 {
 	if (!e || !e->action || !*e->action)
@@ -720,10 +706,10 @@ static int append_line(appender *a, const nv_audit_entry *entry,
 	/* one write, so a reader never sees half of a line */
 	line.data[line.len] = '\n';
 	if (nv_fault_selected("audit-half-line", entry->action)) {
-		(void)write_all(a->log_fd, line.data, (line.len + 1) / 2);
+		(void)nv_write_all(a->log_fd, line.data, (line.len + 1) / 2);
 		nv_fault_point("audit-half-line", entry->action);
 	}
-	if (write_all(a->log_fd, line.data, line.len + 1) != 0) {
+	if (nv_write_all(a->log_fd, line.data, line.len + 1) != 0) {
 		int e = errno;
 		/* a full disk may take part of the line: cut it back, so the
 		 * chain stays whole and the next append goes on from it */

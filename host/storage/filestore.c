@@ -55,22 +55,6 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static ssize_t read_some(int fd, void *buf, size_t cap)
 {
 	ssize_t n;
@@ -575,7 +559,8 @@ static int meta_write(nv_filestore *s, const char *key, const struct stat *st,
 				      "cannot create record of '%s'", key);
 		goto out;
 	}
-	if (write_all(fd, buf, (size_t)len) != 0 || nv_fsync_durable(fd) != 0) {
+	if (nv_write_all(fd, buf, (size_t)len) != 0 ||
+	    nv_fsync_durable(fd) != 0) {
 		rc = nv_err_set_errno(err, NV_EIO, errno,
 				      "check free space on the store's disk",
 				      "cannot write record of '%s'", key);
@@ -648,7 +633,7 @@ static int writer_add(const void *data, size_t len, void *payload, nv_err *err)
 
 	if (rc)
 		return rc;
-	if (write_all(w->fd, data, len) != 0)
+	if (nv_write_all(w->fd, data, len) != 0)
 		return nv_err_set_errno(err, NV_EIO, errno,
 					"check free space on the store's disk",
 					"cannot write temp file");
@@ -1011,7 +996,7 @@ int nv_filestore_copy(nv_filestore *s, const char *src_key, const char *dst_key,
 
 static int fd_sink(const void *data, size_t len, void *payload, nv_err *err)
 {
-	if (write_all(*(int *)payload, data, len) != 0)
+	if (nv_write_all(*(int *)payload, data, len) != 0)
 		return nv_err_set_errno(err, NV_EIO, errno,
 					"check free space at the destination",
 					"cannot write destination file");

@@ -45,17 +45,9 @@ static int sink_write(void *payload, const char *data, size_t len)
 		return -1;
 	if (nv_sha256_update(&s->hash, data, len, NULL))
 		return -1;
-	while (len) {
-		ssize_t n = write(s->fd, data, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		data += n;
-		len -= (size_t)n;
-		s->written += (uint64_t)n;
-	}
+	if (nv_write_all(s->fd, data, len))
+		return -1;
+	s->written += len;
 	return 0;
 }
 
@@ -266,18 +258,9 @@ static int range_write(void *payload, const char *data, size_t len)
 
 	if (len > s->len - s->written)
 		return -1;
-	while (len) {
-		ssize_t n =
-			pwrite(s->fd, data, len, (off_t)(s->off + s->written));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		data += n;
-		len -= (size_t)n;
-		s->written += (uint64_t)n;
-	}
+	if (nv_pwrite_all(s->fd, data, len, (off_t)(s->off + s->written)))
+		return -1;
+	s->written += len;
 	return 0;
 }
 
