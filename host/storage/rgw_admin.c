@@ -410,10 +410,7 @@ static int admin_run(const nv_s3_config *cfg, const char *method,
 	a->data = malloc(NV_RGW_ANSWER_MAX + 1);
 	if (!a->data)
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-	memset(&c, 0, sizeof(c));
-	c.method = method;
-	c.key = ADMIN_PATH;
-	c.query = query;
+	nv_s3_call_init(&c, method, NULL, ADMIN_PATH, query);
 	c.sink = answer_sink;
 	c.sink_payload = a;
 	c.sink_rewind = answer_rewind;
@@ -707,10 +704,8 @@ int nv_rgw_check_credential(const nv_s3_config *cfg, char code[NV_RGW_CODE_MAX],
 		return nv_err_set(err, NV_EINVAL,
 				  "give the credential to check",
 				  "check_credential: no credential");
-	memset(&c, 0, sizeof(c));
-	c.method = "GET";
+	nv_s3_call_init(&c, "GET", NULL, NULL, NULL);
 	c.sink = discard_sink;
-	c.idempotent = 1;
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	if (rc && resp.status) {
 		if (nv_s3_xml_error(resp.body.data, resp.body.len, &doc) == 0 &&

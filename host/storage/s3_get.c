@@ -317,17 +317,13 @@ static int range_get(void *ctx, int t, nv_err *err)
 	sink.fd = d->partial->fd;
 	sink.off = off;
 	sink.len = len;
-	memset(&c, 0, sizeof(c));
-	c.method = "GET";
-	c.bucket = d->bucket;
-	c.key = d->key;
+	nv_s3_call_init(&c, "GET", d->bucket, d->key, NULL);
 	c.headers[c.nheaders++] = range;
 	c.headers[c.nheaders++] = match;
 	c.sink = range_write;
 	c.sink_payload = &sink;
 	c.sink_rewind = range_rewind;
 	c.max_body = (size_t)len;
-	c.idempotent = 1;
 	rc = nv_s3_call_run(d->cfg, &c, &resp, err);
 	if (rc)
 		goto out;
@@ -637,15 +633,11 @@ int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 				      "cannot prepare %.300s", tmp);
 		goto out;
 	}
-	memset(&c, 0, sizeof(c));
-	c.method = "GET";
-	c.bucket = bucket;
-	c.key = key;
+	nv_s3_call_init(&c, "GET", bucket, key, NULL);
 	c.sink = sink_write;
 	c.sink_payload = &sink;
 	c.sink_rewind = sink_rewind;
 	c.max_body = sink.max ? (size_t)sink.max : SIZE_MAX / 2;
-	c.idempotent = 1;
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	if (rc)
 		goto out;

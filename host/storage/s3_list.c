@@ -71,11 +71,8 @@ int nv_s3_list(const nv_s3_config *cfg, const char *bucket, const char *prefix,
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "listing query too long");
 	}
-	memset(&c, 0, sizeof(c));
-	c.method = "GET";
-	c.bucket = bucket;
-	c.query = q.data + 1; /* the leading '&' */
-	c.idempotent = 1;
+	/* q.data + 1: past the leading '&' */
+	nv_s3_call_init(&c, "GET", bucket, NULL, q.data + 1);
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	if (!rc)
 		rc = nv_s3_xml_list(resp.body.data, resp.body.len, list_relay,
@@ -119,11 +116,7 @@ int nv_s3_list_uploads_raw(const nv_s3_config *cfg, const char *bucket,
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "listing query too long");
 	}
-	memset(&c, 0, sizeof(c));
-	c.method = "GET";
-	c.bucket = bucket;
-	c.query = q.data + 1;
-	c.idempotent = 1;
+	nv_s3_call_init(&c, "GET", bucket, NULL, q.data + 1);
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	if (!rc)
 		rc = nv_s3_xml_list(resp.body.data, resp.body.len, callback,
