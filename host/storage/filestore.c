@@ -908,8 +908,42 @@ out:
 
 /* ---- public operations ------------------------------------------------ */
 
-int nv_filestore_put_bytes(nv_filestore *s, const char *key, const void *data,
-			   size_t len, nv_object_info *info, nv_err *err)
+/* Where a put's bytes come from: another object of the store (key), an
+ * open file (fd >= 0, read from path), or bytes in memory. */
+struct put_source {
+	const char *key;
+	int fd;
+	const char *path;
+	const void *data;
+	size_t len;
+};
+
+static int put_fill(nv_filestore *s, struct writer *w,
+		    const struct put_source *from, nv_err *err)
+{
+	unsigned char buf[COPY_CHUNK];
+	ssize_t n;
+	int rc = 0;
+
+	if (from->key)
+		return read_object(s, from->key, 0, writer_add, w, NULL, err);
+	if (from->fd < 0)
+		return writer_add(from->data, from->len, w, err);
+	while (!rc && (n = read_some(from->fd, buf, sizeof(buf))) != 0) {
+		if (n < 0)
+			rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+					      "cannot read '%s'", from->path);
+		else
+			rc = writer_add(buf, (size_t)n, w, err);
+	}
+	return rc;
+}
+
+/* Writes key from a source: a temporary file, published whole or not at
+ * all. */
+static int put_from(nv_filestore *s, const char *key,
+		    const struct put_source *from, nv_object_info *info,
+		    nv_err *err)
 {
 	struct writer w = {.fd = -1};
 	int dir_fd, rc;
@@ -919,7 +953,7 @@ int nv_filestore_put_bytes(nv_filestore *s, const char *key, const void *data,
 		return rc;
 	rc = writer_start(s, &w, err);
 	if (!rc)
-		rc = writer_add(data, len, &w, err);
+		rc = put_fill(s, &w, from, err);
 	if (!rc)
 		rc = publish(s, key, dir_fd, &w, info, err);
 	writer_abort(s, &w);
@@ -927,71 +961,47 @@ int nv_filestore_put_bytes(nv_filestore *s, const char *key, const void *data,
 	if (rc)
 		prune_parents(s, key);
 	return rc;
+}
+
+int nv_filestore_put_bytes(nv_filestore *s, const char *key, const void *data,
+			   size_t len, nv_object_info *info, nv_err *err)
+{
+	struct put_source from = {.fd = -1, .data = data, .len = len};
+
+	return put_from(s, key, &from, info, err);
 }
 
 int nv_filestore_put_file(nv_filestore *s, const char *key,
 			  const char *src_path, nv_object_info *info,
 			  nv_err *err)
 {
-	unsigned char buf[COPY_CHUNK];
-	struct writer w = {.fd = -1};
-	int dir_fd, src, rc;
-	ssize_t n;
+	struct put_source from = {.path = src_path};
+	int rc;
 
 	rc = nv_filestore_key_check(key, err);
 	if (rc)
 		return rc;
-	src = open(src_path, O_RDONLY | O_CLOEXEC);
-	if (src < 0)
+	from.fd = open(src_path, O_RDONLY | O_CLOEXEC);
+	if (from.fd < 0)
 		return nv_err_set_errno(
 			err, errno == ENOENT ? NV_ENOTFOUND : NV_EIO, errno,
 			"check the source path and its permissions",
 			"cannot read '%s' to put it as '%s'", src_path, key);
-	rc = prepare_destination(s, key, &dir_fd, err);
-	if (rc) {
-		close(src);
-		return rc;
-	}
-	rc = writer_start(s, &w, err);
-	while (!rc && (n = read_some(src, buf, sizeof(buf))) != 0) {
-		if (n < 0)
-			rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
-					      "cannot read '%s'", src_path);
-		else
-			rc = writer_add(buf, (size_t)n, &w, err);
-	}
-	if (!rc)
-		rc = publish(s, key, dir_fd, &w, info, err);
-	writer_abort(s, &w);
-	close(dir_fd);
-	close(src);
-	if (rc)
-		prune_parents(s, key);
+	rc = put_from(s, key, &from, info, err);
+	close(from.fd);
 	return rc;
 }
 
 int nv_filestore_copy(nv_filestore *s, const char *src_key, const char *dst_key,
 		      nv_object_info *info, nv_err *err)
 {
-	struct writer w = {.fd = -1};
-	int dir_fd, rc;
+	struct put_source from = {.key = src_key, .fd = -1};
+	int rc;
 
 	rc = nv_filestore_key_check(src_key, err);
 	if (rc)
 		return rc;
-	rc = prepare_destination(s, dst_key, &dir_fd, err);
-	if (rc)
-		return rc;
-	rc = writer_start(s, &w, err);
-	if (!rc)
-		rc = read_object(s, src_key, 0, writer_add, &w, NULL, err);
-	if (!rc)
-		rc = publish(s, dst_key, dir_fd, &w, info, err);
-	writer_abort(s, &w);
-	close(dir_fd);
-	if (rc)
-		prune_parents(s, dst_key);
-	return rc;
+	return put_from(s, dst_key, &from, info, err);
 }
 
 static int fd_sink(const void *data, size_t len, void *payload, nv_err *err)
