@@ -369,6 +369,15 @@ static const char *leaf_of(const char *key)
 	return slash ? slash + 1 : key;
 }
 
+/* Checks key and opens the folder that holds it (never created). */
+static int open_parent(nv_filestore *s, const char *key, int *dir_fd,
+		       nv_err *err)
+{
+	int rc = nv_filestore_key_check(key, err);
+
+	return rc ? rc : walk_dirs(s, key, parent_len(key), 0, dir_fd, err);
+}
+
 /* Removes folders left empty along key's path, deepest first, stopping at
  * the first one that still holds something. Best effort. */
 static void prune_parents(nv_filestore *s, const char *key)
@@ -404,10 +413,7 @@ static int open_object(nv_filestore *s, const char *key, int *fd_out,
 	int dir_fd, fd, rc;
 
 	*fd_out = -1;
-	rc = nv_filestore_key_check(key, err);
-	if (rc)
-		return rc;
-	rc = walk_dirs(s, key, parent_len(key), 0, &dir_fd, err);
+	rc = open_parent(s, key, &dir_fd, err);
 	if (rc)
 		return rc;
 	/* O_NONBLOCK so a FIFO planted in the store cannot hang us. */
@@ -1153,10 +1159,7 @@ int nv_filestore_delete(nv_filestore *s, const char *key, nv_err *err)
 	struct stat st;
 	int dir_fd, rc;
 
-	rc = nv_filestore_key_check(key, err);
-	if (rc)
-		return rc;
-	rc = walk_dirs(s, key, parent_len(key), 0, &dir_fd, err);
+	rc = open_parent(s, key, &dir_fd, err);
 	if (rc)
 		return rc;
 	if (fstatat(dir_fd, leaf_of(key), &st, AT_SYMLINK_NOFOLLOW) != 0) {

@@ -451,15 +451,23 @@ static int admin_call(const nv_s3_config *cfg, const char *method,
 	return rc;
 }
 
+/* GETs uid's record (its keys among the rest) into a. */
+static int user_get(const nv_s3_config *cfg, const char *uid, struct answer *a,
+		    nv_err *err)
+{
+	char code[NV_RGW_CODE_MAX];
+
+	return admin_call(cfg, "GET", uid, NULL, 0, 1, a, code, err);
+}
+
 int nv_rgw_user_keys(const nv_s3_config *cfg, const char *uid,
 		     nv_rgw_key_list *out, nv_err *err)
 {
 	struct answer a;
-	char code[NV_RGW_CODE_MAX];
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = admin_call(cfg, "GET", uid, NULL, 0, 1, &a, code, err);
+	rc = user_get(cfg, uid, &a, err);
 	if (rc)
 		return rc;
 	rc = nv_rgw_parse_keys(a.data, a.len, NULL, NULL, out, NULL, err);
@@ -590,11 +598,10 @@ int nv_rgw_user_info(const nv_s3_config *cfg, const char *uid, nv_rgw_user *out,
 		     nv_err *err)
 {
 	struct answer a;
-	char code[NV_RGW_CODE_MAX];
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = admin_call(cfg, "GET", uid, NULL, 0, 1, &a, code, err);
+	rc = user_get(cfg, uid, &a, err);
 	if (rc)
 		return rc;
 	rc = nv_rgw_parse_user(a.data, a.len, out, err);
