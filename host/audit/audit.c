@@ -148,6 +148,22 @@ static int json_seq(const cJSON *item, uint64_t *out)
 
 /* ---- genesis and head --------------------------------------------------- */
 
+/* Reads the small record file at path into *data (the caller frees it)
+ * and parses it into *doc (NULL when it is not JSON, for the caller to
+ * refuse): NV_ENOTFOUND when missing, NV_EINVAL when too large. */
+static int record_read(const char *path, char **data, size_t *len, cJSON **doc,
+		       nv_err *err)
+{
+	int rc = nv_read_file(data, len, path, SMALL_FILE_MAX, err);
+
+	if (rc)
+		return rc == NV_ENOMEM ? nv_err_set(err, NV_EINVAL, NULL,
+						    "%s is too large", path)
+				       : rc;
+	*doc = cJSON_ParseWithLength(*data, *len);
+	return 0;
+}
+
 typedef struct genesis_info {
 	char hash[HASH_HEX];
 	char identity[NV_AUDIT_IDENTITY_MAX];
@@ -159,14 +175,11 @@ static int genesis_read(const audit_paths *p, genesis_info *g, nv_err *err)
 {
 	char *data;
 	size_t len;
-	int rc = nv_read_file(&data, &len, p->genesis, SMALL_FILE_MAX, err);
+	cJSON *doc;
+	int rc = record_read(p->genesis, &data, &len, &doc, err);
 
 	if (rc)
-		return rc == NV_ENOMEM
-			       ? nv_err_set(err, NV_EINVAL, NULL,
-					    "%s is too large", p->genesis)
-			       : rc;
-	cJSON *doc = cJSON_ParseWithLength(data, len);
+		return rc;
 	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(doc, "kind");
 	const cJSON *nonce = cJSON_GetObjectItemCaseSensitive(doc, "nonce");
 	const cJSON *ident = cJSON_GetObjectItemCaseSensitive(doc, "identity");
@@ -199,13 +212,11 @@ static int head_read(const audit_paths *p, head_info *h, nv_err *err)
 {
 	char *data;
 	size_t len;
-	int rc = nv_read_file(&data, &len, p->head, SMALL_FILE_MAX, err);
+	cJSON *doc;
+	int rc = record_read(p->head, &data, &len, &doc, err);
 
 	if (rc)
-		return rc == NV_ENOMEM ? nv_err_set(err, NV_EINVAL, NULL,
-						    "%s is too large", p->head)
-				       : rc;
-	cJSON *doc = cJSON_ParseWithLength(data, len);
+		return rc;
 	const cJSON *hash = cJSON_GetObjectItemCaseSensitive(doc, "hash");
 	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(doc, "genesis");
 
@@ -299,14 +310,11 @@ static int anchor_read(const audit_paths *p, anchor_info *a, nv_err *err)
 {
 	char *data;
 	size_t len;
-	int rc = nv_read_file(&data, &len, p->anchor, SMALL_FILE_MAX, err);
+	cJSON *doc;
+	int rc = record_read(p->anchor, &data, &len, &doc, err);
 
 	if (rc)
-		return rc == NV_ENOMEM
-			       ? nv_err_set(err, NV_EINVAL, NULL,
-					    "%s is too large", p->anchor)
-			       : rc;
-	cJSON *doc = cJSON_ParseWithLength(data, len);
+		return rc;
 	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(doc, "genesis");
 	const cJSON *ident = cJSON_GetObjectItemCaseSensitive(doc, "identity");
 
