@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "core/fault.h"
 #include "core/fsutil.h"
+#include "core/hex.h"
 #include "storage/filestore.h"
 #include "core/sha256.h"
 
@@ -121,15 +122,7 @@ static void fsync_dir(const char *dir)
 
 static int is_hex64(const char *s)
 {
-	size_t i;
-
-	if (!s)
-		return 0;
-	for (i = 0; i < NV_SHA256_HEX_LEN; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		      (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return s[i] == '\0';
+	return nv_hex_is_lower(s, NV_SHA256_HEX_LEN);
 }
 
 /* A JSON number that is a whole seq in 0..2^53. */

@@ -20,6 +20,7 @@
 
 #include "core/buf.h"
 #include "core/fsutil.h"
+#include "core/hex.h"
 #include "core/utf8.h"
 #include "net/http.h"
 #include "storage/s3_internal.h"
@@ -647,12 +648,7 @@ int64_t nv_s3_http_date_parse(const char *s)
 
 int nv_s3_is_sha256_hex(const char *s)
 {
-	if (!s || strlen(s) != NV_SHA256_HEX_LEN)
-		return 0;
-	for (; *s; s++)
-		if (!isdigit((unsigned char)*s) && !(*s >= 'a' && *s <= 'f'))
-			return 0;
-	return 1;
+	return nv_hex_is_lower(s, NV_SHA256_HEX_LEN);
 }
 
 void nv_s3_etag_copy(char out[NV_S3_ETAG_MAX + 1], const char *etag)
