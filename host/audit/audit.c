@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "core/fault.h"
 #include "core/fsutil.h"
+#include "core/hex.h"
 #include "storage/filestore.h"
 #include "core/sha256.h"
 
@@ -121,15 +122,7 @@ static void fsync_dir(const char *dir)
 
 static int is_hex64(const char *s)
 {
-	size_t i;
-
-	if (!s)
-		return 0;
-	for (i = 0; i < NV_SHA256_HEX_LEN; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		      (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return s[i] == '\0';
+	return nv_hex_is_lower(s, NV_SHA256_HEX_LEN);
 }
 
 /* A JSON number that is a whole seq in 0..2^53. */
@@ -148,6 +141,22 @@ static int json_seq(const cJSON *item, uint64_t *out)
 
 /* ---- genesis and head --------------------------------------------------- */
 
+/* Reads the small record file at path into *data (the caller frees it)
+ * and parses it into *doc (NULL when it is not JSON, for the caller to
+ * refuse): NV_ENOTFOUND when missing, NV_EINVAL when too large. */
+static int record_read(const char *path, char **data, size_t *len, cJSON **doc,
+		       nv_err *err)
+{
+	int rc = nv_read_file(data, len, path, SMALL_FILE_MAX, err);
+
+	if (rc)
+		return rc == NV_ENOMEM ? nv_err_set(err, NV_EINVAL, NULL,
+						    "%s is too large", path)
+				       : rc;
+	*doc = cJSON_ParseWithLength(*data, *len);
+	return 0;
+}
+
 typedef struct genesis_info {
 	char hash[HASH_HEX];
 	char identity[NV_AUDIT_IDENTITY_MAX];
@@ -159,14 +168,11 @@ static int genesis_read(const audit_paths *p, genesis_info *g, nv_err *err)
 {
 	char *data;
 	size_t len;
-	int rc = nv_read_file(&data, &len, p->genesis, SMALL_FILE_MAX, err);
+	cJSON *doc;
+	int rc = record_read(p->genesis, &data, &len, &doc, err);
 
 	if (rc)
-		return rc == NV_ENOMEM
-			       ? nv_err_set(err, NV_EINVAL, NULL,
-					    "%s is too large", p->genesis)
-			       : rc;
-	cJSON *doc = cJSON_ParseWithLength(data, len);
+		return rc;
 	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(doc, "kind");
 	const cJSON *nonce = cJSON_GetObjectItemCaseSensitive(doc, "nonce");
 	const cJSON *ident = cJSON_GetObjectItemCaseSensitive(doc, "identity");
@@ -199,13 +205,11 @@ static int head_read(const audit_paths *p, head_info *h, nv_err *err)
 {
 	char *data;
 	size_t len;
-	int rc = nv_read_file(&data, &len, p->head, SMALL_FILE_MAX, err);
+	cJSON *doc;
+	int rc = record_read(p->head, &data, &len, &doc, err);
 
 	if (rc)
-		return rc == NV_ENOMEM ? nv_err_set(err, NV_EINVAL, NULL,
-						    "%s is too large", p->head)
-				       : rc;
-	cJSON *doc = cJSON_ParseWithLength(data, len);
+		return rc;
 	const cJSON *hash = cJSON_GetObjectItemCaseSensitive(doc, "hash");
 	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(doc, "genesis");
 
@@ -299,14 +303,11 @@ static int anchor_read(const audit_paths *p, anchor_info *a, nv_err *err)
 {
 	char *data;
 	size_t len;
-	int rc = nv_read_file(&data, &len, p->anchor, SMALL_FILE_MAX, err);
+	cJSON *doc;
+	int rc = record_read(p->anchor, &data, &len, &doc, err);
 
 	if (rc)
-		return rc == NV_ENOMEM
-			       ? nv_err_set(err, NV_EINVAL, NULL,
-					    "%s is too large", p->anchor)
-			       : rc;
-	cJSON *doc = cJSON_ParseWithLength(data, len);
+		return rc;
 	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(doc, "genesis");
 	const cJSON *ident = cJSON_GetObjectItemCaseSensitive(doc, "identity");
 
@@ -570,20 +571,6 @@ static int apply_filter(const char *line, nv_buf *out, uint64_t seq,
 	return 0;
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, data, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int check_entry(const nv_audit_entry *e, nv_err *err)
 {
 	if (!e || !e->action || !*e->action)
@@ -720,10 +707,10 @@ static int append_line(appender *a, const nv_audit_entry *entry,
 	/* one write, so a reader never sees half of a line */
 	line.data[line.len] = '\n';
 	if (nv_fault_selected("audit-half-line", entry->action)) {
-		(void)write_all(a->log_fd, line.data, (line.len + 1) / 2);
+		(void)nv_write_all(a->log_fd, line.data, (line.len + 1) / 2);
 		nv_fault_point("audit-half-line", entry->action);
 	}
-	if (write_all(a->log_fd, line.data, line.len + 1) != 0) {
+	if (nv_write_all(a->log_fd, line.data, line.len + 1) != 0) {
 		int e = errno;
 		/* a full disk may take part of the line: cut it back, so the
 		 * chain stays whole and the next append goes on from it */

@@ -49,29 +49,42 @@ int nv_buf_puts(nv_buf *b, const char *s)
 	return nv_buf_append(b, s, strlen(s));
 }
 
-int nv_buf_printf(nv_buf *b, const char *fmt, ...)
+int nv_vformat(char **text, char *small, size_t cap, const char *fmt,
+	       va_list ap)
 {
-	char small[512];
-	va_list ap;
+	va_list copy;
 	int n;
 
+	*text = small;
+	va_copy(copy, ap);
+	n = vsnprintf(small, cap, fmt, copy);
+	va_end(copy);
+	if (n < 0 || (size_t)n < cap)
+		return n;
+	*text = malloc((size_t)n + 1);
+	if (*text)
+		vsnprintf(*text, (size_t)n + 1, fmt, ap);
+	return n;
+}
+
+int nv_buf_printf(nv_buf *b, const char *fmt, ...)
+{
+	char small[512], *text;
+	va_list ap;
+	int n, rc;
+
 	va_start(ap, fmt);
-	n = vsnprintf(small, sizeof(small), fmt, ap);
+	n = nv_vformat(&text, small, sizeof(small), fmt, ap);
 	va_end(ap);
 	if (n < 0)
 		return -1;
-	if ((size_t)n < sizeof(small))
-		return nv_buf_append(b, small, (size_t)n);
-	char *big = malloc((size_t)n + 1);
-	if (!big) {
+	if (!text) {
 		b->failed = 1;
 		return -1;
 	}
-	va_start(ap, fmt);
-	vsnprintf(big, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	int rc = nv_buf_append(b, big, (size_t)n);
-	free(big);
+	rc = nv_buf_append(b, text, (size_t)n);
+	if (text != small)
+		free(text);
 	return rc;
 }
 

@@ -1,5 +1,6 @@
-/* Filesystem helpers: mkdir -p, atomic writes, bounded reads, removal of
- * trees without following symlinks, randomness from the OS. */
+/* Filesystem helpers: mkdir -p, writes that retry EINTR, atomic writes,
+ * bounded reads, removal of trees without following symlinks, randomness from
+ * the OS. */
 #include "core/fsutil.h"
 
 #include <dirent.h>
@@ -70,22 +71,12 @@ int nv_write_file_atomic(const char *path, const void *data, size_t len,
 	if (fd < 0)
 		return nv_err_set_errno(err, NV_EIO, errno, NULL,
 					"cannot create %s", tmp);
-	const char *p = data;
-	size_t left = len;
-	while (left) {
-		ssize_t n = write(fd, p, left);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			close(fd);
-			unlink(tmp);
-			return nv_err_set_errno(err, NV_EIO, e,
-						"check free disk space",
-						"cannot write %s", tmp);
-		}
-		p += n;
-		left -= (size_t)n;
+	if (nv_write_all(fd, data, len) != 0) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		return nv_err_set_errno(err, NV_EIO, e, "check free disk space",
+					"cannot write %s", tmp);
 	}
 	if (nv_fsync_durable(fd) != 0 || close(fd) != 0) {
 		int e = errno;
@@ -124,25 +115,63 @@ int nv_read_file(char **out, size_t *len, const char *path, size_t max,
 				  "%s is larger than the %zu bytes allowed",
 				  path, max);
 	}
-	char *buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-	}
+	int rc = nv_read_fd(out, len, fd, (size_t)st.st_size, err);
+	close(fd);
+	return rc;
+}
+
+int nv_read_fd(char **out, size_t *len, int fd, size_t size, nv_err *err)
+{
+	char *buf = malloc(size + 1);
 	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+
+	*out = NULL;
+	*len = 0;
+	if (!buf)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	while (got < size) {
+		ssize_t n = read(fd, buf + got, size - got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
 		got += (size_t)n;
 	}
-	close(fd);
 	buf[got] = '\0';
 	*out = buf;
 	*len = got;
 	return 0;
+}
+
+/* write, or pwrite at off when positioned, until all is written. */
+static int write_loop(int fd, const char *p, size_t len, off_t off,
+		      int positioned)
+{
+	while (len) {
+		ssize_t n = positioned ? pwrite(fd, p, len, off)
+				       : write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			return -1;
+		}
+		p += n;
+		off += (off_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int nv_write_all(int fd, const void *data, size_t len)
+{
+	return write_loop(fd, data, len, 0, 0);
+}
+
+int nv_pwrite_all(int fd, const void *data, size_t len, off_t off)
+{
+	return write_loop(fd, data, len, off, 1);
 }
 
 static int remove_at(int parent, const char *name, nv_err *err, int depth)

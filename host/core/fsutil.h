@@ -3,6 +3,7 @@
 #define NV_FSUTIL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "core/nv_err.h"
 
@@ -25,6 +26,18 @@ int nv_write_file_atomic(const char *path, const void *data, size_t len,
  * (caller frees). A larger file is NV_ENOMEM. */
 int nv_read_file(char **out, size_t *len, const char *path, size_t max,
 		 nv_err *err);
+
+/* Reads up to size bytes of fd into a malloc'd NUL-terminated buffer
+ * (caller frees), retrying EINTR; it stops early at the end of the file or
+ * on a read error, so a file that shrank gives what was there. fd stays
+ * open. */
+int nv_read_fd(char **out, size_t *len, int fd, size_t size, nv_err *err);
+
+/* Writes all len bytes of data to fd (at offset off for nv_pwrite_all),
+ * retrying EINTR and short writes. 0, or -1 with errno set (EIO for a
+ * write that wrote nothing). */
+int nv_write_all(int fd, const void *data, size_t len);
+int nv_pwrite_all(int fd, const void *data, size_t len, off_t off);
 
 /* rm -rf that never follows symlinks. Missing path is fine. */
 int nv_remove_tree(const char *path, nv_err *err);

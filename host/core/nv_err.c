@@ -14,8 +14,16 @@ void nv_err_clear(nv_err *err)
 	err->hint[0] = '\0';
 }
 
-static void set_hint(nv_err *err, const char *hint)
+/* Fills a slot (not NULL): code, the formatted message, the hint. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 0)))
+#endif
+static void
+set_message(nv_err *err, int code, const char *hint, const char *fmt,
+	    va_list ap)
 {
+	err->code = code;
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	if (hint)
 		snprintf(err->hint, sizeof(err->hint), "%s", hint);
 	else
@@ -28,11 +36,9 @@ int nv_err_set(nv_err *err, int code, const char *hint, const char *fmt, ...)
 
 	if (!err)
 		return code;
-	err->code = code;
 	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	set_message(err, code, hint, fmt, ap);
 	va_end(ap);
-	set_hint(err, hint);
 	return code;
 }
 
@@ -44,14 +50,12 @@ int nv_err_set_errno(nv_err *err, int code, int errnum, const char *hint,
 
 	if (!err)
 		return code;
-	err->code = code;
 	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	set_message(err, code, hint, fmt, ap);
 	va_end(ap);
 	used = strlen(err->message);
 	snprintf(err->message + used, sizeof(err->message) - used, ": %s",
 		 strerror(errnum));
-	set_hint(err, hint);
 	return code;
 }
 

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/buf.h"
+
 static nv_out_filter_fn out_filter;
 static nv_out_sink_fn out_sink;
 static void *out_sink_payload;
@@ -169,27 +171,18 @@ void nv_out_write_raw(int stream, const char *buf, size_t len)
 
 void nv_out_vprintf(int stream, const char *fmt, va_list ap)
 {
-	char small[1024];
-	va_list copy;
-	int n;
+	char small[1024], *text;
+	int n = nv_vformat(&text, small, sizeof(small), fmt, ap);
 
-	va_copy(copy, ap);
-	n = vsnprintf(small, sizeof(small), fmt, copy);
-	va_end(copy);
 	if (n < 0)
 		return;
-	if ((size_t)n < sizeof(small)) {
-		nv_out_write(stream, small, (size_t)n);
-		return;
-	}
-	char *big = malloc((size_t)n + 1);
-	if (!big) {
+	if (!text) {
 		nv_out_write(stream, small, sizeof(small) - 1);
 		return;
 	}
-	vsnprintf(big, (size_t)n + 1, fmt, ap);
-	nv_out_write(stream, big, (size_t)n);
-	free(big);
+	nv_out_write(stream, text, (size_t)n);
+	if (text != small)
+		free(text);
 }
 
 void nv_out_printf(int stream, const char *fmt, ...)

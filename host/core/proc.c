@@ -122,19 +122,8 @@ static int read_some(reader *r)
 		close_fd(&r->fd);
 		return 0;
 	}
-	if (r->to->echo) {
-		const char *p = into;
-		size_t left = (size_t)n;
-		while (left) { /* best effort: a closed stderr loses it */
-			ssize_t w = write(STDERR_FILENO, p, left);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				break;
-			p += w;
-			left -= (size_t)w;
-		}
-	}
+	if (r->to->echo) /* best effort: a closed stderr loses it */
+		(void)nv_write_all(STDERR_FILENO, into, (size_t)n);
 	if (room) {
 		r->len += (size_t)n;
 		r->to->buf[r->len] = '\0';

@@ -17,6 +17,7 @@
 #include <openssl/crypto.h>
 
 #include "core/clock.h"
+#include "core/fsutil.h"
 #include "core/hex.h"
 #include "core/proc.h"
 
@@ -283,6 +284,7 @@ static int load_file(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 {
 	struct stat st;
 	int fd, rc = 0;
+	char *text;
 	unsigned char *buf;
 	size_t got = 0;
 
@@ -329,20 +331,11 @@ static int load_file(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 				  "credential %s: %s is too large", d->name,
 				  d->path);
 	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	rc = nv_read_fd(&text, &got, fd, (size_t)st.st_size, err);
 	close(fd);
+	if (rc)
+		return rc;
+	buf = (unsigned char *)text;
 	s->created_at = (double)st.st_mtime;
 
 	switch (d->kind) {

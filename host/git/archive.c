@@ -20,6 +20,7 @@
 #include <zlib.h>
 
 #include "git/pgzip.h"
+#include "core/fsutil.h"
 #include "core/sha256.h"
 
 #define BLOCK          512
@@ -838,21 +839,11 @@ struct file_sink {
 static int file_write(void *payload, const void *data, size_t len)
 {
 	struct file_sink *f = payload;
-	const char *p = data;
-
-	while (len > 0) {
-		ssize_t n = write(f->fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			nv_err_set_errno(f->err, NV_EIO, errno,
-					 "check the free space and rights",
-					 "archive: cannot write '%s'", f->path);
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
+	if (nv_write_all(f->fd, data, len)) {
+		nv_err_set_errno(f->err, NV_EIO, errno,
+				 "check the free space and rights",
+				 "archive: cannot write '%s'", f->path);
+		return -1;
 	}
 	return 0;
 }

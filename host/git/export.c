@@ -18,6 +18,7 @@
 
 #include "core/buf.h"
 #include "core/fsname.h"
+#include "core/fsutil.h"
 #include "git/git_internal.h"
 
 struct export_ctx {
@@ -86,21 +87,6 @@ static int export_io_fail(struct export_ctx *x, int errnum, const char *what,
 				name);
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, data, len);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		data += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Streams a loose object in bounded memory; packed objects (which libgit2
  * cannot stream) are read whole. */
 static int export_blob_content(struct export_ctx *x, int fd, const git_oid *id,
@@ -123,7 +109,7 @@ static int export_blob_content(struct export_ctx *x, int fd, const git_oid *id,
 		}
 		while ((n = git_odb_stream_read(stream, buf, sizeof(buf))) >
 		       0) {
-			if (write_all(fd, buf, (size_t)n) < 0) {
+			if (nv_write_all(fd, buf, (size_t)n) < 0) {
 				int e = errno;
 				git_odb_stream_free(stream);
 				return export_io_fail(x, e, "write", name);
@@ -145,7 +131,7 @@ static int export_blob_content(struct export_ctx *x, int fd, const git_oid *id,
 				    "export: cannot read blob of '%s%s'",
 				    x->path, name);
 	len = (size_t)git_blob_rawsize(blob);
-	if (write_all(fd, git_blob_rawcontent(blob), len) < 0) {
+	if (nv_write_all(fd, git_blob_rawcontent(blob), len) < 0) {
 		int e = errno;
 		git_blob_free(blob);
 		return export_io_fail(x, e, "write", name);

@@ -20,6 +20,7 @@
 
 #include "image/protocol.h"
 #include "net/http.h"
+#include "core/fsutil.h"
 #include "core/hex.h"
 #include "core/sha256.h"
 
@@ -856,17 +857,7 @@ static int hash_sink_write(void *payload, const char *data, size_t len)
 	s->n += len;
 	if (s->buf)
 		return nv_buf_append(s->buf, data, len) ? -1 : 0;
-	while (len > 0) {
-		ssize_t w = write(s->fd, data, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		data += w;
-		len -= (size_t)w;
-	}
-	return 0;
+	return nv_write_all(s->fd, data, len);
 }
 
 static int blob_fetch(nv_registry *r, const char *repository,

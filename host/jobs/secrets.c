@@ -112,22 +112,6 @@ typedef struct sink {
 	EVP_CIPHER_CTX *cipher; /* NULL: plain */
 } sink;
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int put(sink *k, const void *data, size_t len)
 {
 	const unsigned char *p = data;
@@ -135,11 +119,11 @@ static int put(sink *k, const void *data, size_t len)
 	int n;
 
 	if (!k->cipher)
-		return write_all(k->fd, data, len);
+		return nv_write_all(k->fd, data, len);
 	while (len > 0) {
 		size_t part = len < 2048 ? len : 2048;
 		if (EVP_EncryptUpdate(k->cipher, out, &n, p, (int)part) != 1 ||
-		    write_all(k->fd, out, (size_t)n) != 0) {
+		    nv_write_all(k->fd, out, (size_t)n) != 0) {
 			OPENSSL_cleanse(out, sizeof(out));
 			return -1;
 		}
@@ -319,11 +303,11 @@ int nv_job_secret_seal(const nv_secret *s, const char *path, char *pass_hex,
 				 path);
 		goto out;
 	}
-	if (write_all(k.fd, "Salted__", 8) != 0 ||
-	    write_all(k.fd, salt, sizeof(salt)) != 0 ||
+	if (nv_write_all(k.fd, "Salted__", 8) != 0 ||
+	    nv_write_all(k.fd, salt, sizeof(salt)) != 0 ||
 	    write_value(&k, s) != 0 ||
 	    EVP_EncryptFinal_ex(k.cipher, tail, &n) != 1 ||
-	    write_all(k.fd, tail, (size_t)n) != 0) {
+	    nv_write_all(k.fd, tail, (size_t)n) != 0) {
 		nv_err_set_errno(err, NV_EIO, errno, NULL, "cannot write %s",
 				 path);
 		goto out;

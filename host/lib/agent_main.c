@@ -33,17 +33,8 @@ typedef struct stream_sink {
 static void write_all(const char *buf, size_t len, void *payload)
 {
 	stream_sink *sink = payload;
-	while (len && !sink->failed) {
-		ssize_t n = write(sink->fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			sink->failed = n < 0 ? errno : EIO;
-			return;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
+	if (!sink->failed && nv_write_all(sink->fd, buf, len) != 0)
+		sink->failed = errno;
 }
 
 /* in_fd to out_fd through the redactor; a navette_status. A write that

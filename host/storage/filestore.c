@@ -55,22 +55,6 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static ssize_t read_some(int fd, void *buf, size_t cap)
 {
 	ssize_t n;
@@ -385,6 +369,15 @@ static const char *leaf_of(const char *key)
 	return slash ? slash + 1 : key;
 }
 
+/* Checks key and opens the folder that holds it (never created). */
+static int open_parent(nv_filestore *s, const char *key, int *dir_fd,
+		       nv_err *err)
+{
+	int rc = nv_filestore_key_check(key, err);
+
+	return rc ? rc : walk_dirs(s, key, parent_len(key), 0, dir_fd, err);
+}
+
 /* Removes folders left empty along key's path, deepest first, stopping at
  * the first one that still holds something. Best effort. */
 static void prune_parents(nv_filestore *s, const char *key)
@@ -420,10 +413,7 @@ static int open_object(nv_filestore *s, const char *key, int *fd_out,
 	int dir_fd, fd, rc;
 
 	*fd_out = -1;
-	rc = nv_filestore_key_check(key, err);
-	if (rc)
-		return rc;
-	rc = walk_dirs(s, key, parent_len(key), 0, &dir_fd, err);
+	rc = open_parent(s, key, &dir_fd, err);
 	if (rc)
 		return rc;
 	/* O_NONBLOCK so a FIFO planted in the store cannot hang us. */
@@ -575,7 +565,8 @@ static int meta_write(nv_filestore *s, const char *key, const struct stat *st,
 				      "cannot create record of '%s'", key);
 		goto out;
 	}
-	if (write_all(fd, buf, (size_t)len) != 0 || nv_fsync_durable(fd) != 0) {
+	if (nv_write_all(fd, buf, (size_t)len) != 0 ||
+	    nv_fsync_durable(fd) != 0) {
 		rc = nv_err_set_errno(err, NV_EIO, errno,
 				      "check free space on the store's disk",
 				      "cannot write record of '%s'", key);
@@ -648,7 +639,7 @@ static int writer_add(const void *data, size_t len, void *payload, nv_err *err)
 
 	if (rc)
 		return rc;
-	if (write_all(w->fd, data, len) != 0)
+	if (nv_write_all(w->fd, data, len) != 0)
 		return nv_err_set_errno(err, NV_EIO, errno,
 					"check free space on the store's disk",
 					"cannot write temp file");
@@ -923,8 +914,42 @@ out:
 
 /* ---- public operations ------------------------------------------------ */
 
-int nv_filestore_put_bytes(nv_filestore *s, const char *key, const void *data,
-			   size_t len, nv_object_info *info, nv_err *err)
+/* Where a put's bytes come from: another object of the store (key), an
+ * open file (fd >= 0, read from path), or bytes in memory. */
+struct put_source {
+	const char *key;
+	int fd;
+	const char *path;
+	const void *data;
+	size_t len;
+};
+
+static int put_fill(nv_filestore *s, struct writer *w,
+		    const struct put_source *from, nv_err *err)
+{
+	unsigned char buf[COPY_CHUNK];
+	ssize_t n;
+	int rc = 0;
+
+	if (from->key)
+		return read_object(s, from->key, 0, writer_add, w, NULL, err);
+	if (from->fd < 0)
+		return writer_add(from->data, from->len, w, err);
+	while (!rc && (n = read_some(from->fd, buf, sizeof(buf))) != 0) {
+		if (n < 0)
+			rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
+					      "cannot read '%s'", from->path);
+		else
+			rc = writer_add(buf, (size_t)n, w, err);
+	}
+	return rc;
+}
+
+/* Writes key from a source: a temporary file, published whole or not at
+ * all. */
+static int put_from(nv_filestore *s, const char *key,
+		    const struct put_source *from, nv_object_info *info,
+		    nv_err *err)
 {
 	struct writer w = {.fd = -1};
 	int dir_fd, rc;
@@ -934,7 +959,7 @@ int nv_filestore_put_bytes(nv_filestore *s, const char *key, const void *data,
 		return rc;
 	rc = writer_start(s, &w, err);
 	if (!rc)
-		rc = writer_add(data, len, &w, err);
+		rc = put_fill(s, &w, from, err);
 	if (!rc)
 		rc = publish(s, key, dir_fd, &w, info, err);
 	writer_abort(s, &w);
@@ -942,76 +967,52 @@ int nv_filestore_put_bytes(nv_filestore *s, const char *key, const void *data,
 	if (rc)
 		prune_parents(s, key);
 	return rc;
+}
+
+int nv_filestore_put_bytes(nv_filestore *s, const char *key, const void *data,
+			   size_t len, nv_object_info *info, nv_err *err)
+{
+	struct put_source from = {.fd = -1, .data = data, .len = len};
+
+	return put_from(s, key, &from, info, err);
 }
 
 int nv_filestore_put_file(nv_filestore *s, const char *key,
 			  const char *src_path, nv_object_info *info,
 			  nv_err *err)
 {
-	unsigned char buf[COPY_CHUNK];
-	struct writer w = {.fd = -1};
-	int dir_fd, src, rc;
-	ssize_t n;
+	struct put_source from = {.path = src_path};
+	int rc;
 
 	rc = nv_filestore_key_check(key, err);
 	if (rc)
 		return rc;
-	src = open(src_path, O_RDONLY | O_CLOEXEC);
-	if (src < 0)
+	from.fd = open(src_path, O_RDONLY | O_CLOEXEC);
+	if (from.fd < 0)
 		return nv_err_set_errno(
 			err, errno == ENOENT ? NV_ENOTFOUND : NV_EIO, errno,
 			"check the source path and its permissions",
 			"cannot read '%s' to put it as '%s'", src_path, key);
-	rc = prepare_destination(s, key, &dir_fd, err);
-	if (rc) {
-		close(src);
-		return rc;
-	}
-	rc = writer_start(s, &w, err);
-	while (!rc && (n = read_some(src, buf, sizeof(buf))) != 0) {
-		if (n < 0)
-			rc = nv_err_set_errno(err, NV_EIO, errno, NULL,
-					      "cannot read '%s'", src_path);
-		else
-			rc = writer_add(buf, (size_t)n, &w, err);
-	}
-	if (!rc)
-		rc = publish(s, key, dir_fd, &w, info, err);
-	writer_abort(s, &w);
-	close(dir_fd);
-	close(src);
-	if (rc)
-		prune_parents(s, key);
+	rc = put_from(s, key, &from, info, err);
+	close(from.fd);
 	return rc;
 }
 
 int nv_filestore_copy(nv_filestore *s, const char *src_key, const char *dst_key,
 		      nv_object_info *info, nv_err *err)
 {
-	struct writer w = {.fd = -1};
-	int dir_fd, rc;
+	struct put_source from = {.key = src_key, .fd = -1};
+	int rc;
 
 	rc = nv_filestore_key_check(src_key, err);
 	if (rc)
 		return rc;
-	rc = prepare_destination(s, dst_key, &dir_fd, err);
-	if (rc)
-		return rc;
-	rc = writer_start(s, &w, err);
-	if (!rc)
-		rc = read_object(s, src_key, 0, writer_add, &w, NULL, err);
-	if (!rc)
-		rc = publish(s, dst_key, dir_fd, &w, info, err);
-	writer_abort(s, &w);
-	close(dir_fd);
-	if (rc)
-		prune_parents(s, dst_key);
-	return rc;
+	return put_from(s, dst_key, &from, info, err);
 }
 
 static int fd_sink(const void *data, size_t len, void *payload, nv_err *err)
 {
-	if (write_all(*(int *)payload, data, len) != 0)
+	if (nv_write_all(*(int *)payload, data, len) != 0)
 		return nv_err_set_errno(err, NV_EIO, errno,
 					"check free space at the destination",
 					"cannot write destination file");
@@ -1158,10 +1159,7 @@ int nv_filestore_delete(nv_filestore *s, const char *key, nv_err *err)
 	struct stat st;
 	int dir_fd, rc;
 
-	rc = nv_filestore_key_check(key, err);
-	if (rc)
-		return rc;
-	rc = walk_dirs(s, key, parent_len(key), 0, &dir_fd, err);
+	rc = open_parent(s, key, &dir_fd, err);
 	if (rc)
 		return rc;
 	if (fstatat(dir_fd, leaf_of(key), &st, AT_SYMLINK_NOFOLLOW) != 0) {

@@ -410,10 +410,7 @@ static int admin_run(const nv_s3_config *cfg, const char *method,
 	a->data = malloc(NV_RGW_ANSWER_MAX + 1);
 	if (!a->data)
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-	memset(&c, 0, sizeof(c));
-	c.method = method;
-	c.key = ADMIN_PATH;
-	c.query = query;
+	nv_s3_call_init(&c, method, NULL, ADMIN_PATH, query);
 	c.sink = answer_sink;
 	c.sink_payload = a;
 	c.sink_rewind = answer_rewind;
@@ -454,15 +451,23 @@ static int admin_call(const nv_s3_config *cfg, const char *method,
 	return rc;
 }
 
+/* GETs uid's record (its keys among the rest) into a. */
+static int user_get(const nv_s3_config *cfg, const char *uid, struct answer *a,
+		    nv_err *err)
+{
+	char code[NV_RGW_CODE_MAX];
+
+	return admin_call(cfg, "GET", uid, NULL, 0, 1, a, code, err);
+}
+
 int nv_rgw_user_keys(const nv_s3_config *cfg, const char *uid,
 		     nv_rgw_key_list *out, nv_err *err)
 {
 	struct answer a;
-	char code[NV_RGW_CODE_MAX];
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = admin_call(cfg, "GET", uid, NULL, 0, 1, &a, code, err);
+	rc = user_get(cfg, uid, &a, err);
 	if (rc)
 		return rc;
 	rc = nv_rgw_parse_keys(a.data, a.len, NULL, NULL, out, NULL, err);
@@ -593,11 +598,10 @@ int nv_rgw_user_info(const nv_s3_config *cfg, const char *uid, nv_rgw_user *out,
 		     nv_err *err)
 {
 	struct answer a;
-	char code[NV_RGW_CODE_MAX];
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = admin_call(cfg, "GET", uid, NULL, 0, 1, &a, code, err);
+	rc = user_get(cfg, uid, &a, err);
 	if (rc)
 		return rc;
 	rc = nv_rgw_parse_user(a.data, a.len, out, err);
@@ -707,10 +711,8 @@ int nv_rgw_check_credential(const nv_s3_config *cfg, char code[NV_RGW_CODE_MAX],
 		return nv_err_set(err, NV_EINVAL,
 				  "give the credential to check",
 				  "check_credential: no credential");
-	memset(&c, 0, sizeof(c));
-	c.method = "GET";
+	nv_s3_call_init(&c, "GET", NULL, NULL, NULL);
 	c.sink = discard_sink;
-	c.idempotent = 1;
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	if (rc && resp.status) {
 		if (nv_s3_xml_error(resp.body.data, resp.body.len, &doc) == 0 &&

@@ -20,6 +20,7 @@
 
 #include "core/buf.h"
 #include "core/fsutil.h"
+#include "core/hex.h"
 #include "core/utf8.h"
 #include "net/http.h"
 #include "storage/s3_internal.h"
@@ -592,6 +593,36 @@ out:
 	return rc;
 }
 
+void nv_s3_call_init(struct call *c, const char *method, const char *bucket,
+		     const char *key, const char *query)
+{
+	memset(c, 0, sizeof(*c));
+	c->method = method;
+	c->bucket = bucket;
+	c->key = key;
+	c->query = query;
+	c->idempotent = 1;
+}
+
+int nv_s3_call_xml_body(struct call *c, const nv_buf *body,
+			char md5_header[NV_S3_MD5_HEADER_MAX], nv_err *err)
+{
+	unsigned char md5[EVP_MAX_MD_SIZE];
+	unsigned int md5_len = 0;
+	char md5_b64[64];
+
+	if (body->failed || EVP_Digest(body->data, body->len, md5, &md5_len,
+				       EVP_md5(), NULL) != 1)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	EVP_EncodeBlock((unsigned char *)md5_b64, md5, (int)md5_len);
+	snprintf(md5_header, NV_S3_MD5_HEADER_MAX, "Content-MD5: %s", md5_b64);
+	c->headers[c->nheaders++] = md5_header;
+	c->headers[c->nheaders++] = "Content-Type: application/xml";
+	c->body = body->data;
+	c->body_len = body->len;
+	return 0;
+}
+
 /* --- head ---------------------------------------------------------------- */
 
 /* "Sun, 06 Nov 1994 08:49:37 GMT" (RFC 9110 IMF-fixdate); 0 otherwise. */
@@ -617,12 +648,7 @@ int64_t nv_s3_http_date_parse(const char *s)
 
 int nv_s3_is_sha256_hex(const char *s)
 {
-	if (!s || strlen(s) != NV_SHA256_HEX_LEN)
-		return 0;
-	for (; *s; s++)
-		if (!isdigit((unsigned char)*s) && !(*s >= 'a' && *s <= 'f'))
-			return 0;
-	return 1;
+	return nv_hex_is_lower(s, NV_SHA256_HEX_LEN);
 }
 
 void nv_s3_etag_copy(char out[NV_S3_ETAG_MAX + 1], const char *etag)
@@ -670,12 +696,8 @@ int nv_s3_head_etag(const nv_s3_config *cfg, const char *bucket,
 		rc = key_check(key, err);
 	if (rc)
 		return rc;
-	memset(&c, 0, sizeof(c));
-	c.method = "HEAD";
-	c.bucket = bucket;
-	c.key = key;
+	nv_s3_call_init(&c, "HEAD", bucket, key, NULL);
 	c.max_body = SIZE_MAX / 2; /* curl checks Content-Length against it */
-	c.idempotent = 1;
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	if (!rc) {
 		nv_s3_info_from_headers(info ? info : &local, key, &resp);
@@ -706,10 +728,7 @@ int nv_s3_create_bucket(const nv_s3_config *cfg, const char *bucket,
 	if (rc)
 		return rc;
 	nv_buf_init(&body, 4096);
-	memset(&c, 0, sizeof(c));
-	c.method = "PUT";
-	c.bucket = bucket;
-	c.idempotent = 1;
+	nv_s3_call_init(&c, "PUT", bucket, NULL, NULL);
 	if (cfg && strcmp(nv_s3_region(cfg), "us-east-1") != 0) {
 		nv_buf_printf(&body,
 			      "<CreateBucketConfiguration xmlns=\"http://s3."
@@ -852,11 +871,7 @@ int nv_s3_delete(const nv_s3_config *cfg, const char *bucket, const char *key,
 	rc = nv_s3_head(cfg, bucket, key, NULL, err);
 	if (rc)
 		return rc;
-	memset(&c, 0, sizeof(c));
-	c.method = "DELETE";
-	c.bucket = bucket;
-	c.key = key;
-	c.idempotent = 1;
+	nv_s3_call_init(&c, "DELETE", bucket, key, NULL);
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	nv_http_response_free(&resp);
 	return rc;
@@ -936,9 +951,7 @@ int nv_s3_delete_batch(const nv_s3_config *cfg, const char *bucket,
 		       nv_s3_deleted_cb callback, void *payload, nv_err *err)
 {
 	struct delete_report r;
-	unsigned char md5[EVP_MAX_MD_SIZE];
-	unsigned int md5_len = 0;
-	char md5_b64[64], md5_header[100];
+	char md5_header[NV_S3_MD5_HEADER_MAX];
 	struct call c;
 	nv_http_response resp;
 	nv_buf body;
@@ -996,22 +1009,11 @@ int nv_s3_delete_batch(const nv_s3_config *cfg, const char *bucket,
 		nv_buf_puts(&body, "</Key></Object>");
 	}
 	nv_buf_puts(&body, "</Delete>");
-	if (body.failed || EVP_Digest(body.data, body.len, md5, &md5_len,
-				      EVP_md5(), NULL) != 1) {
-		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	/* idempotent: deleting twice deletes the same keys */
+	nv_s3_call_init(&c, "POST", bucket, NULL, "delete");
+	rc = nv_s3_call_xml_body(&c, &body, md5_header, err);
+	if (rc)
 		goto out;
-	}
-	EVP_EncodeBlock((unsigned char *)md5_b64, md5, (int)md5_len);
-	snprintf(md5_header, sizeof(md5_header), "Content-MD5: %s", md5_b64);
-	memset(&c, 0, sizeof(c));
-	c.method = "POST";
-	c.bucket = bucket;
-	c.query = "delete";
-	c.headers[c.nheaders++] = md5_header;
-	c.headers[c.nheaders++] = "Content-Type: application/xml";
-	c.body = body.data;
-	c.body_len = body.len;
-	c.idempotent = 1; /* deleting twice deletes the same keys */
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	if (!rc)
 		rc = nv_s3_xml_delete_result(resp.body.data, resp.body.len,
@@ -1068,12 +1070,8 @@ int nv_s3_copy(const nv_s3_config *cfg, const char *src_bucket,
 		nv_buf_free(&source);
 		return nv_err_set(err, NV_ENOMEM, NULL, "copy source too long");
 	}
-	memset(&c, 0, sizeof(c));
-	c.method = "PUT";
-	c.bucket = dst_bucket;
-	c.key = dst_key;
+	nv_s3_call_init(&c, "PUT", dst_bucket, dst_key, NULL);
 	c.headers[c.nheaders++] = source.data;
-	c.idempotent = 1;
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	/* A copy may fail after its 200 was sent: the body says so. */
 	if (!rc && nv_s3_xml_error(resp.body.data, resp.body.len, &doc) == 0) {

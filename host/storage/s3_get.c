@@ -45,17 +45,9 @@ static int sink_write(void *payload, const char *data, size_t len)
 		return -1;
 	if (nv_sha256_update(&s->hash, data, len, NULL))
 		return -1;
-	while (len) {
-		ssize_t n = write(s->fd, data, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		data += n;
-		len -= (size_t)n;
-		s->written += (uint64_t)n;
-	}
+	if (nv_write_all(s->fd, data, len))
+		return -1;
+	s->written += len;
 	return 0;
 }
 
@@ -266,18 +258,9 @@ static int range_write(void *payload, const char *data, size_t len)
 
 	if (len > s->len - s->written)
 		return -1;
-	while (len) {
-		ssize_t n =
-			pwrite(s->fd, data, len, (off_t)(s->off + s->written));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		data += n;
-		len -= (size_t)n;
-		s->written += (uint64_t)n;
-	}
+	if (nv_pwrite_all(s->fd, data, len, (off_t)(s->off + s->written)))
+		return -1;
+	s->written += len;
 	return 0;
 }
 
@@ -334,17 +317,13 @@ static int range_get(void *ctx, int t, nv_err *err)
 	sink.fd = d->partial->fd;
 	sink.off = off;
 	sink.len = len;
-	memset(&c, 0, sizeof(c));
-	c.method = "GET";
-	c.bucket = d->bucket;
-	c.key = d->key;
+	nv_s3_call_init(&c, "GET", d->bucket, d->key, NULL);
 	c.headers[c.nheaders++] = range;
 	c.headers[c.nheaders++] = match;
 	c.sink = range_write;
 	c.sink_payload = &sink;
 	c.sink_rewind = range_rewind;
 	c.max_body = (size_t)len;
-	c.idempotent = 1;
 	rc = nv_s3_call_run(d->cfg, &c, &resp, err);
 	if (rc)
 		goto out;
@@ -654,15 +633,11 @@ int nv_s3_get_file(const nv_s3_config *cfg, const char *bucket, const char *key,
 				      "cannot prepare %.300s", tmp);
 		goto out;
 	}
-	memset(&c, 0, sizeof(c));
-	c.method = "GET";
-	c.bucket = bucket;
-	c.key = key;
+	nv_s3_call_init(&c, "GET", bucket, key, NULL);
 	c.sink = sink_write;
 	c.sink_payload = &sink;
 	c.sink_rewind = sink_rewind;
 	c.max_body = sink.max ? (size_t)sink.max : SIZE_MAX / 2;
-	c.idempotent = 1;
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	if (rc)
 		goto out;

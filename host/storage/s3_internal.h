@@ -72,6 +72,17 @@ struct call {
 	int idempotent;
 };
 
+/* c, zeroed, for method on bucket's key (NULL: the bucket itself) with
+ * query (NULL: none), marked idempotent: a call that must not be sent
+ * twice sets idempotent back to 0. */
+void nv_s3_call_init(struct call *c, const char *method, const char *bucket,
+		     const char *key, const char *query);
+#define NV_S3_MD5_HEADER_MAX 100
+/* Makes body, an XML document, c's body, with the Content-MD5 header S3
+ * asks of batch deletes and lifecycle rules written into md5_header (which
+ * must outlive the call). NV_ENOMEM when body failed to grow. */
+int nv_s3_call_xml_body(struct call *c, const nv_buf *body,
+			char md5_header[NV_S3_MD5_HEADER_MAX], nv_err *err);
 /* Path (encoded, as sent and signed), host and URL of a call. */
 int nv_s3_call_target(const nv_s3_config *cfg, const struct endpoint *ep,
 		      const struct call *c, nv_buf *path, char *host,

@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #include "core/utf8.h"
 #include "net/http.h"
 #include "storage/filestore.h"
@@ -187,29 +185,17 @@ static void answer_code(const nv_http_response *resp, char *code, size_t cap)
 static int lifecycle_put(const nv_s3_config *cfg, const char *bucket,
 			 const nv_buf *body, int *unsupported, nv_err *err)
 {
-	unsigned char md5[EVP_MAX_MD_SIZE];
-	unsigned int md5_len = 0;
-	char md5_b64[64], md5_header[100];
+	char md5_header[NV_S3_MD5_HEADER_MAX];
 	nv_http_response resp;
 	struct call c;
 	int rc;
 
-	if (EVP_Digest(body->data, body->len, md5, &md5_len, EVP_md5(), NULL) !=
-	    1)
-		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-	EVP_EncodeBlock((unsigned char *)md5_b64, md5, (int)md5_len);
-	/* S3 requires Content-MD5 on this call */
-	snprintf(md5_header, sizeof(md5_header), "Content-MD5: %s", md5_b64);
-	memset(&c, 0, sizeof(c));
-	memset(&resp, 0, sizeof(resp));
-	c.method = "PUT";
-	c.bucket = bucket;
-	c.query = "lifecycle";
-	c.headers[c.nheaders++] = md5_header;
-	c.headers[c.nheaders++] = "Content-Type: application/xml";
-	c.body = body->data;
-	c.body_len = body->len;
-	c.idempotent = 1; /* the same configuration twice is the same */
+	/* idempotent: the same configuration twice is the same; S3 requires
+	 * Content-MD5 on this call */
+	nv_s3_call_init(&c, "PUT", bucket, NULL, "lifecycle");
+	rc = nv_s3_call_xml_body(&c, body, md5_header, err);
+	if (rc)
+		return rc;
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	*unsupported = rc && resp.status == 501;
 	nv_http_response_free(&resp);
@@ -235,13 +221,8 @@ int nv_s3_lifecycle_apply(const nv_s3_config *cfg, const char *bucket,
 	rc = nv_s3_lifecycle_xml(&body, id, prefix, days, err);
 	if (rc)
 		goto out;
-	memset(&c, 0, sizeof(c));
-	memset(&resp, 0, sizeof(resp));
-	c.method = "GET";
-	c.bucket = bucket;
-	c.query = "lifecycle";
+	nv_s3_call_init(&c, "GET", bucket, NULL, "lifecycle");
 	c.max_body = NV_S3_LIFECYCLE_XML_MAX;
-	c.idempotent = 1;
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	if (rc) {
 		answer_code(&resp, code, sizeof(code));

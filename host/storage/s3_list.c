@@ -37,14 +37,35 @@ static void query_param(nv_buf *q, const char *name, const char *value)
 	nv_sigv4_uri_encode(q, value, strlen(value), 0);
 }
 
+/* GETs one page of bucket's listing asked by q (each parameter after a
+ * '&') and hands it to nv_s3_xml_list. */
+static int list_page(const nv_s3_config *cfg, const char *bucket,
+		     const nv_buf *q, nv_s3_xml_list_cb callback, void *payload,
+		     int *more, char *next, size_t next_cap, nv_err *err)
+{
+	struct call c;
+	nv_http_response resp;
+	int rc;
+
+	if (q->failed)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "listing query too long");
+	/* q->data + 1: past the leading '&' */
+	nv_s3_call_init(&c, "GET", bucket, NULL, q->data + 1);
+	rc = nv_s3_call_run(cfg, &c, &resp, err);
+	if (!rc)
+		rc = nv_s3_xml_list(resp.body.data, resp.body.len, callback,
+				    payload, more, next, next_cap, err);
+	nv_http_response_free(&resp);
+	return rc;
+}
+
 int nv_s3_list(const nv_s3_config *cfg, const char *bucket, const char *prefix,
 	       const char *start_after, char continuation[NV_S3_TOKEN_MAX + 1],
 	       unsigned max_keys, nv_filestore_list_cb callback, void *payload,
 	       int *truncated, nv_err *err)
 {
-	struct call c;
 	struct list_relay relay = {callback, NULL, payload};
-	nv_http_response resp;
 	nv_buf q;
 	char next[NV_S3_TOKEN_MAX + 1];
 	int rc, more = 0;
@@ -66,20 +87,8 @@ int nv_s3_list(const nv_s3_config *cfg, const char *bucket, const char *prefix,
 		      max_keys);
 	query_param(&q, "prefix", prefix);
 	query_param(&q, "start-after", start_after);
-	if (q.failed) {
-		nv_buf_free(&q);
-		return nv_err_set(err, NV_EINVAL, NULL,
-				  "listing query too long");
-	}
-	memset(&c, 0, sizeof(c));
-	c.method = "GET";
-	c.bucket = bucket;
-	c.query = q.data + 1; /* the leading '&' */
-	c.idempotent = 1;
-	rc = nv_s3_call_run(cfg, &c, &resp, err);
-	if (!rc)
-		rc = nv_s3_xml_list(resp.body.data, resp.body.len, list_relay,
-				    &relay, &more, next, sizeof(next), err);
+	rc = list_page(cfg, bucket, &q, list_relay, &relay, &more, next,
+		       sizeof(next), err);
 	if (!rc && more && !next[0])
 		rc = nv_err_set(err, NV_EBACKEND, "the server misbehaves",
 				"S3 listing truncated without a "
@@ -91,7 +100,6 @@ int nv_s3_list(const nv_s3_config *cfg, const char *bucket, const char *prefix,
 			memcpy(continuation, more ? next : "",
 			       more ? strlen(next) + 1 : 1);
 	}
-	nv_http_response_free(&resp);
 	nv_buf_free(&q);
 	return rc;
 }
@@ -100,8 +108,6 @@ int nv_s3_list_uploads_raw(const nv_s3_config *cfg, const char *bucket,
 			   const char *prefix, nv_s3_xml_list_cb callback,
 			   void *payload, int *truncated, nv_err *err)
 {
-	struct call c;
-	nv_http_response resp;
 	nv_buf q;
 	int rc;
 
@@ -114,21 +120,8 @@ int nv_s3_list_uploads_raw(const nv_s3_config *cfg, const char *bucket,
 	nv_buf_puts(&q, "&encoding-type=url");
 	query_param(&q, "prefix", prefix);
 	nv_buf_puts(&q, "&uploads");
-	if (q.failed) {
-		nv_buf_free(&q);
-		return nv_err_set(err, NV_EINVAL, NULL,
-				  "listing query too long");
-	}
-	memset(&c, 0, sizeof(c));
-	c.method = "GET";
-	c.bucket = bucket;
-	c.query = q.data + 1;
-	c.idempotent = 1;
-	rc = nv_s3_call_run(cfg, &c, &resp, err);
-	if (!rc)
-		rc = nv_s3_xml_list(resp.body.data, resp.body.len, callback,
-				    payload, truncated, NULL, 0, err);
-	nv_http_response_free(&resp);
+	rc = list_page(cfg, bucket, &q, callback, payload, truncated, NULL, 0,
+		       err);
 	nv_buf_free(&q);
 	return rc;
 }

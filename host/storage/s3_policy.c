@@ -102,13 +102,8 @@ int nv_s3_policy_get(const nv_s3_config *cfg, const char *bucket, nv_buf *out,
 	rc = nv_s3_bucket_check(bucket, err);
 	if (rc)
 		return rc;
-	memset(&c, 0, sizeof(c));
-	memset(&resp, 0, sizeof(resp));
-	c.method = "GET";
-	c.bucket = bucket;
-	c.query = "policy";
+	nv_s3_call_init(&c, "GET", bucket, NULL, "policy");
 	c.max_body = NV_S3_POLICY_MAX;
-	c.idempotent = 1;
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	if (rc && resp.status == 404 &&
 	    nv_s3_xml_error(resp.body.data, resp.body.len, &doc) == 0 &&
@@ -138,15 +133,11 @@ int nv_s3_policy_put(const nv_s3_config *cfg, const char *bucket,
 		rc = nv_s3_policy_check(json, len, err);
 	if (rc)
 		return rc;
-	memset(&c, 0, sizeof(c));
-	memset(&resp, 0, sizeof(resp));
-	c.method = "PUT";
-	c.bucket = bucket;
-	c.query = "policy";
+	nv_s3_call_init(&c, "PUT", bucket, NULL, "policy");
 	c.headers[c.nheaders++] = "Content-Type: application/json";
 	c.body = json;
 	c.body_len = len;
-	c.idempotent = 1; /* the same document twice is the same */
+	/* idempotent: the same document twice is the same */
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	nv_http_response_free(&resp);
 	return rc;
@@ -161,12 +152,7 @@ int nv_s3_policy_delete(const nv_s3_config *cfg, const char *bucket,
 
 	if (rc)
 		return rc;
-	memset(&c, 0, sizeof(c));
-	memset(&resp, 0, sizeof(resp));
-	c.method = "DELETE";
-	c.bucket = bucket;
-	c.query = "policy";
-	c.idempotent = 1;
+	nv_s3_call_init(&c, "DELETE", bucket, NULL, "policy");
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	if (rc && resp.status == 404)
 		rc = 0;

@@ -201,16 +201,11 @@ static int put_range(const nv_s3_config *cfg, const char *bucket,
 	rd.rewind = file_rewind;
 	rd.payload = &fr;
 	rd.size = (long long)size;
-	memset(&c, 0, sizeof(c));
-	c.method = "PUT";
-	c.bucket = bucket;
-	c.key = key;
-	c.query = query;
+	nv_s3_call_init(&c, "PUT", bucket, key, query);
 	if (meta_header)
 		c.headers[c.nheaders++] = meta_header;
 	c.reader = &rd;
 	c.payload_hash = sha256;
-	c.idempotent = 1;
 	rc = nv_s3_call_run(cfg, &c, resp, err);
 	if (!rc && fr.done != size)
 		rc = nv_err_set(err, NV_EIO,
@@ -255,15 +250,11 @@ int nv_s3_put_bytes(const nv_s3_config *cfg, const char *bucket,
 	if (rc)
 		return rc;
 	snprintf(meta, sizeof(meta), SHA256_META ": %s", sha);
-	memset(&c, 0, sizeof(c));
-	c.method = "PUT";
-	c.bucket = bucket;
-	c.key = key;
+	nv_s3_call_init(&c, "PUT", bucket, key, NULL);
 	c.headers[c.nheaders++] = meta;
 	c.body = data ? data : "";
 	c.body_len = len;
 	c.payload_hash = sha;
-	c.idempotent = 1;
 	rc = nv_s3_call_run(cfg, &c, &resp, err);
 	if (!rc)
 		info_fill(info, key, len, sha, &resp);
@@ -807,11 +798,7 @@ int nv_s3_upload_begin(nv_s3_upload *up, const nv_s3_config *cfg,
 	up->cfg = cfg;
 	snprintf(up->bucket, sizeof(up->bucket), "%s", bucket);
 	snprintf(up->key, sizeof(up->key), "%s", key);
-	memset(&c, 0, sizeof(c));
-	c.method = "POST";
-	c.bucket = bucket;
-	c.key = key;
-	c.query = "uploads";
+	nv_s3_call_init(&c, "POST", bucket, key, "uploads");
 	if (sha256 && nv_s3_is_sha256_hex(sha256)) {
 		memcpy(up->sha256, sha256, NV_SHA256_HEX_LEN + 1);
 		snprintf(meta, sizeof(meta), SHA256_META ": %s", sha256);
@@ -857,15 +844,10 @@ int nv_s3_upload_part(nv_s3_upload *up, const void *data, size_t len,
 		nv_buf_free(&q);
 		return nv_err_set(err, NV_ENOMEM, NULL, "query too long");
 	}
-	memset(&c, 0, sizeof(c));
-	c.method = "PUT";
-	c.bucket = up->bucket;
-	c.key = up->key;
-	c.query = q.data;
+	nv_s3_call_init(&c, "PUT", up->bucket, up->key, q.data);
 	c.body = data ? data : "";
 	c.body_len = len;
 	c.payload_hash = sha;
-	c.idempotent = 1;
 	rc = nv_s3_call_run(up->cfg, &c, &resp, err);
 	if (!rc)
 		rc = upload_add_etag(up, resp.etag, err);
@@ -922,11 +904,7 @@ int nv_s3_upload_complete(nv_s3_upload *up, nv_object_info *info, nv_err *err)
 				"completion request over its cap");
 		goto out;
 	}
-	memset(&c, 0, sizeof(c));
-	c.method = "POST";
-	c.bucket = up->bucket;
-	c.key = up->key;
-	c.query = q.data;
+	nv_s3_call_init(&c, "POST", up->bucket, up->key, q.data);
 	c.body = body.data;
 	c.body_len = body.len;
 	c.idempotent = 0; /* never blindly sent twice: see below */
@@ -993,12 +971,7 @@ int nv_s3_upload_abort(nv_s3_upload *up, nv_err *err)
 		nv_buf_free(&q);
 		return nv_err_set(err, NV_ENOMEM, NULL, "query too long");
 	}
-	memset(&c, 0, sizeof(c));
-	c.method = "DELETE";
-	c.bucket = up->bucket;
-	c.key = up->key;
-	c.query = q.data;
-	c.idempotent = 1;
+	nv_s3_call_init(&c, "DELETE", up->bucket, up->key, q.data);
 	rc = nv_s3_call_run(up->cfg, &c, &resp, err);
 	if (rc == NV_ENOTFOUND) /* NoSuchUpload: already gone */
 		rc = 0;
@@ -1052,12 +1025,7 @@ int nv_s3_list_parts(const nv_s3_config *cfg, const char *bucket,
 			return nv_err_set(err, NV_ENOMEM, NULL,
 					  "query too long");
 		}
-		memset(&c, 0, sizeof(c));
-		c.method = "GET";
-		c.bucket = bucket;
-		c.key = key;
-		c.query = q.data;
-		c.idempotent = 1;
+		nv_s3_call_init(&c, "GET", bucket, key, q.data);
 		rc = nv_s3_call_run(cfg, &c, &resp, err);
 		if (!rc)
 			rc = nv_s3_xml_parts(resp.body.data, resp.body.len,

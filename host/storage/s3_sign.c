@@ -51,10 +51,7 @@ static int sign_target_init(struct sign_target *t, const nv_s3_config *cfg,
 		rc = key_check(key, err);
 	if (rc)
 		return rc;
-	memset(&c, 0, sizeof(c));
-	c.method = method;
-	c.bucket = bucket;
-	c.key = key;
+	nv_s3_call_init(&c, method, bucket, key, NULL);
 	rc = nv_s3_call_target(cfg, &t->ep, &c, &t->path, t->host,
 			       sizeof(t->host), &t->url, err);
 	if (!rc)

@@ -107,13 +107,19 @@ static void XMLCALL on_doctype(void *ud, const XML_Char *name,
 				"S3 answer holds a document type declaration"));
 }
 
-/* Parses xml; root (may be NULL) is the name the root element must have. */
-static int walk_run(struct walk *w, const char *xml, size_t len,
+/* Parses xml into w (zeroed first), calling on_end_fn(w) with w->payload set
+ * to payload at each element's end; root (may be NULL) is the name the
+ * root element must have. */
+static int walk_run(struct walk *w, int (*on_end_fn)(struct walk *),
+		    void *payload, const char *xml, size_t len,
 		    const char *root, nv_err *err)
 {
 	enum XML_Status st;
 	int rc = 0;
 
+	memset(w, 0, sizeof(*w));
+	w->on_end = on_end_fn;
+	w->payload = payload;
 	w->err = err;
 	if (len > NV_S3_XML_MAX)
 		return nv_err_set(err, NV_ENOMEM, "the server misbehaves",
@@ -175,10 +181,8 @@ int nv_s3_xml_error(const char *xml, size_t len, nv_s3_error_doc *out)
 	struct walk w;
 
 	memset(out, 0, sizeof(*out));
-	memset(&w, 0, sizeof(w));
-	w.on_end = error_end;
-	w.payload = out;
-	if (!xml || len == 0 || walk_run(&w, xml, len, "Error", NULL)) {
+	if (!xml || len == 0 ||
+	    walk_run(&w, error_end, out, xml, len, "Error", NULL)) {
 		memset(out, 0, sizeof(*out));
 		return -1;
 	}
@@ -362,10 +366,7 @@ int nv_s3_xml_list(const char *xml, size_t len, nv_s3_xml_list_cb callback,
 		next_token[0] = '\0';
 	if (!callback)
 		return nv_err_set(err, NV_EINVAL, NULL, "no list callback");
-	memset(&w, 0, sizeof(w));
-	w.on_end = encoding_end;
-	w.payload = &url;
-	rc = walk_run(&w, xml, len, NULL, err);
+	rc = walk_run(&w, encoding_end, &url, xml, len, NULL, err);
 	if (rc)
 		return rc;
 	if (strcmp(w.names[0], "ListBucketResult") != 0 &&
@@ -382,10 +383,7 @@ int nv_s3_xml_list(const char *xml, size_t len, nv_s3_xml_list_cb callback,
 	st.url_encoded = url;
 	st.next_token = next_token;
 	st.next_token_cap = next_token_cap;
-	memset(&w, 0, sizeof(w));
-	w.on_end = list_end;
-	w.payload = &st;
-	rc = walk_run(&w, xml, len, root, err);
+	rc = walk_run(&w, list_end, &st, xml, len, root, err);
 	if (rc)
 		return rc;
 	if (truncated)
@@ -497,10 +495,7 @@ int nv_s3_xml_parts(const char *xml, size_t len, nv_s3_part_cb callback,
 	memset(&st, 0, sizeof(st));
 	st.callback = callback;
 	st.payload = payload;
-	memset(&w, 0, sizeof(w));
-	w.on_end = parts_end;
-	w.payload = &st;
-	rc = walk_run(&w, xml, len, "ListPartsResult", err);
+	rc = walk_run(&w, parts_end, &st, xml, len, "ListPartsResult", err);
 	if (rc)
 		return rc;
 	if (truncated)
@@ -576,10 +571,7 @@ int nv_s3_xml_delete_result(const char *xml, size_t len,
 	memset(&st, 0, sizeof(st));
 	st.callback = callback;
 	st.payload = payload;
-	memset(&w, 0, sizeof(w));
-	w.on_end = deleted_end;
-	w.payload = &st;
-	return walk_run(&w, xml, len, "DeleteResult", err);
+	return walk_run(&w, deleted_end, &st, xml, len, "DeleteResult", err);
 }
 
 /* --- one field ----------------------------------------------------------- */
@@ -615,10 +607,7 @@ int nv_s3_xml_field(const char *xml, size_t len, const char *root,
 
 	if (cap)
 		out[0] = '\0';
-	memset(&w, 0, sizeof(w));
-	w.on_end = field_end;
-	w.payload = &f;
-	rc = walk_run(&w, xml, len, root, err);
+	rc = walk_run(&w, field_end, &f, xml, len, root, err);
 	if (rc)
 		return rc;
 	if (!f.found || f.too_long || cap == 0)
