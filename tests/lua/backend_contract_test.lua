@@ -160,3 +160,32 @@ t.test("a profile's settings are its backend's to check", function()
   t.match(err.message, "profile 'p': fake settings need backend = \"fake\"")
   backends.unregister("fake")
 end)
+
+t.test("a spec gets its backend's launch values, its own copy", function()
+  local backend = { launch = { scheduler = "X", array_index = "X_INDEX",
+                               requeue = { "x-requeue", "$1" } } }
+  local spec = {}
+  backends.give_launch(backend, spec)
+  t.eq(spec.launch.scheduler, "X")
+  t.eq(spec.launch.array_index, "X_INDEX")
+  t.eq(spec.launch.requeue[1], "x-requeue", "the commands too")
+  t.ok(spec.launch ~= backend.launch, "a copy of the table")
+  t.ok(spec.launch.requeue ~= backend.launch.requeue, "and of its lists")
+  spec.launch.requeue[1] = "changed"
+  t.eq(backend.launch.requeue[1], "x-requeue", "the backend's stay")
+  -- a recorded spec keeps the values it was accepted with (migrate gives
+  -- them only to one recorded before spec.launch)
+  local recorded = { launch = { scheduler = "old" } }
+  backends.give_launch(backend, recorded)
+  t.eq(recorded.launch.scheduler, "old")
+  local plain = {}
+  backends.give_launch({}, plain)
+  t.eq(plain.launch, nil, "none for a backend without launch")
+end)
+
+t.test("slurm's launch values are the contract's, with requeue", function()
+  local slurm = backends.get("slurm")
+  t.eq(slurm.launch.array_index, "SLURM_ARRAY_TASK_ID")
+  t.eq(slurm.launch.attempt, "SLURM_RESTART_COUNT")
+  t.eq(type(slurm.launch.requeue), "table")
+end)

@@ -53,11 +53,12 @@ function M.prepare(spec, profile)
   spec.podq = { endpoint = profile.podq.endpoint, inbox = profile.podq.inbox,
                 credential = profile.podq.credential,
                 image = profile.podq.image }
-  -- (the launcher: the controller's index of a task, and a container
-  -- that starts the launcher rather than one the launcher starts)
-  spec.launch = { scheduler = "podq", array_index = "JOB_COMPLETION_INDEX",
-                  in_container = true }
 end
+
+-- (the launcher: the controller's index of a task, and a container that
+-- starts the launcher rather than one the launcher starts)
+M.launch = { scheduler = "podq", array_index = "JOB_COMPLETION_INDEX",
+             in_container = true }
 
 -- (the contract's questions)
 function M.origins(profile) return { profile.podq.endpoint } end

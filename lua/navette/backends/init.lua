@@ -41,11 +41,13 @@
 --                             raises a recipe error
 --   prepare?(spec, profile)   completes a spec with what reaches the job
 --                             again (never a secret); spec.requeue is the
---                             job's own, nil when it says nothing. A
---                             backend that runs the node launcher sets
---                             spec.launch, what the launcher takes from
---                             its scheduler (host/jobs/launcher.h; none:
---                             one plain run, no array, no requeue):
+--                             job's own, nil when it says nothing
+--   launch?                   for a backend that runs the node launcher,
+--                             what the launcher takes from its scheduler
+--                             (host/jobs/launcher.h; none: one plain run,
+--                             no array, no requeue), copied into each
+--                             spec (spec.launch) before prepare, and into
+--                             a recorded spec from before it (migrate):
 --                             { scheduler = "Slurm",  (its name in messages)
 --                               array_index = VAR, attempt = VAR (restarts
 --                               from 0), node = VAR, job = VAR (the job's
@@ -131,6 +133,18 @@
 local errors = require "navette.errors"
 
 local backends = {}
+
+-- Gives spec the launch values of its backend (the contract's launch),
+-- where it has none: a new spec, or one recorded before them.
+function backends.give_launch(backend, spec)
+  if spec.launch == nil and backend.launch then
+    spec.launch = {}
+    for k, v in pairs(backend.launch) do
+      if type(v) == "table" then v = table.move(v, 1, #v, 1, {}) end
+      spec.launch[k] = v
+    end
+  end
+end
 
 -- the profile's backend when it names none, and a row's without one
 backends.DEFAULT = "local"

@@ -138,38 +138,26 @@ local AFTER_MAX = 10000
 M.retries = true
 M.checkpoints = true
 
-function M.prepare(spec, profile)
-  if spec.after and #spec.after > AFTER_MAX then
-    -- (checked in the checking pass: before any job of the run is sent)
-    error(errors.new("recipe", "job '" .. spec.name .. "' runs after "
-                     .. #spec.after .. " jobs; on Slurm at most "
-                     .. AFTER_MAX, "join them in stages: a job after each "
-                     .. "part of them, then one after those"), 0)
-  end
-  logic.retries_by_requeue(spec)
-  if spec.requeue == nil then spec.requeue = profile.slurm.requeue end
-  spec.slurm = {}
-  for k, v in pairs(profile.slurm) do spec.slurm[k] = v end
-  spec.slurm.max_token_lifespan = profile.max_token_lifespan
-  -- What the node launcher takes from Slurm (host/jobs/launcher.h): the
-  -- commands ask slurmctld through the node's scontrol, $1 the job's id.
-  spec.launch = {
-    scheduler = "Slurm",
-    array_index = "SLURM_ARRAY_TASK_ID",
-    attempt = "SLURM_RESTART_COUNT",
-    node = "SLURMD_NODENAME",
-    job = "SLURM_JOB_ID",
-    -- an array's task is JOB_TASK: the array's own id would requeue all
-    requeue = { "sh", "-c", [[
+-- What the node launcher takes from Slurm (the contract's launch,
+-- host/jobs/launcher.h): the commands ask slurmctld through the node's
+-- scontrol, $1 the job's id.
+M.launch = {
+  scheduler = "Slurm",
+  array_index = "SLURM_ARRAY_TASK_ID",
+  attempt = "SLURM_RESTART_COUNT",
+  node = "SLURMD_NODENAME",
+  job = "SLURM_JOB_ID",
+  -- an array's task is JOB_TASK: the array's own id would requeue all
+  requeue = { "sh", "-c", [[
 command -v scontrol >/dev/null 2>&1 || { echo "the node has no scontrol"; exit 1; }
 [ -n "${SLURM_ARRAY_JOB_ID:-}" ] && [ -n "${SLURM_ARRAY_TASK_ID:-}" ] &&
 	set -- "${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID"
 exec scontrol requeue "$1"]], "sh" },
-    requeue_needs = "the node's scontrol and a cluster that lets a job be "
-                    .. "requeued (JobRequeue, the partition)",
-    -- TimeLimit less RunTime, each [D-]HH:MM:SS or MM:SS; nothing for
-    -- UNLIMITED
-    time_left = { "sh", "-c", [[
+  requeue_needs = "the node's scontrol and a cluster that lets a job be "
+                  .. "requeued (JobRequeue, the partition)",
+  -- TimeLimit less RunTime, each [D-]HH:MM:SS or MM:SS; nothing for
+  -- UNLIMITED
+  time_left = { "sh", "-c", [[
 command -v scontrol >/dev/null 2>&1 || exit 1
 scontrol -o show job "$1" 2>/dev/null | awk '
 function secs(t, a) {
@@ -186,14 +174,28 @@ function secs(t, a) {
 	}
 }
 END { if (limit != "" && run != "") print limit - run }']], "sh" },
-    timed_out = { "sh", "-c", [[
+  timed_out = { "sh", "-c", [[
 command -v scontrol >/dev/null 2>&1 || exit 1
 case " $(scontrol -o show job "$1" 2>/dev/null) " in
 *" JobState=TIMEOUT "*) exit 0 ;;
 esac
 exit 1]], "sh" },
-    in_container = false,
-  }
+  in_container = false,
+}
+
+function M.prepare(spec, profile)
+  if spec.after and #spec.after > AFTER_MAX then
+    -- (checked in the checking pass: before any job of the run is sent)
+    error(errors.new("recipe", "job '" .. spec.name .. "' runs after "
+                     .. #spec.after .. " jobs; on Slurm at most "
+                     .. AFTER_MAX, "join them in stages: a job after each "
+                     .. "part of them, then one after those"), 0)
+  end
+  logic.retries_by_requeue(spec)
+  if spec.requeue == nil then spec.requeue = profile.slurm.requeue end
+  spec.slurm = {}
+  for k, v in pairs(profile.slurm) do spec.slurm[k] = v end
+  spec.slurm.max_token_lifespan = profile.max_token_lifespan
 end
 
 -- The profile's nodes, taken in turn by a sweep's jobs.

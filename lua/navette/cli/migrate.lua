@@ -63,6 +63,8 @@ local function respecify(spec, node)
   new.adopted = nil
   new.array = nil -- (a task of a job array goes again as a job alone)
   new.node = node
+  -- (a job recorded before spec.launch goes again with it: requeue...)
+  backends.give_launch(backends.get(new.backend), new)
   -- the credentials the recorded run loaded, trusted then: the job goes
   -- again as it was accepted, without the project file read now
   local creds_of = backends.get(new.backend).spec_credentials

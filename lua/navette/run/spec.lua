@@ -218,6 +218,7 @@ function M.spec(run, j)
   end
   spec.requeue = j.requeue
   retries_and_checkpoint(run, j, spec, backend)
+  backends.give_launch(backend, spec)
   if backend.prepare then backend.prepare(spec, run.profile) end
   spec.secrets = job_secrets(run, j, spec, backend)
   spec.requeue = spec.requeue or nil
