@@ -112,24 +112,27 @@ local function one_ref(verb, args)
   return args[1]
 end
 
-local function cmd_resolve(argv)
-  local opts, args = cmd:parse("resolve", argv)
-  if opts.help then return cmd:print_help("resolve") end
-  local ref = one_ref("resolve", args)
-  read_only(opts)
-  load_project(opts)
+-- A read-only verb on one reference, with the project loaded:
+-- run(ref, opts) does the rest.
+local function read_verb(verb, run)
+  return function(argv)
+    local opts, args = cmd:parse(verb, argv)
+    if opts.help then return cmd:print_help(verb) end
+    local ref = one_ref(verb, args)
+    read_only(opts)
+    load_project(opts)
+    return run(ref, opts)
+  end
+end
+
+local cmd_resolve = read_verb("resolve", function(ref, opts)
   local _, info = image.resolve(ref, read_opts(opts))
   if opts.json then term.print(json.encode(info, true)) return 0 end
   term.print(info.reference)
   return 0
-end
+end)
 
-local function cmd_exists(argv)
-  local opts, args = cmd:parse("exists", argv)
-  if opts.help then return cmd:print_help("exists") end
-  local ref = one_ref("exists", args)
-  read_only(opts)
-  load_project(opts)
+local cmd_exists = read_verb("exists", function(ref, opts)
   local present, digest = image.exists(ref, read_opts(opts))
   if opts.json then
     term.print(json.encode({ exists = present, digest = digest }, true))
@@ -137,14 +140,9 @@ local function cmd_exists(argv)
     term.print(digest)
   end
   return present and 0 or 1
-end
+end)
 
-local function cmd_inspect(argv)
-  local opts, args = cmd:parse("inspect", argv)
-  if opts.help then return cmd:print_help("inspect") end
-  local ref = one_ref("inspect", args)
-  read_only(opts)
-  load_project(opts)
+local cmd_inspect = read_verb("inspect", function(ref, opts)
   local info = image.inspect(ref, read_opts(opts))
   if opts.json then
     info.manifest_json, info.config_json = nil, nil
@@ -174,7 +172,7 @@ local function cmd_inspect(argv)
     end
   end
   return 0
-end
+end)
 
 -- A progress bar on stderr, on a terminal only (term.progress, the one
 -- storage cp draws too): one line per blob, labelled by its digest.
