@@ -29,9 +29,7 @@ library.NEST_MAX = 16
 -- run evaluates its recipe twice and fetches in the first pass only.
 local fetched = {}
 
-local function recipe_error(message, hint)
-  errors.raise("recipe", "navette.use: " .. message, hint)
-end
+local recipe_error = errors.raiser("recipe", "navette.use: ")
 
 -- ---- the lock file (pure) -------------------------------------------------
 

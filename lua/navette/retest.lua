@@ -18,17 +18,7 @@ local M = {}
 local KEYS = { "job", "nodes", "baseline", "timeout" }
 M.KEYS = KEYS
 
-local function bad(message, hint)
-  errors.raise("recipe", "navette.retest: " .. message, hint)
-end
-
--- A deep copy of a plain table (a recipe's declaration).
-local function copy(t)
-  if type(t) ~= "table" then return t end
-  local out = {}
-  for k, v in pairs(t) do out[k] = copy(v) end
-  return out
-end
+local bad = errors.raiser("recipe", "navette.retest: ")
 
 -- The nodes to test: given, else the profile's node list.
 local function nodes_of(spec, profile)
@@ -189,7 +179,7 @@ function M.retest(spec)
   local job = require "navette.job"
   local declared = {}
   for i, node in ipairs(nodes) do
-    local decl = copy(spec.job)
+    local decl = util.deep_copy(spec.job)
     decl.name = decl.name .. "-" .. node
     decl.resources = decl.resources or {}
     decl.resources.nodes = node

@@ -15,9 +15,7 @@ sweep.KEYS = { "job", "matrix", "exclude", "include" }
 sweep.MAX_JOBS = 10000
 local PARAM_MAX, VALUE_MAX = 32, 64
 
-local function bad(message, hint)
-  errors.raise("recipe", "navette.sweep: " .. message, hint)
-end
+local bad = errors.raiser("recipe", "navette.sweep: ")
 
 -- A parameter's value as text: what the name, the environment and the
 -- record carry.

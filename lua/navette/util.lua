@@ -65,6 +65,29 @@ function util.check_options(what, opts, keys, shape, takes)
   end)
 end
 
+-- A deep copy of a plain table (a recipe's declaration, a default);
+-- any other value is returned as it is.
+function util.deep_copy(v)
+  if type(v) ~= "table" then return v end
+  local t = {}
+  for k, x in pairs(v) do t[k] = util.deep_copy(x) end
+  return t
+end
+
+-- The check of a name field of a declaration (a job's, a task's), as
+-- their field tables take it: (value, out, key) stores out.name, or calls
+-- bad(message) when it is not letters, digits, '.', '_' and '-' (at most
+-- 63, the first a letter or digit).
+function util.name_check(bad)
+  return function(v, out, key)
+    if not v:match("^[%w][%w._-]*$") or #v > 63 then
+      bad("'" .. key .. "' = '" .. v .. "': use letters, digits, '.', '_' "
+          .. "and '-' (at most 63)")
+    end
+    out.name = v
+  end
+end
+
 function util.dirname(path)
   local dir = path:match("^(.*)/[^/]*$")
   if dir == nil then return "." end
