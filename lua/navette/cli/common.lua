@@ -41,11 +41,34 @@ function common.parse(command, argv, flags)
   end)
 end
 
+-- A command's argv parsed against its flags: returns opts and args. With
+-- --help (or, when verbs is true, with no verb) it prints the command's
+-- usage instead and returns nil and the exit status (2 for no verb).
+function common.command_args(command, argv, verbs)
+  local opts, args = common.parse(command.name, argv, command.flags)
+  if opts.help or (verbs and #args == 0) then
+    term.print(command.usage)
+    return nil, opts.help and 0 or 2
+  end
+  return opts, args
+end
+
+-- status, logs, watch, cancel: their options and the one JOB id given
+-- (a prefix: jobview resolves it); nil when --help was printed.
+function common.job_args(command, argv)
+  local opts, args = common.command_args(command, argv)
+  if not opts then return nil end
+  if #args ~= 1 then
+    common.usage_error("expected one JOB id", command.name)
+  end
+  return opts, args[1]
+end
+
 -- run and plan: their one RECIPE and its options. Returns opts, the
 -- recipe, the nodes asked for (or nil); nil when --help was printed.
 function common.recipe_args(command, argv)
-  local opts, args = common.parse(command.name, argv, command.flags)
-  if opts.help then term.print(command.usage); return nil end
+  local opts, args = common.command_args(command, argv)
+  if not opts then return nil end
   if #args ~= 1 then
     common.usage_error("expected one RECIPE", command.name)
   end

@@ -493,8 +493,8 @@ end
 -- ---- the command ----------------------------------------------------------------
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
-  if opts.help then term.print(M.usage); return 0 end
+  local opts, args = common.command_args(M, argv)
+  if not opts then return 0 end
   if opts.install and opts.uninstall then
     common.usage_error("--install and --uninstall exclude each other",
                        M.name)

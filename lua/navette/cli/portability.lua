@@ -103,8 +103,8 @@ function M.print(result, header)
 end
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
-  if opts.help then term.print(M.usage); return 0 end
+  local opts, args = common.command_args(M, argv)
+  if not opts then return 0 end
   if #args ~= 1 then common.usage_error("expected one RECIPE", M.name) end
   local last_run = require("navette.portability").last_run
   local target
