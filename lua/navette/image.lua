@@ -17,7 +17,6 @@
 -- Side effects honour plan mode: they are recorded, not done. A failure
 -- raises; each function has a try_ twin returning nil, err (errors.lua).
 local errors = require "navette.errors"
-local util = require "navette.util"
 local common = require "navette.image.common"
 local confine = require "navette.image.confine"
 local native, json = _navette.image, _navette.json
@@ -82,9 +81,8 @@ end
 local CHECK_KEYS = { "registry", "credential", "ca_bundle" }
 function image.check_credential(opts)
   local what = "navette.image.check_credential"
-  util.check_options(what, opts, CHECK_KEYS,
-                     "{ registry = \"host:port\", credential = ... }",
-                     "keys: ")
+  table_spec("check_credential", opts, CHECK_KEYS, ": " .. what
+             .. "{ registry = \"host:port\", credential = ... }")
   string_arg("check_credential", "registry", opts.registry)
   if type(opts.credential) ~= "string" and type(opts.credential) ~= "userdata" then
     errors.raise("recipe", what .. ": credential must name a declared "
@@ -128,7 +126,7 @@ local CODE_KEYS = { "base", "to", "into", "platform", "repo", "commit",
 -- {reference = "repo@sha256:...", digest, tag, base, base_digest,
 --  layer_digest, diff_id, commit, bytes_uploaded, ...}
 local function code_layer(spec, trusted)
-  table_spec("code_layer", spec, CODE_KEYS, "{ base = ..., to = ... }")
+  table_spec("code_layer", spec, CODE_KEYS, " { base = ..., to = ... }")
   string_arg("code_layer", "base", spec.base)
   string_arg("code_layer", "to", spec.to)
   string_arg("code_layer", "into", spec.into, true)
@@ -172,7 +170,7 @@ local PACK_KEYS = { "repo", "commit", "into", "output" }
 -- image.pack{repo=, commit=, into=, output=} -> the layer code_layer
 -- would push, written to output (diff_id, layer_digest, sizes).
 local function pack(spec, trusted)
-  table_spec("pack", spec, PACK_KEYS, "{ output = ... }")
+  table_spec("pack", spec, PACK_KEYS, " { output = ... }")
   string_arg("pack", "output", spec.output)
   local repo = trusted and repo_root(spec.repo)
                or confined_repo("pack", spec.repo)

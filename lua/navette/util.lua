@@ -53,15 +53,15 @@ end
 
 -- The table of options of a recipe call named what: raises "recipe" when
 -- opts is not a table ("WHAT expects a table: WHAT" .. shape) or holds a
--- key not in keys (its hint takes, "it takes: " by default, and the list).
-function util.check_options(what, opts, keys, shape, takes)
+-- key not in keys (the hint "it takes: " and the list).
+function util.check_options(what, opts, keys, shape)
   local errors = require "navette.errors"
   if type(opts) ~= "table" then
     errors.raise("recipe", what .. " expects a table: " .. what .. shape)
   end
   util.check_keys(opts, keys, function(k, suggestion, list)
     errors.raise("recipe", what .. ": unknown key '" .. tostring(k) .. "'"
-                 .. suggestion, (takes or "it takes: ") .. list)
+                 .. suggestion, "it takes: " .. list)
   end)
 end
 

@@ -22,7 +22,7 @@ usage: navette cancel JOB [--no-wait]
 local CANCEL_WAIT_S = 10
 
 function M.run(argv)
-  local opts, given = common.job_args(M, argv)
+  local opts, given = common.one_arg(M, argv, "JOB id")
   if not opts then return 0 end
   -- the full id from here on (a prefix names one job or is refused)
   local row = jobs.resolve(given)

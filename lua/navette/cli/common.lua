@@ -53,13 +53,14 @@ function common.command_args(command, argv, verbs)
   return opts, args
 end
 
--- status, logs, watch, cancel: their options and the one JOB id given
--- (a prefix: jobview resolves it); nil when --help was printed.
-function common.job_args(command, argv)
+-- A command on one argument (status, logs, watch and cancel on a JOB id,
+-- portability on a RECIPE): its options and the argument; nil when --help
+-- was printed. what names the argument in the usage error.
+function common.one_arg(command, argv, what)
   local opts, args = common.command_args(command, argv)
   if not opts then return nil end
   if #args ~= 1 then
-    common.usage_error("expected one JOB id", command.name)
+    common.usage_error("expected one " .. what, command.name)
   end
   return opts, args[1]
 end
@@ -67,16 +68,13 @@ end
 -- run and plan: their one RECIPE and its options. Returns opts, the
 -- recipe, the nodes asked for (or nil); nil when --help was printed.
 function common.recipe_args(command, argv)
-  local opts, args = common.command_args(command, argv)
+  local opts, recipe = common.one_arg(command, argv, "RECIPE")
   if not opts then return nil end
-  if #args ~= 1 then
-    common.usage_error("expected one RECIPE", command.name)
-  end
   if opts.node and not opts.node:match("^[%w._%[%],-]+$") then
     common.usage_error("--node expects a node name (or list), got '"
                        .. opts.node .. "'", command.name)
   end
-  return opts, args[1], opts.node and { opts.node }
+  return opts, recipe, opts.node and { opts.node }
 end
 
 local function short_time(iso)

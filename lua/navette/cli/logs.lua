@@ -53,7 +53,7 @@ usage: navette logs JOB [--follow] [--tail N] [--json]
 }
 
 function M.run(argv)
-  local opts, id = common.job_args(M, argv)
+  local opts, id = common.one_arg(M, argv, "JOB id")
   if not opts then return 0 end
   local tail = opts.tail and math.tointeger(tonumber(opts.tail))
   if opts.tail and (not tail or tail < 0) then

@@ -19,7 +19,7 @@ usage: navette status JOB [--json]
 }
 
 function M.run(argv)
-  local opts, id = common.job_args(M, argv)
+  local opts, id = common.one_arg(M, argv, "JOB id")
   if not opts then return 0 end
   local v = jobs.get(id)
   -- what the status shows is there: the run record, and each output it

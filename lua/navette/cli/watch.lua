@@ -20,7 +20,7 @@ usage: navette watch JOB|RUN
 }
 
 function M.run(argv)
-  local opts, id = common.job_args(M, argv)
+  local opts, id = common.one_arg(M, argv, "JOB id")
   if not opts then return 0 end
   local row = jobs.row(id)
   if not row then

@@ -195,7 +195,7 @@ end
 -- Plan mode: the lookup is done, the build recorded.
 local function rebuild(spec, trusted)
   table_spec("rebuild", spec, REBUILD_KEYS,
-             "{ to = \"registry/repo:pointer\", ... }")
+             " { to = \"registry/repo:pointer\", ... }")
   string_arg("rebuild", "to", spec.to)
   if not trusted then -- refused before the registry is asked
     confined_store("rebuild", "storage_root", spec.storage_root)
@@ -265,7 +265,7 @@ local DEB_KEYS = { "suite", "packages", "variant", "platform", "to",
 -- which a profile's `images` may name. Plan mode: looked up, not built.
 local function debootstrap(spec, trusted)
   table_spec("debootstrap", spec, DEB_KEYS,
-             "{ to = ..., packages = { ... } }")
+             " { to = ..., packages = { ... } }")
   string_arg("debootstrap", "to", spec.to)
   string_arg("debootstrap", "suite", spec.suite, true)
   string_arg("debootstrap", "variant", spec.variant, true)

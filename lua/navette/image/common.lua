@@ -45,11 +45,12 @@ local function known_keys(fn, t, keys)
 end
 
 -- Raises "recipe" unless spec, the table navette.image.FN takes, is a
--- table (shape, when given, shows one) of the keys listed.
+-- table (the message ends with shape, when given, showing one) of the
+-- keys listed.
 local function table_spec(fn, spec, keys, shape)
   if type(spec) ~= "table" then
     errors.raise("recipe", "navette.image." .. fn .. " expects a table"
-                 .. (shape and " " .. shape or ""))
+                 .. (shape or ""))
   end
   known_keys(fn, spec, keys)
 end
