@@ -126,14 +126,8 @@ end
 local function follow(ids, timeout)
   local jobs = require "navette.jobview"
   local deadline = sys.now() + timeout
-  local views = {}
   while true do
-    local left = 0
-    for _, id in ipairs(ids) do
-      local v = jobs.get(id)
-      views[id] = v
-      if not jobs.FINAL[v.state] then left = left + 1 end
-    end
+    local views, left = jobs.poll(ids)
     if left == 0 then return views end
     if sys.now() > deadline then
       errors.raise("backend", "navette.retest: " .. left .. " smoke job(s) "

@@ -88,6 +88,19 @@ function util.name_check(bad)
   end
 end
 
+-- A declaration a recipe passed to name (navette.use, navette.sweep),
+-- checked with its module's bad(message, hint): a table (else "expects a
+-- table: " and name .. shape) of the keys listed.
+function util.check_declaration(decl, keys, bad, name, shape)
+  if type(decl) ~= "table" then
+    bad("expects a table: " .. name .. shape)
+  end
+  util.check_keys(decl, keys, function(k, suggestion, list)
+    bad("unknown key '" .. tostring(k) .. "'" .. suggestion,
+        name .. " takes: " .. list)
+  end)
+end
+
 function util.dirname(path)
   local dir = path:match("^(.*)/[^/]*$")
   if dir == nil then return "." end
