@@ -191,18 +191,24 @@ local function progress_printer()
   return bar, step
 end
 
+-- push-code, pack and build take flags, no argument; required lists the
+-- flags that must be given, in order: {name, "--NAME WHAT"}.
+local function flags_only(verb, opts, args, required)
+  if #args > 0 then
+    cmd:usage_error("unexpected argument " .. args[1], verb)
+  end
+  for _, r in ipairs(required) do
+    if not opts[r[1]] then cmd:usage_error(r[2] .. " is required", verb) end
+  end
+end
+
 local function cmd_push_code(argv)
   local opts, args = cmd:parse("push-code", argv, {
     base = "value", to = "value", repo = "value", commit = "value",
     into = "value", ["base-credential"] = "value" })
   if opts.help then return cmd:print_help("push-code") end
-  if #args > 0 then
-    cmd:usage_error("unexpected argument " .. args[1], "push-code")
-  end
-  if not opts.base then
-    cmd:usage_error("--base REF is required", "push-code")
-  end
-  if not opts.to then cmd:usage_error("--to REPO is required", "push-code") end
+  flags_only("push-code", opts, args, { { "base", "--base REF" },
+                                         { "to", "--to REPO" } })
   local root = load_project(opts, opts.repo)
   if not root then
     error(errors.new("refused", "not in a git repository: "
@@ -226,12 +232,7 @@ local function cmd_pack(argv)
   local opts, args = cmd:parse("pack", argv, {
     output = "value", repo = "value", commit = "value", into = "value" })
   if opts.help then return cmd:print_help("pack") end
-  if #args > 0 then
-    cmd:usage_error("unexpected argument " .. args[1], "pack")
-  end
-  if not opts.output then
-    cmd:usage_error("--output FILE is required", "pack")
-  end
+  flags_only("pack", opts, args, { { "output", "--output FILE" } })
   local res = image.trusted.pack { repo = opts.repo or sys.cwd(),
                                    commit = opts.commit, into = opts.into,
                                    output = opts.output }
@@ -252,10 +253,7 @@ local function cmd_build(argv)
     repo = "value", commit = "value", ["storage-root"] = "value",
     ["run-root"] = "value" })
   if opts.help then return cmd:print_help("build") end
-  if #args > 0 then
-    cmd:usage_error("unexpected argument " .. args[1], "build")
-  end
-  if not opts.to then cmd:usage_error("--to REPO is required", "build") end
+  flags_only("build", opts, args, { { "to", "--to REPO" } })
   local root = load_project(opts, opts.repo)
   if not root then
     error(errors.new("refused", "not in a git repository", "run it in the "

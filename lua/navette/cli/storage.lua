@@ -432,12 +432,12 @@ local function cmd_mb(argv)
   return 0
 end
 
--- presign and post-policy: what sign(c) makes with the profile's client
--- (a URL, a form) is what the user asked for, written as it is (see
--- s3_lua.c).
-local function write_signed(verb, opts, sign)
+-- presign and post-policy: what the method sign of the profile's client
+-- makes of the arguments (a URL, a form) is what the user asked for,
+-- written as it is (see s3_lua.c).
+local function write_signed(verb, opts, sign, ...)
   local c = client(verb, opts)
-  c:write_signed(check(sign(c)))
+  c:write_signed(check(c[sign](c, ...)))
   c:close()
   return 0
 end
@@ -454,9 +454,8 @@ local function cmd_presign(argv)
   local expires = expires_arg("presign", opts.expires)
   local at = time_arg("presign", opts.at)
   local bucket, key = url_arg("presign", args[1], "object")
-  return write_signed("presign", opts, function(c)
-    return c:presign(method, bucket, key, expires, at)
-  end)
+  return write_signed("presign", opts, "presign", method, bucket, key,
+                      expires, at)
 end
 
 local function cmd_post_policy(argv)
@@ -485,9 +484,8 @@ local function cmd_post_policy(argv)
                     .. "s3://BUCKET/PREFIX", "post-policy")
   end
   check(s3.check_key(prefix .. "x"))
-  return write_signed("post-policy", opts, function(c)
-    return c:post_policy(bucket, prefix, expires, max_bytes, at)
-  end)
+  return write_signed("post-policy", opts, "post_policy", bucket, prefix,
+                      expires, max_bytes, at)
 end
 
 local function cmd_sign(argv)
