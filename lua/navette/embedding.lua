@@ -43,14 +43,9 @@ end
 -- started raises at once, with the cause, instead of leaving the wait at
 -- `submitted`).
 function api.wait(ids)
-  local views, last_check = {}, sys.now()
+  local last_check = sys.now()
   while true do
-    local remaining = 0
-    for _, id in ipairs(ids) do
-      local v = jobs.get(id)
-      views[id] = v
-      if not jobs.FINAL[v.state] then remaining = remaining + 1 end
-    end
+    local views, remaining = jobs.poll(ids)
     if remaining == 0 then return views end
     if sys.now() - last_check >= AGENT_CHECK_S then
       last_check = sys.now()

@@ -69,6 +69,14 @@ function errors.raise(code, message, hint)
   error(errors.new(code, errors.where() .. message, hint), 0)
 end
 
+-- A module's raiser: raiser(code, prefix)(message, hint) raises code
+-- with prefix before the message ("navette.job: ").
+function errors.raiser(code, prefix)
+  return function(message, hint)
+    errors.raise(code, prefix .. message, hint)
+  end
+end
+
 -- Turns a native (nil, err) into a raise, keeping code and hint.
 function errors.check(value, err, context)
   if value ~= nil then return value end

@@ -26,6 +26,7 @@ local image = {}
 local fail, check, string_arg = common.fail, common.check, common.string_arg
 local known_keys, native_options = common.known_keys, common.native_options
 local repo_root, audit = common.repo_root, common.audit
+local table_spec = common.table_spec
 local confined_repo, confined_output = confine.repo, confine.output
 
 -- The platform the nodes run (navette.image.common).
@@ -80,11 +81,8 @@ end
 local CHECK_KEYS = { "registry", "credential", "ca_bundle" }
 function image.check_credential(opts)
   local what = "navette.image.check_credential"
-  if type(opts) ~= "table" then
-    errors.raise("recipe", what .. " expects a table: " .. what
-                 .. "{ registry = \"host:port\", credential = ... }")
-  end
-  known_keys("check_credential", opts, CHECK_KEYS)
+  table_spec("check_credential", opts, CHECK_KEYS, ": " .. what
+             .. "{ registry = \"host:port\", credential = ... }")
   string_arg("check_credential", "registry", opts.registry)
   if type(opts.credential) ~= "string" and type(opts.credential) ~= "userdata" then
     errors.raise("recipe", what .. ": credential must name a declared "
@@ -128,11 +126,7 @@ local CODE_KEYS = { "base", "to", "into", "platform", "repo", "commit",
 -- {reference = "repo@sha256:...", digest, tag, base, base_digest,
 --  layer_digest, diff_id, commit, bytes_uploaded, ...}
 local function code_layer(spec, trusted)
-  if type(spec) ~= "table" then
-    errors.raise("recipe", "navette.image.code_layer expects a table "
-                 .. "{ base = ..., to = ... }")
-  end
-  known_keys("code_layer", spec, CODE_KEYS)
+  table_spec("code_layer", spec, CODE_KEYS, " { base = ..., to = ... }")
   string_arg("code_layer", "base", spec.base)
   string_arg("code_layer", "to", spec.to)
   string_arg("code_layer", "into", spec.into, true)
@@ -176,11 +170,7 @@ local PACK_KEYS = { "repo", "commit", "into", "output" }
 -- image.pack{repo=, commit=, into=, output=} -> the layer code_layer
 -- would push, written to output (diff_id, layer_digest, sizes).
 local function pack(spec, trusted)
-  if type(spec) ~= "table" then
-    errors.raise("recipe", "navette.image.pack expects a table "
-                 .. "{ output = ... }")
-  end
-  known_keys("pack", spec, PACK_KEYS)
+  table_spec("pack", spec, PACK_KEYS, " { output = ... }")
   string_arg("pack", "output", spec.output)
   local repo = trusted and repo_root(spec.repo)
                or confined_repo("pack", spec.repo)

@@ -6,9 +6,7 @@ local util = require "navette.util"
 
 local job = {}
 
-local function bad(message, hint)
-  errors.raise("recipe", "navette.job: " .. message, hint)
-end
+local bad = errors.raiser("recipe", "navette.job: ")
 
 local function check_keys(t, known, what)
   util.check_keys(t, known, function(k, suggestion, list)
@@ -113,13 +111,7 @@ end
 -- Checks of the fields below that a type alone does not say. Each takes
 -- (value, out, key): it raises with the key's name, or stores the
 -- normalised value in out.
-local function check_name(v, out, key)
-  if not v:match("^[%w][%w._-]*$") or #v > 63 then
-    bad("'" .. key .. "' = '" .. v .. "': use letters, digits, '.', '_' "
-        .. "and '-' (at most 63)")
-  end
-  out.name = v
-end
+local check_name = util.name_check(bad)
 
 -- after: the jobs this one runs after, as navette.job or navette.sweep
 -- returned them (or their names); kept as a list of names, each once
@@ -286,23 +278,23 @@ local function check_gpus(v, out, key)
   out.gpus = v
 end
 
-local function check_memory(v, out, key)
-  local bytes = util.parse_size(v)
-  if not bytes then
-    bad("'" .. key .. "' = " .. tostring(v) .. " is not a size",
-        "for example \"16GiB\" or \"512MiB\"")
+-- A field parse reads (a size, a duration) into a number of at least
+-- least, stored as out[slot]; else what it is not, and an example.
+local function parsed(parse, slot, what, example, least)
+  return function(v, out, key)
+    local n = parse(v)
+    if not n or (least and n < least) then
+      bad("'" .. key .. "' = " .. tostring(v) .. " is not " .. what, example)
+    end
+    out[slot] = n
   end
-  out.memory = bytes
 end
 
-local function check_time_limit(v, out, key)
-  local secs = util.parse_duration(v)
-  if not secs then
-    bad("'" .. key .. "' = " .. tostring(v) .. " is not a duration",
-        "for example 600, \"30m\" or \"2h\"")
-  end
-  out.time_limit = secs
-end
+local check_memory = parsed(util.parse_size, "memory", "a size",
+                            "for example \"16GiB\" or \"512MiB\"")
+local check_time_limit = parsed(util.parse_duration, "time_limit",
+                                "a duration",
+                                "for example 600, \"30m\" or \"2h\"")
 
 -- partition, account, qos, gres: names the queue (Slurm) knows
 local function queue_name(name)
@@ -388,14 +380,10 @@ local function check_retry_on(v, out, key)
   out.on = list
 end
 
-local function check_checkpoint_every(v, out, key)
-  local secs = util.parse_duration(v)
-  if not secs or secs < 1 then
-    bad("'" .. key .. "' = " .. tostring(v) .. " is not a duration of a "
-        .. "second or more", "for example 300, \"5m\" or \"1h\"")
-  end
-  out.every = secs
-end
+local check_checkpoint_every = parsed(util.parse_duration, "every",
+                                      "a duration of a second or more",
+                                      "for example 300, \"5m\" or \"1h\"",
+                                      1)
 
 -- The fields of navette.job{...}, in the order they are checked: the one
 -- definition that validation, its messages, the LuaLS definitions
@@ -541,13 +529,6 @@ job.FIELDS = {
     } },
 }
 
-local function copy(v)
-  if type(v) ~= "table" then return v end
-  local t = {}
-  for k, x in pairs(v) do t[k] = copy(x) end
-  return t
-end
-
 local function names(fields)
   local list = {}
   for i, f in ipairs(fields) do list[i] = f.name end
@@ -570,7 +551,7 @@ local function check_fields(fields, spec, out, prefix)
         bad("'" .. key .. "' is required",
             f.required ~= true and f.required or nil)
       end
-      if out[f.name] == nil then out[f.name] = copy(f.default) end
+      if out[f.name] == nil then out[f.name] = util.deep_copy(f.default) end
     else
       if f.kind then want(value, f.kind, key) end
       if f.check then f.check(value, out, key) else out[f.name] = value end

@@ -155,6 +155,18 @@ function jobs.get(id)
   return jobs.view(row, info)
 end
 
+-- The views of the jobs ids, by id, and how many of them have not ended:
+-- one poll of a wait for them all.
+function jobs.poll(ids)
+  local views, running = {}, 0
+  for _, id in ipairs(ids) do
+    local v = jobs.get(id)
+    views[id] = v
+    if not jobs.FINAL[v.state] then running = running + 1 end
+  end
+  return views, running
+end
+
 function jobs.list(limit)
   jobs.revive_agent()
   local text, err = jobs.db():list(limit)

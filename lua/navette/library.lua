@@ -29,9 +29,7 @@ library.NEST_MAX = 16
 -- run evaluates its recipe twice and fetches in the first pass only.
 local fetched = {}
 
-local function recipe_error(message, hint)
-  errors.raise("recipe", "navette.use: " .. message, hint)
-end
+local recipe_error = errors.raiser("recipe", "navette.use: ")
 
 -- ---- the lock file (pure) -------------------------------------------------
 
@@ -174,13 +172,8 @@ end
 
 -- Checks what a recipe passed. -> {url, ref, module}
 function library.validate(decl)
-  if type(decl) ~= "table" then
-    recipe_error("expects a table: navette.use{ git = URL, ref = TAG }")
-  end
-  util.check_keys(decl, library.KEYS, function(k, suggestion, list)
-    recipe_error("unknown key '" .. tostring(k) .. "'" .. suggestion,
-                 "navette.use takes: " .. list)
-  end)
+  util.check_declaration(decl, library.KEYS, recipe_error, "navette.use",
+                         "{ git = URL, ref = TAG }")
   local url, ref, module = decl.git, decl.ref, decl.module or "init"
   if type(url) ~= "string" or url == "" or #url > URL_MAX
      or url:find('[%s%c"]') then

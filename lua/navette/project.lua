@@ -208,6 +208,14 @@ local function profile_fail(path, name, message, hint)
   fail(path, "profile '" .. name .. "': " .. message, hint)
 end
 
+-- Refuses a profile's setting key unless its value t is a table; shape
+-- ends the message (what the table holds).
+local function profile_table(path, name, t, key, shape)
+  if type(t) ~= "table" then
+    profile_fail(path, name, key .. " must be a table" .. shape)
+  end
+end
+
 -- The credentials a profile may use (issue 16: profiles share nothing
 -- implicitly). A project-level declaration is a definition, not a grant:
 -- a profile uses one when it names it, in the list part of its own
@@ -218,10 +226,8 @@ local function profile_credentials(path, name, t, shared, refs)
   local credentials = {}
   shared = shared or {}
   if t ~= nil then
-    if type(t) ~= "table" then
-      profile_fail(path, name, "credentials must be a table: names of the "
-                   .. "project's credentials, and name = { ... } of its own")
-    end
+    profile_table(path, name, t, "credentials", ": names of the project's "
+                  .. "credentials, and name = { ... } of its own")
     local own = {}
     for k, v in pairs(t) do
       if math.type(k) == "integer" then
@@ -286,10 +292,7 @@ local function bounded_duration(path, name, p, key, default, max)
 end
 
 local function validate_container(path, name, t)
-  if type(t) ~= "table" then
-    profile_fail(path, name, "container must be a table "
-                 .. "{ runtime = \"podman\" }")
-  end
+  profile_table(path, name, t, "container", " { runtime = \"podman\" }")
   for k in pairs(t) do
     if k ~= "runtime" then
       profile_fail(path, name, "container: unknown key '" .. tostring(k)
@@ -309,10 +312,8 @@ end
 -- catalogue's "catalogue"); a tag is resolved to its digest when a job
 -- is submitted.
 local function validate_images(path, name, t)
-  if type(t) ~= "table" then
-    profile_fail(path, name, "images must be a table { NAME = "
-                 .. "\"registry/repository:tag\" }")
-  end
+  profile_table(path, name, t, "images",
+                " { NAME = \"registry/repository:tag\" }")
   local out = {}
   for k, v in pairs(t) do
     if type(k) ~= "string" or not k:match("^[%a_][%w_-]*$") then
@@ -348,9 +349,7 @@ end
 local function validate_endpoints(path, name, t)
   local endpoints = {}
   if t == nil then return endpoints end
-  if type(t) ~= "table" then
-    profile_fail(path, name, "endpoints must be a table")
-  end
+  profile_table(path, name, t, "endpoints", "")
   local origin_of = require("navette.util").origin_of
   for url, e in pairs(t) do
     local origin = type(url) == "string" and origin_of(url)

@@ -22,87 +22,70 @@ local function boundary(fn)
   end
 end
 
+-- The modules behind the public functions, each loaded when one of its
+-- functions is first called.
+local function declarations() return require "navette.run.declare" end
+local function storage() return require "navette.storage" end
+local function storage_keys() return require "navette.storage.keys" end
+local function image() return require "navette.image" end
+local function image_builder() return require "navette.image.builder" end
+local function creds() return require "navette.creds" end
+local function creds_rotation() return require "navette.creds.rotation" end
+local function http() return require "navette.http" end
+
+-- The function name of the module load() returns, looked up when called;
+-- it takes what the caller passes.
+local function lazy(load, name)
+  return function(...) return load()[name](...) end
+end
+
 -- Each public function: its path and the trusted function behind it
--- (looked up when called, so that a module is loaded only when used).
+-- (looked up when called, so that a module is loaded only when used). A
+-- declaration takes its one table, never the trusted second argument.
 local FUNCTIONS = {
-  { "job",
-    function(spec) return require("navette.run.declare").declare(spec) end },
-  { "sweep",
-    function(spec)
-      return require("navette.run.declare").declare_sweep(spec)
-    end },
-  { "outputs",
-    function(...) return require("navette.run.declare").outputs(...) end },
-  { "context",
-    function() return require("navette.run.declare").context() end },
+  { "job", function(spec) return declarations().declare(spec) end },
+  { "sweep", function(spec) return declarations().declare_sweep(spec) end },
+  { "outputs", lazy(declarations, "outputs") },
+  { "context", function() return declarations().context() end },
   { "use", function(spec) return require("navette.library").use(spec) end },
   { "task", function(spec) return require("navette.task").declare(spec) end },
   { "retest", function(spec) return require("navette.retest").retest(spec) end },
-  { "storage.url", function(...) return require("navette.storage").url(...) end },
-  { "storage.put", function(...) return require("navette.storage").put(...) end },
-  { "storage.put_string",
-    function(...) return require("navette.storage").put_string(...) end },
-  { "storage.head", function(...) return require("navette.storage").head(...) end },
-  { "storage.list", function(...) return require("navette.storage").list(...) end },
-  { "storage.read", function(...) return require("navette.storage").read(...) end },
-  { "storage.copy", function(...) return require("navette.storage").copy(...) end },
-  { "storage.delete",
-    function(...) return require("navette.storage").delete(...) end },
-  { "storage.sha256",
-    function(...) return require("navette.storage").sha256(...) end },
-  { "storage.lifecycle",
-    function(...) return require("navette.storage").lifecycle(...) end },
-  { "storage.keys",
-    function(...) return require("navette.storage.keys").keys(...) end },
-  { "storage.create_key",
-    function(...) return require("navette.storage.keys").create_key(...) end },
-  { "storage.remove_key",
-    function(...) return require("navette.storage.keys").remove_key(...) end },
-  { "storage.check_credential",
-    function(...)
-      return require("navette.storage.keys").check_credential(...)
-    end },
-  { "image.parse", function(...) return require("navette.image").parse(...) end },
-  { "image.resolve",
-    function(...) return require("navette.image").resolve(...) end },
-  { "image.exists", function(...) return require("navette.image").exists(...) end },
-  { "image.inspect",
-    function(...) return require("navette.image").inspect(...) end },
-  { "image.code_layer",
-    function(...) return require("navette.image").code_layer(...) end },
-  { "image.pack", function(...) return require("navette.image").pack(...) end },
-  { "image.build",
-    function(...) return require("navette.image.builder").build(...) end },
-  { "image.rebuild",
-    function(...) return require("navette.image.builder").rebuild(...) end },
-  { "image.debootstrap",
-    function(...)
-      return require("navette.image.builder").debootstrap(...)
-    end },
-  { "image.target_platform",
-    function(...) return require("navette.image").target_platform(...) end },
-  { "image.check_platform",
-    function(...) return require("navette.image").check_platform(...) end },
-  { "creds.get",
-    function(...) return require("navette.creds").recipe_get(...) end },
-  { "creds.jwt", function(...) return require("navette.creds").jwt(...) end },
-  { "creds.store",
-    function(...) return require("navette.creds.rotation").store(...) end },
-  { "creds.generate",
-    function(...) return require("navette.creds.rotation").generate(...) end },
-  { "creds.htpasswd",
-    function(...) return require("navette.creds.rotation").htpasswd(...) end },
-  { "creds.stage",
-    function(...) return require("navette.creds.rotation").stage(...) end },
-  { "creds.staged",
-    function(...) return require("navette.creds.rotation").staged(...) end },
-  { "creds.declared",
-    function(...) return require("navette.creds").declared(...) end },
-  { "image.check_credential",
-    function(...) return require("navette.image").check_credential(...) end },
-  { "http.request",
-    function(...) return require("navette.http").request(...) end },
-  { "http.get", function(...) return require("navette.http").get(...) end },
+  { "storage.url", lazy(storage, "url") },
+  { "storage.put", lazy(storage, "put") },
+  { "storage.put_string", lazy(storage, "put_string") },
+  { "storage.head", lazy(storage, "head") },
+  { "storage.list", lazy(storage, "list") },
+  { "storage.read", lazy(storage, "read") },
+  { "storage.copy", lazy(storage, "copy") },
+  { "storage.delete", lazy(storage, "delete") },
+  { "storage.sha256", lazy(storage, "sha256") },
+  { "storage.lifecycle", lazy(storage, "lifecycle") },
+  { "storage.keys", lazy(storage_keys, "keys") },
+  { "storage.create_key", lazy(storage_keys, "create_key") },
+  { "storage.remove_key", lazy(storage_keys, "remove_key") },
+  { "storage.check_credential", lazy(storage_keys, "check_credential") },
+  { "image.parse", lazy(image, "parse") },
+  { "image.resolve", lazy(image, "resolve") },
+  { "image.exists", lazy(image, "exists") },
+  { "image.inspect", lazy(image, "inspect") },
+  { "image.code_layer", lazy(image, "code_layer") },
+  { "image.pack", lazy(image, "pack") },
+  { "image.build", lazy(image_builder, "build") },
+  { "image.rebuild", lazy(image_builder, "rebuild") },
+  { "image.debootstrap", lazy(image_builder, "debootstrap") },
+  { "image.target_platform", lazy(image, "target_platform") },
+  { "image.check_platform", lazy(image, "check_platform") },
+  { "creds.get", lazy(creds, "recipe_get") },
+  { "creds.jwt", lazy(creds, "jwt") },
+  { "creds.store", lazy(creds_rotation, "store") },
+  { "creds.generate", lazy(creds_rotation, "generate") },
+  { "creds.htpasswd", lazy(creds_rotation, "htpasswd") },
+  { "creds.stage", lazy(creds_rotation, "stage") },
+  { "creds.staged", lazy(creds_rotation, "staged") },
+  { "creds.declared", lazy(creds, "declared") },
+  { "image.check_credential", lazy(image, "check_credential") },
+  { "http.request", lazy(http, "request") },
+  { "http.get", lazy(http, "get") },
 }
 -- each backend's check_credential (its contract: backends/init.lua), as
 -- navette.<backend>.check_credential

@@ -18,17 +18,7 @@ local M = {}
 local KEYS = { "job", "nodes", "baseline", "timeout" }
 M.KEYS = KEYS
 
-local function bad(message, hint)
-  errors.raise("recipe", "navette.retest: " .. message, hint)
-end
-
--- A deep copy of a plain table (a recipe's declaration).
-local function copy(t)
-  if type(t) ~= "table" then return t end
-  local out = {}
-  for k, v in pairs(t) do out[k] = copy(v) end
-  return out
-end
+local bad = errors.raiser("recipe", "navette.retest: ")
 
 -- The nodes to test: given, else the profile's node list.
 local function nodes_of(spec, profile)
@@ -136,14 +126,8 @@ end
 local function follow(ids, timeout)
   local jobs = require "navette.jobview"
   local deadline = sys.now() + timeout
-  local views = {}
   while true do
-    local left = 0
-    for _, id in ipairs(ids) do
-      local v = jobs.get(id)
-      views[id] = v
-      if not jobs.FINAL[v.state] then left = left + 1 end
-    end
+    local views, left = jobs.poll(ids)
     if left == 0 then return views end
     if sys.now() > deadline then
       errors.raise("backend", "navette.retest: " .. left .. " smoke job(s) "
@@ -189,7 +173,7 @@ function M.retest(spec)
   local job = require "navette.job"
   local declared = {}
   for i, node in ipairs(nodes) do
-    local decl = copy(spec.job)
+    local decl = util.deep_copy(spec.job)
     decl.name = decl.name .. "-" .. node
     decl.resources = decl.resources or {}
     decl.resources.nodes = node

@@ -15,9 +15,7 @@ sweep.KEYS = { "job", "matrix", "exclude", "include" }
 sweep.MAX_JOBS = 10000
 local PARAM_MAX, VALUE_MAX = 32, 64
 
-local function bad(message, hint)
-  errors.raise("recipe", "navette.sweep: " .. message, hint)
-end
+local bad = errors.raiser("recipe", "navette.sweep: ")
 
 -- A parameter's value as text: what the name, the environment and the
 -- record carry.
@@ -209,13 +207,8 @@ end
 -- the command each parameter as NAVETTE_PARAM_<KEY> (host/jobs/launcher.c;
 -- a job's own env cannot name NAVETTE_* variables).
 function sweep.expand(decl)
-  if type(decl) ~= "table" then
-    bad("expects a table: navette.sweep{ job = {...}, matrix = {...} }")
-  end
-  util.check_keys(decl, sweep.KEYS, function(k, suggestion, list)
-    bad("unknown key '" .. tostring(k) .. "'" .. suggestion,
-        "navette.sweep takes: " .. list)
-  end)
+  util.check_declaration(decl, sweep.KEYS, bad, "navette.sweep",
+                         "{ job = {...}, matrix = {...} }")
   if type(decl.job) ~= "table" then
     bad("job must be the table a navette.job takes")
   end

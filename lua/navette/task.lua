@@ -19,21 +19,13 @@ local declared = setmetatable({}, { __mode = "k" })
 -- the task whose body runs now (nil between bodies)
 local running = nil
 
-local function bad(message, hint)
-  errors.raise("recipe", "navette.task: " .. message, hint)
-end
+local bad = errors.raiser("recipe", "navette.task: ")
 
 local SCHEDULE_HINT = "write \"daily HH:MM\", \"weekly DAY HH:MM\" (DAY: "
   .. "mon ... sun) or \"every N\" with a unit m, h or d (\"every 6h\"); "
   .. "times are the machine's local time"
 
-local function check_name(v, out, key)
-  if not v:match("^[%w][%w._-]*$") or #v > 63 then
-    bad("'" .. key .. "' = '" .. v .. "': use letters, digits, '.', '_' "
-        .. "and '-' (at most 63)")
-  end
-  out.name = v
-end
+local check_name = util.name_check(bad)
 
 local function check_schedule(v, out, key)
   local canonical, info = native.parse(v)

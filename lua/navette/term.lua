@@ -18,10 +18,15 @@ function term.style(stream, name, s)
   end))
 end
 
-function term.print(...)
+-- The values print writes: each through tostring, joined by spaces.
+local function joined(...)
   local parts = table.pack(...)
   for i = 1, parts.n do parts[i] = tostring(parts[i]) end
-  out.write("stdout", table.concat(parts, " "), "\n")
+  return table.concat(parts, " ")
+end
+
+function term.print(...)
+  out.write("stdout", joined(...), "\n")
 end
 
 function term.printf(fmt, ...)
@@ -29,9 +34,7 @@ function term.printf(fmt, ...)
 end
 
 function term.eprint(...)
-  local parts = table.pack(...)
-  for i = 1, parts.n do parts[i] = tostring(parts[i]) end
-  out.write("stderr", table.concat(parts, " "), "\n")
+  out.write("stderr", joined(...), "\n")
 end
 
 function term.write(s) out.write("stdout", s) end

@@ -51,6 +51,56 @@ function util.check_keys(t, known, refuse)
   end
 end
 
+-- The table of options of a recipe call named what: raises "recipe" when
+-- opts is not a table ("WHAT expects a table: WHAT" .. shape) or holds a
+-- key not in keys (the hint "it takes: " and the list).
+function util.check_options(what, opts, keys, shape)
+  local errors = require "navette.errors"
+  if type(opts) ~= "table" then
+    errors.raise("recipe", what .. " expects a table: " .. what .. shape)
+  end
+  util.check_keys(opts, keys, function(k, suggestion, list)
+    errors.raise("recipe", what .. ": unknown key '" .. tostring(k) .. "'"
+                 .. suggestion, "it takes: " .. list)
+  end)
+end
+
+-- A deep copy of a plain table (a recipe's declaration, a default);
+-- any other value is returned as it is.
+function util.deep_copy(v)
+  if type(v) ~= "table" then return v end
+  local t = {}
+  for k, x in pairs(v) do t[k] = util.deep_copy(x) end
+  return t
+end
+
+-- The check of a name field of a declaration (a job's, a task's), as
+-- their field tables take it: (value, out, key) stores out.name, or calls
+-- bad(message) when it is not letters, digits, '.', '_' and '-' (at most
+-- 63, the first a letter or digit).
+function util.name_check(bad)
+  return function(v, out, key)
+    if not v:match("^[%w][%w._-]*$") or #v > 63 then
+      bad("'" .. key .. "' = '" .. v .. "': use letters, digits, '.', '_' "
+          .. "and '-' (at most 63)")
+    end
+    out.name = v
+  end
+end
+
+-- A declaration a recipe passed to name (navette.use, navette.sweep),
+-- checked with its module's bad(message, hint): a table (else "expects a
+-- table: " and name .. shape) of the keys listed.
+function util.check_declaration(decl, keys, bad, name, shape)
+  if type(decl) ~= "table" then
+    bad("expects a table: " .. name .. shape)
+  end
+  util.check_keys(decl, keys, function(k, suggestion, list)
+    bad("unknown key '" .. tostring(k) .. "'" .. suggestion,
+        name .. " takes: " .. list)
+  end)
+end
+
 function util.dirname(path)
   local dir = path:match("^(.*)/[^/]*$")
   if dir == nil then return "." end

@@ -244,14 +244,8 @@ end
 -- does not; plan mode records the check and does nothing.
 function M.check_credential(opts)
   local what = "navette.slurm.check_credential"
-  if type(opts) ~= "table" then
-    errors.raise("recipe", what .. " expects a table: " .. what
-                 .. "{ credential = NAME or HANDLE }")
-  end
-  util.check_keys(opts, { "credential" }, function(k, suggestion, list)
-    errors.raise("recipe", what .. ": unknown key '" .. tostring(k) .. "'"
-                 .. suggestion, "it takes: " .. list)
-  end)
+  util.check_options(what, opts, { "credential" },
+                     "{ credential = NAME or HANDLE }")
   local run = require("navette.context").current()
   local profile = run and run.profile
   local cfg = profile and profile.slurm

@@ -21,11 +21,8 @@ usage: navette audit verify [--json]
 }
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
-  if opts.help or #args == 0 then
-    term.print(M.usage)
-    return opts.help and 0 or 2
-  end
+  local opts, args = common.command_args(M, argv, true)
+  if not opts then return args end
   local audit = require "navette.audit"
   local verb = args[1]
   if #args > 1 then common.usage_error("too many arguments", "audit") end

@@ -22,11 +22,10 @@ usage: navette cancel JOB [--no-wait]
 local CANCEL_WAIT_S = 10
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
-  if opts.help then term.print(M.usage); return 0 end
-  if #args ~= 1 then common.usage_error("expected one JOB id", "cancel") end
+  local opts, given = common.one_arg(M, argv, "JOB id")
+  if not opts then return 0 end
   -- the full id from here on (a prefix names one job or is refused)
-  local row = jobs.resolve(args[1])
+  local row = jobs.resolve(given)
   local id = row.id
   local ended = jobs.FINAL[row.state]
   local state = jobs.cancel(id)

@@ -41,19 +41,40 @@ function common.parse(command, argv, flags)
   end)
 end
 
+-- A command's argv parsed against its flags: returns opts and args. With
+-- --help (or, when verbs is true, with no verb) it prints the command's
+-- usage instead and returns nil and the exit status (2 for no verb).
+function common.command_args(command, argv, verbs)
+  local opts, args = common.parse(command.name, argv, command.flags)
+  if opts.help or (verbs and #args == 0) then
+    term.print(command.usage)
+    return nil, opts.help and 0 or 2
+  end
+  return opts, args
+end
+
+-- A command on one argument (status, logs, watch and cancel on a JOB id,
+-- portability on a RECIPE): its options and the argument; nil when --help
+-- was printed. what names the argument in the usage error.
+function common.one_arg(command, argv, what)
+  local opts, args = common.command_args(command, argv)
+  if not opts then return nil end
+  if #args ~= 1 then
+    common.usage_error("expected one " .. what, command.name)
+  end
+  return opts, args[1]
+end
+
 -- run and plan: their one RECIPE and its options. Returns opts, the
 -- recipe, the nodes asked for (or nil); nil when --help was printed.
 function common.recipe_args(command, argv)
-  local opts, args = common.parse(command.name, argv, command.flags)
-  if opts.help then term.print(command.usage); return nil end
-  if #args ~= 1 then
-    common.usage_error("expected one RECIPE", command.name)
-  end
+  local opts, recipe = common.one_arg(command, argv, "RECIPE")
+  if not opts then return nil end
   if opts.node and not opts.node:match("^[%w._%[%],-]+$") then
     common.usage_error("--node expects a node name (or list), got '"
                        .. opts.node .. "'", command.name)
   end
-  return opts, args[1], opts.node and { opts.node }
+  return opts, recipe, opts.node and { opts.node }
 end
 
 local function short_time(iso)

@@ -146,6 +146,29 @@ local function quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end
 
+-- The case over the commands (and their verbs) that sets flags and
+-- verbs; value(list, key) writes a list as the shell's assignment value.
+local function command_cases(w, model, value)
+  w("\tcase $cmd in")
+  for _, c in ipairs(model.commands) do
+    w("\t" .. c.name .. ")")
+    w("\t\tflags=" .. value(c.flags, "word"))
+    if c.verbs then
+      w("\t\tverbs=" .. value(c.verbs))
+      w("\t\tcase $verb in")
+      for _, v in ipairs(c.verbs) do
+        if #v.flags > 1 then
+          w("\t\t" .. v.name .. ") flags=" .. value(v.flags, "word")
+            .. " ;;")
+        end
+      end
+      w("\t\tesac")
+    end
+    w("\t\t;;")
+  end
+  w("\tesac")
+end
+
 local function bash(model)
   local out = {}
   local function w(s) out[#out + 1] = s end
@@ -171,24 +194,7 @@ local function bash(model)
   w("\tfi")
   -- a value flag's value: left to the default (file names)
   w("\tcase $prev in " .. values .. ") return 0 ;; esac")
-  w("\tcase $cmd in")
-  for _, c in ipairs(model.commands) do
-    w("\t" .. c.name .. ")")
-    w("\t\tflags=" .. quote(words(c.flags)))
-    if c.verbs then
-      w("\t\tverbs=" .. quote(words(c.verbs)))
-      w("\t\tcase $verb in")
-      for _, v in ipairs(c.verbs) do
-        if #v.flags > 1 then
-          w("\t\t" .. v.name .. ") flags=" .. quote(words(v.flags))
-            .. " ;;")
-        end
-      end
-      w("\t\tesac")
-    end
-    w("\t\t;;")
-  end
-  w("\tesac")
+  command_cases(w, model, function(list) return quote(words(list)) end)
   w("\tif [[ $cur == -* ]]; then")
   w("\t\tCOMPREPLY=($(compgen -W \"$flags\" -- \"$cur\"))")
   w("\telif [ -n \"$verbs\" ] && [ -z \"$verb\" ]; then")
@@ -210,8 +216,6 @@ local function described(list, key)
   end
   return table.concat(out, " ")
 end
-
-local function zsh_flags(flags) return described(flags, "word") end
 
 local function zsh(model)
   local out = {}
@@ -238,23 +242,9 @@ local function zsh(model)
   w("\t\treturn")
   w("\tfi")
   w("\tcase ${words[CURRENT-1]} in " .. values .. ") _files; return ;; esac")
-  w("\tcase $cmd in")
-  for _, c in ipairs(model.commands) do
-    w("\t" .. c.name .. ")")
-    w("\t\tflags=(" .. zsh_flags(c.flags) .. ")")
-    if c.verbs then
-      w("\t\tverbs=(" .. described(c.verbs) .. ")")
-      w("\t\tcase $verb in")
-      for _, v in ipairs(c.verbs) do
-        if #v.flags > 1 then
-          w("\t\t" .. v.name .. ") flags=(" .. zsh_flags(v.flags) .. ") ;;")
-        end
-      end
-      w("\t\tesac")
-    end
-    w("\t\t;;")
-  end
-  w("\tesac")
+  command_cases(w, model, function(list, key)
+    return "(" .. described(list, key) .. ")"
+  end)
   w("\tif [[ ${words[CURRENT]} == -* ]]; then")
   w("\t\t_describe -t options 'option' flags")
   w("\telif ((${#verbs})) && [[ -z $verb ]]; then")

@@ -28,11 +28,8 @@ local function here_project(profile_name)
 end
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
-  if opts.help or #args == 0 then
-    term.print(M.usage)
-    return opts.help and 0 or 2
-  end
+  local opts, args = common.command_args(M, argv, true)
+  if not opts then return args end
   local verb = table.remove(args, 1)
   local proj, profile = here_project(opts.profile)
   local creds = require "navette.creds"

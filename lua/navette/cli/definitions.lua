@@ -17,8 +17,8 @@ usage: navette definitions [FILE]
 }
 
 function M.run(argv)
-  local opts, rest = common.parse(M.name, argv, M.flags)
-  if opts.help then term.print(M.usage); return 0 end
+  local opts, rest = common.command_args(M, argv)
+  if not opts then return 0 end
   if #rest > 1 then
     error(errors.new("usage", "expected at most one FILE",
                      "see `navette definitions --help`"), 0)

@@ -453,8 +453,8 @@ local STYLES = { ok = "green", warn = "yellow", fail = "bold_red",
                  skip = "dim" }
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
-  if opts.help then term.print(M.usage); return 0 end
+  local opts, args = common.command_args(M, argv)
+  if not opts then return 0 end
   if #args > 0 then
     common.usage_error("doctor takes no argument, got '" .. args[1] .. "'",
                        M.name)

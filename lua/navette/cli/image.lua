@@ -112,24 +112,27 @@ local function one_ref(verb, args)
   return args[1]
 end
 
-local function cmd_resolve(argv)
-  local opts, args = cmd:parse("resolve", argv)
-  if opts.help then return cmd:print_help("resolve") end
-  local ref = one_ref("resolve", args)
-  read_only(opts)
-  load_project(opts)
+-- A read-only verb on one reference, with the project loaded:
+-- run(ref, opts) does the rest.
+local function read_verb(verb, run)
+  return function(argv)
+    local opts, args = cmd:parse(verb, argv)
+    if opts.help then return cmd:print_help(verb) end
+    local ref = one_ref(verb, args)
+    read_only(opts)
+    load_project(opts)
+    return run(ref, opts)
+  end
+end
+
+local cmd_resolve = read_verb("resolve", function(ref, opts)
   local _, info = image.resolve(ref, read_opts(opts))
   if opts.json then term.print(json.encode(info, true)) return 0 end
   term.print(info.reference)
   return 0
-end
+end)
 
-local function cmd_exists(argv)
-  local opts, args = cmd:parse("exists", argv)
-  if opts.help then return cmd:print_help("exists") end
-  local ref = one_ref("exists", args)
-  read_only(opts)
-  load_project(opts)
+local cmd_exists = read_verb("exists", function(ref, opts)
   local present, digest = image.exists(ref, read_opts(opts))
   if opts.json then
     term.print(json.encode({ exists = present, digest = digest }, true))
@@ -137,14 +140,9 @@ local function cmd_exists(argv)
     term.print(digest)
   end
   return present and 0 or 1
-end
+end)
 
-local function cmd_inspect(argv)
-  local opts, args = cmd:parse("inspect", argv)
-  if opts.help then return cmd:print_help("inspect") end
-  local ref = one_ref("inspect", args)
-  read_only(opts)
-  load_project(opts)
+local cmd_inspect = read_verb("inspect", function(ref, opts)
   local info = image.inspect(ref, read_opts(opts))
   if opts.json then
     info.manifest_json, info.config_json = nil, nil
@@ -174,7 +172,7 @@ local function cmd_inspect(argv)
     end
   end
   return 0
-end
+end)
 
 -- A progress bar on stderr, on a terminal only (term.progress, the one
 -- storage cp draws too): one line per blob, labelled by its digest.
@@ -193,18 +191,24 @@ local function progress_printer()
   return bar, step
 end
 
+-- push-code, pack and build take flags, no argument; required lists the
+-- flags that must be given, in order: {name, "--NAME WHAT"}.
+local function flags_only(verb, opts, args, required)
+  if #args > 0 then
+    cmd:usage_error("unexpected argument " .. args[1], verb)
+  end
+  for _, r in ipairs(required) do
+    if not opts[r[1]] then cmd:usage_error(r[2] .. " is required", verb) end
+  end
+end
+
 local function cmd_push_code(argv)
   local opts, args = cmd:parse("push-code", argv, {
     base = "value", to = "value", repo = "value", commit = "value",
     into = "value", ["base-credential"] = "value" })
   if opts.help then return cmd:print_help("push-code") end
-  if #args > 0 then
-    cmd:usage_error("unexpected argument " .. args[1], "push-code")
-  end
-  if not opts.base then
-    cmd:usage_error("--base REF is required", "push-code")
-  end
-  if not opts.to then cmd:usage_error("--to REPO is required", "push-code") end
+  flags_only("push-code", opts, args, { { "base", "--base REF" },
+                                         { "to", "--to REPO" } })
   local root = load_project(opts, opts.repo)
   if not root then
     error(errors.new("refused", "not in a git repository: "
@@ -228,12 +232,7 @@ local function cmd_pack(argv)
   local opts, args = cmd:parse("pack", argv, {
     output = "value", repo = "value", commit = "value", into = "value" })
   if opts.help then return cmd:print_help("pack") end
-  if #args > 0 then
-    cmd:usage_error("unexpected argument " .. args[1], "pack")
-  end
-  if not opts.output then
-    cmd:usage_error("--output FILE is required", "pack")
-  end
+  flags_only("pack", opts, args, { { "output", "--output FILE" } })
   local res = image.trusted.pack { repo = opts.repo or sys.cwd(),
                                    commit = opts.commit, into = opts.into,
                                    output = opts.output }
@@ -254,10 +253,7 @@ local function cmd_build(argv)
     repo = "value", commit = "value", ["storage-root"] = "value",
     ["run-root"] = "value" })
   if opts.help then return cmd:print_help("build") end
-  if #args > 0 then
-    cmd:usage_error("unexpected argument " .. args[1], "build")
-  end
-  if not opts.to then cmd:usage_error("--to REPO is required", "build") end
+  flags_only("build", opts, args, { { "to", "--to REPO" } })
   local root = load_project(opts, opts.repo)
   if not root then
     error(errors.new("refused", "not in a git repository", "run it in the "

@@ -47,9 +47,9 @@ local function short_ids(rows)
 end
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
+  local opts, args = common.command_args(M, argv)
+  if not opts then return 0 end
   opts.long = opts.long or opts.l
-  if opts.help then term.print(M.usage); return 0 end
   if #args > 0 then common.usage_error("jobs takes no argument", "jobs") end
   local limit = opts.limit and math.tointeger(tonumber(opts.limit))
   if opts.limit and (not limit or limit < 1) then

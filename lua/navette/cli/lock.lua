@@ -123,8 +123,8 @@ local function write_lock(path, found, team_pin)
 end
 
 function M.run(argv)
-  local opts, recipes = common.parse(M.name, argv, M.flags)
-  if opts.help then term.print(M.usage); return 0 end
+  local opts, recipes = common.command_args(M, argv)
+  if not opts then return 0 end
   local found, path, proj = {}, nil, nil
   if #recipes > 0 then found, path, proj = libraries_of(recipes, opts) end
   local team_pin

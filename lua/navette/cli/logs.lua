@@ -53,14 +53,13 @@ usage: navette logs JOB [--follow] [--tail N] [--json]
 }
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
-  if opts.help then term.print(M.usage); return 0 end
-  if #args ~= 1 then common.usage_error("expected one JOB id", "logs") end
+  local opts, id = common.one_arg(M, argv, "JOB id")
+  if not opts then return 0 end
   local tail = opts.tail and math.tointeger(tonumber(opts.tail))
   if opts.tail and (not tail or tail < 0) then
     common.usage_error("--tail must be a whole number of lines", "logs")
   end
-  local v = jobs.get(args[1])
+  local v = jobs.get(id)
   local offset = 0
   local row = jobs.row(v.id)
   if row and row.spec and type(row.spec.redact_fingerprints) == "string" then

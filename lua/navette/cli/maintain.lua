@@ -208,6 +208,30 @@ end
 
 -- ---- one pass ------------------------------------------------------------------
 
+-- Calls visit(run, rel, t, row, now, due, slot, missed) for each task of
+-- each recipe (loaded acting or not): its state row and whether it is
+-- due now. A recipe that fails, loading or in visit, is added to failed
+-- as {recipe, code, message, hint}, and its error handed to on_error.
+local function each_task(recipes, opts, db, acting, visit, failed, on_error)
+  for _, recipe in ipairs(recipes) do
+    local ok, err = pcall(function()
+      local run, tasks, rel = load_recipe(recipe, opts, acting)
+      for _, t in ipairs(tasks) do
+        local now = sys.now()
+        local row = state_of(db, run, rel, t)
+        local due, slot, missed = native.due(t.schedule, row.next_due, now)
+        visit(run, rel, t, row, now, due, slot, missed)
+      end
+    end)
+    if not ok then
+      local e = errors.from(err)
+      failed[#failed + 1] = { recipe = recipe, code = e.code,
+                              message = e.message, hint = e.hint }
+      if on_error then on_error(e) end
+    end
+  end
+end
+
 -- Runs (or, with opts.plan, plans) the due tasks of every recipe.
 -- Returns {tasks = views, errors = {recipe, code, message}}, the exit
 -- status, and the soonest next due time.
@@ -216,73 +240,62 @@ local function pass(recipes, opts, db)
   local result = { tasks = {}, errors = {} }
   local status, soonest = 0, nil
   local acting = not opts.plan
-  for _, recipe in ipairs(recipes) do
-    local ok, err = pcall(function()
-      local run, tasks, rel = load_recipe(recipe, opts, acting)
-      for _, t in ipairs(tasks) do
-        local now = sys.now()
-        local row = state_of(db, run, rel, t)
-        local due, slot, missed = native.due(t.schedule, row.next_due, now)
-        if opts.task then
-          -- the task asked for runs now, due or not; no other runs
-          if t.name ~= opts.task then
-            due = false
-          elseif not due then
-            due, slot, missed = true, now, 0
-          end
-          if t.name == opts.task then result.matched = true end
-        end
-        local v = view(row, t, due, slot, missed, now)
-        v.ran = false
-        if due then
-          local out = task.execute(run, t, { slot = slot, missed = missed,
-            plan = opts.plan, recipe = rel, state = row })
-          v.ran = true
-          v.result = out.ok and "ok" or "failed"
-          v.message = out.message or json.null
-          v.hint = out.hint
-          v.duration = out.duration
-          if opts.plan then
-            v.actions = json.array(out.actions)
-          else
-            row.last_run, row.last_slot = now, slot
-            row.duration = out.duration
-            row.result = v.result
-            row.message = out.message or ""
-            row.runs = row.runs + 1
-            if not out.ok then row.failures = row.failures + 1 end
-            row.next_due = native.after_run(t.schedule, slot, sys.now()) or 0
-            errors.check(db:put(row))
-            v.last_run, v.last_slot = iso(row.last_run), iso(row.last_slot)
-            v.runs, v.failures = row.runs, row.failures
-            audit.record({ action = "task.run",
-                           target = rel .. ":" .. t.name,
-                           result = v.result,
-                           detail = first_line(out.message)
-                                    or ("slot " .. sys.iso8601(slot)) },
-                         run.profile)
-          end
-          v.next_due = iso(row.next_due)
-          v._next_due = row.next_due
-          if not out.ok and status == 0 then status = 1 end
-          -- back out of plan mode if a body's call left it elsewhere
-          if acting then core.set_plan(false) end
-        end
-        if row.next_due > 0 and (not soonest or row.next_due < soonest) then
-          soonest = row.next_due
-        end
-        result.tasks[#result.tasks + 1] = v
+  local function visit(run, rel, t, row, now, due, slot, missed)
+    if opts.task then
+      -- the task asked for runs now, due or not; no other runs
+      if t.name ~= opts.task then
+        due = false
+      elseif not due then
+        due, slot, missed = true, now, 0
       end
-    end)
-    if not ok then
-      local e = errors.from(err)
-      result.errors[#result.errors + 1] = { recipe = recipe, code = e.code,
-                                            message = e.message,
-                                            hint = e.hint }
-      local code = errors.exit_status[e.code] or 4
-      if status == 0 or status == 1 then status = code end
+      if t.name == opts.task then result.matched = true end
     end
+    local v = view(row, t, due, slot, missed, now)
+    v.ran = false
+    if due then
+      local out = task.execute(run, t, { slot = slot, missed = missed,
+        plan = opts.plan, recipe = rel, state = row })
+      v.ran = true
+      v.result = out.ok and "ok" or "failed"
+      v.message = out.message or json.null
+      v.hint = out.hint
+      v.duration = out.duration
+      if opts.plan then
+        v.actions = json.array(out.actions)
+      else
+        row.last_run, row.last_slot = now, slot
+        row.duration = out.duration
+        row.result = v.result
+        row.message = out.message or ""
+        row.runs = row.runs + 1
+        if not out.ok then row.failures = row.failures + 1 end
+        row.next_due = native.after_run(t.schedule, slot, sys.now()) or 0
+        errors.check(db:put(row))
+        v.last_run, v.last_slot = iso(row.last_run), iso(row.last_slot)
+        v.runs, v.failures = row.runs, row.failures
+        audit.record({ action = "task.run",
+                       target = rel .. ":" .. t.name,
+                       result = v.result,
+                       detail = first_line(out.message)
+                                or ("slot " .. sys.iso8601(slot)) },
+                     run.profile)
+      end
+      v.next_due = iso(row.next_due)
+      v._next_due = row.next_due
+      if not out.ok and status == 0 then status = 1 end
+      -- back out of plan mode if a body's call left it elsewhere
+      if acting then core.set_plan(false) end
+    end
+    if row.next_due > 0 and (not soonest or row.next_due < soonest) then
+      soonest = row.next_due
+    end
+    result.tasks[#result.tasks + 1] = v
   end
+  local function on_error(e)
+    local code = errors.exit_status[e.code] or 4
+    if status == 0 or status == 1 then status = code end
+  end
+  each_task(recipes, opts, db, acting, visit, result.errors, on_error)
   if opts.task and not result.matched and #result.errors == 0 then
     local names = {}
     for _, v in ipairs(result.tasks) do names[#names + 1] = v.name end
@@ -334,24 +347,12 @@ end
 
 local function list(recipes, opts, db)
   local rows, failed = {}, {}
-  for _, recipe in ipairs(recipes) do
-    local ok, err = pcall(function()
-      local run, tasks, rel = load_recipe(recipe, opts, false)
-      for _, t in ipairs(tasks) do
-        local now = sys.now()
-        local row = state_of(db, run, rel, t)
-        local due, slot, missed = native.due(t.schedule, row.next_due, now)
-        rows[#rows + 1] = view(row, t, due, slot, missed, now)
-        rows[#rows]._next_due = row.next_due > 0 and row.next_due or now
-        rows[#rows]._last_run = row.last_run
-      end
-    end)
-    if not ok then
-      local e = errors.from(err)
-      failed[#failed + 1] = { recipe = recipe, code = e.code,
-                              message = e.message, hint = e.hint }
-    end
+  local function add(_, _, t, row, now, due, slot, missed)
+    rows[#rows + 1] = view(row, t, due, slot, missed, now)
+    rows[#rows]._next_due = row.next_due > 0 and row.next_due or now
+    rows[#rows]._last_run = row.last_run
   end
+  each_task(recipes, opts, db, false, add, failed)
   if opts.json then
     term.print(json.encode({ tasks = json.array(data(rows)),
                              errors = json.array(failed) }, true))
@@ -491,8 +492,8 @@ end
 -- ---- the command ----------------------------------------------------------------
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
-  if opts.help then term.print(M.usage); return 0 end
+  local opts, args = common.command_args(M, argv)
+  if not opts then return 0 end
   if opts.install and opts.uninstall then
     common.usage_error("--install and --uninstall exclude each other",
                        M.name)

@@ -171,8 +171,8 @@ function M.compare(spec_a, spec_b)
 end
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
-  if opts.help then term.print(M.usage); return 0 end
+  local opts, args = common.command_args(M, argv)
+  if not opts then return 0 end
   if #args ~= 1 then
     fail("usage", "expected one JOB id", "see `navette migrate --help`")
   end

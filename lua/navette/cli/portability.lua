@@ -103,9 +103,8 @@ function M.print(result, header)
 end
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
-  if opts.help then term.print(M.usage); return 0 end
-  if #args ~= 1 then common.usage_error("expected one RECIPE", M.name) end
+  local opts, recipe = common.one_arg(M, argv, "RECIPE")
+  if not opts then return 0 end
   local last_run = require("navette.portability").last_run
   local target
   if opts.to then
@@ -116,9 +115,9 @@ function M.run(argv)
     -- a profile of the project, else a node of the profile's backend
     local runner_project = require "navette.project"
     local sys = _navette.sys
-    local real = sys.realpath(args[1])
+    local real = sys.realpath(recipe)
     if not real then
-      error(errors.new("usage", "no recipe file '" .. args[1] .. "'",
+      error(errors.new("usage", "no recipe file '" .. recipe .. "'",
                        "give the path of a .lua recipe"), 0)
     end
     local proj = runner_project.at(require("navette.util").dirname(real))
@@ -134,23 +133,23 @@ function M.run(argv)
       target = { node = opts.to }
     end
   end
-  local facts = gather_recipe(args[1], opts.profile, target)
+  local facts = gather_recipe(recipe, opts.profile, target)
   if #facts.jobs == 0 then
-    error(errors.new("usage", "recipe " .. args[1] .. " declares no job: "
+    error(errors.new("usage", "recipe " .. recipe .. " declares no job: "
                      .. "there is nothing to move", "give the recipe "
                      .. "whose jobs would change node"), 0)
   end
   local result = require("navette.portability").evaluate(facts)
   if opts.json then
     term.print(json.encode({
-      recipe = args[1], project = facts.project, profile = facts.profile,
+      recipe = recipe, project = facts.project, profile = facts.profile,
       evaluated_under = facts.evaluated_under,
       to = opts.to, allowed = result.allowed,
       verdict = result.allowed and "automated move allowed" or "actions",
       rules = json.array(result.rules), actions = result.actions,
     }, true))
   else
-    M.print(result, "portability of " .. args[1] .. " · project "
+    M.print(result, "portability of " .. recipe .. " · project "
       .. facts.project .. " · profile " .. facts.profile
       .. (target and (" -> " .. (target.profile and ("profile "
           .. target.profile) or ("node " .. target.node))) or ""))

@@ -19,10 +19,9 @@ usage: navette status JOB [--json]
 }
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
-  if opts.help then term.print(M.usage); return 0 end
-  if #args ~= 1 then common.usage_error("expected one JOB id", "status") end
-  local v = jobs.get(args[1])
+  local opts, id = common.one_arg(M, argv, "JOB id")
+  if not opts then return 0 end
+  local v = jobs.get(id)
   -- what the status shows is there: the run record, and each output it
   -- lists (a head per output)
   local row = jobs.row(v.id)

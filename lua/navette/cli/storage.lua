@@ -432,6 +432,16 @@ local function cmd_mb(argv)
   return 0
 end
 
+-- presign and post-policy: what the method sign of the profile's client
+-- makes of the arguments (a URL, a form) is what the user asked for,
+-- written as it is (see s3_lua.c).
+local function write_signed(verb, opts, sign, ...)
+  local c = client(verb, opts)
+  c:write_signed(check(c[sign](c, ...)))
+  c:close()
+  return 0
+end
+
 local function cmd_presign(argv)
   local opts, args = cmd:parse("presign", argv, { method = "value",
                            expires = "value", at = "value" })
@@ -444,12 +454,8 @@ local function cmd_presign(argv)
   local expires = expires_arg("presign", opts.expires)
   local at = time_arg("presign", opts.at)
   local bucket, key = url_arg("presign", args[1], "object")
-  local c = client("presign", opts)
-  local url = check(c:presign(method, bucket, key, expires, at))
-  -- the URL is what the user asked for: printed as it is (see s3_lua.c)
-  c:write_signed(url)
-  c:close()
-  return 0
+  return write_signed("presign", opts, "presign", method, bucket, key,
+                      expires, at)
 end
 
 local function cmd_post_policy(argv)
@@ -478,11 +484,8 @@ local function cmd_post_policy(argv)
                     .. "s3://BUCKET/PREFIX", "post-policy")
   end
   check(s3.check_key(prefix .. "x"))
-  local c = client("post-policy", opts)
-  local form = check(c:post_policy(bucket, prefix, expires, max_bytes, at))
-  c:write_signed(form)
-  c:close()
-  return 0
+  return write_signed("post-policy", opts, "post_policy", bucket, prefix,
+                      expires, max_bytes, at)
 end
 
 local function cmd_sign(argv)

@@ -301,11 +301,8 @@ local function revoke(id, opts)
 end
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
-  if opts.help or #args == 0 then
-    term.print(M.usage)
-    return opts.help and 0 or 2
-  end
+  local opts, args = common.command_args(M, argv, true)
+  if not opts then return args end
   local verb = table.remove(args, 1)
   if verb == "show" and #args == 0 then return show(opts) end
   if verb == "apply" and #args == 0 then return apply(opts) end

@@ -1,5 +1,4 @@
 -- `navette test FILE...`: runs Lua test files (navette.testing).
-local term = require "navette.term"
 local common = require "navette.cli.common"
 
 local M = {
@@ -18,8 +17,8 @@ usage: navette test [--host] FILE...
 }
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
-  if opts.help then term.print(M.usage); return 0 end
+  local opts, args = common.command_args(M, argv)
+  if not opts then return 0 end
   if #args == 0 then common.usage_error("expected test files", "test") end
   return require("navette.testing").run_files(args, { host = opts.host })
 end

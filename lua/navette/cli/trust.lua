@@ -42,8 +42,8 @@ local function print_bindings(text)
 end
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
-  if opts.help then term.print(M.usage); return 0 end
+  local opts, args = common.command_args(M, argv)
+  if not opts then return 0 end
   local n = (opts.show and 1 or 0) + (opts.revoke and 1 or 0)
             + (opts.list and 1 or 0)
   if n > 1 then

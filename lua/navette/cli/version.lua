@@ -16,8 +16,8 @@ usage: navette version [--linked] [--json]
 }
 
 function M.run(argv)
-  local opts = common.parse(M.name, argv, M.flags)
-  if opts.help then term.print(M.usage); return 0 end
+  local opts = common.command_args(M, argv)
+  if not opts then return 0 end
   local v = _navette.core.versions(opts.linked)
   if opts.json then term.print(json.encode(v, true)); return 0 end
   term.print("navette " .. v.navette)

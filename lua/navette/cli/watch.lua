@@ -20,12 +20,11 @@ usage: navette watch JOB|RUN
 }
 
 function M.run(argv)
-  local opts, args = common.parse(M.name, argv, M.flags)
-  if opts.help then term.print(M.usage); return 0 end
-  if #args ~= 1 then common.usage_error("expected one JOB id", "watch") end
-  local row = jobs.row(args[1])
+  local opts, id = common.one_arg(M, argv, "JOB id")
+  if not opts then return 0 end
+  local row = jobs.row(id)
   if not row then
-    local run, ids = jobs.run(args[1])
+    local run, ids = jobs.run(id)
     if run then return M.watch_run(run, ids) end
     if tostring(ids.message):find("starts more than one run id", 1, true)
     then
@@ -33,7 +32,7 @@ function M.run(argv)
       common.usage_error(ids.message, "watch")
     end
   end
-  local v = jobs.get(args[1])
+  local v = jobs.get(id)
   term.print("job " .. v.id .. " (" .. tostring(v.name) .. ")")
   local views, stopped = common.follow({ v.id }, false)
   if stopped then return common.interrupted({ v.id }) end

@@ -231,14 +231,8 @@ local GENERATE_KEYS = { "kind", "user", "length", "name" }
 M.GENERATE_KEYS = GENERATE_KEYS
 function M.generate(opts)
   local what = "navette.creds.generate"
-  if type(opts) ~= "table" then
-    errors.raise("recipe", what .. " expects a table: " .. what
-                 .. "{ kind = \"hs256\" } or { kind = \"basic\", user = ... }")
-  end
-  util.check_keys(opts, GENERATE_KEYS, function(k, suggestion, list)
-    errors.raise("recipe", what .. ": unknown key '" .. tostring(k) .. "'"
-                 .. suggestion, "it takes: " .. list)
-  end)
+  util.check_options(what, opts, GENERATE_KEYS, "{ kind = \"hs256\" } or "
+                     .. "{ kind = \"basic\", user = ... }")
   if opts.kind ~= "hs256" and opts.kind ~= "basic" then
     errors.raise("recipe", what .. ": kind must be \"hs256\" or \"basic\"",
                  "an s3 key is made by the storage server "

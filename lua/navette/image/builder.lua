@@ -18,8 +18,9 @@ local M = {}
 local current = require("navette.context").current
 
 local fail, check, string_arg = common.fail, common.check, common.string_arg
-local known_keys, native_options = common.known_keys, common.native_options
+local native_options = common.native_options
 local repo_root, audit = common.repo_root, common.audit
+local table_spec = common.table_spec
 local confined_repo, confined_store = confine.repo, confine.store
 
 local BUILD_KEYS = { "builder", "file", "context", "platform", "to", "tag",
@@ -42,10 +43,7 @@ end
 -- the commit and the lock-file hash; the digest the push produced is
 -- checked against what the registry now serves for that tag.
 local function build(spec, trusted)
-  if type(spec) ~= "table" then
-    errors.raise("recipe", "navette.image.build expects a table")
-  end
-  known_keys("build", spec, BUILD_KEYS)
+  table_spec("build", spec, BUILD_KEYS)
   string_arg("build", "to", spec.to)
   local storage_root, run_root = spec.storage_root, spec.run_root
   if not trusted then
@@ -196,11 +194,8 @@ end
 -- change of the Containerfile alone is no change of the lock files).
 -- Plan mode: the lookup is done, the build recorded.
 local function rebuild(spec, trusted)
-  if type(spec) ~= "table" then
-    errors.raise("recipe", "navette.image.rebuild expects a table "
-                 .. "{ to = \"registry/repo:pointer\", ... }")
-  end
-  known_keys("rebuild", spec, REBUILD_KEYS)
+  table_spec("rebuild", spec, REBUILD_KEYS,
+             " { to = \"registry/repo:pointer\", ... }")
   string_arg("rebuild", "to", spec.to)
   if not trusted then -- refused before the registry is asked
     confined_store("rebuild", "storage_root", spec.storage_root)
@@ -269,11 +264,8 @@ local DEB_KEYS = { "suite", "packages", "variant", "platform", "to",
 -- `to` ("registry/team/base:bookworm") is a pointer moved to the image,
 -- which a profile's `images` may name. Plan mode: looked up, not built.
 local function debootstrap(spec, trusted)
-  if type(spec) ~= "table" then
-    errors.raise("recipe", "navette.image.debootstrap expects a table "
-                 .. "{ to = ..., packages = { ... } }")
-  end
-  known_keys("debootstrap", spec, DEB_KEYS)
+  table_spec("debootstrap", spec, DEB_KEYS,
+             " { to = ..., packages = { ... } }")
   string_arg("debootstrap", "to", spec.to)
   string_arg("debootstrap", "suite", spec.suite, true)
   string_arg("debootstrap", "variant", spec.variant, true)

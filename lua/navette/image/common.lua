@@ -44,6 +44,17 @@ local function known_keys(fn, t, keys)
   end)
 end
 
+-- Raises "recipe" unless spec, the table navette.image.FN takes, is a
+-- table (the message ends with shape, when given, showing one) of the
+-- keys listed.
+local function table_spec(fn, spec, keys, shape)
+  if type(spec) ~= "table" then
+    errors.raise("recipe", "navette.image." .. fn .. " expects a table"
+                 .. (shape or ""))
+  end
+  known_keys(fn, spec, keys)
+end
+
 -- The registries entry of one registry: its credential handle, from a
 -- name, a handle, or the declared credential bound to that host.
 local function registry_entry(registry, credential)
@@ -161,5 +172,6 @@ end
 M.fail, M.check, M.string_arg, M.known_keys = fail, check, string_arg,
                                               known_keys
 M.native_options, M.repo_root, M.audit = native_options, repo_root, audit
+M.table_spec = table_spec
 
 return M

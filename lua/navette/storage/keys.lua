@@ -27,14 +27,9 @@ local KEY_FIELDS = {
 -- s3://; returns the function's name for messages.
 local function key_args(fname, opts)
   local what = "navette.storage." .. fname
-  if type(opts) ~= "table" then
-    errors.raise("recipe", what .. " expects a table: " .. what .. "{ "
-                 .. table.concat(KEY_FIELDS[fname], " = ..., ") .. " = ... }")
-  end
-  util.check_keys(opts, KEY_FIELDS[fname], function(k, suggestion, list)
-    errors.raise("recipe", what .. ": unknown key '" .. tostring(k) .. "'"
-                 .. suggestion, "it takes: " .. list)
-  end)
+  util.check_options(what, opts, KEY_FIELDS[fname], "{ "
+                     .. table.concat(KEY_FIELDS[fname], " = ..., ")
+                     .. " = ... }")
   for _, k in ipairs(KEY_FIELDS[fname]) do
     local v = opts[k]
     if k == "name" and v == nil then -- optional
