@@ -388,6 +388,33 @@ void nv_runtime_stop(navette_runtime *rt)
 
 /* ---- _navette.core ----------------------------------------------------- */
 
+/* The reserved word of Lua a syntax error points at ("... near 'local'"),
+ * or NULL: written as a table key (profiles = { local = ... }), a word
+ * the user means as a name. */
+static const char *keyword_near(const char *message)
+{
+	static const char *const words[] = {
+		"and",   "break", "do",       "else",  "elseif", "end",
+		"false", "for",   "function", "goto",  "if",     "in",
+		"local", "nil",   "not",      "or",    "repeat", "return",
+		"then",  "true",  "until",    "while", NULL,
+	};
+	const char *near = message ? strstr(message, "near '") : NULL;
+	const char *end;
+
+	if (!near)
+		return NULL;
+	near += 6;
+	end = strchr(near, '\'');
+	if (!end)
+		return NULL;
+	for (size_t i = 0; words[i]; i++)
+		if (strlen(words[i]) == (size_t)(end - near) &&
+		    strncmp(near, words[i], (size_t)(end - near)) == 0)
+			return words[i];
+	return NULL;
+}
+
 /* _navette.core.load_recipe(path, env [, chunkname [, source]]) -> fn |
  * nil, err. source: the text to load instead of the file's. */
 static int l_core_load_recipe(lua_State *L)
@@ -433,10 +460,22 @@ loaded:;
 	int status = luaL_loadbufferx(L, src, len, lua_tostring(L, -1), "t");
 	if (status != LUA_OK) {
 		nv_err err;
-		nv_err_set(&err, NV_EINVAL,
-			   "check the syntax at the line shown (a missing "
-			   "'end', ',' or quote is often one line above)",
-			   "%s", lua_tostring(L, -1));
+		const char *message = lua_tostring(L, -1);
+		const char *word = keyword_near(message);
+		char hint[192];
+
+		if (word)
+			snprintf(hint, sizeof(hint),
+				 "'%s' is a word of Lua: as a key it is "
+				 "written [\"%s\"] (for example profiles = "
+				 "{ [\"%s\"] = { ... } })",
+				 word, word, word);
+		else
+			snprintf(hint, sizeof(hint),
+				 "check the syntax at the line shown (a "
+				 "missing 'end', ',' or quote is often one "
+				 "line above)");
+		nv_err_set(&err, NV_EINVAL, hint, "%s", message);
 		return nv_lua_push_error(L, &err);
 	}
 	lua_pushvalue(L, 2);

@@ -92,6 +92,24 @@ t.test("a syntax error is reported with its line", function()
   t.match(e.message, "recipe.lua:2:")
 end)
 
+t.test("a word of Lua written as a key is named, with its fix", function()
+  -- (where the parser stops at the word itself; `function = ...` and
+  -- `goto = ...` stop at the '=' after it, and keep the general hint)
+  for _, word in ipairs({ "local", "end", "repeat", "while", "if", "for",
+                          "until", "then" }) do
+    local ok, e = run_source("return {\n  profiles = { " .. word
+                             .. " = { path = \"/usr/bin\" } },\n}\n")
+    t.ok(not ok, word)
+    t.match(e.message, "recipe.lua:2:")
+    t.ok(e.hint:find("'" .. word .. "' is a word of Lua", 1, true),
+         word .. ": " .. tostring(e.hint))
+    t.ok(e.hint:find('["' .. word .. '"]', 1, true), word .. ": the fix")
+  end
+  -- another syntax error keeps the general hint
+  local _, e = run_source("local x = 1\nlocal y = = 2\n")
+  t.ok(e.hint:find("check the syntax", 1, true), tostring(e.hint))
+end)
+
 t.test("an endless loop is stopped by the time bound", function()
   core.set_limits(0.3)
   local ok, e = run_source("while true do end")
