@@ -189,7 +189,7 @@ local function validate_s3(path, name, storage, t, credentials)
     if not credential then
       fail(path, where .. "s3.credential '" .. t.credential
            .. "' is not declared", "declare it under credentials = { "
-           .. t.credential .. " = { kind = \"s3\", source = ... } }")
+           .. util.lua_key(t.credential) .. " = { kind = \"s3\", source = ... } }")
     end
     if credential.kind ~= "s3" then
       fail(path, where .. "s3.credential '" .. t.credential .. "' is of "

@@ -263,8 +263,8 @@ local function dataset_file(source)
     errors.raise("recipe", "navette.storage.put: dataset '" .. name
                  .. "' is not declared in the project file"
                  .. util.suggest(name, names),
-                 "declare it in navette.lua: datasets = { " .. name
-                 .. " = { \"/absolute/path\", ... } }")
+                 "declare it in navette.lua: datasets = { "
+                 .. util.lua_key(name) .. " = { \"/absolute/path\", ... } }")
   end
   local list, tmp = forbidden_folders(), temporary_folder()
   for _, path in ipairs(paths) do

@@ -24,6 +24,21 @@ local function distance(a, b)
   return prev[#b]
 end
 
+-- The words of Lua, which a table key cannot be written as bare.
+local LUA_WORDS = {}
+for w in ([[and break do else elseif end false for function goto if in
+  local nil not or repeat return then true until while]]):gmatch("%a+") do
+  LUA_WORDS[w] = true
+end
+
+-- name as a key in Lua source that a hint shows: bare where Lua takes it
+-- (profiles = { gpu = ... }), else ["skimage-astronaut"], ["local"].
+function util.lua_key(name)
+  name = tostring(name)
+  if name:match("^[%a_][%w_]*$") and not LUA_WORDS[name] then return name end
+  return "[" .. string.format("%q", name) .. "]"
+end
+
 -- " (did you mean 'name'?)" when a known word is close to word.
 function util.suggest(word, known)
   local best, best_d

@@ -155,3 +155,18 @@ t.test("datasets: scanned, and never from system or credential folders",
   core.set_plan(false)
   t.ok(not ok and e.code == "refused", "plan refuses it too")
 end)
+
+t.test("an undeclared dataset's hint is Lua that loads", function()
+  setup({ digits = { "/nonexistent/digits.csv" } })
+  for _, name in ipairs({ "skimage-astronaut", "local", "2024", "plain" }) do
+    local e = t.raises(function()
+      storage.put("d/x", { dataset = name })
+    end)
+    local example = e.hint:match("datasets = (%b{})")
+    t.ok(example, name .. ": an example in " .. tostring(e.hint))
+    local text = "return " .. example:gsub("%.%.%.", "")
+    local f, err = load(text, "=hint", "t", {})
+    t.ok(f, name .. ": " .. text .. ": " .. tostring(err))
+    t.ok(f and f()[name] ~= nil, name .. ": the key is the dataset's name")
+  end
+end)

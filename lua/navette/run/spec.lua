@@ -119,7 +119,7 @@ local function job_secrets(run, j, spec, backend)
              .. util.suggest(credential, known), #known > 0
              and ("the profile's credentials: " .. table.concat(known, ", "))
              or "declare it in navette.lua: credentials = { "
-             .. credential .. " = { kind = \"bearer\", source = \"env\", "
+             .. util.lua_key(credential) .. " = { kind = \"bearer\", source = \"env\", "
              .. "env = { token = \"VARIABLE\" } } }", run, j.name)
     end
     list[#list + 1] = { name = name, credential = credential,
