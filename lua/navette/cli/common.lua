@@ -186,10 +186,41 @@ local function given(x)
   return x
 end
 
+-- What an exit status a shell gives says, beyond its number.
+local SIGNALS = { [1] = "SIGHUP", [2] = "SIGINT", [6] = "SIGABRT",
+                  [9] = "SIGKILL", [11] = "SIGSEGV", [13] = "SIGPIPE",
+                  [15] = "SIGTERM" }
+local function exit_meaning(code)
+  if code == 127 then
+    return "command not found: the first word of the job's command is "
+           .. "not on its PATH, or a script's #! interpreter is missing"
+  elseif code == 126 then
+    return "found but not executable: a script needs its execute bit "
+           .. "(chmod +x, committed) or a shell to run it (sh script.sh)"
+  elseif code > 128 and code < 160 then
+    local n = code - 128
+    return "killed by signal " .. n .. (SIGNALS[n] and (" (" .. SIGNALS[n]
+           .. (n == 9 and ": often the memory limit or the OOM killer"
+               or "") .. ")") or "")
+  end
+end
+
+-- A failure's reason, with what its exit status means.
+local function reason_text(reason)
+  reason = tostring(reason)
+  local code = tonumber(reason:match("exited with status (%d+)$"))
+  local meaning = code and exit_meaning(code)
+  return meaning and (reason .. " (" .. meaning .. ")") or reason
+end
+
 -- The end of a job: its outputs, or where and why it stopped; then its
--- run record.
-function common.print_outcome(v)
+-- run record. named: the job's name heads it (one of several jobs).
+function common.print_outcome(v, named)
   local failure = type(given(v.failure)) == "table" and v.failure or nil
+  if named then
+    term.print("job " .. tostring(given(v.name) or "?") .. " (" .. v.id
+               .. "):")
+  end
   if v.state == "succeeded" then
     term.print("outputs under " .. tostring(given(v.output_prefix) or "?")
                .. ":")
@@ -213,10 +244,14 @@ function common.print_outcome(v)
   elseif failure then
     term.print(term.state_style("stdout", v.state) .. " at "
                .. tostring(given(failure.phase) or "?") .. ": "
-               .. tostring(given(failure.reason) or "no reason recorded"))
+               .. reason_text(given(failure.reason) or "no reason recorded"))
     local hint = given(failure.hint)
     if type(hint) == "string" then
       term.print("  check: " .. (hint:gsub("ID", v.id)))
+    end
+    -- a recipe's own hint does not replace the way to the log
+    if type(hint) ~= "string" or not hint:find("navette logs", 1, true) then
+      term.print("  its log: navette logs " .. v.id)
     end
   end
   local record_url = given(v.record_url)

@@ -67,7 +67,7 @@ function M.run(argv)
     local v = views[id]
     list[i] = v
     if v.state ~= "succeeded" then status = 1 end
-    if not opts.json then common.print_outcome(v) end
+    if not opts.json then common.print_outcome(v, #ids > 1) end
   end
   if opts.json then term.print(json.encode(json.array(list), true)) end
   return status

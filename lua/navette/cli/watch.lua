@@ -95,7 +95,7 @@ function M.watch_run(run, ids)
   if stopped then return common.interrupted(ids) end
   local status = 0
   for _, id in ipairs(ids) do
-    common.print_outcome(views[id])
+    common.print_outcome(views[id], #ids > 1)
     if views[id].state ~= "succeeded" then status = 1 end
   end
   return status

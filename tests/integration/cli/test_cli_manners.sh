@@ -37,6 +37,12 @@ put_file "$R" slow.lua <<'EOF'
 local navette = require "navette"
 navette.job { name = "slow", command = { "sh", "-c", "sleep 4; echo done" } }
 EOF
+put_file "$R" two.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "gone", command = { "no-such-program-here" },
+              failure = { hint = "ask the data team" } }
+navette.job { name = "noexec", command = { "sh", "-c", "exit 126" } }
+EOF
 commit_all "$R" >/dev/null
 TTY_DIR=$R
 
@@ -69,6 +75,20 @@ check_contains "status: failed is bold red" "$OUT" "${ESC}[1;31mfailed"
 check_no_match "status: no colour is reset after a newline (it would colour the next line)" \
 	"$(printf '%s\n' "$OUT" | tr -d '\r' | grep -n '' | grep -v "${ESC}\[0m\$" |
 		grep "${ESC}\[[0-9;]*[1-9][0-9;]*m[^${ESC}]*\$" || true)" '.'
+
+# ---- a failure says which job, what its status means, and where its log is
+
+nv_in "$R" run two.lua --wait
+check_rc "run --wait of two failing jobs: exits 1" 1
+check_match "each job's end is headed by its name" "$OUT" '^job gone \('
+check_match "... the other's too" "$OUT" '^job noexec \('
+check_contains "status 127 is told as command not found" "$OUT" \
+	"exited with status 127 (command not found"
+check_contains "status 126 is told as not executable" "$OUT" \
+	"exited with status 126 (found but not executable"
+check_contains "the recipe's hint is shown" "$OUT" "check: ask the data team"
+check_match "... and the log's command beside it" "$OUT" \
+	'^  its log: navette logs [^ ]+$'
 
 # ---- the jobs table -------------------------------------------------------------
 
