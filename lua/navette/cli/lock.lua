@@ -120,6 +120,9 @@ local function write_lock(path, found, team_pin)
   end
   errors.check(sys.write_file(path, library.format_lock(entries)))
   term.print("wrote " .. path)
+  -- run takes code from a commit, and refuses a tree with changes
+  term.print("next: commit it, as run takes the code from a commit: git add "
+             .. path .. " && git commit -m 'navette.lock'")
 end
 
 function M.run(argv)

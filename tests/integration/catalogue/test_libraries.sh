@@ -58,6 +58,8 @@ nv_in "$P" lock train.lua
 check_rc "navette lock: ok" 0
 check_contains "navette lock: prints the library" "$OUT" \
 	"file://$L  v1  $first  (added)"
+check_contains "navette lock: says to commit the lock before run" "$OUT" \
+	"next: commit it, as run takes the code from a commit: git add $P/navette.lock"
 check_eq "navette.lock: the library's section" \
 	"$(grep -A2 '^\[library' "$P/navette.lock")" \
 	"$(printf '[library "file://%s"]\nref = v1\ncommit = %s' "$L" "$first")"
