@@ -3,6 +3,14 @@
 -- is built in and needs nothing here.
 return {
   name = "navette",
+  -- The catalogue's maintenance tasks (navette maintain --list shows
+  -- them; each says `skipped` where the profile lacks what it needs).
+  maintenance = {
+    "recipes/maintenance/archive-logs.lua",
+    "recipes/maintenance/rebuild-image.lua",
+    "recipes/maintenance/retest-after-update.lua",
+    "recipes/maintenance/rotate-keys.lua",
+  },
   -- Files outside the repository that the catalogue's recipes upload as
   -- inputs (navette.storage.put(key, { dataset = NAME })): the first path
   -- that exists on this machine.

@@ -464,4 +464,12 @@ check_match "listing the tasks" "$ERR" "tasks: note, broken"
 nv_in "$REPO" maintain --task note
 check_rc "--task without --once or --plan: usage (exit 2)" 2
 
+# ---- navette's own clone lists the catalogue's tasks -------------------------
+
+nv_in "$NAVETTE_SOURCE" maintain --list
+check_rc "maintain --list in navette's own clone: exits 0" 0
+for task in archive-logs rebuild-image retest-after-update rotate-storage-key; do
+	check_match "maintain --list in navette's clone: $task" "$OUT" "^$task "
+done
+
 finish
