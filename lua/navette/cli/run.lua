@@ -37,8 +37,10 @@ function M.run(argv)
   local ids = {}
   for _, s in ipairs(specs) do ids[#ids + 1] = s.id end
   if not opts.json then
-    term.print("recipe " .. recipe .. " · project " .. run.project.name
-               .. " · profile " .. run.profile.name)
+    -- the run's id first: watch, and the jobs of a run, take it
+    term.print("run " .. tostring(specs[1].run) .. " · recipe " .. recipe
+               .. " · project " .. run.project.name .. " · profile "
+               .. run.profile.name)
     for _, s in ipairs(specs) do
       term.print("job " .. term.style("stdout", "bold", s.name)
                  .. " submitted: " .. s.id)

@@ -80,6 +80,11 @@ check_no_match "status: no colour is reset after a newline (it would colour the 
 
 nv_in "$R" run two.lua --wait
 check_rc "run --wait of two failing jobs: exits 1" 1
+check_match "run --wait prints the run's id first" "$OUT" \
+	'^run [a-z0-9-]+-run-[0-9a-z-]+ · recipe two\.lua · project manners'
+RUN_ID=$(printf '%s\n' "$OUT" | sed -n 's/^run \([^ ]*\) · recipe.*/\1/p')
+nv_in "$R" watch "$RUN_ID"
+check_rc "watch RUN with the id run printed: exits 1 (both failed)" 1
 check_match "each job's end is headed by its name" "$OUT" '^job gone \('
 check_match "... the other's too" "$OUT" '^job noexec \('
 check_contains "status 127 is told as command not found" "$OUT" \
