@@ -62,6 +62,15 @@ int nv_lua_planned(lua_State *L, const char *primitive, const char *action,
 	return 1;
 }
 
+int nv_lua_planned_nil(lua_State *L, const char *primitive, const char *action,
+		       const char *detail)
+{
+	nv_plan_record(L, primitive, action, detail);
+	lua_pushnil(L);
+	lua_pushliteral(L, "planned");
+	return 2;
+}
+
 bool nv_plan_mode(lua_State *L)
 {
 	navette_runtime *rt = nv_runtime_of(L);

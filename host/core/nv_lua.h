@@ -35,6 +35,12 @@ int nv_lua_string_result(lua_State *L, int rc, const char *value,
 int nv_lua_planned(lua_State *L, const char *primitive, const char *action,
 		   const char *detail);
 
+/* The same for a binding whose answer in plan mode is nil, "planned"
+ * (nothing to return in place of a result): records and pushes those two.
+ * May raise (memory). */
+int nv_lua_planned_nil(lua_State *L, const char *primitive, const char *action,
+		       const char *detail);
+
 /* True when the runtime runs in plan mode: a primitive with a side effect
  * must then call nv_plan_record() and do nothing. */
 bool nv_plan_mode(lua_State *L);

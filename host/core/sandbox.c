@@ -217,22 +217,24 @@ int nv_core_seal(lua_State *L)
 
 /* ---- the globals ------------------------------------------------------- */
 
-static int strict_index(lua_State *L)
+/* Raises "WHAT 'NAME' (HINT)" about the global named at 2. */
+static int undeclared_error(lua_State *L, const char *what, const char *hint)
 {
 	const char *name = lua_tostring(L, 2);
-	return luaL_error(L,
-			  "undeclared global '%s' (check the spelling, or "
-			  "require the module that defines it)",
-			  name ? name : "?");
+	return luaL_error(L, "%s '%s' (%s)", what, name ? name : "?", hint);
+}
+
+static int strict_index(lua_State *L)
+{
+	return undeclared_error(L, "undeclared global",
+				"check the spelling, or require the module "
+				"that defines it");
 }
 
 static int strict_newindex(lua_State *L)
 {
-	const char *name = lua_tostring(L, 2);
-	return luaL_error(L,
-			  "assignment to undeclared global '%s' (recipes "
-			  "declare variables with 'local')",
-			  name ? name : "?");
+	return undeclared_error(L, "assignment to undeclared global",
+				"recipes declare variables with 'local'");
 }
 
 static int module_name_ok(const char *name)

@@ -310,12 +310,8 @@ static int l_creds_mint_jwt(lua_State *L)
 	nv_secret *token = NULL;
 	nv_err err;
 
-	if (nv_plan_mode(L)) {
-		nv_plan_record(L, "creds", "mint", name);
-		lua_pushnil(L);
-		lua_pushliteral(L, "planned");
-		return 2;
-	}
+	if (nv_plan_mode(L))
+		return nv_lua_planned_nil(L, "creds", "mint", name);
 	luaL_checkstack(L, 2, NULL);
 	lua_newtable(L); /* room for the handle before ownership moves */
 	lua_pop(L, 1);

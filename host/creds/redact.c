@@ -167,14 +167,19 @@ nomem:
 	return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
 }
 
-size_t nv_redact_secret_count(nv_redactor *r)
+size_t redact_locked_count(nv_redactor *r, const size_t *count)
 {
 	size_t n;
 
 	pthread_mutex_lock(&r->lock);
-	n = r->nsecrets;
+	n = *count;
 	pthread_mutex_unlock(&r->lock);
 	return n;
+}
+
+size_t nv_redact_secret_count(nv_redactor *r)
+{
+	return redact_locked_count(r, &r->nsecrets);
 }
 
 /* ---- encoded forms of a secret ---- */

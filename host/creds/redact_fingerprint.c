@@ -482,12 +482,7 @@ int nv_redact_add_fingerprints(nv_redactor *r, const char *text, size_t len,
 
 size_t nv_redact_fingerprint_count(nv_redactor *r)
 {
-	size_t n;
-
-	pthread_mutex_lock(&r->lock);
-	n = r->nfps;
-	pthread_mutex_unlock(&r->lock);
-	return n;
+	return redact_locked_count(r, &r->nfps);
 }
 
 /* ---- finding them ---- */

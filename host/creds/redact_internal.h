@@ -249,6 +249,8 @@ struct cont {
 void redact_wipe_free(void *p, size_t len);
 /* 1 when name[0..n) is a credential name the redactor takes. */
 int redact_name_ok_n(const char *name, size_t n);
+/* *count (a field of r), read under r's lock. */
+size_t redact_locked_count(nv_redactor *r, const size_t *count);
 
 typedef int (*redact_variant_fn)(nv_redactor *r, void *ctx,
 				 const unsigned char *p, size_t n,

@@ -191,14 +191,6 @@ int nv_dockercfg_credential(const char *path, const char *registry,
 	}
 	if (!rc)
 		rc = nv_secret_complete(s, err);
-	if (!rc) {
-		nv_secret_announce(s);
-		*out = s;
-		s = NULL;
-	}
 out:
-	nv_secret_free(s);
-	nv_reg_json_cleanse(doc);
-	cJSON_Delete(doc);
-	return rc;
+	return nv_reg_secret_finish(rc, s, doc, out);
 }

@@ -619,12 +619,8 @@ static int l_image_pack(lua_State *L)
 	into = opt_string(L, 1, "into");
 	out = opt_string(L, 1, "output");
 	luaL_argcheck(L, out != NULL, 1, "output is required");
-	if (nv_plan_mode(L)) {
-		nv_plan_record(L, "image", "pack", out);
-		lua_pushnil(L);
-		lua_pushliteral(L, "planned");
-		return 2;
-	}
+	if (nv_plan_mode(L))
+		return nv_lua_planned_nil(L, "image", "pack", out);
 	res = lua_newuserdatauv(L, sizeof(*res), 0);
 	if (nv_code_layer_pack(repo, commit, into, out, res, &err))
 		return nv_lua_push_error(L, &err);
@@ -676,12 +672,9 @@ static int l_image_build(lua_State *L)
 	o.build_args = args;
 	o.nlabels = string_list(L, 1, "labels", labels, NV_BUILD_ARGS_MAX / 2);
 	o.labels = labels;
-	if (nv_plan_mode(L)) {
-		nv_plan_record(L, "image", "build", o.target ? o.target : "");
-		lua_pushnil(L);
-		lua_pushliteral(L, "planned");
-		return 2;
-	}
+	if (nv_plan_mode(L))
+		return nv_lua_planned_nil(L, "image", "build",
+					  o.target ? o.target : "");
 	/* a builder is a program: a read-only command runs none */
 	if (nv_exec_forbidden(L)) {
 		nv_err_set(&err, NV_ENOTRUN,
@@ -813,12 +806,9 @@ static int l_image_debootstrap(lua_State *L)
 	if (nv_plan_mode(L)) {
 		const char *shown = opt_string(L, 1, "to");
 
-		nv_plan_record(L, "image", "debootstrap",
-			       shown ? shown
-				     : (o.spec.suite ? o.spec.suite : ""));
-		lua_pushnil(L);
-		lua_pushliteral(L, "planned");
-		return 2;
+		return nv_lua_planned_nil(
+			L, "image", "debootstrap",
+			shown ? shown : (o.spec.suite ? o.spec.suite : ""));
 	}
 	if (nv_exec_forbidden(L)) {
 		nv_err_set(&err, NV_ENOTRUN, "build it with navette run",
@@ -862,12 +852,8 @@ static int l_image_layout_push(lua_State *L)
 	ntags = string_list(L, 1, "tags", tags, 8);
 	luaL_argcheck(L, dir && to && ntags > 0, 1,
 		      "layout, to and tags are required");
-	if (nv_plan_mode(L)) {
-		nv_plan_record(L, "image", "push", to);
-		lua_pushnil(L);
-		lua_pushliteral(L, "planned");
-		return 2;
-	}
+	if (nv_plan_mode(L))
+		return nv_lua_planned_nil(L, "image", "push", to);
 	n = parse_or_push(L, to, &ref);
 	if (n)
 		return n;
@@ -919,12 +905,8 @@ static int l_image_retag(lua_State *L)
 	if (n)
 		return n;
 	luaL_argcheck(L, ref.digest[0] != '\0', 1, "a reference by digest");
-	if (nv_plan_mode(L)) {
-		nv_plan_record(L, "image", "tag", s);
-		lua_pushnil(L);
-		lua_pushliteral(L, "planned");
-		return 2;
-	}
+	if (nv_plan_mode(L))
+		return nv_lua_planned_nil(L, "image", "tag", s);
 	ses = session_new(L);
 	r = session_client_for(L, ses, opts, ref.registry, &err);
 	if (!r) {

@@ -177,6 +177,20 @@ void nv_reg_json_cleanse(struct cJSON *node)
 	cleanse_json(node, 0);
 }
 
+int nv_reg_secret_finish(int rc, nv_secret *s, struct cJSON *doc,
+			 nv_secret **out)
+{
+	if (!rc) {
+		nv_secret_announce(s);
+		*out = s;
+		s = NULL;
+	}
+	nv_secret_free(s);
+	nv_reg_json_cleanse(doc);
+	cJSON_Delete(doc);
+	return rc;
+}
+
 int nv_reg_token_parse(const char *body, size_t len, const char *name,
 		       double now, nv_secret **out, nv_err *err)
 {
@@ -225,14 +239,8 @@ int nv_reg_token_parse(const char *body, size_t len, const char *name,
 	s->created_at = now;
 	s->expires_at = now + expires_in;
 	snprintf(s->origin, sizeof(s->origin), "registry token service");
-	nv_secret_announce(s);
-	*out = s;
-	s = NULL;
 out:
-	nv_secret_free(s);
-	nv_reg_json_cleanse(doc);
-	cJSON_Delete(doc);
-	return rc;
+	return nv_reg_secret_finish(rc, s, doc, out);
 }
 
 static void copy_printable(char *dst, size_t cap, const char *src)

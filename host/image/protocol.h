@@ -60,6 +60,12 @@ const char *nv_reg_error_hint(const char *code);
 struct cJSON;
 void nv_reg_json_cleanse(struct cJSON *node);
 
+/* The end of a parse that made secret s from doc: on rc 0 announces s and
+ * hands it to *out; then frees what is left (s on an error, and doc with
+ * its strings wiped). Returns rc. */
+int nv_reg_secret_finish(int rc, nv_secret *s, struct cJSON *doc,
+			 nv_secret **out);
+
 /* "repository:NAME:ACTIONS" into out (NV_ENOMEM when it does not fit). */
 int nv_reg_scope(char *out, size_t cap, const char *repository,
 		 const char *actions);

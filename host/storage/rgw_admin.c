@@ -451,28 +451,35 @@ static int admin_call(const nv_s3_config *cfg, const char *method,
 	return rc;
 }
 
-/* GETs uid's record (its keys among the rest) into a. */
-static int user_get(const nv_s3_config *cfg, const char *uid, struct answer *a,
-		    nv_err *err)
+/* GETs uid's record and parses it: its keys into keys when keys is not
+ * NULL, else the user into user (the one given is zeroed first). */
+static int user_read(const nv_s3_config *cfg, const char *uid,
+		     nv_rgw_key_list *keys, nv_rgw_user *user, nv_err *err)
 {
 	char code[NV_RGW_CODE_MAX];
+	struct answer a;
+	int rc;
 
-	return admin_call(cfg, "GET", uid, NULL, 0, 1, a, code, err);
+	if (keys)
+		memset(keys, 0, sizeof(*keys));
+	else
+		memset(user, 0, sizeof(*user));
+	rc = admin_call(cfg, "GET", uid, NULL, 0, 1, &a, code, err);
+	if (rc)
+		return rc;
+	if (keys)
+		rc = nv_rgw_parse_keys(a.data, a.len, NULL, NULL, keys, NULL,
+				       err);
+	else
+		rc = nv_rgw_parse_user(a.data, a.len, user, err);
+	answer_free(&a);
+	return rc;
 }
 
 int nv_rgw_user_keys(const nv_s3_config *cfg, const char *uid,
 		     nv_rgw_key_list *out, nv_err *err)
 {
-	struct answer a;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	rc = user_get(cfg, uid, &a, err);
-	if (rc)
-		return rc;
-	rc = nv_rgw_parse_keys(a.data, a.len, NULL, NULL, out, NULL, err);
-	answer_free(&a);
-	return rc;
+	return user_read(cfg, uid, out, NULL, err);
 }
 
 int nv_rgw_key_create(const nv_s3_config *cfg, const char *uid,
@@ -597,16 +604,7 @@ int nv_rgw_parse_user(const char *json, size_t len, nv_rgw_user *out,
 int nv_rgw_user_info(const nv_s3_config *cfg, const char *uid, nv_rgw_user *out,
 		     nv_err *err)
 {
-	struct answer a;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	rc = user_get(cfg, uid, &a, err);
-	if (rc)
-		return rc;
-	rc = nv_rgw_parse_user(a.data, a.len, out, err);
-	answer_free(&a);
-	return rc;
+	return user_read(cfg, uid, NULL, out, err);
 }
 
 /* A display name or an email: printable ASCII or UTF-8, no control. */

@@ -947,12 +947,8 @@ static int l_s3_admin_create_key(lua_State *L)
 	nv_secret **slot;
 	nv_err err;
 
-	if (nv_plan_mode(L)) {
-		nv_plan_record(L, "rgw", "key create", uid);
-		lua_pushnil(L);
-		lua_pushliteral(L, "planned");
-		return 2;
-	}
+	if (nv_plan_mode(L))
+		return nv_lua_planned_nil(L, "rgw", "key create", uid);
 	/* the handle exists (closed) before the key does: nothing can raise
 	 * between the creation and the hand-off of the secret to it */
 	slot = nv_creds_push_slot(L); // [.., handle]

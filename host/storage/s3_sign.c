@@ -73,6 +73,19 @@ static void sign_target_free(struct sign_target *t)
 	nv_buf_free(&t->url);
 }
 
+/* The end of a signing: on rc 0, NV_ENOMEM when the output (what) did
+ * not fit its buffer; then frees sig and t. Returns rc. */
+static int sign_finish(int rc, int failed, const char *what,
+		       nv_sigv4_result *sig, struct sign_target *t, nv_err *err)
+{
+	if (!rc && failed)
+		rc = nv_err_set(err, NV_ENOMEM, NULL,
+				"%s too long for its buffer", what);
+	nv_sigv4_result_free(sig);
+	sign_target_free(t);
+	return rc;
+}
+
 static int expires_check(int expires_s, nv_err *err)
 {
 	if (expires_s < 1 || expires_s > NV_SIGV4_EXPIRES_MAX)
@@ -117,13 +130,8 @@ int nv_s3_presign(const nv_s3_config *cfg, const char *method,
 		goto out;
 	nv_buf_printf(url_out, "%s://%s%s?%s", t.ep.scheme, t.host, t.path.data,
 		      sig.query.data);
-	if (url_out->failed)
-		rc = nv_err_set(err, NV_ENOMEM, NULL,
-				"presigned URL too long for its buffer");
 out:
-	nv_sigv4_result_free(&sig);
-	sign_target_free(&t);
-	return rc;
+	return sign_finish(rc, url_out->failed, "presigned URL", &sig, &t, err);
 }
 
 /* Appends s as a JSON string (quotes included). */
@@ -328,11 +336,8 @@ int nv_s3_sign_explain(const nv_s3_config *cfg, const char *method,
 		      sig.canonical_request.len);
 	nv_buf_append(string_to_sign_out, sig.string_to_sign.data,
 		      sig.string_to_sign.len);
-	if (canonical_out->failed || string_to_sign_out->failed)
-		rc = nv_err_set(err, NV_ENOMEM, NULL,
-				"signed request too long for its buffer");
 out:
-	nv_sigv4_result_free(&sig);
-	sign_target_free(&t);
-	return rc;
+	return sign_finish(rc,
+			   canonical_out->failed || string_to_sign_out->failed,
+			   "signed request", &sig, &t, err);
 }
