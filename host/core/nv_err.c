@@ -42,6 +42,13 @@ int nv_err_set(nv_err *err, int code, const char *hint, const char *fmt, ...)
 	return code;
 }
 
+int nv_err_bad(nv_err *err, const char *hint, const char *what,
+	       const char *value, int max)
+{
+	return nv_err_set(err, NV_EINVAL, hint, "bad %s '%.*s'", what, max,
+			  value ? value : "");
+}
+
 int nv_err_set_errno(nv_err *err, int code, int errnum, const char *hint,
 		     const char *fmt, ...)
 {

@@ -51,6 +51,12 @@ int nv_err_set_errno(nv_err *err, int code, int errnum, const char *hint,
 #endif
 	;
 
+/* A value that fails its format check: NV_EINVAL with the message
+ * "bad WHAT 'VALUE'" (VALUE cut at max bytes, NULL shown as ''), the one
+ * shape every such check reports in. */
+int nv_err_bad(nv_err *err, const char *hint, const char *what,
+	       const char *value, int max);
+
 /* Stable lowercase name of a code ("invalid", "not_found", "refused"...). */
 const char *nv_err_code_name(int code);
 

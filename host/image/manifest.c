@@ -239,10 +239,10 @@ int nv_oci_platform_parse(const char *platform, char os[32], char arch[32],
 		goto bad;
 	return 0;
 bad:
-	return nv_err_set(err, NV_EINVAL,
+	return nv_err_bad(err,
 			  "write the platform as OS/ARCH[/VARIANT], e.g. "
 			  "linux/amd64 or linux/arm64/v8",
-			  "bad platform '%.100s'", platform ? platform : "");
+			  "platform", platform, 100);
 }
 
 int nv_oci_index_select(const nv_oci_manifest *index, const char *platform,

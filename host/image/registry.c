@@ -554,8 +554,7 @@ int nv_registry_open(nv_registry **out, const nv_registry_config *cfg,
 	    nv_image_ref_api_host(&ref, r->api_host, sizeof(r->api_host)) ||
 	    url_host(r->api_base, r->api_host, r->bare_host)) {
 		free(r);
-		return nv_err_set(err, NV_EINVAL, NULL, "bad registry '%.200s'",
-				  cfg->registry);
+		return nv_err_bad(err, NULL, "registry", cfg->registry, 200);
 	}
 	r->policy.ca_bundle = cfg->ca_bundle;
 	r->policy.pinned_pubkey = cfg->pinned_pubkey;
@@ -616,9 +615,7 @@ static int check_reference_arg(const char *reference, nv_err *err)
 {
 	if (!reference || !reference[0] || strlen(reference) > 128 ||
 	    strpbrk(reference, "/?#% "))
-		return nv_err_set(err, NV_EINVAL, NULL,
-				  "bad tag or digest '%.80s'",
-				  reference ? reference : "");
+		return nv_err_bad(err, NULL, "tag or digest", reference, 80);
 	return 0;
 }
 
@@ -649,8 +646,7 @@ static int pull_request(nv_registry *r, struct reg_req *q, const char *kind,
 		if (rc)
 			return rc;
 	} else if (!nv_image_digest_valid(reference)) {
-		return nv_err_set(err, NV_EINVAL, NULL, "bad digest '%.80s'",
-				  reference ? reference : "");
+		return nv_err_bad(err, NULL, "digest", reference, 80);
 	}
 	if (api_url(r, url, sizeof(url), kind, repository, reference) ||
 	    nv_reg_scope(scope, sizeof(scope), repository, "pull"))

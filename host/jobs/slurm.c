@@ -260,9 +260,8 @@ static int endpoint_parse(nv_slurm *s, const char *endpoint, nv_err *err)
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) ||
 	    (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)) {
-		rc = nv_err_set(err, NV_EINVAL,
-				"give https://HOST:PORT of slurmrestd",
-				"bad Slurm REST endpoint '%.200s'", endpoint);
+		rc = nv_err_bad(err, "give https://HOST:PORT of slurmrestd",
+				"Slurm REST endpoint", endpoint, 200);
 		goto out;
 	}
 	if (curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT))
@@ -371,8 +370,7 @@ int nv_slurm_open(nv_slurm **out, const nv_slurm_config *cfg, nv_err *err)
 				  "a Slurm session needs an endpoint, a user "
 				  "and a credential");
 	if (!slurm_word_ok(cfg->user, "@") || strlen(cfg->user) > 63)
-		return nv_err_set(err, NV_EINVAL, NULL,
-				  "bad Slurm user name '%.64s'", cfg->user);
+		return nv_err_bad(err, NULL, "Slurm user name", cfg->user, 64);
 	if (cfg->credential->kind != NV_SECRET_BEARER &&
 	    cfg->credential->kind != NV_SECRET_HS256)
 		return nv_err_set(err, NV_EINVAL,

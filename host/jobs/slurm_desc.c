@@ -372,7 +372,6 @@ int nv_slurm_desc_setenv(nv_slurm_job_desc *d, const char *name,
 	d->env[d->nenv++] = entry;
 	return 0;
 bad:
-	return nv_err_set(err, NV_EINVAL, "letters, digits and _",
-			  "bad environment variable name '%.64s'",
-			  name ? name : "");
+	return nv_err_bad(err, "letters, digits and _",
+			  "environment variable name", name, 64);
 }

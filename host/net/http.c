@@ -472,8 +472,7 @@ static int validate(const nv_http_request *req, nv_err *err)
 	if (!req || !req->url)
 		return nv_err_set(err, NV_EINVAL, NULL, "no URL to request");
 	if (req->method && !method_ok(req->method))
-		return nv_err_set(err, NV_EINVAL, NULL,
-				  "bad HTTP method '%.20s'", req->method);
+		return nv_err_bad(err, NULL, "HTTP method", req->method, 20);
 	if (req->body && req->body_read)
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "a request has a body or a body reader, "

@@ -42,10 +42,10 @@ int nv_rgw_uid_check(const char *uid, nv_err *err)
 	}
 	return 0;
 bad:
-	return nv_err_set(err, NV_EINVAL,
+	return nv_err_bad(err,
 			  "a radosgw user id is letters, digits, '.', '_', "
 			  "'-', '@', and TENANT$USER for a tenant's user",
-			  "bad radosgw user id '%.140s'", uid ? uid : "");
+			  "radosgw user id", uid, 140);
 }
 
 static int access_key_char(char c)
@@ -65,10 +65,10 @@ int nv_rgw_access_key_check(const char *id, nv_err *err)
 			goto bad;
 	return 0;
 bad:
-	return nv_err_set(err, NV_EINVAL,
+	return nv_err_bad(err,
 			  "an access key id is letters, digits and + / = . _ "
 			  "-, at most 128",
-			  "bad access key id '%.140s'", id ? id : "");
+			  "access key id", id, 140);
 }
 
 int nv_rgw_key_list_has(const nv_rgw_key_list *list, const char *id)

@@ -103,10 +103,10 @@ int nv_s3_bucket_check(const char *bucket, nv_err *err)
 		goto bad;
 	return 0;
 bad:
-	return nv_err_set(err, NV_EINVAL,
+	return nv_err_bad(err,
 			  "bucket names are 3..63 of a-z 0-9 . - and start "
 			  "and end with a letter or digit",
-			  "bad bucket name '%.80s'", bucket ? bucket : "");
+			  "bucket name", bucket, 80);
 }
 
 int nv_s3_object_check(const char *bucket, const char *key, nv_err *err)
