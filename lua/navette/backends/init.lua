@@ -131,6 +131,7 @@
 -- taken) and audit(spec, detail) (records the submission in the audit
 -- log; audit_many({{spec, detail}, ...}) records several as one write).
 local errors = require "navette.errors"
+local util = require "navette.util"
 
 local backends = {}
 
@@ -138,11 +139,7 @@ local backends = {}
 -- where it has none: a new spec, or one recorded before them.
 function backends.give_launch(backend, spec)
   if spec.launch == nil and backend.launch then
-    spec.launch = {}
-    for k, v in pairs(backend.launch) do
-      if type(v) == "table" then v = table.move(v, 1, #v, 1, {}) end
-      spec.launch[k] = v
-    end
+    spec.launch = util.deep_copy(backend.launch)
   end
 end
 

@@ -83,8 +83,6 @@ check_rc "run --wait of two failing jobs: exits 1" 1
 check_match "run --wait prints the run's id first" "$OUT" \
 	'^run [a-z0-9-]+-run-[0-9a-z-]+ · recipe two\.lua · project manners'
 RUN_ID=$(printf '%s\n' "$OUT" | sed -n 's/^run \([^ ]*\) · recipe.*/\1/p')
-nv_in "$R" watch "$RUN_ID"
-check_rc "watch RUN with the id run printed: exits 1 (both failed)" 1
 check_match "each job's end is headed by its name" "$OUT" '^job gone \('
 check_match "... the other's too" "$OUT" '^job noexec \('
 check_contains "status 127 is told as command not found" "$OUT" \
@@ -94,6 +92,9 @@ check_contains "status 126 is told as not executable" "$OUT" \
 check_contains "the recipe's hint is shown" "$OUT" "check: ask the data team"
 check_match "... and the log's command beside it" "$OUT" \
 	'^  its log: navette logs [^ ]+$'
+nv_in "$R" watch "$RUN_ID"
+check_rc "watch RUN with the id run printed: exits 1 (both failed)" 1
+check_match "watch RUN heads each job's end by its name too" "$OUT" '^job gone \('
 
 # ---- the jobs table -------------------------------------------------------------
 
