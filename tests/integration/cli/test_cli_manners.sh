@@ -104,10 +104,11 @@ LAST_ID=$(submitted_id)
 check_state "the third good job ends" "$LAST_ID" succeeded 30
 nv jobs
 check_rc "jobs: exits 0" 0
-check_match "jobs: an AGE column" "$OUT" '^ID +STATE +AGE +PHASE +NAME$'
+check_match "jobs: AGE and PROJECT columns" "$OUT" \
+	'^ID +STATE +AGE +PROJECT +PHASE +NAME$'
 WIDEST=$(printf '%s\n' "$OUT" | awk '{ if (length($0) > m) m = length($0) } END { print m }')
 check_true "jobs: every line fits 80 columns (widest: $WIDEST)" test "$WIDEST" -le 80
-check_match "jobs: ages in seconds" "$OUT" " [0-9]+s +succeeded +ok$"
+check_match "jobs: ages in seconds" "$OUT" " [0-9]+s +manners +succeeded +ok$"
 SHORT=$(printf '%s\n' "$OUT" | awk '$NF == "bad" { print $1 }')
 check_true "jobs: the id shown ($SHORT) is shorter than the id" \
 	test "${#SHORT}" -lt "${#BAD_ID}"
@@ -117,6 +118,28 @@ nv status "$SHORT" --json
 check_eq "the short id names the job" "$(printf '%s' "$OUT" | json 'd["id"]')" "$BAD_ID"
 nv jobs -l
 check_match "jobs -l: whole ids" "$OUT" "^$BAD_ID +failed "
+# filters
+nv jobs --state failed -l
+check_match "jobs --state failed: the failed job" "$OUT" "^$BAD_ID +failed "
+check_no_match "jobs --state failed: no job that succeeded" "$OUT" " succeeded "
+nv jobs --state succeeded,cancelled
+check_no_match "jobs --state succeeded,cancelled: no failed job" "$OUT" " failed "
+check_match "jobs --state succeeded,cancelled: the good jobs" "$OUT" " succeeded +ok$"
+nv jobs --run "$RUN_ID" --json
+check_eq "jobs --run: the run's two jobs" \
+	"$(printf '%s' "$OUT" | json 'sorted(j["name"] for j in d)')" \
+	'["gone", "noexec"]'
+nv jobs --state faild
+check_rc "jobs --state with a typo: exits 2" 2
+check_contains "jobs --state with a typo: did you mean" "$ERR" "did you mean 'failed'?"
+nv jobs --project no-such-project
+check_eq "jobs --project of no job: says so" "$OUT" "no job matches"
+nv_in "$R" jobs --project . --since 1h --json
+check_eq "jobs --project . --since 1h: this project's jobs only" \
+	"$(printf '%s' "$OUT" | json 'sorted(set(j["project"] for j in d))')" \
+	'["manners"]'
+nv jobs --since soon
+check_rc "jobs --since without an age: exits 2" 2
 on_tty -- jobs
 check_contains "jobs on a terminal: failed in bold red" "$OUT" "${ESC}[1;31mfailed${ESC}[0m"
 check_contains "jobs on a terminal: succeeded in green" "$OUT" "${ESC}[32msucceeded${ESC}[0m"

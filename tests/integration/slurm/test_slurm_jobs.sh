@@ -212,7 +212,7 @@ check_eq "status: the end is the last phase, in time too" \
 	"$(st "$P1" '[p["phase"] for p in sorted(d["phases"], key=lambda p: p["at"])][-1]')" succeeded
 nv_in "$R" jobs --profile spread -l
 check_match "jobs --profile lists a job with its Slurm job, state and node" "$OUT" \
-	"^$P1 +succeeded +[0-9]+[smhd] +[a-z_]+ +[0-9]+ COMPLETED gpu-b +one\$"
+	"^$P1 +succeeded +[0-9]+[smhd] +[^ ]+ +[a-z_]+ +[0-9]+ COMPLETED gpu-b +one\$"
 check_eq "jobs --profile lists that profile's three jobs" \
 	"$(printf '%s\n' "$OUT" | grep -c '^hpc-')" 3
 requeue_of() { scontrol -o show job "$(slurm_id "$1")" 2>/dev/null | grep -o ' Requeue=[0-9]' | cut -d= -f2; }
