@@ -2,9 +2,9 @@
  * a row of the job database, a folder under NAVETTE_HOME/jobs, a key
  * prefix in a store, a launcher's variables, a Slurm job's environment.
  * An id is what lua/navette/job.lua's new_id makes,
- * "<project>-<yyyymmdd>-<hhmmss>-<commit7>-<random6>": 2 to 63 bytes of
- * lowercase ASCII letters, digits and '-', the first and the last a
- * letter or a digit (a DNS-1123 label). Nothing else can then climb out of
+ * "<project>-<time6>-<random5>" (time and random part in base 36): 2 to
+ * 63 bytes of lowercase ASCII letters, digits and '-', the first and the
+ * last a letter or a digit (a DNS-1123 label). Nothing else can then climb out of
  * a folder ('.', '/'), start an option ('-'), break a line or a shell
  * word. Pure C: no Lua here. */
 #ifndef NV_JOBID_H

@@ -4,6 +4,8 @@
  * for untrusted text bound for a terminal on stdout. */
 #include <lauxlib.h>
 #include <lua.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "core/output.h"
 #include "core/runtime.h"
@@ -82,8 +84,18 @@ static int l_out_color(lua_State *L)
 	return 1;
 }
 
+/* out.tty(stream): whether stream is a terminal; out.tty("stdin"):
+ * whether a person can answer a question (stdin and stdout are both
+ * terminals, and output is not captured by an embedder). */
 static int l_out_tty(lua_State *L)
 {
+	const char *name = lua_tostring(L, 1);
+
+	if (name && strcmp(name, "stdin") == 0) {
+		lua_pushboolean(L, nv_out_tty(NV_OUT_STDOUT) &&
+					   isatty(STDIN_FILENO));
+		return 1;
+	}
 	lua_pushboolean(L, nv_out_tty(stream_arg(L, 1)));
 	return 1;
 }

@@ -803,7 +803,8 @@ static void add_text(cJSON *obj, const char *key, sqlite3_stmt *st, int col)
 static const char job_columns[] =
 	"id, name, project, profile, state, phase, created, updated, pid,"
 	" exit_code, failure_phase, failure_reason, failure_hint, record_url,"
-	" spec, backend, remote_id, attempt";
+	" spec, backend, remote_id, attempt,"
+	" CASE WHEN json_valid(spec) THEN json_extract(spec, '$.run') END";
 
 static cJSON *row_to_json(nv_jobdb *q, sqlite3_stmt *st, int with_spec)
 {
@@ -841,6 +842,9 @@ static cJSON *row_to_json(nv_jobdb *q, sqlite3_stmt *st, int with_spec)
 	if (sqlite3_column_type(st, 17) != SQLITE_NULL)
 		cJSON_AddNumberToObject(o, "attempt",
 					sqlite3_column_int(st, 17));
+	/* the run the job belongs to, also in lists without the spec */
+	if (sqlite3_column_type(st, 18) == SQLITE_TEXT)
+		add_text(o, "run", st, 18);
 	if (with_spec) {
 		const char *spec = (const char *)sqlite3_column_text(st, 14);
 		cJSON *parsed = spec ? cJSON_Parse(spec) : NULL;

@@ -617,23 +617,41 @@ function job.validate(spec)
   return j
 end
 
--- "<project>-<yyyymmdd>-<hhmmss>-<commit7>-<random6>": lowercase,
--- DNS-1123, at most 63 characters.
-local function new_id(project_slug, commit)
-  local now = _navette.sys.now()
-  local stamp = os.date("!%Y%m%d-%H%M%S", math.floor(now))
-  local tail = "-" .. stamp .. "-" .. commit:sub(1, 7) .. "-"
-               .. _navette.sys.random_hex(3)
+-- "<project>-<time6>-<random5>": lowercase, DNS-1123, at most 63
+-- characters. time6 is the second it was drawn, counted from 2020-01-01
+-- UTC in base 36 over six digits (until 2089), so the ids of a project
+-- sort by time as text does; random5 is five base-36 digits (about 60
+-- million values) that set the jobs of one second apart. A sweep's jobs
+-- then differ from the eighth character after the project's name on,
+-- where the old ids (date, time and commit in full) differed from the
+-- 33rd. The commit and the date are in the job's record and in `jobs`.
+local EPOCH = 1577836800 -- 2020-01-01T00:00:00Z
+local B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+local function base36(n, width)
+  local out = {}
+  for i = width, 1, -1 do
+    local d = n % 36
+    out[i] = B36:sub(d + 1, d + 1)
+    n = n // 36
+  end
+  return table.concat(out)
+end
+
+local function new_id(project_slug)
+  local now = math.floor(_navette.sys.now()) - EPOCH
+  local draw = tonumber(_navette.sys.random_hex(4), 16)
+  local tail = "-" .. base36(math.max(now, 0), 6) .. "-"
+               .. base36(draw, 5)
   local head = project_slug:sub(1, 63 - #tail):gsub("-+$", "")
   if head == "" then head = "job" end
   return head .. tail
 end
 job.new_id = new_id
 
--- The id of one `navette run`: "<project>-run-<yyyymmdd>-..." (no prefix
+-- The id of one `navette run`: "<project>-run-<time6>-..." (no prefix
 -- of it is a job id's, nor the reverse). Drawn apart from job ids.
-function job.new_run_id(project_slug, commit)
-  return new_id(project_slug:sub(1, 40) .. "-run", commit)
+function job.new_run_id(project_slug)
+  return new_id(project_slug:sub(1, 40) .. "-run")
 end
 
 -- the grammar is C's (core/jobid.h), which every boundary checks

@@ -137,10 +137,111 @@ function jobs.lookup_error(id, err)
 end
 
 -- The queue's row of a job id or unique prefix; raises when there is none.
-function jobs.resolve(id)
+local function row_of(id)
   local row, err = jobs.row(id)
   if not row then jobs.lookup_error(id, err) end
   return row
+end
+
+-- The project of the current folder (its repository's, named by its
+-- navette.lua or after its folder), or nil outside a git repository.
+function jobs.here()
+  local repo = _navette.git.open(_navette.sys.cwd())
+  if not repo then return nil end
+  repo:close()
+  local ok, p = pcall(function() return require("navette.project").at() end)
+  return ok and type(p) == "table" and p.name or nil
+end
+
+-- A glob over job names: `*` any text, `?` one character; everything
+-- else, brackets of sweep names included, stands for itself.
+local function glob_pattern(glob)
+  local body = glob:gsub("[%^%$%(%)%%%.%[%]%+%-]", "%%%0")
+  body = body:gsub("%*", ".*"):gsub("%?", ".")
+  return "^" .. body .. "$"
+end
+
+local function rows_of_ids(ids)
+  local rows = {}
+  for i, id in ipairs(ids) do rows[i] = row_of(id) end
+  return rows
+end
+
+-- What a user types to name jobs (README, "Naming jobs"), in this order:
+--   `last`            the latest job of this folder's project (of all
+--                     projects outside one);
+--   a job's full id;
+--   NAME or a glob    the latest job of each name that matches, in this
+--                     folder's project (train, train[lr=0.1,seed=3],
+--                     train[*]), oldest first;
+--   a unique prefix of a job id, then of a run id (the run's jobs).
+-- -> { kind = "job"|"run"|"name"|"last", rows = {...}, run = id|nil };
+-- raises a not-found or usage error that says what was tried.
+function jobs.pick(given)
+  if given == "last" then
+    local project = jobs.here()
+    for _, r in ipairs(jobs.list(1000000)) do
+      if not project or r.project == project then
+        return { kind = "last", rows = { r } }
+      end
+    end
+    error(errors.new("not_found", "no job yet" .. (project and
+      (" in project " .. project) or ""), "start one with `navette run "
+      .. "RECIPE`"), 0)
+  end
+  local row, err = jobs.row(given)
+  if row and row.id == given then return { kind = "job", rows = { row } } end
+  local project = jobs.here()
+  local pattern = given:find("[*?]") and glob_pattern(given)
+  local picked, seen = {}, {}
+  for _, r in ipairs(jobs.list(1000000)) do -- newest first
+    local name = type(r.name) == "string" and r.name
+    if name and not seen[name] and (not project or r.project == project)
+       and (name == given or (pattern and name:match(pattern))) then
+      seen[name] = true
+      table.insert(picked, 1, r)
+    end
+  end
+  if #picked > 0 then return { kind = "name", rows = picked } end
+  if row then return { kind = "job", rows = { row } } end
+  if err and err.message:find("matches several jobs", 1, true) then
+    jobs.lookup_error(given, err)
+  end
+  local run, ids = jobs.run(given)
+  if run then return { kind = "run", run = run, rows = rows_of_ids(ids) } end
+  if type(ids) == "table" and tostring(ids.message):find(
+       "starts more than one run id", 1, true) then
+    error(errors.new("usage", ids.message, "give more characters of "
+                     .. "the run id (`navette jobs` lists them)"), 0)
+  end
+  error(errors.new("not_found", "no job, run or job name '" .. given .. "'"
+    .. (project and (" in project " .. project) or ""), "a job is named "
+    .. "by its id or a unique prefix, its name (the latest job of that "
+    .. "name here), a glob like train[*], a run id, or `last`; "
+    .. "`navette jobs` lists them"), 0)
+end
+
+-- The one job given names (see jobs.pick): a run or a glob of several
+-- jobs is refused, listing them, so that the user picks one. command:
+-- the command that needs one job (said in the hint).
+function jobs.resolve(given, command)
+  local pick = jobs.pick(given)
+  if #pick.rows == 1 then return pick.rows[1] end
+  local lines = {}
+  for i, r in ipairs(pick.rows) do
+    if i > 20 then
+      lines[#lines + 1] = "  ... and " .. (#pick.rows - 20) .. " more"
+      break
+    end
+    lines[#lines + 1] = string.format("  %s  %-9s  %s", r.id,
+                                      tostring(r.state), tostring(r.name))
+  end
+  error(errors.new("usage", "'" .. given .. "' is "
+    .. (pick.run and ("run " .. pick.run .. ", ") or "")
+    .. #pick.rows .. " jobs; " .. (command or "this") .. " takes one:\n"
+    .. table.concat(lines, "\n"), "name one job (its id, prefix or name)"
+    .. ((command == "watch" or command == "cancel") and ""
+        or "; `navette watch " .. given .. "` follows them all")), 0)
 end
 
 -- The view of a job: its row, brought up to date by its backend (read
@@ -148,7 +249,7 @@ end
 -- once: the backend's when it read it).
 function jobs.get(id)
   jobs.revive_agent()
-  local row = jobs.resolve(id)
+  local row = row_of(id)
   local b = backends.get(row.backend)
   local info = b.refresh and b.refresh(row, context()) or nil
   if info and info.changed then row = jobs.row(row.id) or row end
@@ -183,8 +284,7 @@ function jobs.run(run)
 end
 
 function jobs.cancel(id)
-  local row, err = jobs.row(id)
-  if not row then jobs.lookup_error(id, err) end
+  local row = row_of(id)
   local state, cerr = backends.get(row.backend).cancel(row, context())
   if not state then jobs.lookup_error(id, cerr) end
   return state

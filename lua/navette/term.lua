@@ -60,6 +60,16 @@ function term.error(e)
 end
 
 -- Goes back to the start of a terminal line and clears it (progress).
+-- Asks a person a yes/no question on the terminal: true when they
+-- answered y or yes. nil, "not a terminal" when no one can answer (stdin
+-- or stdout is not a terminal): the caller refuses or asks for a flag.
+function term.confirm(question)
+  if not out.tty("stdin") then return nil, "not a terminal" end
+  out.write("stdout", question .. " [y/N] ")
+  local answer = io.stdin:read("l")
+  return answer ~= nil and answer:lower():match("^%s*y") ~= nil
+end
+
 function term.clear_line(stream)
   out.raw(stream, "\r\27[K")
 end

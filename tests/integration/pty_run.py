@@ -3,10 +3,13 @@
 what it wrote there (escape sequences included) to stdout; exits with the
 command's status (128 + N when signal N ended it).
 
-  pty_run.py [--timeout S] [--interrupt-after TEXT] -- COMMAND ARGS...
+  pty_run.py [--timeout S] [--interrupt-after TEXT]
+             [--answer-after TEXT LINE] -- COMMAND ARGS...
 
 --interrupt-after TEXT types Ctrl-C once TEXT has appeared on the terminal
 (the terminal sends SIGINT to the command, as it would for a user).
+--answer-after TEXT LINE types LINE and Enter once TEXT has appeared (a
+person answering a question).
 Portable: Linux and macOS have the pty module."""
 import os
 import pty
@@ -17,11 +20,14 @@ import time
 
 def main():
     args = sys.argv[1:]
-    timeout, interrupt_after = 60.0, None
+    timeout, interrupt_after, answer_after, answer = 60.0, None, None, b""
     while args and args[0] != "--":
         if args[0] == "--timeout":
             timeout = float(args[1])
             args = args[2:]
+        elif args[0] == "--answer-after":
+            answer_after, answer = args[1].encode(), args[2].encode()
+            args = args[3:]
         elif args[0] == "--interrupt-after":
             interrupt_after = args[1].encode()
             args = args[2:]
@@ -35,7 +41,7 @@ def main():
         finally:
             os._exit(127)
     seen = b""
-    interrupted = False
+    interrupted = answered = False
     deadline = time.time() + timeout
     while True:
         if time.time() > deadline:
@@ -55,6 +61,9 @@ def main():
                 time.sleep(0.3)
                 os.write(fd, b"\x03")
                 interrupted = True
+            if answer_after and not answered and answer_after in seen:
+                os.write(fd, answer + b"\r")
+                answered = True
     _, status = os.waitpid(pid, 0)
     sys.stdout.buffer.write(seen)
     sys.stdout.flush()

@@ -139,10 +139,10 @@ t.test("inputs must be storage URLs", function()
   t.eq(j.inputs.d, "file:///s/k")
 end)
 
--- The random part has 24 bits: two of 150 draws in one second are the same
--- about once in 1,500 runs, which the runner answers by drawing again
--- (test_boundaries: "a taken id"). So the draws are distinct but for at
--- most one repeat (two repeats: about once in a million runs).
+-- The random part has five base-36 digits (about 60 million values): two
+-- of 300 draws in one second are the same about once in 1,300 runs, which
+-- the runner answers by drawing again (test_boundaries: "a taken id").
+-- So the draws are distinct but for at most one repeat.
 t.test("job ids are DNS-1123 labels, distinct within one second", function()
   local seen, repeats = {}, 0
   local long = string.rep("very-long-project-name-", 5)
@@ -151,11 +151,33 @@ t.test("job ids are DNS-1123 labels, distinct within one second", function()
     local id = job.new_id(project, "0123456789abcdef0123456789abcdef01234567")
     t.ok(#id <= 63, "at most 63 characters: " .. id)
     t.ok(job.is_valid_id(id), "DNS-1123: " .. id)
-    t.ok(id:find("0123456", 1, true), "carries the short commit: " .. id)
+    t.ok(id:match("%-[0-9a-z][0-9a-z][0-9a-z][0-9a-z][0-9a-z][0-9a-z]%-"
+                  .. "[0-9a-z][0-9a-z][0-9a-z][0-9a-z][0-9a-z]$"),
+         "ends in -<time6>-<random5>: " .. id)
     if seen[id] then repeats = repeats + 1 end
     seen[id] = true
   end
   t.ok(repeats <= 1, "distinct but for one repeat at most: " .. repeats)
+end)
+
+t.test("job ids sort by the second they were drawn", function()
+  local sys, real = _navette.sys, _navette.sys.now
+  local ids = {}
+  -- seconds across digit carries of the base-36 time (36, 36^2, ...)
+  local times = { 1577836800, 1577836835, 1577836836, 1577838095,
+                  1577838096, 1800000000, 1800000000.9, 1800000001,
+                  3000000000 }
+  for i, at in ipairs(times) do
+    sys.now = function() return at end
+    ids[i] = job.new_id("proj")
+  end
+  sys.now = real
+  for i = 2, #ids do
+    t.ok(ids[i - 1]:sub(1, 11) <= ids[i]:sub(1, 11),
+         ids[i - 1] .. " sorts before " .. ids[i])
+  end
+  t.eq(ids[6]:sub(1, 11), ids[7]:sub(1, 11))
+  t.ok(ids[7]:sub(1, 11) < ids[8]:sub(1, 11), "the next second sorts after")
 end)
 
 -- (the mutation experiment of issue 11: dropping this check in

@@ -43,7 +43,9 @@ local M = {
   summary = { { "logs JOB", "a job's log (--follow, --tail N, --json)" } },
   usage = [[
 usage: navette logs JOB [--follow] [--tail N] [--json]
-  Prints the job's log (its stdout and stderr, as one stream).
+  Prints the job's log (its stdout and stderr, as one stream). JOB: a
+  job's id or unique prefix, its name (the latest job of that name in
+  this project), or `last`; a run id lists the run's jobs.
   --follow   keep printing until the job ends
   --tail N   start with the last N lines only
   --json     one JSON object per line: {time, stream, job, line}, where
@@ -59,7 +61,7 @@ function M.run(argv)
   if opts.tail and (not tail or tail < 0) then
     common.usage_error("--tail must be a whole number of lines", "logs")
   end
-  local v = jobs.get(id)
+  local v = jobs.get(jobs.resolve(id, "logs").id)
   local offset = 0
   local row = jobs.row(v.id)
   if row and row.spec and type(row.spec.redact_fingerprints) == "string" then

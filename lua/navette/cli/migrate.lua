@@ -53,7 +53,7 @@ local function respecify(spec, node)
          .. "prefix with {id}")
   end
   local new = json.decode(json.encode(spec))
-  new.id = job.new_id(spec.project, spec.commit)
+  new.id = job.new_id(spec.project)
   new.outputs.prefix = spec.outputs.prefix:gsub(plain, new.id)
   new.outputs.url = spec.outputs.url:gsub(plain, new.id)
   local user, host = sys.identity()

@@ -11,17 +11,18 @@ local M = {
   usage = [[
 usage: navette status JOB [--json]
   Shows a job's state, phases with timestamps, commit, image, outputs and
-  failure. JOB may be a unique prefix of the id. Exit 1 if it failed, or
-  if its run record or an output it lists is missing or damaged in the
-  store (said on stderr).]],
+  failure. Exit 1 if it failed, or if its run record or an output it
+  lists is missing or damaged in the store (said on stderr).
+  JOB: a job's id or unique prefix, its name (the latest job of that name
+  in this project), or `last`; a run id lists the run's jobs.]],
   flags = { json = "bool" },
   read_only = false, -- follows a job: see navette.cli
 }
 
 function M.run(argv)
-  local opts, id = common.one_arg(M, argv, "JOB id")
+  local opts, given = common.one_arg(M, argv, "JOB id")
   if not opts then return 0 end
-  local v = jobs.get(id)
+  local v = jobs.get(jobs.resolve(given, "status").id)
   -- what the status shows is there: the run record, and each output it
   -- lists (a head per output)
   local row = jobs.row(v.id)

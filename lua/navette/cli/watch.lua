@@ -14,25 +14,24 @@ usage: navette watch JOB|RUN
   follows every job of that run until all have ended: on a terminal, a
   line per job with its current phase, updated in place; otherwise one
   line per phase, each labelled with its job's name.
+  JOB: a job's id or unique prefix, its name (the latest job of that name
+  in this project), a glob of names (train[*]: the latest of each), or
+  `last`; several jobs are followed like a run.
   Exit 0 when it (or every job of the run) succeeded, 1 otherwise.]],
   flags = {},
   read_only = false, -- follows a job: see navette.cli
 }
 
 function M.run(argv)
-  local opts, id = common.one_arg(M, argv, "JOB id")
+  local opts, given = common.one_arg(M, argv, "JOB id")
   if not opts then return 0 end
-  local row = jobs.row(id)
-  if not row then
-    local run, ids = jobs.run(id)
-    if run then return M.watch_run(run, ids) end
-    if tostring(ids.message):find("starts more than one run id", 1, true)
-    then
-      -- a run prefix that names several runs: say so, not "no job"
-      common.usage_error(ids.message, "watch")
-    end
+  local pick = jobs.pick(given)
+  if pick.run or #pick.rows > 1 then
+    local ids = {}
+    for i, r in ipairs(pick.rows) do ids[i] = r.id end
+    return M.watch_run(pick.run or given, ids)
   end
-  local v = jobs.get(id)
+  local v = jobs.get(pick.rows[1].id)
   term.print("job " .. v.id .. " (" .. tostring(v.name) .. ")")
   local views, stopped = common.follow({ v.id }, false)
   if stopped then return common.interrupted({ v.id }) end

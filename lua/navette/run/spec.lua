@@ -37,14 +37,14 @@ local function submission_key(run, j, spec)
 end
 
 -- A new job id that no job of this run has: ids drawn in the same
--- second for the same commit differ only in 24 random bits, so the 1,000
--- tasks of a sweep drew one id twice in about one run of 35, and the
--- array's rows then failed as duplicates before anything was sent.
-function M.new_job_id(run, commit)
+-- second differ only in their random part, so the 1,000 tasks of a sweep
+-- may draw one id twice (with 24 random bits: once in about 35 runs), and
+-- the array's rows would then fail as duplicates before anything is sent.
+function M.new_job_id(run)
   run.drawn = run.drawn or {}
   local id
   repeat
-    id = job.new_id(run.project.name, commit)
+    id = job.new_id(run.project.name)
   until not run.drawn[id]
   run.drawn[id] = true
   return id
@@ -243,7 +243,7 @@ function M.spec(run, j)
                         pin = s3.pin, credential = s3.credential,
                         bucket = s3.bucket, root = s3.root }
   end
-  M.place(run, spec, j, resumed and resumed.id or M.new_job_id(run, commit))
+  M.place(run, spec, j, resumed and resumed.id or M.new_job_id(run))
   return spec
 end
 

@@ -59,7 +59,7 @@ local function submit_context(run, sessions, sub, nodes)
   return {
     db = jobs.db(), submission = sub, sessions = sessions, nodes = nodes,
     redraw = function(s)
-      jobspec.place(run, s, sub.job, jobspec.new_job_id(run, s.commit))
+      jobspec.place(run, s, sub.job, jobspec.new_job_id(run))
       s.launcher = M.render_launcher(s) -- (its id and prefix are new)
     end,
     -- (each returns the line's seq, nil when it could not be written)
@@ -214,7 +214,7 @@ local function run_spec(run, j)
   if taken then return taken end
   local spec = jobspec.spec(run, j)
   -- the run's own id, in each of its jobs (navette watch RUN)
-  run.run_id = run.run_id or job.new_run_id(run.project.name, spec.commit)
+  run.run_id = run.run_id or job.new_run_id(run.project.name)
   spec.run = spec.run or run.run_id
   -- what the job's log filter must mask, without the values themselves
   spec.redact_fingerprints = errors.check(_navette.creds.fingerprints())

@@ -184,6 +184,44 @@ check_contains "an ambiguous prefix: says so" "$ERR" "matches several jobs"
 check_contains "an ambiguous prefix: lists a matching job" "$ERR" "$OK_ID"
 check_contains "an ambiguous prefix: lists another" "$ERR" "$BAD_ID"
 
+# ---- naming jobs: names, globs, last, run ids (issue 29) ---------------------
+
+nv_in "$R" status ok --json
+check_eq "status NAME: the latest job of that name" \
+	"$(printf '%s' "$OUT" | json 'd["id"]')" "$LAST_ID"
+nv_in "$R" logs ok
+check_rc "logs NAME: exits 0" 0
+check_contains "logs NAME: that job's log" "$OUT" "three"
+nv_in "$R" status last --json
+check_eq "status last: the latest job of this project" \
+	"$(printf '%s' "$OUT" | json 'd["id"]')" "$SLOW_ID"
+nv_in "$R" watch 'g?ne'
+check_rc "watch GLOB of one failed job: exits 1" 1
+check_contains "watch GLOB: that job" "$OUT" "(gone)"
+nv_in "$R" logs "$RUN_ID"
+check_rc "logs RUN: a run is not one job, exits 2" 2
+check_contains "logs RUN: says it is a run and how many jobs" "$ERR" \
+	"is run $RUN_ID, 2 jobs; logs takes one"
+check_match "logs RUN: lists each job with its name" "$ERR" \
+	"^  manners-[0-9a-z-]+  failed +noexec$"
+check_contains "logs RUN: how to follow them all" "$ERR" \
+	"navette watch $RUN_ID"
+nv_in "$T" status ok
+check_rc "a name outside any repository: every project's, exits 0" 0
+nv_in "$R" status no-such-name
+check_rc "an unknown name: exits 2" 2
+check_contains "an unknown name: what a job can be named by" "$ERR" \
+	"a glob like train[*], a run id, or \`last\`"
+nv_in "$R" completion jobs
+check_rc "completion jobs: exits 0" 0
+check_eq "completion jobs: last first" "$(printf '%s\n' "$OUT" | head -1)" last
+check_match "completion jobs: offers the names" "$OUT" '^noexec$'
+check_match "completion jobs: offers the ids" "$OUT" "^$LAST_ID\$"
+check_match "completion jobs: offers the run ids" "$OUT" "^$RUN_ID\$"
+nv_in "$R" completion bash
+check_contains "completion bash: JOB words come from completion jobs" "$OUT" \
+	'compgen -W "$(navette completion jobs 2>/dev/null)"'
+
 # ---- command-line errors and help --------------------------------------------
 
 nv run --wiat ok.lua
