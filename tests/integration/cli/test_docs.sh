@@ -82,6 +82,34 @@ for v in $vars; do
 	check_contains "man page: environment variable $v" "$man_text" "$v"
 done
 
+# ---- the manual's topics (lua/navette/doc/*.md, compiled in) -------------
+
+nv help topics
+check_rc "help topics: exits 0" 0
+topics_out=$OUT
+listed=$(printf '%s\n' "$OUT" | sed -n 's/^  \([a-z][a-z0-9-]*\)  .*/\1/p')
+pages=$(cd "$DOC" && ls -- *.md | sed 's/\.md$//')
+check_eq "help topics: lists every page of lua/navette/doc" "$listed" "$pages"
+for topic in $pages; do
+	nv help "$topic"
+	check_rc "help $topic: exits 0" 0
+	check_eq "help $topic: prints lua/navette/doc/$topic.md" "$OUT" \
+		"$(cat "$DOC/$topic.md")"
+	check_match "help topics: $topic's title" "$topics_out" \
+		"^  $topic +$(sed -n '1s/^# //p' "$DOC/$topic.md")\$"
+done
+nv help securty
+check_rc "help with a misspelt topic: exits 2" 2
+check_contains "help securty: suggests the topic" "$ERR" \
+	"(did you mean 'security'?)"
+nv help stauts
+check_contains "help stauts: suggests the command" "$ERR" \
+	"(did you mean 'status'?)"
+nv help
+check_contains "help: ends with where the topics are" "$OUT" \
+	"navette help topics"
+check_match "man page: help takes a TOPIC" "$man_text" '^\.B help .*TOPIC'
+
 # ---- completions ----------------------------------------------------------
 
 nv completion
@@ -147,6 +175,8 @@ check_eq "completion bash: 'navette completion z' gives zsh" \
 	"$(complete_bash navette completion z)" "zsh"
 check_eq "completion bash: 'navette help mig' gives migrate" \
 	"$(complete_bash navette help mig)" "migrate"
+check_eq "completion bash: 'navette help secu' gives security" \
+	"$(complete_bash navette help secu)" "security"
 
 # ---- LuaLS definitions ----------------------------------------------------
 
