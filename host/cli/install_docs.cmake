@@ -35,6 +35,9 @@ include(GNUInstallDirs)
 
 install(FILES ${CMAKE_CURRENT_LIST_DIR}/navette.1
         DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+# the manual's pages (`navette help TOPIC` prints the same, compiled in)
+file(GLOB NAVETTE_DOC_PAGES ${CMAKE_SOURCE_DIR}/lua/navette/doc/*.md)
+install(FILES ${NAVETTE_DOC_PAGES} DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 if(CMAKE_CROSSCOMPILING AND NOT CMAKE_CROSSCOMPILING_EMULATOR)
   message(STATUS "cross-compiling: shell completions and LuaLS definitions "

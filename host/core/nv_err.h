@@ -60,7 +60,7 @@ int nv_err_bad(nv_err *err, const char *hint, const char *what,
 /* Stable lowercase name of a code ("invalid", "not_found", "refused"...). */
 const char *nv_err_code_name(int code);
 
-/* The CLI exit status that a code maps to (README: 0..4). */
+/* The CLI exit status that a code maps to (lua/navette/doc/cli.md: 0..4). */
 int nv_err_exit_status(int code);
 
 #endif

@@ -241,6 +241,14 @@ static int bytecode_suits(lua_State *L)
 	return usable > 0;
 }
 
+/* The loader of a page of the manual read from NAVETTE_LUA_PATH: returns
+ * its text, as the embedded chunk does. */
+static int page_text(lua_State *L)
+{
+	lua_pushvalue(L, lua_upvalueindex(1));
+	return 1;
+}
+
 /* Loads module `name` of the library as a chunk named "=navette/x.lua"
  * (recipe frames are told apart from library frames by that prefix; the
  * embedded bytecode was compiled under the same name). */
@@ -266,10 +274,17 @@ static int load_library_module(lua_State *L, navette_runtime *rt,
 				     rt->lua_path, rel) >= sizeof(path))
 			return LUA_ERRFILE;
 		FILE *f = fopen(path, "rb");
+		int page = 0;
 		/* a folder's module is its init.lua, as embedded */
 		if (!f && (size_t)snprintf(path, sizeof(path), "%s/%s/init.lua",
 					   rt->lua_path, rel) < sizeof(path))
 			f = fopen(path, "rb");
+		/* a page of the manual, navette/doc/x.md: its text */
+		if (!f && strncmp(rel, "navette/doc/", 12) == 0 &&
+		    (size_t)snprintf(path, sizeof(path), "%s/%s.md",
+				     rt->lua_path, rel) < sizeof(path) &&
+		    (f = fopen(path, "rb")) != NULL)
+			page = 1;
 		if (!f)
 			return LUA_ERRFILE;
 		luaL_Buffer b;
@@ -280,6 +295,10 @@ static int load_library_module(lua_State *L, navette_runtime *rt,
 			luaL_addlstring(&b, chunk, n);
 		fclose(f);
 		luaL_pushresult(&b); // [source]
+		if (page) {
+			lua_pushcclosure(L, page_text, 1); // [loader]
+			return LUA_OK;
+		}
 		size_t len;
 		const char *src = lua_tolstring(L, -1, &len);
 		int status = luaL_loadbufferx(L, src, len, chunkname, "t");

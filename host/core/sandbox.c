@@ -326,7 +326,7 @@ static int sandbox_require(lua_State *L)
 			L,
 			"module '%s' is internal to navette: recipes "
 			"and libraries use the public API, "
-			"require \"navette\" (README: Security model)",
+			"require \"navette\" (navette help security)",
 			name);
 	if (!module_name_ok(name))
 		return luaL_error(L,

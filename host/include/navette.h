@@ -66,8 +66,8 @@ extern "C" {
 typedef struct navette_runtime navette_runtime;
 struct lua_State;
 
-/* Results of the API and exit statuses of the CLI (README "Exit
- * codes"). */
+/* Results of the API and exit statuses of the CLI (lua/navette/doc/cli.md,
+ * "Exit codes"). */
 enum navette_status {
 	NAVETTE_OK = 0,
 	NAVETTE_FAILED = 1,  /* a job failed or a check said no */

@@ -78,7 +78,7 @@ function api.status(id)
 end
 
 -- The C entry: api.call(name, ...) -> status, json | status, nil, err.
--- status is the CLI's exit status for the outcome (README "Exit codes").
+-- status is the CLI's exit status for the outcome (doc/cli.md, "Exit codes").
 function api.call(name, ...)
   local ok, result, good = core.pcall(api[name], ...)
   if not ok then

@@ -25,7 +25,7 @@
 -- misuse; the modules above turn their answers into raises.
 local errors = {}
 
--- code -> CLI exit status (README "Exit codes")
+-- code -> CLI exit status (doc/cli.md, "Exit codes")
 errors.exit_status = {
   failed = 1,
   recipe = 2, invalid = 2, usage = 2, not_found = 2,

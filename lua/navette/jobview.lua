@@ -1,5 +1,5 @@
 -- The jobs as the CLI shows them, whatever their backend: one stable view
--- (the `--json` fields of the README) built from the job database's row,
+-- (the `--json` fields of doc/cli.md) built from the job database's row,
 -- brought up to date by the job's backend, and, once the job is over, its
 -- run record in storage.
 local errors = require "navette.errors"
@@ -52,7 +52,7 @@ function jobs.row(id)
   return json.decode(text)
 end
 
--- The stable view of a job (README: "--json fields"). info: what its
+-- The stable view of a job (doc/cli.md: "--json fields"). info: what its
 -- backend's refresh said (its record, if read, and its own fields).
 function jobs.view(row, info)
   local spec = row.spec or {}

@@ -1,7 +1,7 @@
 -- LuaLS definitions (a `---@meta` file, written by `navette definitions`:
 -- navette.cli.definitions) of what recipes and project files reach, for
 -- editors. navette.job's fields are written from navette.job.FIELDS, the
--- table its validator walks, and so is the README's list of them
+-- table its validator walks, and so is the manual's list of them
 -- (job_fields_markdown). The
 -- option tables of the primitives and the project file are written from
 -- the key lists their validators check; their types and doc lines are
@@ -588,8 +588,8 @@ local function field_list(out, fields, indent)
   end
 end
 
--- The README's list of navette.job's fields, made from job.FIELDS
--- (tests/lua/definitions_test.lua checks that the README holds it).
+-- The manual's list of navette.job's fields, made from job.FIELDS
+-- (tests/lua/definitions_test.lua checks that doc/recipes.md holds it).
 function luals.job_fields_markdown()
   local out = {}
   field_list(out, require("navette.job").FIELDS, "")

@@ -1,5 +1,5 @@
 -- The public API as a recipe gets it from `require "navette"`: the
--- functions the README documents (the same list as the editor definitions,
+-- functions the manual documents (the same list as the editor definitions,
 -- navette.luals), and nothing else. The recipe receives a sealed object
 -- (read-only, a fresh one per evaluation); every call crosses a boundary
 -- that copies the arguments with raw reads (a table with metamethods

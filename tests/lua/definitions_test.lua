@@ -142,21 +142,21 @@ t.test("the definitions are one Lua file LuaLS reads as a library",
   t.ok(chunk, "parses: " .. tostring(err))
 end)
 
-t.test("the README's list of job fields is the one made from the table",
+t.test("the manual's list of job fields is the one made from the table",
        function()
   local util = require "navette.util"
   local here = debug.getinfo(1, "S").source:gsub("^@", "")
   local path = util.join(util.dirname(util.dirname(util.dirname(here))),
-                         "README.md")
-  local f = assert(io.open(path, "rb"), "no README at " .. path)
+                         "lua/navette/doc/recipes.md")
+  local f = assert(io.open(path, "rb"), "no manual page at " .. path)
   local readme = f:read("a")
   f:close()
   local listed = readme:match("\n<!%-%- navette%.job fields: begin %-%->\n"
                               .. "(.-)<!%-%- navette%.job fields: end %-%->")
-  t.ok(listed, "README.md holds the markers of the list")
+  t.ok(listed, "doc/recipes.md holds the markers of the list")
   local made = luals.job_fields_markdown()
   if listed ~= made then
-    error({ code = "assertion", message = "README.md's list of navette.job "
+    error({ code = "assertion", message = "doc/recipes.md's list of navette.job "
             .. "fields differs from job.FIELDS; put this between its "
             .. "markers:\n" .. made }, 0)
   end
@@ -165,7 +165,7 @@ t.test("the README's list of job fields is the one made from the table",
     for _, fd in ipairs(fields) do
       t.ok(made:find("\n" .. indent .. "- `" .. fd.name .. "` (", 1, true)
            or made:find("^" .. indent .. "- `" .. fd.name .. "` %("),
-           "README lists " .. fd.name)
+           "doc/recipes.md lists " .. fd.name)
       if fd.fields then each(fd.fields, indent .. "  ") end
     end
   end

@@ -7,8 +7,10 @@
  * library's share of start-up time. A probe chunk compiled here and again
  * at run time tells the runtime whether the liblua it runs on makes the
  * same bytecode; where it does not, the runtime compiles the sources.
+ * A page of the manual (navette/doc/x.md) is data: it becomes the module
+ * navette.doc.x, a chunk that returns the page's text as one string.
  *
- *   luac_embed OUT ROOT navette/a.lua navette/b.lua ...
+ *   luac_embed OUT ROOT navette/a.lua navette/doc/b.md ...
  *
  * ROOT is the lua/ folder; the files are named relative to it. */
 #include <errno.h>
@@ -78,6 +80,57 @@ static char *read_file(const char *path, size_t *len)
 	}
 	fclose(f);
 	return data;
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), m = strlen(tail);
+
+	return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+/* A page of text made a Lua chunk that returns it: "return [==[\n" text
+ * "]==]", with as many '=' as it takes for the closing bracket not to
+ * occur in the text (a page holds no NUL: one would end the search).
+ * Frees text, which read_file allocated one byte longer; NULL when out of
+ * memory or when no level fits. */
+static char *text_chunk(char *text, size_t *len)
+{
+	char close[16];
+	size_t level = 0, cap;
+	char *chunk;
+
+	text[*len] = '\0';
+
+	for (;; level++) {
+		if (level > 8) {
+			free(text);
+			return NULL;
+		}
+		close[0] = ']';
+		memset(close + 1, '=', level);
+		close[level + 1] = ']';
+		close[level + 2] = '\0';
+		if (!strstr(text, close))
+			break;
+	}
+	cap = *len + 2 * level + 32;
+	chunk = malloc(cap);
+	if (chunk) {
+		size_t n = (size_t)snprintf(chunk, cap, "return [");
+		memset(chunk + n, '=', level);
+		n += level;
+		chunk[n++] = '[';
+		chunk[n++] = '\n';
+		memcpy(chunk + n, text, *len);
+		n += *len;
+		memcpy(chunk + n, close, level + 2);
+		n += level + 2;
+		chunk[n] = '\0';
+		*len = n;
+	}
+	free(text);
+	return chunk;
 }
 
 /* Compiles source as chunkname and dumps it with debug information. */
@@ -160,6 +213,8 @@ int main(int argc, char **argv)
 			continue;
 		}
 		source = read_file(path, &len);
+		if (source && ends_with(argv[i], ".md"))
+			source = text_chunk(source, &len);
 		if (!source) {
 			fprintf(stderr, "luac_embed: cannot read %s\n", path);
 			failed = 1;
@@ -178,18 +233,20 @@ int main(int argc, char **argv)
 
 	fprintf(out, "\nconst struct nv_lua_module nv_lua_modules[] = {\n");
 	for (int i = 3; i < argc && !failed; i++) {
-		/* "navette/job.lua" -> "navette.job"; ".../init.lua" -> "..."
-		 */
+		/* "navette/job.lua" -> "navette.job"; ".../init.lua" -> "...";
+		 * "navette/doc/cli.md" -> "navette.doc.cli" */
 		char mod[PATH_MAX_LEN];
 		size_t n = strlen(argv[i]);
-		if (n < 4 || n >= sizeof(mod) ||
-		    strcmp(argv[i] + n - 4, ".lua") != 0) {
+		size_t ext = ends_with(argv[i], ".md") ? 3 : 4;
+		if (n <= ext || n >= sizeof(mod) ||
+		    !(ends_with(argv[i], ".lua") ||
+		      ends_with(argv[i], ".md"))) {
 			failed = 1;
 			break;
 		}
-		memcpy(mod, argv[i], n - 4);
-		mod[n - 4] = '\0';
-		n -= 4;
+		memcpy(mod, argv[i], n - ext);
+		mod[n - ext] = '\0';
+		n -= ext;
 		if (n > 5 && strcmp(mod + n - 5, "/init") == 0)
 			mod[n - 5] = '\0';
 		for (char *p = mod; *p; p++)

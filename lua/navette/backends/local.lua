@@ -17,7 +17,7 @@ local M = { name = "local" }
 M.DEFAULT_PATH = { "/usr/local/bin", "/usr/bin", "/bin" }
 M.profile_keys = { "path" }
 M.settings_doc = "Local backend settings: path = { \"/usr/local/bin\", ... }, "
-  .. "the PATH of jobs on the host (see the README)."
+  .. "the PATH of jobs on the host (see `navette help profiles`)."
 
 function M.validate(t, where)
   local function fail(message, hint)

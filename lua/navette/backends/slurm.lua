@@ -30,7 +30,7 @@ local STATUS_TOKEN_LIFESPAN = 300 -- a status poll's token
 M.profile_keys = KEYS
 -- a job's `after` is Slurm's afterok (a job that cannot run is ended)
 M.dependencies = true
-M.settings_doc = "Slurm settings (backend = \"slurm\"): see the README."
+M.settings_doc = "Slurm settings (backend = \"slurm\"): see `navette help slurm`."
 
 -- Validates profile.slurm (t) of profile where.profile in project file
 -- where.path.

@@ -146,10 +146,16 @@ function completion.model()
     end
     commands[#commands + 1] = c
   end
-  -- help COMMAND: the commands are its verbs
+  -- help COMMAND|TOPIC: the commands and the manual's topics are its verbs
   local names = {}
   for i, c in ipairs(commands) do names[i] = { name = c.name, flags = {} } end
-  commands[#commands + 1] = { name = "help", doc = "show a command's usage",
+  local topics = require("navette.cli.help").topics()
+  topics[#topics + 1] = "topics"
+  for _, topic in ipairs(topics) do
+    names[#names + 1] = { name = topic, flags = {} }
+  end
+  commands[#commands + 1] = { name = "help",
+                              doc = "show a command's usage or a topic",
                               flags = {}, verbs = names }
   return { commands = commands }
 end

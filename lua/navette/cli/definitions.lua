@@ -11,7 +11,7 @@ local M = {
 usage: navette definitions [FILE]
   Writes the LuaLS definitions of the recipe API (navette.job's fields,
   the primitives and their options) to FILE, or prints them; made from
-  the tables the validators use. See README, "Editor support".]],
+  the tables the validators use. See `navette help editors`.]],
   flags = {},
   read_only = true,
 }

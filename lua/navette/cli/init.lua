@@ -1,6 +1,6 @@
 -- The navette command line: picks the command named by the first
 -- argument (lua/navette/cli/NAME.lua, listed in navette.cli.common), runs
--- it, prints through navette.term, and maps every error to the README's
+-- it, prints through navette.term, and maps every error to the manual's
 -- exit codes: 0 success; 1 the job failed or a check said no; 2 usage or
 -- recipe error, or what it names does not exist; 3 refused, by navette's
 -- preconditions or by a service that answered no; 4 a service or backend

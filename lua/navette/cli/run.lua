@@ -14,7 +14,7 @@ usage: navette run RECIPE [--profile P] [--node NAME] [--wait] [--json]
   backend (default profile: the project's default, else `local`).
   --node N   run on node N (slurm backend; a node list like gpu-[1-2])
   --wait     follow the jobs until they end; exit 1 if one failed
-  --json     print the jobs as JSON (see README, "--json fields")]],
+  --json     print the jobs as JSON (see `navette help cli`)]],
   flags = { profile = "value", wait = "bool", json = "bool", node = "value" },
   read_only = false,
 }

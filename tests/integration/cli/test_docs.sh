@@ -1,7 +1,7 @@
 # What ships beside the binary for its users, and that it cannot drift:
 # the man page (lint-clean; every command `navette help` lists, every flag
-# the parser accepts, every exit code of the README and every variable of
-# its "Files and environment" are in it), the shell completions (valid
+# the parser accepts, every exit code of the manual (doc/cli.md) and every
+# variable of its doc/files.md are in it), the shell completions (valid
 # scripts; bash and fish complete commands, verbs and options) and the
 # LuaLS definitions command. The scripts built by install_docs.cmake are
 # what the binary prints.
@@ -10,7 +10,7 @@ set -eu -o pipefail
 set +e # each check reports its own failure; finish sets the status
 
 MAN=$NAVETTE_SOURCE/host/cli/navette.1
-README=$NAVETTE_SOURCE/README.md
+DOC=$NAVETTE_SOURCE/lua/navette/doc
 
 # ---- the man page ---------------------------------------------------------
 
@@ -70,18 +70,45 @@ for f in $flags; do
 	esac
 done
 
-# the README's exit codes, and its environment variables
-codes=$(sed -n '/^### Exit codes/,/^### /s/^| \([0-9][0-9]*\) |.*/\1/p' "$README")
-check_ne "README: has an exit-code table" "$codes" ""
+# the manual's exit codes, and its environment variables
+codes=$(sed -n '/^## Exit codes/,/^## /s/^| \([0-9][0-9]*\) |.*/\1/p' "$DOC/cli.md")
+check_ne "doc/cli.md: has an exit-code table" "$codes" ""
 for code in $codes; do
 	check_match "man page: exit status $code" "$man_text" "^\.B $code\$"
 done
-vars=$(sed -n '/^## Files and environment/,/^## /p' "$README" |
-	grep -oE 'NAVETTE_[A-Z_]+' | sort -u)
-check_ne "README: names environment variables" "$vars" ""
+vars=$(grep -oE 'NAVETTE_[A-Z_]+' "$DOC/files.md" | sort -u)
+check_ne "doc/files.md: names environment variables" "$vars" ""
 for v in $vars; do
 	check_contains "man page: environment variable $v" "$man_text" "$v"
 done
+
+# ---- the manual's topics (lua/navette/doc/*.md, compiled in) -------------
+
+nv help topics
+check_rc "help topics: exits 0" 0
+topics_out=$OUT
+listed=$(printf '%s\n' "$OUT" | sed -n 's/^  \([a-z][a-z0-9-]*\)  .*/\1/p')
+pages=$(cd "$DOC" && ls -- *.md | sed 's/\.md$//')
+check_eq "help topics: lists every page of lua/navette/doc" "$listed" "$pages"
+for topic in $pages; do
+	nv help "$topic"
+	check_rc "help $topic: exits 0" 0
+	check_eq "help $topic: prints lua/navette/doc/$topic.md" "$OUT" \
+		"$(cat "$DOC/$topic.md")"
+	check_match "help topics: $topic's title" "$topics_out" \
+		"^  $topic +$(sed -n '1s/^# //p' "$DOC/$topic.md")\$"
+done
+nv help securty
+check_rc "help with a misspelt topic: exits 2" 2
+check_contains "help securty: suggests the topic" "$ERR" \
+	"(did you mean 'security'?)"
+nv help stauts
+check_contains "help stauts: suggests the command" "$ERR" \
+	"(did you mean 'status'?)"
+nv help
+check_contains "help: ends with where the topics are" "$OUT" \
+	"navette help topics"
+check_match "man page: help takes a TOPIC" "$man_text" '^\.B help .*TOPIC'
 
 # ---- completions ----------------------------------------------------------
 
@@ -148,6 +175,8 @@ check_eq "completion bash: 'navette completion z' gives zsh" \
 	"$(complete_bash navette completion z)" "zsh"
 check_eq "completion bash: 'navette help mig' gives migrate" \
 	"$(complete_bash navette help mig)" "migrate"
+check_eq "completion bash: 'navette help secu' gives security" \
+	"$(complete_bash navette help secu)" "security"
 
 # ---- LuaLS definitions ----------------------------------------------------
 

@@ -49,6 +49,15 @@ check_file "installed $LIBDIR/cmake/navette/navetteConfigVersion.cmake" \
 	"$P/$LIBDIR/cmake/navette/navetteConfigVersion.cmake"
 check_file "installed $LIBDIR/cmake/navette/navetteTargets.cmake" \
 	"$P/$LIBDIR/cmake/navette/navetteTargets.cmake"
+# the manual's pages beside the man page, the same text the binary prints
+for page in "$NAVETTE_SOURCE"/lua/navette/doc/*.md; do
+	name=$(basename "$page" .md)
+	check_eq "installed share/doc/navette/$name.md" \
+		"$(cat "$P/share/doc/navette/$name.md" 2>&1)" "$(cat "$page")"
+done
+check_eq "installed navette help cli prints the installed page" \
+	"$(NAVETTE_HOME=$T/help-home "$P/bin/navette" help cli 2>&1)" \
+	"$(cat "$P/share/doc/navette/cli.md")"
 check_eq "only navette.h is installed under include/" \
 	"$(cd "$P/include" 2>/dev/null && ls -A)" navette.h
 
