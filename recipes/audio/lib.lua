@@ -1,10 +1,12 @@
 -- The audio pattern of the catalogue: a text script with chapters ("# Title"
 -- lines) rendered to speech chapter by chapter (espeak-ng, one job per
--- chapter), each normalised to -16 LUFS in two passes (ffmpeg loudnorm:
--- measure, then apply); then one job joins them under a sox music bed,
--- ducked under the voice, normalises the mix, and encodes episode.opus and
--- episode.mp3 with a chapter mark per chapter and a loudness report
--- (recipes/audio/audio.py).
+-- chapter), each brought to -16 LUFS by a peak limiter and then a linear
+-- gain from ffmpeg's loudnorm in two passes (measure, then apply); then one
+-- job joins them under a sox music bed, ducked under the voice, normalises
+-- the mix the same way, and encodes episode.opus (64 kb/s constrained VBR)
+-- and episode.mp3 (128 kb/s) with a chapter mark per chapter, checked with
+-- ffprobe to the millisecond, and a report of each file's loudness and
+-- measured bitrate (recipes/audio/audio.py).
 local navette = require "navette"
 
 local audio = {}
@@ -37,8 +39,8 @@ function audio.episode(opts)
     log_patterns = { "audio: FAILED" },
     hint = "the log says why (audio: FAILED: ...): a script that is not "
         .. "UTF-8 text with '# Title' chapter lines, fewer chapters than "
-        .. "`chapters`, or a tool missing on the node (espeak-ng, ffmpeg, "
-        .. "sox)",
+        .. "`chapters`, a tool missing on the node (espeak-ng, ffmpeg, "
+        .. "sox), or an encoded file whose chapter marks ffprobe reads off",
   }
   local parts = navette.sweep {
     job = {

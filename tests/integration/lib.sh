@@ -660,27 +660,74 @@ catalogue_repo() {
 	printf '%s\n' "$dir"
 }
 
-# check_audio DIR: the audio recipe's outputs in DIR (a job's prefix, on
-# disk): each episode within 1 LU of -16 LUFS integrated, as ffmpeg's
-# ebur128 measures it here, with three chapter marks, and as long as its
-# chapters; report.json says the same figures.
+# check_audio DIR [CHAPTER_DIR...]: the audio recipe's outputs in DIR (a
+# job's prefix, on disk): each episode within 1 LU of -16 LUFS integrated,
+# as ffmpeg's ebur128 measures it here, as long as its chapters and the
+# bed's 2 s after them, with three chapter marks that ffprobe reads here at
+# the chapters' first samples to the millisecond (both containers keep
+# milliseconds) and with their titles, and the bitrate report.json gives
+# (Opus within 10% of 64 kb/s, MP3 within 2% of 128); report.json says the
+# same figures, and both loudnorm passes stayed linear. With the chapter
+# jobs' prefixes, each chapter.wav is measured here too: its samples are
+# the report's, and it is within 0.2 LU of -16 LUFS.
 check_audio() {
-	local f i n d want
-	want=$(json 'sum(c["duration"] for c in d["chapters"])' <"$1/report.json" 2>&1)
+	local dir=$1 f i d want got n k=0
+	shift
+	want=$(json 'sum(c["duration"] for c in d["chapters"])' <"$dir/report.json" 2>&1)
 	for f in episode.opus episode.mp3; do
-		i=$(ffmpeg -hide_banner -nostats -i "$1/$f" -af ebur128 -f null - 2>&1 |
+		i=$(ffmpeg -hide_banner -nostats -i "$dir/$f" -af ebur128 -f null - 2>&1 |
 			sed -n '/Summary:/,$p' | sed -n 's/^ *I: *\(-*[0-9.]*\) LUFS$/\1/p' | head -n 1)
 		echo "audio: $f integrated $i LUFS (measured here)"
 		check_true "audio: $f is within 1 LU of -16 LUFS ($i)" \
 			python3 -c "import sys; sys.exit(0 if abs(float('${i:-nan}') + 16) <= 1 else 1)"
-		n=$(ffprobe -v error -show_chapters -of json "$1/$f" | json 'len(d["chapters"])')
+		n=$(ffprobe -v error -show_chapters -of json "$dir/$f" | json 'len(d["chapters"])')
 		check_eq "audio: $f has three chapter marks" "$n" 3
-		d=$(ffprobe -v error -show_entries format=duration -of json "$1/$f" | json 'float(d["format"]["duration"])')
-		check_true "audio: $f lasts its chapters ($d s, chapters $want s)" \
-			python3 -c "import sys; sys.exit(0 if abs($d - $want) < 0.5 else 1)"
+		got=$(ffprobe -v error -show_chapters -of json "$dir/$f" | python3 -c '
+import json, sys
+marks = json.load(sys.stdin)["chapters"]
+with open(sys.argv[1]) as f:
+    chapters = json.load(f)["chapters"]
+# where each chapter starts in the episode: its first sample (48 kHz),
+# in whole milliseconds as the containers keep it
+start, wrong = 0, []
+for k, (m, c) in enumerate(zip(marks, chapters), 1):
+    want = round(start * 1000 / 48000) / 1000
+    if abs(float(m["start_time"]) - want) > 0.001 + 1e-6:
+        wrong.append("chapter %d starts at %s s, not %.3f" % (k, m["start_time"], want))
+    if k > 1 and abs(float(marks[k - 2]["end_time"]) - want) > 0.001 + 1e-6:
+        wrong.append("chapter %d ends at %s s, not %.3f" % (k - 1, marks[k - 2]["end_time"], want))
+    if m.get("tags", {}).get("title") != c["title"]:
+        wrong.append("chapter %d is titled %r" % (k, m.get("tags", {}).get("title")))
+    start += c["samples"]
+print("; ".join(wrong) or "exact")
+' "$dir/report.json" 2>&1)
+		check_eq "audio: $f's chapter marks are at the chapters' first samples, to the ms" "$got" exact
+		d=$(ffprobe -v error -show_entries format=duration -of json "$dir/$f" | json 'float(d["format"]["duration"])')
+		check_true "audio: $f lasts its chapters and 2 s ($d s, chapters $want s)" \
+			python3 -c "import sys; sys.exit(0 if abs($d - $want - 2) < 0.5 else 1)"
+		got=$(ffprobe -v error -show_entries format=bit_rate -of json "$dir/$f" | json 'round(int(d["format"]["bit_rate"]) / 1000, 1)')
+		echo "audio: $f $got kb/s (measured here)"
+		check_eq "audio: $f's bitrate in the report is the one measured here" \
+			"$(json "d['files']['$f']['bit_rate_kbps']" <"$dir/report.json" 2>&1)" "$got"
+		check_true "audio: $f's bitrate is what the README says ($got kb/s)" \
+			python3 -c "import sys; b, r = $got, {'episode.opus': 64, 'episode.mp3': 128}['$f']; sys.exit(0 if abs(b - r) <= r * (0.1 if r == 64 else 0.02) else 1)"
 	done
 	check_eq "audio: the report agrees" \
-		"$(json 'all(abs(f["integrated_lufs"] + 16) <= 1 for f in d["files"].values())' <"$1/report.json" 2>&1)" true
+		"$(json 'all(abs(f["integrated_lufs"] + 16) <= 1 for f in d["files"].values())' <"$dir/report.json" 2>&1)" true
+	check_eq "audio: loudnorm applied a linear gain to each chapter and to the mix" \
+		"$(json '[c["normalization"] for c in d["chapters"]] + [d["mix"]["normalization"]]' <"$dir/report.json" 2>&1)" \
+		'["linear", "linear", "linear", "linear"]'
+	for f in "$@"; do
+		k=$((k + 1))
+		n=$(ffprobe -v error -show_entries stream=duration_ts -of json "$f/chapter.wav" | json 'd["streams"][0]["duration_ts"]')
+		check_eq "audio: chapter $k's samples, counted here, are the report's" \
+			"$n" "$(json "d['chapters'][$k - 1]['samples']" <"$dir/report.json" 2>&1)"
+		i=$(ffmpeg -hide_banner -nostats -i "$f/chapter.wav" -af ebur128 -f null - 2>&1 |
+			sed -n '/Summary:/,$p' | sed -n 's/^ *I: *\(-*[0-9.]*\) LUFS$/\1/p' | head -n 1)
+		echo "audio: chapter $k integrated $i LUFS (measured here)"
+		check_true "audio: chapter $k is within 0.2 LU of -16 LUFS ($i)" \
+			python3 -c "import sys; sys.exit(0 if abs(float('${i:-nan}') + 16) <= 0.2 + 1e-9 else 1)"
+	done
 }
 
 # check_video DIR: the video recipe's outputs in DIR (the join's prefix,

@@ -6,10 +6,13 @@
 #              0.9; the same seed gives the same accuracy); a corrupt data
 #              file fails the runs at `running` with the recipe's hint, and
 #              the fan-in is cancelled, naming a run;
-#   audio      recipes/audio/episode.lua: three chapters rendered, then
-#              episode.opus and episode.mp3, each measured here (ffmpeg's
+#   audio      recipes/audio/episode.lua: three chapters rendered, each
+#              measured here within 0.2 LU of -16 LUFS, with a linear gain;
+#              then episode.opus and episode.mp3, each measured here (ffmpeg's
 #              ebur128) within 1 LU of -16 LUFS, with three chapter marks
-#              and the chapters' duration;
+#              at the chapters' first samples to the millisecond (ffprobe),
+#              the chapters' duration and 2 s, and the bitrate the report
+#              gives, as measured here (check_audio in ../lib.sh);
 #   video      recipes/video/encode.lua: the demo source in four segments
 #              joined without re-encoding: output.mp4 has the source's
 #              frames and duration (counted here), an HLS ladder of two
@@ -73,7 +76,11 @@ nv_in "$C" run recipes/audio/episode.lua --wait
 echo "audio on the local backend: ${SECONDS}s"
 check_rc "audio: run --wait exits 0" 0
 EP=$(store_dir navette "$(printf '%s\n' "$OUT" | sed -n 's/^job chapter-episode submitted: //p')")
-check_audio "$EP"
+CHAPTERS=()
+for n in 1 2 3; do
+	CHAPTERS+=("$(store_dir navette "$(printf '%s\n' "$OUT" | sed -n "s/^job chapter\\[chapter=$n\\] submitted: //p")")")
+done
+check_audio "$EP" "${CHAPTERS[@]}"
 
 # ---- video ---------------------------------------------------------------------
 SECONDS=0

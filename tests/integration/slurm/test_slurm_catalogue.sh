@@ -9,7 +9,8 @@
 #              gives on this machine for the same data and seed;
 #   audio      recipes/audio/episode.lua on the nodes: episode.opus and
 #              episode.mp3 within 1 LU of -16 LUFS (measured here), three
-#              chapter marks each;
+#              chapter marks each at the chapters' first samples to the
+#              millisecond, the bitrates the report gives (check_audio);
 #   video      recipes/video/encode.lua on the nodes: output.mp4 with the
 #              source's frames and duration, the HLS ladder, the sheet;
 #   vision     recipes/vision/faces.lua on the nodes: the five images'
