@@ -104,7 +104,8 @@ static void test_shapes(nv_redactor *r)
 	CHECK_STR(red(r, "token: Bearer abc123def456ghi789 ok"),
 		  "token: Bearer <redacted:bearer> ok");
 	CHECK_STR(red(r, "eyJhbGciOiJIUzI1NiJ9."
-			 "eyJzdWIiOiIxMjM0In0.dozjgNryP4J3j"
+			 "eyJzdWIiOiIxMjM0In0."
+			 "dozjgNryP4J3j"
 			 "VmNHl0w5N_XgL0n3I9PlFUP0THsR8U."),
 		  "<redacted:jwt>.");
 	CHECK_STR(red(r, "jwt=eyJhbGciOiJub25lIn0."
@@ -248,7 +249,8 @@ static const char split_text[] =
 	"IOSFODNN7EXAMPLE\n"
 	"Authorization: Bearer abcdefgh12345678\n"
 	"t=eyJhbGciOiJIUzI1NiJ9."
-	"eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N\n"
+	"eyJzdWIiOiIxMjM0In0."
+	"dozjgNryP4J3jVmNHl0w5N\n"
 	"-----BEGIN EC PRIVATE "
 	"KEY-----\nMHcCAQEEIIrYSSNQFaA2Hwf1duRSxKtLYX5\n"
 	"oAoGCCqGSM49AwEHoUQDQgAE\n-----END EC PRIVATE KEY-----\n"
