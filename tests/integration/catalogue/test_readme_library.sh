@@ -22,10 +22,10 @@ git -C "$NAVETTE_SOURCE" rev-parse HEAD >/dev/null 2>&1 ||
 section=$(awk '/^## Recipe catalogue$/ { p = 1; next }
 	p && /^##/ { exit } p' "$NAVETTE_SOURCE/README.md")
 block() { # block LANG: the first fenced block of the section opened by ```LANG
-	printf '%s\n' "$section" | awk -v open="\`\`\`$1" '
-		!inb && $0 == open && !done { inb = 1; next }
-		inb && $0 == "```" { inb = 0; done = 1; next }
-		inb { print }'
+	printf '%s\n' "$section" | awk -v want="$1" '
+		/^```/ && !inb { inb = 1; mine = !done && substr($0, 4) == want; next }
+		/^```$/ && inb { inb = 0; if (mine) done = 1; mine = 0; next }
+		mine { print }'
 }
 LUA=$(block lua)
 CMDS=$(block "")
