@@ -45,8 +45,9 @@ git -C "$LIB" tag "$ref" || exit 1
 # has the user commit it with the lock)
 U=$(new_repo user) || exit 1
 commit_all "$U" >/dev/null || exit 1
-printf '%s\n' "$LUA" | perl -pe 's/\Q'"$url"'\E/file:\/\/'"${LIB//\//\\/}"'/' \
-	>"$U/$recipe"
+printf '%s\n' "$LUA" | FROM=$url TO=file://$LIB \
+	perl -pe 's/\Q$ENV{FROM}\E/$ENV{TO}/g' >"$U/$recipe"
+check_contains "the recipe uses the clone" "$(cat "$U/$recipe")" "file://$LIB"
 export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t \
 	GIT_COMMITTER_EMAIL=t@t
 SECONDS=0
