@@ -482,6 +482,10 @@ local function evaluate(run, lib, module)
       sweep = function(decl)
         return require("navette.run.declare").declare_sweep(decl, lib)
       end,
+      -- (a data set's paths may come with the library: storage.lua)
+      ["storage.put"] = function(key, source)
+        return require("navette.storage").put(key, source, lib)
+      end,
     }),
     print = run.print,
     load_module = function(_, rel) return source(rel) end,

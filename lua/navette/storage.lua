@@ -246,14 +246,41 @@ end
 -- the folders above. The project file, not the recipe, says which files
 -- outside the repository a recipe may upload. A path refused and a path
 -- missing give one answer: the recipe learns nothing of which it was.
-local function dataset_file(source)
+-- A library's put may name the data set's paths itself ({ dataset = NAME,
+-- paths = { ... } }): the paths it ships with, used when the project file
+-- does not declare NAME (the project's own paths come first), under the
+-- same trust gate, and never under the user's home (a library must not
+-- pick the user's own files: the project file names those). A project's
+-- own recipe passing paths gets them ignored.
+local function library_paths(source, lib)
+  local paths = source.paths
+  -- (a project's own recipe: only its project file names files outside
+  -- the repository, so the paths are not looked at)
+  if paths == nil or not lib then return nil end
+  if type(paths) == "string" then paths = { paths } end
+  if type(paths) ~= "table" or #paths == 0 then
+    errors.raise("recipe", "navette.storage.put: paths must be a list of "
+                 .. "absolute paths")
+  end
+  for i, p in ipairs(paths) do
+    if type(p) ~= "string" or p:sub(1, 1) ~= "/" then
+      errors.raise("recipe", "navette.storage.put: paths[" .. i .. "] "
+                   .. "must be an absolute path")
+    end
+  end
+  return paths
+end
+
+local function dataset_file(source, lib)
   local name = source.dataset
   if type(name) ~= "string" then
     errors.raise("recipe", "navette.storage.put: the source is a path "
                  .. "relative to the recipe, or { dataset = NAME }")
   end
   local datasets = scope().datasets or {}
-  local paths = datasets[name]
+  local shipped = library_paths(source, lib)
+  local paths = datasets[name] or shipped
+  local from_library = shipped and not datasets[name]
   if paths and untrusted("dataset " .. name) then
     -- a plan before trust: the paths are not looked at
     return nil, "dataset " .. name
@@ -267,6 +294,12 @@ local function dataset_file(source)
                  .. util.lua_key(name) .. " = { \"/absolute/path\", ... } }")
   end
   local list, tmp = forbidden_folders(), temporary_folder()
+  local home = sys.getenv("HOME")
+  if from_library and home and home ~= "" and home ~= "/" then
+    list[#list + 1] = { home }
+    local r = sys.realpath(home)
+    if r and r ~= home then list[#list + 1] = { r } end
+  end
   for _, path in ipairs(paths) do
     -- as written first: a refused path is not looked at
     if type(path) == "string" and not forbidden(lexical(path), list, tmp) then
@@ -277,22 +310,26 @@ local function dataset_file(source)
   end
   errors.raise("refused", "navette.storage.put: dataset '" .. name
                .. "': none of its paths is a file navette uploads on this "
-               .. "machine (" .. table.concat(paths, ", ") .. ")",
+               .. "machine (" .. table.concat(paths, ", ") .. ")"
+               .. (from_library and " (the paths its library ships "
+                   .. "with)" or ""),
                "install what ships it, or add its path on this machine to "
                .. "the project file's datasets." .. name .. " (a data set "
                .. "is a regular file, never under /proc, /sys, /dev, /etc, "
                .. "/var, /root, ~/.ssh, ~/.aws, ~/.config, ~/.kube, "
-               .. "~/.gnupg or navette's home)")
+               .. "~/.gnupg or navette's home; a library's paths never "
+               .. "under your home)")
 end
 
--- storage.put(key, path) -> {url, key, sha256, size}
-function storage.put(key, path)
+-- storage.put(key, path) -> {url, key, sha256, size}. lib: the library
+-- whose code calls it (library.lua's, never a recipe's argument).
+function storage.put(key, path, lib)
   if type(key) ~= "string" then
     errors.raise("recipe", "navette.storage.put: key must be a string")
   end
   local src
   if type(path) == "table" then
-    src, path = dataset_file(path)
+    src, path = dataset_file(path, lib)
     if not src then -- (a plan of a project not trusted yet)
       core.plan("storage", "put", storage.url(key) .. " <- " .. path
                 .. " (its paths are not read until the project is trusted)")

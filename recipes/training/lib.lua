@@ -12,14 +12,20 @@ local navette = require "navette"
 
 local training = {}
 
--- The data: the digits set as python3-sklearn ships it. The project file
--- names where it is on each machine (datasets.digits); the recipe uploads
--- it to the profile's store, and the jobs read it as an input.
+-- The data: the digits set as python3-sklearn ships it, uploaded to the
+-- profile's store; the jobs read it as an input. Where it is on a machine:
+-- the project file's datasets.digits, else (brought as a library) the
+-- paths below, where Debian's package puts it.
 training.DATASET = "digits"
 training.DATA_KEY = "datasets/digits.csv.gz"
+training.DATA_PATHS = {
+  "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz",
+  "/usr/local/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz",
+}
 
 function training.upload_data()
-  return navette.storage.put(training.DATA_KEY, { dataset = training.DATASET })
+  return navette.storage.put(training.DATA_KEY,
+    { dataset = training.DATASET, paths = training.DATA_PATHS })
 end
 
 local function list(v, default, what)

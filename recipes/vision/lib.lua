@@ -6,21 +6,27 @@ local navette = require "navette"
 
 local vision = {}
 
--- The images python3-skimage ships and the cascade opencv-data ships, as
--- the project file's datasets (see navette.lua).
+-- The images python3-skimage ships and the cascade opencv-data ships.
+-- Where they are on a machine: the project file's datasets (see
+-- navette.lua), else (brought as a library) where Debian's packages put
+-- them.
 vision.IMAGES = { "astronaut", "chelsea", "coffee", "camera", "coins" }
 vision.CASCADE = "haarcascade_frontalface_default"
+vision.IMAGE_DIR = "/usr/lib/python3/dist-packages/skimage/data/"
+vision.CASCADE_PATH = "/usr/share/opencv4/haarcascades/" .. vision.CASCADE
+                      .. ".xml"
 
--- Uploads the images and the cascade the project file declares: -> images
--- (a list of {name, object}), cascade (an object).
+-- Uploads the images and the cascade: -> images (a list of {name,
+-- object}), cascade (an object).
 function vision.upload_data()
   local images = {}
   for i, name in ipairs(vision.IMAGES) do
     images[i] = { name = name, object = navette.storage.put(
-      "datasets/vision/" .. name .. ".png", { dataset = "skimage-" .. name }) }
+      "datasets/vision/" .. name .. ".png", { dataset = "skimage-" .. name,
+        paths = { vision.IMAGE_DIR .. name .. ".png" } }) }
   end
   return images, navette.storage.put("datasets/vision/" .. vision.CASCADE
-                                     .. ".xml", { dataset = vision.CASCADE })
+    .. ".xml", { dataset = vision.CASCADE, paths = { vision.CASCADE_PATH } })
 end
 
 -- opts:

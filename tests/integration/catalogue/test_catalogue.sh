@@ -119,10 +119,6 @@ return {
     "$(python3 -c 'import sklearn, os; print(os.path.dirname(sklearn.__file__))')/datasets/data/digits.csv.gz" } },
 }
 EOF2
-# (the catalogue repository's test fixtures hold made-up secrets: the
-# user's project accepts them for that library, with its reasons)
-sed -n 's|^\([^#][^ ]*\) *\(.*\)$|@library file://'"$C"' \1 \2|p' \
-	"$NAVETTE_SOURCE/.navette-secrets-allow" >"$U/.navette-secrets-allow"
 put_file "$U" train.lua <<EOF2
 local navette = require "navette"
 local lib = navette.use { git = "file://$C", ref = "catalogue-v1",

@@ -58,8 +58,6 @@ return {
   },
 }
 EOF2
-sed -n 's|^\([^#][^ ]*\) *\(.*\)$|@library file://'"$C"' \1 \2|p' \
-	"$NAVETTE_SOURCE/.navette-secrets-allow" >"$U/.navette-secrets-allow"
 use_lib="local lib = navette.use { git = \"file://$C\", ref = \"catalogue-v1\", module = \"recipes.catalogue\" }"
 put_file "$U" base.lua <<EOF2
 local navette = require "navette"
