@@ -1,6 +1,8 @@
 # `navette outputs` downloads a finished job's outputs (or a run's), each
 # checked against its run record's sha256: a changed object is refused
-# and leaves nothing under its name.
+# and leaves nothing under its name. `navette gc` lists old finished jobs
+# (--dry-run), deletes their rows and folders (--yes), their objects
+# (--store), and keeps a job whose outputs another job takes.
 set -eu -o pipefail
 . "$(dirname "$0")/../lib.sh"
 set +e # each check reports its own failure; finish sets the status
@@ -27,6 +29,10 @@ navette.job {
   command = { "sh", "-c", "cat \"$NAVETTE_INPUTS/w\" >\"$NAVETTE_OUTPUTS/score.txt\"" },
   success = { outputs = { "score.txt" } },
 }
+EOF2
+put_file "$R" train.lua <<'EOF2'
+local navette = require "navette"
+navette.job { name = "train", command = { "true" } }
 EOF2
 commit_all "$R" >/dev/null
 
@@ -92,5 +98,57 @@ nv outputs "$RUN" --to "$T/run"
 check_rc "outputs of a run exits 0" 0
 check_eq "train's output lands in DIR/train" "$(cat "$T/run/train/w.bin" 2>&1)" weights
 check_eq "eval's output lands in DIR/eval" "$(cat "$T/run/eval/score.txt" 2>&1)" weights
+
+# ---- gc -----------------------------------------------------------------------
+# a second `one` and a second `train`: the first ones are then no longer
+# the newest of their names (eval, which takes train's output, is)
+nv_in "$R" run train.lua --wait
+check_rc "a second train succeeds" 0
+nv_in "$R" run one.lua --wait
+check_rc "a second run of one succeeds" 0
+ID2=$(submitted_id)
+nv gc --older-than 0s --dry-run
+check_rc "gc --dry-run exits 0" 0
+check_match "gc --dry-run lists the old job" "$OUT" "^  succeeded +$ID "
+check_contains "gc --dry-run says it deleted nothing" "$OUT" "dry run: nothing deleted"
+check_match "gc keeps the newest job of a name" "$OUT" "^  kept +$ID2 +one: the newest"
+check_match "gc keeps a job whose outputs another takes" "$OUT" "^  kept +$TRAIN +train: job $EVAL"
+check_true "after --dry-run the job's folder is still there" test -d "$NAVETTE_HOME/jobs/$ID"
+nv status "$ID" --json
+check_eq "after --dry-run the job's row is still there" \
+	"$(printf '%s' "$OUT" | json 'd["id"]' 2>&1)" "$ID"
+
+nv gc --older-than 0s </dev/null
+check_rc "gc without a terminal or --yes is refused (exit 3)" 3
+check_contains "the refusal says to pass --yes or --dry-run" "$ERR" "--yes"
+check_true "a refused gc deletes nothing" test -d "$NAVETTE_HOME/jobs/$ID"
+
+nv gc --older-than 0s --yes
+check_rc "gc --yes exits 0" 0
+check_contains "gc --yes says what it deleted" "$OUT" "deleted 1 job"
+check_absent "the job's folder is gone" "$NAVETTE_HOME/jobs/$ID"
+nv status "$ID"
+check_rc "the job's row is gone (status: no such job, exit 2)" 2
+nv status "$TRAIN" --json
+check_rc "the job another takes outputs of is kept" 0
+check_true "the newest job of the name keeps its folder" test -d "$NAVETTE_HOME/jobs/$ID2"
+check_true "without --store the deleted job's objects stay" test -f "$STORE/sub/metrics.txt"
+nv audit show --job "$ID"
+check_contains "the deletion is audited" "$OUT" "job.gc"
+
+# --store: a third `one` makes the second old, and its objects go too
+nv_in "$R" run one.lua --wait
+STORE2=$(store_dir outs "$ID2")
+check_true "the second job published its outputs" test -f "$STORE2/model.bin"
+nv gc --older-than 0s --store --yes
+check_rc "gc --store --yes exits 0" 0
+check_absent "gc --store removes its folder" "$NAVETTE_HOME/jobs/$ID2"
+check_eq "gc --store removes its objects" \
+	"$(find "$STORE2" -type f 2>/dev/null | wc -l | tr -d ' ')" 0
+nv jobs --json
+check_eq "the agent still opens the job database (no lost-jobs refusal)" "$RC" 0
+
+nv gc --older-than 5x
+check_rc "a bad --older-than is a usage error" 2
 
 finish
