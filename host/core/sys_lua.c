@@ -23,6 +23,7 @@
 #include "core/fsutil.h"
 #include "core/nv_lua.h"
 #include "core/runtime.h"
+#include "core/sha256.h"
 
 #define SYS_READ_MAX ((size_t)16 * 1024 * 1024)
 
@@ -365,6 +366,21 @@ static int l_sys_sha256(lua_State *L)
 	return 1;
 }
 
+/* sha256_file(path) -> hex digest, size | nil, err: a file's bytes
+ * hashed as they stream (`navette outputs`: a file already there). */
+static int l_sys_sha256_file(lua_State *L)
+{
+	char hex[NV_SHA256_HEX_LEN + 1];
+	uint64_t size = 0;
+	nv_err err;
+
+	if (nv_sha256_file(luaL_checkstring(L, 1), hex, &size, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, hex);
+	lua_pushinteger(L, (lua_Integer)size);
+	return 2;
+}
+
 /* which(name) -> path | nil: an executable on $PATH. */
 static int l_sys_which(lua_State *L)
 {
@@ -426,6 +442,7 @@ int luaopen_navette_sys(lua_State *L)
 				       {"pid", l_sys_pid},
 				       {"random_hex", l_sys_random_hex},
 				       {"sha256", l_sys_sha256},
+				       {"sha256_file", l_sys_sha256_file},
 				       {"isatty", l_sys_isatty},
 				       {"which", l_sys_which},
 				       {"free_space", l_sys_free_space},

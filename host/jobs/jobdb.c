@@ -149,8 +149,9 @@ static int queue_quick_check(nv_jobdb *q, nv_err *err)
 
 /* A database that lists fewer local jobs than NAVETTE_HOME/jobs holds
  * folders of started jobs (the agent makes one only for a job it took
- * from the database, and none is ever removed from it) was deleted, emptied or
- * lost its write-ahead log: never taken for an empty queue. */
+ * from the database, and `navette gc` removes a row only after its folder)
+ * was deleted, emptied or lost its write-ahead log: never taken for an
+ * empty queue. */
 static int queue_lost_check(nv_jobdb *q, const char *home, nv_err *err)
 {
 	char dir[4200];
@@ -770,6 +771,55 @@ int nv_jobdb_cancel(nv_jobdb *q, const char *id, char *state_out, nv_err *err)
 	}
 	sqlite3_finalize(st);
 	return 0;
+}
+
+int nv_jobdb_delete(nv_jobdb *q, const char *id, nv_err *err)
+{
+	int rc;
+
+	if (nv_job_id_check(id, err))
+		return err->code;
+	if (sqlite3_exec(q->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
+	    SQLITE_OK)
+		return db_error(q, err, "begin");
+	/* (phases first: the job's state is read in the same transaction) */
+	rc = exec_bound(q, err,
+			"DELETE FROM phases WHERE job_id=? AND EXISTS(SELECT 1"
+			" FROM jobs WHERE id=?1 AND state IN"
+			" ('succeeded','failed','cancelled'))",
+			"s", id);
+	if (!rc)
+		rc = exec_bound(q, err,
+				"DELETE FROM jobs WHERE id=? AND state IN"
+				" ('succeeded','failed','cancelled')",
+				"s", id);
+	if (!rc && sqlite3_changes(q->db) == 0) {
+		sqlite3_stmt *st = NULL;
+		int found = 0;
+
+		if (sqlite3_prepare_v2(q->db, "SELECT 1 FROM jobs WHERE id=?",
+				       -1, &st, NULL) == SQLITE_OK) {
+			sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+			found = sqlite3_step(st) == SQLITE_ROW;
+		}
+		sqlite3_finalize(st);
+		rc = found ? nv_err_set(
+				     err, NV_EREFUSED,
+				     "cancel it first, or wait for it to end",
+				     "job '%s' has not finished", id)
+			   : nv_err_set(err, NV_ENOTFOUND,
+					"list jobs with `navette jobs`",
+					"no job '%s'", id);
+	}
+	if (rc) {
+		sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+		return rc;
+	}
+	if (sqlite3_exec(q->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = db_error(q, err, "commit");
+		nv_jobdb_rollback(q);
+	}
+	return rc;
 }
 
 int nv_jobdb_cancel_requested(nv_jobdb *q, const char *id, int *requested,

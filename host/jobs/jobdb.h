@@ -117,6 +117,14 @@ int nv_jobdb_finish(nv_jobdb *q, const char *id, const char *state,
  * finished one is left alone (its state is returned). state_out: 16 bytes.*/
 int nv_jobdb_cancel(nv_jobdb *q, const char *id, char *state_out, nv_err *err);
 
+/* Deletes the row of a finished job (succeeded, failed or cancelled) and
+ * its phases: `navette gc`. id must be whole (no prefix). NV_ENOTFOUND when
+ * there is no such job, NV_EREFUSED when it has not finished. Its folder
+ * under NAVETTE_HOME/jobs goes first (the caller's): a row never goes
+ * before its folder, or the database would list fewer jobs than there are
+ * folders (queue_lost_check). */
+int nv_jobdb_delete(nv_jobdb *q, const char *id, nv_err *err);
+
 /* Whether a cancel was asked for a running job. */
 int nv_jobdb_cancel_requested(nv_jobdb *q, const char *id, int *requested,
 			      nv_err *err);

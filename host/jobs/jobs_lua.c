@@ -302,6 +302,23 @@ static int l_jobdb_cancel(lua_State *L)
 	return nv_lua_string_result(L, rc, state, &err);
 }
 
+/* db:delete(id) -> true | nil, err: a finished job's row and phases
+ * (`navette gc`; its folder is the caller's to remove first). */
+static int l_jobdb_delete(lua_State *L)
+{
+	jobdb *db = check_jobdb(L);
+	nv_err err;
+	int rc;
+
+	if (nv_plan_mode(L)) {
+		nv_plan_record(L, "jobs", "delete", luaL_checkstring(L, 2));
+		lua_pushboolean(L, 1);
+		return 1;
+	}
+	rc = nv_jobdb_delete(db->q, luaL_checkstring(L, 2), &err);
+	return nv_lua_result(L, rc, &err);
+}
+
 /* The calls a remote backend's follower makes on the rows of its jobs
  * (the agent makes the same for local ones); none raises for an expected
  * failure. */
@@ -625,6 +642,7 @@ int luaopen_navette_jobdb(lua_State *L)
 		{"list", l_jobdb_list},
 		{"run", l_jobdb_run},
 		{"cancel", l_jobdb_cancel},
+		{"delete", l_jobdb_delete},
 		{"set_remote", l_jobdb_set_remote},
 		{"phase", l_jobdb_phase},
 		{"finish", l_jobdb_finish},

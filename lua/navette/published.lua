@@ -21,7 +21,8 @@ function published.s3_store(spec)
 end
 
 -- The store handle and key of url (s3:// or file://), or nil and the
--- error.
+-- error (the caller closes the handle: `navette outputs` and `gc` get
+-- and delete through it).
 local function store_of(url, spec)
   if url:match("^s3://") then
     local store, err = published.s3_store(spec)
@@ -40,6 +41,8 @@ local function store_of(url, spec)
   if not store then return nil, nil, err end
   return store, key
 end
+
+published.store = store_of
 
 -- The text of an object of a job's store (s3:// or file://) at url, at
 -- most max bytes (nil: the store's bound), or nil and the error (code

@@ -406,6 +406,27 @@ int main(void)
 	v = get(q, "p-3-ccc");
 	CHECK_STR(str(v, "state"), "succeeded");
 	cJSON_Delete(v);
+
+	/* delete (navette gc): a finished job's row and phases go; an
+	 * unfinished one, a prefix and an unknown id are refused */
+	CHECK(nv_jobdb_insert(q, "p-4-ddd", "p", "local", "four", "{}", NULL,
+			      106.0, &err) == 0);
+	CHECK(nv_jobdb_delete(q, "p-4-ddd", &err) == NV_EREFUSED);
+	CHECK(strstr(err.message, "has not finished") != NULL);
+	CHECK(nv_jobdb_delete(q, "p-3", &err) == NV_ENOTFOUND); /* no prefix */
+	CHECK(nv_jobdb_delete(q, "../x", &err) == NV_EINVAL);
+	CHECK(nv_jobdb_delete(q, "p-9-zzz", &err) == NV_ENOTFOUND);
+	CHECK(nv_jobdb_delete(q, "p-3-ccc", &err) == 0);
+	CHECK(nv_jobdb_get_json(q, "p-3-ccc", &id, &err) == NV_ENOTFOUND);
+	CHECK(nv_jobdb_delete(q, "p-3-ccc", &err) == NV_ENOTFOUND);
+	CHECK(python(home, "import sqlite3, sys\n"
+			   "c = sqlite3.connect(sys.argv[1] + '/jobs.db')\n"
+			   "n = c.execute('SELECT count(*) FROM phases WHERE"
+			   " job_id=\"p-3-ccc\"').fetchone()[0]\n"
+			   "sys.exit(n)\n") == 0);
+	v = get(q, "p-4-ddd");
+	CHECK_STR(str(v, "state"), "queued"); /* untouched */
+	cJSON_Delete(v);
 	nv_jobdb_close(q);
 	nv_remove_tree(home, &err);
 
