@@ -12,6 +12,12 @@ local board = {}
 -- A run of more than LINES jobs shows the count alone.
 local LINES = 30
 
+-- the phase column: as wide as the longest phase
+local PHASE_WIDTH = 0
+for _, phase in ipairs(jobs.PHASES) do
+  PHASE_WIDTH = math.max(PHASE_WIDTH, #phase)
+end
+
 -- The board's lines for the jobs ids, as views (by id) show them; a job
 -- without a view yet is submitted.
 function board.lines(ids, views)
@@ -26,7 +32,7 @@ function board.lines(ids, views)
       local phase = last and not jobs.FINAL[state] and last.phase or ""
       lines[#lines + 1] = "  " .. term.pad(v and v.name or id, 28) .. " "
         .. term.state_style("stdout", state, 10) .. " "
-        .. term.pad(phase, 14) .. " "
+        .. term.pad(phase, PHASE_WIDTH) .. " "
         .. (last and common.short_time(last.at) or "")
     end
   end

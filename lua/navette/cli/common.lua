@@ -228,6 +228,8 @@ end
 -- How many of a failed job's last log lines its outcome shows, read from
 -- at most the last TAIL_BYTES of a log file kept here.
 local TAIL_LINES, TAIL_BYTES = 20, 64 * 1024
+-- (and the bytes of a line it shows at most: the rest is cut)
+local TAIL_WIDTH = 300
 
 -- The last n lines of v's log, redacted as `navette logs` shows them:
 -- a list (empty for an empty log), or nil and why it cannot be read.
@@ -282,6 +284,14 @@ local function print_failure_help(v, failure)
     term.print("  last lines of its log:")
     local tty = _navette.out.tty("stdout")
     for _, line in ipairs(lines) do
+      if #line > TAIL_WIDTH then
+        -- cut before a UTF-8 continuation byte, never inside a character
+        local cut = TAIL_WIDTH
+        while cut > 1 and (line:byte(cut + 1) or 0) & 0xC0 == 0x80 do
+          cut = cut - 1
+        end
+        line = line:sub(1, cut) .. " …"
+      end
       term.print("    " .. (tty and _navette.out.escape(line) or line))
     end
   end

@@ -451,8 +451,9 @@ screen() {
 	python3 -c '
 import re, sys
 rows, row, col = [[]], 0, 0
+text = sys.stdin.buffer.read().decode("utf-8", "replace")
 for tok in re.findall(r"\x1b\[[0-9;]*[A-Za-z]|\r|\n|[^\x1b\r\n]+|\x1b",
-                      sys.stdin.read()):
+                      text):
     if tok == "\n":
         row, col = row + 1, 0
         while len(rows) <= row:
