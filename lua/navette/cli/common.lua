@@ -213,11 +213,112 @@ local function reason_text(reason)
   return meaning and (reason .. " (" .. meaning .. ")") or reason
 end
 
--- The end of a job: its outputs, or where and why it stopped; then its
--- run record. named: the job's name heads it (one of several jobs).
+-- The redacting stream a job's log goes through before it is shown
+-- (`navette logs`, the tail of a failure): what this process masks, and
+-- the job's own secrets by the fingerprints its spec keeps.
+function common.log_redactor(v)
+  local row = jobs.row(v.id)
+  if row and row.spec and type(row.spec.redact_fingerprints) == "string"
+  then
+    _navette.creds.add_fingerprints(row.spec.redact_fingerprints)
+  end
+  return _navette.creds.redact_stream()
+end
+
+-- How many of a failed job's last log lines its outcome shows, read from
+-- at most the last TAIL_BYTES of a log file kept here.
+local TAIL_LINES, TAIL_BYTES = 20, 64 * 1024
+-- (and the bytes of a line it shows at most: the rest is cut)
+local TAIL_WIDTH = 300
+
+-- The last n lines of v's log, redacted as `navette logs` shows them:
+-- a list (empty for an empty log), or nil and why it cannot be read.
+function common.log_tail(v, n)
+  local ok, lines = pcall(function()
+    local redact = common.log_redactor(v)
+    local ring, pending, offset, partial = {}, "", 0, false
+    local st = type(v.log_path) == "string" and sys.stat(v.log_path)
+    if st and st.type == "file" and st.size > TAIL_BYTES then
+      -- a long log: its end only, the line cut at the start dropped
+      offset, partial = st.size - TAIL_BYTES, true
+    end
+    local function put(text)
+      pending = pending .. text
+      local start = 1
+      for line, e in pending:gmatch("([^\n]*)\n()") do
+        if partial then
+          partial = false
+        else
+          ring[#ring + 1] = line
+          if #ring > n then table.remove(ring, 1) end
+        end
+        start = e
+      end
+      pending = pending:sub(start)
+    end
+    while true do
+      local chunk = jobs.log_chunk(v, offset)
+      if #chunk == 0 then break end
+      offset = offset + #chunk
+      put(redact:write(chunk))
+    end
+    put(redact:flush())
+    if pending ~= "" and not partial then put("\n") end
+    return ring
+  end)
+  if ok then return lines end
+  local e = lines
+  return nil, type(e) == "table" and tostring(e.message) or tostring(e)
+end
+
+-- The block of a job that failed: its last log lines (indented, escaped
+-- on a terminal as `navette logs` escapes them), the recipe's hint or
+-- navette's, and the way to the whole log.
+local function print_failure_help(v, failure)
+  local lines, problem = common.log_tail(v, TAIL_LINES)
+  if not lines then
+    term.print("  its log cannot be read: " .. problem)
+  elseif #lines == 0 then
+    term.print("  its log is empty")
+  else
+    term.print("  last lines of its log:")
+    local tty = _navette.out.tty("stdout")
+    for _, line in ipairs(lines) do
+      if #line > TAIL_WIDTH then
+        -- cut before a UTF-8 continuation byte, never inside a character
+        local cut = TAIL_WIDTH
+        while cut > 1 and (line:byte(cut + 1) or 0) & 0xC0 == 0x80 do
+          cut = cut - 1
+        end
+        line = line:sub(1, cut) .. " …"
+      end
+      term.print("    " .. (tty and _navette.out.escape(line) or line))
+    end
+  end
+  local hint = failure and given(failure.hint)
+  if type(hint) == "string" then
+    term.print("  check: " .. (hint:gsub("ID", v.id)))
+  end
+  -- a recipe's own hint does not replace the way to the log
+  if type(hint) ~= "string" or not hint:find("navette logs", 1, true) then
+    term.print("  its log: navette logs " .. v.id)
+  end
+end
+
+-- The end of a job: its outputs, or where and why it stopped, with (a
+-- failure) the last lines of its log and what to check; then its run
+-- record. A failure, or named (one of a run's jobs), heads it with the
+-- job's name and id.
 function common.print_outcome(v, named)
   local failure = type(given(v.failure)) == "table" and v.failure or nil
-  if named then
+  local reason = failure and given(failure.reason)
+  -- a cancel that stopped the job says so in one line; a job that
+  -- ended cancelled for another reason shows that failure
+  local cancel = v.state == "cancelled" and (type(reason) ~= "string"
+                 or reason:match("^cancelled") ~= nil)
+  local failed = v.state == "failed"
+                 or (v.state == "cancelled" and not cancel)
+  if named or failed then
     term.print("job " .. tostring(given(v.name) or "?") .. " (" .. v.id
                .. "):")
   end
@@ -234,25 +335,17 @@ function common.print_outcome(v, named)
     elseif #v.outputs == 0 then
       term.print("  (no output files)")
     end
-  elseif v.state == "cancelled" then
+  elseif cancel then
     -- one line: the reason says where it stopped; nothing to check
-    local reason = failure and given(failure.reason)
     reason = type(reason) == "string" and reason:gsub("^cancelled ?", "")
              or ""
     term.print(term.state_style("stdout", "cancelled")
                .. (reason ~= "" and (" " .. reason) or ""))
-  elseif failure then
+  elseif failed then
     term.print(term.state_style("stdout", v.state) .. " at "
-               .. tostring(given(failure.phase) or "?") .. ": "
-               .. reason_text(given(failure.reason) or "no reason recorded"))
-    local hint = given(failure.hint)
-    if type(hint) == "string" then
-      term.print("  check: " .. (hint:gsub("ID", v.id)))
-    end
-    -- a recipe's own hint does not replace the way to the log
-    if type(hint) ~= "string" or not hint:find("navette logs", 1, true) then
-      term.print("  its log: navette logs " .. v.id)
-    end
+               .. tostring(failure and given(failure.phase) or "?") .. ": "
+               .. reason_text(reason or "no reason recorded"))
+    print_failure_help(v, failure)
   end
   local record_url = given(v.record_url)
   if record_url then
@@ -261,6 +354,18 @@ function common.print_outcome(v, named)
     term.print("run record: not published (the job ended before its "
                .. "outputs reached the store)")
   end
+end
+
+-- The outcome of each of a run's jobs (ids, their final views), each
+-- headed by its name. Returns the exit status: 0 when all succeeded.
+function common.print_outcomes(ids, views)
+  local status = 0
+  for _, id in ipairs(ids) do
+    term.print("")
+    common.print_outcome(views[id], true)
+    if views[id].state ~= "succeeded" then status = 1 end
+  end
+  return status
 end
 
 -- Seconds as a short age ("42s", "5m", "3h", "2d"); "-" for none.

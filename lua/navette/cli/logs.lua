@@ -63,12 +63,8 @@ function M.run(argv)
   end
   local v = jobs.get(jobs.resolve(id, "logs").id)
   local offset = 0
-  local row = jobs.row(v.id)
-  if row and row.spec and type(row.spec.redact_fingerprints) == "string" then
-    _navette.creds.add_fingerprints(row.spec.redact_fingerprints)
-  end
   -- chunks may cut a secret in two: a redacting stream sees them whole
-  local redact = _navette.creds.redact_stream()
+  local redact = common.log_redactor(v)
 
   -- what is shown: the text as it is, or (--json, --tail) line by line;
   -- with --tail, the lines already there wait in a ring until the end of

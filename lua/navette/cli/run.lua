@@ -13,7 +13,9 @@ usage: navette run RECIPE [--profile P] [--node NAME] [--wait] [--json]
   Evaluates RECIPE and submits every job it declares to the profile's
   backend (default profile: the project's default, else `local`).
   --node N   run on node N (slurm backend; a node list like gpu-[1-2])
-  --wait     follow the jobs until they end; exit 1 if one failed
+  --wait     follow the jobs until they end (on a terminal, a line per
+             job redrawn in place), then show how each ended: a failure
+             with the last lines of its log; exit 1 if one failed
   --json     print the jobs as JSON (see `navette help cli`)]],
   flags = { profile = "value", wait = "bool", json = "bool", node = "value" },
   read_only = false,
@@ -61,17 +63,21 @@ function M.run(argv)
     end
     return 0
   end
-  local views, stopped = common.follow(ids, opts.json)
-  if stopped then return common.interrupted(ids) end
-  local status = 0
-  local list = {}
-  for i, id in ipairs(ids) do
-    local v = views[id]
-    list[i] = v
-    if v.state ~= "succeeded" then status = 1 end
-    if not opts.json then common.print_outcome(v, #ids > 1) end
+  -- on a terminal the board of `navette watch RUN`; --json quiet
+  local views, stopped
+  if opts.json then
+    views, stopped = common.follow(ids, true)
+  else
+    views, stopped = require("navette.cli.board").follow(ids)
   end
-  if opts.json then term.print(json.encode(json.array(list), true)) end
+  if stopped then return common.interrupted(ids) end
+  if not opts.json then return common.print_outcomes(ids, views) end
+  local status, list = 0, {}
+  for i, id in ipairs(ids) do
+    list[i] = views[id]
+    if views[id].state ~= "succeeded" then status = 1 end
+  end
+  term.print(json.encode(json.array(list), true))
   return status
 end
 

@@ -29,7 +29,7 @@ function M.run(argv)
   if pick.run or #pick.rows > 1 then
     local ids = {}
     for i, r in ipairs(pick.rows) do ids[i] = r.id end
-    return M.watch_run(pick.run or given, ids)
+    return M.watch_run(pick.run, ids, given)
   end
   local v = jobs.get(pick.rows[1].id)
   term.print("job " .. v.id .. " (" .. tostring(v.name) .. ")")
@@ -40,64 +40,14 @@ function M.run(argv)
   return v.state == "succeeded" and 0 or 1
 end
 
--- On a terminal, a run's jobs as a board redrawn in place: a line per
--- job (its name, its state, its current phase, the time of that phase)
--- over a count of the jobs by state; a run of more than BOARD_LINES jobs shows
--- the count alone. Lines are redrawn only when they changed.
-local BOARD_LINES = 30
-
-local function board_lines(ids, views)
-  local lines, count, order = {}, {}, {}
-  for _, id in ipairs(ids) do
-    local v = views[id]
-    local state = v and v.state or "submitted"
-    if not count[state] then order[#order + 1] = state end
-    count[state] = (count[state] or 0) + 1
-    if #ids <= BOARD_LINES then
-      local last = v and v.phases and v.phases[#v.phases]
-      local phase = last and not jobs.FINAL[state] and last.phase or ""
-      lines[#lines + 1] = "  " .. term.pad(v and v.name or id, 28) .. " "
-        .. term.state_style("stdout", state, 10) .. " "
-        .. term.pad(phase, 14) .. " "
-        .. (last and common.short_time(last.at) or "")
-    end
-  end
-  local parts = {}
-  for _, state in ipairs(order) do
-    parts[#parts + 1] = count[state] .. " " .. state
-  end
-  lines[#lines + 1] = "  " .. #ids .. " jobs: " .. table.concat(parts, ", ")
-  return lines
-end
-
-local function board(ids)
-  local out, shown = _navette.out, {}
-  return function(views)
-    local lines = board_lines(ids, views)
-    if #shown > 0 then out.raw("stdout", "\27[" .. #shown .. "A") end
-    for i, line in ipairs(lines) do
-      if shown[i] ~= line then
-        out.raw("stdout", "\r\27[K")
-        out.write("stdout", line)
-      end
-      out.write("stdout", "\n")
-    end
-    shown = lines
-  end
-end
-
--- Every job of one run, until all have ended.
-function M.watch_run(run, ids)
-  term.print("run " .. run .. " (" .. #ids .. " jobs)")
-  local tty = _navette.out.tty("stdout")
-  local views, stopped = common.follow(ids, tty and board(ids) or false)
+-- Every job of one run (or those a glob named: label), until all have
+-- ended: on a terminal, the board of navette.cli.board.
+function M.watch_run(run, ids, label)
+  term.print((run and ("run " .. run) or ("jobs " .. label)) .. " ("
+             .. #ids .. " jobs)")
+  local views, stopped = require("navette.cli.board").follow(ids)
   if stopped then return common.interrupted(ids) end
-  local status = 0
-  for _, id in ipairs(ids) do
-    common.print_outcome(views[id], #ids > 1)
-    if views[id].state ~= "succeeded" then status = 1 end
-  end
-  return status
+  return common.print_outcomes(ids, views)
 end
 
 return M

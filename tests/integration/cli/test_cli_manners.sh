@@ -372,4 +372,159 @@ check_rc "class 4, a service unreachable" 4
 on_tty --interrupt-after running -- run slow.lua --wait
 check_rc "class 130, Ctrl-C while following" 130
 
+# ==== a failure's block and run --wait's board (issue 29, "reading") =========
+# A failed job's outcome names it, shows the last 20 lines of its log
+# (redacted as `navette logs` redacts), the recipe's hint and the way to
+# the whole log; run --wait on a terminal draws watch RUN's board, redrawn
+# in place, not a line per phase.
+
+# The job writes 30 lines, line-1 to line-25, a bearer token, line-26 to
+# line-29: its last 20 run from line-11 to line-29. (The token is made in
+# pieces: a recipe refuses a command line that holds a secret.)
+TALK_HALF1=tok$(printf '%s' "$$-$RANDOM" | shasum -a 256 | cut -c1-15)
+TALK_HALF2=$(printf '%s' "$RANDOM-$$" | shasum -a 256 | cut -c1-15)
+TALK_TOKEN=$TALK_HALF1$TALK_HALF2
+put_file "$R" talk.lua <<EOF
+local navette = require "navette"
+navette.job { name = "talker", failure = { hint = "the talker's notes" },
+  command = { "sh", "-c", [[
+i=1; while [ \$i -le 25 ]; do echo line-\$i; i=\$((i+1)); done
+a=Authoriz; b=Bea
+printf '%s: %s %s%s\\n' "\${a}ation" "\${b}rer" $TALK_HALF1 $TALK_HALF2
+for i in 26 27 28 29; do echo line-\$i; done
+exit 5]] } }
+EOF
+put_file "$R" trio.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "trio-one", command = { "sh", "-c", "sleep 1" } }
+navette.job { name = "trio-two", command = { "sh", "-c", "sleep 1" } }
+navette.job { name = "trio-bad", command = { "sh", "-c", "sleep 1; exit 2" } }
+EOF
+commit_all "$R" >/dev/null
+
+# tail_of TEXT: the lines after "  last lines of its log:", while they
+# are indented by four spaces
+tail_of() {
+	printf '%s\n' "$1" | tr -d '\r' |
+		awk '/^  last lines of its log:$/ { on = 1; next }
+		     on && /^    / { print; next } { on = 0 }'
+}
+
+nv_in "$R" run talk.lua --wait
+check_rc "run --wait of the talker: exits 1" 1
+TALK_ID=$(submitted_id)
+check_match "the failure is headed by the job's name and id" "$OUT" \
+	"^job talker \\($TALK_ID\\):\$"
+check_match "... then where it failed" "$OUT" \
+	'^failed at running: the command exited with status 5$'
+TAIL=$(tail_of "$OUT")
+check_eq "the failure shows exactly 20 lines of the log" \
+	"$(printf '%s\n' "$TAIL" | grep -c '')" 20
+check_eq "... the first of them line-11" \
+	"$(printf '%s\n' "$TAIL" | head -1)" "    line-11"
+check_eq "... the last line-29" "$(printf '%s\n' "$TAIL" | tail -1)" \
+	"    line-29"
+check_match "... the token's line among them, masked" "$TAIL" \
+	'^    Authorization: <redacted'
+check_no_match "the token is not shown" "$OUT" "$TALK_TOKEN"
+check_contains "the recipe's hint is shown" "$OUT" \
+	"  check: the talker's notes"
+check_contains "... and the way to the whole log" "$OUT" \
+	"  its log: navette logs $TALK_ID"
+
+# the tail is redacted as `navette logs` redacts: a secret of the job,
+# known here by its fingerprint alone (its value not loaded), is masked.
+# The log on disk is written anew holding the value (the agent's filter
+# masked it in the log the job wrote).
+export XDG_RUNTIME_DIR=$T/xdg
+mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+HUB_VALUE=hubvalue$(printf '%s' "$$-$RANDOM-tail" | shasum -a 256 |
+	cut -c1-32)
+RS=$(NO_PROJECT_FILE=1 new_repo manners-sec)
+cat >"$RS/navette.lua" <<EOF
+return { name = "manners-sec", default_profile = "dev",
+  credentials = {
+    hub = { kind = "bearer", source = "env", env = { token = "HUB_TOKEN" } },
+  },
+  profiles = {
+    dev = { backend = "local", storage = "file://$T/store-sec",
+            require_pushed = false, credentials = { "hub" } },
+  } }
+EOF
+put_file "$RS" leak.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "leak", secrets = { HF_TOKEN = "hub" },
+  command = { "sh", "-c", "echo hello; exit 1" } }
+EOF
+commit_all "$RS" >/dev/null
+HUB_TOKEN=$HUB_VALUE nv_in "$RS" run leak.lua --wait
+check_rc "run --wait of a failing job with a secret: exits 1" 1
+LEAK_ID=$(submitted_id)
+LEAK_LOG=$NAVETTE_HOME/jobs/$LEAK_ID/log
+check_file "the job's log is in its folder" "$LEAK_LOG"
+if [ -f "$LEAK_LOG" ]; then
+	{
+		i=1
+		while [ $i -le 24 ]; do echo "again-$i"; i=$((i + 1)); done
+		echo "value=$HUB_VALUE"
+	} >"$LEAK_LOG"
+fi
+unset HUB_TOKEN
+nv status "$LEAK_ID"
+check_rc "status of the failed job: exits 1" 1
+TAIL=$(tail_of "$OUT")
+check_eq "status: the tail of the log as it is now" \
+	"$(printf '%s\n' "$TAIL" | head -1)" "    again-6"
+check_match "status: the job's secret is masked in the tail" "$TAIL" \
+	'^    value=<redacted:hub>$'
+check_no_match "status: the secret's value is not shown" "$OUT" "$HUB_VALUE"
+check_contains "status: the way to the log" "$OUT" "navette logs $LEAK_ID"
+if [ -f "$LEAK_LOG" ]; then : >"$LEAK_LOG"; fi
+nv status "$LEAK_ID"
+check_match "an empty log is said to be empty" "$OUT" '^  its log is empty$'
+
+# screen: what a terminal shows once it has read stdin (line feeds,
+# carriage returns, cursor up, erase to the end of the line replayed)
+screen() {
+	python3 -c '
+import re, sys
+rows, row, col = [[]], 0, 0
+text = sys.stdin.buffer.read().decode("utf-8", "replace")
+for tok in re.findall(r"\x1b\[[0-9;]*[A-Za-z]|\r|\n|[^\x1b\r\n]+|\x1b",
+                      text):
+    if tok == "\n":
+        row, col = row + 1, 0
+        while len(rows) <= row:
+            rows.append([])
+    elif tok == "\r":
+        col = 0
+    elif tok.startswith("\x1b[") and tok[-1] == "A":
+        row = max(0, row - int(tok[2:-1] or 1))
+    elif tok.startswith("\x1b[") and tok[-1] == "K":
+        del rows[row][col:]
+    elif not tok.startswith("\x1b"):
+        rows[row][col:col + len(tok)] = list(tok)
+        col += len(tok)
+print("\n".join("".join(r) for r in rows))'
+}
+on_tty -- run trio.lua --wait
+check_rc "run --wait of three jobs on a terminal: exits 1 (one failed)" 1
+check_match "run --wait on a terminal redraws in place (cursor up)" "$OUT" \
+	"${ESC}\\[[0-9]+A"
+SCREEN=$(printf '%s' "$OUT" | screen)
+for name in trio-one trio-two trio-bad; do
+	check_eq "the board holds one line for $name" \
+		"$(printf '%s\n' "$SCREEN" | grep -c "^  $name ")" 1
+done
+check_match "the board counts the jobs by state" "$SCREEN" \
+	'^  3 jobs: (2 succeeded, 1 failed|1 failed, 2 succeeded)$'
+check_match "each job's outcome is headed by its name" "$SCREEN" \
+	'^job trio-one \('
+check_match "... the failed one's too" "$SCREEN" '^job trio-bad \('
+nv_in "$R" run trio.lua --wait
+check_no_match "run --wait on a pipe: no escape sequences" "$OUT" "$ESC"
+PHASES=$(printf '%s\n' "$OUT" | grep -c '^  trio-one ')
+check_true "run --wait on a pipe: still a line per phase ($PHASES)" \
+	test "$PHASES" -gt 3
+
 finish
