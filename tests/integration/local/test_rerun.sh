@@ -49,6 +49,18 @@ local use = navette.job {
 }
 navette.job { name = "last", after = { use }, command = { "true" } }
 EOF
+# reader reads an object of the store, and fails as use does
+DATA=$NAVETTE_HOME/store/rerun/data/in.txt
+mkdir -p "$(dirname "$DATA")"
+echo first >"$DATA"
+put_file "$R" input.lua <<EOF
+local navette = require "navette"
+navette.job {
+  name = "reader",
+  inputs = { data = "file://$DATA" },
+  command = { "sh", "-c", "if grep -qx reader '$FAILS'; then exit 5; fi" },
+}
+EOF
 put_file "$R" slow.lua <<'EOF'
 local navette = require "navette"
 navette.job { name = "slow", command = { "sleep", "60" } }
@@ -90,8 +102,10 @@ check_eq "the sweep: 2 and 5 failed, the others succeeded" "$(run_jobs "$RUN1")"
 OLD2=$(id_of "$RUN1" 'work[n=2]')
 OLD5=$(id_of "$RUN1" 'work[n=5]')
 
-# HEAD moves on: another marker, and nothing fails any more
+# HEAD moves on: another marker, a recipe that declares work otherwise
+# (read at HEAD, the rerun would be refused), and nothing fails any more
 echo two >"$R/marker.txt"
+perl -pi -e 's/then echo/then echo v2;/' "$R/sweep.lua"
 C2=$(commit_all "$R")
 check_ne "HEAD has moved on" "$C2" "$C1"
 : >"$FAILS"
@@ -169,6 +183,20 @@ check_eq "last waits for the new use" \
 check_eq "use saw what prep published" \
 	"$(cat "$(store_dir rerun "$USE")/seen.txt" 2>&1)" \
 	"$(cat "$(store_dir rerun "$PREP")/data.txt" 2>&1)"
+
+# ---- an input that changed since ------------------------------------------
+echo reader >"$FAILS"
+nv_in "$R" run input.lua --wait
+check_rc "reader fails" 1
+RUN6=$(run_id)
+echo second >"$DATA"
+: >"$FAILS"
+nv_in "$R" rerun "$RUN6" --failed
+check_rc "an input changed since the run: refused (exit 3)" 3
+check_contains "... naming it" "$ERR" "input 'data' (file://$DATA) changed since run $RUN6"
+echo first >"$DATA"
+nv_in "$R" rerun "$RUN6" --failed --wait
+check_rc "... and run again once it holds what it held" 0
 
 # ---- a run still going -----------------------------------------------------
 nv_in "$R" run slow.lua
