@@ -14,7 +14,8 @@ set +e # each check reports its own failure; finish sets the status
 # (test_local_sandbox covers it), so these jobs run without one.
 export NAVETTE_LOCAL_SANDBOX=off
 export NV_TIME_LIMIT=120
-trap 'stop_local_jobs; _cleanup' EXIT
+# (the test's status kept through stop_local_jobs)
+trap 'st=$?; stop_local_jobs; (exit "$st"); _cleanup' EXIT
 
 FAILS=$T/fails
 R=$(new_repo rerun)
