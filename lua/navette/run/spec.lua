@@ -215,10 +215,9 @@ function M.spec(run, j)
     end
     spec.after = json.array({})
     for _, name in ipairs(j.after) do
-      -- (a rerun's job no longer waits for one of the run that succeeded)
-      if not (run.rerun and run.rerun.succeeded[name]) then
-        spec.after[#spec.after + 1] = run.ids[name]
-      end
+      -- (run.ids has this run's jobs only: a rerun's job no longer waits
+      -- for one of the old run that succeeded)
+      spec.after[#spec.after + 1] = run.ids[name]
     end
     if #spec.after == 0 then spec.after = nil end
   end
