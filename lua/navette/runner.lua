@@ -15,6 +15,7 @@
 --   spec      a declaration made a job spec
 --   submit    the specs handed to the backend, checked against the
 --             checking pass, arrays
+--   rerun     a run's failed jobs again, at its commit (navette rerun)
 -- This file holds the two passes of a run and the names the commands
 -- and tests call. Nothing the runner requires requires it back.
 local refusal = require "navette.run.report"
@@ -26,6 +27,7 @@ local transfers = require "navette.run.transfer"
 local quotas = require "navette.run.quota"
 local jobspec = require "navette.run.spec"
 local submitting = require "navette.run.submit"
+local rerunning = require "navette.run.rerun"
 local core = _navette.core
 
 local runner = {
@@ -60,8 +62,9 @@ local runner = {
 -- the secret scan, pushed commits, inputs and images, the profile's
 -- policy); a refusal there leaves the store, the queue and the services as
 -- they were, and the audit log holds only the refusal. The second pass
--- evaluates the recipe again and does it. opts: profile, nodes.
--- -> run, specs
+-- evaluates the recipe again and does it. opts: profile, nodes, at and
+-- rerun (navette rerun: the commit the recipe is read at, and what
+-- run.rerun.plan gave: only those jobs are kept). -> run, specs
 function runner.run(recipe, opts)
   opts = opts or {}
   -- what the recipe prints is shown once: the checking pass's only when
@@ -71,7 +74,8 @@ function runner.run(recipe, opts)
   local ok, check = pcall(function()
     local c = loading.load(recipe, { profile = opts.profile,
                                     nodes = opts.nodes, checking = true,
-                                    print = keep })
+                                    print = keep, at = opts.at })
+    if opts.rerun then rerunning.select(c, opts.rerun) end
     if #c.jobs > 0 then submitting.submit(c) end
     return c
   end)
@@ -81,7 +85,8 @@ function runner.run(recipe, opts)
   end
   core.set_plan(false, true) -- (the checking pass's record is not shown)
   local run = loading.load(recipe, { profile = opts.profile,
-                                    nodes = opts.nodes })
+                                    nodes = opts.nodes, at = opts.at })
+  if opts.rerun then rerunning.select(run, opts.rerun) end
   -- the same jobs as checked, field by field (the command, its
   -- environment, inputs, image...): a recipe that declares others the
   -- second time (it reads the clock, a random number, or knows which

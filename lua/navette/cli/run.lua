@@ -35,19 +35,28 @@ function M.run(argv)
     end
     return 0
   end
+  return M.submitted(run, specs, opts)
+end
 
+-- What run and rerun print of the jobs they submitted (specs), and with
+-- --wait their outcome; -> the exit status. opts: json, wait, rerun_of
+-- (the run a rerun runs again).
+function M.submitted(run, specs, opts)
   local ids = {}
   for _, s in ipairs(specs) do ids[#ids + 1] = s.id end
   if not opts.json then
     -- the run's id first: watch, and the jobs of a run, take it
-    term.print("run " .. tostring(specs[1].run) .. " · recipe " .. recipe
-               .. " · project " .. run.project.name .. " · profile "
-               .. run.profile.name)
+    term.print("run " .. tostring(specs[1].run) .. " · recipe "
+               .. run.recipe .. " · project " .. run.project.name
+               .. " · profile " .. run.profile.name
+               .. (opts.rerun_of and (" · rerun of " .. opts.rerun_of)
+                   or ""))
     for _, s in ipairs(specs) do
       term.print("job " .. term.style("stdout", "bold", s.name)
                  .. " submitted: " .. s.id)
       term.print("  commit " .. s.commit:sub(1, 12) .. " · image "
                  .. s.image .. " · outputs " .. s.outputs.url)
+      if s.rerun_of then term.print("  rerun of " .. s.rerun_of) end
     end
   end
   if not opts.wait then

@@ -37,6 +37,8 @@ function M.run(argv)
     term.print("project " .. tostring(v.project) .. " · profile "
                .. tostring(v.profile))
     term.print("commit  " .. tostring(v.commit))
+    local again = row and row.spec and row.spec.rerun_of
+    if again then term.print("rerun   of job " .. tostring(again)) end
     term.print("image   " .. tostring(v.image))
     local backend = require("navette.backends").get(v.backend)
     local shown = backend.describe and backend.describe(v)

@@ -14,7 +14,8 @@ local M = {}
 
 -- Loads and evaluates the recipe. opts: profile, plan, nodes, checking
 -- (the first pass of a run: evaluated in plan mode, refusals audited),
--- survey (a list: see refuse_or_note).
+-- survey (a list: see refuse_or_note), at (the commit the recipe's code
+-- is read from: a rerun's; HEAD when nil).
 function M.load(recipe, opts)
   opts = opts or {}
   local st = sys.stat(recipe)
@@ -46,7 +47,7 @@ function M.load(recipe, opts)
     repo = repo, project = proj, profile = profile, jobs = {},
     plan = plan and true or false, checking = opts.checking and true or false,
     plan_command = opts.plan and true or false,
-    nodes = opts.nodes, uncommitted = {},
+    nodes = opts.nodes, uncommitted = {}, at = opts.at,
     survey = opts.survey,
     -- navette lock: the folder's files, and what navette.use does
     working = opts.working, libraries_mode = opts.libraries,

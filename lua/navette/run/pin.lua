@@ -26,7 +26,10 @@ function M.pin_commit(run, j)
     run.code_repos[lib.commit] = lib
     return lib.commit, lib.repo:commit(lib.commit)
   end
-  local pinned = run.pinned[j.code]
+  -- a rerun's job runs the commit it ran (run/rerun.lua)
+  local old = run.rerun and run.rerun.again[j.name]
+  local ref = old and old.commit or j.code
+  local pinned = run.pinned[ref]
   if pinned then return pinned[1], pinned[2] end
   local repo = run.repo
   -- a commit pinned already means the tree was found clean
@@ -34,9 +37,9 @@ function M.pin_commit(run, j)
     worktree.check_tree(run)
     worktree.check_committed(run)
   end
-  local commit, err = repo:resolve(j.code)
+  local commit, err = repo:resolve(ref)
   if not commit then
-    refuse("job '" .. j.name .. "': code '" .. j.code .. "': "
+    refuse("job '" .. j.name .. "': code '" .. ref .. "': "
            .. err.message, err.hint or "check the commit reference")
   end
   M.scan_secrets(run, commit, j.name)
@@ -57,7 +60,7 @@ function M.pin_commit(run, j)
     end
   end
   local info = repo:commit(commit)
-  run.pinned[j.code] = { commit, info }
+  run.pinned[ref] = { commit, info }
   return commit, info
 end
 

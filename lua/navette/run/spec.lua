@@ -214,8 +214,14 @@ function M.spec(run, j)
              j.name)
     end
     spec.after = json.array({})
-    for i, name in ipairs(j.after) do spec.after[i] = run.ids[name] end
+    for _, name in ipairs(j.after) do
+      -- (run.ids has this run's jobs only: a rerun's job no longer waits
+      -- for one of the old run that succeeded)
+      spec.after[#spec.after + 1] = run.ids[name]
+    end
+    if #spec.after == 0 then spec.after = nil end
   end
+  if run.rerun then require("navette.run.rerun").amend(run, j, spec) end
   spec.requeue = j.requeue
   retries_and_checkpoint(run, j, spec, backend)
   backends.give_launch(backend, spec)

@@ -310,6 +310,11 @@ end
 function M.submit(run)
   local specs = {}
   run.ids, run.specs = {}, {}
+  -- a rerun's jobs take the outputs of the run's succeeded jobs as they
+  -- were published (run/rerun.lua)
+  for name, spec in pairs(run.rerun and run.rerun.succeeded or {}) do
+    run.specs[name] = spec
+  end
   local backend = backends.get(run.profile.backend)
   -- what the backend keeps open for this run (sessions with a cluster),
   -- closed when it is submitted (the garbage collector closes them when

@@ -13,7 +13,8 @@ local function repo_relative(run, path)
   return path:sub(#root + 2)
 end
 
--- The source of a recipe file: from the commit (HEAD) when the file is
+-- The source of a recipe file: from the commit (HEAD, or run.at: a
+-- rerun's) when the file is
 -- there, so that what is evaluated is what the commit holds; a file the
 -- commit lacks (untracked, gitignored) is read from the folder and noted,
 -- and the run is refused before anything is done (plan shows it too).
@@ -24,7 +25,7 @@ end
 function M.committed_source(run, path, shown)
   local rel = repo_relative(run, path)
   if rel and not run.working then
-    local src, err = run.repo:read_file("HEAD", rel)
+    local src, err = run.repo:read_file(run.at or "HEAD", rel)
     if src then return src end
     if err and err.code ~= "not_found" then
       return nil, shown .. ": " .. err.message
@@ -51,7 +52,8 @@ end
 -- Refuses a run whose recipe or modules were not read from the commit.
 function M.check_committed(run)
   if #run.uncommitted == 0 then return end
-  refuse("the recipe's code is not all in commit HEAD of "
+  refuse("the recipe's code is not all in commit "
+         .. (run.at and run.at:sub(1, 12) or "HEAD") .. " of "
          .. run.repo:workdir() .. ":\n  " .. table.concat(run.uncommitted,
          "\n  ") .. "\n(untracked or ignored by .gitignore)",
          "commit these files (git add -f for an ignored one): recipe code "
