@@ -48,6 +48,29 @@ check_absent "still no agent" "$NAVETTE_HOME/agent.log"
 check_eq "the repository is untouched" \
 	"$(git -C "$R" status --porcelain --untracked-files=all)" ""
 
+# A missing file to upload and a missing input URL are both a missing
+# input: refused, exit 3 (README, "Exit codes"), by plan and run alike.
+put_file "$R" recipes/noput.lua <<'EOF'
+local navette = require "navette"
+local data = navette.storage.put("inputs/absent.txt", "absent.txt")
+navette.job { name = "noput", command = { "true" }, inputs = { data = data.url } }
+EOF
+put_file "$R" recipes/nourl.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "nourl", command = { "true" },
+              inputs = { data = navette.storage.url("inputs/absent.txt") } }
+EOF
+commit_all "$R" >/dev/null
+for verb in plan run; do
+	nv_in "$R" $verb recipes/noput.lua
+	check_rc "$verb: a storage.put file that is missing: exit 3" 3
+	check_contains "$verb: ... named" "$ERR" \
+		"navette.storage.put: 'absent.txt' is not a file of the repository (it is missing"
+	nv_in "$R" $verb recipes/nourl.lua
+	check_rc "$verb: an input URL that is missing: exit 3" 3
+	check_contains "$verb: ... named" "$ERR" "input 'data' is not in storage"
+done
+
 # Plan of a failing recipe is the same error as run.
 put_file "$R" recipes/bad.lua <<'EOF'
 local navette = require "navette"
