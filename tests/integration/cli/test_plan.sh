@@ -26,6 +26,8 @@ check_absent "plan started no agent" "$NAVETTE_HOME/agent.log"
 nv_in "$R" plan recipes/first-job.lua --json
 check_rc "plan --json exits 0" 0
 p() { printf '%s' "$OUT" | json "$1" 2>&1; }
+check_eq "plan --json: jobs[0].env as written" \
+	"$(p 'd["jobs"][0]["env"]["GREETING_NAME"]')" greeting
 check_eq "plan --json: one job" "$(p 'len(d["jobs"])')" 1
 check_eq "plan --json: jobs[0].name" "$(p 'd["jobs"][0]["name"]')" first-job
 check_eq "plan --json: jobs[0].commit" "$(p 'd["jobs"][0]["commit"]')" "$HEAD"
