@@ -1,22 +1,156 @@
 -- `navette plan RECIPE`: runs a recipe in plan mode and prints what run
--- would do (the actions, each job's spec and launcher), doing nothing.
+-- would do, doing nothing: a summary of each job by default (what it
+-- runs, where, from which commit, image and inputs, with which env, to
+-- which outputs), the launchers with --launcher, every field with --json.
+-- Its job ids are placeholders, since run draws its own.
 local term = require "navette.term"
 local common = require "navette.cli.common"
+local util = require "navette.util"
 local core, json = _navette.core, _navette.json
 
 local M = {
   name = "plan",
   summary = { { "plan RECIPE", "show what run would do, doing nothing" } },
   usage = [[
-usage: navette plan RECIPE [--profile P] [--node NAME] [--json]
+usage: navette plan RECIPE [--profile P] [--node NAME] [--launcher] [--json]
   Runs RECIPE in plan mode: nothing is uploaded, exported or submitted;
-  prints what would be done, with each job's spec and launcher, and the
-  graph of the jobs that run after others (--json: "graph", a list of
-  {from, to, inputs}).
-  --node N   plan for node N, as `run --node N` would run it]],
-  flags = { profile = "value", json = "bool", node = "value" },
+  prints what would be done, a summary of each job (command, where,
+  commit, image, inputs, env, outputs) and the graph of the jobs that run
+  after others (--json: "graph", a list of {from, to, inputs}). Job ids
+  are drawn when run submits: <id of NAME> stands for each.
+  --launcher  also print each job's launcher script (what runs on the node)
+  --node N    plan for node N, as `run --node N` would run it]],
+  flags = { profile = "value", json = "bool", node = "value",
+            launcher = "bool" },
   read_only = true,
 }
+
+-- Replaces, in every string of t (in place, tables within included),
+-- each drawn id by its placeholder.
+local function substitute(t, ids, seen)
+  seen = seen or {}
+  if seen[t] then return end
+  seen[t] = true
+  for k, v in pairs(t) do
+    if type(v) == "string" then
+      for id, shown in pairs(ids) do
+        local from = 1
+        while true do
+          local i, j = v:find(id, from, true)
+          if not i then break end
+          v = v:sub(1, i - 1) .. shown .. v:sub(j + 1)
+          from = i + #shown
+        end
+      end
+      t[k] = v
+    elseif type(v) == "table" then
+      substitute(v, ids, seen)
+    end
+  end
+end
+
+-- The credentials the run would use, by name (never a value): the
+-- store's, the backend's, and each job secret's.
+local function credential_names(run, specs)
+  local names, seen = {}, {}
+  local function add(c, what)
+    local name = type(c) == "table" and c.name or c
+    if type(name) ~= "string" or seen[name .. what] then return end
+    seen[name .. what] = true
+    names[#names + 1] = name .. " (" .. what .. ")"
+  end
+  local p = run.profile
+  if type(p.s3) == "table" then add(p.s3.credential, "storage") end
+  local settings = p[p.backend]
+  if type(settings) == "table" then add(settings.credential, p.backend) end
+  for _, s in ipairs(specs) do
+    for _, secret in ipairs(s.secrets or {}) do
+      add(secret.credential, "secret " .. secret.name)
+    end
+  end
+  return names
+end
+
+-- Where a job runs: profile, backend, and the node or partition.
+local function where(s, run)
+  local r = s.resources or {}
+  local parts = { "profile " .. s.profile, "backend " .. s.backend }
+  local nodes = r.nodes or (s.launch and s.launch.nodes) or run.nodes
+  if type(nodes) == "table" and #nodes > 0 then
+    parts[#parts + 1] = "node " .. table.concat(nodes, ",")
+  elseif type(nodes) == "string" then
+    parts[#parts + 1] = "node " .. nodes
+  end
+  if r.partition then parts[#parts + 1] = "partition " .. r.partition end
+  return table.concat(parts, " · ")
+end
+
+-- Seconds as "20m", "1h30m", "45s".
+local function duration(s)
+  if math.type(s) ~= "integer" then return tostring(s) .. "s" end
+  local h, m, sec = s // 3600, s % 3600 // 60, s % 60
+  return (h > 0 and (h .. "h") or "") .. (m > 0 and (m .. "m") or "")
+         .. ((sec > 0 or s == 0) and (sec .. "s") or "")
+end
+
+-- What a job asks for: cpus, memory, gpus, time limit (nil: nothing).
+local function resources_line(r)
+  if not r then return nil end
+  local parts = {}
+  if r.cpus then parts[#parts + 1] = "cpus " .. tostring(r.cpus) end
+  if math.type(r.memory) == "integer" then
+    parts[#parts + 1] = "memory " .. util.human_size(r.memory)
+  end
+  if r.gpus then parts[#parts + 1] = "gpus " .. tostring(r.gpus) end
+  if r.time_limit then
+    parts[#parts + 1] = "time limit " .. duration(r.time_limit)
+  end
+  return #parts > 0 and table.concat(parts, " · ") or nil
+end
+
+local function print_job(s, run, name_of, with_launcher)
+  term.print("")
+  term.print(term.style("stdout", "bold", "job " .. s.name))
+  term.print("  command  " .. table.concat(s.command, " "))
+  term.print("  where    " .. where(s, run))
+  local res = resources_line(s.resources)
+  if res then term.print("  needs    " .. res) end
+  term.print("  commit   " .. s.commit)
+  term.print("  image    " .. s.image .. (s.image_requested
+             and (" (" .. s.image_requested .. ")") or ""))
+  if s.after and #s.after > 0 then
+    local names = {}
+    for i, id in ipairs(s.after) do names[i] = name_of[id] end
+    term.print("  after    " .. table.concat(names, ", "))
+  end
+  for _, input in ipairs(s.inputs) do
+    term.print("  input    " .. input.name .. " <- " .. (input.from
+               and ("output " .. input.output .. " of " .. name_of[input.from])
+               or (input.url .. (input.sha256 and (" (sha256 "
+                   .. input.sha256:sub(1, 12) .. ")") or ""))))
+  end
+  for _, k in ipairs(util.sorted_keys(s.env or {})) do
+    term.print("  env      " .. k .. "=" .. s.env[k])
+  end
+  if s.params and next(s.params) then
+    local params = {}
+    for _, k in ipairs(util.sorted_keys(s.params)) do
+      params[#params + 1] = k .. "=" .. tostring(s.params[k])
+    end
+    term.print("  params   " .. table.concat(params, " "))
+  end
+  for _, secret in ipairs(s.secrets or {}) do
+    term.print("  secret   " .. secret.name .. " <- credential "
+               .. secret.credential)
+  end
+  local declared = s.success and s.success.outputs or {}
+  term.print("  outputs  " .. s.outputs.url .. (#declared > 0
+             and (" (" .. table.concat(declared, ", ") .. ")") or ""))
+  if with_launcher then
+    term.print("  launcher:")
+    term.write((s.launcher:gsub("([^\n]*)\n", "    | %1\n")))
+  end
+end
 
 function M.run(argv)
   local opts, recipe, nodes = common.recipe_args(M, argv)
@@ -27,9 +161,18 @@ function M.run(argv)
   local specs = runner.submit(run)
   -- the same view of a job's environment as the embedding API's plan
   require("navette.embedding").shown_specs(specs)
+  local actions = core.plan()
+  -- the ids drawn here are not those run will draw: each is shown as a
+  -- placeholder, everywhere (outputs, launcher, actions, after)
+  local ids, name_of = {}, {}
+  for _, s in ipairs(specs) do
+    ids[s.id] = "<id of " .. s.name .. ">"
+    name_of[ids[s.id]] = s.name
+  end
+  substitute(specs, ids)
+  substitute(actions, ids)
   -- the graph: each job after the jobs it waits for, and what flows
-  local name_of, edges = {}, {}
-  for _, s in ipairs(specs) do name_of[s.id] = s.name end
+  local edges = {}
   for _, s in ipairs(specs) do
     for _, id in ipairs(s.after or {}) do
       local flows = {}
@@ -42,10 +185,14 @@ function M.run(argv)
                             inputs = json.array(flows) }
     end
   end
+  local credentials = credential_names(run, specs)
   if opts.json then
     term.print(json.encode({ project = run.project.name,
                              profile = run.profile.name,
-                             actions = core.plan(),
+                             ids = "drawn at submission: <id of NAME> "
+                                   .. "stands for each",
+                             credentials = json.array(credentials),
+                             actions = actions,
                              jobs = json.array(specs),
                              graph = json.array(edges) }, true))
     return 0
@@ -53,7 +200,14 @@ function M.run(argv)
   term.print(term.style("stdout", "bold", "plan") .. " of " .. recipe
              .. " · project " .. run.project.name .. " · profile "
              .. run.profile.name .. " (nothing was done)")
-  for i, a in ipairs(core.plan()) do
+  if #specs > 0 then
+    term.print("job ids are drawn when `navette run` submits: <id of NAME> "
+               .. "stands for each")
+  end
+  if #credentials > 0 then
+    term.print("credentials " .. table.concat(credentials, ", "))
+  end
+  for i, a in ipairs(actions) do
     term.printf("%3d. %s %s: %s\n", i, a.primitive, a.action, a.detail)
   end
   if #edges > 0 then
@@ -64,26 +218,11 @@ function M.run(argv)
                  and ("  (" .. table.concat(e.inputs, ", ") .. ")") or ""))
     end
   end
-  for _, s in ipairs(specs) do
+  for _, s in ipairs(specs) do print_job(s, run, name_of, opts.launcher) end
+  if #specs > 0 and not opts.launcher then
     term.print("")
-    term.print(term.style("stdout", "bold", "job " .. s.name) .. " (id "
-               .. s.id .. ")")
-    term.print("  commit   " .. s.commit)
-    term.print("  image    " .. s.image)
-    if s.after and #s.after > 0 then
-      local names = {}
-      for i, id in ipairs(s.after) do names[i] = name_of[id] end
-      term.print("  after    " .. table.concat(names, ", "))
-    end
-    for _, input in ipairs(s.inputs) do
-      term.print("  input    " .. input.name .. " <- " .. (input.from
-                 and ("output " .. input.output .. " of " .. name_of[input.from]
-                      .. " (" .. input.url .. ")") or input.url))
-    end
-    term.print("  outputs  " .. s.outputs.url)
-    term.print("  command  " .. table.concat(s.command, " "))
-    term.print("  launcher:")
-    term.write((s.launcher:gsub("([^\n]*)\n", "    | %1\n")))
+    term.print("(each job's launcher script: navette plan " .. recipe
+               .. " --launcher)")
   end
   return 0
 end

@@ -1,5 +1,7 @@
-# `navette plan` shows the launcher and the storage put it would do, and
-# does nothing: no store, no job, no agent.
+# `navette plan` shows a summary of each job (command, where, commit,
+# image, inputs, env as written, outputs), the launcher with --launcher,
+# and the storage put it would do, and does nothing: no store, no job, no
+# agent. Its job ids are placeholders (run draws its own).
 set -eu -o pipefail
 . "$(dirname "$0")/../lib.sh"
 set +e # each check reports its own failure; finish sets the status
@@ -14,8 +16,22 @@ HEAD=$(commit_all "$R")
 
 nv_in "$R" plan recipes/first-job.lua
 check_rc "plan exits 0" 0
-check_contains "plan prints the launcher's shebang" "$OUT" '#!/bin/sh'
-check_contains "plan prints the command" "$OUT" 'recipes/first-job/run.sh'
+check_no_match "plan's summary holds no launcher" "$OUT" '#!/bin/sh'
+check_contains "plan prints the command" "$OUT" \
+	'  command  sh recipes/first-job/run.sh'
+check_contains "plan says where the job runs" "$OUT" \
+	'  where    profile local · backend local'
+check_contains "plan shows the env value as written" "$OUT" \
+	'  env      GREETING_NAME=greeting'
+check_no_match "plan hides no plain env value" "$OUT" '<hidden>'
+check_match "plan shows the input" "$OUT" \
+	'  input    greeting <- file://.*/inputs/first-job/greeting\.txt'
+check_match "plan shows the outputs' prefix and declared names" "$OUT" \
+	'  outputs  file://.*/<id of first-job>/ \(result\.txt\)'
+check_contains "plan says the ids are drawn at submission" "$OUT" \
+	'job ids are drawn when `navette run` submits: <id of NAME> stands for each'
+check_no_match "plan shows no drawn job id" "$OUT" \
+	'-[0-9]{8}-[0-9]{6}-[0-9a-f]{7}-[0-9a-z]+'
 check_match "plan prints the storage put of the input" "$OUT" \
 	'storage.*put.*inputs/first-job/greeting\.txt'
 check_contains "plan names the commit" "$OUT" "$HEAD"
@@ -23,11 +39,24 @@ check_match "plan says nothing was done" "$OUT" 'nothing was done'
 check_absent "plan created no store" "$NAVETTE_HOME/store"
 check_absent "plan started no agent" "$NAVETTE_HOME/agent.log"
 
+nv_in "$R" plan recipes/first-job.lua --launcher
+check_rc "plan --launcher exits 0" 0
+check_contains "plan --launcher prints the launcher's shebang" "$OUT" \
+	'    | #!/bin/sh'
+check_contains "plan --launcher: the launcher exports the env value" "$OUT" \
+	"GREETING_NAME='greeting'; export GREETING_NAME"
+check_contains "plan --launcher: the launcher's id is the placeholder" "$OUT" \
+	"NAVETTE_JOB_ID='<id of first-job>'"
+check_contains "plan --launcher keeps the summary" "$OUT" \
+	'  command  sh recipes/first-job/run.sh'
+
 nv_in "$R" plan recipes/first-job.lua --json
 check_rc "plan --json exits 0" 0
 p() { printf '%s' "$OUT" | json "$1" 2>&1; }
 check_eq "plan --json: jobs[0].env as written" \
 	"$(p 'd["jobs"][0]["env"]["GREETING_NAME"]')" greeting
+check_eq "plan --json: jobs[0].id is the placeholder" \
+	"$(p 'd["jobs"][0]["id"]')" "<id of first-job>"
 check_eq "plan --json: one job" "$(p 'len(d["jobs"])')" 1
 check_eq "plan --json: jobs[0].name" "$(p 'd["jobs"][0]["name"]')" first-job
 check_eq "plan --json: jobs[0].commit" "$(p 'd["jobs"][0]["commit"]')" "$HEAD"
@@ -49,6 +78,43 @@ check_eq "no job was submitted" "$(printf '%s' "$OUT" | json 'd' 2>&1)" "[]"
 check_absent "still no agent" "$NAVETTE_HOME/agent.log"
 check_eq "the repository is untouched" \
 	"$(git -C "$R" status --porcelain --untracked-files=all)" ""
+
+# The training sweep: a summary of its seven jobs, not 1,200 lines of
+# launchers; its env shown as written.
+mkdir -p "$R/recipes/training"
+cp "$NAVETTE_SOURCE"/recipes/training/*.lua "$R/recipes/training/"
+commit_all "$R" >/dev/null
+nv_in "$R" plan recipes/training/sweep.lua
+check_rc "plan of the training sweep exits 0" 0
+n=$(printf '%s\n' "$OUT" | wc -l | tr -d ' ')
+check_true "the sweep's plan is short ($n lines, under 150)" [ "$n" -lt 150 ]
+check_eq "the sweep's plan: a block per job" \
+	"$(printf '%s\n' "$OUT" | grep -c '^job train')" 7
+check_eq "the sweep's plan: each run's env as written" \
+	"$(printf '%s\n' "$OUT" | grep -c '^  env      TRAIN_EPOCHS=8$')" 6
+check_contains "the sweep's plan: a run's parameters" "$OUT" \
+	'  params   lr=0.01 seed=2'
+check_contains "the sweep's plan: the fan-in's inputs by job name" "$OUT" \
+	'  input    runs/1 <- output metrics.json of train[lr=0.05,seed=1]'
+nv_in "$R" plan recipes/training/sweep.lua --launcher
+check_eq "--launcher shows the sweep's seven launchers" \
+	"$(printf '%s\n' "$OUT" | grep -c '    | #!/bin/sh')" 7
+
+# A recipe's plain env value is shown, whatever its name (a value that
+# looks like a secret is refused before any plan).
+put_file "$R" recipes/env.lua <<'EOF'
+local navette = require "navette"
+navette.job { name = "env", command = { "true" },
+              env = { EPOCHS = "3", API_TOKEN_NAME = "hub", MODE = 2 } }
+EOF
+commit_all "$R" >/dev/null
+nv_in "$R" plan recipes/env.lua
+check_rc "plan of a job with env exits 0" 0
+check_contains "plain env: EPOCHS=3" "$OUT" '  env      EPOCHS=3'
+check_contains "plain env under a secret-like name: shown" "$OUT" \
+	'  env      API_TOKEN_NAME=hub'
+check_contains "a number in env: shown as text" "$OUT" '  env      MODE=2'
+check_no_match "no <hidden> for plain values" "$OUT" '<hidden>'
 
 # A missing file to upload and a missing input URL are both a missing
 # input: refused, exit 3 (README, "Exit codes"), by plan and run alike.
