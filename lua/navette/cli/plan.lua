@@ -2,7 +2,8 @@
 -- would do, doing nothing: a summary of each job by default (what it
 -- runs, where, from which commit, image and inputs, with which env, to
 -- which outputs), the launchers with --launcher, every field with --json.
--- Its job ids are placeholders, since run draws its own.
+-- A plan shows the working tree as committed (HEAD), dirty or not, and
+-- says so; its job ids are placeholders, since run draws its own.
 local term = require "navette.term"
 local common = require "navette.cli.common"
 local util = require "navette.util"
@@ -16,8 +17,10 @@ usage: navette plan RECIPE [--profile P] [--node NAME] [--launcher] [--json]
   Runs RECIPE in plan mode: nothing is uploaded, exported or submitted;
   prints what would be done, a summary of each job (command, where,
   commit, image, inputs, env, outputs) and the graph of the jobs that run
-  after others (--json: "graph", a list of {from, to, inputs}). Job ids
-  are drawn when run submits: <id of NAME> stands for each.
+  after others (--json: "graph", a list of {from, to, inputs}). A working
+  tree with uncommitted changes is planned as HEAD, and said so (run
+  refuses it). Job ids are drawn when run submits: <id of NAME> stands
+  for each.
   --launcher  also print each job's launcher script (what runs on the node)
   --node N    plan for node N, as `run --node N` would run it]],
   flags = { profile = "value", json = "bool", node = "value",
@@ -69,6 +72,34 @@ local function credential_names(run, specs)
     end
   end
   return names
+end
+
+-- The working tree as the plan saw it: nil when clean, else
+-- {head, changes = {"status: path"...}, uncommitted = {path...}}.
+local function tree_state(run)
+  local dirty, uncommitted = run.dirty or {}, run.uncommitted or {}
+  if #dirty == 0 and #uncommitted == 0 then return nil end
+  local changes = {}
+  for i, e in ipairs(dirty) do changes[i] = e.status .. ": " .. e.path end
+  return { head = run.repo:resolve("HEAD"), changes = json.array(changes),
+           uncommitted = json.array(util.deep_copy(uncommitted)) }
+end
+
+local function print_tree(tree)
+  term.print(term.style("stdout", "bold", "working tree has uncommitted "
+             .. "changes") .. ": plan shows HEAD " .. tostring(tree.head)
+             .. "; `navette run` refuses it until you commit")
+  for i, c in ipairs(tree.changes) do
+    if i > 10 then
+      term.print("  ... and " .. (#tree.changes - 10) .. " more")
+      break
+    end
+    term.print("  " .. c)
+  end
+  if #tree.uncommitted > 0 then
+    term.print("  recipe code not in HEAD, read from the folder: "
+               .. table.concat(tree.uncommitted, ", "))
+  end
 end
 
 -- Where a job runs: profile, backend, and the node or partition.
@@ -156,8 +187,9 @@ function M.run(argv)
   local opts, recipe, nodes = common.recipe_args(M, argv)
   if not opts then return 0 end
   local runner = require "navette.runner"
+  -- a plan submits nothing: it shows a dirty tree's HEAD, and says so
   local run = runner.load(recipe, { profile = opts.profile, plan = true,
-                                    nodes = nodes })
+                                    nodes = nodes, allow_dirty = true })
   local specs = runner.submit(run)
   -- the same view of a job's environment as the embedding API's plan
   require("navette.embedding").shown_specs(specs)
@@ -185,10 +217,12 @@ function M.run(argv)
                             inputs = json.array(flows) }
     end
   end
+  local tree = tree_state(run)
   local credentials = credential_names(run, specs)
   if opts.json then
     term.print(json.encode({ project = run.project.name,
                              profile = run.profile.name,
+                             working_tree = tree or { clean = true },
                              ids = "drawn at submission: <id of NAME> "
                                    .. "stands for each",
                              credentials = json.array(credentials),
@@ -200,6 +234,7 @@ function M.run(argv)
   term.print(term.style("stdout", "bold", "plan") .. " of " .. recipe
              .. " · project " .. run.project.name .. " · profile "
              .. run.profile.name .. " (nothing was done)")
+  if tree then print_tree(tree) end
   if #specs > 0 then
     term.print("job ids are drawn when `navette run` submits: <id of NAME> "
                .. "stands for each")

@@ -14,7 +14,8 @@ local M = {}
 
 -- Loads and evaluates the recipe. opts: profile, plan, nodes, checking
 -- (the first pass of a run: evaluated in plan mode, refusals audited),
--- survey (a list: see refuse_or_note).
+-- survey (a list: see refuse_or_note), allow_dirty (with plan: a dirty
+-- tree is planned as HEAD, its changes kept in run.dirty).
 function M.load(recipe, opts)
   opts = opts or {}
   local st = sys.stat(recipe)
@@ -47,6 +48,7 @@ function M.load(recipe, opts)
     plan = plan and true or false, checking = opts.checking and true or false,
     plan_command = opts.plan and true or false,
     nodes = opts.nodes, uncommitted = {},
+    allow_dirty = opts.plan and opts.allow_dirty and true or nil,
     survey = opts.survey,
     -- navette lock: the folder's files, and what navette.use does
     working = opts.working, libraries_mode = opts.libraries,

@@ -49,8 +49,9 @@ function M.committed_source(run, path, shown)
 end
 
 -- Refuses a run whose recipe or modules were not read from the commit.
+-- (`navette plan` submits nothing: it lists them instead, run.allow_dirty.)
 function M.check_committed(run)
-  if #run.uncommitted == 0 then return end
+  if #run.uncommitted == 0 or run.allow_dirty then return end
   refuse("the recipe's code is not all in commit HEAD of "
          .. run.repo:workdir() .. ":\n  " .. table.concat(run.uncommitted,
          "\n  ") .. "\n(untracked or ignored by .gitignore)",
@@ -58,10 +59,15 @@ function M.check_committed(run)
          .. "comes from the commit, never from the working folder", run)
 end
 
--- The working tree must be clean before anything is done.
+-- The working tree must be clean before anything is done. A plan
+-- (run.allow_dirty) keeps the changes in run.dirty and shows HEAD.
 function M.check_tree(run)
   local dirty = run.repo:status()
   if #dirty == 0 then return end
+  if run.allow_dirty then
+    run.dirty = dirty
+    return
+  end
   local lines, finder = {}, false
   for i, e in ipairs(dirty) do
     -- Finder leaves .DS_Store in every folder a Mac user opens

@@ -1,7 +1,8 @@
 # `navette plan` shows a summary of each job (command, where, commit,
 # image, inputs, env as written, outputs), the launcher with --launcher,
 # and the storage put it would do, and does nothing: no store, no job, no
-# agent. Its job ids are placeholders (run draws its own).
+# agent. Its job ids are placeholders (run draws its own); a dirty tree is
+# planned as HEAD, said at the top, and still refused by run.
 set -eu -o pipefail
 . "$(dirname "$0")/../lib.sh"
 set +e # each check reports its own failure; finish sets the status
@@ -32,6 +33,8 @@ check_contains "plan says the ids are drawn at submission" "$OUT" \
 	'job ids are drawn when `navette run` submits: <id of NAME> stands for each'
 check_no_match "plan shows no drawn job id" "$OUT" \
 	'-[0-9]{8}-[0-9]{6}-[0-9a-f]{7}-[0-9a-z]+'
+check_no_match "plan of a clean tree says nothing of changes" "$OUT" \
+	'uncommitted'
 check_match "plan prints the storage put of the input" "$OUT" \
 	'storage.*put.*inputs/first-job/greeting\.txt'
 check_contains "plan names the commit" "$OUT" "$HEAD"
@@ -57,6 +60,8 @@ check_eq "plan --json: jobs[0].env as written" \
 	"$(p 'd["jobs"][0]["env"]["GREETING_NAME"]')" greeting
 check_eq "plan --json: jobs[0].id is the placeholder" \
 	"$(p 'd["jobs"][0]["id"]')" "<id of first-job>"
+check_eq "plan --json: a clean working tree" \
+	"$(p 'd["working_tree"]["clean"]')" true
 check_eq "plan --json: one job" "$(p 'len(d["jobs"])')" 1
 check_eq "plan --json: jobs[0].name" "$(p 'd["jobs"][0]["name"]')" first-job
 check_eq "plan --json: jobs[0].commit" "$(p 'd["jobs"][0]["commit"]')" "$HEAD"
@@ -115,6 +120,43 @@ check_contains "plain env under a secret-like name: shown" "$OUT" \
 	'  env      API_TOKEN_NAME=hub'
 check_contains "a number in env: shown as text" "$OUT" '  env      MODE=2'
 check_no_match "no <hidden> for plain values" "$OUT" '<hidden>'
+
+# A dirty tree: plan shows HEAD and says so at the top (exit 0); run
+# still refuses it.
+HEAD=$(git -C "$R" rev-parse HEAD)
+printf '\n-- edited\n' >>"$R/recipes/first-job.lua"
+printf 'scratch\n' >"$R/notes.txt"
+nv_in "$R" plan recipes/first-job.lua
+check_rc "plan of a dirty tree exits 0" 0
+check_eq "plan of a dirty tree is labelled at the top" \
+	"$(printf '%s\n' "$OUT" | sed -n 2p)" \
+	"working tree has uncommitted changes: plan shows HEAD $HEAD; \`navette run\` refuses it until you commit"
+check_contains "plan of a dirty tree lists the modified file" "$OUT" \
+	'  modified: recipes/first-job.lua'
+check_contains "plan of a dirty tree lists the untracked file" "$OUT" \
+	'  untracked: notes.txt'
+check_contains "plan of a dirty tree: the job runs HEAD" "$OUT" \
+	"  commit   $HEAD"
+nv_in "$R" plan recipes/first-job.lua --json
+check_rc "plan --json of a dirty tree exits 0" 0
+check_eq "plan --json of a dirty tree: its changes" \
+	"$(p 'sorted(d["working_tree"]["changes"])')" \
+	'["modified: recipes/first-job.lua", "untracked: notes.txt"]'
+nv_in "$R" run recipes/first-job.lua
+check_rc "run of the dirty tree: refused (exit 3)" 3
+check_contains "run of the dirty tree says why" "$ERR" 'is not clean'
+check_absent "the refused run submitted nothing" "$NAVETTE_HOME/agent.log"
+# a recipe not committed at all: read from the folder, and said so
+git -C "$R" checkout -q recipes/first-job.lua
+rm "$R/notes.txt"
+cp "$R/recipes/env.lua" "$R/recipes/new.lua"
+nv_in "$R" plan recipes/new.lua
+check_rc "plan of an untracked recipe exits 0" 0
+check_contains "plan of an untracked recipe says it is not in HEAD" "$OUT" \
+	'recipe code not in HEAD, read from the folder: recipes/new.lua'
+nv_in "$R" run recipes/new.lua
+check_rc "run of an untracked recipe: refused (exit 3)" 3
+rm "$R/recipes/new.lua"
 
 # A missing file to upload and a missing input URL are both a missing
 # input: refused, exit 3 (README, "Exit codes"), by plan and run alike.
