@@ -102,17 +102,22 @@ local function print_tree(tree)
   end
 end
 
--- Where a job runs: profile, backend, and the node or partition.
-local function where(s, run)
+-- Where the k-th job runs: profile, backend, and the node (as run would
+-- send it: --node, the job's nodes, or the profile's taken in turn) and
+-- the partition, when there are.
+local function where(s, run, k)
+  local runner = require "navette.runner"
   local r = s.resources or {}
   local parts = { "profile " .. s.profile, "backend " .. s.backend }
-  local nodes = r.nodes or (s.launch and s.launch.nodes) or run.nodes
+  local sub = run.submissions and run.submissions[s]
+  local nodes = r.nodes or (sub and runner.node_for(run, sub.job, k))
   if type(nodes) == "table" and #nodes > 0 then
     parts[#parts + 1] = "node " .. table.concat(nodes, ",")
-  elseif type(nodes) == "string" then
-    parts[#parts + 1] = "node " .. nodes
   end
-  if r.partition then parts[#parts + 1] = "partition " .. r.partition end
+  local settings = run.profile[s.backend]
+  local partition = r.partition
+                    or (type(settings) == "table" and settings.partition)
+  if partition then parts[#parts + 1] = "partition " .. partition end
   return table.concat(parts, " · ")
 end
 
@@ -139,11 +144,11 @@ local function resources_line(r)
   return #parts > 0 and table.concat(parts, " · ") or nil
 end
 
-local function print_job(s, run, name_of, with_launcher)
+local function print_job(s, k, run, name_of, with_launcher)
   term.print("")
   term.print(term.style("stdout", "bold", "job " .. s.name))
   term.print("  command  " .. table.concat(s.command, " "))
-  term.print("  where    " .. where(s, run))
+  term.print("  where    " .. where(s, run, k))
   local res = resources_line(s.resources)
   if res then term.print("  needs    " .. res) end
   term.print("  commit   " .. s.commit)
@@ -253,7 +258,9 @@ function M.run(argv)
                  and ("  (" .. table.concat(e.inputs, ", ") .. ")") or ""))
     end
   end
-  for _, s in ipairs(specs) do print_job(s, run, name_of, opts.launcher) end
+  for k, s in ipairs(specs) do
+    print_job(s, k, run, name_of, opts.launcher)
+  end
   if #specs > 0 and not opts.launcher then
     term.print("")
     term.print("(each job's launcher script: navette plan " .. recipe

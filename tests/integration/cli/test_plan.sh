@@ -158,6 +158,44 @@ nv_in "$R" run recipes/new.lua
 check_rc "run of an untracked recipe: refused (exit 3)" 3
 rm "$R/recipes/new.lua"
 
+# Where a job runs: on a Slurm profile, the node each job is sent to (the
+# profile's nodes taken in turn) and the partition; its credentials by
+# name. The plan sends nothing (the endpoints are a closed port).
+S=$T/hpc
+mkdir -p "$S"
+git -C "$S" init -q
+put_file "$S" navette.lua <<'EOF'
+return {
+  name = "hpc",
+  credentials = { jwt = { kind = "hs256", source = "env",
+                          env = { key = "NAVETTE_TEST_NO_SUCH_VARIABLE" } } },
+  profiles = {
+    hpc = { backend = "slurm", require_pushed = false,
+            storage = "s3://bucket/root/",
+            s3 = { endpoint = "http://127.0.0.1:9", region = "us-east-1" },
+            slurm = { endpoint = "http://127.0.0.1:9", user = "u",
+                      credential = "jwt", partition = "gpu",
+                      nodes = { "n1", "n2" } } },
+  },
+}
+EOF
+put_file "$S" sweep.lua <<'EOF'
+local navette = require "navette"
+navette.sweep { job = { name = "part", command = { "true" } },
+                matrix = { lr = { 1, 2 } } }
+EOF
+commit_all "$S" >/dev/null
+# (a plan signs the transfer URLs offline, with the store's key)
+AWS_ACCESS_KEY_ID=AKIDPLANTESTKEY00000 AWS_SECRET_ACCESS_KEY=plan-test-secret \
+	nv_in "$S" plan sweep.lua --profile hpc
+check_rc "plan on a Slurm profile exits 0" 0
+check_contains "the first job: its node and partition" "$OUT" \
+	'  where    profile hpc · backend slurm · node n1 · partition gpu'
+check_contains "the second job: the next node" "$OUT" \
+	'  where    profile hpc · backend slurm · node n2 · partition gpu'
+check_contains "the credentials it would use, by name" "$OUT" \
+	'credentials aws (storage), jwt (slurm)'
+
 # A missing file to upload and a missing input URL are both a missing
 # input: refused, exit 3 (README, "Exit codes"), by plan and run alike.
 put_file "$R" recipes/noput.lua <<'EOF'
