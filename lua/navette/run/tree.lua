@@ -49,9 +49,18 @@ function M.committed_source(run, path, shown)
 end
 
 -- Refuses a run whose recipe or modules were not read from the commit.
--- (`navette plan` submits nothing: it lists them instead, run.allow_dirty.)
+-- `navette plan` (run.allow_dirty) submits nothing: it lists untracked
+-- ones instead, and refuses only a file git ignores (never meant to be
+-- committed, it may hold what a plan must not show).
 function M.check_committed(run)
-  if #run.uncommitted == 0 or run.allow_dirty then return end
+  if #run.uncommitted == 0 then return end
+  if run.allow_dirty then
+    local ignored = false
+    for _, rel in ipairs(run.uncommitted) do
+      ignored = ignored or run.repo:path_state(rel) == "ignored"
+    end
+    if not ignored then return end
+  end
   refuse("the recipe's code is not all in commit HEAD of "
          .. run.repo:workdir() .. ":\n  " .. table.concat(run.uncommitted,
          "\n  ") .. "\n(untracked or ignored by .gitignore)",
