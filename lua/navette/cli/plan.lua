@@ -28,26 +28,58 @@ usage: navette plan RECIPE [--profile P] [--node NAME] [--launcher] [--json]
   read_only = true,
 }
 
+-- The drawn ids as substitute finds them: their common prefix (at least
+-- the project's name and the date) and their lengths.
+local function id_index(ids)
+  local stem, lengths, seen = nil, {}, {}
+  for id in pairs(ids) do
+    if not stem then
+      stem = id
+    else
+      local n = 0
+      while n < #stem and stem:byte(n + 1) == id:byte(n + 1) do n = n + 1 end
+      stem = stem:sub(1, n)
+    end
+    if not seen[#id] then
+      seen[#id] = true
+      lengths[#lengths + 1] = #id
+    end
+  end
+  return { ids = ids, stem = stem, lengths = lengths }
+end
+
 -- Replaces, in every string of t (in place, tables within included),
--- each drawn id by its placeholder.
-local function substitute(t, ids, seen)
+-- each drawn id by its placeholder: where the ids' common prefix occurs,
+-- the text of each of their lengths is looked up (a sweep's launchers
+-- are long, and its ids many).
+local function substitute(t, index, seen)
   seen = seen or {}
-  if seen[t] then return end
+  if seen[t] or not index.stem or index.stem == "" then return end
   seen[t] = true
   for k, v in pairs(t) do
     if type(v) == "string" then
-      for id, shown in pairs(ids) do
-        local from = 1
-        while true do
-          local i, j = v:find(id, from, true)
-          if not i then break end
-          v = v:sub(1, i - 1) .. shown .. v:sub(j + 1)
-          from = i + #shown
+      local parts, from = {}, 1
+      local at = v:find(index.stem, 1, true)
+      while at do
+        local shown, len
+        for _, n in ipairs(index.lengths) do
+          shown = index.ids[v:sub(at, at + n - 1)]
+          if shown then len = n break end
+        end
+        if shown then
+          parts[#parts + 1] = v:sub(from, at - 1) .. shown
+          from = at + len
+          at = v:find(index.stem, from, true)
+        else
+          at = v:find(index.stem, at + 1, true)
         end
       end
-      t[k] = v
+      if #parts > 0 then
+        parts[#parts + 1] = v:sub(from)
+        t[k] = table.concat(parts)
+      end
     elseif type(v) == "table" then
-      substitute(v, ids, seen)
+      substitute(v, index, seen)
     end
   end
 end
@@ -206,8 +238,9 @@ function M.run(argv)
     ids[s.id] = "<id of " .. s.name .. ">"
     name_of[ids[s.id]] = s.name
   end
-  substitute(specs, ids)
-  substitute(actions, ids)
+  local index = id_index(ids)
+  substitute(specs, index)
+  substitute(actions, index)
   -- the graph: each job after the jobs it waits for, and what flows
   local edges = {}
   for _, s in ipairs(specs) do
