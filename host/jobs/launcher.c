@@ -206,15 +206,30 @@ static int params_header(const cJSON *spec, const char *id, nv_buf *out,
 	return 0;
 }
 
-/* The job's declared environment, each variable exported. */
+/* Python buffers stdout in blocks when it is not a terminal, and writes
+ * stderr a line at a time: a job's log would hold them out of order. Set
+ * on every backend (a container gets it too: container_env), unless the
+ * job's env or the node's environment sets it. */
+static void unbuffered_python(nv_buf *out)
+{
+	nv_buf_puts(out, "# Python writes as it goes: the log keeps stdout "
+			 "and stderr in order\n"
+			 "PYTHONUNBUFFERED=\"${PYTHONUNBUFFERED-1}\"; "
+			 "export PYTHONUNBUFFERED\n");
+}
+
+/* The job's declared environment, each variable exported, then
+ * PYTHONUNBUFFERED where it declares none. */
 static int env_header(const cJSON *spec, const char *id, nv_buf *out,
 		      nv_err *err)
 {
 	const cJSON *env = field(spec, "env");
 	const cJSON *item;
 
-	if (!cJSON_IsObject(env) || !env->child)
+	if (!cJSON_IsObject(env) || !env->child) {
+		unbuffered_python(out);
 		return 0;
+	}
 	nv_buf_puts(out, "# the job's environment, as declared "
 			 "(never a secret)\n");
 	cJSON_ArrayForEach(item, env)
@@ -235,6 +250,7 @@ static int env_header(const cJSON *spec, const char *id, nv_buf *out,
 		nv_buf_sh_quote(out, item->valuestring);
 		nv_buf_printf(out, "; export %s\n", item->string);
 	}
+	unbuffered_python(out);
 	return 0;
 }
 
@@ -492,9 +508,13 @@ static const char *command_interpreter(const cJSON *spec)
 
 /* The variables a container gets, by name: navette's own, then the job's
  * (names were checked by common_header). */
-static const char *const container_env[] = {"NAVETTE_JOB_ID",  "NAVETTE_COMMIT",
-					    "NAVETTE_PROJECT", "NAVETTE_INPUTS",
-					    "NAVETTE_OUTPUTS", NULL};
+static const char *const container_env[] = {"NAVETTE_JOB_ID",
+					    "NAVETTE_COMMIT",
+					    "NAVETTE_PROJECT",
+					    "NAVETTE_INPUTS",
+					    "NAVETTE_OUTPUTS",
+					    "PYTHONUNBUFFERED",
+					    NULL};
 
 /* Writes, for each variable a container gets (container_env, then the
  * job's), "OPT NAME " (opt "-e", "--env"), or with by_value
@@ -518,7 +538,9 @@ static void pass_names(nv_buf *out, const cJSON *spec, const char *opt,
 		pass_name(out, *n, opt, by_value);
 	cJSON_ArrayForEach(item, field(spec, "env"))
 	{
-		if (item->string)
+		/* (PYTHONUNBUFFERED is passed above) */
+		if (item->string &&
+		    strcmp(item->string, "PYTHONUNBUFFERED") != 0)
 			pass_name(out, item->string, opt, by_value);
 	}
 	/* (checked by params_header) */

@@ -11,15 +11,18 @@ local api = {}
 -- How often a wait asks the backends whether the jobs can go on (seconds).
 local AGENT_CHECK_S = 2
 
--- A plan shows a job's environment with values only for allow-listed
--- names, and the launcher rendered from that view (as `navette plan`).
+-- A plan shows a job's environment as the recipe wrote it (env holds
+-- plain strings: job.lua refuses a value that looks like a secret), and
+-- the launcher rendered from that view (as `navette plan`). Only a value
+-- that is a secret's opaque handle would show as <hidden>, whatever its
+-- name: the decision is on the value, not the key.
 function api.shown_specs(specs)
   for _, spec in ipairs(specs) do
     spec.redact_fingerprints = nil
     if spec.env then
       local shown = {}
       for k, v in pairs(spec.env) do
-        shown[k] = _navette.creds.env_allowed(k) and v or "<hidden>"
+        shown[k] = type(v) == "userdata" and "<hidden>" or v
       end
       spec.env = shown
       spec.launcher = require("navette.runner").render_launcher(spec)

@@ -115,17 +115,21 @@ local function repository_file(path)
     errors.raise("refused", "navette.storage.put: '" .. path
                  .. "' is outside the repository", outside)
   end
+  -- a missing file is a missing input, refused (exit 3) as a missing
+  -- input URL is, on every system (macOS's realpath resolves a path
+  -- whose last name does not exist: stat says it is missing)
   local real = sys.realpath(full)
-  if not real or (root and not sys.path_within(real, root)) then
+  local st = real and sys.stat(real)
+  if not st or (root and not sys.path_within(real, root)) then
     errors.raise("refused", "navette.storage.put: '" .. path .. "' is not "
                  .. "a file of the repository (it is missing, or a symlink "
                  .. "leads out of it)", "the path is relative to the "
                  .. "recipe's folder; " .. outside)
   end
-  local st = sys.stat(real)
-  if not st or st.type ~= "file" then
+  if st.type ~= "file" then
     errors.raise("recipe", "navette.storage.put: '" .. path
-                 .. "' is not a file")
+                 .. "' is not a file (a " .. tostring(st.type) .. ")",
+                 "put uploads one regular file: name a file in it")
   end
   if root and real ~= root then
     local repo = _navette.git.open(root)

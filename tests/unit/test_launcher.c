@@ -181,6 +181,53 @@ static char *store_read(const char *key)
 	return text;
 }
 
+/* A Python job that writes to stdout and stderr in turn: its log holds
+ * the lines in the order written, since the launcher sets
+ * PYTHONUNBUFFERED (run_node's environment has none); a job that sets
+ * it keeps its value. */
+static void test_python_order(const char *sha, long size)
+{
+	int status;
+	cJSON *spec, *rec;
+	char *log;
+	const char *run_sh =
+		"python3 -c 'import os, sys\n"
+		"for i in range(3):\n"
+		"    print(\"out\", i)\n"
+		"    sys.stderr.write(\"err %d\\n\" % i)\n"
+		"print(\"unbuffered=\" + os.environ.get(\"PYTHONUNBUFFERED\", "
+		"\"\"))'\n";
+
+	if (system("python3 -c '' >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "skip: no python3 for the log order test\n");
+		return;
+	}
+	spec = node_spec(sha, size, NULL, NULL);
+	rec = run_node(spec, run_sh, &status);
+	CHECK(rec != NULL && status == 0);
+	log = store_read("p/p-2/navette.log");
+	CHECK(log && strstr(log, "out 0\nerr 0\nout 1\nerr 1\nout 2\nerr 2\n"
+				 "unbuffered=1\n"));
+	if (!log || !strstr(log, "out 0\nerr 0\n"))
+		fprintf(stderr, "log:\n%s\n", log ? log : "(none)");
+	free(log);
+	cJSON_Delete(rec);
+	cJSON_Delete(spec);
+
+	/* the job's own value is kept */
+	spec = node_spec(sha, size, NULL, NULL);
+	cJSON_AddItemToObject(spec, "env",
+			      cJSON_Parse("{\"PYTHONUNBUFFERED\":"
+					  "\"\"}"));
+	rec = run_node(spec, run_sh, &status);
+	CHECK(rec != NULL && status == 0);
+	log = store_read("p/p-2/navette.log");
+	CHECK(log && strstr(log, "unbuffered=\n"));
+	free(log);
+	cJSON_Delete(rec);
+	cJSON_Delete(spec);
+}
+
 /* A job's secrets on a node: the sealed object fetched through its GET,
  * deleted through its DELETE, decrypted by the node's openssl with the
  * launcher's password into a 0400 file named by HF_TOKEN_FILE; the log
@@ -701,6 +748,7 @@ static void test_node_launcher(void)
 	nv_buf_free(&b);
 	cJSON_Delete(spec);
 	test_node_secrets(sha, (long)strlen(data));
+	test_python_order(sha, (long)strlen(data));
 	test_launch(sha, (long)strlen(data));
 	nv_remove_tree(rdir, &err);
 }

@@ -15,7 +15,8 @@ local M = {}
 -- Loads and evaluates the recipe. opts: profile, plan, nodes, checking
 -- (the first pass of a run: evaluated in plan mode, refusals audited),
 -- survey (a list: see refuse_or_note), at (the commit the recipe's code
--- is read from: a rerun's; HEAD when nil).
+-- is read from: a rerun's; HEAD when nil), allow_dirty (with plan: a
+-- dirty tree is planned as HEAD, its changes kept in run.dirty).
 function M.load(recipe, opts)
   opts = opts or {}
   local st = sys.stat(recipe)
@@ -48,6 +49,7 @@ function M.load(recipe, opts)
     plan = plan and true or false, checking = opts.checking and true or false,
     plan_command = opts.plan and true or false,
     nodes = opts.nodes, uncommitted = {}, at = opts.at,
+    allow_dirty = opts.plan and opts.allow_dirty and true or nil,
     survey = opts.survey,
     -- navette lock: the folder's files, and what navette.use does
     working = opts.working, libraries_mode = opts.libraries,

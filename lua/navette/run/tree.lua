@@ -50,8 +50,18 @@ function M.committed_source(run, path, shown)
 end
 
 -- Refuses a run whose recipe or modules were not read from the commit.
+-- `navette plan` (run.allow_dirty) submits nothing: it lists untracked
+-- ones instead, and refuses only a file git ignores (never meant to be
+-- committed, it may hold what a plan must not show).
 function M.check_committed(run)
   if #run.uncommitted == 0 then return end
+  if run.allow_dirty then
+    local ignored = false
+    for _, rel in ipairs(run.uncommitted) do
+      ignored = ignored or run.repo:path_state(rel) == "ignored"
+    end
+    if not ignored then return end
+  end
   refuse("the recipe's code is not all in commit "
          .. (run.at and run.at:sub(1, 12) or "HEAD") .. " of "
          .. run.repo:workdir() .. ":\n  " .. table.concat(run.uncommitted,
@@ -60,10 +70,15 @@ function M.check_committed(run)
          .. "comes from the commit, never from the working folder", run)
 end
 
--- The working tree must be clean before anything is done.
+-- The working tree must be clean before anything is done. A plan
+-- (run.allow_dirty) keeps the changes in run.dirty and shows HEAD.
 function M.check_tree(run)
   local dirty = run.repo:status()
   if #dirty == 0 then return end
+  if run.allow_dirty then
+    run.dirty = dirty
+    return
+  end
   local lines, finder = {}, false
   for i, e in ipairs(dirty) do
     -- Finder leaves .DS_Store in every folder a Mac user opens

@@ -75,6 +75,14 @@ check_contains "status: failed is bold red" "$OUT" "${ESC}[1;31mfailed"
 check_no_match "status: no colour is reset after a newline (it would colour the next line)" \
 	"$(printf '%s\n' "$OUT" | tr -d '\r' | grep -n '' | grep -v "${ESC}\[0m\$" |
 		grep "${ESC}\[[0-9;]*[1-9][0-9;]*m[^${ESC}]*\$" || true)" '.'
+# the reset goes before the newline: no line starts with one
+check_no_match "status of a failed job: no line starts with a colour reset" \
+	"$(printf '%s\n' "$OUT" | tr -d '\r')" "^${ESC}\[0m"
+on_tty -- status "$OK_ID"
+check_rc "status of a good job on a terminal: exits 0" 0
+check_contains "status: succeeded is green" "$OUT" "${ESC}[32msucceeded"
+check_no_match "status of a good job: no line starts with a colour reset" \
+	"$(printf '%s\n' "$OUT" | tr -d '\r')" "^${ESC}\[0m"
 
 # ---- a failure says which job, what its status means, and where its log is
 

@@ -53,7 +53,7 @@ commit_all "$R" >/dev/null
 
 # ---- plan: the line, and nothing loaded (the variable is not even set)
 unset HUB_TOKEN
-nv_in "$R" plan reader.lua
+nv_in "$R" plan reader.lua --launcher
 check_rc "plan of a job with secrets succeeds without the credential" 0
 check_contains "plan says where the secret comes from" "$OUT" \
 	'HF_TOKEN <- credential hub (file $NAVETTE_SECRETS/HF_TOKEN)'

@@ -67,7 +67,7 @@ EOF
 commit_all "$R" >/dev/null
 
 # ---- plan: the line, nothing loaded, nothing put in the store
-nv_in "$R" plan reader.lua
+nv_in "$R" plan reader.lua --launcher
 check_rc "plan of a Slurm job with secrets" 0
 check_contains "plan says where the secret comes from" "$OUT" \
 	'HF_TOKEN <- credential hub (file $NAVETTE_SECRETS/HF_TOKEN)'

@@ -98,7 +98,7 @@ commit_all "$R" >/dev/null
 nv_in "$R" plan recipes/sweep.lua
 check_rc "plan of the sweep exits 0" 0
 check_match "plan: each job is a task of the array" "$OUT" \
-	'jobs submit: hpc-[0-9a-z-]+ \(part\[lr=2,seed=3\]\) on hpc, task 5 of the job array'
+	'jobs submit: <id of part\[lr=2,seed=3\]> \(part\[lr=2,seed=3\]\) on hpc, task 5 of the job array'
 check_match "plan: one request for the sweep" "$OUT" \
 	'jobs submit-array: 6 jobs of sweep part as one job array \(one request\)'
 nv_in "$R" plan recipes/sweep.lua --profile spread
