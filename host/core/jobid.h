@@ -4,9 +4,9 @@
  * An id is what lua/navette/job.lua's new_id makes,
  * "<project>-<time6>-<random5>" (time and random part in base 36): 2 to
  * 63 bytes of lowercase ASCII letters, digits and '-', the first and the
- * last a letter or a digit (a DNS-1123 label). Nothing else can then climb out of
- * a folder ('.', '/'), start an option ('-'), break a line or a shell
- * word. Pure C: no Lua here. */
+ * last a letter or a digit (a DNS-1123 label). Nothing else can then climb out
+ * of a folder ('.', '/'), start an option ('-'), break a line or a shell word.
+ * Pure C: no Lua here. */
 #ifndef NV_JOBID_H
 #define NV_JOBID_H
 

@@ -322,12 +322,11 @@ static int sandbox_require(lua_State *L)
 				     "and reaches no module");
 	}
 	if (strncmp(name, "navette.", 8) == 0 || strcmp(name, "_navette") == 0)
-		return luaL_error(
-			L,
-			"module '%s' is internal to navette: recipes "
-			"and libraries use the public API, "
-			"require \"navette\" (navette help security)",
-			name);
+		return luaL_error(L,
+				  "module '%s' is internal to navette: recipes "
+				  "and libraries use the public API, "
+				  "require \"navette\" (navette help security)",
+				  name);
 	if (!module_name_ok(name))
 		return luaL_error(L,
 				  "require '%s': module names are letters, "
