@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/hex.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define REPLAY_MAX_INPUT ((size_t)1 << 20)
@@ -20,17 +22,6 @@ static int is_hex_name(const char *path)
 {
 	size_t n = strlen(path);
 	return n > 4 && strcmp(path + n - 4, ".hex") == 0;
-}
-
-static int hex_digit(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /* Decodes buf's n hex digits in place (white space skipped). -> 0, or -1
@@ -45,7 +36,7 @@ static int hex_decode(uint8_t *buf, size_t *n)
 		if (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' ||
 		    buf[i] == '\t')
 			continue;
-		d = hex_digit(buf[i]);
+		d = nv_hex_value(buf[i]);
 		if (d < 0)
 			return -1;
 		if (high < 0) {
