@@ -234,4 +234,31 @@ function util.origin_of(url)
   return scheme:lower() .. "://" .. authority, host
 end
 
+-- The path of the first field where two declared jobs differ ("command",
+-- "env.EPOCHS", "inputs.data"...), or nil when they are the same value.
+function util.first_difference(a, b, path, depth, skip)
+  depth = depth or 0
+  if type(a) ~= "table" or type(b) ~= "table" then
+    if a == b then return nil end
+    return path or "value"
+  end
+  if rawequal(a, b) then return nil end
+  if depth > 32 then return path or "value" end
+  local keys = {}
+  for k in next, a do keys[#keys + 1] = k end
+  for k in next, b do
+    if rawget(a, k) == nil then keys[#keys + 1] = k end
+  end
+  table.sort(keys, function(x, y) return tostring(x) < tostring(y) end)
+  for _, k in ipairs(keys) do
+    if not (skip and skip[k]) then
+      local sub = (path and (path .. ".") or "") .. tostring(k)
+      local d = util.first_difference(rawget(a, k), rawget(b, k), sub,
+                                      depth + 1)
+      if d then return d end
+    end
+  end
+  return nil
+end
+
 return util

@@ -178,7 +178,7 @@ function M.amend(run, j, spec)
   local old = M.old(run, j.name)
   if not old then return end
   spec.rerun_of = old.id
-  local diff = require("navette.run.submit").first_difference
+  local diff = util.first_difference
   for _, field in ipairs({ "command", "env", "params" }) do
     local d = diff(spec[field], old[field], field)
     if d then

@@ -9,6 +9,7 @@ local pinning = require "navette.run.pin"
 local quotas = require "navette.run.quota"
 local jobspec = require "navette.run.spec"
 local transfers = require "navette.run.transfer"
+local util = require "navette.util"
 local core, json = _navette.core, _navette.json
 
 local M = {}
@@ -119,32 +120,8 @@ local function same_value(a, b, depth)
   return n == 0
 end
 
--- The path of the first field where two declared jobs differ ("command",
--- "env.EPOCHS", "inputs.data"...), or nil when they are the same value.
-function M.first_difference(a, b, path, depth, skip)
-  depth = depth or 0
-  if type(a) ~= "table" or type(b) ~= "table" then
-    if a == b then return nil end
-    return path or "value"
-  end
-  if rawequal(a, b) then return nil end
-  if depth > 32 then return path or "value" end
-  local keys = {}
-  for k in next, a do keys[#keys + 1] = k end
-  for k in next, b do
-    if rawget(a, k) == nil then keys[#keys + 1] = k end
-  end
-  table.sort(keys, function(x, y) return tostring(x) < tostring(y) end)
-  for _, k in ipairs(keys) do
-    if not (skip and skip[k]) then
-      local sub = (path and (path .. ".") or "") .. tostring(k)
-      local d = M.first_difference(rawget(a, k), rawget(b, k), sub,
-                                        depth + 1)
-      if d then return d end
-    end
-  end
-  return nil
-end
+-- (runner.lua reads it here)
+M.first_difference = util.first_difference
 
 -- The checking pass's specs, which the run takes as they are instead of
 -- building them again, by name; nil when it must build them (then it

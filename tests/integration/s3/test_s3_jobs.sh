@@ -421,7 +421,7 @@ check_contains "expired URLs: the hint says why" \
 
 # ---- plan, and no secret anywhere -------------------------------------------
 
-nv_in "$R" plan recipes/first-job.lua
+nv_in "$R" plan recipes/first-job.lua --launcher
 check_rc "plan on the S3 profile exits 0" 0
 check_contains "plan shows the node launcher" "$OUT" "fetch_code"
 check_no_match "plan shows no signature" "$OUT" \
