@@ -91,14 +91,16 @@ int nv_ssh_frame_parse(const char *buf, size_t len, const char *nonce, int cut,
 			     len < NV_SSH_FRAME_SHOW_MAX
 				     ? len
 				     : NV_SSH_FRAME_SHOW_MAX);
+		if (!len)
+			shown[0] = '\0';
 		return nv_err_set(
 			err, NV_EBACKEND,
 			"the login node ran something else than the command: "
 			"check its shell (a ForceCommand, a menu or a "
 			"restricted shell) with a plain ssh login",
 			"ssh: the command did not run; the login node printed "
-			"%s'%s'",
-			len ? "" : "nothing ", shown);
+			"%s%s%s",
+			len ? "'" : "nothing", shown, len ? "'" : "");
 	}
 	f->problem = NV_SSH_FRAME_TOO_BIG;
 	if (cut) /* a capture cut short may end in a line that looks like END */

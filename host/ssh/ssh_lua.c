@@ -24,6 +24,7 @@
  * Misuse (a missing field, a number out of range) raises; a value that
  * ssh would misread (an option in a host name) comes back as an invalid
  * error naming the field. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -290,6 +291,17 @@ static int l_ssh_run(lua_State *L)
 	    (r.exit_status == 255 || !r.exited))
 		return push_ssh_failure(L, &t, box->out + out_cap, r.err_len,
 					nv_proc_status(&r));
+	if (rc && r.err_len && frame.problem != NV_SSH_FRAME_TOO_BIG) {
+		/* what ssh or the shell said is part of the story */
+		char said[256];
+		size_t at = strlen(err.message);
+
+		nv_utf8_show(said, sizeof(said), box->out + out_cap,
+			     r.err_len < 120 ? r.err_len : 120);
+		snprintf(err.message + at, sizeof(err.message) - at,
+			 " (ssh: status %d, said '%s')", nv_proc_status(&r),
+			 said);
+	}
 	if (rc)
 		return push_error_reason(
 			L, &err,

@@ -37,8 +37,11 @@ banner.test)
 	echo "logout"
 	;;
 hostkey.test)
-	echo "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@" >&2
 	echo "Host key verification failed." >&2
+	exit 255
+	;;
+changed.test)
+	echo "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@" >&2
 	exit 255
 	;;
 denied.test)
