@@ -239,9 +239,11 @@ static int l_ssh_run(lua_State *L)
 	}
 	env_ssh = getenv("NAVETTE_SSH");
 	if (env_ssh && *env_ssh) {
-		if (strlen(env_ssh) >= sizeof(program))
+		size_t n = strlen(env_ssh);
+
+		if (n >= sizeof(program))
 			luaL_error(L, "ssh.run: NAVETTE_SSH is too long");
-		strcpy(program, env_ssh);
+		memcpy(program, env_ssh, n + 1);
 	} else if (nv_which("ssh", program, sizeof(program)) != 0) {
 		nv_err_set(&err, NV_ENOTFOUND,
 			   "install OpenSSH's client (openssh-client), or "
