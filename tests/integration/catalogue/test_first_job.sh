@@ -29,7 +29,15 @@ check_true "job id is DNS-1123 ('$ID')" \
 	grep -Eqx '[a-z0-9]([-a-z0-9]*[a-z0-9])?' <<<"$ID"
 check_true "job id is at most 63 characters (${#ID})" test "${#ID}" -le 63
 check_contains "job id carries the project" "$ID" "$PROJECT"
-check_contains "job id carries the short commit" "$ID" "${HEAD:0:7}"
+# the id's shape is <project>-<time6>-<random5> (lua/navette/job.lua):
+# the second it was drawn in base 36 from 2020-01-01 UTC, so ids sort by
+# time; the commit is in the record (checked below), no longer in the id
+check_match "job id is <project>-<time6>-<random5>" "$ID" \
+	"^$PROJECT-[0-9a-z]{6}-[0-9a-z]{5}\$"
+check_true "job id's time is the submission's (within 5 min of now)" \
+	python3 -c 'import sys, time
+t = int(sys.argv[1].split("-")[-2], 36) + 1577836800
+sys.exit(0 if abs(time.time() - t) < 300 else 1)' "$ID"
 
 D=$(store_dir "$PROJECT" "$ID")
 check_file "result.txt is published under <project>/<id>/" "$D/result.txt"
