@@ -18,6 +18,9 @@
  *   login menu, a ForceCommand), "cut" (the connection ended before the
  *   command did), "too_big" (over max_output), "ssh" (another failure of
  *   ssh), "not_run" (a read-only command runs no program), "no_ssh".
+ * ssh.scan{host=, port=22, timeout=15} -> the host's keys as ssh-keyscan
+ *   prints them (no login, no command) | nil, err
+ * ssh.exit_master(control_path) -> true: ends that ControlMaster, if any
  * ssh.fingerprint(public_key_line) -> "SHA256:..." | nil, err
  * ssh.known_hosts_line(host, port, type, base64) -> line | nil, err
  *
@@ -349,12 +352,160 @@ static int l_ssh_known_hosts_line(lua_State *L)
 	return nv_lua_string_result(L, rc, line, &err);
 }
 
+/* Runs argv (bounded output, timeout_s) into out (cap bytes): 0 with
+ * *status and *len, or an error pushed (returns its count). */
+static int run_tool(lua_State *L, const char *program, const char **argv,
+		    double timeout_s, char *out, size_t cap, size_t *len,
+		    int *status)
+{
+	nv_proc_opts o = {0};
+	nv_proc_result r;
+	nv_err err;
+
+	o.argv = argv;
+	o.program = program;
+	o.out = (nv_proc_stream){NV_PROC_CAPTURE, out, cap, 0};
+	o.err = (nv_proc_stream){NV_PROC_NULL, NULL, 0, 0};
+	o.timeout_s = timeout_s;
+	o.own_group = 1;
+	o.stop_at_cap = 1;
+	if (nv_proc_run(&o, &r, NULL, &err) != 0)
+		return push_error_reason(L, &err, "ssh");
+	if (r.timed_out) {
+		nv_err_set(&err, NV_EBACKEND,
+			   "check the host and port of the profile",
+			   "%s: no answer within %.0f s", argv[0], timeout_s);
+		return push_error_reason(L, &err, "unreachable");
+	}
+	*len = r.out_len;
+	*status = nv_proc_status(&r);
+	return 0;
+}
+
+/* ssh.scan{host=, port=22, timeout=15} -> "known_hosts lines" | nil, err:
+ * the host keys the host shows (ssh-keyscan: a key exchange, no login, no
+ * command), for the caller to compare with its pin. ssh-keyscan is
+ * NAVETTE_SSH_KEYSCAN when set, else from PATH. */
+static int l_ssh_scan(lua_State *L)
+{
+	char program[4096], port[16], timeout[16], *out;
+	const char *argv[10], *host, *env;
+	size_t len = 0, cap = 256 * 1024;
+	int p, status = 0, n;
+	lua_Integer t;
+	nv_err err;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	host = need_string(L, 1, "host");
+	lua_getfield(L, 1, "port");
+	p = (int)nv_lua_optrange(L, -1, 1, 65535, 22, "ssh.scan: port");
+	lua_getfield(L, 1, "timeout");
+	t = nv_lua_optrange(L, -1, 1, 600, 15, "ssh.scan: timeout");
+	if (nv_ssh_check_host("host", host, &err))
+		return push_error_reason(L, &err, "ssh");
+	if (nv_exec_forbidden(L)) {
+		nv_err_set(&err, NV_ENOTRUN, NULL,
+			   "ssh-keyscan of %s not run (plan mode or a "
+			   "read-only command)",
+			   host);
+		return push_error_reason(L, &err, "not_run");
+	}
+	env = getenv("NAVETTE_SSH_KEYSCAN");
+	if (env && *env && strlen(env) < sizeof(program))
+		snprintf(program, sizeof(program), "%s", env);
+	else if (nv_which("ssh-keyscan", program, sizeof(program)) != 0) {
+		nv_err_set(&err, NV_ENOTFOUND,
+			   "install OpenSSH's client (openssh-client)",
+			   "ssh: no ssh-keyscan program on PATH");
+		return push_error_reason(L, &err, "no_ssh");
+	}
+	snprintf(port, sizeof(port), "%d", p);
+	snprintf(timeout, sizeof(timeout), "%d", (int)t);
+	n = 0;
+	argv[n++] = program;
+	argv[n++] = "-p";
+	argv[n++] = port;
+	argv[n++] = "-T";
+	argv[n++] = timeout;
+	argv[n++] = "--";
+	argv[n++] = host;
+	argv[n] = NULL;
+	out = lua_newuserdatauv(L, cap, 0);
+	if ((n = run_tool(L, program, argv, (double)t + 5, out, cap, &len,
+			  &status)))
+		return n;
+	if (len == 0) {
+		nv_err_set(&err, NV_EBACKEND,
+			   "check the host and port of the profile, and the "
+			   "network",
+			   "ssh: %s port %d showed no host key (ssh-keyscan, "
+			   "status %d)",
+			   host, p, status);
+		return push_error_reason(L, &err, "unreachable");
+	}
+	lua_pushlstring(L, out, len);
+	return 1;
+}
+
+/* ssh.exit_master(control_path) -> true: asks the ControlMaster listening
+ * at control_path to end (ssh -O exit); none listening is not an error. */
+static int l_ssh_exit_master(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1), *argv[12];
+	char program[4096], option[NV_SSH_PATH_MAX + 32], out[256];
+	const char *env;
+	size_t len;
+	int status, n;
+	nv_err err;
+
+	if (nv_ssh_check_path("control_path", path, NV_SSH_CONTROL_PATH_MAX,
+			      &err))
+		return push_error_reason(L, &err, "ssh");
+	if (strpbrk(path, "%\" \\")) {
+		nv_err_set(&err, NV_EINVAL, NULL,
+			   "ssh: control_path holds %%, a quote or a space");
+		return push_error_reason(L, &err, "ssh");
+	}
+	if (nv_exec_forbidden(L)) {
+		lua_pushboolean(L, 1);
+		return 1;
+	}
+	env = getenv("NAVETTE_SSH");
+	if (env && *env && strlen(env) < sizeof(program))
+		snprintf(program, sizeof(program), "%s", env);
+	else if (nv_which("ssh", program, sizeof(program)) != 0) {
+		lua_pushboolean(L, 1); /* no ssh: no master either */
+		return 1;
+	}
+	snprintf(option, sizeof(option), "ControlPath=%s", path);
+	n = 0;
+	argv[n++] = program;
+	argv[n++] = "-F";
+	argv[n++] = "none";
+	argv[n++] = "-o";
+	argv[n++] = option;
+	argv[n++] = "-o";
+	argv[n++] = "LogLevel=QUIET";
+	argv[n++] = "-O";
+	argv[n++] = "exit";
+	argv[n++] = "--";
+	argv[n++] = "navette-master";
+	argv[n] = NULL;
+	if ((n = run_tool(L, program, argv, 10, out, sizeof(out), &len,
+			  &status)))
+		return n;
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 int luaopen_navette_ssh(lua_State *L)
 {
 	static const luaL_Reg fns[] = {
 		{"run", l_ssh_run},
 		{"fingerprint", l_ssh_fingerprint},
 		{"known_hosts_line", l_ssh_known_hosts_line},
+		{"scan", l_ssh_scan},
+		{"exit_master", l_ssh_exit_master},
 		{NULL, NULL}};
 	luaL_newlib(L, fns);
 	return 1;
