@@ -24,8 +24,10 @@ for _, k in ipairs(settings.KEYS) do KEYS[#KEYS + 1] = k end
 local SSH_KEYS = { "host", "port", "user", "host_key", "proxy_jump" }
 -- seconds a ControlMaster outlives its last command
 local CONTROL_PERSIST = 60
--- a look at the jobs is reused this long (every row of a listing)
-local SNAPSHOT_FOR = 1
+-- a look at the jobs is reused this long, by every session onto the same
+-- login node and user (each row of a listing opens one: one squeue for
+-- all of them)
+local SNAPSHOT_FOR = 2
 -- the longest answer of squeue --json (about 4 KiB a job)
 local LIST_MAX = 32 * 1024 * 1024
 
@@ -251,6 +253,8 @@ end
 
 local Session = {}
 Session.__index = Session
+-- [control path] = the last look at the jobs {at, text, jobs}
+local snapshots = {}
 
 -- words on the login node, stdin its input -> result | nil, err
 function Session:run(words, stdin, max_output)
@@ -282,7 +286,7 @@ function Session:submit(script, desc)
   local r
   r, err = self:run(words, script, 64 * 1024)
   if not r then return nil, err, NOT_SENT[err.reason] == true end
-  self.snapshot = nil
+  snapshots[self.key] = nil
   local id = r.stdout:match("^%s*(%d+)[;%s]")
              or r.stdout:match("^%s*(%d+)$")
   if r.status == 0 and id then return math.tointeger(tonumber(id)) end
@@ -300,8 +304,9 @@ end
 -- The user's jobs in one squeue --json, kept SNAPSHOT_FOR seconds.
 function Session:listing()
   local now = sys.now()
-  if self.snapshot and now - self.snapshot.at < SNAPSHOT_FOR then
-    return self.snapshot
+  local snap = snapshots[self.key]
+  if snap and now - snap.at >= 0 and now - snap.at < SNAPSHOT_FOR then
+    return snap
   end
   local r, err = self:run({ "squeue", "--json" }, nil, LIST_MAX)
   if not r then return nil, err end
@@ -317,8 +322,9 @@ function Session:listing()
     err.message = where_of(self.cfg) .. ": squeue --json: " .. err.message
     return nil, err
   end
-  self.snapshot = { at = now, text = r.stdout, jobs = jobs }
-  return self.snapshot
+  snap = { at = now, text = r.stdout, jobs = jobs }
+  snapshots[self.key] = snap
+  return snap
 end
 
 function Session:jobs()
@@ -363,7 +369,7 @@ function Session:cancel(id, task)
   local ref = task and (id .. "_" .. task) or tostring(id)
   local r, err = self:run({ "scancel", ref }, nil, 64 * 1024)
   if not r then return nil, err end
-  self.snapshot = nil
+  snapshots[self.key] = nil
   if r.status ~= 0 then
     return nil, { code = "backend", message = where_of(self.cfg)
                   .. ": scancel " .. ref .. " failed (status " .. r.status
@@ -381,8 +387,9 @@ function Session:close()
 end
 
 local function open(cfg, owner)
-  return setmetatable({ cfg = cfg, target = target(cfg), owner = owner },
-                      Session)
+  local t = target(cfg)
+  return setmetatable({ cfg = cfg, target = t, owner = owner,
+                        key = t.control_path or "" }, Session)
 end
 
 local function status_session(cfg)

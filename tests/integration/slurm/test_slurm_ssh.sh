@@ -132,6 +132,13 @@ check_eq "no command (sshd started no session)" "$(commands)" "$s0"
 check_eq "no known_hosts line was written for it" \
 	"$(cat "$KNOWN/otherkey.known_hosts" 2>/dev/null | wc -l | tr -d ' ')" 0
 
+# ---- plan: nothing is sent ----------------------------------------------------
+
+c0=$(connections)
+nv_in "$R" plan recipes/sweep.lua
+check_rc "plan of a sweep exits 0" 0
+check_eq "plan makes no connection" "$(connections)" "$c0"
+
 # ---- the first job, its whole cycle ----------------------------------------
 
 nv_in "$R" run recipes/first-job.lua --wait
@@ -176,6 +183,16 @@ check_eq "the run's ControlMaster is gone once it is submitted" \
 	"$(find "$RUNDIR" -type s 2>/dev/null | wc -l | tr -d ' ')" 0
 check_eq "the ControlMaster folder is 0700" \
 	"$(python3 -c 'import os,sys; print(oct(os.stat(sys.argv[1]).st_mode & 0o777))' "$RUNDIR")" 0o700
+
+# ---- a look at many jobs: one squeue for all of them --------------------------
+
+sleep 3 # (the four end; the last look is stale)
+s0=$(commands)
+nv_in "$R" jobs --profile login
+check_rc "jobs lists the profile's jobs" 0
+check_eq "the five jobs are listed" "$(printf '%s\n' "$OUT" | grep -c 'slurm_ssh\|job[0-9]\|first-job')" 5
+check_eq "one command on the login node for all of them (sshd's log)" \
+	"$(($(commands) - s0))" 1
 
 # ---- a sweep: one sbatch --array ---------------------------------------------
 
