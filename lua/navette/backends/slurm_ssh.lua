@@ -188,7 +188,6 @@ end
 local function known_hosts(cfg)
   local dir = core.home() .. "/ssh"
   local file = dir .. "/" .. tostring(cfg.profile) .. ".known_hosts"
-  if core.plan_mode() then return file end -- (nothing runs)
   local token = host_token(cfg)
   local text = sys.read_file(file, 1024 * 1024)
   for line in (text or ""):gmatch("[^\n]+") do
