@@ -86,8 +86,15 @@ $(profile nopin "")
 EOF
 put_file "$R" recipes/sweep.lua <<'EOF'
 local navette = require "navette"
-navette.sweep { job = { name = "part", command = { "sh", "-c", "echo task $NAVETTE_PARAM_N" } },
-                matrix = { n = { 1, 2, 3 } } }
+local parts = navette.sweep { job = { name = "part", command = { "sh", "-c", "echo task $NAVETTE_PARAM_N" } },
+                              matrix = { n = { 1, 2, 3 } } }
+navette.job { name = "join", after = { parts }, command = { "true" } }
+EOF
+put_file "$R" recipes/fail.lua <<'EOF'
+local navette = require "navette"
+local parts = navette.sweep { job = { name = "step", command = { "sh", "-c", '[ "$NAVETTE_PARAM_N" != 2 ] || exit 4' } },
+                              matrix = { n = { 1, 2, 3 } } }
+navette.job { name = "join", after = { parts }, command = { "true" } }
 EOF
 put_file "$R" recipes/several.lua <<'EOF'
 local navette = require "navette"
@@ -206,6 +213,16 @@ check_eq "tasks 1 and 2 are the same array's" \
 	"$(st "$T1" 'd["remote_id"]') $(st "$T2" 'd["remote_id"]')" "${A}_1 ${A}_2"
 check_eq "one sbatch: Slurm has one array of 3 tasks from it" \
 	"$(scontrol -o show job "$A" | grep -c "ArrayJobId=$A ")" 3
+J=$(sub_id join)
+check_eq "the fan-in after the sweep (afterok) succeeded" "$(st "$J" 'd["state"]')" succeeded
+
+nv_in "$R" run recipes/fail.lua --wait
+check_rc "a sweep with a failed task: run --wait exits 1" 1
+F2=$(sub_id 'step\[n=2\]')
+J=$(sub_id join)
+check_eq "the failed task failed" "$(st "$F2" 'd["state"]')" failed
+check_eq "the job after the sweep (afterok): cancelled at accepted" \
+	"$(st "$J" 'd["state"] + " " + d["failure"]["phase"]')" "cancelled accepted"
 
 # ---- cancel ----------------------------------------------------------------------
 
