@@ -179,11 +179,11 @@ end
 
 -- A job's folder under a run's DIR: its name, or its id when the name
 -- is no plain folder name or another job of the run has it too.
-local function folder_names(ids)
+local function folder_names(rows)
   local names, seen = {}, {}
-  for _, id in ipairs(ids) do
-    local row = jobs.row(id)
-    local name = row and row.name
+  for _, row in ipairs(rows) do
+    local id = row.id
+    local name = row.name
     if type(name) ~= "string" or not name:match("^[%w][%w._-]*$") then
       name = id
     end
@@ -211,7 +211,7 @@ function M.run(argv)
   if pick.run or #ids > 1 then
     local label = pick.run or given
     local dir = (opts.to or (pick.run or "outputs")):gsub("/+$", "")
-    local names = folder_names(ids)
+    local names = folder_names(pick.rows)
     if not quiet then
       term.print((pick.run and "run " or "jobs ") .. label .. " ("
                  .. #ids .. " jobs) -> " .. dir .. "/")
