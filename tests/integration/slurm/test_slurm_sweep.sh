@@ -171,7 +171,10 @@ nv cancel "$S5"
 check_rc "cancel of another task exits 0" 0
 check_state "the running task ends cancelled" "$S0" cancelled 60
 check_state "the other cancelled task ends cancelled" "$S5" cancelled 60
-check_eq "its neighbour is not cancelled" "$(st "$S1" 'd["state"]')" running
+# Cancelling two tasks leaves the others alone: the neighbour is still
+# running, or (12 s is short on a loaded machine) already succeeded.
+check_match "its neighbour is not cancelled" "$(st "$S1" 'd["state"]')" \
+	'^(running|succeeded)$'
 check_state "its neighbour runs to its end" "$S1" succeeded 90
 nv logs "$S1"
 check_match "logs of a task: its own output" "$OUT" '^task 2$'
