@@ -90,6 +90,23 @@ int nv_slurm_desc_setenv(nv_slurm_job_desc *d, const char *name,
 /* The keys nv_slurm_desc_set takes, NULL-terminated. */
 const char *const *nv_slurm_desc_keys(void);
 
+/* ---- sbatch (Slurm through a login node) ----------------------------- */
+
+/* The options of `sbatch` that submit d with its batch script on standard
+ * input, one word each (never joined: the caller quotes them for the
+ * login node's shell): --parsable, --job-name, --comment, --partition,
+ * --account, --qos, --time (minutes), --cpus-per-task, --mem (MiB),
+ * --gpus, --gres, --nodelist, --chdir, --output, --error, --requeue or
+ * --no-requeue, --hold, --dependency=afterok:A:B with
+ * --kill-on-invalid-dep=yes, --array, and --export=NAME=value,... for the
+ * environment (--export=NONE for none). NV_EINVAL for a description with
+ * no name or working directory, or an environment value holding a comma
+ * (sbatch would split it); NV_ENOMEM. *argv is NULL-terminated, freed
+ * with nv_slurm_sbatch_args_free (which wipes the words). */
+int nv_slurm_sbatch_args(const nv_slurm_job_desc *d, char ***argv,
+			 size_t *argc, nv_err *err);
+void nv_slurm_sbatch_args_free(char **argv, size_t argc);
+
 /* ---- jobs as Slurm reports them -------------------------------------- */
 
 typedef struct nv_slurm_job {

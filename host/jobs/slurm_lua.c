@@ -28,6 +28,7 @@
 #define SLURM_SESSION_MT "navette.slurm.session"
 #define SLURM_DESC_MT    "navette.slurm.desc"
 #define SLURM_JOBS_MT    "navette.slurm.jobs"
+#define SLURM_WORDS_MT   "navette.slurm.words"
 
 typedef struct l_slurm_session {
 	nv_slurm *s;
@@ -55,6 +56,22 @@ static int l_slurm_jobs_gc(lua_State *L)
 
 	free(box->jobs);
 	box->jobs = NULL;
+	box->n = 0;
+	return 0;
+}
+
+/* sbatch's words, freed (wiped) when collected */
+typedef struct l_slurm_words {
+	char **v;
+	size_t n;
+} l_slurm_words;
+
+static int l_slurm_words_gc(lua_State *L)
+{
+	l_slurm_words *box = luaL_checkudata(L, 1, SLURM_WORDS_MT);
+
+	nv_slurm_sbatch_args_free(box->v, box->n);
+	box->v = NULL;
 	box->n = 0;
 	return 0;
 }
@@ -672,6 +689,85 @@ static int l_slurm_check_desc(lua_State *L)
 	return nv_lua_result(L, rc, &err);
 }
 
+/* sbatch_args(desc) -> {word, ...} | nil, err: the options of sbatch
+ * that submit desc (a description as session:submit takes it, with the
+ * same checks) with the script on standard input (slurm_sbatch.c). */
+static int l_slurm_sbatch_args(lua_State *L)
+{
+	nv_slurm_job_desc *d;
+	l_slurm_words *words;
+	nv_err err;
+	int rc;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	lua_settop(L, 1);
+	d = lua_newuserdatauv(L, sizeof(*d), 0); // [desc, box]
+	nv_slurm_desc_init(d);
+	luaL_setmetatable(L, SLURM_DESC_MT);
+	words = lua_newuserdatauv(L, sizeof(*words), 0); // [desc, box, words]
+	memset(words, 0, sizeof(*words));
+	luaL_setmetatable(L, SLURM_WORDS_MT);
+	rc = fill_desc(L, 1, d, &err);
+	if (!rc)
+		rc = nv_slurm_sbatch_args(d, &words->v, &words->n, &err);
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	lua_createtable(L, (int)words->n, 0); // [desc, box, words, list]
+	for (size_t i = 0; i < words->n; i++) {
+		lua_pushstring(L, words->v[i]);
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+	}
+	return 1;
+}
+
+/* parse_jobs(text [, version [, user [, array_id, task]]]) -> {job, ...}
+ * | nil, err: the jobs of a listing in the JSON of an API version (nil:
+ * v0.0.38, what `squeue --json` prints on Slurm 22.05), as session:jobs()
+ * gives them, those of user only when given. With array_id and task: the
+ * one job of that task, as session:job(array_id, task) gives it (a
+ * waiting task from its array's line), or nil, not_found. */
+static int l_slurm_parse_jobs(lua_State *L)
+{
+	size_t len, kept = 0;
+	const char *text = luaL_checklstring(L, 1, &len);
+	const char *version = luaL_optstring(L, 2, "v0.0.38");
+	const char *user = luaL_optstring(L, 3, NULL);
+	l_slurm_jobs *box;
+	nv_slurm_job job;
+	lua_Integer array_id = 0, task = -1;
+	nv_err err;
+
+	if (!lua_isnoneornil(L, 4)) {
+		array_id = check_job_id(L, 4);
+		task = nv_lua_checkrange(L, 5, 0, 4294967295LL, "slurm: task");
+	}
+	box = push_jobs_box(L); // [.., box]
+	if (nv_slurm_parse_jobs(version, text, len, 0, &box->jobs, &box->n,
+				&err))
+		return nv_lua_push_error(L, &err);
+	for (size_t i = 0; i < box->n; i++)
+		if (!user || strcmp(box->jobs[i].user, user) == 0)
+			box->jobs[kept++] = box->jobs[i];
+	box->n = kept;
+	if (array_id > 0) {
+		if (nv_slurm_task_pick(box->jobs, box->n, (long long)array_id,
+				       (long)task, &job)) {
+			nv_err_set(&err, NV_ENOTFOUND, NULL,
+				   "Slurm has no task %ld of job array %lld",
+				   (long)task, (long long)array_id);
+			return nv_lua_push_error(L, &err);
+		}
+		push_job(L, &job);
+		return 1;
+	}
+	lua_createtable(L, (int)box->n, 0); // [.., box, list]
+	for (size_t i = 0; i < box->n; i++) {
+		push_job(L, &box->jobs[i]);
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+	}
+	return 1;
+}
+
 static int l_slurm_versions(lua_State *L)
 {
 	nv_lua_push_strings(L, nv_slurm_api_versions());
@@ -700,11 +796,14 @@ int luaopen_navette_slurm(lua_State *L)
 				       {"desc_keys", l_slurm_desc_keys},
 				       {"check_desc", l_slurm_check_desc},
 				       {"versions", l_slurm_versions},
+				       {"sbatch_args", l_slurm_sbatch_args},
+				       {"parse_jobs", l_slurm_parse_jobs},
 				       {NULL, NULL}};
 
 	nv_lua_new_handle_type(L, SLURM_SESSION_MT, meta, methods);
 	nv_lua_new_box_type(L, SLURM_DESC_MT, l_slurm_desc_gc);
 	nv_lua_new_box_type(L, SLURM_JOBS_MT, l_slurm_jobs_gc);
+	nv_lua_new_box_type(L, SLURM_WORDS_MT, l_slurm_words_gc);
 	luaL_newlib(L, fns); // [slurm]
 	return 1;
 }

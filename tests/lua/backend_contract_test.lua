@@ -29,14 +29,14 @@ t.test("a registered backend is known by its name", function()
   local e = t.raises(function() backends.get("nowhere") end,
                      "no backend named 'nowhere'")
   t.match(e.hint, "fake", "the hint lists the backends")
-  t.eq(backends.with("nodes"), "slurm or fake",
+  t.eq(backends.with("nodes"), "slurm or slurm_ssh or fake",
        "the backends that take --node")
 end)
 
 t.test("the folder's backends are its files, found in the library", function()
   local listed = _navette.core.library("navette.backends")
   table.sort(listed)
-  t.eq(table.concat(listed, ","), "local,slurm",
+  t.eq(table.concat(listed, ","), "local,slurm,slurm_ssh",
        "the files of lua/navette/backends, not its init.lua")
   local top = table.concat(_navette.core.library("navette"), ",")
   t.match(top, "runner", "navette's own modules")

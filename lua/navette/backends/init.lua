@@ -25,6 +25,11 @@
 --           host/jobs/slurm*.c and slurm_lua.c (NV_NATIVE(slurm));
 --           tests/integration/slurm/, tests/lua/slurm_backend_test.lua,
 --           tests/unit/test_slurm*.c, tests/fuzz/fuzz_slurm_response.c
+--   slurm_ssh backends/slurm_ssh.lua (Slurm through SSH to a login node:
+--           sbatch, squeue --json, scancel) over the same logic and
+--           navette.slurm.settings; host/ssh/ (OpenSSH's ssh, NV_NATIVE(
+--           ssh)); tests/integration/slurm/test_slurm_ssh.sh,
+--           tests/lua/slurm_ssh_backend_test.lua
 --   and tests/second_backend/ (podq), which test_second_backend adds to a
 --   clone to prove the list above is all a backend needs.
 -- Settings, documentation (settings_doc, check_credential_doc: the LuaLS

@@ -15,14 +15,17 @@
 local errors = require "navette.errors"
 local util = require "navette.util"
 local logic = require "navette.slurm.logic"
-local native, jobs_native = _navette.slurm, _navette.jobs
+local settings = require "navette.slurm.settings"
+local native = _navette.slurm
 local core = _navette.core
 
 local M = { name = "slurm" }
 
-local KEYS = { "endpoint", "user", "credential", "partition", "account",
-               "qos", "nodes", "working_directory", "requeue",
-               "environment", "api_version", "ca_bundle", "pin" }
+local KEYS = { "endpoint", "user", "credential" }
+for _, k in ipairs(settings.KEYS) do KEYS[#KEYS + 1] = k end
+for _, k in ipairs({ "api_version", "ca_bundle", "pin" }) do
+  KEYS[#KEYS + 1] = k
+end
 local STATUS_TOKEN_LIFESPAN = 300 -- a status poll's token
 
 -- ---- the profile -----------------------------------------------------------
@@ -45,14 +48,7 @@ function M.validate(t, where)
     fail("a slurm profile needs slurm = { endpoint = ..., user = ..., "
          .. "credential = ... }")
   end
-  for k in pairs(t) do
-    local known = false
-    for _, key in ipairs(KEYS) do if k == key then known = true end end
-    if not known then
-      fail("unknown key '" .. tostring(k) .. "'" .. util.suggest(tostring(k),
-           KEYS), "slurm keys are: " .. table.concat(KEYS, ", "))
-    end
-  end
+  settings.check_keys(t, KEYS, "slurm", fail)
   if not storage:match("^s3://") then
     fail("the slurm backend needs s3:// storage", "the node reads its "
          .. "inputs and publishes its outputs there, with presigned URLs")
@@ -77,58 +73,16 @@ function M.validate(t, where)
     fail("credential '" .. t.credential .. "' is of kind " .. cred.kind
          .. ", not hs256 or bearer")
   end
-  for _, k in ipairs({ "partition", "account", "qos", "api_version",
-                       "ca_bundle", "pin" }) do
+  for _, k in ipairs({ "api_version", "ca_bundle", "pin" }) do
     if t[k] ~= nil and type(t[k]) ~= "string" then
       fail(k .. " must be a string")
     end
   end
-  local wd = t.working_directory or "/tmp"
-  if type(wd) ~= "string" or wd:sub(1, 1) ~= "/" then
-    fail("working_directory must be an absolute path on the nodes")
-  end
-  local nodes = {}
-  if t.nodes ~= nil then
-    if type(t.nodes) ~= "table" then
-      fail("nodes must be a list of node names { \"gpu-a\", \"gpu-b\" }")
-    end
-    for i, n in ipairs(t.nodes) do
-      if type(n) ~= "string" or not n:match("^[%w._%[%],-]+$") then
-        fail("nodes[" .. i .. "] is not a node name")
-      end
-      nodes[i] = n
-    end
-  end
-  if t.requeue ~= nil and type(t.requeue) ~= "boolean" then
-    fail("requeue must be a boolean")
-  end
-  local environment = {}
-  for k, v in pairs(t.environment or {}) do
-    if type(k) ~= "string" or not jobs_native.env_name_ok(k)
-       or type(v) ~= "string" then
-      fail("environment maps names to strings (not NAVETTE_*, PATH...)")
-    end
-    if _navette.creds.redact(v) ~= v then
-      fail("environment." .. k .. " looks like a secret",
-           "a job gets short-lived access, never a secret in its "
-           .. "environment")
-    end
-    environment[k] = v
-  end
-  return {
+  return settings.check(t, fail, {
     endpoint = t.endpoint:gsub("/+$", ""), user = t.user, credential = cred,
-    partition = t.partition, account = t.account, qos = t.qos,
-    nodes = nodes, working_directory = wd, requeue = t.requeue == true,
-    environment = environment, api_version = t.api_version,
-    ca_bundle = t.ca_bundle, pin = t.pin,
-  }
+    api_version = t.api_version, ca_bundle = t.ca_bundle, pin = t.pin,
+  })
 end
-
--- How to reach the cluster again for status and cancel (no secret), and
--- the profile's requeue for a job that does not say.
--- the most jobs one job may run after (Slurm's dependency list, as
--- host/jobs/slurm.h bounds it)
-local AFTER_MAX = 10000
 
 -- ---- retries and checkpoints ------------------------------------------------
 
@@ -138,64 +92,11 @@ local AFTER_MAX = 10000
 M.retries = true
 M.checkpoints = true
 
--- What the node launcher takes from Slurm (the contract's launch,
--- host/jobs/launcher.h): the commands ask slurmctld through the node's
--- scontrol, $1 the job's id.
-M.launch = {
-  scheduler = "Slurm",
-  array_index = "SLURM_ARRAY_TASK_ID",
-  attempt = "SLURM_RESTART_COUNT",
-  node = "SLURMD_NODENAME",
-  job = "SLURM_JOB_ID",
-  -- an array's task is JOB_TASK: the array's own id would requeue all
-  requeue = { "sh", "-c", [[
-command -v scontrol >/dev/null 2>&1 || { echo "the node has no scontrol"; exit 1; }
-[ -n "${SLURM_ARRAY_JOB_ID:-}" ] && [ -n "${SLURM_ARRAY_TASK_ID:-}" ] &&
-	set -- "${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID"
-exec scontrol requeue "$1"]], "sh" },
-  requeue_needs = "the node's scontrol and a cluster that lets a job be "
-                  .. "requeued (JobRequeue, the partition)",
-  -- TimeLimit less RunTime, each [D-]HH:MM:SS or MM:SS; nothing for
-  -- UNLIMITED
-  time_left = { "sh", "-c", [[
-command -v scontrol >/dev/null 2>&1 || exit 1
-scontrol -o show job "$1" 2>/dev/null | awk '
-function secs(t, a) {
-	split(t, a, /[-:]/)
-	if (t ~ /^[0-9]+-[0-9]+:[0-9]+:[0-9]+$/) return ((a[1] * 24 + a[2]) * 60 + a[3]) * 60 + a[4]
-	if (t ~ /^[0-9]+:[0-9]+:[0-9]+$/) return (a[1] * 60 + a[2]) * 60 + a[3]
-	if (t ~ /^[0-9]+:[0-9]+$/) return a[1] * 60 + a[2]
-	return ""
-}
-{
-	for (i = 1; i <= NF; i++) {
-		if ($i ~ /^TimeLimit=/) limit = secs(substr($i, 11))
-		if ($i ~ /^RunTime=/) run = secs(substr($i, 9))
-	}
-}
-END { if (limit != "" && run != "") print limit - run }']], "sh" },
-  timed_out = { "sh", "-c", [[
-command -v scontrol >/dev/null 2>&1 || exit 1
-case " $(scontrol -o show job "$1" 2>/dev/null) " in
-*" JobState=TIMEOUT "*) exit 0 ;;
-esac
-exit 1]], "sh" },
-  in_container = false,
-}
+-- What the node launcher takes from Slurm (navette.slurm.settings).
+M.launch = settings.launch
 
 function M.prepare(spec, profile)
-  if spec.after and #spec.after > AFTER_MAX then
-    -- (checked in the checking pass: before any job of the run is sent)
-    error(errors.new("recipe", "job '" .. spec.name .. "' runs after "
-                     .. #spec.after .. " jobs; on Slurm at most "
-                     .. AFTER_MAX, "join them in stages: a job after each "
-                     .. "part of them, then one after those"), 0)
-  end
-  logic.retries_by_requeue(spec)
-  if spec.requeue == nil then spec.requeue = profile.slurm.requeue end
-  spec.slurm = {}
-  for k, v in pairs(profile.slurm) do spec.slurm[k] = v end
-  spec.slurm.max_token_lifespan = profile.max_token_lifespan
+  settings.prepare(spec, profile, profile.slurm)
 end
 
 -- The profile's nodes, taken in turn by a sweep's jobs.

@@ -1,0 +1,108 @@
+-- The slurm_ssh backend's profile checks (what is refused, naming the key
+-- and what to do) and the _navette.slurm pieces its sessions use: a job
+-- description as sbatch's words, and a listing in squeue --json's shape
+-- read with the user's jobs only and an array's task picked.
+local t = test
+local backends = require "navette.backends"
+local sys = _navette.sys
+
+local b = backends.get("slurm_ssh")
+local FP = "SHA256:" .. string.rep("A", 43)
+
+local function where(storage, cred)
+  return { path = "navette.lua", profile = "login",
+           storage = storage or "s3://bucket/",
+           credentials = { key = cred or { name = "key", kind = "pem",
+                                           source = "file",
+                                           path = "/home/me/.ssh/id" } } }
+end
+
+local function settings(more)
+  local s = { ssh = { host = "login.example.org", user = "me",
+                      host_key = FP }, credential = "key" }
+  for k, v in pairs(more or {}) do s[k] = v end
+  return s
+end
+
+local function refused(s, w)
+  local ok, err = pcall(b.validate, s, w or where())
+  t.ok(not ok, "refused")
+  t.eq(type(err), "table", "an error object: " .. tostring(err))
+  return err.message, err.hint
+end
+
+t.test("a valid profile keeps its settings", function()
+  local cfg = b.validate(settings { partition = "gpu" }, where())
+  t.eq(cfg.host, "login.example.org")
+  t.eq(cfg.port, 22)
+  t.eq(cfg.identity, "/home/me/.ssh/id")
+  t.eq(cfg.host_key, FP)
+  t.eq(cfg.partition, "gpu")
+  t.eq(cfg.working_directory, "/tmp")
+end)
+
+t.test("mistakes are named, with the nearest key", function()
+  local m, h = refused(settings { partiton = "gpu" })
+  t.ok(m:find("unknown key 'partiton' (did you mean 'partition'?)", 1,
+              true), m)
+  t.ok(h:find("ssh, credential, certificate", 1, true), h)
+  m = refused(settings { ssh = { hots = "x", user = "me" } })
+  t.ok(m:find("unknown key 'hots' (did you mean 'host'?)", 1, true), m)
+  m = refused(settings(), where("file:///tmp/x"))
+  t.ok(m:find("needs s3:// storage", 1, true), m)
+  m = refused(settings(), where(nil, { name = "key", kind = "bearer",
+                                       source = "env" }))
+  t.ok(m:find("must be of kind pem with source file", 1, true), m)
+  local bad = settings()
+  bad.ssh.host_key = "MD5:aa:bb"
+  m = refused(bad)
+  t.ok(m:find("ssh.host_key must be the host key's SHA256", 1, true), m)
+  bad = settings()
+  bad.ssh.host = "-oProxyCommand=x"
+  m = refused(bad)
+  t.ok(m:find("ssh.host must be", 1, true), m)
+end)
+
+t.test("a profile with no host key is refused before any connection",
+       function()
+  local s = settings()
+  s.ssh.host_key = nil
+  local cfg = b.validate(s, where()) -- the project still loads
+  local ok, err = pcall(b.prepare, { name = "j", id = "j-1" },
+                        { name = "login", slurm_ssh = cfg })
+  t.ok(not ok, "prepare refuses it")
+  t.eq(err.code, "refused")
+  t.ok(err.message:find("no pinned host key", 1, true), err.message)
+  t.ok(err.hint:find("navette ssh trust login", 1, true), err.hint)
+end)
+
+t.test("a description as sbatch's words", function()
+  local words = assert(_navette.slurm.sbatch_args {
+    name = "nv-1", working_directory = "/w", after = "12,13_1",
+    array = "0-2", env = { PATH = "/bin" } })
+  t.eq(table.concat(words, " "), "--parsable --job-name=nv-1 --chdir=/w "
+       .. "--dependency=afterok:12:13_1 --kill-on-invalid-dep=yes "
+       .. "--array=0-2 --export=PATH=/bin")
+  local none, err = _navette.slurm.sbatch_args {
+    name = "nv-1", working_directory = "/w", gpu = 1 }
+  t.eq(none, nil)
+  t.ok(err.message:find("gpu", 1, true), err.message)
+end)
+
+t.test("squeue --json: the user's jobs, an array's task", function()
+  local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]+$")
+  local text = assert(sys.read_file(here .. "/../data/slurm/job_array.json"))
+  local jobs = assert(_navette.slurm.parse_jobs(text, nil, "root"))
+  t.eq(#jobs, 5)
+  t.eq(#assert(_navette.slurm.parse_jobs(text, nil, "someone-else")), 0)
+  local task = assert(_navette.slurm.parse_jobs(text, nil, "root", 16, 2))
+  t.eq(task.job_id, 19)
+  t.eq(task.state, "RUNNING")
+  -- a task still waiting is read from its array's line
+  task = assert(_navette.slurm.parse_jobs(text, nil, "root", 16, 5))
+  t.eq(task.state, "PENDING")
+  t.eq(task.array_task_id, 5)
+  local none, err = _navette.slurm.parse_jobs(text, nil, "root", 99, 0)
+  t.eq(none, nil)
+  t.eq(err.code, "not_found")
+end)
