@@ -103,8 +103,8 @@ const char *const *nv_slurm_desc_keys(void);
  * no name or working directory, or an environment value holding a comma
  * (sbatch would split it); NV_ENOMEM. *argv is NULL-terminated, freed
  * with nv_slurm_sbatch_args_free (which wipes the words). */
-int nv_slurm_sbatch_args(const nv_slurm_job_desc *d, char ***argv,
-			 size_t *argc, nv_err *err);
+int nv_slurm_sbatch_args(const nv_slurm_job_desc *d, char ***argv, size_t *argc,
+			 nv_err *err);
 void nv_slurm_sbatch_args_free(char **argv, size_t argc);
 
 /* ---- jobs as Slurm reports them -------------------------------------- */
