@@ -454,6 +454,46 @@ t.test("each final state", function()
   t.eq(r.state, "running", "not over")
 end)
 
+-- A job Slurm forgot (ended longer ago than MinJobAge while the laptop
+-- was closed): ended by its run record, or, with none and once its row
+-- is old enough, failed saying where to look; never left running.
+t.test("a job Slurm no longer knows", function()
+  local observe = require "navette.slurm.observe"
+  local function forgotten(record, after)
+    local L, slurm, db, ctx = setup()
+    local spec = spec_of("train")
+    L.submit(spec, "#!/bin/sh\n", ctx)
+    slurm.jobs = {}
+    local objects = {}
+    if record then
+      objects[spec.outputs.url .. "navette-run.json"] = json.encode(record)
+    end
+    local saved, saved_after = published.s3_store, observe.forgotten_after
+    published.s3_store = function() return fake_store(objects) end
+    observe.forgotten_after = after or saved_after
+    local ok, e = pcall(L.refresh, row(db, spec.id), ctx, true)
+    published.s3_store, observe.forgotten_after = saved, saved_after
+    assert(ok, e)
+    t.eq(slurm.opened, slurm.closed, "every session closed")
+    return row(db, spec.id)
+  end
+  local r = forgotten { state = "succeeded", exit_code = 0,
+                        failure = json.null }
+  t.eq(r.state, "succeeded", "its record says how it ended")
+  t.eq(r.exit_code, 0)
+  r = forgotten { state = "failed", exit_code = 4,
+                  failure = { phase = "running", reason = "exit status 4" } }
+  t.eq(r.state, "failed")
+  t.eq(r.failure.reason, "exit status 4", "the record's word")
+  r = forgotten(nil)
+  t.eq(r.state, "queued", "no record, a row just made: not yet taken "
+       .. "as forgotten")
+  r = forgotten(nil, 0)
+  t.eq(r.state, "failed", "no record: failed")
+  t.match(r.failure.reason, "^Slurm: no longer knows job 100 ")
+  t.match(r.failure.hint, "sacct %-j 100")
+end)
+
 t.test("a job cancelled by Slurm because one it runs after failed",
        function()
   local L, slurm, db, ctx = setup()

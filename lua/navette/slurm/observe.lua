@@ -156,6 +156,39 @@ local function look_again(wire, row, extra)
   end
 end
 
+-- Seconds after its row was made before a job Slurm does not know is
+-- taken as one it forgot (observe.forgotten_after; a test shortens it).
+observe.forgotten_after = 60
+
+-- A job Slurm no longer knows: it ended longer ago than the cluster's
+-- MinJobAge (300 s by default) while nobody looked, the laptop closed.
+-- Its end is its run record's; with none (it never reached its end),
+-- a failure that says where to look. Returns true when the row ended.
+local function forgotten(L, row, ctx, store, extra)
+  local made = util.parse_iso8601(row.created)
+  local url = row.spec.outputs.url .. _navette.record.names.run_record
+  local text = store:read(url, 4 * 1024 * 1024)
+  if not text and (not made
+                   or sys.now() - made < observe.forgotten_after) then
+    return false
+  end
+  local id = tostring(row.remote_id)
+  local job = { job_id = id, state = "FORGOTTEN", nodes = "",
+                restarts = 0, end_time = 0 }
+  local view = {
+    done = true, state = "failed", phase = row.phase or "accepted",
+    exit_code = -1,
+    detail = "no longer knows job " .. id .. " (it ended before "
+      .. "the cluster's MinJobAge, while nobody looked) and its run "
+      .. "record is not in storage",
+    hint = "read the node's output (navette-" .. id .. ".out in the "
+      .. "profile's working_directory), or run `sacct -j " .. id
+      .. "` on the cluster" }
+  finish(L, row, ctx, store, job, view, extra)
+  extra.view = view
+  return true
+end
+
 -- Brings the row of a Slurm job up to date: Slurm's state, the phases
 -- the launcher published, and, once it is over, its outcome.
 local function refresh(L, wire, cache, row, ctx, force)
@@ -184,6 +217,11 @@ local function refresh(L, wire, cache, row, ctx, force)
     session:close()
   else
     err = errors.from(session)
+  end
+  if not job and err and err.code == "not_found" and store
+     and forgotten(L, row, ctx, store, extra) then
+    store:close()
+    return info(extra, true)
   end
   if not job then
     extra.error = err
