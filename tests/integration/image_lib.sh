@@ -182,3 +182,74 @@ with open(path, "w") as f:
 os.chmod(path, 0o600)
 EOF
 }
+
+# ---- the catalogue's base image, shared by two tests ----------------------------
+# images/test_image_catalogue.sh builds it (on the local backend, with no
+# turn on the Slurm cluster) and writes what it made to
+# $(catalogue_image_env); slurm/test_slurm_images.sh, which ctest runs
+# after it (fixture "catalogue_image"), checks that a Slurm profile naming
+# the same pointer builds nothing and runs in the same digest.
+catalogue_image_env() { printf '%s/catalogue-image.env\n' "$(dirname "$REGISTRY_STACK_ENV")"; }
+
+# the tag: "bookworm-" and the hash of what the image is made of (the
+# video family's packages: the reduced list of CI)
+CATALOGUE_HASH=$(printf 'navette debootstrap 1\nsuite bookworm\nvariant minbase\nplatform linux/amd64\npackage ffmpeg\npackage python3\n' |
+	shasum -a 256 | cut -c1-64)
+CATALOGUE_TAG=bookworm-${CATALOGUE_HASH:0:12}
+
+# catalogue_team REPO PROFILES: a team repository using a copy of the
+# catalogue as a library (navette.use), with PROFILES (Lua table fields)
+# in its project file, each naming REPO:bookworm as images.catalogue, and
+# the recipes both tests run, locked and committed. Sets U (its folder)
+# and C (the catalogue's copy).
+catalogue_team() {
+	local repo=$1 profiles=$2 c u use_lib
+	c=$(catalogue_repo catalogue) || return 1
+	u=$(NO_PROJECT_FILE=1 new_repo team) || return 1
+	local creds=""
+	[ -z "${SLURM_JWT_KEY:-}" ] || creds="  credentials = {
+    jwtkey = { kind = \"hs256\", source = \"file\", path = \"$SLURM_JWT_KEY\" },
+  },"
+	cat >"$u/navette.lua" <<EOF2
+return {
+  name = "team",
+$creds
+  profiles = {
+$profiles
+  },
+}
+EOF2
+	use_lib="local lib = navette.use { git = \"file://$c\", ref = \"catalogue-v1\", module = \"recipes.catalogue\" }"
+	put_file "$u" base.lua <<EOF2
+local navette = require "navette"
+$use_lib
+local img = lib.images.base { families = { "video" } }
+lib.images.check { image = img, families = { "video" } }
+EOF2
+	put_file "$u" video.lua <<EOF2
+local navette = require "navette"
+$use_lib
+lib.video.encode { parts = 2 }
+EOF2
+	put_file "$u" badpackage.lua <<EOF2
+local navette = require "navette"
+$use_lib
+lib.images.base { packages = { "python3", "navette-no-such-package" } }
+EOF2
+	put_file "$u" lacking.lua <<EOF2
+local navette = require "navette"
+$use_lib
+lib.images.check { name = "lacking", image = "$repo:bookworm",
+                   packages = { "python3", "sox" } }
+EOF2
+	put_file "$u" full.lua <<EOF2
+local navette = require "navette"
+$use_lib
+lib.images.check { image = lib.images.base {} }
+EOF2
+	commit_all "$u" >/dev/null || return 1
+	nv_in "$u" lock base.lua video.lua badpackage.lua lacking.lua full.lua
+	[ "$RC" = 0 ] || { printf 'navette lock failed: %s\n' "$ERR" >&2; return 1; }
+	commit_all "$u" >/dev/null || return 1
+	U=$u C=$c
+}
