@@ -48,7 +48,7 @@ local cli = {}
 
 local function unknown(message, name)
   local util = require "navette.util"
-  term.error(errors.new("usage", message .. util.suggest(name, common.ORDER),
+  term.error(errors.new("usage", message .. util.suggest(name, common.names()),
                         "see `navette help`"))
   return 2
 end
