@@ -486,8 +486,11 @@ end
 local function fields(text, open)
   local out, twice, closed = {}, false, false
   local ok = walk(text, open, function(i, depth)
-    if depth == 0 then closed = true return true end
     if depth ~= 1 then return false end
+    if text:sub(i, i) == "}" then
+      closed = true
+      return true
+    end
     local prev = i > 1 and text:sub(i - 1, i - 1) or ""
     local name, at
     if not prev:match("[%w_]") then
