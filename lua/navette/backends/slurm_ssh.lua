@@ -705,10 +705,11 @@ local function ssh_trust(args, ctx)
   local seen = first_contact(cfg)
   term.print(where_of(cfg) .. " shows its " .. seen.kind .. " host key:")
   term.print("  " .. seen.fingerprint)
-  term.print("check it out of band: on the node, `ssh-keygen -lf "
-             .. "/etc/ssh/ssh_host_" .. (seen.kind:match("^ssh%-(%w+)$")
-             or seen.kind:match("^ecdsa") and "ecdsa" or "ed25519")
-             .. "_key.pub`, or the fingerprint your admins publish")
+  term.print("check it out of band: on the node,")
+  term.print("  ssh-keygen -lf /etc/ssh/ssh_host_"
+             .. (seen.kind:match("^ssh%-(%w+)$") or seen.kind:match("^ecdsa")
+                 and "ecdsa" or "ed25519") .. "_key.pub")
+  term.print("or the fingerprint your admins publish")
   local function differs(other, what)
     error(errors.new("refused", where_of(cfg) .. ": the host key is not "
                      .. what .. " (" .. other .. ", the host shows "
