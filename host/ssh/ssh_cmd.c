@@ -532,3 +532,70 @@ int nv_ssh_build_argv(const nv_ssh_target *t, const char *program,
 	}
 	return rc;
 }
+
+int nv_ssh_build_probe_argv(const nv_ssh_target *t, const char *program,
+			    nv_ssh_argv *a, nv_err *err)
+{
+	/* nothing forwarded, nothing multiplexed, no login tried: the one
+	 * thing this connection does is show the host's key */
+	static const char *const fixed[][2] = {
+		{"BatchMode", "yes"},
+		{"StrictHostKeyChecking", "no"},
+		{"GlobalKnownHostsFile", "/dev/null"},
+		{"HashKnownHosts", "no"},
+		{"UpdateHostKeys", "no"},
+		{"PubkeyAuthentication", "no"},
+		{"PasswordAuthentication", "no"},
+		{"KbdInteractiveAuthentication", "no"},
+		{"GSSAPIAuthentication", "no"},
+		{"HostbasedAuthentication", "no"},
+		{"IdentitiesOnly", "yes"},
+		{"IdentityAgent", "none"},
+		{"ControlMaster", "no"},
+		{"ControlPath", "none"},
+		{"ForwardAgent", "no"},
+		{"ForwardX11", "no"},
+		{"ClearAllForwardings", "yes"},
+		{"PermitLocalCommand", "no"},
+		{"ProxyCommand", "none"},
+		{"LogLevel", "ERROR"},
+	};
+	int rc;
+
+	a->argc = 0;
+	a->used = 0;
+	a->argv[0] = NULL;
+	if (!program || !*program)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "ssh: no ssh program given");
+	if ((rc = nv_ssh_check_host("host", t->host, err)) ||
+	    (rc = nv_ssh_check_user("user", t->user, err)) ||
+	    (rc = check_range("port", t->port, 1, 65535, err)) ||
+	    (rc = check_range("timeout", t->connect_timeout_s, 1, 3600, err)))
+		return rc;
+	rc = add_word(a, program, err);
+	if (!rc && (add_word(a, "-F", err) || add_word(a, "none", err) ||
+		    add_word(a, "-T", err)))
+		rc = err ? err->code : NV_ENOMEM;
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && !rc; i++)
+		rc = add_option(a, fixed[i][0], fixed[i][1], err);
+	if (!rc)
+		rc = add_path_option(a, "UserKnownHostsFile", "known_hosts",
+				     t->known_hosts, NV_SSH_PATH_MAX, err);
+	if (!rc)
+		rc = add_number_option(a, "ConnectTimeout",
+				       t->connect_timeout_s, err);
+	if (!rc)
+		rc = add_port_user(a, t->port, t->user, err);
+	if (!rc)
+		rc = add_word(a, "--", err);
+	if (!rc)
+		rc = add_word(a, t->host, err);
+	if (!rc)
+		rc = add_word(a, "true", err);
+	if (rc) {
+		a->argc = 0;
+		a->argv[0] = NULL;
+	}
+	return rc;
+}

@@ -85,6 +85,18 @@ int nv_ssh_build_argv(const nv_ssh_target *t, const char *program,
 		      const char *remote_command, nv_ssh_argv *out,
 		      nv_err *err);
 
+/* The argv of first contact (`navette ssh trust`): program connects once
+ * to t's host, port and user, accepts whatever host key it is shown
+ * (StrictHostKeyChecking=no) and writes it to t->known_hosts, a
+ * throwaway file in a folder of the caller's, then tries no
+ * authentication at all (no key, agent, password, keyboard, GSSAPI or
+ * host-based login; BatchMode) and so ends with "Permission denied" and
+ * status 255, nothing run. remote_command is "true", never sent. Only
+ * t's host, port, user, known_hosts and connect_timeout_s are read.
+ * NV_EINVAL naming the field for a value ssh would misread. */
+int nv_ssh_build_probe_argv(const nv_ssh_target *t, const char *program,
+			    nv_ssh_argv *out, nv_err *err);
+
 /* The checks of nv_ssh_build_argv, one per kind of value: 0, or NV_EINVAL
  * with a message naming field. */
 int nv_ssh_check_host(const char *field, const char *host, nv_err *err);

@@ -20,6 +20,10 @@
  *   ssh), "not_run" (a read-only command runs no program), "no_ssh".
  * ssh.scan{host=, port=22, timeout=15} -> the host's keys as ssh-keyscan
  *   prints them (no login, no command) | nil, err
+ * ssh.probe{host=, port=22, user=, known_hosts=, timeout=30} -> {status,
+ *   stderr}: first contact (ssh_cmd.h's probe): ssh accepts the host's
+ *   key into known_hosts (absolute; a throwaway file in a folder of the
+ *   caller's), tries no login, runs nothing | nil, err (no ssh, timeout)
  * ssh.exit_master(control_path) -> true: ends that ControlMaster, if any
  * ssh.fingerprint(public_key_line) -> "SHA256:..." | nil, err
  * ssh.known_hosts_line(host, port, type, base64) -> line | nil, err
@@ -447,6 +451,76 @@ static int l_ssh_scan(lua_State *L)
 	return 1;
 }
 
+/* ssh.probe{host=, port=22, user=, known_hosts=, timeout=30} -> {status,
+ * stderr} | nil, err. ssh is NAVETTE_SSH when set, else from PATH. */
+static int l_ssh_probe(lua_State *L)
+{
+	char program[4096], *errbuf;
+	const char *env;
+	nv_ssh_target t;
+	nv_ssh_argv *argv;
+	nv_proc_opts o = {0};
+	nv_proc_result r;
+	lua_Integer timeout;
+	nv_err err;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	memset(&t, 0, sizeof(t));
+	t.host = need_string(L, 1, "host");
+	t.user = need_string(L, 1, "user");
+	t.known_hosts = need_string(L, 1, "known_hosts");
+	lua_getfield(L, 1, "port");
+	t.port = (int)nv_lua_optrange(L, -1, 1, 65535, 22, "ssh.probe: port");
+	lua_getfield(L, 1, "timeout");
+	timeout = nv_lua_optrange(L, -1, 1, 600, 30, "ssh.probe: timeout");
+	t.connect_timeout_s = (int)timeout;
+	if (nv_exec_forbidden(L)) {
+		nv_err_set(&err, NV_ENOTRUN, NULL,
+			   "ssh to %s not run (plan mode or a read-only "
+			   "command)",
+			   t.host);
+		return push_error_reason(L, &err, "not_run");
+	}
+	env = getenv("NAVETTE_SSH");
+	if (env && *env && strlen(env) < sizeof(program))
+		snprintf(program, sizeof(program), "%s", env);
+	else if (nv_which("ssh", program, sizeof(program)) != 0) {
+		nv_err_set(&err, NV_ENOTFOUND,
+			   "install OpenSSH's client (openssh-client), or "
+			   "set NAVETTE_SSH to its path",
+			   "ssh: no ssh program on PATH");
+		return push_error_reason(L, &err, "no_ssh");
+	}
+	argv = lua_newuserdatauv(L, sizeof(*argv) + SSH_STDERR_MAX, 0);
+	errbuf = (char *)(argv + 1);
+	if (nv_ssh_build_probe_argv(&t, program, argv, &err))
+		return push_error_reason(L, &err, "ssh");
+	o.argv = argv->argv;
+	o.program = program;
+	o.out = (nv_proc_stream){NV_PROC_NULL, NULL, 0, 0};
+	o.err = (nv_proc_stream){NV_PROC_CAPTURE, errbuf, SSH_STDERR_MAX, 0};
+	o.timeout_s = (double)timeout + 5;
+	o.own_group = 1;
+	o.stop_at_cap = 1;
+	if (nv_proc_run(&o, &r, NULL, &err) != 0)
+		return push_error_reason(
+			L, &err, err.code == NV_ENOTFOUND ? "no_ssh" : "ssh");
+	if (r.timed_out) {
+		nv_err_set(&err, NV_EBACKEND,
+			   "check the host and port of the profile, and the "
+			   "network",
+			   "ssh to %s port %d: no end within %.0f s", t.host,
+			   t.port, o.timeout_s);
+		return push_error_reason(L, &err, "unreachable");
+	}
+	lua_createtable(L, 0, 2);
+	lua_pushinteger(L, nv_proc_status(&r));
+	lua_setfield(L, -2, "status");
+	lua_pushlstring(L, errbuf, r.err_len);
+	lua_setfield(L, -2, "stderr");
+	return 1;
+}
+
 /* ssh.exit_master(control_path) -> true: asks the ControlMaster listening
  * at control_path to end (ssh -O exit); none listening is not an error. */
 static int l_ssh_exit_master(lua_State *L)
@@ -505,6 +579,7 @@ int luaopen_navette_ssh(lua_State *L)
 		{"fingerprint", l_ssh_fingerprint},
 		{"known_hosts_line", l_ssh_known_hosts_line},
 		{"scan", l_ssh_scan},
+		{"probe", l_ssh_probe},
 		{"exit_master", l_ssh_exit_master},
 		{NULL, NULL}};
 	luaL_newlib(L, fns);

@@ -1,15 +1,16 @@
 -- The command line's rooms (lua/navette/cli/): every listed command is a
 -- file with the same shape, its flags table is the very one its run hands
 -- to the parser (what completion writes), the names that are not
--- commands are not found as ones, and nothing but the dispatcher
--- requires the dispatcher back.
+-- commands are not found as ones, nothing but the dispatcher requires
+-- the dispatcher back, and a backend's commands (backends/init.lua:
+-- commands) are found from the backends, listed by help and completed.
 local t = test
 local common = require "navette.cli.common"
 local args = require "navette.args"
 local util = require "navette.util"
 
 local function each_command(fn)
-  local names = table.move(common.ORDER, 1, #common.ORDER, 1, {})
+  local names = common.names()
   names[#names + 1] = "help"
   for _, name in ipairs(names) do fn(name, common.command(name)) end
 end
@@ -111,4 +112,61 @@ t.test("a command's usage names every flag it takes", function()
       end
     end
   end)
+end)
+
+t.test("the backends' commands are found from the backends", function()
+  local backends = require "navette.backends"
+  local names = common.names()
+  t.eq(table.concat(names, " ", #common.ORDER + 1), "ssh",
+       "after navette's own: the folder's backends' (slurm_ssh: ssh)")
+  t.eq(common.command("ssh").backend, "slurm_ssh")
+  local ran
+  backends.register { name = "toyq", submit = function() end,
+    commands = { toyq = {
+      summary = { { "toyq hello NAME", "says hello" } },
+      usage = "usage: navette toyq hello NAME [--loud]\n"
+        .. "  Says hello.\n  --loud   louder",
+      flags = { loud = "bool" },
+      run = function(args, ctx)
+        ran = { args = args, loud = ctx.opts.loud, backend = ctx.backend }
+        return 7
+      end } } }
+  local ok, err = pcall(function()
+    local c = common.command("toyq")
+    t.ok(c ~= nil, "a registered backend's command is a command")
+    t.eq(c.run({ "hello", "ann", "--loud" }), 7, "its run's status")
+    t.eq(table.concat(ran.args, " "), "hello ann", "the words after it")
+    t.eq(ran.loud, true, "its flags parsed")
+    t.eq(ran.backend, "toyq", "ctx names its backend")
+    t.eq(c.run({}), 2, "no verb: its usage, status 2")
+    local e = t.raises(function() c.run({ "hello", "--nope" }) end,
+                       "--nope")
+    t.match(e.hint, "navette toyq %-%-help", "a usage error's hint")
+    local help = require "navette.cli.help"
+    local printed = {}
+    local term = require "navette.term"
+    local saved = term.print
+    term.print = function(x) printed[#printed + 1] = x end
+    local okh = pcall(help.run, {})
+    term.print = saved
+    t.ok(okh, "help runs")
+    t.match(table.concat(printed, "\n"), "navette toyq hello NAME +says "
+            .. "hello", "help lists it")
+    local model = require("navette.cli.completion").model()
+    local found
+    for _, m in ipairs(model.commands) do
+      if m.name == "toyq" then found = m end
+    end
+    t.ok(found and found.verbs and found.verbs[1].name == "hello",
+         "completion completes it and its verb")
+  end)
+  backends.unregister("toyq")
+  if not ok then error(err, 0) end
+  backends.register { name = "clash", submit = function() end,
+    commands = { run = { summary = {}, usage = "", run = function() end } } }
+  local okc, e = pcall(common.names)
+  backends.unregister("clash")
+  t.ok(not okc and tostring(e.message):match("already a command"),
+       "a backend's word that is already a command is a bug")
+  t.eq(common.command("toyq"), nil, "gone with its backend")
 end)

@@ -1,7 +1,10 @@
 -- The slurm_ssh backend's profile checks (what is refused, naming the key
 -- and what to do) and the _navette.slurm pieces its sessions use: a job
 -- description as sbatch's words, and a listing in squeue --json's shape
--- read with the user's jobs only and an array's task picked.
+-- read with the user's jobs only and an array's task picked; and the
+-- edit of a project file that `navette ssh trust` makes (pin_text): an
+-- existing host_key replaced, one added after host, that profile's only,
+-- and no edit of a shape it does not read safely.
 local t = test
 local backends = require "navette.backends"
 local sys = _navette.sys
@@ -105,4 +108,83 @@ t.test("squeue --json: the user's jobs, an array's task", function()
   local none, err = _navette.slurm.parse_jobs(text, nil, "root", 99, 0)
   t.eq(none, nil)
   t.eq(err.code, "not_found")
+end)
+
+-- pin_text's edit of a project file, read back as Lua
+local NEW = "SHA256:" .. string.rep("B", 43)
+local function pinned(text, profile)
+  local v = assert(load(text, "=navette.lua", "t", {}))()
+  return v.profiles[profile].slurm_ssh.ssh.host_key, v
+end
+
+t.test("ssh trust's edit: an existing host_key is replaced", function()
+  local text = [[
+return {
+  profiles = {
+    -- login = { old notes }
+    login = { backend = "slurm_ssh",
+      slurm_ssh = { ssh = { host = "a.example", user = "me",
+                            host_key = "]] .. FP .. [[" } } },
+    other = { slurm_ssh = { ssh = { host = "b", host_key = "]] .. FP
+    .. [[" } } },
+  },
+}
+]]
+  local out = assert(b.pin_text(text, "login", NEW))
+  t.eq(pinned(out, "login"), NEW)
+  t.eq(pinned(out, "other"), FP, "another profile's pin is left")
+  t.eq(select(2, out:gsub("\n", "")), select(2, text:gsub("\n", "")),
+       "no line added")
+end)
+
+t.test("ssh trust's edit: one added after host", function()
+  local text = [[
+return {
+  name = "x", default_profile = "login",
+  profiles = {
+    ["login-2"] = {
+      backend = "slurm_ssh", storage = "s3://b/",
+      slurm_ssh = {
+        ssh = { host = "a.example", port = 2200, user = "me" },
+        credential = "key", partition = "gpu",
+      },
+    },
+    last = { slurm_ssh = { ssh = { user = "u", host = 'h' } } },
+    login = { description = "ssh = { host = 'not this' }" },
+  },
+}
+]]
+  local out = assert(b.pin_text(text, "login-2", NEW))
+  local pin, v = pinned(out, "login-2")
+  t.eq(pin, NEW)
+  t.eq(v.profiles["login-2"].slurm_ssh.ssh.port, 2200, "the rest kept")
+  t.match(out, 'host = "a%.example", host_key = "' .. NEW:gsub("%p", "%%%0")
+          .. '", port = 2200', "written after host")
+  out = assert(b.pin_text(text, "last", NEW))
+  t.eq(pinned(out, "last"), NEW, "host last in its table, no comma")
+  t.eq(pinned(out, "login-2"), nil, "the other profile untouched")
+end)
+
+t.test("ssh trust's edit: a shape not read safely is not edited", function()
+  local function no(text, profile, says)
+    local out, why = b.pin_text(text, profile or "login", NEW)
+    t.eq(out, nil, says)
+    t.match(tostring(why), says)
+  end
+  local node = 'local node = { host = "h" }\n'
+  no(node .. [[
+return { profiles = { login = { slurm_ssh = { ssh = node } } } }]], nil, "profiles.login.slurm_ssh.ssh is not a table")
+  no([[local p = {}
+return p]], nil, "does not return a table")
+  no([[return { profiles = { login = { slurm_ssh = { ssh = {
+  host = "h", host_key = os.getenv("PIN") } } } } }]], nil,
+     "host_key is not a plain string")
+  no([[return { profiles = { login = { slurm_ssh = { ssh = {
+  host = HOST } } } } }]], nil, "no host = ")
+  no([[return { profiles = { login = {}, login = { slurm_ssh = { ssh = {
+  host = "h" } } } } }]], nil, "a key given twice")
+  no([[return { profiles = { login = { slurm_ssh = { ssh = {
+  host = "h" } } } } ]], nil, "read safely here")
+  no([[return { profiles = { other = { slurm_ssh = { ssh = {
+  host = "h" } } } } }]], nil, "profiles.login is not a table")
 end)

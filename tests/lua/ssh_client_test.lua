@@ -3,7 +3,9 @@
 -- were given, with its status and stdin; what a login node prints around
 -- it is set aside; each way ssh fails comes back as an error with its
 -- reason and what to check; output over the bound, a lost connection and
--- a slow host are refused, never read to the end.
+-- a slow host are refused, never read to the end; first contact's probe
+-- runs ssh with its own options (host keys accepted: the stand-in, which
+-- wants StrictHostKeyChecking=yes, says so) and refuses the same values.
 local t = test
 local ssh = _navette.ssh
 
@@ -134,4 +136,27 @@ t.test("plan mode runs no ssh", function()
   t.eq(r, nil)
   t.eq(err.code, "not_run")
   t.eq(err.reason, "not_run")
+end)
+
+t.test("first contact's probe", function()
+  local r, err = ssh.probe { host = "ok.test", port = 2222, user = "alice",
+                             known_hosts = dir .. "/throwaway", timeout = 5 }
+  t.ok(r, err and err.message)
+  t.eq(r.status, 254, "the stand-in ran and refused the probe's options")
+  t.match(r.stderr, "no StrictHostKeyChecking=yes", "it accepts any key")
+  r, err = ssh.probe { host = "ok.test", user = "alice",
+                       known_hosts = "throwaway" }
+  t.eq(r, nil)
+  t.eq(err.code, "invalid")
+  t.ok(err.message:find("known_hosts", 1, true), err.message)
+  r, err = ssh.probe { host = "-oProxyCommand=x", user = "alice",
+                       known_hosts = dir .. "/throwaway" }
+  t.ok(err and err.message:find("host", 1, true), "a host read as an option")
+  t.ok(not pcall(ssh.probe, { host = "ok.test", known_hosts = "/x" }),
+       "no user raises")
+  _navette.core.set_plan(true)
+  r, err = ssh.probe { host = "ok.test", user = "alice",
+                       known_hosts = dir .. "/throwaway" }
+  _navette.core.set_plan(false)
+  t.eq(err and err.code, "not_run", "plan mode runs no ssh")
 end)

@@ -145,4 +145,31 @@ end
 
 function M.log_chunk() return "" end
 
+-- (a command of its own: `navette podq inbox PROFILE`, the manifests
+-- waiting in the profile's inbox; found from this file alone)
+M.commands = {
+  podq = {
+    summary = { { "podq inbox PROFILE", "a podq profile's manifests" } },
+    usage = [[
+usage: navette podq inbox PROFILE
+  Prints how many manifests wait in the podq profile's inbox folder.]],
+    run = function(args, ctx)
+      if args[1] ~= "inbox" or #args ~= 2 then
+        ctx.usage_error("expected: inbox PROFILE")
+      end
+      local profile = ctx.project("navette podq inbox").profiles[args[2]]
+      if not profile or not profile.podq then
+        ctx.usage_error("'" .. args[2] .. "' is not a podq profile")
+      end
+      local n = 0
+      for _, f in ipairs(sys.listdir(profile.podq.inbox) or {}) do
+        if f:match("%.json$") then n = n + 1 end
+      end
+      require("navette.term").print(n .. " manifests in "
+                                    .. profile.podq.inbox)
+      return 0
+    end,
+  },
+}
+
 return M

@@ -472,6 +472,92 @@ static void test_ssh_reads_it(void)
 	}
 }
 
+/* First contact's command line: the host key accepted into the throwaway
+ * file, no login of any kind tried, nothing multiplexed or forwarded; as
+ * this machine's ssh reads it. */
+static void test_probe_argv(void)
+{
+	static const char *const want[][2] = {
+		{"batchmode", "yes"},
+		{"stricthostkeychecking", "false"},
+		{"globalknownhostsfile", "/dev/null"},
+		{"hashknownhosts", "no"},
+		{"passwordauthentication", "no"},
+		{"kbdinteractiveauthentication", "no"},
+		{"gssapiauthentication", "no"},
+		{"hostbasedauthentication", "no"},
+		{"identityagent", "none"},
+		{"controlmaster", "false"},
+		{"forwardagent", "no"},
+		{"clearallforwardings", "yes"},
+		{"connecttimeout", "10"},
+		{"port", "2222"},
+		{"user", "alice"},
+		{"hostname", "login.example.org"},
+		{"userknownhostsfile", "/tmp/navette test/known \"hosts\" %h"},
+	};
+	char ssh[4096], val[4096];
+	const char *argv[NV_SSH_ARGS_MAX + 2];
+	nv_ssh_target t = good_target();
+	nv_ssh_argv *a = &argv_buf;
+	size_t out_len = 0;
+	nv_err err;
+	int dashes;
+
+	CHECK(nv_ssh_build_probe_argv(&t, "/usr/bin/ssh", a, &err) == 0);
+	CHECK_STR(a->argv[0], "/usr/bin/ssh");
+	CHECK(has_word(a, "StrictHostKeyChecking=no") > 0);
+	CHECK(has_word(a, "PubkeyAuthentication=no") > 0);
+	CHECK(has_word(a, "IdentityAgent=none") > 0);
+	CHECK(has_word(a, "ControlPath=none") > 0);
+	dashes = has_word(a, "--");
+	CHECK(dashes > 0 && (size_t)dashes + 3 == a->argc);
+	CHECK_STR(a->argv[dashes + 1], "login.example.org");
+	CHECK_STR(a->argv[dashes + 2], "true");
+	/* the identity, certificate and socket of a target are not used */
+	for (size_t i = 0; i < a->argc; i++) {
+		CHECK(strstr(a->argv[i], "id_ed25519") == NULL);
+		CHECK(strstr(a->argv[i], "/tmp/nv/") == NULL);
+	}
+	/* values ssh would misread are refused, naming the field */
+	t.host = "-oProxyCommand=x";
+	CHECK(nv_ssh_build_probe_argv(&t, "ssh", a, &err) == NV_EINVAL);
+	CHECK(strstr(err.message, "host") != NULL);
+	CHECK(a->argc == 0);
+	t = good_target();
+	t.known_hosts = "known_hosts";
+	CHECK(nv_ssh_build_probe_argv(&t, "ssh", a, &err) == NV_EINVAL);
+	CHECK(strstr(err.message, "known_hosts") != NULL);
+	t = good_target();
+	t.user = "a b";
+	CHECK(nv_ssh_build_probe_argv(&t, "ssh", a, &err) == NV_EINVAL);
+
+	if (nv_which("ssh", ssh, sizeof(ssh)) != 0) {
+		SKIP("no ssh on PATH: ssh -G of the probe not checked");
+		return;
+	}
+	t = good_target();
+	CHECK(nv_ssh_build_probe_argv(&t, ssh, a, &err) == 0);
+	argv[0] = ssh;
+	argv[1] = "-G";
+	for (size_t i = 1; i <= a->argc; i++)
+		argv[i + 1] = a->argv[i];
+	CHECK(run(argv, &out_len) == 0);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *v = g_value(out_buf, want[i][0], val, sizeof(val));
+
+		CHECK(v && strcmp(v, want[i][1]) == 0);
+		if (!v || strcmp(v, want[i][1]) != 0)
+			fprintf(stderr,
+				"ssh -G (probe): %s is '%s', not '%s'\n",
+				want[i][0], v ? v : "(none)", want[i][1]);
+	}
+	/* (its name for "no" changed across versions: false, no) */
+	CHECK(g_value(out_buf, "pubkeyauthentication", val, sizeof(val)) &&
+	      (strcmp(val, "no") == 0 || strcmp(val, "false") == 0));
+	CHECK(g_value(out_buf, "controlpath", val, sizeof(val)) == NULL);
+}
+
 static int parse(const char *text, size_t max, nv_ssh_frame *f, nv_err *err)
 {
 	return nv_ssh_frame_parse(text, strlen(text), NONCE, 0, max, f, err);
@@ -661,6 +747,7 @@ int main(void)
 	test_argv();
 	test_refusals();
 	test_ssh_reads_it();
+	test_probe_argv();
 	test_frame();
 	test_fingerprint();
 	test_fingerprint_fresh_key();

@@ -99,6 +99,22 @@
 --   team_services?            {service = open(cfg, lifespan, max)}: the
 --                             team layer's services the cluster keeps
 --                             (team/slurm.lua: slurm)
+--   commands?                 {word = {summary, usage, flags?, run(args,
+--                             ctx) -> exit status}}: commands the backend
+--                             brings to the command line (`navette WORD
+--                             ...`; slurm_ssh: `ssh trust`), which
+--                             navette.cli.common finds here: `navette
+--                             help` lists them after navette's own,
+--                             completion completes them. summary is
+--                             {{synopsis, what}, ...} as a command's,
+--                             usage its --help ("usage: navette WORD
+--                             ..."), flags {name = "bool" | "value"};
+--                             args: the words after WORD, flags taken
+--                             out; ctx: {opts (the flags given),
+--                             usage_error(message), project(what) (the
+--                             working folder's project, refused unless
+--                             the user trusts it here), confirm(question)
+--                             (true | false | nil, "not a terminal")}
 --   settings_doc?             the LuaLS line of the profile's settings
 --   container_runtime?(name)  -> the runtime that runs a job's image on
 --                             this machine | nil, what was looked for

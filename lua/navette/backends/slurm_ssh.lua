@@ -12,6 +12,7 @@
 -- for all of the user's jobs per look (Slurm 22.05's ignores -j, and
 -- sacct needs accounting), `scancel ID` or `scancel ID_TASK`.
 local errors = require "navette.errors"
+local term = require "navette.term"
 local logic = require "navette.slurm.logic"
 local settings = require "navette.slurm.settings"
 local slurm, ssh = _navette.slurm, _navette.ssh
@@ -442,5 +443,336 @@ end
 function M.spec_credentials(spec)
   return { spec.slurm and spec.slurm.credential }
 end
+
+-- ---- first contact: navette ssh trust PROFILE ---------------------------
+
+-- Calls fn(i, depth) for each character of text from `from` on that is
+-- outside strings and comments, depth the braces open since from (after
+-- a "{", before a "}"), until fn returns true. False when a string or a
+-- comment is not closed.
+local function walk(text, from, fn)
+  local depth, i, n = 0, from, #text
+  while i <= n do
+    local c = text:sub(i, i)
+    local long = text:match("^%-%-%[(=*)%[", i) or (c == "["
+                 and text:match("^%[(=*)%[", i))
+    if long then
+      local close = text:find("]" .. long .. "]", i, true)
+      if not close then return false end
+      i = close + #long + 1
+    elseif c == "-" and text:sub(i + 1, i + 1) == "-" then
+      i = text:find("\n", i, true) or n
+    elseif c == '"' or c == "'" then
+      local j = i + 1
+      while text:sub(j, j) ~= c do
+        local d = text:sub(j, j)
+        if d == "" or d == "\n" then return false end
+        j = j + (d == "\\" and 2 or 1)
+      end
+      i = j
+    else
+      if c == "{" then depth = depth + 1 end
+      if fn(i, depth) then return true end
+      if c == "}" then depth = depth - 1 end
+    end
+    i = i + 1
+  end
+  return true
+end
+
+-- The top-level fields of the table whose "{" is at open: {name = the
+-- index where its value starts}; nil when a name comes twice, the table
+-- is not closed or a string in it is not.
+local function fields(text, open)
+  local out, twice, closed = {}, false, false
+  local ok = walk(text, open, function(i, depth)
+    if depth ~= 1 then return false end
+    if text:sub(i, i) == "}" then
+      closed = true
+      return true
+    end
+    local prev = i > 1 and text:sub(i - 1, i - 1) or ""
+    local name, at
+    if not prev:match("[%w_]") then
+      name, at = text:match("^([%a_][%w_]*)%s*=()", i)
+    end
+    if not name then
+      name, at = text:match("^%[%s*[\"']([%w_-]+)[\"']%s*%]%s*=()", i)
+    end
+    if name and text:sub(at, at) ~= "=" then
+      if out[name] then twice = true end
+      out[name] = text:match("^%s*()", at)
+    end
+    return false
+  end)
+  if not ok or twice or not closed then return nil end
+  return out
+end
+
+-- Text with host_key = fp written into profile's slurm_ssh.ssh table: an
+-- existing host_key's string replaced, or one added after its host
+-- field. nil and why when the file is not of a shape read safely here
+-- (`return { ... profiles = { NAME = { slurm_ssh = { ssh = { host =
+-- "..." ...` with tables and strings written out).
+function M.pin_text(text, profile, fp)
+  local root
+  walk(text, 1, function(i, depth)
+    if depth == 0 and text:match("^return%s*{", i)
+       and not (text:sub(i - 1, i - 1)):match("[%w_]") then
+      root = text:match("^return%s*(){", i)
+      return true
+    end
+  end)
+  if not root then return nil, "it does not return a table written out" end
+  local at, path = root, { "profiles", profile, "slurm_ssh", "ssh" }
+  for k, key in ipairs(path) do
+    local f = fields(text, at)
+    if not f then
+      return nil, "a table around " .. table.concat(path, ".", 1, k)
+        .. " is not one read safely here (a key given twice, a string "
+        .. "not closed)"
+    end
+    at = f[key]
+    if not at or text:sub(at, at) ~= "{" then
+      return nil, table.concat(path, ".", 1, k) .. " is not a table "
+        .. "written out in it"
+    end
+  end
+  local f = fields(text, at)
+  if not f then return nil, "its ssh table is not one read safely here" end
+  local pin = "\"" .. fp .. "\""
+  local function literal(start)
+    local q = text:sub(start, start)
+    if q ~= '"' and q ~= "'" then return nil end
+    local stop = text:find(q, start + 1, true)
+    local inner = stop and text:sub(start + 1, stop - 1)
+    if not inner or inner:find("[\\\n]") then return nil end
+    return stop
+  end
+  if f.host_key then
+    local stop = literal(f.host_key)
+    if not stop then
+      return nil, "its ssh.host_key is not a plain string"
+    end
+    return text:sub(1, f.host_key - 1) .. pin .. text:sub(stop + 1)
+  end
+  local stop = f.host and literal(f.host)
+  if not stop then
+    return nil, "its ssh table has no host = \"...\" written out"
+  end
+  local comma = text:match("^[ \t]*(),", stop + 1)
+  if comma then
+    return text:sub(1, comma) .. " host_key = " .. pin .. ","
+      .. text:sub(comma + 1)
+  end
+  return text:sub(1, stop) .. ", host_key = " .. pin .. text:sub(stop + 1)
+end
+
+-- The login node's host key as first contact sees it: ssh connects once,
+-- takes whatever key the host shows into a throwaway known_hosts file (in
+-- a fresh folder, mode 0700), tries no login and runs nothing. -> {line
+-- (known_hosts, as navette writes it), kind, fingerprint}.
+local function first_contact(cfg)
+  local dir = core.home() .. "/tmp/ssh-trust-" .. sys.random_hex(8)
+  local ok, err = sys.mkdir_p(dir, 448)
+  local st = sys.stat(dir)
+  if not ok or not st or st.type ~= "directory" or st.mode ~= 448 then
+    sys.remove_tree(dir)
+    error(errors.new("io", dir .. ": cannot make a private folder for "
+                     .. "the host key" .. (err and (": " .. err.message)
+                     or ""), "check NAVETTE_HOME's folder"), 0)
+  end
+  local file = dir .. "/known_hosts"
+  local r
+  r, err = ssh.probe { host = cfg.host, port = cfg.port, user = cfg.user,
+                       known_hosts = file, timeout = 30 }
+  local text = sys.read_file(file, 256 * 1024)
+  sys.remove_tree(dir)
+  if not r then
+    error(errors.new(err.code == "not_run" and "not_run" or "backend",
+                     where_of(cfg) .. ": " .. err.message, err.hint), 0)
+  end
+  for line in (text or ""):gmatch("[^\n]+") do
+    local kind, b64 = line:match("^%S+%s+(%S+)%s+(%S+)")
+    local fp = kind and ssh.fingerprint(line)
+    if fp then
+      return { kind = kind, fingerprint = fp,
+               line = assert(ssh.known_hosts_line(cfg.host, cfg.port, kind,
+                                                  b64)) }
+    end
+  end
+  local said_text = (r.stderr or ""):gsub("%s+$", ""):gsub("\n", " / ")
+  error(errors.new("backend", where_of(cfg) .. ": ssh showed no host key"
+                   .. " (status " .. r.status .. (said_text ~= ""
+                   and (": " .. said_text:sub(1, 300)) or "") .. ")",
+                   "check the host and port of the profile, and the "
+                   .. "network"), 0)
+end
+
+-- Writes the pin into the project file (text edited by M.pin_text, then
+-- checked: read back, it differs from the old one by ssh.host_key alone)
+-- -> the new project value; raises, writing nothing, when it cannot.
+local function write_pin(proj, profile, fp, ctx)
+  local project = require "navette.project"
+  local trust = require "navette.trust"
+  local file = proj.file
+  local line = "host_key = \"" .. fp .. "\","
+  local function cannot(why)
+    error(errors.new("refused", file .. ": navette cannot add the pin "
+                     .. "itself (" .. why .. "); nothing was written. Add "
+                     .. "this line to profile '" .. profile .. "''s "
+                     .. "slurm_ssh.ssh table:\n  " .. line,
+                     "then commit " .. file), 0)
+  end
+  local text = sys.read_file(file, 4 * 1024 * 1024)
+  if not text then cannot("it cannot be read") end
+  local new, why = M.pin_text(text, profile, fp)
+  if not new then cannot(why) end
+  local okv, old_value = pcall(project.evaluate_data, file, text)
+  local okn, new_value = pcall(project.evaluate_data, file, new)
+  local function ssh_of(v)
+    local p = type(v) == "table" and type(v.profiles) == "table"
+              and v.profiles[profile]
+    local t = type(p) == "table" and p.slurm_ssh
+    return type(t) == "table" and type(t.ssh) == "table" and t.ssh or nil
+  end
+  if not (okv and okn and ssh_of(old_value) and ssh_of(new_value))
+     or ssh_of(new_value).host_key ~= fp then
+    cannot("the edited file does not read back with the pin")
+  end
+  ssh_of(old_value).host_key = fp
+  if trust.bindings(old_value) ~= trust.bindings(new_value) then
+    cannot("the edit would change more than ssh.host_key")
+  end
+  local st = sys.stat(file)
+  ctx.write_known_hosts()
+  errors.check(sys.write_file(file, new, st and st.mode & 4095 or 420))
+  return new_value
+end
+
+local TRUST_USAGE = [[
+usage: navette ssh trust PROFILE [--yes --expect SHA256:...]
+  First contact with a slurm_ssh profile's login node: connects once,
+  trying no login and running nothing, shows the host key's type and
+  SHA256 fingerprint, and on your confirmation pins it: host_key =
+  "SHA256:..." in the profile's slurm_ssh.ssh table of navette.lua, and
+  its known_hosts line in navette's own file for the profile
+  ($NAVETTE_HOME/ssh/PROFILE.known_hosts). Compare the fingerprint out
+  of band first: `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on
+  the node, or the one your admins publish. A key that differs from the
+  profile's pin, or from --expect, is refused and nothing is written.
+  The project must be trusted on this machine (`navette trust`).
+  --yes      pin without asking; needs --expect
+  --expect   the fingerprint you expect (SHA256:...): any other is
+             refused]]
+
+local function ssh_trust(args, ctx)
+  local opts = ctx.opts
+  if args[1] ~= "trust" then
+    ctx.usage_error(args[1] and ("unknown verb '" .. args[1] .. "'")
+                    or "expected a verb: trust")
+  end
+  if #args ~= 2 then ctx.usage_error("expected one PROFILE") end
+  if opts.yes and not opts.expect then
+    ctx.usage_error("--yes needs --expect SHA256:...: a script says which "
+                    .. "key it expects")
+  end
+  if opts.expect and (not opts.expect:match("^SHA256:[%w+/]+$")
+                      or #opts.expect ~= 50) then
+    ctx.usage_error("--expect must be a SHA256 fingerprint, \"SHA256:\" "
+                    .. "and 43 characters (as ssh-keygen -lf prints it)")
+  end
+  local name = args[2]
+  local proj = ctx.project("navette ssh trust " .. name)
+  local profile = proj.profiles[name]
+  if not profile or not profile.slurm_ssh then
+    local names = {}
+    for n, p in pairs(proj.profiles) do
+      if p.slurm_ssh then names[#names + 1] = n end
+    end
+    table.sort(names)
+    ctx.usage_error("profile '" .. name .. "' is not a slurm_ssh profile "
+                    .. "of " .. proj.file .. " (those: "
+                    .. (#names > 0 and table.concat(names, ", ")
+                        or "none") .. ")")
+  end
+  local cfg = profile.slurm_ssh
+  if cfg.proxy_jump then
+    error(errors.new("refused", "profile '" .. name .. "': navette cannot "
+                     .. "reach a login node through a jump host for its "
+                     .. "first contact yet", trust_hint(name)), 0)
+  end
+  local seen = first_contact(cfg)
+  term.print(where_of(cfg) .. " shows its " .. seen.kind .. " host key:")
+  term.print("  " .. seen.fingerprint)
+  term.print("check it out of band: on the node,")
+  term.print("  ssh-keygen -lf /etc/ssh/ssh_host_"
+             .. (seen.kind:match("^ssh%-(%w+)$") or seen.kind:match("^ecdsa")
+                 and "ecdsa" or "ed25519") .. "_key.pub")
+  term.print("or the fingerprint your admins publish")
+  local function differs(other, what)
+    error(errors.new("refused", where_of(cfg) .. ": the host key is not "
+                     .. what .. " (" .. other .. ", the host shows "
+                     .. seen.kind .. " " .. seen.fingerprint .. "); nothing "
+                     .. "was written", "if the key was changed on purpose, "
+                     .. "check the new fingerprint with the cluster's "
+                     .. "admins, then write it as ssh.host_key in "
+                     .. proj.file .. "; if not, someone may be in the way"),
+          0)
+  end
+  if cfg.host_key and cfg.host_key ~= seen.fingerprint then
+    differs("pinned " .. cfg.host_key, "the one pinned in profile '"
+            .. name .. "'")
+  end
+  if opts.expect and opts.expect ~= seen.fingerprint then
+    differs("expected " .. opts.expect, "the one expected")
+  end
+  local dir = core.home() .. "/ssh"
+  local kh = dir .. "/" .. name .. ".known_hosts"
+  function ctx.write_known_hosts()
+    errors.check(sys.mkdir_p(dir, 448))
+    errors.check(sys.write_file(kh, seen.line .. "\n", 384))
+  end
+  if cfg.host_key then
+    ctx.write_known_hosts()
+    term.print("already pinned in profile '" .. name .. "'; " .. kh
+               .. " holds it")
+    return 0
+  end
+  if not opts.yes then
+    local yes, why = ctx.confirm("pin this key for profile '" .. name
+                                 .. "' in " .. proj.file .. "?")
+    if yes == nil then
+      error(errors.new("refused", "no terminal to ask on (" .. tostring(why)
+                       .. "): nothing was written", "once you have "
+                       .. "checked the fingerprint: navette ssh trust "
+                       .. name .. " --yes --expect " .. seen.fingerprint),
+            0)
+    elseif not yes then
+      term.print("nothing was written")
+      return 1
+    end
+  end
+  write_pin(proj, name, seen.fingerprint, ctx)
+  -- the pin changes what the trusted file binds by this one value, which
+  -- the user just confirmed: their trust follows it
+  local trust = require "navette.trust"
+  local again = require("navette.project").at(proj.root)
+  if proj.trusted then trust.record(again) end
+  term.print("pinned " .. seen.fingerprint .. " for profile '" .. name
+             .. "' in " .. proj.file .. " and " .. kh)
+  term.print("commit " .. proj.file .. ": the pin is the team's")
+  return 0
+end
+
+M.commands = {
+  ssh = {
+    summary = { { "ssh trust PROFILE [--yes --expect FP]",
+                  "pin a slurm_ssh login node's host key" } },
+    usage = TRUST_USAGE,
+    flags = { yes = "bool", expect = "value" },
+    run = ssh_trust,
+  },
+}
 
 return M

@@ -4,6 +4,8 @@
 -- until they end, their phases and times, their outcome, ages. A command
 -- is a file lua/navette/cli/NAME.lua returning {name, summary, usage,
 -- flags, read_only, run}; see lua/navette/cli/init.lua, the dispatcher.
+-- A backend may bring commands of its own (backends/init.lua: commands),
+-- found here from the backends, never by a backend's name.
 local errors = require "navette.errors"
 local term = require "navette.term"
 local jobs = require "navette.jobview"
@@ -22,10 +24,71 @@ common.ORDER = { "run", "plan", "lock", "status", "logs", "watch", "cancel",
 local KNOWN = { help = true }
 for _, name in ipairs(common.ORDER) do KNOWN[name] = true end
 
--- The command named name (its module), or nil when there is none.
+-- A backend's command (backends/init.lua: commands) as the dispatcher,
+-- help and completion see a command: its flags parsed here, then its
+-- run(args, ctx) called with what it may use of the command line.
+local function backend_command(word, c, backend)
+  local cmd = { name = word, summary = c.summary, usage = c.usage,
+                flags = c.flags or {}, read_only = false, backend = backend }
+  c.flags = cmd.flags -- (the very table the parser gets: completion)
+  function cmd.run(argv)
+    local opts, args = common.command_args(cmd, argv, true)
+    if not opts then return args end
+    local ctx = { backend = backend, opts = opts }
+    function ctx.usage_error(message) common.usage_error(message, word) end
+    -- The project of the working folder, refused unless the user trusts
+    -- it on this machine (navette.trust): what needs it is `what`.
+    function ctx.project(what)
+      local proj = require("navette.project").at(sys.cwd())
+      if not proj.file then
+        errors.raise("usage", "no navette.lua here (nor in a folder above "
+                     .. "it, up to the repository's root)",
+                     "run `navette " .. word .. "` in the project's clone")
+      end
+      require("navette.trust").require(proj, what or ("navette " .. word))
+      return proj
+    end
+    -- term.confirm's answer: true, false, or nil and "not a terminal"
+    ctx.confirm = term.confirm
+    return c.run(args, ctx)
+  end
+  return cmd
+end
+
+-- The commands the backends bring: {word = command}, in no order. A word
+-- that is one of navette's own commands, or another backend's, is a bug.
+local function backend_commands()
+  local backends = require "navette.backends"
+  local found = {}
+  for _, bname in ipairs(backends.names()) do
+    for word, c in pairs(backends.get(bname).commands or {}) do
+      if KNOWN[word] or found[word] then
+        error(errors.new("internal", "backend " .. bname .. ": its command '"
+                         .. tostring(word) .. "' is already a command"), 0)
+      end
+      found[word] = backend_command(word, c, bname)
+    end
+  end
+  return found
+end
+
+-- Every command's name: ORDER's, then those the backends bring (sorted).
+function common.names()
+  local out = table.move(common.ORDER, 1, #common.ORDER, 1, {})
+  local more = {}
+  for word in pairs(backend_commands()) do more[#more + 1] = word end
+  table.sort(more)
+  return table.move(more, 1, #more, #out + 1, out)
+end
+
+-- The command named name (its module, or a backend's command), or nil
+-- when there is none.
 function common.command(name)
-  if not KNOWN[name] then return nil end
-  return require("navette.cli." .. name)
+  if KNOWN[name] then return require("navette.cli." .. name) end
+  if type(name) ~= "string" or not name:match("^[a-z][a-z0-9-]*$") then
+    return nil
+  end
+  return backend_commands()[name]
 end
 
 function common.usage_error(message, command)

@@ -1,8 +1,9 @@
 -- `navette completion bash|zsh|fish`: shell completion scripts made from
 -- the command line's own tables, so they cannot drift from it. Commands
--- come from navette.cli.common's list, each one's file; a command's flags
--- are its flags table, the one it hands to the flag parser, and each
--- verb's flags the very table its command parses with that verb
+-- come from navette.cli.common's list, each one's file, and the
+-- backends' commands; a command's flags are its flags table, the one it
+-- hands to the flag parser, and each verb's flags the very table its
+-- command parses with that verb
 -- (navette.args.flags_of); verbs and their one-line descriptions come
 -- from the commands' usage text. Where a command takes JOB or RUN, the
 -- scripts ask `navette completion jobs` for the words: recent names, ids
@@ -123,7 +124,7 @@ end
 function completion.model()
   local args = require "navette.args"
   local commands = {}
-  for _, name in ipairs(common.ORDER) do
+  for _, name in ipairs(common.names()) do
     local command = common.command(name)
     local help = command.usage
     local docs = flag_docs(help)

@@ -1,5 +1,6 @@
 -- `navette help [COMMAND|TOPIC]`: the list of commands, one line each
--- (made from each command's summary), one command's usage, or a page of
+-- (made from each command's summary; the backends' commands after
+-- navette's own), one command's usage, or a page of
 -- the manual (lua/navette/doc/TOPIC.md, compiled into the binary as the
 -- module navette.doc.TOPIC, whose value is the page's text).
 local errors = require "navette.errors"
@@ -37,7 +38,7 @@ end
 
 local function usage_text()
   local lines = { "usage: navette COMMAND [ARGS]", "", "commands:" }
-  local order = table.move(common.ORDER, 1, #common.ORDER, 1, {})
+  local order = common.names()
   order[#order + 1] = "help"
   for _, name in ipairs(order) do
     for _, entry in ipairs(common.command(name).summary) do
@@ -94,7 +95,7 @@ function M.run(argv)
     show((page(topic):gsub("\n+$", "")))
   elseif topic then
     local util = require "navette.util"
-    local known = table.move(common.ORDER, 1, #common.ORDER, 1, {})
+    local known = common.names()
     table.move(M.topics(), 1, #M.topics(), #known + 1, known)
     known[#known + 1] = "topics"
     term.error(errors.new("usage", "no command or topic '" .. topic .. "'"

@@ -34,7 +34,8 @@
 --     test files), agent (runs jobs), creds check NAME (loads NAME on
 --     request: how to check one whose source is a command), storage
 --     (its verbs load only the credential --credential names, or the
---     AWS_* variables), image push-code, pack and build;
+--     AWS_* variables), image push-code, pack and build, and the
+--     backends' own commands (ssh trust runs ssh);
 --   acting, executing nothing: lock (fetches libraries into the cache,
 --     writes navette.lock; it evaluates recipes in plan mode, where the
 --     C loaders refuse to execute all the same).
@@ -48,7 +49,7 @@ local cli = {}
 
 local function unknown(message, name)
   local util = require "navette.util"
-  term.error(errors.new("usage", message .. util.suggest(name, common.ORDER),
+  term.error(errors.new("usage", message .. util.suggest(name, common.names()),
                         "see `navette help`"))
   return 2
 end

@@ -8,7 +8,8 @@
 # file name, its settings validated, a credential of its own
 # (navette.podq.check_credential), an endpoint that isolation attributes to
 # its profile, a sweep sent as one indexed manifest whose launcher reads
-# its task from JOB_COMPLETION_INDEX, and its answers read back by status.
+# its task from JOB_COMPLETION_INDEX, its answers read back by status, and
+# a command of its own on the command line, listed by `navette help`.
 set -eu -o pipefail
 . "$(dirname "$0")/../lib.sh"
 
@@ -126,6 +127,12 @@ check_match "each task is its manifest's index" "$remote" '/1$'
 printf '{"state": "succeeded"}' >"$INBOX/${remote%/*}.1.status"
 check_eq "status reads the controller's answer" \
 	"$("$NAVETTE" status "$part" --json | json 'd["state"]')" succeeded
+
+nv_in "$R" podq inbox pods
+check_rc "the backend's own command runs" 0
+check_eq "it answers" "$OUT" "2 manifests in $INBOX"
+nv help
+check_contains "navette help lists it" "$OUT" "navette podq inbox PROFILE"
 
 nv_in "$R" run check.lua
 check_rc "the backend's check_credential is in the recipe API" 0
