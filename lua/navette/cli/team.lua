@@ -47,8 +47,6 @@ usage: navette team show [--json]
   read_only = false,
 }
 
-local SERVICES = { "s3", "registry", "slurm" }
-
 -- plan: read the team repository from the cache and the lock alone;
 -- change: the command changes the services (a team.lua must be committed)
 local function load_policy(plan, change)
@@ -111,8 +109,9 @@ local function check_admin(policy, proj, verb)
         0)
 end
 
-local function service_module(name)
-  return require("navette.team." .. name)
+-- (a module navette.team.<name>, or a backend's own team service)
+local function service_module(policy, proj, name)
+  return require("navette.team").service(policy, proj, name)
 end
 
 local function show(opts)
@@ -168,14 +167,12 @@ local function apply(opts)
   team.apply_revocations(policy, not opts.plan and opts.readmit or nil,
                          opts.plan)
   local changes, unchanged, active = {}, 0, {}
-  for _, name in ipairs(SERVICES) do
-    if policy.services[name] then
-      active[#active + 1] = name
-      local list, same = service_module(name).changes(policy, proj,
-                                                      { readmit = readmit })
-      for _, c in ipairs(list) do changes[#changes + 1] = c end
-      unchanged = unchanged + same
-    end
+  for _, name in ipairs(team.service_names(policy)) do
+    active[#active + 1] = name
+    local list, same = service_module(policy, proj, name).changes(
+      policy, proj, { readmit = readmit })
+    for _, c in ipairs(list) do changes[#changes + 1] = c end
+    unchanged = unchanged + same
   end
   local findings = team.findings(policy)
   for _, f in ipairs(findings) do
@@ -222,7 +219,7 @@ end
 
 local function revoke(id, opts)
   local started = sys.now()
-  local proj, policy = load_policy(false, true)
+  local proj, policy, team = load_policy(false, true)
   local audit = require "navette.audit"
   local m = policy.members[id]
   if not m then
@@ -235,35 +232,33 @@ local function revoke(id, opts)
   local done, proofs, failed = {}, {}, 0
   -- remembered first: a service that fails below must not leave the
   -- member's rights to be given back by the next apply
-  require("navette.team").mark_revoked(policy, id)
-  for _, name in ipairs(SERVICES) do
-    if policy.services[name] then
-      local ok, result = pcall(service_module(name).revoke, policy, proj, m)
-      if ok then
-        done[#done + 1] = result
-      else
-        local e = errors.from(result)
-        failed = failed + 1
-        done[#done + 1] = name .. ": NOT REVOKED: " .. e.message
-      end
+  team.mark_revoked(policy, id)
+  for _, name in ipairs(team.service_names(policy)) do
+    local ok, result = pcall(function()
+      return service_module(policy, proj, name).revoke(policy, proj, m)
+    end)
+    if ok then
+      done[#done + 1] = result
+    else
+      local e = errors.from(result)
+      failed = failed + 1
+      done[#done + 1] = name .. ": NOT REVOKED: " .. e.message
     end
   end
   audit.record({ action = "team.revoke", target = id, result = "ok",
                  detail = table.concat(done, "; ") })
   local last = started
-  for _, name in ipairs(SERVICES) do
-    if policy.services[name] then
-      local p = service_module(name).prove(policy, proj, m)
-      if p then
-        p.after_s = sys.now() - started
-        last = math.max(last, sys.now())
-        if not p.refused then failed = failed + 1 end
-        proofs[#proofs + 1] = p
-      else
-        proofs[#proofs + 1] = { service = name, credential = "(none held "
-          .. "here)", refused = json.null, answer = "navette holds no "
-          .. "credential of " .. id .. " for it: not tried" }
-      end
+  for _, name in ipairs(team.service_names(policy)) do
+    local p = service_module(policy, proj, name).prove(policy, proj, m)
+    if p then
+      p.after_s = sys.now() - started
+      last = math.max(last, sys.now())
+      if not p.refused then failed = failed + 1 end
+      proofs[#proofs + 1] = p
+    else
+      proofs[#proofs + 1] = { service = name, credential = "(none held "
+        .. "here)", refused = json.null, answer = "navette holds no "
+        .. "credential of " .. id .. " for it: not tried" }
     end
   end
   local seconds = last - started
