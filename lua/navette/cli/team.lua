@@ -25,7 +25,9 @@ usage: navette team show [--json]
   admin, data-read and data-write prefixes, quota) and the services that
   enforce it (services.s3: radosgw users and bucket policies;
   services.registry: the token service's ACL file; services.slurm: the
-  account, QOS, users and associations of a cluster with accounting).
+  account, QOS, users and associations of a cluster with accounting;
+  services.ssh: an SSH certificate per member, signed by the team's CA,
+  the login node's sshd lines and files, a KRL).
   show      the policy and its findings (a credential two members share)
   apply     reads each service, prints every change (+ create, ~ change,
             ! needs you), then makes them; --plan stops after printing.
@@ -36,10 +38,11 @@ usage: navette team show [--json]
             cancels their Slurm jobs and removes their Slurm user (with
             services.slurm.revoke_running = "leave": cancels only their
             pending jobs and blocks new ones, the user removed once the
-            running ones end), writes the audit line, then tries each
-            of their credentials navette holds against each service and
-            prints the refusals and the time from the command to the
-            last one. Exit 1 when a credential is still accepted.
+            running ones end), adds their SSH key ids to the KRL,
+            writes the audit line, then tries each of their
+            credentials navette holds against each service and prints
+            the refusals and the time from the command to the last
+            one. Exit 1 when a credential is still accepted.
   apply and revoke act on team.lua as commit HEAD has it (--plan reads
   the working tree's). When the policy names an admin, they need an
   admin's git identity (user.email); exit 3 otherwise.]],
