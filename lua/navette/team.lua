@@ -28,6 +28,10 @@
 --       registry = { host = "registry.example.com:5000",
 --                    repositories = { "vision/*" },
 --                    acl_file = "/srv/registry-auth/acl.json" },
+--       -- a service a backend keeps itself (its team_services): here
+--       -- slurm_ssh's, an SSH certificate per member and a KRL
+--       ssh = { profile = "login", ca = "team-ssh-ca",
+--               krl = "/shared/ssh/vision.krl" },
 --     },
 --   }
 local errors = require "navette.errors"
