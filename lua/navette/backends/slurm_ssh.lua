@@ -619,12 +619,13 @@ local function may_login(policy, m)
   return team.has(policy, m, "submit") or team.has(policy, m, "admin")
 end
 
--- Makes (when missing) and signs the member's key: the handed-over note.
-local function sign(policy, s, m, id)
+-- Makes (when missing, or fresh: the KRL revokes the old one) and signs
+-- the member's key: the handed-over note.
+local function sign(policy, s, m, id, fresh)
   local team = require "navette.team"
   local key = key_path(policy, m)
   errors.check(sys.mkdir_p(team.handoff_dir(policy), 448))
-  if not sys.stat(key) or not sys.stat(key .. ".pub") then
+  if fresh or not sys.stat(key) or not sys.stat(key .. ".pub") then
     sys.remove(key)
     sys.remove(key .. ".pub")
     keygen_ok("a key for " .. m.id, { "-q", "-t", "ed25519", "-N", "",
@@ -748,7 +749,9 @@ local function team_apply(policy, proj, opts)
       add(info and "~" or "+", "certificate for " .. m.id
           .. " (principal " .. principal .. ", key id " .. id .. ", valid "
           .. s.lifespan_s .. " s)", function()
-            return sign(policy, s, m, id)
+            -- (a readmitted member's old key is in the KRL too)
+            return sign(policy, s, m, id,
+                        g > 1 and not (info and info.key_id == id))
           end)
     end
   end

@@ -13,7 +13,9 @@
 # key id to the KRL sshd reads (SSHD_KRL) and proves it: ssh-keygen -Q says
 # REVOKED and a login with his certificate is refused. Then bob's login is
 # refused (sshd: "revoked by file") while alice still logs in, and the next
-# apply drops bob's principal. Needs SSHD_STACK_ENV (ctest's fixture).
+# apply drops bob's principal; `team apply --readmit bob` signs a new key of
+# his under the next key id (TEAM/bob.2: the KRL only grows), and he logs
+# in again. Needs SSHD_STACK_ENV (ctest's fixture).
 set -eu -o pipefail
 . "$(dirname "$0")/../lib.sh"
 set +e # each check reports its own failure; finish sets the status
@@ -183,6 +185,21 @@ check_rc "apply after the revocation" 0
 check_eq "... drops bob's principal from the account's file" \
 	"$(cat "$FILES/principals/$SSHD_USER")" "navette-alice"
 check_no_match "... and signs nothing for bob" "$OUT" "certificate for bob"
+
+# ---- readmit bob ---------------------------------------------------------------
+
+old_bob_fp=$bob_fp
+nv_in "$R" team apply --readmit bob
+check_rc "team apply --readmit bob" 0
+check_match "it signs bob's next certificate under the key id $TEAM/bob.2" "$OUT" \
+	"^  ~ ssh: certificate for bob \(principal navette-bob, key id $TEAM/bob\.2, "
+check_ne "... for a new key (the KRL holds his old one)" \
+	"$(ssh-keygen -lf "$HANDOFF/bob.ssh-key.pub" | cut -d' ' -f2)" "$old_bob_fp"
+check_eq "... and gives his principal back" \
+	"$(cat "$FILES/principals/$SSHD_USER")" "navette-alice
+navette-bob"
+login bob
+check_eq "bob logs in again" "$?" 0
 
 elapsed=$(($(date +%s) - started))
 check_true "the test took under 60 s ($elapsed s)" [ "$elapsed" -lt 60 ]
