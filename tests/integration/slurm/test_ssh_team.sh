@@ -13,7 +13,8 @@
 # key id to the KRL sshd reads (SSHD_KRL) and proves it: ssh-keygen -Q says
 # REVOKED and a login with his certificate is refused. Then bob's login is
 # refused (sshd: "revoked by file") while alice still logs in, and the next
-# apply drops bob's principal; `team apply --readmit bob` signs a new key of
+# apply drops bob's principal (another admin's apply signs him nothing:
+# the KRL says he is revoked); `team apply --readmit bob` signs a new key of
 # his under the next key id (TEAM/bob.2: the KRL only grows), and he logs
 # in again. Needs SSHD_STACK_ENV (ctest's fixture).
 set -eu -o pipefail
@@ -185,6 +186,15 @@ check_rc "apply after the revocation" 0
 check_eq "... drops bob's principal from the account's file" \
 	"$(cat "$FILES/principals/$SSHD_USER")" "navette-alice"
 check_no_match "... and signs nothing for bob" "$OUT" "certificate for bob"
+
+# another admin, whose machine did not revoke bob and whose team.lua does
+# not say so yet: the KRL does, and apply signs him nothing
+mkdir -p "$T/other-admin"
+NAVETTE_HOME=$T/other-admin nv_in "$R" team apply --plan
+check_rc "another admin's plan" 0
+check_match "... says bob's key id is revoked in the KRL: nothing signed for him" "$OUT" \
+	"^  ! ssh: bob's key id $TEAM/bob is revoked in the KRL $SSHD_KRL: no certificate signed"
+check_no_match "... and plans no certificate for him" "$OUT" "certificate for bob"
 
 # ---- readmit bob ---------------------------------------------------------------
 
