@@ -123,3 +123,51 @@ t.test("slurm_ssh keeps the ssh service that way", function()
   t.ok(ssh and ssh.apply and ssh.revoke and ssh.prove and ssh.validate)
   t.eq(backends.team_services().ssh[1], "slurm_ssh")
 end)
+
+t.test("slurm_ssh's ssh service: its settings are checked", function()
+  local dir = t.tmpdir()
+  assert(sys.write_file(dir .. "/navette.lua", [[return { name = "v",
+    default_profile = "login",
+    credentials = {
+      ca = { kind = "pem", source = "file", path = "/keys/team_ca" },
+      key = { kind = "pem", source = "file", path = "/keys/id" },
+      tok = { kind = "bearer", source = "env", env = { token = "T" } } },
+    profiles = { login = { backend = "slurm_ssh", storage = "s3://bucket/",
+      credentials = { "ca", "tok" },
+      s3 = { endpoint = "http://127.0.0.1:9" },
+      slurm_ssh = { ssh = { host = "login", user = "me" },
+                    credential = "key" } } } }]]))
+  local proj = project.load(dir, dir)
+  local function load(ssh)
+    assert(sys.write_file(dir .. "/team.lua", [[return { name = "vision",
+      members = { alice = { name = "A", email = "a@example.com",
+                            roles = { "dev" } } },
+      roles = { dev = { "submit" } },
+      services = { ssh = ]] .. ssh .. [[ } }]]))
+    return team.load(proj)
+  end
+  local p = load([[{ ca = "ca", krl = "/shared/v.krl" }]])
+  t.eq(p.services.ssh.principal, "navette-{member}")
+  t.eq(p.services.ssh.account, "{member}")
+  t.eq(p.services.ssh.lifespan_s, 86400)
+  t.eq(p.services.ssh.ca_path, "/keys/team_ca")
+  for _, c in ipairs {
+    { [[{ krl = "/k" }]], "ca must name a credential of profile login" },
+    { [[{ ca = "tok", krl = "/k" }]], "ca: credential 'tok' must be of kind pem" },
+    { [[{ ca = "ca", krl = "k.krl" }]], "krl must be the absolute path" },
+    { [[{ ca = "ca", krl = "/a/../k" }]], "krl must be the absolute path" },
+    { [[{ ca = "ca", krl = "/k", principal = "team" }]],
+      "principal must hold {member} once" },
+    { [[{ ca = "ca", krl = "/k", account = "a b" }]],
+      "account must be the login account" },
+    { [[{ ca = "ca", krl = "/k", lifespan = "1m" }]],
+      "lifespan must be a duration of 10 minutes to 90 days" },
+    { [[{ ca = "ca", krl = "/k", files = "out" }]],
+      "files must be the absolute path of a folder" },
+    { [[{ ca = "ca", krl = "/k", cert = 1 }]], "unknown key 'cert'" },
+  } do
+    local e = t.raises(function() load(c[1]) end)
+    t.ok(e.message:find("services.ssh: " .. c[2], 1, true),
+         c[1] .. " -> " .. e.message)
+  end
+end)
