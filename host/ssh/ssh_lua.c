@@ -572,6 +572,95 @@ static int l_ssh_exit_master(lua_State *L)
 	return 1;
 }
 
+/* ssh.keygen(words[, stdin]) -> {status, stdout, stderr} | nil, err: runs
+ * OpenSSH's ssh-keygen (NAVETTE_SSH_KEYGEN when set, else from PATH) with
+ * words as its arguments and stdin as its input (none: /dev/null), in
+ * the C locale and UTC (so that -L shows times in UTC). The team layer's
+ * certificates and KRL (sign, ssh-keygen -k, -Q). Where programs may not
+ * run (plan mode, a read-only command), only the reading words -Q, -L
+ * and -y run: they change nothing. */
+static int l_ssh_keygen(lua_State *L)
+{
+	enum { WORDS_MAX = 32, OUT_CAP = 1024 * 1024, ERR_CAP = 16 * 1024 };
+	const char *argv[WORDS_MAX + 2], *envp[4], *input = NULL, *path;
+	char program[4096], path_env[4096 + 8], *out;
+	size_t nwords, input_len = 0;
+	nv_proc_opts o = {0};
+	nv_proc_result r;
+	const char *env;
+	nv_err err;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	nwords = lua_rawlen(L, 1);
+	luaL_argcheck(L, nwords >= 1 && nwords <= WORDS_MAX, 1,
+		      "ssh.keygen: 1 to 32 words");
+	if (!lua_isnoneornil(L, 2))
+		input = luaL_checklstring(L, 2, &input_len);
+	for (size_t i = 0; i < nwords; i++) {
+		lua_rawgeti(L, 1, (lua_Integer)i + 1);
+		luaL_argcheck(L, lua_type(L, -1) == LUA_TSTRING, 1,
+			      "ssh.keygen: words are strings");
+		/* anchored by the table at 1 */
+		argv[i + 1] = lua_tostring(L, -1);
+		lua_pop(L, 1);
+	}
+	argv[nwords + 1] = NULL;
+	if (nv_exec_forbidden(L) && strcmp(argv[1], "-Q") != 0 &&
+	    strcmp(argv[1], "-L") != 0 && strcmp(argv[1], "-y") != 0) {
+		nv_err_set(&err, NV_ENOTRUN, NULL,
+			   "ssh-keygen %s not run (plan mode or a read-only "
+			   "command)",
+			   argv[1]);
+		return push_error_reason(L, &err, "not_run");
+	}
+	env = getenv("NAVETTE_SSH_KEYGEN");
+	if (env && *env && strlen(env) < sizeof(program))
+		snprintf(program, sizeof(program), "%s", env);
+	else if (nv_which("ssh-keygen", program, sizeof(program)) != 0) {
+		nv_err_set(&err, NV_ENOTFOUND,
+			   "install OpenSSH's client (openssh-client)",
+			   "ssh: no ssh-keygen program on PATH");
+		return push_error_reason(L, &err, "no_ssh");
+	}
+	argv[0] = program;
+	path = getenv("PATH");
+	snprintf(path_env, sizeof(path_env), "PATH=%s",
+		 path ? path : "/usr/bin:/bin");
+	envp[0] = path_env;
+	envp[1] = "TZ=UTC0";
+	envp[2] = "LC_ALL=C";
+	envp[3] = NULL;
+	out = lua_newuserdatauv(L, OUT_CAP + ERR_CAP, 0);
+	o.argv = argv;
+	o.program = program;
+	o.envp = (char *const *)envp;
+	o.input = input;
+	o.input_len = input_len;
+	o.out = (nv_proc_stream){NV_PROC_CAPTURE, out, OUT_CAP, 0};
+	o.err = (nv_proc_stream){NV_PROC_CAPTURE, out + OUT_CAP, ERR_CAP, 0};
+	o.timeout_s = 30;
+	o.own_group = 1;
+	o.stop_at_cap = 1;
+	if (nv_proc_run(&o, &r, NULL, &err) != 0)
+		return push_error_reason(L, &err, "ssh");
+	if (r.timed_out || r.over_cap) {
+		nv_err_set(&err, NV_EBACKEND,
+			   "run the same ssh-keygen by hand to see why",
+			   "ssh-keygen %s: %s", argv[1],
+			   r.timed_out ? "no end within 30 s"
+				       : "its output is too big");
+		return push_error_reason(L, &err, "ssh");
+	}
+	lua_createtable(L, 0, 3);
+	lua_pushinteger(L, nv_proc_status(&r));
+	lua_setfield(L, -2, "status");
+	lua_pushlstring(L, out, r.out_len);
+	lua_setfield(L, -2, "stdout");
+	lua_pushlstring(L, out + OUT_CAP, r.err_len);
+	lua_setfield(L, -2, "stderr");
+	return 1;
+}
+
 int luaopen_navette_ssh(lua_State *L)
 {
 	static const luaL_Reg fns[] = {
@@ -581,6 +670,7 @@ int luaopen_navette_ssh(lua_State *L)
 		{"scan", l_ssh_scan},
 		{"probe", l_ssh_probe},
 		{"exit_master", l_ssh_exit_master},
+		{"keygen", l_ssh_keygen},
 		{NULL, NULL}};
 	luaL_newlib(L, fns);
 	return 1;

@@ -28,6 +28,10 @@
 --       registry = { host = "registry.example.com:5000",
 --                    repositories = { "vision/*" },
 --                    acl_file = "/srv/registry-auth/acl.json" },
+--       -- a service a backend keeps itself (its team_services): here
+--       -- slurm_ssh's, an SSH certificate per member and a KRL
+--       ssh = { profile = "login", ca = "team-ssh-ca",
+--               krl = "/shared/ssh/vision.krl" },
 --     },
 --   }
 local errors = require "navette.errors"
@@ -188,16 +192,45 @@ end
 
 local function validate_services(path, s, proj)
   if type(s) ~= "table" then fail(path, "services must be a table") end
-  keys_of(path, "services: ", s, util.sorted_keys(SERVICE_KEYS))
+  -- (besides those of SERVICE_KEYS, the services a backend drives
+  -- itself: its contract's team_services)
+  local backends = require "navette.backends"
+  local driven = backends.team_services()
+  local known = util.sorted_keys(SERVICE_KEYS)
+  for name in pairs(driven) do
+    if not SERVICE_KEYS[name] then known[#known + 1] = name end
+  end
+  table.sort(known)
+  keys_of(path, "services: ", s, known)
   local out = {}
   for name, t in pairs(s) do
     local where = "services." .. name .. ": "
     if type(t) ~= "table" then fail(path, where .. "must be a table") end
-    keys_of(path, where, t, SERVICE_KEYS[name])
+    local entry
+    if not SERVICE_KEYS[name] then
+      local p = (proj.profiles or {})[t.profile or proj.default_profile]
+      entry = p and backends.team_service(backends.get(p.backend), name)
+      if not (entry and entry.apply) then
+        fail(path, where .. "profile " .. tostring(t.profile
+             or proj.default_profile) .. " cannot keep it",
+             "name a profile of backend "
+             .. table.concat(driven[name], " or ") .. " (profile = ...)")
+      end
+    end
+    keys_of(path, where, t, SERVICE_KEYS[name]
+            or { "profile", table.unpack(entry.keys or {}) })
     if t.profile ~= nil and not (proj.profiles or {})[t.profile] then
       fail(path, where .. "no profile '" .. tostring(t.profile) .. "'"
            .. util.suggest(tostring(t.profile),
                            util.sorted_keys(proj.profiles or {})))
+    end
+    if entry and entry.validate then
+      t = entry.validate(t, {
+        path = path,
+        profile = proj.profiles[t.profile or proj.default_profile],
+        fail = function(message, hint)
+          fail(path, where .. message, hint)
+        end })
     end
     out[name] = t
   end
@@ -407,6 +440,35 @@ function team.load(proj, opts)
   end
   policy.services = validate_services(path, value.services or {}, proj)
   return policy
+end
+
+-- The services the policy names, in the order apply and revoke go
+-- through them: s3, registry, slurm, then those a backend drives itself
+-- (by name).
+local MODULE_SERVICES = { "s3", "registry", "slurm" }
+function team.service_names(policy)
+  local out = {}
+  for _, name in ipairs(MODULE_SERVICES) do
+    if policy.services[name] then out[#out + 1] = name end
+  end
+  for _, name in ipairs(util.sorted_keys(policy.services)) do
+    if not SERVICE_KEYS[name] then out[#out + 1] = name end
+  end
+  return out
+end
+
+-- What converges service `name`: {changes(policy, proj, opts), revoke(
+-- policy, proj, m), prove(policy, proj, m)}: the module
+-- navette.team.<name>, or the team service of the backend of the
+-- service's profile (backends/init.lua: team_services).
+function team.service(policy, proj, name)
+  if SERVICE_KEYS[name] then return require("navette.team." .. name) end
+  local backends = require "navette.backends"
+  local s = policy.services[name]
+  local p = proj.profiles[s.profile or proj.default_profile]
+  local e = backends.team_service(backends.get(p.backend), name)
+  return { changes = e.apply, revoke = e.revoke,
+           prove = e.prove or function() return nil end }
 end
 
 -- Whether member m holds right (a grant word) through one of its roles.

@@ -96,9 +96,35 @@
 --   member_jobs?(profile)     -> {running, pending, held} | nil: the team
 --                             member's jobs now, for the quota note
 --                             (held: what holds the jobs over the cap)
---   team_services?            {service = open(cfg, lifespan, max)}: the
---                             team layer's services the cluster keeps
---                             (team/slurm.lua: slurm)
+--   team_services?            {service = entry}: the team layer's
+--                             services that the backend's profiles reach
+--                             (team.lua's services.<service>, whose
+--                             profile names such a profile). An entry is
+--                             a function open(cfg, lifespan, max) -> a
+--                             session, for a service that a module
+--                             lua/navette/team/<service>.lua drives
+--                             (slurm), or a table that drives it itself,
+--                             with no module of its own:
+--                             { open?   as above,
+--                               keys?   services.<service>'s keys besides
+--                                       profile,
+--                               validate?(t, where) -> t checked; where:
+--                                       {path, profile (the profile),
+--                                       fail(message, hint) (raises)},
+--                               apply(policy, proj, opts) -> changes,
+--                                       unchanged: what `team apply`
+--                                       prints and makes: {{service, op
+--                                       ("+", "~", "!" needs you), what,
+--                                       run? () -> note}}, and how many
+--                                       things already are as the policy
+--                                       says; opts.readmit {[id]=true},
+--                               revoke(policy, proj, m) -> what was done
+--                                       (a line): `team revoke`; raises,
+--                               prove?(policy, proj, m) -> {service,
+--                                       credential, refused, answer} |
+--                                       nil (no credential of m held):
+--                                       m's credential tried again }
+--                             (backends.team_service reads both shapes)
 --   commands?                 {word = {summary, usage, flags?, run(args,
 --                             ctx) -> exit status}}: commands the backend
 --                             brings to the command line (`navette WORD
@@ -223,6 +249,33 @@ function backends.get(name)
                  "backends: " .. table.concat(backends.names(), ", "))
   end
   return require("navette.backends." .. name)
+end
+
+-- Backend b's team service `service` as a table {open?, keys?,
+-- validate?, apply?, revoke?, prove?} (an entry that is a function is
+-- its open), or nil when b keeps no such service.
+function backends.team_service(b, service)
+  local e = b and b.team_services and b.team_services[service]
+  if type(e) == "function" then return { open = e } end
+  if type(e) == "table" then return e end
+  return nil
+end
+
+-- The team services the backends drive themselves (a table entry with
+-- apply): {[service] = {backend names}}.
+function backends.team_services()
+  local out = {}
+  for _, n in ipairs(backends.names()) do
+    local b = backends.get(n)
+    for service in pairs(b.team_services or {}) do
+      local e = backends.team_service(b, service)
+      if e and e.apply then
+        out[service] = out[service] or {}
+        table.insert(out[service], n)
+      end
+    end
+  end
+  return out
 end
 
 -- The names of the backends that have `field` (a word for messages:

@@ -13,6 +13,7 @@
 -- sacct needs accounting), `scancel ID` or `scancel ID_TASK`.
 local errors = require "navette.errors"
 local term = require "navette.term"
+local util = require "navette.util"
 local logic = require "navette.slurm.logic"
 local settings = require "navette.slurm.settings"
 local slurm, ssh = _navette.slurm, _navette.ssh
@@ -773,6 +774,401 @@ M.commands = {
     flags = { yes = "bool", expect = "value" },
     run = ssh_trust,
   },
+}
+
+-- ---- the team layer: a certificate per member, a KRL ----------------------------
+-- team.lua's services.ssh (navette team apply, revoke; the contract's
+-- team_services): each member who may submit gets a key and a
+-- certificate of their own, signed by the team's user CA (the credential
+-- services.ssh.ca), for one principal of their own ("navette-{member}")
+-- and the key id TEAM/MEMBER; both are handed over in
+-- NAVETTE_HOME/team/TEAM/MEMBER.ssh-key and MEMBER.ssh-key-cert.pub, the
+-- certificate signed again when a quarter of its life is left. sshd's
+-- configuration is the cluster admin's: apply writes (services.ssh.files)
+-- or prints what they install: the TrustedUserCAKeys, AuthorizedPrincipalsFile
+-- and RevokedKeys lines, the CA's public key and a principals file per
+-- login account. The KRL is a file navette keeps at services.ssh.krl, the
+-- one the login node reads as RevokedKeys (a shared filesystem, or a copy
+-- the admin installs): one file for every admin of the team, so that a
+-- revocation by one is never dropped by another's, and `team revoke`'s
+-- proof meets what sshd reads. It only grows (ssh-keygen -k -u): a
+-- revoked key id stays refused, and a readmitted member (apply
+-- --readmit) is signed under the next one, TEAM/MEMBER.2, .3...
+
+local TEAM_KEYS = { "ca", "krl", "principal", "account", "lifespan",
+                    "files" }
+-- where the admin installs the files on the login node
+local LOGIN_DIR = "/etc/ssh/navette-"
+-- the longest a member's certificate lives
+local LIFESPAN_MAX = 90 * 86400
+
+local function absolute(v)
+  return type(v) == "string" and v:sub(1, 1) == "/" and not v:find("%c")
+    and not ("/" .. v .. "/"):find("/%.%.?/")
+end
+
+local function team_validate(t, where)
+  local fail, profile = where.fail, where.profile
+  local out = { profile = profile.name }
+  local cred = type(t.ca) == "string" and profile.credentials[t.ca]
+  if not cred then
+    fail("ca must name a credential of profile " .. profile.name
+         .. ": the team's user CA private key (kind pem, source file)",
+         "ssh-keygen -t ed25519 -f team_ca makes one; the login node "
+         .. "trusts its .pub (TrustedUserCAKeys)")
+  end
+  if cred.kind ~= "pem" or cred.source ~= "file"
+     or not absolute(cred.path) then
+    fail("ca: credential '" .. t.ca .. "' must be of kind pem with source "
+         .. "file and an absolute path (ssh-keygen signs with the file)")
+  end
+  out.ca, out.ca_path = t.ca, cred.path
+  if not absolute(t.krl) or t.krl:find("%s") then
+    fail("krl must be the absolute path of the team's KRL (no spaces)",
+         "the file the login node reads as RevokedKeys: on a shared "
+         .. "filesystem, or copied there by the admin")
+  end
+  out.krl = t.krl
+  local principal = t.principal or "navette-{member}"
+  if type(principal) ~= "string"
+     or not principal:match("^[%w@._-]*{member}[%w@._-]*$") then
+    fail("principal must hold {member} once, with letters, digits, "
+         .. "'@', '.', '_' and '-' around it",
+         "each member has a principal of their own: \"navette-{member}\"")
+  end
+  out.principal = principal
+  local account = t.account or "{member}"
+  local shown = type(account) == "string"
+    and account:gsub("{member}", "m", 1) or ""
+  if not shown:match("^[%a_][%w._-]*$") or #shown > 32 then
+    fail("account must be the login account on the node: a name, or "
+         .. "\"{member}\" (each member's own, the default)")
+  end
+  out.account = account
+  local life = util.parse_duration(t.lifespan or "1d")
+  if not life or life < 600 or life > LIFESPAN_MAX then
+    fail("lifespan must be a duration of 10 minutes to 90 days (\"1d\")")
+  end
+  out.lifespan_s = math.floor(life)
+  if t.files ~= nil and not absolute(t.files) then
+    fail("files must be the absolute path of a folder",
+         "apply writes the login node's files there for the admin")
+  end
+  out.files = t.files
+  return out
+end
+
+local function keygen(what, words, input)
+  local r, err = ssh.keygen(words, input)
+  if not r then
+    error(errors.new(err.code or "backend", what .. ": " .. err.message,
+                     err.hint), 0)
+  end
+  return r
+end
+
+local function keygen_ok(what, words, input)
+  local r = keygen(what, words, input)
+  if r.status ~= 0 then
+    errors.raise("backend", what .. ": ssh-keygen failed (status "
+                 .. r.status .. "): " .. said(r), "run ssh-keygen "
+                 .. table.concat(words, " ") .. " by hand to see why")
+  end
+  return r
+end
+
+local function member_of(pattern, m)
+  return (pattern:gsub("{member}", m.id))
+end
+
+local function key_path(policy, m)
+  return require("navette.team").handoff_path(policy, m.id, "ssh-key")
+end
+
+local function key_id(policy, m, generation)
+  return policy.name .. "/" .. m.id
+    .. (generation > 1 and ("." .. generation) or "")
+end
+
+-- The CA's public key line and fingerprint.
+local function ca_public(s)
+  local r = keygen_ok("the team's SSH CA " .. s.ca_path,
+                      { "-y", "-P", "", "-f", s.ca_path })
+  local line = r.stdout:match("^(%S+ %S+)")
+  local fp = line and ssh.fingerprint(line)
+  if not fp then
+    errors.raise("backend", "the team's SSH CA " .. s.ca_path .. ": "
+                 .. "ssh-keygen -y printed no public key")
+  end
+  return line, fp
+end
+
+-- The key ids the KRL revokes for the CA of fingerprint ca_fp, or nil
+-- when there is no KRL yet.
+local function krl_ids(s, ca_fp)
+  if not sys.stat(s.krl) then return nil end
+  local r = keygen_ok("the KRL " .. s.krl, { "-Q", "-l", "-f", s.krl })
+  local ids, ca = {}, nil
+  for line in r.stdout:gmatch("[^\n]+") do
+    local fp = line:match("^# CA key %S+ (SHA256:%S+)")
+    if fp then ca = fp end
+    local id = line:match("^id: (.+)$")
+    if id and ca == ca_fp then ids[id] = true end
+  end
+  return ids
+end
+
+-- The member's key id now: the first generation the KRL does not revoke
+-- (and that generation).
+local function current_id(policy, m, revoked)
+  local g = 1
+  while revoked[key_id(policy, m, g)] do g = g + 1 end
+  return key_id(policy, m, g), g
+end
+
+-- What `ssh-keygen -L` says of the certificate at path, or nil.
+local function cert_info(path)
+  if not sys.stat(path) then return nil end
+  local r = ssh.keygen({ "-L", "-f", path })
+  if not r or r.status ~= 0 then return nil end
+  local out = r.stdout
+  local info = { key_id = out:match('Key ID: "([^"\n]*)"'),
+                 ca = out:match("Signing CA: %S+ (SHA256:[%w+/]+)"),
+                 principals = {} }
+  local to = out:match("Valid: [^\n]-to (%S+)")
+             or out:match("Valid: before (%S+)")
+  info.valid_before = (to == nil or to == "forever") and math.huge
+                      or util.parse_iso8601(to .. "Z") or 0
+  local list = out:match("Principals:%s*\n(.-)\n%s*Critical Options")
+  for p in (list or ""):gmatch("%S+") do
+    if p ~= "(none)" then info.principals[#info.principals + 1] = p end
+  end
+  return info
+end
+
+local function may_login(policy, m)
+  local team = require "navette.team"
+  return team.has(policy, m, "submit") or team.has(policy, m, "admin")
+end
+
+-- Makes (when missing, or fresh: the KRL revokes the old one) and signs
+-- the member's key: the handed-over note.
+local function sign(policy, s, m, id, fresh)
+  local team = require "navette.team"
+  local key = key_path(policy, m)
+  errors.check(sys.mkdir_p(team.handoff_dir(policy), 448))
+  if fresh or not sys.stat(key) or not sys.stat(key .. ".pub") then
+    sys.remove(key)
+    sys.remove(key .. ".pub")
+    keygen_ok("a key for " .. m.id, { "-q", "-t", "ed25519", "-N", "",
+              "-C", id, "-f", key })
+  end
+  keygen_ok("the certificate of " .. m.id, {
+    "-q", "-s", s.ca_path, "-I", id, "-n", member_of(s.principal, m),
+    "-V", "-5m:+" .. s.lifespan_s .. "s",
+    "-z", tostring(math.floor(sys.now() * 1000)), "-O", "clear",
+    key .. ".pub" })
+  return "key and certificate handed over in " .. key .. " and " .. key
+    .. "-cert.pub"
+end
+
+-- Adds the member's key ids (all generations up to now) and the key
+-- navette holds for them to the KRL.
+local function add_to_krl(policy, s, m, generation)
+  local spec = {}
+  for g = 1, generation do
+    spec[#spec + 1] = "id: " .. key_id(policy, m, g)
+  end
+  local pub = sys.read_file(key_path(policy, m) .. ".pub", 64 * 1024)
+  local line = pub and pub:match("^(%S+ %S+)")
+  if line then spec[#spec + 1] = "key: " .. line end
+  if not sys.stat(s.krl) then
+    errors.check(sys.mkdir_p(util.dirname(s.krl), 493))
+  end
+  keygen_ok("the KRL " .. s.krl, { "-k", "-u", "-s", s.ca_path, "-f",
+            s.krl, "-" }, table.concat(spec, "\n") .. "\n")
+  return #spec
+end
+
+-- The files the login node needs: {[relative path] = text}.
+local function login_files(policy, s, ca_line)
+  local dir = LOGIN_DIR .. policy.name
+  local files = {
+    ["sshd_config"] = "# navette team apply: team " .. policy.name
+      .. ". Add to the login node's sshd_config (sshd takes the first of\n"
+      .. "# each: merge with such lines already there; a "
+      .. "TrustedUserCAKeys file may hold\n# several CA keys).\n"
+      .. "TrustedUserCAKeys " .. dir .. "/user_ca.pub\n"
+      .. "AuthorizedPrincipalsFile " .. dir .. "/principals/%u\n"
+      .. "RevokedKeys " .. dir .. "/revoked.krl\n",
+    ["user_ca.pub"] = ca_line .. " navette-team-" .. policy.name .. "\n",
+  }
+  local by = {}
+  for _, m in ipairs(require("navette.team").members(policy, true)) do
+    if may_login(policy, m) then
+      local account = member_of(s.account, m)
+      by[account] = by[account] or {}
+      table.insert(by[account], member_of(s.principal, m))
+    end
+  end
+  for account, list in pairs(by) do
+    table.sort(list)
+    files["principals/" .. account] = table.concat(list, "\n") .. "\n"
+  end
+  -- (an account no member uses any more keeps an empty file: installed,
+  -- it lets nobody in)
+  if s.files then
+    for _, f in ipairs(sys.listdir(s.files .. "/principals") or {}) do
+      if not files["principals/" .. f] and not f:match("^%.") then
+        files["principals/" .. f] = ""
+      end
+    end
+  end
+  return files, dir
+end
+
+local function install_note(policy, s, dir)
+  return "install on the login node: " .. (s.files or "these")
+    .. " into " .. dir .. "/, the KRL " .. s.krl .. " as " .. dir
+    .. "/revoked.krl (each `team revoke` updates it: a shared filesystem, "
+    .. "or copy it again), and sshd_config's lines"
+end
+
+local function team_apply(policy, proj, opts)
+  local s = policy.services.ssh
+  local changes, same = {}, 0
+  local function add(op, what, run)
+    changes[#changes + 1] = { service = "ssh", op = op, what = "ssh: "
+                              .. what, run = run }
+  end
+  local ca_line, ca_fp = ca_public(s)
+  local revoked = krl_ids(s, ca_fp)
+  if not revoked then
+    add("+", "an empty KRL " .. s.krl .. " (the login node's RevokedKeys)",
+        function()
+          errors.check(sys.mkdir_p(util.dirname(s.krl), 493))
+          keygen_ok("the KRL " .. s.krl, { "-q", "-k", "-f", s.krl })
+        end)
+    revoked = {}
+  else
+    same = same + 1
+  end
+  local now = sys.now()
+  for _, m in ipairs(require("navette.team").members(policy)) do
+    local id, g = current_id(policy, m, revoked)
+    local info = cert_info(key_path(policy, m) .. "-cert.pub")
+    local principal = member_of(s.principal, m)
+    if m.revoked and g > 1 then
+      same = same + 1
+    elseif m.revoked then
+      add("+", "revoke " .. m.id .. "'s certificates (key id " .. id
+          .. ") in the KRL", function() add_to_krl(policy, s, m, g) end)
+    elseif not may_login(policy, m) then
+      -- (no certificate: no principal of theirs is installed)
+    elseif g > 1 and not (opts.readmit and opts.readmit[m.id])
+           and not (info and info.key_id == id) then
+      -- revoked by another admin, whose revocation this team file and
+      -- this machine do not know yet
+      add("!", m.id .. "'s key id " .. key_id(policy, m, g - 1)
+          .. " is revoked in the KRL " .. s.krl .. ": no certificate "
+          .. "signed (mark them revoked = true in the team file, or "
+          .. "readmit them: team apply --readmit " .. m.id .. ")")
+    elseif info and info.key_id == id and info.ca == ca_fp
+           and #info.principals == 1 and info.principals[1] == principal
+           and info.valid_before - now > s.lifespan_s / 4 then
+      same = same + 1
+    else
+      add(info and "~" or "+", "certificate for " .. m.id
+          .. " (principal " .. principal .. ", key id " .. id .. ", valid "
+          .. s.lifespan_s .. " s)", function()
+            -- (a readmitted member's old key is in the KRL too)
+            return sign(policy, s, m, id,
+                        g > 1 and not (info and info.key_id == id))
+          end)
+    end
+  end
+  local files, dir = login_files(policy, s, ca_line)
+  local names = util.sorted_keys(files)
+  if s.files then
+    local differ = {}
+    for _, f in ipairs(names) do
+      local path = s.files .. "/" .. f
+      if sys.read_file(path, 1024 * 1024) ~= files[f] then
+        differ[#differ + 1] = f
+      end
+    end
+    if #differ == 0 then
+      same = same + 1
+    else
+      add("~", "login node files in " .. s.files .. ": "
+          .. table.concat(differ, ", "), function()
+            for _, f in ipairs(differ) do
+              local path = s.files .. "/" .. f
+              errors.check(sys.mkdir_p(util.dirname(path), 493))
+              errors.check(sys.write_file(path, files[f], 420))
+            end
+            return install_note(policy, s, dir)
+          end)
+    end
+  else
+    local shown = {}
+    for _, f in ipairs(names) do
+      shown[#shown + 1] = "      " .. dir .. "/" .. f .. ":\n"
+        .. files[f]:gsub("[^\n]+", "        %0"):gsub("\n$", "")
+    end
+    add("!", install_note(policy, s, dir) .. " (services.ssh.files: "
+        .. "a folder to write them to):\n" .. table.concat(shown, "\n"))
+  end
+  return changes, same
+end
+
+local function team_revoke(policy, _, m)
+  local s = policy.services.ssh
+  local _, ca_fp = ca_public(s)
+  local _, g = current_id(policy, m, krl_ids(s, ca_fp) or {})
+  local n = add_to_krl(policy, s, m, g)
+  return "ssh: " .. m.id .. "'s key ids " .. key_id(policy, m, 1)
+    .. (g > 1 and ("..." .. key_id(policy, m, g)) or "")
+    .. (n > g and " and key" or "") .. " added to the KRL " .. s.krl
+end
+
+-- The member's certificate against the KRL (ssh-keygen -Q) and against
+-- the login node itself: a login with it, on a connection of its own.
+local function team_prove(policy, proj, m)
+  local s = policy.services.ssh
+  local key = key_path(policy, m)
+  local cert = key .. "-cert.pub"
+  if not sys.stat(cert) then return nil end
+  local q = keygen("the KRL " .. s.krl, { "-Q", "-f", s.krl, cert })
+  local in_krl = q.status == 1 and q.stdout:find("REVOKED") ~= nil
+  local cfg = proj.profiles[s.profile].slurm_ssh
+  local account = member_of(s.account, m)
+  local ok, t = pcall(target, cfg)
+  local answer, refused
+  if not ok then
+    refused, answer = false, "not tried: " .. errors.from(t).message
+  else
+    t.identity, t.certificate, t.user = key, cert, account
+    t.control_path, t.control_persist = nil, nil
+    t.command, t.timeout = { "true" }, 30
+    local r, err = ssh.run(t)
+    if r then
+      refused, answer = false, "logged in as " .. account
+    elseif err.reason == "denied" then
+      refused, answer = true, "login as " .. account .. " refused"
+    else
+      refused, answer = false, "login not proved: " .. err.message
+    end
+  end
+  return { service = "ssh", credential = "certificate " .. m.id,
+           refused = refused and in_krl,
+           answer = (in_krl and "REVOKED in the KRL" or "NOT in the KRL")
+             .. "; " .. answer }
+end
+
+M.team_services = {
+  ssh = { keys = TEAM_KEYS, validate = team_validate, apply = team_apply,
+          revoke = team_revoke, prove = team_prove },
 }
 
 return M

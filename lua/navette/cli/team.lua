@@ -25,7 +25,9 @@ usage: navette team show [--json]
   admin, data-read and data-write prefixes, quota) and the services that
   enforce it (services.s3: radosgw users and bucket policies;
   services.registry: the token service's ACL file; services.slurm: the
-  account, QOS, users and associations of a cluster with accounting).
+  account, QOS, users and associations of a cluster with accounting;
+  services.ssh: an SSH certificate per member, signed by the team's CA,
+  the login node's sshd lines and files, a KRL).
   show      the policy and its findings (a credential two members share)
   apply     reads each service, prints every change (+ create, ~ change,
             ! needs you), then makes them; --plan stops after printing.
@@ -36,18 +38,17 @@ usage: navette team show [--json]
             cancels their Slurm jobs and removes their Slurm user (with
             services.slurm.revoke_running = "leave": cancels only their
             pending jobs and blocks new ones, the user removed once the
-            running ones end), writes the audit line, then tries each
-            of their credentials navette holds against each service and
-            prints the refusals and the time from the command to the
-            last one. Exit 1 when a credential is still accepted.
+            running ones end), adds their SSH key ids to the KRL,
+            writes the audit line, then tries each of their
+            credentials navette holds against each service and prints
+            the refusals and the time from the command to the last
+            one. Exit 1 when a credential is still accepted.
   apply and revoke act on team.lua as commit HEAD has it (--plan reads
   the working tree's). When the policy names an admin, they need an
   admin's git identity (user.email); exit 3 otherwise.]],
   flags = { plan = "bool", json = "bool", readmit = "value" },
   read_only = false,
 }
-
-local SERVICES = { "s3", "registry", "slurm" }
 
 -- plan: read the team repository from the cache and the lock alone;
 -- change: the command changes the services (a team.lua must be committed)
@@ -111,8 +112,9 @@ local function check_admin(policy, proj, verb)
         0)
 end
 
-local function service_module(name)
-  return require("navette.team." .. name)
+-- (a module navette.team.<name>, or a backend's own team service)
+local function service_module(policy, proj, name)
+  return require("navette.team").service(policy, proj, name)
 end
 
 local function show(opts)
@@ -168,14 +170,12 @@ local function apply(opts)
   team.apply_revocations(policy, not opts.plan and opts.readmit or nil,
                          opts.plan)
   local changes, unchanged, active = {}, 0, {}
-  for _, name in ipairs(SERVICES) do
-    if policy.services[name] then
-      active[#active + 1] = name
-      local list, same = service_module(name).changes(policy, proj,
-                                                      { readmit = readmit })
-      for _, c in ipairs(list) do changes[#changes + 1] = c end
-      unchanged = unchanged + same
-    end
+  for _, name in ipairs(team.service_names(policy)) do
+    active[#active + 1] = name
+    local list, same = service_module(policy, proj, name).changes(
+      policy, proj, { readmit = readmit })
+    for _, c in ipairs(list) do changes[#changes + 1] = c end
+    unchanged = unchanged + same
   end
   local findings = team.findings(policy)
   for _, f in ipairs(findings) do
@@ -222,7 +222,7 @@ end
 
 local function revoke(id, opts)
   local started = sys.now()
-  local proj, policy = load_policy(false, true)
+  local proj, policy, team = load_policy(false, true)
   local audit = require "navette.audit"
   local m = policy.members[id]
   if not m then
@@ -235,35 +235,33 @@ local function revoke(id, opts)
   local done, proofs, failed = {}, {}, 0
   -- remembered first: a service that fails below must not leave the
   -- member's rights to be given back by the next apply
-  require("navette.team").mark_revoked(policy, id)
-  for _, name in ipairs(SERVICES) do
-    if policy.services[name] then
-      local ok, result = pcall(service_module(name).revoke, policy, proj, m)
-      if ok then
-        done[#done + 1] = result
-      else
-        local e = errors.from(result)
-        failed = failed + 1
-        done[#done + 1] = name .. ": NOT REVOKED: " .. e.message
-      end
+  team.mark_revoked(policy, id)
+  for _, name in ipairs(team.service_names(policy)) do
+    local ok, result = pcall(function()
+      return service_module(policy, proj, name).revoke(policy, proj, m)
+    end)
+    if ok then
+      done[#done + 1] = result
+    else
+      local e = errors.from(result)
+      failed = failed + 1
+      done[#done + 1] = name .. ": NOT REVOKED: " .. e.message
     end
   end
   audit.record({ action = "team.revoke", target = id, result = "ok",
                  detail = table.concat(done, "; ") })
   local last = started
-  for _, name in ipairs(SERVICES) do
-    if policy.services[name] then
-      local p = service_module(name).prove(policy, proj, m)
-      if p then
-        p.after_s = sys.now() - started
-        last = math.max(last, sys.now())
-        if not p.refused then failed = failed + 1 end
-        proofs[#proofs + 1] = p
-      else
-        proofs[#proofs + 1] = { service = name, credential = "(none held "
-          .. "here)", refused = json.null, answer = "navette holds no "
-          .. "credential of " .. id .. " for it: not tried" }
-      end
+  for _, name in ipairs(team.service_names(policy)) do
+    local p = service_module(policy, proj, name).prove(policy, proj, m)
+    if p then
+      p.after_s = sys.now() - started
+      last = math.max(last, sys.now())
+      if not p.refused then failed = failed + 1 end
+      proofs[#proofs + 1] = p
+    else
+      proofs[#proofs + 1] = { service = name, credential = "(none held "
+        .. "here)", refused = json.null, answer = "navette holds no "
+        .. "credential of " .. id .. " for it: not tried" }
     end
   end
   local seconds = last - started

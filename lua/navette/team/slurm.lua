@@ -29,10 +29,11 @@ local M = {}
 local function session(policy, proj, user)
   local s = policy.services.slurm
   local profile = proj.profiles[s.profile or proj.default_profile]
-  local backend = profile and require("navette.backends").get(profile.backend)
+  local backends = require "navette.backends"
+  local backend = profile and backends.get(profile.backend)
   -- (a backend whose cluster keeps Slurm's accounts: its contract)
-  if not (backend and backend.team_services
-          and backend.team_services.slurm) then
+  local service = backends.team_service(backend, "slurm")
+  if not (service and service.open) then
     errors.raise("recipe", "services.slurm: profile "
                  .. tostring(profile and profile.name) .. " is not a "
                  .. "slurm profile", "name the cluster's profile")
@@ -44,7 +45,7 @@ local function session(policy, proj, user)
     cfg.user = user
   end
   local max = profile.max_token_lifespan or 3600
-  return backend.team_services.slurm(cfg, math.min(600, max), max), profile
+  return service.open(cfg, math.min(600, max), max), profile
 end
 
 local function db(sess, method, path, body)
