@@ -17,15 +17,18 @@ local core = _navette.core
 local creds = {}
 
 creds.JOB_TOKEN_MARGIN = 600 -- seconds a job's token outlives its limit
-creds.KINDS = { "s3", "bearer", "basic", "hs256", "pem" }
+creds.KINDS = { "s3", "bearer", "basic", "hs256", "pem", "ssh-cert" }
 creds.SOURCES = { "env", "file", "keychain", "command" }
 local DECL_KEYS = { "kind", "source", "env", "path", "service", "account",
-                    "command", "host", "description" }
+                    "command", "host", "description", "certificate" }
 creds.DECL_KEYS = DECL_KEYS -- for the LuaLS definitions (navette.luals)
 local KIND_FIELDS = {
   s3 = { "access_key_id", "secret_access_key", "session_token" },
   bearer = { "token" }, basic = { "user", "password" },
   hs256 = { "key" }, pem = { "key" },
+  -- an OpenSSH private key and its certificate (the
+  -- ...-cert-v01@openssh.com line), whose validity C reads from its bytes
+  ["ssh-cert"] = { "key", "certificate" },
 }
 
 local function listed(v, list)
@@ -97,6 +100,13 @@ function creds.validate(name, d, where, origin)
     if type(d.path) ~= "string" then bad("a file source needs path") end
     local home = sys.getenv("HOME") or ""
     out.path = d.path:gsub("^~/", home .. "/")
+    if d.certificate ~= nil then
+      if d.kind ~= "ssh-cert" or type(d.certificate) ~= "string" then
+        bad("certificate is the path of an ssh-cert's certificate "
+            .. "(default: the key's path and -cert.pub)")
+      end
+      out.certificate = d.certificate:gsub("^~/", home .. "/")
+    end
   elseif d.source == "keychain" then
     if type(d.service) ~= "string" or type(d.account) ~= "string" then
       bad("a keychain source needs service and account")
@@ -111,6 +121,10 @@ function creds.validate(name, d, where, origin)
       if type(a) ~= "string" then bad("command items must be strings") end
       out.command[i] = a
     end
+  end
+  if d.certificate ~= nil and d.source ~= "file" then
+    bad("certificate (a path) is for source file; other sources give "
+        .. "the certificate as a field")
   end
   if d.account ~= nil and type(d.account) ~= "string" then
     bad("account must be a string")
