@@ -231,6 +231,7 @@ local function status_word(row, err)
   if row.ok then return "ok" end
   if row.untrusted then return "untrusted" end
   if row.not_run then return "not checked" end
+  if row.expired then return "expired" end
   if row.warning then return "old" end
   local m = err and err.message or ""
   if m:find("macOS only", 1, true) then return "unavailable" end
@@ -389,6 +390,33 @@ function creds.inspect(declared, max_age)
         row.expires_in_s = math.floor(info.expires_at - now)
       end
       row.ok = true
+      local cert = info.certificate -- an ssh-cert's (read from its bytes)
+      if cert then
+        row.certificate = {
+          key_id = cert.key_id, serial = cert.serial,
+          principals = cert.principals, type = cert.type,
+          fingerprint = cert.fingerprint,
+          ca_fingerprint = cert.ca_fingerprint,
+          valid_from = sys.iso8601(cert.valid_after),
+          valid_to = cert.valid_before and sys.iso8601(cert.valid_before)
+                     or "forever",
+        }
+        if cert.valid_before and cert.valid_before <= now then
+          row.ok = false
+          row.expired = true
+          row.warning = "its certificate expired at "
+                        .. row.certificate.valid_to
+          row.hint = "get a new one from your SSH CA, or name a signer "
+                     .. "in the slurm_ssh profile (slurm_ssh.signer)"
+        elseif cert.valid_after > now then
+          row.not_yet = true
+          row.note = "its certificate is valid only from "
+                     .. row.certificate.valid_from .. ": this machine's "
+                     .. "clock may be behind"
+        end
+      elseif d.kind == "ssh-cert" then
+        row.note = "no certificate: the profile's signer must make one"
+      end
       if max_age and row.age_s and row.age_s > max_age then
         row.ok = false
         row.warning = "older than the profile's maximum age of "
