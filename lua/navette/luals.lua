@@ -204,6 +204,8 @@ local ANNOTATIONS = {
     command = { "string[]", "The command that prints the value." },
     host = { "string", "The only host it is ever sent to." },
     description = { "string", "A line shown by `creds list`." },
+    certificate = { "string", "An ssh-cert's certificate file (source "
+                    .. "\"file\"; default: the key's path and -cert.pub)." },
   },
 }
 -- image.rebuild takes image.build's options, its `to` a pointer, and force

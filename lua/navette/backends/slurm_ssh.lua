@@ -376,6 +376,8 @@ local function login_key(cfg)
     d = copy
   end
   local handle = renewed[d.name]
+  -- a renewed certificate lives in memory only: written for each call
+  local fresh = handle ~= nil
   if not handle then
     local err
     handle, err = creds_native.load(d)
@@ -389,7 +391,6 @@ local function login_key(cfg)
   local cert = handle:info().certificate
   local now = sys.now()
   local left = cert and (cert.valid_before or math.huge) - now
-  local fresh = false
   if not cert or left < (cfg.signer and cfg.signer.margin or 0) then
     if cfg.signer then
       handle = renew(cfg, handle)
