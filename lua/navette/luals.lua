@@ -190,8 +190,8 @@ local ANNOTATIONS = {
     pin = { "string", "The endpoint's public key, \"sha256//...\"." },
   },
   credential = {
-    kind = { "\"s3\"|\"bearer\"|\"basic\"|\"hs256\"|\"pem\"|\"ssh-cert\"", "What the "
-             .. "credential is.", required = true },
+    kind = { "\"s3\"|\"bearer\"|\"basic\"|\"hs256\"|\"pem\"|"
+             .. "\"ssh-cert\"", "What the credential is.", required = true },
     source = { "\"env\"|\"file\"|\"keychain\"|\"command\"", "Where its "
                .. "value comes from (never the project file).",
                required = true },
