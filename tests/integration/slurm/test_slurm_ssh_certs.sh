@@ -70,6 +70,9 @@ printf '{"Version":1,"Certificate":"%s"}\n' "\$(cat "\$d/k-cert.pub")"
 rm -rf "\$d"
 EOF
 chmod 755 "$T/sign.sh"
+# the team's CA key as a credential of this user's (the signer = { ca })
+cp "$SSHD_CA" "$K/team_ca"
+chmod 600 "$K/team_ca"
 
 SWD=$T/ssh-wd
 mkdir -p "$SWD"
@@ -77,10 +80,10 @@ chmod 1777 "$SWD"
 
 R=$T/repo
 mkdir -p "$R/recipes"
-profile() { # NAME CREDENTIAL [MORE]
+profile() { # NAME CREDENTIAL [MORE [PROFILE_MORE]]
 	cat <<EOF
     $1 = {
-      backend = "slurm_ssh",
+      backend = "slurm_ssh", ${4:-}
       storage = "s3://$BUCKET/",
       s3 = { endpoint = "$S3_ENDPOINT", region = "$S3_REGION" },
       slurm_ssh = {
@@ -98,6 +101,7 @@ return {
   default_profile = "expired",
   credentials = {
     loginkey = { kind = "ssh-cert", source = "file", path = "$K/id" },
+    teamca = { kind = "pem", source = "file", path = "$K/team_ca" },
     cmdkey = { kind = "ssh-cert", source = "command",
                command = { "cat", "$K/cmd.json" } },
   },
@@ -105,6 +109,9 @@ return {
 $(profile expired loginkey)
 $(profile renew loginkey "signer = { command = { \"$T/sign.sh\" } },")
 $(profile cmd cmdkey)
+$(profile viaca loginkey "signer = { ca = \"teamca\", key_id = \"member-ca\",
+                  principals = { \"$SSHD_PRINCIPAL\" }, lifetime = \"30m\" }," \
+	'credentials = { "teamca" },')
   },
 }
 EOF
@@ -173,6 +180,15 @@ check_eq "no key or certificate left in the runtime folder" \
 	"$(find "$RUNDIR" -name 'id-*' 2>/dev/null | wc -l | tr -d ' ')" 0
 check_eq "the key file beside the user's is untouched (still expired)" \
 	"$(cut -d' ' -f2 "$K/id-cert.pub")" "$B64_OLD"
+
+# ---- a signer holding the team's CA: ssh-keygen -s in a 0700 folder ----------
+
+nv_in "$R" run recipes/hello.lua --profile viaca
+check_rc "with the CA as signer the job is submitted" 0
+check_match "sshd accepted a certificate the CA signed for member-ca" \
+	"$(cat "$SSHD_LOG")" 'Accepted certificate ID "member-ca" \(serial [0-9]+\)'
+check_eq "no signing folder or CA key left in the runtime folder" \
+	"$(find "$RUNDIR" \( -name 'sign-*' -o -name 'id-*' \) 2>/dev/null | wc -l | tr -d ' ')" 0
 
 # ---- a command source: written only around ssh's calls; redacted logs ---------
 
