@@ -28,7 +28,7 @@ typedef struct nv_creds_decl {
 	/* env: one variable per field of the kind, in the kind's order
 	 * (NULL: the default names, e.g. AWS_ACCESS_KEY_ID for s3) */
 	const char *env[NV_SECRET_FIELDS_MAX];
-	const char *path;    /* file */
+	const char *path; /* file */
 	/* file, kind ssh-cert: the certificate's path (NULL: PATH-cert.pub
 	 * beside the key, if there is one) */
 	const char *certificate;
