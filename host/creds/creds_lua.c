@@ -19,6 +19,7 @@
 #include "creds/source.h"
 #include "creds/htpasswd.h"
 #include "creds/store.h"
+#include "ssh/ssh_cert.h"
 
 typedef struct handle {
 	nv_secret *secret; /* NULL once closed */
@@ -113,9 +114,53 @@ static void push_time(lua_State *L, double t, const char *key)
 	}
 }
 
+/* [.., info] -> the same with info.certificate = {key_id, serial (a
+ * string: 64 bits), principals = {...}, valid_after, valid_before (nil:
+ * forever), type, key_type, fingerprint, ca_fingerprint} of an ssh-cert's
+ * certificate (public: sshd logs it; the line itself stays in C). */
+static void push_certificate(lua_State *L, const nv_secret *s)
+{
+	const nv_secret_field *f = nv_secret_get(s, "certificate");
+	nv_ssh_cert c;
+	nv_err err;
+	char serial[24];
+
+	if (s->kind != NV_SECRET_SSH_CERT || !f ||
+	    nv_ssh_cert_parse((const char *)f->value, f->len, &c, NULL, 0,
+			      &err) != 0)
+		return;
+	lua_createtable(L, 0, 9); // [.., info, cert]
+	lua_pushstring(L, c.key_id);
+	lua_setfield(L, -2, "key_id");
+	snprintf(serial, sizeof(serial), "%llu", (unsigned long long)c.serial);
+	lua_pushstring(L, serial);
+	lua_setfield(L, -2, "serial");
+	lua_createtable(L, c.nprincipals, 0);
+	for (int i = 0; i < c.nprincipals; i++) {
+		lua_pushstring(L, c.principals[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
+	lua_setfield(L, -2, "principals");
+	lua_pushnumber(L, (lua_Number)c.valid_after);
+	lua_setfield(L, -2, "valid_after");
+	if (c.valid_before != NV_SSH_CERT_FOREVER) {
+		lua_pushnumber(L, (lua_Number)c.valid_before);
+		lua_setfield(L, -2, "valid_before");
+	}
+	lua_pushstring(L, c.type);
+	lua_setfield(L, -2, "type");
+	lua_pushstring(L, c.key_type);
+	lua_setfield(L, -2, "key_type");
+	lua_pushstring(L, c.fingerprint);
+	lua_setfield(L, -2, "fingerprint");
+	lua_pushstring(L, c.ca_fingerprint);
+	lua_setfield(L, -2, "ca_fingerprint");
+	lua_setfield(L, -2, "certificate"); // [.., info]
+}
+
 /* handle:info() -> {name, kind, source, origin, loaded_at, created_at,
- * expires_at, fields = {...}, not_run = true for a stand-in} (never a
- * value) */
+ * expires_at, fields = {...}, not_run = true for a stand-in,
+ * certificate = {...} for an ssh-cert} (never a value) */
 static int l_secret_info(lua_State *L)
 {
 	const handle *h = check_open(L, 1);
@@ -147,6 +192,8 @@ static int l_secret_info(lua_State *L)
 		lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
 	}
 	lua_setfield(L, -2, "fields");
+	if (!h->not_run)
+		push_certificate(L, s);
 	return 1;
 }
 
@@ -215,6 +262,7 @@ static int l_creds_load(lua_State *L)
 	const char *kind = opt_field(L, 1, "kind");
 	d.source = opt_field(L, 1, "source");
 	d.path = opt_field(L, 1, "path");
+	d.certificate = opt_field(L, 1, "certificate");
 	d.service = opt_field(L, 1, "service");
 	d.account = opt_field(L, 1, "account");
 	luaL_argcheck(L, d.name && kind && d.source, 1,

@@ -14,6 +14,7 @@ static const char *const s3_fields[] = {"access_key_id", "secret_access_key",
 static const char *const bearer_fields[] = {"token", NULL};
 static const char *const basic_fields[] = {"user", "password", NULL};
 static const char *const key_fields[] = {"key", NULL};
+static const char *const ssh_cert_fields[] = {"key", "certificate", NULL};
 
 const char *nv_secret_kind_name(nv_secret_kind kind)
 {
@@ -23,15 +24,16 @@ const char *nv_secret_kind_name(nv_secret_kind kind)
 	case NV_SECRET_BASIC: return "basic";
 	case NV_SECRET_HS256: return "hs256";
 	case NV_SECRET_PEM: return "pem";
+	case NV_SECRET_SSH_CERT: return "ssh-cert";
 	}
 	return "?";
 }
 
 nv_secret_kind nv_secret_kind_parse(const char *name)
 {
-	static const nv_secret_kind all[] = {NV_SECRET_S3, NV_SECRET_BEARER,
-					     NV_SECRET_BASIC, NV_SECRET_HS256,
-					     NV_SECRET_PEM};
+	static const nv_secret_kind all[] = {
+		NV_SECRET_S3,    NV_SECRET_BEARER, NV_SECRET_BASIC,
+		NV_SECRET_HS256, NV_SECRET_PEM,    NV_SECRET_SSH_CERT};
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (strcmp(name, nv_secret_kind_name(all[i])) == 0)
 			return all[i];
@@ -46,6 +48,8 @@ const char *const *nv_secret_kind_fields(nv_secret_kind kind, int *required)
 	case NV_SECRET_BASIC: *required = 2; return basic_fields;
 	case NV_SECRET_HS256:
 	case NV_SECRET_PEM: *required = 1; return key_fields;
+	/* the certificate may come later, from the profile's signer */
+	case NV_SECRET_SSH_CERT: *required = 1; return ssh_cert_fields;
 	}
 	*required = 0;
 	return NULL;
@@ -65,7 +69,7 @@ nv_secret *nv_secret_new(const char *name, nv_secret_kind kind,
 	}
 	if (!nv_secret_kind_fields(kind, &required)) {
 		nv_err_set(err, NV_EINVAL,
-			   "kinds: s3, bearer, basic, hs256, pem",
+			   "kinds: s3, bearer, basic, hs256, pem, ssh-cert",
 			   "credential %s: unknown kind", name);
 		return NULL;
 	}
@@ -175,6 +179,19 @@ void nv_secret_announce(const nv_secret *s)
 		 * masked like the rest. */
 		if (strcmp(s->fields[i].name, "user") == 0)
 			continue; /* a user name is shown in logs, not masked */
+		if (strcmp(s->fields[i].name, "certificate") == 0 &&
+		    s->fields[i].value) {
+			/* its base64, however the line around it is cut */
+			const char *v = (const char *)s->fields[i].value;
+			const char *b = strchr(v, ' ');
+			size_t n;
+			while (b && *b == ' ')
+				b++;
+			n = b ? strcspn(b, " \t\r\n") : 0;
+			if (n)
+				observer(s->name, b, n);
+			continue;
+		}
 		if (s->fields[i].value && s->fields[i].len)
 			observer(s->name, s->fields[i].value, s->fields[i].len);
 	}

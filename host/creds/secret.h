@@ -16,11 +16,13 @@
 #define NV_SECRET_VALUE_MAX  ((size_t)64 * 1024)
 
 typedef enum nv_secret_kind {
-	NV_SECRET_S3 = 1, /* access_key_id, secret_access_key, session_token */
-	NV_SECRET_BEARER, /* token */
-	NV_SECRET_BASIC,  /* user, password */
-	NV_SECRET_HS256,  /* key */
-	NV_SECRET_PEM     /* key (a PEM private key) */
+	NV_SECRET_S3 = 1,  /* access_key_id, secret_access_key, session_token */
+	NV_SECRET_BEARER,  /* token */
+	NV_SECRET_BASIC,   /* user, password */
+	NV_SECRET_HS256,   /* key */
+	NV_SECRET_PEM,     /* key (a PEM private key) */
+	NV_SECRET_SSH_CERT /* key (OpenSSH private key), certificate (the
+			    * ...-cert-v01@openssh.com line; optional) */
 } nv_secret_kind;
 
 typedef struct nv_secret_field {
@@ -42,7 +44,8 @@ typedef struct nv_secret {
 } nv_secret;
 
 const char *nv_secret_kind_name(nv_secret_kind kind);
-/* "s3", "bearer", "basic", "hs256", "pem" -> kind; 0 when unknown. */
+/* "s3", "bearer", "basic", "hs256", "pem", "ssh-cert" -> kind; 0 when
+ * unknown. */
 nv_secret_kind nv_secret_kind_parse(const char *name);
 
 /* The field names each kind carries, NULL-terminated; the first

@@ -20,6 +20,7 @@
 #include "core/fsutil.h"
 #include "core/hex.h"
 #include "core/proc.h"
+#include "ssh/ssh_cert.h"
 
 /* ---- the in-process cache of command results --------------------------- */
 
@@ -206,11 +207,13 @@ static int parse_json(nv_secret *s, const unsigned char *text, size_t len,
 			rc = set_json_string(s, o, "SessionToken",
 					     "session_token", err);
 	} else if (!rc) {
-		static const char *const map[][2] = {{"Token", "token"},
-						     {"User", "user"},
-						     {"Password", "password"},
-						     {"Key", "key"}};
-		for (size_t i = 0; !rc && i < 4; i++) {
+		static const char *const map[][2] = {
+			{"Token", "token"},
+			{"User", "user"},
+			{"Password", "password"},
+			{"Key", "key"},
+			{"Certificate", "certificate"}};
+		for (size_t i = 0; !rc && i < 5; i++) {
 			int required;
 			const char *const *names =
 				nv_secret_kind_fields(s->kind, &required);
@@ -280,6 +283,54 @@ static int load_env(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 	return 0;
 }
 
+/* An ssh-cert's certificate file: d->certificate, or the key's path and
+ * "-cert.pub" when that file exists (ssh-keygen -s writes it there). A
+ * certificate is public (sshd logs it): any mode, but a regular file, not
+ * a link. */
+static int load_certificate_file(const nv_creds_decl *d, nv_secret *s,
+				 nv_err *err)
+{
+	char path[4096];
+	struct stat st;
+	char *text = NULL;
+	size_t got = 0;
+	int fd, rc;
+
+	if (d->certificate)
+		snprintf(path, sizeof(path), "%s", d->certificate);
+	else if ((size_t)snprintf(path, sizeof(path), "%s-cert.pub", d->path) >=
+		 sizeof(path))
+		return nv_err_set(err, NV_EREFUSED, NULL,
+				  "credential %s: the path is too long",
+				  d->name);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT && !d->certificate)
+		return 0; /* none yet: the profile's signer may make one */
+	if (fd < 0)
+		return nv_err_set_errno(err, NV_EREFUSED, errno,
+					"check the path (symlinks are refused)",
+					"credential %s: cannot open its "
+					"certificate %s",
+					d->name, path);
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (size_t)st.st_size > NV_SSH_KEY_BLOB_MAX * 2) {
+		close(fd);
+		return nv_err_set(err, NV_EREFUSED, NULL,
+				  "credential %s: its certificate %s is not a "
+				  "regular file of at most %zu bytes",
+				  d->name, path, NV_SSH_KEY_BLOB_MAX * 2);
+	}
+	rc = nv_read_fd(&text, &got, fd, (size_t)st.st_size, err);
+	close(fd);
+	if (rc)
+		return rc;
+	rc = nv_secret_set(s, "certificate", text,
+			   trim_end((unsigned char *)text, got), err);
+	OPENSSL_cleanse(text, got);
+	free(text);
+	return rc;
+}
+
 static int load_file(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 {
 	struct stat st;
@@ -342,6 +393,12 @@ static int load_file(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 	case NV_SECRET_S3: rc = parse_json(s, buf, got, err); break;
 	case NV_SECRET_HS256:
 		rc = nv_secret_set(s, "key", buf, got, err);
+		break;
+	case NV_SECRET_SSH_CERT:
+		/* the key file as ssh-keygen wrote it; its certificate */
+		rc = nv_secret_set(s, "key", buf, got, err);
+		if (!rc)
+			rc = load_certificate_file(d, s, err);
 		break;
 	case NV_SECRET_PEM:
 	case NV_SECRET_BEARER:
@@ -464,7 +521,10 @@ static int load_keychain(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 				  d->name);
 	}
 	switch (d->kind) {
-	case NV_SECRET_S3: rc = parse_json(s, out, len, err); break;
+	case NV_SECRET_S3:
+	case NV_SECRET_SSH_CERT: /* {"Key": ..., "Certificate": ...} */
+		rc = parse_json(s, out, len, err);
+		break;
 	case NV_SECRET_BASIC:
 		rc = nv_secret_set(s, "user", d->account, strlen(d->account),
 				   err);
@@ -504,6 +564,49 @@ static int load_command(const nv_creds_decl *d, nv_secret *s, nv_err *err)
 	OPENSSL_cleanse(out, len);
 	free(out);
 	return rc;
+}
+
+int nv_creds_ssh_cert_check(nv_secret *s, nv_err *err)
+{
+	const nv_secret_field *key = nv_secret_get(s, "key");
+	const nv_secret_field *cert = nv_secret_get(s, "certificate");
+	char cert_pub[NV_SSH_PUBLIC_LINE_MAX], key_pub[NV_SSH_PUBLIC_LINE_MAX];
+	nv_ssh_cert c;
+	nv_err why;
+
+	s->expires_at = 0;
+	if (!cert || !cert->len)
+		return 0;
+	if (nv_ssh_cert_parse((const char *)cert->value, cert->len, &c,
+			      cert_pub, sizeof(cert_pub), &why) != 0)
+		return nv_err_set(err, NV_EREFUSED,
+				  "give the whole line of KEY-cert.pub, as "
+				  "ssh-keygen -s wrote it",
+				  "credential %s: its certificate cannot be "
+				  "read (%.400s)",
+				  s->name, why.message);
+	if (c.cert_type != NV_SSH_CERT_USER)
+		return nv_err_set(err, NV_EREFUSED,
+				  "sign the key without -h: ssh-keygen -s CA "
+				  "-I ID -n PRINCIPAL KEY.pub",
+				  "credential %s: its certificate is a host "
+				  "certificate, not a user's",
+				  s->name);
+	/* a key in the OpenSSH format shows its public part: it must be the
+	 * certified one (a key of another format is left to ssh) */
+	if (key &&
+	    nv_ssh_private_key_public((const char *)key->value, key->len,
+				      key_pub, sizeof(key_pub), &why) == 0 &&
+	    strcmp(key_pub, cert_pub) != 0)
+		return nv_err_set(err, NV_EREFUSED,
+				  "the certificate must be the one signed for "
+				  "this key's KEY.pub",
+				  "credential %s: its certificate (%s) is not "
+				  "for its key",
+				  s->name, c.fingerprint);
+	if (c.valid_before != NV_SSH_CERT_FOREVER)
+		s->expires_at = (double)c.valid_before;
+	return 0;
 }
 
 int nv_creds_source_executes(const char *source)
@@ -578,7 +681,12 @@ int nv_creds_load(const nv_creds_decl *d, nv_secret **out, nv_err *err)
 				d->source);
 	if (!rc)
 		rc = nv_secret_complete(s, err);
-	if (!rc && s->expires_at > 0 && s->expires_at <= nv_now())
+	if (!rc && d->kind == NV_SECRET_SSH_CERT)
+		rc = nv_creds_ssh_cert_check(s, err);
+	/* an ssh-cert's key outlives its certificate: the profile's signer
+	 * renews it, and the backend refuses an expired one it cannot */
+	if (!rc && d->kind != NV_SECRET_SSH_CERT && s->expires_at > 0 &&
+	    s->expires_at <= nv_now())
 		rc = nv_err_set(err, NV_EREFUSED,
 				"renew the credential at its source",
 				"credential %s expired", d->name);

@@ -28,7 +28,10 @@ typedef struct nv_creds_decl {
 	/* env: one variable per field of the kind, in the kind's order
 	 * (NULL: the default names, e.g. AWS_ACCESS_KEY_ID for s3) */
 	const char *env[NV_SECRET_FIELDS_MAX];
-	const char *path;    /* file */
+	const char *path; /* file */
+	/* file, kind ssh-cert: the certificate's path (NULL: PATH-cert.pub
+	 * beside the key, if there is one) */
+	const char *certificate;
 	const char *service; /* keychain */
 	const char *account; /* keychain; also the user of a basic cred */
 	const char *argv[NV_CREDS_ARGV_MAX + 1]; /* command, NULL-ended */
@@ -47,6 +50,12 @@ int nv_creds_load(const nv_creds_decl *decl, nv_secret **out, nv_err *err);
 /* 1 when loading from source executes a program: "command" (the
  * declared one) and "keychain" (security). env and file only read. */
 int nv_creds_source_executes(const char *source);
+
+/* An ssh-cert credential's certificate, read from its bytes (never from a
+ * command's claim): a user certificate, for the credential's own key;
+ * sets s->expires_at to its valid_before (0: none, or forever).
+ * NV_EREFUSED saying what is wrong. */
+int nv_creds_ssh_cert_check(nv_secret *s, nv_err *err);
 
 /* Forgets cached command results (tests). */
 void nv_creds_cache_clear(void);

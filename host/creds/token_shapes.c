@@ -44,6 +44,26 @@ const nv_token_shape nv_token_shapes[] = {
 	 "AWS access key id"},
 	{"ASIA", NV_TOKEN_UPPER_DIGIT, 16, 16, "aws-access-key-id",
 	 "AWS temporary access key id"},
+	/* an OpenSSH certificate's base64: its type as an SSH string (the
+	 * whole 3-byte groups of it), then the nonce, key, signature... */
+	{"AAAAIHNzaC1lZDI1NTE5LWNlcnQtdjAxQG9wZW5zc2guY29t", NV_TOKEN_B64, 100,
+	 0, "ssh-certificate", "OpenSSH ssh-ed25519 certificate"},
+	{"AAAAHHNzaC1yc2EtY2VydC12MDFAb3BlbnNzaC5j", NV_TOKEN_B64, 100, 0,
+	 "ssh-certificate", "OpenSSH ssh-rsa certificate"},
+	{"AAAAKGVjZHNhLXNoYTItbmlzdHAyNTYtY2VydC12MDFAb3BlbnNzaC5j",
+	 NV_TOKEN_B64, 100, 0, "ssh-certificate",
+	 "OpenSSH ecdsa-sha2-nistp256 certificate"},
+	{"AAAAKGVjZHNhLXNoYTItbmlzdHAzODQtY2VydC12MDFAb3BlbnNzaC5j",
+	 NV_TOKEN_B64, 100, 0, "ssh-certificate",
+	 "OpenSSH ecdsa-sha2-nistp384 certificate"},
+	{"AAAAKGVjZHNhLXNoYTItbmlzdHA1MjEtY2VydC12MDFAb3BlbnNzaC5j",
+	 NV_TOKEN_B64, 100, 0, "ssh-certificate",
+	 "OpenSSH ecdsa-sha2-nistp521 certificate"},
+	{"AAAAI3NrLXNzaC1lZDI1NTE5LWNlcnQtdjAxQG9wZW5zc2guY29t", NV_TOKEN_B64,
+	 100, 0, "ssh-certificate", "OpenSSH sk-ssh-ed25519 certificate"},
+	{"AAAAK3NrLWVjZHNhLXNoYTItbmlzdHAyNTYtY2VydC12MDFAb3BlbnNzaC5j",
+	 NV_TOKEN_B64, 100, 0, "ssh-certificate",
+	 "OpenSSH sk-ecdsa-sha2-nistp256 certificate"},
 	{"eyJ", NV_TOKEN_JWT, JWT_HEADER_MIN - 3, 0, "jwt", "JSON Web Token"},
 };
 
@@ -76,6 +96,7 @@ static int in_charset(enum nv_token_charset cs, unsigned c)
 	case NV_TOKEN_B64URL:
 	case NV_TOKEN_JWT: return is_alnum(c) || c == '-' || c == '_';
 	case NV_TOKEN_UPPER_DIGIT: return is_upper(c) || is_digit(c);
+	case NV_TOKEN_B64: return is_alnum(c) || c == '+' || c == '/';
 	}
 	return 0;
 }

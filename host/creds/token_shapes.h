@@ -1,6 +1,6 @@
 /* Token shapes: the one table of credentials recognised by their form
  * alone (GitHub, GitLab, Slack, Google and Stripe tokens, AWS access key
- * ids, JSON Web Tokens), shared by the log redactor
+ * ids, JSON Web Tokens, OpenSSH certificates), shared by the log redactor
  * (creds/redact_shapes.c), which masks them, and the tree scanner
  * (creds/scan.c), which reports them, so that what one knows the other
  * knows. Pure C, no allocation.
@@ -27,6 +27,7 @@ enum nv_token_charset {
 	NV_TOKEN_ALNUM_DASH,       /* [A-Za-z0-9-] */
 	NV_TOKEN_B64URL,           /* [A-Za-z0-9_-] */
 	NV_TOKEN_UPPER_DIGIT,      /* [A-Z0-9] */
+	NV_TOKEN_B64,              /* [A-Za-z0-9+/] */
 	NV_TOKEN_JWT               /* base64url segments joined by '.' */
 };
 
@@ -38,7 +39,7 @@ typedef struct nv_token_shape {
 	const char *reason; /* one line for a human */
 } nv_token_shape;
 
-#define NV_TOKEN_SHAPE_COUNT 19
+#define NV_TOKEN_SHAPE_COUNT 26
 extern const nv_token_shape nv_token_shapes[NV_TOKEN_SHAPE_COUNT];
 
 /* Most bytes from a shape's start that nv_token_match() reads before it

@@ -180,7 +180,8 @@ static int write_value(sink *k, const nv_secret *s)
 		return write_field(k, s, "user") || put(k, ":", 1) ||
 		       write_field(k, s, "password");
 	case NV_SECRET_HS256:
-	case NV_SECRET_PEM: return write_field(k, s, "key");
+	case NV_SECRET_PEM:
+	case NV_SECRET_SSH_CERT: return write_field(k, s, "key");
 	case NV_SECRET_S3:
 		/* the form of AWS's credential_process: tools read it */
 		return put(k, "{\"Version\":1", 12) ||

@@ -22,7 +22,7 @@ static int b64_value(unsigned char c)
 
 /* Strict base64 of in[0..len) into out (cap bytes); -1 when malformed or
  * too long, else the decoded length. */
-static long b64_decode(const char *in, size_t len, unsigned char *out,
+long nv_ssh_b64_decode(const char *in, size_t len, unsigned char *out,
 		       size_t cap)
 {
 	size_t at = 0;
@@ -80,7 +80,7 @@ static int is_key_type(const char *s, size_t n)
 static int check_blob(const char *type, size_t tn, const char *b64, size_t n,
 		      unsigned char *blob, size_t *blob_len, nv_err *err)
 {
-	long got = b64_decode(b64, n, blob, NV_SSH_KEY_BLOB_MAX);
+	long got = nv_ssh_b64_decode(b64, n, blob, NV_SSH_KEY_BLOB_MAX);
 	unsigned long name_len;
 
 	if (got < 0)
@@ -129,7 +129,7 @@ static int split_words(const char *line, size_t len, const char *w[3],
 	return count;
 }
 
-static void b64_encode_unpadded(const unsigned char *in, size_t len, char *out)
+void nv_ssh_b64_encode(const unsigned char *in, size_t len, char *out, int pad)
 {
 	size_t at = 0, i;
 
@@ -149,6 +149,8 @@ static void b64_encode_unpadded(const unsigned char *in, size_t len, char *out)
 		out[at++] = b64_digits[(g >> 12) & 63];
 		if (i + 1 < len)
 			out[at++] = b64_digits[(g >> 6) & 63];
+		while (pad && at % 4)
+			out[at++] = '=';
 	}
 	out[at] = '\0';
 }
@@ -156,8 +158,7 @@ static void b64_encode_unpadded(const unsigned char *in, size_t len, char *out)
 int nv_ssh_fingerprint(const char *line, size_t len,
 		       char out[NV_SSH_FINGERPRINT_MAX], nv_err *err)
 {
-	unsigned char blob[NV_SSH_KEY_BLOB_MAX], digest[32];
-	char hex[NV_SHA256_HEX_LEN + 1];
+	unsigned char blob[NV_SSH_KEY_BLOB_MAX];
 	const char *w[3] = {NULL, NULL, NULL};
 	size_t n[3] = {0, 0, 0}, blob_len = 0;
 	int count = split_words(line, len, w, n), t, rc;
@@ -176,8 +177,19 @@ int nv_ssh_fingerprint(const char *line, size_t len,
 				  ".pub file) or as ssh-keyscan prints it",
 				  "ssh: no public key in the line");
 	rc = check_blob(w[t], n[t], w[t + 1], n[t + 1], blob, &blob_len, err);
-	if (!rc)
-		rc = nv_sha256_bytes(blob, blob_len, hex, err);
+	if (rc)
+		return rc;
+	return nv_ssh_blob_fingerprint(blob, blob_len, out, err);
+}
+
+int nv_ssh_blob_fingerprint(const unsigned char *blob, size_t blob_len,
+			    char out[NV_SSH_FINGERPRINT_MAX], nv_err *err)
+{
+	unsigned char digest[32];
+	char hex[NV_SHA256_HEX_LEN + 1];
+	int rc = nv_sha256_bytes(blob, blob_len, hex, err);
+
+	out[0] = '\0';
 	if (rc)
 		return rc;
 	for (int i = 0; i < 32; i++)
@@ -187,7 +199,7 @@ int nv_ssh_fingerprint(const char *line, size_t len,
 					nv_hex_value(
 						(unsigned char)hex[2 * i + 1]));
 	memcpy(out, "SHA256:", 7);
-	b64_encode_unpadded(digest, sizeof(digest), out + 7);
+	nv_ssh_b64_encode(digest, sizeof(digest), out + 7, 0);
 	return 0;
 }
 

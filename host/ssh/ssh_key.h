@@ -33,4 +33,16 @@ int nv_ssh_known_hosts_line(const char *host, int port, const char *type,
 			    const char *b64, char *out, size_t cap,
 			    nv_err *err);
 
+/* Strict base64 (the standard alphabet, '=' only at the end) of in[0..len)
+ * into out (cap bytes): the decoded length, or -1 when malformed or over
+ * cap. */
+long nv_ssh_b64_decode(const char *in, size_t len, unsigned char *out,
+		       size_t cap);
+/* Base64 of in into out (4 * ceil(len / 3) + 1 bytes), '=' padded when pad
+ * (a .pub line) or not (a fingerprint). */
+void nv_ssh_b64_encode(const unsigned char *in, size_t len, char *out, int pad);
+/* "SHA256:..." of a key's blob (as ssh-keygen -l shows it). */
+int nv_ssh_blob_fingerprint(const unsigned char *blob, size_t len,
+			    char out[NV_SSH_FINGERPRINT_MAX], nv_err *err);
+
 #endif

@@ -17,15 +17,18 @@ local core = _navette.core
 local creds = {}
 
 creds.JOB_TOKEN_MARGIN = 600 -- seconds a job's token outlives its limit
-creds.KINDS = { "s3", "bearer", "basic", "hs256", "pem" }
+creds.KINDS = { "s3", "bearer", "basic", "hs256", "pem", "ssh-cert" }
 creds.SOURCES = { "env", "file", "keychain", "command" }
 local DECL_KEYS = { "kind", "source", "env", "path", "service", "account",
-                    "command", "host", "description" }
+                    "command", "host", "description", "certificate" }
 creds.DECL_KEYS = DECL_KEYS -- for the LuaLS definitions (navette.luals)
 local KIND_FIELDS = {
   s3 = { "access_key_id", "secret_access_key", "session_token" },
   bearer = { "token" }, basic = { "user", "password" },
   hs256 = { "key" }, pem = { "key" },
+  -- an OpenSSH private key and its certificate (the
+  -- ...-cert-v01@openssh.com line), whose validity C reads from its bytes
+  ["ssh-cert"] = { "key", "certificate" },
 }
 
 local function listed(v, list)
@@ -97,6 +100,13 @@ function creds.validate(name, d, where, origin)
     if type(d.path) ~= "string" then bad("a file source needs path") end
     local home = sys.getenv("HOME") or ""
     out.path = d.path:gsub("^~/", home .. "/")
+    if d.certificate ~= nil then
+      if d.kind ~= "ssh-cert" or type(d.certificate) ~= "string" then
+        bad("certificate is the path of an ssh-cert's certificate "
+            .. "(default: the key's path and -cert.pub)")
+      end
+      out.certificate = d.certificate:gsub("^~/", home .. "/")
+    end
   elseif d.source == "keychain" then
     if type(d.service) ~= "string" or type(d.account) ~= "string" then
       bad("a keychain source needs service and account")
@@ -111,6 +121,10 @@ function creds.validate(name, d, where, origin)
       if type(a) ~= "string" then bad("command items must be strings") end
       out.command[i] = a
     end
+  end
+  if d.certificate ~= nil and d.source ~= "file" then
+    bad("certificate (a path) is for source file; other sources give "
+        .. "the certificate as a field")
   end
   if d.account ~= nil and type(d.account) ~= "string" then
     bad("account must be a string")
@@ -217,6 +231,7 @@ local function status_word(row, err)
   if row.ok then return "ok" end
   if row.untrusted then return "untrusted" end
   if row.not_run then return "not checked" end
+  if row.expired then return "expired" end
   if row.warning then return "old" end
   local m = err and err.message or ""
   if m:find("macOS only", 1, true) then return "unavailable" end
@@ -375,6 +390,33 @@ function creds.inspect(declared, max_age)
         row.expires_in_s = math.floor(info.expires_at - now)
       end
       row.ok = true
+      local cert = info.certificate -- an ssh-cert's (read from its bytes)
+      if cert then
+        row.certificate = {
+          key_id = cert.key_id, serial = cert.serial,
+          principals = cert.principals, type = cert.type,
+          fingerprint = cert.fingerprint,
+          ca_fingerprint = cert.ca_fingerprint,
+          valid_from = sys.iso8601(cert.valid_after),
+          valid_to = cert.valid_before and sys.iso8601(cert.valid_before)
+                     or "forever",
+        }
+        if cert.valid_before and cert.valid_before <= now then
+          row.ok = false
+          row.expired = true
+          row.warning = "its certificate expired at "
+                        .. row.certificate.valid_to
+          row.hint = "get a new one from your SSH CA, or name a signer "
+                     .. "in the slurm_ssh profile (slurm_ssh.signer)"
+        elseif cert.valid_after > now then
+          row.not_yet = true
+          row.note = "its certificate is valid only from "
+                     .. row.certificate.valid_from .. ": this machine's "
+                     .. "clock may be behind"
+        end
+      elseif d.kind == "ssh-cert" then
+        row.note = "no certificate: the profile's signer must make one"
+      end
       if max_age and row.age_s and row.age_s > max_age then
         row.ok = false
         row.warning = "older than the profile's maximum age of "

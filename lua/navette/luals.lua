@@ -190,8 +190,8 @@ local ANNOTATIONS = {
     pin = { "string", "The endpoint's public key, \"sha256//...\"." },
   },
   credential = {
-    kind = { "\"s3\"|\"bearer\"|\"basic\"|\"hs256\"|\"pem\"", "What the "
-             .. "credential is.", required = true },
+    kind = { "\"s3\"|\"bearer\"|\"basic\"|\"hs256\"|\"pem\"|"
+             .. "\"ssh-cert\"", "What the credential is.", required = true },
     source = { "\"env\"|\"file\"|\"keychain\"|\"command\"", "Where its "
                .. "value comes from (never the project file).",
                required = true },
@@ -204,6 +204,8 @@ local ANNOTATIONS = {
     command = { "string[]", "The command that prints the value." },
     host = { "string", "The only host it is ever sent to." },
     description = { "string", "A line shown by `creds list`." },
+    certificate = { "string", "An ssh-cert's certificate file (source "
+                    .. "\"file\"; default: the key's path and -cert.pub)." },
   },
 }
 -- image.rebuild takes image.build's options, its `to` a pointer, and force

@@ -86,7 +86,8 @@ local function user_credentials()
   end
   local out = validate_credentials(path, value, "", "user")
   for name, d in pairs(out) do
-    if d.kind ~= "hs256" and d.kind ~= "pem" and not d.host then
+    if d.kind ~= "hs256" and d.kind ~= "pem" and d.kind ~= "ssh-cert"
+       and not d.host then
       fail(path, "credential '" .. name .. "': a credential of your own "
            .. "configuration names the host it is for (host = "
            .. "\"api.example.com\"), so that no project sends it elsewhere")

@@ -44,6 +44,41 @@ t.test("a valid profile keeps its settings", function()
   t.eq(cfg.working_directory, "/tmp")
 end)
 
+t.test("an ssh-cert credential, of any source, with a signer",
+       function()
+  local function w(extra)
+    local x = where(nil, { name = "key", kind = "ssh-cert",
+                           source = "command", command = { "get-key" } })
+    for k, v in pairs(extra or {}) do x.credentials[k] = v end
+    return x
+  end
+  local cfg = b.validate(settings(), w())
+  t.eq(cfg.credential.kind, "ssh-cert")
+  t.eq(cfg.signer, nil)
+  cfg = b.validate(settings { signer = { command = { "sign", "-x" } } }, w())
+  t.eq(cfg.signer.command[2], "-x")
+  t.eq(cfg.signer.margin, 600)
+  cfg = b.validate(settings { signer = { ca = "ca", lifetime = "2h" } },
+                   w { ca = { name = "ca", kind = "pem", source = "file",
+                              path = "/ca" } })
+  t.eq(cfg.signer.ca.name, "ca")
+  t.eq(cfg.signer.lifetime, 7200)
+  t.eq(cfg.signer.principals[1], "me")
+  t.eq(cfg.signer.key_id, "navette-me")
+  local m = refused(settings { signer = { ca = "nope" } }, w())
+  t.ok(m:find("signer.ca must name a declared credential", 1, true), m)
+  m = refused(settings { signer = { command = { "a" }, ca = "ca" } }, w())
+  t.ok(m:find("signer needs one of command", 1, true), m)
+  m = refused(settings { signer = { comand = { "a" } } }, w())
+  t.ok(m:find("unknown key 'comand'", 1, true), m)
+  -- a signer renews certificates: a pem key has none
+  m = refused(settings { signer = { command = { "a" } } })
+  t.ok(m:find("a signer renews the certificate", 1, true), m)
+  -- a certificate path is for a key read from a file
+  m = refused(settings { certificate = "/c" }, w())
+  t.ok(m:find("for a key of source file", 1, true), m)
+end)
+
 t.test("mistakes are named, with the nearest key", function()
   local m, h = refused(settings { partiton = "gpu" })
   t.ok(m:find("unknown key 'partiton' (did you mean 'partition'?)", 1,
@@ -55,7 +90,8 @@ t.test("mistakes are named, with the nearest key", function()
   t.ok(m:find("needs s3:// storage", 1, true), m)
   m = refused(settings(), where(nil, { name = "key", kind = "bearer",
                                        source = "env" }))
-  t.ok(m:find("must be of kind pem with source file", 1, true), m)
+  t.ok(m:find("must be of kind ssh-cert (any source), or pem with "
+              .. "source file", 1, true), m)
   local bad = settings()
   bad.ssh.host_key = "MD5:aa:bb"
   m = refused(bad)

@@ -8,6 +8,7 @@
 #ifndef _XOPEN_SOURCE
 #define _XOPEN_SOURCE 700 /* nftw */
 #endif
+#include "core/hex.h"
 #include "creds/jwt.h"
 #include "creds/secret.h"
 #include "creds/source.h"
@@ -1139,6 +1140,130 @@ out:
 	nv_secret_free(key);
 }
 
+/* ---- ssh-cert ------------------------------------------------------------ */
+
+/* data_dir/../ssh/certs/NAME (hex) decoded into out; its length. */
+static size_t cert_vector(const char *name, char *out, size_t cap)
+{
+	char path[2048], hex[16384];
+	size_t n, at = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/../ssh/certs/%s", data_dir, name);
+	f = fopen(path, "r");
+	n = f ? fread(hex, 1, sizeof(hex) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	for (size_t i = 0; i + 1 < n && hex[i] != '\n' && at + 1 < cap; i += 2)
+		out[at++] = (char)(nv_hex_value((unsigned char)hex[i]) << 4 |
+				   nv_hex_value((unsigned char)hex[i + 1]));
+	out[at] = '\0';
+	return at;
+}
+
+static char announced[4096];
+
+static void cert_observer(const char *name, const void *value, size_t len)
+{
+	(void)name;
+	if (len < sizeof(announced) && strstr(value, "-cert-v01") == NULL) {
+		size_t used = strlen(announced);
+		if (used + len + 2 < sizeof(announced)) {
+			memcpy(announced + used, value, len);
+			memcpy(announced + used + len, "|", 2);
+		}
+	}
+}
+
+static void test_ssh_cert(void)
+{
+	char key[8192], cert[8192], other[8192], host[8192], json[20000];
+	char kp[1024], cp[1024], op[1024], hp[1024], jp[1024], *b64;
+	size_t kn = cert_vector("ed25519.key.hex", key, sizeof(key));
+	size_t cn = cert_vector("ed25519-cert.pub.hex", cert, sizeof(cert));
+	size_t on = cert_vector("ecdsa-cert.pub.hex", other, sizeof(other));
+	size_t hn = cert_vector("host-cert.pub.hex", host, sizeof(host));
+	nv_creds_decl d = decl("login", NV_SECRET_SSH_CERT, "file");
+	nv_secret *s = NULL;
+	nv_err err;
+	size_t j = 0;
+
+	CHECK(kn > 300 && cn > 300 && on > 300 && hn > 300);
+	CHECK(nv_secret_kind_parse("ssh-cert") == NV_SECRET_SSH_CERT);
+	path_in(kp, sizeof(kp), base, "id");
+	path_in(cp, sizeof(cp), base, "id-cert.pub");
+	path_in(op, sizeof(op), base, "other-cert.pub");
+	path_in(hp, sizeof(hp), base, "host-cert.pub");
+	CHECK(write_file(kp, key, kn, 0600) == 0);
+	CHECK(write_file(op, other, on, 0644) == 0);
+	CHECK(write_file(hp, host, hn, 0644) == 0);
+	d.path = kp;
+
+	/* no certificate beside the key yet: the key alone, no expiry */
+	unlink(cp);
+	CHECK(nv_creds_load(&d, &s, &err) == 0);
+	CHECK(s && field_is(s, "key", key, kn) && s->expires_at == 0 &&
+	      !nv_secret_get(s, "certificate"));
+	nv_secret_free(s);
+	s = NULL;
+
+	/* KEY-cert.pub beside it (mode 0644, as ssh-keygen writes it): its
+	 * expiry read from the certificate, and its base64 announced */
+	CHECK(write_file(cp, cert, cn, 0644) == 0);
+	announced[0] = '\0';
+	nv_secret_set_observer(cert_observer);
+	CHECK(nv_creds_load(&d, &s, &err) == 0);
+	nv_secret_set_observer(NULL);
+	CHECK(s && s->expires_at == 1893542400.0);
+	CHECK(s && field_is(s, "certificate", cert, cn - 1)); /* no newline */
+	b64 = strchr(cert, ' ') + 1;
+	*strchr(b64, ' ') = '\0';
+	CHECK(contains(announced, b64) && contains(announced, "OPENSSH"));
+	nv_secret_free(s);
+	s = NULL;
+
+	/* another key's certificate, a host certificate: refused */
+	d.certificate = op;
+	CHECK(nv_creds_load(&d, &s, &err) == NV_EREFUSED && !s);
+	CHECK(contains(err.message, "is not for its key"));
+	d.certificate = hp;
+	CHECK(nv_creds_load(&d, &s, &err) == NV_EREFUSED);
+	CHECK(contains(err.message, "host certificate"));
+	/* an explicit certificate that is missing is an error */
+	path_in(jp, sizeof(jp), base, "none-cert.pub");
+	d.certificate = jp;
+	CHECK(nv_creds_load(&d, &s, &err) == NV_EREFUSED);
+	CHECK(contains(err.message, "cannot open its certificate"));
+
+	/* a command prints {"Key", "Certificate"}; the expiry is the
+	 * certificate's, not the command's claim */
+	cert_vector("ed25519-cert.pub.hex", cert, sizeof(cert));
+	cert[cn - 1] = '\0';
+	j = (size_t)snprintf(json, sizeof(json), "{\"Version\":1,\"Key\":\"");
+	for (size_t i = 0; i < kn; i++) {
+		if (key[i] == '\n') {
+			json[j++] = '\\';
+			json[j++] = 'n';
+		} else
+			json[j++] = key[i];
+	}
+	snprintf(json + j, sizeof(json) - j,
+		 "\",\"Certificate\":\"%s\",\"Expiration\":"
+		 "\"2099-01-01T00:00:00Z\"}",
+		 cert);
+	path_in(jp, sizeof(jp), base, "cert.json");
+	CHECK(write_file(jp, json, strlen(json), 0600) == 0);
+	d = decl("login-cmd", NV_SECRET_SSH_CERT, "command");
+	d.argv[0] = "cat";
+	d.argv[1] = jp;
+	nv_creds_cache_clear();
+	CHECK(nv_creds_load(&d, &s, &err) == 0);
+	CHECK(s && s->expires_at == 1893542400.0);
+	CHECK(s && field_is(s, "key", key, kn));
+	nv_secret_free(s);
+	nv_creds_cache_clear();
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -1181,6 +1306,7 @@ int main(void)
 	test_keychain_hex();
 	test_base64url();
 	test_jwt();
+	test_ssh_cert();
 
 	nv_creds_cache_clear();
 	nftw(base, rm_entry, 16, FTW_DEPTH | FTW_PHYS);

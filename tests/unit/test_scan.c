@@ -1045,7 +1045,7 @@ static void test_binary(void)
 {
 	static const char elf[] = "\x7f"
 				  "ELF\x02\x01\x01\0\0\0\0\0";
-	char buf[1024], u16[2048], tok[128];
+	char buf[1024], u16[2048], tok[256];
 	struct hits hs;
 	nv_scan_stats st;
 	nv_scan_allowlist *al = NULL;

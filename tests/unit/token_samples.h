@@ -29,6 +29,9 @@ static const char *sample_alphabet(enum nv_token_charset cs)
 		return "ABCDEFGHIJKLMNOPQRSTUVWYZabcdefghijklmnopqrstuvwyz01234"
 		       "56789-_";
 	case NV_TOKEN_UPPER_DIGIT: return "ABCDEFGHIJKLMNOPQRSTUVWYZ0123456789";
+	case NV_TOKEN_B64:
+		return "ABCDEFGHIJKLMNOPQRSTUVWYZabcdefghijklmnopqrstuvwyz01234"
+		       "56789+/";
 	}
 	return "a";
 }

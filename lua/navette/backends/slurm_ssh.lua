@@ -16,14 +16,21 @@ local term = require "navette.term"
 local util = require "navette.util"
 local logic = require "navette.slurm.logic"
 local settings = require "navette.slurm.settings"
+local util = require "navette.util"
 local slurm, ssh = _navette.slurm, _navette.ssh
+local ssh_cert, creds_native = _navette.ssh_cert, _navette.creds
 local sys, core = _navette.sys, _navette.core
 
 local M = { name = "slurm_ssh" }
 
-local KEYS = { "ssh", "credential", "certificate" }
+local KEYS = { "ssh", "credential", "certificate", "signer" }
 for _, k in ipairs(settings.KEYS) do KEYS[#KEYS + 1] = k end
 local SSH_KEYS = { "host", "port", "user", "host_key", "proxy_jump" }
+local SIGNER_KEYS = { "command", "ca", "key_id", "principals", "lifetime",
+                      "margin" }
+-- a certificate with less than this left is renewed by the signer first
+-- (the login needs it only at the ControlMaster's start)
+local RENEW_MARGIN = 600
 -- seconds a ControlMaster outlives its last command
 local CONTROL_PERSIST = 60
 -- a look at the jobs is reused this long, by every session onto the same
@@ -48,6 +55,66 @@ local function trust_hint(profile)
     .. "write the login node's host key fingerprint (ssh-keygen -lf "
     .. "/etc/ssh/ssh_host_ed25519_key.pub on the node, or your admins') "
     .. "as ssh.host_key = \"SHA256:...\""
+end
+
+-- Validates slurm_ssh.signer (s): { command = { ... } } or { ca = NAME,
+-- key_id = ..., principals = { ... }, lifetime = "1h" }, and margin.
+local function check_signer(s, where, user, fail)
+  if s == nil then return nil end
+  if type(s) ~= "table" then
+    fail("signer must be { command = { \"program\", ... } } or { ca = "
+         .. "\"CREDENTIAL\" }")
+  end
+  settings.check_keys(s, SIGNER_KEYS, "slurm_ssh.signer", fail)
+  if (s.command == nil) == (s.ca == nil) then
+    fail("signer needs one of command (a program given the public key, "
+         .. "printing {\"Certificate\": ...}) and ca (a credential holding "
+         .. "the CA's private key)")
+  end
+  local out = {}
+  if s.command ~= nil then
+    if type(s.command) ~= "table" or #s.command == 0 or #s.command > 32 then
+      fail("signer.command must be { \"program\", \"arg\", ... }")
+    end
+    out.command = {}
+    for i, a in ipairs(s.command) do
+      if type(a) ~= "string" then fail("signer.command: words are strings") end
+      out.command[i] = a
+    end
+  else
+    local ca = type(s.ca) == "string" and where.credentials[s.ca]
+    if not ca or (ca.kind ~= "pem" and ca.kind ~= "ssh-cert") then
+      fail("signer.ca must name a declared credential of kind pem or "
+           .. "ssh-cert holding the SSH CA's private key",
+           "declare it under credentials = { ... }, for example { kind = "
+           .. "\"pem\", source = \"keychain\", ... }")
+    end
+    out.ca = ca
+    out.key_id = s.key_id or ("navette-" .. user)
+    if type(out.key_id) ~= "string" or not out.key_id:match("^[%w][%w._@-]*$")
+       or #out.key_id > 128 then
+      fail("signer.key_id must be letters, digits, '.', '_', '@' and '-'")
+    end
+    out.principals = {}
+    for i, p in ipairs(s.principals or { user }) do
+      if type(p) ~= "string" or not p:match("^[%w_][%w._@-]*$") then
+        fail("signer.principals must be user names on the login node")
+      end
+      out.principals[i] = p
+    end
+    if #out.principals == 0 then
+      fail("signer.principals must name at least one principal")
+    end
+    out.lifetime = util.parse_duration(s.lifetime or 3600)
+    if not out.lifetime or out.lifetime < 60 or out.lifetime > 366 * 86400 then
+      fail("signer.lifetime must be a duration from 1m to 366d")
+    end
+  end
+  out.margin = util.parse_duration(s.margin or RENEW_MARGIN)
+  if not out.margin or out.margin < 0 then
+    fail("signer.margin must be a duration (renew when less is left)")
+  end
+  return out
 end
 
 -- Validates profile.slurm_ssh (t). A profile with no host_key is valid
@@ -94,32 +161,41 @@ function M.validate(t, where)
     fail("ssh.proxy_jump must be one jump host, [user@]host[:port]")
   end
   if type(t.credential) ~= "string" then
-    fail("credential must name a declared credential: kind pem, source "
-         .. "file, the path of your SSH private key")
+    fail("credential must name a declared credential: kind ssh-cert (a "
+         .. "key and its certificate), or pem with source file (the path "
+         .. "of your SSH private key)")
   end
   local cred = where.credentials[t.credential]
   if not cred then
     fail("credential '" .. t.credential .. "' is not declared",
          "declare it under credentials = { ... } in navette.lua")
   end
-  if cred.kind ~= "pem" or cred.source ~= "file" then
-    fail("credential '" .. t.credential .. "' must be of kind pem with "
-         .. "source file (the private key's path): ssh reads the key "
-         .. "itself", "other sources are not supported yet")
+  local certified = cred.kind == "ssh-cert"
+  if not certified and (cred.kind ~= "pem" or cred.source ~= "file") then
+    fail("credential '" .. t.credential .. "' must be of kind ssh-cert "
+         .. "(any source), or pem with source file (the private key's "
+         .. "path: ssh reads the key itself)")
   end
-  if cred.path:sub(1, 1) ~= "/" then
+  if cred.source == "file" and cred.path:sub(1, 1) ~= "/" then
     fail("credential '" .. t.credential .. "': the key's path must be "
          .. "absolute")
   end
   if t.certificate ~= nil and (type(t.certificate) ~= "string"
-     or t.certificate:sub(1, 1) ~= "/") then
+     or t.certificate:sub(1, 1) ~= "/" or cred.source ~= "file") then
     fail("certificate must be the absolute path of the key's "
-         .. "certificate (KEY-cert.pub), signed by the cluster's SSH CA")
+         .. "certificate (KEY-cert.pub), signed by the cluster's SSH CA, "
+         .. "for a key of source file")
+  end
+  local signer = check_signer(t.signer, where, s.user, fail)
+  if signer and not certified then
+    fail("a signer renews the certificate of a credential of kind "
+         .. "ssh-cert; '" .. t.credential .. "' is of kind " .. cred.kind)
   end
   return settings.check(t, fail, {
     profile = name, host = s.host, port = s.port or 22, user = s.user,
     host_key = s.host_key, proxy_jump = s.proxy_jump,
-    credential = cred, identity = cred.path, certificate = t.certificate,
+    credential = cred, identity = cred.path,
+    certificate = t.certificate or cred.certificate, signer = signer,
   })
 end
 
@@ -234,20 +310,138 @@ local function known_hosts(cfg)
                    .. "be in the way"), 0)
 end
 
--- A session's ssh options for cfg (opened: host key, folder, socket).
+-- ---- the key and its certificate --------------------------------------------
+
+-- [credential name] = the handle holding a certificate a signer gave this
+-- process (each process asks the signer once, while it lasts)
+local renewed = {}
+
+local function span(seconds)
+  seconds = math.floor(math.abs(seconds))
+  if seconds >= 86400 then return (seconds // 86400) .. " d" end
+  if seconds >= 3600 then return (seconds // 3600) .. " h" end
+  if seconds >= 60 then return (seconds // 60) .. " min" end
+  return seconds .. " s"
+end
+
+-- A fresh certificate for handle's key from the profile's signer.
+local function renew(cfg, handle)
+  local s, opts = cfg.signer, nil
+  if s.command then
+    opts = { command = s.command }
+  else
+    local ca, err = creds_native.load(s.ca)
+    if not ca then
+      error(errors.new(err.code == "not_run" and "not_run" or "refused",
+                       where_of(cfg) .. ": the signer's CA credential '"
+                       .. tostring(s.ca.name) .. "' cannot be loaded: "
+                       .. err.message, err.hint), 0)
+    end
+    opts = { ca = ca, key_id = s.key_id, principals = s.principals,
+             lifetime = s.lifetime, serial = math.floor(sys.now()),
+             dir = runtime_dir(cfg) }
+  end
+  local fresh, err = ssh_cert.sign(handle, opts)
+  if not fresh then
+    error(errors.new(err.code == "not_run" and "not_run" or "refused",
+                     where_of(cfg) .. ": the profile's signer gave no "
+                     .. "certificate: " .. err.message,
+                     err.hint or "check slurm_ssh.signer"), 0)
+  end
+  local c = fresh:info().certificate
+  if not c or (c.valid_before or math.huge) <= sys.now() + 60 then
+    error(errors.new("refused", where_of(cfg) .. ": the signer's "
+                     .. "certificate is already expired; nothing was sent",
+                     "check the signer's validity (-V) and this "
+                     .. "machine's clock"), 0)
+  end
+  return fresh
+end
+
+-- The key ssh logs in with: {identity, certificate} (paths ssh reads),
+-- or {handle, write = true} for a key and certificate that navette holds
+-- (from another source than a file, or renewed): written 0600 into the
+-- 0700 runtime folder around each ssh call (ssh reads them only at the
+-- login) and removed after it. An ssh-cert's certificate is checked
+-- first: renewed by the signer when less than its margin is left; an
+-- expired one with no signer is refused here, before any connection.
+local function login_key(cfg)
+  local d = cfg.credential
+  if d.kind ~= "ssh-cert" then
+    return { identity = cfg.identity, certificate = cfg.certificate,
+             id = cfg.identity .. "\0" .. tostring(cfg.certificate) }
+  end
+  if d.source == "file" and cfg.certificate then
+    local copy = {}
+    for k, v in pairs(d) do copy[k] = v end
+    copy.certificate = cfg.certificate
+    d = copy
+  end
+  local handle = renewed[d.name]
+  -- a renewed certificate lives in memory only: written for each call
+  local fresh = handle ~= nil
+  if not handle then
+    local err
+    handle, err = creds_native.load(d)
+    if not handle then
+      error(errors.new(err.code == "not_run" and "not_run" or "refused",
+                       where_of(cfg) .. ": the ssh credential '"
+                       .. tostring(d.name) .. "' cannot be loaded: "
+                       .. err.message, err.hint), 0)
+    end
+  end
+  local cert = handle:info().certificate
+  local now = sys.now()
+  local left = cert and (cert.valid_before or math.huge) - now
+  if not cert or left < (cfg.signer and cfg.signer.margin or 0) then
+    if cfg.signer then
+      handle = renew(cfg, handle)
+      renewed[d.name] = handle
+      cert, fresh = handle:info().certificate, true
+    elseif not cert then
+      fail_open(cfg, "credential '" .. d.name .. "' holds no certificate "
+                .. "and the profile names no signer; nothing was sent",
+                "have the key signed by the cluster's SSH CA (ssh-keygen "
+                .. "-s CA -I ID -n PRINCIPAL -V +1h KEY.pub), or name a "
+                .. "signer: slurm_ssh.signer = { command = { ... } }")
+    elseif left <= 0 then
+      fail_open(cfg, "the certificate of credential '" .. d.name
+                .. "' (key id \"" .. cert.key_id .. "\", serial "
+                .. cert.serial .. ") expired at "
+                .. sys.iso8601(cert.valid_before) .. ", " .. span(left)
+                .. " ago; nothing was sent",
+                "get a new one from your SSH CA (for example `ssh-keygen "
+                .. "-s CA -I ID -n PRINCIPAL -V +1h KEY.pub`), see it "
+                .. "with `navette creds check " .. d.name .. "`, or name "
+                .. "a signer that renews it: slurm_ssh.signer = { "
+                .. "command = { ... } } or { ca = \"CREDENTIAL\" }")
+    end
+  end
+  local id = d.name .. "\0" .. cert.fingerprint .. "\0" .. cert.serial
+  if d.source == "file" and not fresh then
+    return { identity = d.path, id = id, handle = handle,
+             certificate = d.certificate or (d.path .. "-cert.pub") }
+  end
+  return { handle = handle, write = true, id = id }
+end
+
+-- A session's ssh options for cfg (opened: host key, folder, socket,
+-- the key).
 local function target(cfg)
   need_pin(cfg)
+  local key = login_key(cfg)
   local kh = known_hosts(cfg)
   local name = sys.sha256(table.concat({ cfg.host, tostring(cfg.port),
-    cfg.user, tostring(cfg.proxy_jump), cfg.host_key, cfg.identity,
-    tostring(cfg.certificate) }, "\0")):sub(1, 16)
+    cfg.user, tostring(cfg.proxy_jump), cfg.host_key, key.id }, "\0"))
+    :sub(1, 16)
+  local dir = runtime_dir(cfg)
   return {
     host = cfg.host, port = cfg.port, user = cfg.user, known_hosts = kh,
-    identity = cfg.identity, certificate = cfg.certificate,
+    identity = key.identity, certificate = key.certificate,
     proxy_jump = cfg.proxy_jump,
-    control_path = runtime_dir(cfg) .. "/" .. name,
+    control_path = dir .. "/" .. name,
     control_persist = CONTROL_PERSIST,
-  }
+  }, key, dir
 end
 
 -- ---- sessions (navette.slurm.logic's interface) -------------------------------
@@ -263,7 +457,22 @@ function Session:run(words, stdin, max_output)
   local opts = {}
   for k, v in pairs(self.target) do opts[k] = v end
   opts.command, opts.stdin, opts.max_output = words, stdin, max_output
-  local r, err = ssh.run(opts)
+  local written, err
+  if self.login.write then
+    -- for this call only: a running ControlMaster reads neither
+    written, err = ssh_cert.write_identity(self.login.handle, self.dir)
+    if not written then
+      err.message = where_of(self.cfg) .. ": " .. err.message
+      return nil, err
+    end
+    opts.identity, opts.certificate = written.identity, written.certificate
+  end
+  local r
+  r, err = ssh.run(opts)
+  if written then
+    sys.remove(written.identity)
+    if written.certificate then sys.remove(written.certificate) end
+  end
   if not r then
     err.message = where_of(self.cfg) .. ": " .. err.message
     return nil, err
@@ -388,9 +597,10 @@ function Session:close()
 end
 
 local function open(cfg, owner)
-  local t = target(cfg)
+  local t, login, dir = target(cfg)
   return setmetatable({ cfg = cfg, target = t, owner = owner,
-                        key = t.control_path or "" }, Session)
+                        key = t.control_path or "", login = login,
+                        dir = dir }, Session)
 end
 
 local function status_session(cfg)

@@ -63,14 +63,30 @@ function M.run(argv)
     end
   else
     -- one word per row; what went wrong is told under the table
-    term.printf("%-20s %-7s %-9s %-6s %-8s %s\n", "NAME", "KIND", "SOURCE",
+    term.printf("%-20s %-8s %-9s %-6s %-8s %s\n", "NAME", "KIND", "SOURCE",
                 "AGE", "EXPIRES", "STATUS")
     for _, r in ipairs(rows) do
-      term.printf("%-20s %-7s %-9s %-6s %-8s %s\n", r.name, r.kind,
+      term.printf("%-20s %-8s %-9s %-6s %-8s %s\n", r.name, r.kind,
                   r.source, common.age_text(r.age_s),
                   common.age_text(r.expires_in_s),
                   term.style("stdout", r.ok and "green" or r.not_run
                              and "yellow" or "bold_red", r.status))
+    end
+    for _, r in ipairs(rows) do
+      local c = r.certificate
+      if c then
+        local left = r.expires_in_s and (r.expires_in_s > 0
+          and (common.age_text(r.expires_in_s) .. " left")
+          or ("expired " .. common.age_text(-r.expires_in_s) .. " ago"))
+        term.print(r.name .. ": certificate key id \"" .. c.key_id
+                   .. "\", serial " .. c.serial .. ", principals "
+                   .. (#c.principals > 0 and table.concat(c.principals, ", ")
+                       or "any"))
+        term.print("  valid from " .. c.valid_from .. " to " .. c.valid_to
+                   .. (left and (" (" .. left .. ")") or ""))
+        term.print("  signed by CA " .. c.ca_fingerprint)
+      end
+      if r.ok and r.note then term.print(r.name .. ": " .. r.note) end
     end
     local told = false
     for _, r in ipairs(rows) do

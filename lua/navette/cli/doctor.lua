@@ -178,7 +178,14 @@ local function check_credentials(profile)
       label = label .. " (the s3 store's AWS_* variables)"
     end
     local c
-    if r.ok then
+    if r.ok and r.not_yet then
+      -- an ssh certificate not valid yet: the clocks disagree (sshd
+      -- refuses it until then)
+      c = check(label, "warn", r.note, "check this machine's clock "
+                .. "(timedatectl, or System Settings > Date & Time) and "
+                .. "the signer's; a signer should back-date by minutes "
+                .. "(ssh-keygen -V -5m:+1h)")
+    elseif r.ok then
       local parts = { r.kind .. " from " .. r.source }
       if r.age_s then parts[#parts + 1] = "age " .. common.age_text(r.age_s) end
       if r.expires_in_s then
@@ -188,8 +195,8 @@ local function check_credentials(profile)
     elseif r.warning then
       c = check(label, "warn", r.kind .. " from " .. r.source .. ", age "
                 .. common.age_text(r.age_s) .. ": " .. r.warning,
-                "replace it with a new one (the profile's "
-                .. "max_credential_age)")
+                r.expired and r.hint or "replace it with a new one (the "
+                .. "profile's max_credential_age)")
     elseif r.not_run then
       c = check(label, "warn", "not checked (" .. r.note .. ")", r.hint)
     else
