@@ -313,7 +313,8 @@ drain() {
 # the tasks Slurm has of array job A
 array_tasks() { squeue -h -r -j "$1" -o '%i' 2>/dev/null | wc -l | tr -d ' '; }
 
-NV_SUB='' NV_FIN='' NV_CONN='' NV_SESS='' ST_T='' ST_CONN='' JB_T='' JB_CONN=''
+NV_SUB='' NV_FIN='' NV_CONN='' NV_SESS='' ST_T='' ST_CONN='' ST_SESS=''
+JB_T='' JB_CONN='' JB_SESS=''
 SSH_T='' LOC_T=''
 
 # slurm_id JOB: the Slurm job (the array's) of a navette job
@@ -366,21 +367,23 @@ for round in $(seq 1 "$ROUNDS"); do
 	navette_sweep
 	say "round $round/$ROUNDS: navette status, navette jobs over the $N tasks.."
 	end_masters
-	c0=$(connections)
+	c0=$(connections) s0=$(sessions)
 	t0=$(now)
 	(cd "$REPO" && "$NAVETTE" status "$TASK" >"$WORK/status.out" 2>&1) ||
 		die "navette status $TASK failed: $(tail -n 5 "$WORK/status.out")"
 	ST_T="$ST_T $(since "$t0")"
 	ST_CONN="$ST_CONN $(($(connections) - c0))"
+	ST_SESS="$ST_SESS $(($(sessions) - s0))"
 	grep -q 'PENDING' "$WORK/status.out" ||
 		die "navette status $TASK shows no PENDING Slurm job: $(cat "$WORK/status.out")"
 	end_masters
-	c0=$(connections)
+	c0=$(connections) s0=$(sessions)
 	t0=$(now)
 	(cd "$REPO" && "$NAVETTE" jobs --profile login --limit "$N" >"$WORK/jobs.out" 2>&1) ||
 		die "navette jobs failed: $(tail -n 5 "$WORK/jobs.out")"
 	JB_T="$JB_T $(since "$t0")"
 	JB_CONN="$JB_CONN $(($(connections) - c0))"
+	JB_SESS="$JB_SESS $(($(sessions) - s0))"
 	got=$(grep -c " ${ARRAY}_[0-9]* PENDING" "$WORK/jobs.out" || true)
 	[ "$got" -eq "$N" ] || die "navette jobs lists $got tasks of array $ARRAY as pending, not $N"
 done
@@ -417,8 +420,11 @@ done
 if [ "$FINISH" = 1 ]; then
 	say "FINISH=1: a sweep of $N tasks with the partition up, until all have ended.."
 	scontrol update PartitionName="$SLURM_PARTITION" State=UP >/dev/null
+	keep="$NV_SUB|$NV_CONN|$NV_SESS"
 	t0=$(now)
 	navette_sweep
+	# (this sweep's submission is not one of the rounds')
+	IFS='|' read -r NV_SUB NV_CONN NV_SESS <<<"$keep"
 	for i in $(seq 1 3600); do
 		[ "$(array_tasks "$ARRAY")" -eq 0 ] && break
 		sleep 0.5
@@ -436,6 +442,8 @@ nv=$(median $NV_SUB) ssh_t=$(median $SSH_T) loc=$(median $LOC_T)
 # shellcheck disable=SC2086
 st=$(median $ST_T) jb=$(median $JB_T)
 per() { awk -v a="$1" -v n="$N" 'BEGIN { printf "%.2f", a * 1000 / n }'; }
+# shellcheck disable=SC2048,SC2086 # a list of words, commas between
+list() { echo $* | tr ' ' ','; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1fx", a / b }'; }
 row() { # WAY ROUNDS SECONDS PER RATIO_SSH RATIO_LOCAL CONNECTIONS
 	printf '| %-44s | %6s | %8s | %10s | %10s | %10s | %11s |\n' "$@"
@@ -448,16 +456,21 @@ row way rounds "wall s" "per job ms" "ssh loop /" "local /" "connections"
 printf '|%s|%s|%s|%s|%s|%s|%s|\n' "----------------------------------------------" \
 	"-------:" "---------:" "-----------:" "-----------:" "-----------:" "------------:"
 row "navette run, one sbatch --array (submitted)" "$ROUNDS" "$nv" "$(per "$nv")" \
-	"$(ratio "$ssh_t" "$nv")" "$(ratio "$loc" "$nv")" "$(echo $NV_CONN | tr ' ' ',')"
+	"$(ratio "$ssh_t" "$nv")" "$(ratio "$loc" "$nv")" "$(list $NV_CONN)"
 [ -z "$NV_FIN" ] || row "navette run, partition up, until all ended" 1 "$NV_FIN" \
 	"$(per "$NV_FIN")" "" "" ""
 row "ssh login sbatch, a connection per call" "$LOOP_ROUNDS" "$ssh_t" "$(per "$ssh_t")" \
 	"1.0x" "$(ratio "$loc" "$ssh_t")" "$N"
 row "sbatch on the login node, one session" "$LOOP_ROUNDS" "$loc" "$(per "$loc")" \
 	"$(ratio "$ssh_t" "$loc")" "1.0x" 1
-row "navette status TASK ($N queued)" "$ROUNDS" "$st" "" "" "" "$(echo $ST_CONN | tr ' ' ',')"
-row "navette jobs --profile --limit $N" "$ROUNDS" "$jb" "" "" "" "$(echo $JB_CONN | tr ' ' ',')"
-echo "sshd during each navette sweep: connections $(echo $NV_CONN | tr ' ' ','), sessions" \
-	"(commands) $(echo $NV_SESS | tr ' ' ',') (target: 1 connection);" \
-	"target navette >= 20x the ssh loop:" \
+row "navette status TASK ($N queued)" "$ROUNDS" "$st" "" "" "" "$(list $ST_CONN)"
+row "navette jobs --profile --limit $N" "$ROUNDS" "$jb" "" "" "" "$(list $JB_CONN)"
+echo "each round, s: navette run $(list $NV_SUB); status $(list $ST_T);" \
+	"jobs $(list $JB_T); ssh loop $(list $SSH_T); local loop $(list $LOC_T)"
+echo "sshd, each round: the sweep $(list $NV_CONN) connections," \
+	"$(list $NV_SESS) commands; status $(list $ST_SESS) commands;" \
+	"jobs $(list $JB_SESS) commands (squeue --json)"
+echo "targets: the sweep over 1 connection:" \
+	"$(case " $NV_CONN " in *" 0 "* | *" "[2-9]* | *" "[1-9][0-9]*) echo MISS ;; *) echo met ;; esac);" \
+	"navette >= 20x the ssh loop:" \
 	"$(awk -v a="$ssh_t" -v b="$nv" 'BEGIN { print (a / b >= 20) ? "met" : "MISS" }')"
