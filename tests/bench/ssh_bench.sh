@@ -444,7 +444,7 @@ st=$(median $ST_T) jb=$(median $JB_T)
 per() { awk -v a="$1" -v n="$N" 'BEGIN { printf "%.2f", a * 1000 / n }'; }
 # shellcheck disable=SC2048,SC2086 # a list of words, commas between
 list() { echo $* | tr ' ' ','; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1fx", a / b }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf (a < b ? "%.2fx" : "%.1fx"), a / b }'; }
 row() { # WAY ROUNDS SECONDS PER RATIO_SSH RATIO_LOCAL CONNECTIONS
 	printf '| %-44s | %6s | %8s | %10s | %10s | %10s | %11s |\n' "$@"
 }
