@@ -494,6 +494,50 @@ t.test("a job Slurm no longer knows", function()
   t.match(r.failure.hint, "sacct %-j 100")
 end)
 
+-- A listing of many rows: one store for the walk (its connection serves
+-- every row) and the wire told the walk's start and end (hold), so that
+-- a wire keeping Slurm's answer a while keeps it for the whole walk.
+t.test("a listing's walk: one store, one hold", function()
+  local L, slurm, db, ctx = setup()
+  local specs = {}
+  for i = 1, 6 do
+    specs[i] = spec_of("part", { outputs = {
+      url = "s3://bucket/demo/part" .. i .. "/",
+      s3 = { endpoint = "http://s3.test", region = "r" } } })
+    L.submit(specs[i], "#!/bin/sh\n", ctx)
+    slurm.named(specs[i].id).state = "RUNNING"
+  end
+  local opened, closed, holds = 0, 0, {}
+  local saved = published.s3_store
+  published.s3_store = function()
+    opened = opened + 1
+    local store = fake_store({})
+    store.close = function() closed = closed + 1 end
+    return store
+  end
+  -- the wire as logic.new got it: observe reads hold from that table
+  L = logic.new {
+    name = "slurm", service = "fake-slurm",
+    where = function(cfg) return "fake Slurm at " .. cfg.endpoint end,
+    session = function() return true, slurm.session() end,
+    status_session = function() return slurm.session() end,
+    check_desc = native.check_desc, map_state = native.map_state,
+    hold = function(on) holds[#holds + 1] = on end,
+  }
+  local rows = json.decode(assert(db:list(100)))
+  local ok, e = pcall(L.list_rows, rows, ctx)
+  published.s3_store = saved
+  assert(ok, e)
+  t.eq(#rows, 6)
+  for _, r in ipairs(rows) do t.eq(r.state, "running") end
+  t.eq(opened, 1, "one store for the six rows")
+  t.eq(closed, 1, "closed once, at the walk's end")
+  t.eq(table.concat({ tostring(holds[1]), tostring(holds[2]) }, " "),
+       "true false", "held for the walk, then let go")
+  t.eq(#holds, 2)
+  t.eq(ctx.walk, nil, "nothing of the walk left in ctx")
+end)
+
 t.test("a job cancelled by Slurm because one it runs after failed",
        function()
   local L, slurm, db, ctx = setup()

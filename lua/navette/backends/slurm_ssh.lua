@@ -450,6 +450,9 @@ local Session = {}
 Session.__index = Session
 -- [control path] = the last look at the jobs {at, text, jobs}
 local snapshots = {}
+-- > 0 while a listing walks its rows (the wire's hold): every look of
+-- the walk is served by the answer it first got, however long the walk
+local holding = 0
 
 -- words on the login node, stdin its input -> result | nil, err
 function Session:run(words, stdin, max_output)
@@ -515,7 +518,8 @@ end
 function Session:listing()
   local now = sys.now()
   local snap = snapshots[self.key]
-  if snap and now - snap.at >= 0 and now - snap.at < SNAPSHOT_FOR then
+  if snap and (holding > 0
+               or now - snap.at >= 0 and now - snap.at < SNAPSHOT_FOR) then
     return snap
   end
   local r, err = self:run({ "squeue", "--json" }, nil, LIST_MAX)
@@ -630,6 +634,7 @@ local wire = logic.new {
   status_session = status_session,
   check_desc = slurm.check_desc,
   map_state = slurm.map_state,
+  hold = function(on) holding = math.max(0, holding + (on and 1 or -1)) end,
 }
 
 M.submit = wire.submit

@@ -52,6 +52,10 @@
 --   map_state(job, requeue)   -> view {state, phase, done, detail, hint,
 --                             exit_code (-1: none)}: what Slurm's state
 --                             of job means for navette
+--   hold?(on)                 a listing's walk over its rows begins (true)
+--                             or ends (false): a wire that keeps Slurm's
+--                             answer a while (one squeue for every look)
+--                             keeps it until the walk ends
 -- A spec's `slurm` (set by the backend's prepare) holds the settings the
 -- logic reads: partition, account, qos, working_directory, environment.
 local description = require "navette.slurm.description"

@@ -156,6 +156,23 @@ local function look_again(wire, row, extra)
   end
 end
 
+-- The store of spec's outputs: one per S3 store for a whole listing
+-- (ctx.walk, set by list_rows: its connection serves every row, and
+-- closing it is list_rows' work), else a fresh one the caller closes.
+local function open_store(spec, ctx)
+  local walk = ctx and ctx.walk
+  local s3 = spec.outputs and spec.outputs.s3
+  if not walk or not s3 then return published.s3_store(spec) end
+  local key = tostring(spec.profile) .. "\0" .. json.encode(s3)
+  local held = walk.stores[key]
+  if held == nil then
+    held = published.s3_store(spec) or false
+    walk.stores[key] = held
+  end
+  if not held then return nil end
+  return setmetatable({ close = function() end }, { __index = held })
+end
+
 -- Seconds after its row was made before a job Slurm does not know is
 -- taken as one it forgot (observe.forgotten_after; a test shortens it).
 observe.forgotten_after = 60
@@ -206,7 +223,7 @@ local function refresh(L, wire, cache, row, ctx, force)
     return info(extra, false)
   end
   if no_remote(row) then return info(extra, false) end
-  local store = published.s3_store(spec)
+  local store = open_store(spec, ctx)
   if store then
     merge_phases(ctx.db, row.id, published.phases(store, spec))
   end
@@ -357,7 +374,25 @@ end
 -- their Slurm job: what Slurm and the node say now of those still going,
 -- and the ended ones as Slurm still has them (state, node), from one
 -- listing.
-local function list_rows(L, rows, ctx)
+local list_walk
+local function list_rows(L, wire, rows, ctx)
+  -- one store per S3 store, and (wire.hold) one answer of Slurm's, for
+  -- the whole walk
+  local walk = { stores = {} }
+  local saved = ctx.walk
+  ctx.walk = walk
+  if wire.hold then wire.hold(true) end
+  local ok, err = pcall(list_walk, L, rows, ctx)
+  if wire.hold then wire.hold(false) end
+  ctx.walk = saved
+  for _, store in pairs(walk.stores) do
+    if store then store:close() end
+  end
+  if not ok then error(err, 0) end
+end
+
+-- (list_rows' walk over the rows)
+function list_walk(L, rows, ctx)
   for _, r in ipairs(rows) do
     if not final(r.state) then
       -- (a listed row has no spec: the whole row is read)
@@ -404,7 +439,7 @@ function observe.install(L, wire)
     return log_chunk(shipped, view, offset, ctx)
   end
   function L.describe(x) return describe(wire.name, x) end
-  function L.list_rows(rows, ctx) return list_rows(L, rows, ctx) end
+  function L.list_rows(rows, ctx) return list_rows(L, wire, rows, ctx) end
 end
 
 return observe
