@@ -31,6 +31,9 @@ ALLOWED = {
     "tests/stack/registry-start.sh":
         "starts docker-registry, a Debian package: Linux only",
     "tests/stack/registry-stop.sh": "stops docker-registry: Linux only",
+    "tests/stack/sshd-start.sh":
+        "starts sshd as a user of its own (useradd, runuser): Linux only",
+    "tests/stack/sshd-stop.sh": "stops the login node's sshd: Linux only",
     "tests/bench/s3_bench.sh": "benchmarks against the ceph stack",
     "tests/bench/slurm_bench.sh": "benchmarks against the Slurm stack",
     "tests/bench/sweep_bench.sh":
