@@ -6,7 +6,10 @@
 # Running it again makes new keys: update the fingerprints in the test.
 set -eu -o pipefail
 export TZ=UTC
+cd "$(dirname "$0")"
+. ../../../need_dir_lib.sh
 T=$(mktemp -d)
+need_dir T
 trap 'rm -rf "$T"' EXIT
 hex() { od -An -v -tx1 "$1" | tr -d ' \n'; echo; }
 ssh-keygen -q -t ed25519 -N '' -C test-user-ca -f "$T/ca"
