@@ -219,7 +219,8 @@ local function session_for(spec, ctx)
   return ok, session
 end
 
-local slurm = logic.new {
+-- submission, observation, reading back: the logic's, over this wire
+logic.backend(M, {
   name = M.name,
   service = "slurmrestd",
   where = function(cfg) return "slurmrestd at " .. tostring(cfg.endpoint) end,
@@ -227,21 +228,7 @@ local slurm = logic.new {
   status_session = status_session,
   check_desc = native.check_desc,
   map_state = native.map_state,
-}
-
--- ---- submission, observation, reading back: the logic's ---------------------
-
-M.submit = slurm.submit
--- a sweep's jobs go to Slurm as one job array (runner.array_group)
-M.arrays = true
-M.submit_array = slurm.submit_array
-M.secrets = logic.secrets
-M.refresh = slurm.refresh
-M.listing = slurm.listing
-M.cancel = slurm.cancel
-M.log_chunk = slurm.log_chunk
-M.describe = slurm.describe
-M.list_rows = slurm.list_rows
+})
 
 -- ---- what other modules ask of a backend (backends/init.lua) ---------------
 

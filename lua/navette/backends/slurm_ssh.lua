@@ -626,7 +626,8 @@ local function session_for(spec, ctx)
   return ok, session
 end
 
-local wire = logic.new {
+-- submission, observation, reading back: the logic's, over this wire
+logic.backend(M, {
   name = M.name,
   service = "login node",
   where = where_of,
@@ -635,18 +636,7 @@ local wire = logic.new {
   check_desc = slurm.check_desc,
   map_state = slurm.map_state,
   hold = function(on) holding = math.max(0, holding + (on and 1 or -1)) end,
-}
-
-M.submit = wire.submit
-M.arrays = true
-M.submit_array = wire.submit_array
-M.secrets = logic.secrets
-M.refresh = wire.refresh
-M.listing = wire.listing
-M.cancel = wire.cancel
-M.log_chunk = wire.log_chunk
-M.describe = wire.describe
-M.list_rows = wire.list_rows
+})
 
 -- ---- what other modules ask of a backend ----------------------------------------
 

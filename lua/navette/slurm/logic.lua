@@ -86,4 +86,19 @@ function logic.new(wire)
   return L
 end
 
+-- The logic over wire as a backend's part of the contract, put in M (the
+-- backend's table): submission (a sweep as one job array), sealed
+-- secrets, observation and reading back. Returns the logic.
+function logic.backend(M, wire)
+  local L = logic.new(wire)
+  for _, k in ipairs({ "submit", "submit_array", "refresh", "listing",
+                       "cancel", "log_chunk", "describe", "list_rows" }) do
+    M[k] = L[k]
+  end
+  -- a sweep's jobs go to Slurm as one job array (runner.array_group)
+  M.arrays = true
+  M.secrets = logic.secrets
+  return L
+end
+
 return logic
