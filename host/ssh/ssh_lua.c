@@ -111,6 +111,32 @@ static int contains(const char *s, const char *word)
 	return strstr(s, word) != NULL;
 }
 
+/* The path of OpenSSH's program name into program: $env_name when set (a
+ * stand-in, or an OpenSSH of the user's choice), else name on PATH. */
+static int openssh_program(const char *name, const char *env_name,
+			   char *program, size_t cap, nv_err *err)
+{
+	const char *env = getenv(env_name);
+
+	if (env && *env) {
+		size_t n = strlen(env);
+
+		if (n >= cap)
+			return nv_err_set(err, NV_EINVAL, "shorten it",
+					  "ssh: %s is over %zu bytes", env_name,
+					  cap - 1);
+		memcpy(program, env, n + 1);
+		return 0;
+	}
+	if (nv_which(name, program, cap) == 0)
+		return 0;
+	return nv_err_set(err, NV_ENOTFOUND,
+			  "install OpenSSH's client (openssh-client), or set "
+			  "its path in the environment",
+			  "ssh: no %s program on PATH (nor in %s)", name,
+			  env_name);
+}
+
 /* ssh ended with no frame: what its stderr says, as an error. */
 static int push_ssh_failure(lua_State *L, const nv_ssh_target *t,
 			    const char *errtext, size_t errlen, int status)
@@ -202,7 +228,7 @@ static int l_ssh_run(lua_State *L)
 	nv_proc_result r;
 	nv_ssh_frame frame;
 	char program[4096], nonce[NV_SSH_NONCE_LEN + 1];
-	const char *input = NULL, *env_ssh;
+	const char *input = NULL;
 	size_t input_len = 0, nwords, out_cap;
 	lua_Integer max_output;
 	double timeout;
@@ -244,20 +270,9 @@ static int l_ssh_run(lua_State *L)
 		box->words[i] = lua_tolstring(L, -1, &box->lens[i]);
 		lua_pop(L, 1);
 	}
-	env_ssh = getenv("NAVETTE_SSH");
-	if (env_ssh && *env_ssh) {
-		size_t n = strlen(env_ssh);
-
-		if (n >= sizeof(program))
-			luaL_error(L, "ssh.run: NAVETTE_SSH is too long");
-		memcpy(program, env_ssh, n + 1);
-	} else if (nv_which("ssh", program, sizeof(program)) != 0) {
-		nv_err_set(&err, NV_ENOTFOUND,
-			   "install OpenSSH's client (openssh-client), or "
-			   "set NAVETTE_SSH to its path",
-			   "ssh: no ssh program on PATH");
+	if (openssh_program("ssh", "NAVETTE_SSH", program, sizeof(program),
+			    &err))
 		return push_error_reason(L, &err, "no_ssh");
-	}
 	if ((rc = nv_random_hex(nonce, NV_SSH_NONCE_LEN / 2, &err)) ||
 	    (rc = nv_ssh_remote_command(box->words, box->lens, nwords, nonce,
 					box->command, sizeof(box->command),
@@ -393,7 +408,7 @@ static int run_tool(lua_State *L, const char *program, const char **argv,
 static int l_ssh_scan(lua_State *L)
 {
 	char program[4096], port[16], timeout[16], *out;
-	const char *argv[10], *host, *env;
+	const char *argv[10], *host;
 	size_t len = 0, cap = 256 * 1024;
 	int p, status = 0, n;
 	lua_Integer t;
@@ -414,15 +429,9 @@ static int l_ssh_scan(lua_State *L)
 			   host);
 		return push_error_reason(L, &err, "not_run");
 	}
-	env = getenv("NAVETTE_SSH_KEYSCAN");
-	if (env && *env && strlen(env) < sizeof(program))
-		snprintf(program, sizeof(program), "%s", env);
-	else if (nv_which("ssh-keyscan", program, sizeof(program)) != 0) {
-		nv_err_set(&err, NV_ENOTFOUND,
-			   "install OpenSSH's client (openssh-client)",
-			   "ssh: no ssh-keyscan program on PATH");
+	if (openssh_program("ssh-keyscan", "NAVETTE_SSH_KEYSCAN", program,
+			    sizeof(program), &err))
 		return push_error_reason(L, &err, "no_ssh");
-	}
 	snprintf(port, sizeof(port), "%d", p);
 	snprintf(timeout, sizeof(timeout), "%d", (int)t);
 	n = 0;
@@ -456,7 +465,6 @@ static int l_ssh_scan(lua_State *L)
 static int l_ssh_probe(lua_State *L)
 {
 	char program[4096], *errbuf;
-	const char *env;
 	nv_ssh_target t;
 	nv_ssh_argv *argv;
 	nv_proc_opts o = {0};
@@ -481,16 +489,9 @@ static int l_ssh_probe(lua_State *L)
 			   t.host);
 		return push_error_reason(L, &err, "not_run");
 	}
-	env = getenv("NAVETTE_SSH");
-	if (env && *env && strlen(env) < sizeof(program))
-		snprintf(program, sizeof(program), "%s", env);
-	else if (nv_which("ssh", program, sizeof(program)) != 0) {
-		nv_err_set(&err, NV_ENOTFOUND,
-			   "install OpenSSH's client (openssh-client), or "
-			   "set NAVETTE_SSH to its path",
-			   "ssh: no ssh program on PATH");
+	if (openssh_program("ssh", "NAVETTE_SSH", program, sizeof(program),
+			    &err))
 		return push_error_reason(L, &err, "no_ssh");
-	}
 	argv = lua_newuserdatauv(L, sizeof(*argv) + SSH_STDERR_MAX, 0);
 	errbuf = (char *)(argv + 1);
 	if (nv_ssh_build_probe_argv(&t, program, argv, &err))
@@ -527,7 +528,6 @@ static int l_ssh_exit_master(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1), *argv[12];
 	char program[4096], option[NV_SSH_PATH_MAX + 32], out[256];
-	const char *env;
 	size_t len;
 	int status, n;
 	nv_err err;
@@ -544,10 +544,8 @@ static int l_ssh_exit_master(lua_State *L)
 		lua_pushboolean(L, 1);
 		return 1;
 	}
-	env = getenv("NAVETTE_SSH");
-	if (env && *env && strlen(env) < sizeof(program))
-		snprintf(program, sizeof(program), "%s", env);
-	else if (nv_which("ssh", program, sizeof(program)) != 0) {
+	if (openssh_program("ssh", "NAVETTE_SSH", program, sizeof(program),
+			    &err)) {
 		lua_pushboolean(L, 1); /* no ssh: no master either */
 		return 1;
 	}
@@ -587,7 +585,6 @@ static int l_ssh_keygen(lua_State *L)
 	size_t nwords, input_len = 0;
 	nv_proc_opts o = {0};
 	nv_proc_result r;
-	const char *env;
 	nv_err err;
 
 	luaL_checktype(L, 1, LUA_TTABLE);
@@ -613,15 +610,9 @@ static int l_ssh_keygen(lua_State *L)
 			   argv[1]);
 		return push_error_reason(L, &err, "not_run");
 	}
-	env = getenv("NAVETTE_SSH_KEYGEN");
-	if (env && *env && strlen(env) < sizeof(program))
-		snprintf(program, sizeof(program), "%s", env);
-	else if (nv_which("ssh-keygen", program, sizeof(program)) != 0) {
-		nv_err_set(&err, NV_ENOTFOUND,
-			   "install OpenSSH's client (openssh-client)",
-			   "ssh: no ssh-keygen program on PATH");
+	if (openssh_program("ssh-keygen", "NAVETTE_SSH_KEYGEN", program,
+			    sizeof(program), &err))
 		return push_error_reason(L, &err, "no_ssh");
-	}
 	argv[0] = program;
 	path = getenv("PATH");
 	snprintf(path_env, sizeof(path_env), "PATH=%s",
