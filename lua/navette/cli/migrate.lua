@@ -4,8 +4,9 @@
 -- another node of the same profile (a backend with nodes), or with
 -- --profile of another profile of the project on the same storage (from
 -- slurmrestd to a login node over SSH, or back); once both have ended
--- their run records are compared: logs present, the same declared outputs present,
--- and each output's sha256 equal (what a deterministic job gives).
+-- their run records are compared: logs present, the same declared
+-- outputs present, and each output's sha256 equal (what a deterministic
+-- job gives).
 local errors = require "navette.errors"
 local term = require "navette.term"
 local jobs = require "navette.jobview"
