@@ -182,8 +182,10 @@ int nv_ssh_remote_command(const char *const *words, const size_t *lens,
 				  "ssh: a frame's nonce is %d hex digits",
 				  NV_SSH_NONCE_LEN);
 	script[0] = '\0';
+	/* a newline first: a profile's text that does not end its line
+	 * would otherwise hide the BEGIN line in its own */
 	rc = put_str(script, cap - half, &script_len,
-		     "printf '%s\\n' 'NAVETTE-BEGIN-", err);
+		     "printf '\\n%s\\n' 'NAVETTE-BEGIN-", err);
 	if (!rc)
 		rc = put_str(script, cap - half, &script_len, nonce, err);
 	if (!rc)

@@ -2,8 +2,9 @@
  * profile may print before the command runs (a banner, "stty: not a
  * tty") or after it ends; the command that ssh_cmd.h builds prints
  *
- *   NAVETTE-BEGIN-<nonce>\n  OUTPUT  \nNAVETTE-END-<nonce> <status>\n
+ *   \nNAVETTE-BEGIN-<nonce>\n  OUTPUT  \nNAVETTE-END-<nonce> <status>\n
  *
+ * (the first newline ends a line that the profile left open)
  * with a nonce drawn for the call, which no profile can guess. The parser
  * finds the first BEGIN line and the last END line of that nonce and
  * returns what is between them (less the one newline the END line adds)

@@ -32,6 +32,13 @@
 #   SSHD_PRINCIPAL       the principal its certificates must hold (alice)
 #   SLURM_ENV            slurm.env of the Slurm stack the user reaches
 #   SSHD_START_TIMEOUT   seconds before giving up (20)
+#   SSHD_SHELL           the login shell of a user it creates (/bin/sh); a
+#                        user that exists must already have it
+#   SSHD_SET_ENV         more NAME=value words for the sessions' SetEnv
+#                        (no space or quote in them), e.g. a PATH with
+#                        fake commands first, or a BASH_ENV
+#   SSHD_LOG_LEVEL       sshd's LogLevel (VERBOSE; DEBUG1 logs the
+#                        requests of each channel, agent forwarding's)
 set -eu -o pipefail
 . "$(dirname "$0")/../need_dir_lib.sh"
 
@@ -47,6 +54,9 @@ PORT=${SSHD_PORT:-2222}
 USER_NAME=${SSHD_USER:-navette-ssh}
 PRINCIPAL=${SSHD_PRINCIPAL:-alice}
 LIMIT=${SSHD_START_TIMEOUT:-20}
+LOGIN_SHELL=${SSHD_SHELL:-/bin/sh}
+SET_ENV=${SSHD_SET_ENV:-}
+LOG_LEVEL=${SSHD_LOG_LEVEL:-VERBOSE}
 HOST=127.0.0.1
 
 started_ns=$(date +%s%N)
@@ -83,6 +93,29 @@ case $PRINCIPAL in
 	say "error: SSHD_PRINCIPAL='$PRINCIPAL' holds characters other than [A-Za-z0-9@._-]" >&2
 	exit 1 ;;
 esac
+case $LOG_LEVEL in
+QUIET | FATAL | ERROR | INFO | VERBOSE | DEBUG | DEBUG1 | DEBUG2 | DEBUG3) ;;
+*)
+	say "error: SSHD_LOG_LEVEL='$LOG_LEVEL' is not one of sshd's levels (VERBOSE, DEBUG1...)" >&2
+	exit 1 ;;
+esac
+[ -x "$LOGIN_SHELL" ] || {
+	say "error: SSHD_SHELL=$LOGIN_SHELL is not an executable" >&2
+	exit 1
+}
+for word in $SET_ENV; do
+	case $word in
+	[A-Za-z_]*=*) ;;
+	*)
+		say "error: SSHD_SET_ENV: '$word' is not NAME=value" >&2
+		exit 1 ;;
+	esac
+	case $word in
+	*[\"\']*)
+		say "error: SSHD_SET_ENV: '$word' holds a quote (sshd_config's SetEnv cannot carry it)" >&2
+		exit 1 ;;
+	esac
+done
 if [ -n "$(ls -A "$DIR" 2>/dev/null)" ]; then
 	say "error: $DIR is not empty (run tests/stack/sshd-stop.sh and remove it)" >&2
 	exit 1
@@ -119,8 +152,13 @@ fi
 # is "locked" ('!' in /etc/shadow) and sshd refuses locked accounts even
 # with a certificate: '*' means no password, not locked.
 if ! getent passwd "$USER_NAME" >/dev/null; then
-	useradd -m -s /bin/sh "$USER_NAME"
+	useradd -m -s "$LOGIN_SHELL" "$USER_NAME"
 	usermod -p '*' "$USER_NAME"
+fi
+if [ -n "${SSHD_SHELL:-}" ] &&
+	[ "$(getent passwd "$USER_NAME" | cut -d: -f7)" != "$LOGIN_SHELL" ]; then
+	say "error: user $USER_NAME exists with another shell than SSHD_SHELL=$LOGIN_SHELL" >&2
+	exit 1
 fi
 case $(getent shadow "$USER_NAME" | cut -d: -f2) in
 '!'*)
@@ -197,11 +235,14 @@ AllowStreamLocalForwarding no
 PermitTunnel no
 X11Forwarding no
 PermitUserEnvironment no
-LogLevel VERBOSE
+LogLevel $LOG_LEVEL
 EOF
 	# SetEnv (sshd 7.8+) is sshd's own: no file in the user's home, and
-	# it overrides what the client or the user's files could set.
-	[ -z "$SLURM_CONF_PATH" ] || printf 'SetEnv SLURM_CONF=%s\n' "$SLURM_CONF_PATH"
+	# it overrides what the client or the user's files could set. Only
+	# the first SetEnv line counts: one line holds them all.
+	words=${SLURM_CONF_PATH:+SLURM_CONF=$SLURM_CONF_PATH}
+	words=${words:+$words }$SET_ENV
+	[ -z "${words// /}" ] || printf 'SetEnv %s\n' "$words"
 } >"$CONF"
 "$SSHD" -t -f "$CONF" 2>>"$LOG"
 

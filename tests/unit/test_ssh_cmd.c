@@ -152,6 +152,25 @@ static void test_remote_command_through_shells(void)
 		CHECK(f.status == 7);
 		CHECK(f.output_len == 7 && memcmp(f.output, "partial", 7) == 0);
 	}
+	/* a profile whose text does not end its line: the BEGIN line is
+	 * still a line of its own */
+	{
+		const char *w[] = {"echo", "out"};
+		size_t l[] = {4, 3};
+		const char *argv[] = {"sh", "-c", wrapped, NULL};
+
+		CHECK(nv_ssh_remote_command(w, l, 2, NONCE, command,
+					    sizeof(command), &err) == 0);
+		snprintf(wrapped, sizeof(wrapped),
+			 "printf 'no final newline'; %s", command);
+		CHECK(run(argv, &out_len) == 0);
+		CHECK(nv_ssh_frame_parse(out_buf, out_len, NONCE, 0, 4096, &f,
+					 &err) == 0);
+		CHECK(f.status == 0);
+		CHECK(f.output_len == 4 && memcmp(f.output, "out\n", 4) == 0);
+		CHECK(f.before_len >= 16 &&
+		      memcmp(f.before, "no final newline", 16) == 0);
+	}
 	/* a command that prints nothing */
 	{
 		const char *w[] = {"true"};

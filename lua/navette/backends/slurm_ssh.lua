@@ -523,6 +523,13 @@ function Session:listing()
     return snap
   end
   local r, err = self:run({ "squeue", "--json" }, nil, LIST_MAX)
+  if not r and err.reason == "too_big" then
+    err.message = where_of(self.cfg) .. ": squeue --json printed more "
+      .. "than " .. (LIST_MAX // (1024 * 1024)) .. " MiB, the most one "
+      .. "look at the jobs reads"
+    err.hint = "check `squeue -u " .. self.cfg.user .. " | wc -l` on the "
+      .. "login node (very many jobs?) and what its shell profile prints"
+  end
   if not r then return nil, err end
   if r.status ~= 0 then
     return nil, { code = "backend", message = where_of(self.cfg)
@@ -533,7 +540,11 @@ function Session:listing()
   local jobs
   jobs, err = slurm.parse_jobs(r.stdout, nil, self.cfg.user)
   if not jobs then
-    err.message = where_of(self.cfg) .. ": squeue --json: " .. err.message
+    -- (the parser is slurmrestd's, whose JSON squeue --json prints)
+    err.message = where_of(self.cfg) .. ": "
+      .. err.message:gsub("slurmrestd", "squeue --json")
+    err.hint = "check `squeue --json` on the login node: its JSON must "
+      .. "be Slurm's own, with nothing else printed into it"
     return nil, err
   end
   snap = { at = now, text = r.stdout, jobs = jobs }

@@ -1,10 +1,12 @@
 -- `navette migrate JOB --to NODE`: a tested change of node. The same
 -- definition as JOB (same commit, same image digest, same inputs with the
 -- same sha256, same command and resources) is submitted under a new id on
--- another node of the same profile (a backend with nodes); once both have
--- ended their run
--- records are compared: logs present, the same declared outputs present,
--- and each output's sha256 equal (what a deterministic job gives).
+-- another node of the same profile (a backend with nodes), or with
+-- --profile of another profile of the project on the same storage (from
+-- slurmrestd to a login node over SSH, or back); once both have ended
+-- their run records are compared: logs present, the same declared
+-- outputs present, and each output's sha256 equal (what a deterministic
+-- job gives).
 local errors = require "navette.errors"
 local term = require "navette.term"
 local jobs = require "navette.jobview"
@@ -19,19 +21,23 @@ local M = {
   summary = { { "migrate JOB --to NODE",
                 "rerun a Slurm job on NODE, compare" } },
   usage = [[
-usage: navette migrate JOB --to NODE [--force] [--no-wait] [--json]
+usage: navette migrate JOB --to NODE [--profile P] [--force] [--no-wait]
+                       [--json]
   Submits the same definition as JOB (same commit, image digest and
   inputs) on NODE (slurm backend), waits for both, and compares their run
   records: logs present, the same declared outputs present, and the
   outputs' sha256 equal (where the job is deterministic), with the two
   nodes' fingerprints (OS, kernel, runtime, driver, CUDA, interpreter)
   side by side. Exit 0 when the comparison holds, 1 otherwise.
+  --profile P sends it through P, another profile of the project (run in
+  its repository) of a Slurm backend on the same storage: slurmrestd to
+  the login node (slurm_ssh), or back.
   First the five rules of `navette portability` are judged on JOB: a
   move they refuse is refused (exit 3) with the actions to take, unless
   --force, which goes on and writes the rules it overrode to the audit
   log.]],
   flags = { to = "value", ["no-wait"] = "bool", json = "bool",
-            force = "bool" },
+            force = "bool", profile = "value" },
   read_only = false,
 }
 
@@ -39,8 +45,9 @@ local function fail(code, message, hint)
   error(errors.new(code, message, hint), 0)
 end
 
--- A new spec from an old one: a new id (and prefix), freshly signed URLs.
-local function respecify(spec, node)
+-- A new spec from an old one: a new id (and prefix), freshly signed URLs;
+-- with target (a profile), that profile's backend and settings.
+local function respecify(spec, node, target)
   if not spec.outputs or not spec.outputs.s3 or not spec.transfer then
     fail("refused", "job " .. spec.id .. " has no S3 transfer to sign anew",
          "submit it with this version of navette first")
@@ -63,6 +70,11 @@ local function respecify(spec, node)
   new.adopted = nil
   new.array = nil -- (a task of a job array goes again as a job alone)
   new.node = node
+  if target then
+    new.profile, new.backend, new.slurm = target.name, target.backend, nil
+    new.launch = nil
+    backends.get(new.backend).prepare(new, target)
+  end
   -- (a job recorded before spec.launch goes again with it: requeue...)
   backends.give_launch(backends.get(new.backend), new)
   -- the credentials the recorded run loaded, trusted then: the job goes
@@ -84,6 +96,41 @@ local function respecify(spec, node)
     code and { key = code.key, sha256 = code.sha256, size = code.size })
   store:close()
   return new
+end
+
+-- The profile P of `--profile P` (the project in the current folder's
+-- repository): another Slurm profile on the storage the job used.
+function M.target_profile(name, row)
+  local project = require "navette.project"
+  local where = sys.cwd()
+  local repo = _navette.git.open(where)
+  local root = repo and repo:workdir() or nil
+  if repo then repo:close() end
+  if not root then
+    fail("usage", "--profile needs the job's project: run migrate in its "
+         .. "repository (navette.lua)")
+  end
+  local proj = project.load(where, root)
+  if proj.name ~= row.spec.project then
+    fail("usage", "job " .. row.id .. " is of project "
+         .. tostring(row.spec.project) .. ", not " .. tostring(proj.name),
+         "run migrate in the repository of project "
+         .. tostring(row.spec.project))
+  end
+  local p = project.profile(proj, name)
+  local b = backends.get(p.backend)
+  if not (b.nodes and b.prepare) then
+    fail("refused", "profile '" .. name .. "' is of the " .. p.backend
+         .. " backend: migrate moves a job between nodes of a "
+         .. backends.with("nodes") .. " profile")
+  end
+  if p.storage ~= row.spec.outputs.store then
+    fail("refused", "profile '" .. name .. "' keeps its jobs in "
+         .. tostring(p.storage) .. ", job " .. row.id .. " in "
+         .. tostring(row.spec.outputs.store), "migrate through a profile on "
+         .. "the same storage: the job's code and inputs are there")
+  end
+  return p
 end
 
 local function record_of(spec)
@@ -185,8 +232,10 @@ function M.run(argv)
     fail(err.code == "invalid" and "usage" or err.code, err.message,
          err.hint)
   end
-  local backend = backends.get(row.backend)
-  if not backend.nodes then
+  local from_backend = backends.get(row.backend)
+  local target = opts.profile and M.target_profile(opts.profile, row)
+  local backend = target and backends.get(target.backend) or from_backend
+  if not from_backend.nodes then
     fail("refused", "job " .. row.id .. " ran on the " .. tostring(row.backend)
          .. " backend: migrate moves a job between nodes of a "
          .. backends.with("nodes") .. " profile")
@@ -229,7 +278,7 @@ function M.run(argv)
                 .. " over the portability rules " .. table.concat(failed, ", ")
                 .. " (--force, audited):\n" .. text)
   end
-  local new = respecify(old, opts.to)
+  local new = respecify(old, opts.to, target)
   local launcher = require("navette.runner").render_launcher(new)
   new.launcher = launcher
   local id = backend.submit(new, launcher, {
@@ -238,12 +287,16 @@ function M.run(argv)
       require("navette.audit").record({ action = "job.submit",
         target = s.name, job = s.id, commit = s.commit,
         profile = s.profile,
-        detail = "migrate of " .. old.id .. " to " .. opts.to },
+        detail = "migrate of " .. old.id .. " to " .. opts.to
+                 .. (target and (" through profile " .. target.name)
+                     or "") },
         { name = s.profile, storage = s.outputs.store, s3 = s.outputs.s3 })
     end }).id
   if not opts.json then
     term.print("job " .. term.style("stdout", "bold", new.name) .. " ("
-               .. old.id .. ") submitted again on " .. opts.to .. ": " .. id)
+               .. old.id .. ") submitted again on " .. opts.to
+               .. (target and (" through profile " .. target.name) or "")
+               .. ": " .. id)
   end
   if opts["no-wait"] then
     if opts.json then term.print(json.encode({ from = old.id, to = id })) end
@@ -253,21 +306,25 @@ function M.run(argv)
                                       { [old.id] = "before", [id] = "after" })
   local ok, rows, fingerprint = M.compare(old, new)
   local va, vb = views[old.id], views[id]
-  local function node_of(v)
-    return v and backend.describe(v).node or "?"
+  local function node_of(v, b)
+    return v and (b or backend).describe(v).node or "?"
   end
   if opts.json then
     local list = {}
     for i, r in ipairs(rows) do
       list[i] = { what = r[1], from = r[2], to = r[3], verdict = r[4] }
     end
-    term.print(json.encode({ from = old.id, to = id, from_node = node_of(va),
+    term.print(json.encode({ from = old.id, to = id,
+                             from_node = node_of(va, from_backend),
+                             from_profile = old.profile,
+                             to_profile = new.profile,
                              to_node = node_of(vb), same = ok,
                              rows = json.array(list),
                              fingerprint = json.array(fingerprint) }, true))
   else
     term.print("")
-    term.print("comparison of " .. old.id .. " (on " .. node_of(va) .. ")")
+    term.print("comparison of " .. old.id .. " (on "
+               .. node_of(va, from_backend) .. ")")
     term.print("          and " .. id .. " (on " .. node_of(vb) .. "):")
     -- padded by characters, not bytes (the ellipsis of a sha256)
     local function pad(text, width)

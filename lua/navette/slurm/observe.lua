@@ -79,7 +79,8 @@ local function fields(extra)
              -- (each requeue is an attempt: see retries_by_requeue)
              attempt = restarts > 0 and math.tointeger(restarts + 1) or nil }
   elseif extra.error then
-    return { slurm = { error = extra.error.message } }
+    return { slurm = { error = extra.error.message,
+                       error_hint = extra.error.hint } }
   end
   return nil
 end
@@ -358,7 +359,9 @@ local function describe(name, x)
                or "")
            .. ((sl.restarts or 0) > 0 and (" · requeued "
                .. sl.restarts .. "x") or ""),
-    note = sl.error and ("(cannot reach Slurm: " .. sl.error .. ")") or nil,
+    note = sl.error and ("(cannot reach Slurm: " .. sl.error
+                         .. (sl.error_hint and ("; " .. sl.error_hint) or "")
+                         .. ")") or nil,
     column = {
       title = "SLURM", width = 24,
       text = job_id and (tostring(job_id)
