@@ -35,7 +35,11 @@ use_slurm_stack images
 nv storage mb "s3://$BUCKET" "${EP[@]}"
 check_rc "the bucket is created" 0
 
-if ! catalogue_team "$REPO" "    hpc = {
+# (the local profile too, as the team's project has it: navette lock reads
+# the default one)
+if ! catalogue_team "$REPO" "    [\"local\"] = { backend = \"local\", storage = \"file://$T/store\",
+                  images = { catalogue = \"$REPO:bookworm\" } },
+    hpc = {
       backend = \"slurm\", storage = \"s3://$BUCKET/\", require_pushed = false,
       s3 = { endpoint = \"$S3_ENDPOINT\", region = \"$S3_REGION\" },
       slurm = { endpoint = \"$SLURMRESTD_URL\", user = \"$SLURM_USER\",
