@@ -269,9 +269,13 @@ FOREIGN=$(runuser -u "$LOGIN_USER" -- env SLURM_CONF="$SLURM_CONF" \
 	sbatch --parsable --hold --job-name="$(printf 'bad\377\376name')" \
 	-p "$SLURM_PARTITION" -D "$SWD" --wrap 'true' 2>&1)
 check_match "a job with a name that is not UTF-8 is queued" "$FOREIGN" '^[0-9]+$'
+# (the whole answer read first: grep -q on a pipe would leave squeue
+# writing into a closed pipe, and pipefail would take that for a miss)
 raw_name_listed() {
-	runuser -u "$LOGIN_USER" -- env SLURM_CONF="$SLURM_CONF" /usr/bin/squeue --json |
-		LC_ALL=C grep -q "\"bad$(printf '\377\376')name\""
+	local listed
+	listed=$(runuser -u "$LOGIN_USER" -- env SLURM_CONF="$SLURM_CONF" \
+		/usr/bin/squeue --json) || return 1
+	LC_ALL=C grep -q "\"bad$(printf '\377\376')name\"" <<<"$listed"
 }
 check_true "squeue --json shows its name's bytes as they are" raw_name_listed
 nv status "$N"
