@@ -705,8 +705,27 @@ static CURLcode hop_setup(CURL *h, const nv_http_policy *policy,
 	/* Never relaxed: see http.h. */
 	SETOPT(CURLOPT_SSL_VERIFYPEER, 1L);
 	SETOPT(CURLOPT_SSL_VERIFYHOST, 2L);
-	if (policy->ca_bundle)
+	if (policy->ca_pem) {
+		struct curl_blob ca = {(void *)policy->ca_pem,
+				       policy->ca_pem_len, CURL_BLOB_COPY};
+
+		SETOPT(CURLOPT_CAINFO_BLOB, &ca);
+	} else if (policy->ca_bundle) {
 		SETOPT(CURLOPT_CAINFO, policy->ca_bundle);
+	}
+	if (policy->client_cert_pem && policy->client_key_pem) {
+		struct curl_blob cert = {(void *)policy->client_cert_pem,
+					 policy->client_cert_len,
+					 CURL_BLOB_COPY};
+		struct curl_blob key = {(void *)policy->client_key_pem,
+					policy->client_key_len,
+					CURL_BLOB_NOCOPY};
+
+		SETOPT(CURLOPT_SSLCERTTYPE, "PEM");
+		SETOPT(CURLOPT_SSLCERT_BLOB, &cert);
+		SETOPT(CURLOPT_SSLKEYTYPE, "PEM");
+		SETOPT(CURLOPT_SSLKEY_BLOB, &key);
+	}
 	if (policy->pinned_pubkey)
 		SETOPT(CURLOPT_PINNEDPUBLICKEY, policy->pinned_pubkey);
 	if (hop->loopback)
@@ -832,6 +851,17 @@ static int curl_failure(CURLcode cc, const struct transfer *t,
 				  shown);
 	switch (cc) {
 	case CURLE_PEER_FAILED_VERIFICATION:
+		if (policy->ca_pem)
+			return nv_err_set(
+				err, NV_EREFUSED,
+				"the CA certificate given for this server (a "
+				"kubeconfig's certificate-authority) is not "
+				"the "
+				"one that signed its certificate; TLS "
+				"verification cannot be turned off",
+				"%s: the server's certificate is not trusted "
+				"(%s)",
+				shown, why);
 		return nv_err_set(
 			err, NV_EREFUSED,
 			policy->ca_bundle
@@ -1272,6 +1302,8 @@ struct nv_http_session {
 	/* The trust settings the open connections were made under. */
 	char *ca_bundle;
 	char *pinned_pubkey;
+	/* sha256 of the in-memory CA text and client identity (zero: none) */
+	unsigned char identity[32];
 	int used;
 };
 
@@ -1297,6 +1329,43 @@ nv_http_session *nv_http_session_new(nv_err *err)
 	return s;
 }
 
+/* What the in-memory trust anchors and client identity are, as one
+ * digest (all zero when there are none): each part is hashed with its
+ * length, so no two different settings give the same digest. */
+static void policy_identity(const nv_http_policy *policy, unsigned char out[32])
+{
+	const void *part[3] = {NULL, NULL, NULL};
+	size_t len[3] = {0, 0, 0};
+	EVP_MD_CTX *md;
+	unsigned int n = 32;
+
+	memset(out, 0, 32);
+	if (!policy || (!policy->ca_pem && !policy->client_cert_pem))
+		return;
+	part[0] = policy->ca_pem,
+	len[0] = policy->ca_pem ? policy->ca_pem_len : 0;
+	part[1] = policy->client_cert_pem;
+	len[1] = policy->client_cert_pem ? policy->client_cert_len : 0;
+	part[2] = policy->client_key_pem;
+	len[2] = policy->client_key_pem ? policy->client_key_len : 0;
+	md = EVP_MD_CTX_new();
+	if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+		/* never equal to a real digest's chance: refuse reuse */
+		memset(out, 0xff, 32);
+		EVP_MD_CTX_free(md);
+		return;
+	}
+	for (int i = 0; i < 3; i++) {
+		unsigned long long l = len[i];
+
+		EVP_DigestUpdate(md, &l, sizeof(l));
+		if (l)
+			EVP_DigestUpdate(md, part[i], len[i]);
+	}
+	EVP_DigestFinal_ex(md, out, &n);
+	EVP_MD_CTX_free(md);
+}
+
 static int same_setting(const char *a, const char *b)
 {
 	return (!a && !b) || (a && b && strcmp(a, b) == 0);
@@ -1311,9 +1380,12 @@ static int session_policy(nv_http_session *s, const nv_http_policy *policy,
 	const char *ca = policy ? policy->ca_bundle : NULL;
 	const char *pin = policy ? policy->pinned_pubkey : NULL;
 	char *ca_copy = NULL, *pin_copy = NULL;
+	unsigned char identity[32];
 
+	policy_identity(policy, identity);
 	if (s->used && same_setting(ca, s->ca_bundle) &&
-	    same_setting(pin, s->pinned_pubkey))
+	    same_setting(pin, s->pinned_pubkey) &&
+	    CRYPTO_memcmp(identity, s->identity, sizeof(identity)) == 0)
 		return 0;
 	if ((ca && !(ca_copy = strdup(ca))) ||
 	    (pin && !(pin_copy = strdup(pin)))) {
@@ -1336,6 +1408,7 @@ static int session_policy(nv_http_session *s, const nv_http_policy *policy,
 	free(s->pinned_pubkey);
 	s->ca_bundle = ca_copy;
 	s->pinned_pubkey = pin_copy;
+	memcpy(s->identity, identity, sizeof(identity));
 	s->used = 1;
 	return 0;
 }

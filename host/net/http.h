@@ -43,11 +43,23 @@
 
 /* How to talk to one endpoint (from the profile). Zeroes mean defaults. */
 typedef struct nv_http_policy {
-	const char *ca_bundle;     /* PEM file of trusted CAs; NULL: system */
+	const char *ca_bundle; /* PEM file of trusted CAs; NULL: system */
+	/* PEM text of trusted CAs (a kubeconfig's certificate-authority-data);
+	 * when set, the only trust anchors, and ca_bundle is not read. */
+	const char *ca_pem;
+	size_t ca_pem_len;
 	const char *pinned_pubkey; /* "sha256//BASE64[;sha256//...]" or NULL */
-	long connect_timeout_ms;   /* 0: ..._CONNECT_TIMEOUT_MS_DEFAULT */
-	long total_timeout_ms;     /* whole request, all hops; 0: default */
-	size_t max_body;           /* response body cap; 0: default */
+	/* A TLS client identity, PEM text (both or neither): the key is not
+	 * copied (it stays in the caller's secret, which must outlive the
+	 * request); a session never reuses a connection made under another
+	 * identity or other trust anchors. */
+	const char *client_cert_pem;
+	size_t client_cert_len;
+	const void *client_key_pem;
+	size_t client_key_len;
+	long connect_timeout_ms; /* 0: ..._CONNECT_TIMEOUT_MS_DEFAULT */
+	long total_timeout_ms;   /* whole request, all hops; 0: default */
+	size_t max_body;         /* response body cap; 0: default */
 	/* no byte either way for this long (a stalled server or link) ends
 	 * the request; 0: only the total timeout. NAVETTE_HTTP_STALL_TIMEOUT
 	 * (seconds) replaces a nonzero value. */

@@ -37,6 +37,7 @@ struct server {
 };
 
 static char data_dir[1024]; /* tests/data/http */
+static char ca_path[600];   /* the test CA (make_certs.sh) */
 static char cert_dir[512];  /* temp folder with the test PKI */
 
 static void find_data_dir(void)
@@ -82,7 +83,8 @@ static int server_start(struct server *s, const char *name, int tls)
 		close(fds[1]);
 		if (tls)
 			execlp("python3", "python3", script, "--name", name,
-			       "--tls", cert, key, (char *)NULL);
+			       "--tls", cert, key, "--client-ca", ca_path,
+			       (char *)NULL);
 		else
 			execlp("python3", "python3", script, "--name", name,
 			       (char *)NULL);
@@ -135,7 +137,6 @@ static int closed_port(void)
 	return port;
 }
 
-static char ca_path[600];
 static nv_http_policy plain_policy;
 static nv_http_policy tls_policy; /* trusts the test CA */
 
@@ -773,6 +774,86 @@ static void read_pin(char *out, size_t cap)
 	free(data);
 }
 
+/* In-memory trust anchors (a kubeconfig's certificate-authority-data) and
+ * a TLS client identity (client-certificate-data, client-key-data). */
+static void test_tls_memory(const struct server *t)
+{
+	char url[256], path[700], *ca = NULL, *cert = NULL, *key = NULL;
+	char *other = NULL;
+	size_t ca_len = 0, cert_len = 0, key_len = 0, other_len = 0;
+	nv_http_response resp;
+	nv_http_policy pol = plain_policy;
+	nv_http_session *sess;
+	nv_http_request req = {0};
+	nv_err err;
+
+	snprintf(path, sizeof(path), "%s/ca.pem", cert_dir);
+	CHECK(nv_read_file(&ca, &ca_len, path, 65536, NULL) == 0);
+	snprintf(path, sizeof(path), "%s/client.pem", cert_dir);
+	CHECK(nv_read_file(&cert, &cert_len, path, 65536, NULL) == 0);
+	snprintf(path, sizeof(path), "%s/client.key", cert_dir);
+	CHECK(nv_read_file(&key, &key_len, path, 65536, NULL) == 0);
+	/* a certificate that is not the CA: trusts nothing of the server */
+	snprintf(path, sizeof(path), "%s/client.pem", cert_dir);
+	CHECK(nv_read_file(&other, &other_len, path, 65536, NULL) == 0);
+	if (!ca || !cert || !key || !other)
+		goto out;
+
+	/* The CA as text: trusted with no file, and it is the only anchor. */
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/whoami", t->port);
+	pol.ca_pem = ca;
+	pol.ca_pem_len = ca_len;
+	CHECK(get(&pol, url, 0, &resp, &err) == 0);
+	CHECK(resp.status == 200);
+	CHECK_STR(resp.body.data, "anonymous");
+	nv_http_response_free(&resp);
+	pol.ca_pem = other;
+	pol.ca_pem_len = other_len;
+	pol.ca_bundle = ca_path; /* not read when ca_pem is set */
+	CHECK(get(&pol, url, 0, &resp, &err) == NV_EREFUSED);
+	CHECK(contains(err.message, "certificate is not trusted"));
+	CHECK(contains(err.hint, "certificate-authority"));
+	nv_http_response_free(&resp);
+
+	/* A client identity: the server sees its name. */
+	pol = plain_policy;
+	pol.ca_pem = ca;
+	pol.ca_pem_len = ca_len;
+	pol.client_cert_pem = cert;
+	pol.client_cert_len = cert_len;
+	pol.client_key_pem = key;
+	pol.client_key_len = key_len;
+	CHECK(get(&pol, url, 0, &resp, &err) == 0);
+	CHECK_STR(resp.body.data, "navette-client");
+	nv_http_response_free(&resp);
+
+	/* A session never lends a connection made under one identity to a
+	 * request made under another (or none). */
+	sess = nv_http_session_new(&err);
+	CHECK(sess != NULL);
+	if (!sess)
+		goto out;
+	req.url = url;
+	CHECK(nv_http_session_perform(sess, &pol, &req, &resp, &err) == 0);
+	CHECK_STR(resp.body.data, "navette-client");
+	nv_http_response_free(&resp);
+	CHECK(nv_http_session_perform(sess, &pol, &req, &resp, &err) == 0);
+	nv_http_response_free(&resp);
+	CHECK(nv_http_session_connections(sess) == 1);
+	pol.client_cert_pem = NULL;
+	pol.client_key_pem = NULL;
+	CHECK(nv_http_session_perform(sess, &pol, &req, &resp, &err) == 0);
+	CHECK_STR(resp.body.data, "anonymous");
+	nv_http_response_free(&resp);
+	CHECK(nv_http_session_connections(sess) == 2);
+	nv_http_session_free(sess);
+out:
+	free(ca);
+	free(cert);
+	free(key);
+	free(other);
+}
+
 static void test_tls(const struct server *t, const struct server *a)
 {
 	char url[256], path[700], pin[NV_HTTP_PIN_MAX], cli_pin[128];
@@ -1138,6 +1219,7 @@ int main(void)
 		CHECK(!"TLS test server starts");
 	} else {
 		test_tls(&t, &a);
+		test_tls_memory(&t);
 		test_session_tls(&t);
 	}
 done:

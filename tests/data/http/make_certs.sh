@@ -24,3 +24,12 @@ openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key \
 openssl pkey -in server.key -pubout -out server.pub.pem
 printf 'sha256//%s' "$(openssl pkey -in server.pub.pem -pubin -outform der |
 	openssl dgst -sha256 -binary | openssl base64 -A)" >pin.txt
+# A client certificate (CN navette-client) from the same CA, for TLS client
+# identities (a kubeconfig's client-certificate and client-key)
+openssl req $ec -keyout client.key -out client.csr \
+	-subj /CN=navette-client 2>/dev/null
+printf '%s\n' 'basicConstraints=CA:FALSE' \
+	'keyUsage=critical,digitalSignature' \
+	'extendedKeyUsage=clientAuth' >client.cnf
+openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key \
+	-CAcreateserial -out client.pem -days 2 -extfile client.cnf 2>/dev/null

@@ -2,7 +2,9 @@
 """Test server for tests/unit/test_http.c (standard library only).
 
 Listens on 127.0.0.1, on a port the OS chooses, and prints that port on
-stdout (one line) once ready. With --tls CERT KEY it speaks HTTPS.
+stdout (one line) once ready. With --tls CERT KEY it speaks HTTPS; with
+--client-ca CA too, it asks for a client certificate (optional) and checks
+it against CA.
 Every request but GET /_log and /_connections is logged; /_log returns
 the log, one line per request: "METHOD PATH auth=<Authorization or ->
 cookie=<Cookie or ->"; /_connections returns how many connections were
@@ -21,6 +23,8 @@ Routes:
   /redirect?to=U&code=C   a redirect (302 by default) to U
   /loop               302 to itself
   /slow?ms=M          answers after M milliseconds
+  /whoami             the common name of the client certificate, or
+                      "anonymous"
 """
 import argparse
 import http.server
@@ -90,6 +94,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.command, self.path,
                 self.headers.get("Authorization", "-"),
                 self.headers.get("Cookie", "-")))
+        if url.path == "/whoami":
+            peer = None
+            try:
+                peer = self.connection.getpeercert()
+            except (AttributeError, ValueError):
+                pass
+            name = "anonymous"
+            for rdn in (peer or {}).get("subject", ()):
+                for key, value in rdn:
+                    if key == "commonName":
+                        name = value
+            return self.reply(200, name.encode())
         if url.path == "/hello":
             return self.reply(200, b"hello from " + ARGS.name.encode(), [
                 ("Content-Type", "text/plain; charset=utf-8"),
@@ -140,12 +156,16 @@ def main():
     global ARGS
     parser = argparse.ArgumentParser()
     parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
+    parser.add_argument("--client-ca")
     parser.add_argument("--name", default="server")
     ARGS = parser.parse_args()
     httpd = Server(("127.0.0.1", 0), Handler)
     if ARGS.tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(ARGS.tls[0], ARGS.tls[1])
+        if ARGS.client_ca:
+            ctx.load_verify_locations(ARGS.client_ca)
+            ctx.verify_mode = ssl.CERT_OPTIONAL
         httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
     print(httpd.server_address[1], flush=True)
     sys.stdout.close()
