@@ -23,6 +23,11 @@ Routes:
   /redirect?to=U&code=C   a redirect (302 by default) to U
   /loop               302 to itself
   /slow?ms=M          answers after M milliseconds
+  /retry-after?key=K&n=N&code=C&after=S
+                      C (429) with Retry-After: S (0) for the first N
+                      requests of key K, then 200 "done after N"
+  /lines?n=N&ms=M     N lines '{"n":I}', one every M milliseconds, no
+                      Content-Length (connection closed)
   /whoami             the common name of the client certificate, or
                       "anonymous"
 """
@@ -35,6 +40,7 @@ import time
 import urllib.parse
 
 LOG = []
+RETRIES = {}
 LOCK = threading.Lock()
 CONNECTIONS = 0
 
@@ -126,6 +132,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if url.path in ("/big", "/big-nolen"):
             data = b"x" * int(query.get("n", "0"))
             return self.reply(200, data, length=url.path == "/big")
+        if url.path == "/retry-after":
+            key, n = query.get("key", ""), int(query.get("n", "1"))
+            with LOCK:
+                RETRIES[key] = RETRIES.get(key, 0) + 1
+                seen = RETRIES[key]
+            if seen <= n:
+                return self.reply(int(query.get("code", "429")), b"wait",
+                                  [("Retry-After", query.get("after", "0"))])
+            return self.reply(200, b"done after %d" % n)
+        if url.path == "/lines":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Connection", "close")
+            self.close_connection = True
+            self.end_headers()
+            for i in range(int(query.get("n", "1"))):
+                self.wfile.write(b'{"n":%d}\n' % i)
+                self.wfile.flush()
+                time.sleep(int(query.get("ms", "0")) / 1000.0)
+            return None
         if url.path == "/many-headers":
             n = int(query.get("n", "0"))
             return self.reply(200, b"ok",
