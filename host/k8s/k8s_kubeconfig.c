@@ -405,7 +405,9 @@ static int load_doc(const char *path, ydoc *d, nv_err *err)
 				  "%s: larger than %zu bytes", path,
 				  NV_K8S_KUBECONFIG_FILE_MAX);
 	if (rc)
-		return nv_err_set(err, NV_ENOTFOUND, NULL, "%s", why.message);
+		return nv_err_set(err,
+				  rc == NV_ENOTFOUND ? NV_ENOTFOUND : NV_EIO,
+				  "check the file's rights", "%s", why.message);
 	rc = yparse(text, len, d->origin, &d->root, err);
 	wipe_free(text, len);
 	if (rc == 0 && d->root && d->root->kind != Y_MAP) {
