@@ -167,6 +167,20 @@ static void test_forms(void)
 		free(old);
 	}
 
+	/* -data wins over the file form (which is then not even read) */
+	put("both.yaml",
+	    "current-context: m\n"
+	    "clusters: [{name: c, cluster: {server: https://x, "
+	    "certificate-authority: nope/ca.crt, "
+	    "certificate-authority-data: " CA_B64 "}}]\n"
+	    "contexts: [{name: m, context: {cluster: c, user: u}}]\n"
+	    "users: [{name: u}]\n");
+	paths[0] = at("both.yaml");
+	CHECK(nv_k8s_kubeconfig_load(paths, 1, NULL, &t, &err) == 0);
+	CHECK(t.ca_pem && strcmp(t.ca_pem, "CA-PEM\n") == 0);
+	CHECK(t.auth == NV_K8S_AUTH_NONE && t.token == NULL);
+	nv_k8s_target_free(&t);
+
 	/* a missing referenced file */
 	put("missing.yaml",
 	    "current-context: m\n"
