@@ -303,13 +303,14 @@ int nv_k8s_exec_run(const nv_k8s_target *t, double now, double timeout_s,
 	argv[x->nargs + 1] = NULL;
 	if ((rc = nv_k8s_exec_info(t, &info, err)) != 0)
 		return rc;
-	info_var = malloc(strlen(info) + sizeof("KUBERNETES_EXEC_INFO="));
+	size_t info_cap = strlen(info) + sizeof("KUBERNETES_EXEC_INFO=");
+	info_var = malloc(info_cap);
 	outbuf = calloc(1, cap);
 	if (!info_var || !outbuf) {
 		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
-	sprintf(info_var, "KUBERNETES_EXEC_INFO=%s", info);
+	snprintf(info_var, info_cap, "KUBERNETES_EXEC_INFO=%s", info);
 	/* ours, less what the kubeconfig sets, then its env, then the info */
 	for (char **e = environ; e && *e && n < EXEC_ENV_MAX; e++) {
 		int skip = strncmp(*e, "KUBERNETES_EXEC_INFO=", 21) == 0;
