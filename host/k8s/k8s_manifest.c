@@ -352,6 +352,8 @@ static int set_exit_codes(nv_k8s_job_desc *d, const char *v, nv_err *err)
 	size_t n = 0;
 	const char *p = v;
 
+	if (!*p)
+		goto bad;
 	while (*p) {
 		char *end;
 		long c;
@@ -510,9 +512,9 @@ int nv_k8s_desc_set(nv_k8s_job_desc *d, const char *key, const char *value,
 					"a Kubernetes label value: 1 to 63 "
 					"letters, digits, '-', '_' and '.', a "
 					"letter or digit at both ends");
-		text = key[0] == 'r'   ? &d->run
-		       : key[2] == 'o' ? &d->project
-				       : &d->profile;
+		text = strcmp(key, "run") == 0       ? &d->run
+		       : strcmp(key, "project") == 0 ? &d->project
+						     : &d->profile;
 	} else if (strcmp(key, "commit") == 0) {
 		size_t len = strlen(value);
 
