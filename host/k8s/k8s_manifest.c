@@ -985,10 +985,12 @@ static cJSON *container_of(const nv_k8s_job_desc *d)
 			  "metadata.annotations['batch.kubernetes.io/"
 			  "job-index-failure-count']"));
 	ADD(add_env_field(env, "NAVETTE_K8S_NODE", "spec.nodeName"));
-	ADD(res = cJSON_AddObjectToObject(c, "resources"));
-	/* requests = limits: the pod is what the scheduler counted */
-	ADD(cJSON_AddItemToObject(res, "requests", resources_of(d)));
-	ADD(cJSON_AddItemToObject(res, "limits", resources_of(d)));
+	if (d->cpu_milli || d->memory_bytes || d->gpus) {
+		/* requests = limits: the pod is what the scheduler counted */
+		ADD(res = cJSON_AddObjectToObject(c, "resources"));
+		ADD(cJSON_AddItemToObject(res, "requests", resources_of(d)));
+		ADD(cJSON_AddItemToObject(res, "limits", resources_of(d)));
+	}
 	ADD(mounts = cJSON_AddArrayToObject(c, "volumeMounts"));
 	ADD(add_to_array(mounts, m = cJSON_CreateObject()));
 	ADD(cJSON_AddStringToObject(m, "name", "secret"));

@@ -24,6 +24,8 @@
 	"127.0.0.1:5000/navette/base@sha256:"                                  \
 	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
+#define UID "6f1a2b3c-0000-4000-8000-00000000abcd"
+
 static const char *out_dir;
 
 static void set(nv_k8s_job_desc *d, const char *k, const char *v)
@@ -139,7 +141,8 @@ static void test_one_job(void)
 {
 	nv_k8s_job_desc d;
 	cJSON *job, *pod, *c, *rules, *env, *vol;
-	char text[512];
+	char text[512], *stext = NULL;
+	nv_err err;
 
 	base(&d);
 	job = build(&d, "job-one.json");
@@ -213,9 +216,8 @@ static void test_one_job(void)
 	CHECK_STR(
 		str(at(env, "#2", "valueFrom", "fieldRef", "fieldPath", NULL)),
 		"spec.nodeName");
-	CHECK_STR(
-		keys(at(c, "resources", "requests", NULL), text, sizeof(text)),
-		"");
+	/* nothing asked, nothing written */
+	CHECK(at(c, "resources", NULL) == NULL);
 	CHECK_STR(str(at(c, "volumeMounts", "#0", "mountPath", NULL)),
 		  "/navette/secret");
 	CHECK(cJSON_IsTrue(at(c, "volumeMounts", "#0", "readOnly", NULL)));
@@ -242,6 +244,11 @@ static void test_one_job(void)
 	CHECK_STR(str(at(vol, "#1", "name", NULL)), "work");
 	CHECK(cJSON_IsObject(at(vol, "#1", "emptyDir", NULL)));
 	cJSON_Delete(job);
+	CHECK(nv_k8s_desc_set_launcher(&d, "exit 0\n", 7, &err) == 0);
+	CHECK(nv_k8s_secret_manifest(&d, UID, &stext, &err) == 0);
+	if (stext)
+		save("secret-one.json", stext);
+	nv_k8s_secret_manifest_free(stext);
 	nv_k8s_desc_free(&d);
 }
 
@@ -500,8 +507,6 @@ static void test_after(void)
 	cJSON_Delete(job);
 	nv_k8s_desc_free(&d);
 }
-
-#define UID "6f1a2b3c-0000-4000-8000-00000000abcd"
 
 static void test_secret(void)
 {
