@@ -322,6 +322,15 @@ static void test_gpu_job(void)
 	CHECK_STR(str(at(env, "#2", "name", NULL)), "EPOCHS");
 	CHECK_STR(str(at(env, "#2", "value", NULL)), "3");
 	cJSON_Delete(job);
+	/* nothing a label may hold: a plain word */
+	set(&d, "member", "@@@");
+	job = build(&d, NULL);
+	CHECK_STR(str(at(job, "metadata", "labels", "navette/member", NULL)),
+		  "member");
+	CHECK_STR(str(at(job, "metadata", "annotations", "navette/member-id",
+			 NULL)),
+		  "@@@");
+	cJSON_Delete(job);
 	nv_k8s_desc_free(&d);
 
 	/* other quantities */
