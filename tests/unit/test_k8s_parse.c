@@ -272,6 +272,14 @@ static void test_status(void)
 		"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
 		"\"status\":\"Failure\",\"message\":\"Unauthorized\","
 		"\"reason\":\"Unauthorized\",\"code\":401}\n";
+	static const char wire403[] =
+		"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+		"\"status\":\"Failure\",\"message\":\"jobs.batch is forbidden: "
+		"User \\\"system:serviceaccount:default:job-robot\\\" cannot "
+		"create resource \\\"jobs\\\" in API group \\\"batch\\\" in the "
+		"namespace \\\"default\\\"\",\"reason\":\"Forbidden\","
+		"\"details\":{\"group\":\"batch\",\"kind\":\"jobs\"},"
+		"\"code\":403}\n";
 	nv_k8s_status st;
 	nv_err err;
 
@@ -289,6 +297,11 @@ static void test_status(void)
 	CHECK(strlen(wire401) == 129); /* its Content-Length */
 	CHECK(nv_k8s_parse_status(wire401, strlen(wire401), &st, &err) == 0);
 	CHECK(st.code == 401 && strcmp(st.message, "Unauthorized") == 0);
+	CHECK(strlen(wire403) == 313);
+	CHECK(nv_k8s_parse_status(wire403, strlen(wire403), &st, &err) == 0);
+	CHECK(st.code == 403);
+	CHECK_STR(st.message, cases[1].message);
+	CHECK_STR(st.group, "batch");
 
 	/* details */
 	{
