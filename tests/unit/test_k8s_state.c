@@ -292,6 +292,13 @@ static void test_ended_rows(void)
 	ROW(v, "accepted", 0, 1, -1);
 	CHECK(v.preempted == 0);
 	CHECK_STR(v.pod, "train-1-x7k2p");
+	{ /* whatever the order of the list (shallow copies, not freed) */
+		nv_k8s_pod swapped[2] = {pods[1], pods[0]};
+
+		nv_k8s_view_of(&job, swapped, 2, NULL, 0, -1, &v);
+		CHECK(v.preempted == 0 && v.blocked == 1);
+		CHECK_STR(v.pod, "train-1-x7k2p");
+	}
 	nv_k8s_pod_free(&pods[0]);
 	nv_k8s_pod_free(&pods[1]);
 	nv_k8s_job_free(&job);
@@ -307,6 +314,14 @@ static void test_suspended(void)
 	ROW(v, "queued", 0, 0, -1);
 	CHECK(contains(v.reason, "suspended"));
 	CHECK(v.hint[0] != '\0');
+	/* just created suspended (navette's submit sequence): no condition
+	 * yet, spec.suspend alone says it */
+	snprintf(job.conditions[0].status, sizeof(job.conditions[0].status),
+		 "Unknown");
+	nv_k8s_view_of(&job, NULL, 0, NULL, 0, -1, &v);
+	ROW(v, "queued", 0, 0, -1);
+	snprintf(job.conditions[0].status, sizeof(job.conditions[0].status),
+		 "True");
 	/* an `after` job (its annotation set here) */
 	job.after = strdup("nv-20261206-1");
 	nv_k8s_view_of(&job, NULL, 0, NULL, 0, -1, &v);
