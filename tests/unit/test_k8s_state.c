@@ -266,6 +266,17 @@ static void test_ended_rows(void)
 	nv_k8s_view_of(&job, pods, 1, NULL, 0, -1, &v);
 	ROW(v, "failed", 1, 0, 42);
 	CHECK_STR(v.pod, "train-4-8ckj8");
+	/* a code that is not one (Windows nodes' codes are larger): the
+	 * message is shown, the code not guessed; the pod's is kept */
+	free(job.conditions[1].message);
+	job.conditions[0].type[0] = '\0';
+	job.conditions[1].message =
+		strdup("Container main for pod default/x "
+		       "failed with exit code 1234 matching "
+		       "FailJob rule at index 0");
+	nv_k8s_view_of(&job, NULL, 0, NULL, 0, -1, &v);
+	ROW(v, "failed", 1, 0, -1);
+	CHECK(contains(v.reason, "(not a failure it retries): Container main"));
 
 	/* before the Job fails: the failed attempt is not the end */
 	nv_k8s_job_free(&job);
