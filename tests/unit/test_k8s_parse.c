@@ -10,6 +10,7 @@
 #include "core/fsutil.h"
 
 #include <dirent.h>
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,7 +277,8 @@ static void test_status(void)
 		"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
 		"\"status\":\"Failure\",\"message\":\"jobs.batch is forbidden: "
 		"User \\\"system:serviceaccount:default:job-robot\\\" cannot "
-		"create resource \\\"jobs\\\" in API group \\\"batch\\\" in the "
+		"create resource \\\"jobs\\\" in API group \\\"batch\\\" in "
+		"the "
 		"namespace \\\"default\\\"\",\"reason\":\"Forbidden\","
 		"\"details\":{\"group\":\"batch\",\"kind\":\"jobs\"},"
 		"\"code\":403}\n";
@@ -812,6 +814,62 @@ static void test_watch_splits(void)
 	nv_buf_free(&part);
 }
 
+/* A Pod watch built from the pod files, one event of each type, cut at
+ * every two-chunk split. */
+static void test_watch_pods(void)
+{
+	static const char *const files[] = {
+		"pod-unschedulable-gpu.json", "pod-errimagepull.json",
+		"pod-failed-exit42.json", "pod-failed-disrupted.json"};
+	static const char *const types[] = {"ADDED", "MODIFIED", "MODIFIED",
+					    "DELETED"};
+	static const char expect[] = "1 27450 pod train-1-x7k2p Pending\n"
+				     "2 27460 pod train-1-q9w8e Pending\n"
+				     "2 30005 pod train-4-8ckj8 Failed\n"
+				     "3 30002 pod train-4-p0o9i Failed\n";
+	nv_buf stream, whole, part;
+	nv_err err;
+	size_t bad = 0;
+	char rv[NV_K8S_RV_MAX];
+
+	nv_buf_init(&stream, 1 << 20);
+	nv_buf_init(&whole, 1 << 20);
+	nv_buf_init(&part, 1 << 20);
+	for (size_t i = 0; i < 4; i++) {
+		size_t len;
+		char *body = load(files[i], &len), *flat;
+		cJSON *o = cJSON_ParseWithLength(body, len);
+
+		flat = cJSON_PrintUnformatted(o);
+		nv_buf_printf(&stream, "{\"type\":\"%s\",\"object\":%s}\n",
+			      types[i], flat ? flat : "null");
+		free(flat);
+		cJSON_Delete(o);
+		free(body);
+	}
+	CHECK(feed_cut(stream.data, stream.len, NULL, 0, NV_K8S_POD, &whole, rv,
+		       &err) == 0);
+	CHECK_STR(whole.data, expect);
+	CHECK_STR(rv, "30002");
+	for (size_t cut = 0; cut <= stream.len; cut++) {
+		part.len = 0;
+		if (feed_cut(stream.data, stream.len, &cut, 1, NV_K8S_POD,
+			     &part, NULL, &err) != 0 ||
+		    part.len != whole.len ||
+		    memcmp(part.data, whole.data, whole.len) != 0)
+			bad++;
+	}
+	CHECK(bad == 0);
+	/* a Job watch refuses them */
+	part.len = 0;
+	CHECK(feed_cut(stream.data, stream.len, NULL, 0, NV_K8S_JOB, &part,
+		       NULL, &err) == NV_EBACKEND);
+	CHECK(contains(err.message, "a Pod where a Job"));
+	nv_buf_free(&stream);
+	nv_buf_free(&whole);
+	nv_buf_free(&part);
+}
+
 static void test_watch_error_410(void)
 {
 	static const char expect[] =
@@ -971,6 +1029,7 @@ int main(void)
 	test_refusals();
 	test_index_sets();
 	test_watch_splits();
+	test_watch_pods();
 	test_watch_error_410();
 	test_watch_refusals();
 	return nv_test_done();
