@@ -247,8 +247,7 @@ static void pod_pending(const nv_k8s_pod *pod, nv_k8s_view *v)
 	say(v->reason, sizeof(v->reason), "waiting for a node");
 }
 
-static void pod_view(const nv_k8s_job *job, const nv_k8s_pod *pod,
-		     nv_k8s_view *v)
+static void pod_view(const nv_k8s_pod *pod, nv_k8s_view *v)
 {
 	const nv_k8s_condition *dt;
 	const nv_k8s_container *c = main_container(pod);
@@ -285,7 +284,6 @@ static void pod_view(const nv_k8s_job *job, const nv_k8s_pod *pod,
 			    "the attempt failed (%s); Kubernetes decides "
 			    "whether it runs again",
 			    pod->reason[0] ? pod->reason : "no reason given");
-		(void)job;
 		return;
 	}
 	if (strcmp(pod->phase, "Running") == 0) {
@@ -393,7 +391,7 @@ void nv_k8s_view_of(const nv_k8s_job *job, const nv_k8s_pod *pods, size_t npods,
 	}
 
 	if (pod) {
-		pod_view(job, pod, out);
+		pod_view(pod, out);
 		return;
 	}
 	ev = failed_create(job, events, nevents);
