@@ -18,7 +18,12 @@
 # Usage: tests/stack/k8s/build.sh [OUT]      (K8S_BUILD_JOBS: go build -p)
 set -eu -o pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+. "$here/../../need_dir_lib.sh"
 out=${1:-$here/bin}
+case $out in /*) ;; *) out=$PWD/$out ;; esac
+# OUT: under this folder (the default), TMPDIR or a build folder
+NEED_DIR_ROOT=$here
+need_dir out
 jobs=${K8S_BUILD_JOBS:-2}
 say() { printf 'k8s-build: %s\n' "$*" >&2; }
 unavailable() { say "skipped: $*"; exit 77; }

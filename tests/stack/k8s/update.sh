@@ -13,7 +13,11 @@ set -eu -o pipefail
 release=$1
 kwok_version=${2:-v0.8.0}
 case $release in v1.*.*) ;; *) echo "update.sh: $release is not a release tag like v1.36.3" >&2; exit 2 ;; esac
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "$0")" && pwd -P)
+. "$here/../../need_dir_lib.sh"
+# it rewrites go.mod and go.sum here and in kwok/, nothing else
+NEED_DIR_ROOT=$(dirname "$here")
+need_dir here
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
 staging=v0.${release#v1.}
 
@@ -22,6 +26,7 @@ gomod=$(printf '%s' "$info" | python3 -c 'import json,sys; print(json.load(sys.s
 release_json=$(go mod edit -json "$gomod")
 
 work=$(mktemp -d)
+need_dir work
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 go mod init navette.test/k8s-stack >/dev/null 2>&1
@@ -54,6 +59,7 @@ go mod tidy
 cp go.mod go.sum "$here/"
 
 kw=$(mktemp -d)
+need_dir kw
 trap 'rm -rf "$work" "$kw"' EXIT
 cd "$kw"
 go mod init navette.test/kwok-stack >/dev/null 2>&1

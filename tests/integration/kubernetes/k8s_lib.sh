@@ -1,0 +1,79 @@
+# Helpers of the Kubernetes tests (tests/integration/kubernetes), sourced
+# after tests/integration/lib.sh: reads the stack's env file
+# (K8S_STACK_ENV, set by ctest: tests/stack/k8s-start.sh wrote it), skips
+# the whole test when the stack was skipped there (no Go toolchain), and
+# gives each test a namespace of its own, removed at the end.
+for v in K8S_STACK_ENV; do
+	if [ ! -r "${!v:-}" ]; then
+		echo "FAIL: $v is not set to a readable file (ctest sets it)" >&2
+		exit 1
+	fi
+done
+K8S_SKIP=
+. "$K8S_STACK_ENV"
+if [ -n "$K8S_SKIP" ]; then
+	skip "the Kubernetes stack" "$K8S_SKIP"
+	finish
+fi
+
+# kc ARGS...: the stack's kubectl as its admin, bounded
+kc() { bounded 60 "$K8S_BIN/kubectl" --kubeconfig "$K8S_KUBECONFIG" "$@"; }
+
+# k8s_namespace NAME: makes the namespace NAME (deleted when the test ends)
+# with the stack's submitter and reader roles bound in it; sets NS.
+k8s_namespace() {
+	NS=$1
+	kc create namespace "$NS" >/dev/null
+	kc label namespace "$NS" pod-security.kubernetes.io/enforce=baseline >/dev/null
+	kc -n "$NS" create rolebinding navette-submitter --clusterrole=navette-submitter \
+		--serviceaccount=navette-test:submitter >/dev/null
+	kc -n "$NS" create rolebinding navette-reader --clusterrole=navette-reader \
+		--serviceaccount=navette-test:reader >/dev/null
+	wait_for 60 kc -n "$NS" get serviceaccount default >/dev/null 2>&1
+	K8S_NAMESPACES="${K8S_NAMESPACES:-} $NS"
+}
+_k8s_cleanup() {
+	local ns
+	for ns in ${K8S_NAMESPACES:-}; do
+		kc delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+	done
+}
+trap 'st=$?; _k8s_cleanup; (exit "$st"); _cleanup' EXIT
+
+# api METHOD PATH [BODY]: the API with a token file's bearer token (TOKEN,
+# default the submitter's), like a client that is not kubectl; prints the
+# body, then "HTTP <status>" on its own last line
+api() {
+	local method=$1 path=$2 body=${3:-}
+	local args=(-sS --max-time 60 --cacert "$K8S_CA" -X "$method"
+		-H "Authorization: Bearer $(cat "${TOKEN:-$K8S_TOKEN_FILE}")"
+		-H 'Accept: application/json' -w '\nHTTP %{http_code}\n')
+	if [ -n "$body" ]; then
+		args+=(-H "Content-Type: ${CONTENT_TYPE:-application/json}" --data-binary "$body")
+	fi
+	curl "${args[@]}" "$K8S_SERVER$path"
+}
+
+# k8s_restart: stops the whole cluster (kwokctl stop cluster), waits until
+# each of its processes has exited (kwokctl does not wait), starts it again
+# and waits until the API server is ready. etcd keeps its data, so the
+# objects stay; the API server's watch cache starts anew.
+k8s_restart() {
+	local work pids pid f i
+	work=$(dirname "$K8S_STACK_ENV")/kwok
+	pids=
+	for f in "$work"/clusters/navette/pids/*.pid; do
+		[ -f "$f" ] && pids="$pids $(tr -dc '0-9' <"$f")"
+	done
+	KWOK_WORKDIR=$work bounded 60 "$K8S_BIN/kwokctl" --name navette stop cluster >"$T/restart.log" 2>&1 || return 1
+	for pid in $pids; do
+		i=0
+		while kill -0 "$pid" 2>/dev/null; do
+			i=$((i + 1))
+			[ "$i" -lt 300 ] || return 1
+			sleep 0.1
+		done
+	done
+	KWOK_WORKDIR=$work bounded 120 "$K8S_BIN/kwokctl" --name navette start cluster >>"$T/restart.log" 2>&1 || return 1
+	wait_for 60 kc get --raw /readyz >/dev/null 2>&1
+}
