@@ -13,6 +13,7 @@
 #include <openssl/crypto.h>
 
 #include "core/jobid.h"
+#include "core/units.h"
 #include "jobs/slurm_internal.h"
 
 /* ---- job descriptions ------------------------------------------------ */
@@ -58,80 +59,6 @@ void nv_slurm_desc_free(nv_slurm_job_desc *d)
 	}
 	free(d->env);
 	nv_slurm_desc_init(d);
-}
-
-/* A whole non-negative decimal number, at most max. */
-static int parse_count(const char *v, long long max, long long *out)
-{
-	char *end;
-	long long n;
-
-	if (!v || !isdigit((unsigned char)v[0]))
-		return -1;
-	errno = 0;
-	n = strtoll(v, &end, 10);
-	if (errno || *end || n < 0 || n > max)
-		return -1;
-	*out = n;
-	return 0;
-}
-
-/* "3600", "90s", "30m", "2h", "1d" -> seconds. */
-static int parse_seconds(const char *v, double *out)
-{
-	char *end;
-	double n;
-
-	if (!v || !(isdigit((unsigned char)v[0]) || v[0] == '.'))
-		return -1;
-	errno = 0;
-	n = strtod(v, &end);
-	if (errno || !isfinite(n) || n < 0)
-		return -1;
-	if (*end == 's' && !end[1])
-		;
-	else if (*end == 'm' && !end[1])
-		n *= 60;
-	else if (*end == 'h' && !end[1])
-		n *= 3600;
-	else if (*end == 'd' && !end[1])
-		n *= 86400;
-	else if (*end)
-		return -1;
-	*out = n;
-	return 0;
-}
-
-/* "4294967296", "512M", "4GiB", "1.5G" -> bytes. */
-static int parse_bytes(const char *v, double *out)
-{
-	static const char units[] = "KMGT";
-	char *end;
-	double n, mult = 1;
-	const char *u;
-
-	if (!v || !(isdigit((unsigned char)v[0]) || v[0] == '.'))
-		return -1;
-	errno = 0;
-	n = strtod(v, &end);
-	if (errno || !isfinite(n) || n < 0)
-		return -1;
-	if (*end) {
-		u = strchr(units, toupper((unsigned char)*end));
-		if (!u)
-			return -1;
-		for (const char *p = units; p <= u; p++)
-			mult *= 1024;
-		end++;
-		if (*end == 'i' && end[1] == 'B' && !end[2])
-			;
-		else if ((*end == 'B' || *end == 'b') && !end[1])
-			;
-		else if (*end)
-			return -1;
-	}
-	*out = n * mult;
-	return 0;
 }
 
 static int parse_flag(const char *v, int *out)
@@ -247,27 +174,27 @@ int nv_slurm_desc_set(nv_slurm_job_desc *d, const char *key, const char *value,
 		       : key[3] == 'o' ? &d->standard_output
 				       : &d->standard_error;
 	} else if (strcmp(key, "time_limit") == 0) {
-		if (parse_seconds(value, &x) || x <= 0 || x > 365.0 * 86400)
+		if (nv_units_seconds(value, &x) || x <= 0 || x > 365.0 * 86400)
 			return desc_bad(err, key, value,
 					"give seconds, or a number with "
 					"s/m/h/d (\"90m\"), up to a year");
 		d->time_limit_min = (long)ceil(x / 60);
 		return 0;
 	} else if (strcmp(key, "memory") == 0) {
-		if (parse_bytes(value, &x) || x <= 0 || x > 1e15)
+		if (nv_units_bytes(value, &x) || x <= 0 || x > 1e15)
 			return desc_bad(err, key, value,
 					"give bytes, or a number with "
 					"K/M/G/T (\"4GiB\")");
 		d->memory_mb = (long long)ceil(x / (1024.0 * 1024.0));
 		return 0;
 	} else if (strcmp(key, "cpus") == 0) {
-		if (parse_count(value, 65536, &n) || n < 1)
+		if (nv_units_count(value, 65536, &n) || n < 1)
 			return desc_bad(err, key, value,
 					"give a whole number of CPUs >= 1");
 		d->cpus = (int)n;
 		return 0;
 	} else if (strcmp(key, "gpus") == 0) {
-		if (parse_count(value, 4096, &n))
+		if (nv_units_count(value, 4096, &n))
 			return desc_bad(err, key, value,
 					"give a whole number of GPUs >= 0");
 		d->gpus = (int)n;

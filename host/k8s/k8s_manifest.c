@@ -18,6 +18,7 @@
 
 #include "core/hex.h"
 #include "core/jobid.h"
+#include "core/units.h"
 #include "core/utf8.h"
 
 #define LP NV_K8S_LABEL_PREFIX "/"
@@ -108,80 +109,6 @@ void nv_k8s_desc_free(nv_k8s_job_desc *d)
 }
 
 /* ---- checks of one value --------------------------------------------- */
-
-/* A whole non-negative decimal number, at most max. */
-static int parse_count(const char *v, long long max, long long *out)
-{
-	char *end;
-	long long n;
-
-	if (!v || !isdigit((unsigned char)v[0]))
-		return -1;
-	errno = 0;
-	n = strtoll(v, &end, 10);
-	if (errno || *end || n < 0 || n > max)
-		return -1;
-	*out = n;
-	return 0;
-}
-
-/* "3600", "90s", "30m", "2h", "1d" -> seconds. */
-static int parse_seconds(const char *v, double *out)
-{
-	char *end;
-	double n;
-
-	if (!v || !(isdigit((unsigned char)v[0]) || v[0] == '.'))
-		return -1;
-	errno = 0;
-	n = strtod(v, &end);
-	if (errno || !isfinite(n) || n < 0)
-		return -1;
-	if (*end == 's' && !end[1])
-		;
-	else if (*end == 'm' && !end[1])
-		n *= 60;
-	else if (*end == 'h' && !end[1])
-		n *= 3600;
-	else if (*end == 'd' && !end[1])
-		n *= 86400;
-	else if (*end)
-		return -1;
-	*out = n;
-	return 0;
-}
-
-/* "4294967296", "512M", "4GiB", "1.5G" -> bytes. */
-static int parse_bytes(const char *v, double *out)
-{
-	static const char units[] = "KMGT";
-	char *end;
-	double n, mult = 1;
-	const char *u;
-
-	if (!v || !(isdigit((unsigned char)v[0]) || v[0] == '.'))
-		return -1;
-	errno = 0;
-	n = strtod(v, &end);
-	if (errno || !isfinite(n) || n < 0)
-		return -1;
-	if (*end) {
-		u = strchr(units, toupper((unsigned char)*end));
-		if (!u)
-			return -1;
-		for (const char *p = units; p <= u; p++)
-			mult *= 1024;
-		end++;
-		if (*end == 'i' && end[1] == 'B' && !end[2])
-			;
-		else if ((*end == 'B' || *end == 'b') && !end[1])
-			;
-		else if (*end)
-			return -1;
-	}
-	*out = n * mult;
-	return 0;
-}
 
 /* "2", "0.5", "1.250" -> thousandths of a CPU (Kubernetes' millicores). */
 static int parse_milli(const char *v, long *out)
@@ -434,7 +361,7 @@ int nv_k8s_desc_set(nv_k8s_job_desc *d, const char *key, const char *value,
 		text = &d->image;
 	} else if (strcmp(key, "tasks") == 0 ||
 		   strcmp(key, "parallelism") == 0) {
-		if (parse_count(value, NV_K8S_TASKS_MAX, &n) || n < 1)
+		if (nv_units_count(value, NV_K8S_TASKS_MAX, &n) || n < 1)
 			return desc_bad(err, key, value,
 					"give a whole number from 1 to 1000 "
 					"(a larger sweep: split it)");
@@ -453,27 +380,27 @@ int nv_k8s_desc_set(nv_k8s_job_desc *d, const char *key, const char *value,
 		d->cpu_milli = milli;
 		return 0;
 	} else if (strcmp(key, "memory") == 0) {
-		if (parse_bytes(value, &x) || x < 1 || x > 1e15)
+		if (nv_units_bytes(value, &x) || x < 1 || x > 1e15)
 			return desc_bad(err, key, value,
 					"give bytes, or a number with "
 					"K/M/G/T (\"4GiB\")");
 		d->memory_bytes = (long long)ceil(x);
 		return 0;
 	} else if (strcmp(key, "gpus") == 0) {
-		if (parse_count(value, 4096, &n))
+		if (nv_units_count(value, 4096, &n))
 			return desc_bad(err, key, value,
 					"give a whole number of GPUs >= 0");
 		d->gpus = (int)n;
 		return 0;
 	} else if (strcmp(key, "time_limit") == 0) {
-		if (parse_seconds(value, &x) || x < 1 || x > 365.0 * 86400)
+		if (nv_units_seconds(value, &x) || x < 1 || x > 365.0 * 86400)
 			return desc_bad(err, key, value,
 					"give seconds, or a number with "
 					"s/m/h/d (\"90m\"), up to a year");
 		d->time_limit = (long)ceil(x);
 		return 0;
 	} else if (strcmp(key, "retries") == 0) {
-		if (parse_count(value, 100, &n))
+		if (nv_units_count(value, 100, &n))
 			return desc_bad(err, key, value,
 					"give a whole number of retries from "
 					"0 to 100");
@@ -482,7 +409,7 @@ int nv_k8s_desc_set(nv_k8s_job_desc *d, const char *key, const char *value,
 	} else if (strcmp(key, "retry_exit_codes") == 0) {
 		return set_exit_codes(d, value, err);
 	} else if (strcmp(key, "requeue_exit") == 0) {
-		if (parse_count(value, 255, &n) || n < 1)
+		if (nv_units_count(value, 255, &n) || n < 1)
 			return desc_bad(err, key, value,
 					"give the launcher's requeue exit "
 					"code, 1 to 255");
