@@ -663,6 +663,116 @@ static int list_head(const cJSON *root, const char *kind, nv_k8s_list_meta *m,
 	return 0;
 }
 
+/* One kind of list: how an item is read (0, 1 to leave it out, or an
+ * error) and freed. */
+struct list_kind {
+	const char *kind, *what; /* "JobList", "a JobList" */
+	size_t item_size;
+	int (*from)(const cJSON *obj, void *item, const void *ctx, nv_err *err);
+	void (*free_item)(void *item);
+};
+
+/* Reads a list into *items (calloc'd, *n read); on an error nothing is
+ * kept. */
+static int parse_list(const struct list_kind *k, const char *body, size_t len,
+		      const void *ctx, nv_k8s_list_meta *meta, void **items,
+		      size_t *n, nv_err *err)
+{
+	cJSON *root = parse_body(body, len, NV_K8S_BODY_MAX, k->what, err);
+	const cJSON *array, *it;
+	char *out = NULL;
+	int count, rc;
+
+	*items = NULL;
+	*n = 0;
+	if (!root)
+		return err ? err->code : NV_EBACKEND;
+	if ((rc = list_head(root, k->kind, meta, &array, &count, err)))
+		goto done;
+	if (count && !(out = calloc((size_t)count, k->item_size))) {
+		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+		goto done;
+	}
+	cJSON_ArrayForEach(it, array)
+	{
+		void *item = out + *n * k->item_size;
+
+		rc = k->from(it, item, ctx, err);
+		if (rc > 0) { /* left out */
+			k->free_item(item);
+			memset(item, 0, k->item_size);
+			rc = 0;
+			continue;
+		}
+		if (rc) {
+			k->free_item(item);
+			goto done;
+		}
+		(*n)++;
+	}
+done:
+	cJSON_Delete(root);
+	if (rc) {
+		for (size_t i = 0; out && i < *n; i++)
+			k->free_item(out + i * k->item_size);
+		free(out);
+		out = NULL;
+		*n = 0;
+	}
+	*items = out;
+	return rc;
+}
+
+static int job_item(const cJSON *obj, void *item, const void *ctx, nv_err *err)
+{
+	(void)ctx;
+	return job_from(obj, item, err);
+}
+
+static int pod_item(const cJSON *obj, void *item, const void *ctx, nv_err *err)
+{
+	(void)ctx;
+	return pod_from(obj, item, err);
+}
+
+/* ctx: the only reason kept, or NULL */
+static int event_item(const cJSON *obj, void *item, const void *ctx,
+		      nv_err *err)
+{
+	const char *reason = ctx, *r = string_of(field(obj, "reason"));
+
+	if (!cJSON_IsObject(obj))
+		return nv_err_set(err, NV_EBACKEND, HINT_SERVER,
+				  "Kubernetes answer: an event is not an "
+				  "object");
+	if (reason && (!r || strcmp(r, reason) != 0))
+		return 1;
+	return event_from(obj, item, err);
+}
+
+static void job_free_item(void *item)
+{
+	nv_k8s_job_free(item);
+}
+
+static void pod_free_item(void *item)
+{
+	nv_k8s_pod_free(item);
+}
+
+static void event_free_item(void *item)
+{
+	nv_k8s_event_free(item);
+}
+
+static const struct list_kind job_list = {
+	"JobList", "a JobList", sizeof(nv_k8s_job), job_item, job_free_item};
+static const struct list_kind pod_list = {
+	"PodList", "a PodList", sizeof(nv_k8s_pod), pod_item, pod_free_item};
+static const struct list_kind event_list = {"EventList", "an EventList",
+					    sizeof(nv_k8s_event), event_item,
+					    event_free_item};
+
 void nv_k8s_job_list_free(nv_k8s_job_list *l)
 {
 	for (size_t i = 0; l && l->items && i < l->nitems; i++)
@@ -696,104 +806,39 @@ void nv_k8s_event_list_free(nv_k8s_event_list *l)
 int nv_k8s_parse_job_list(const char *body, size_t len, nv_k8s_job_list *out,
 			  nv_err *err)
 {
-	cJSON *root = parse_body(body, len, NV_K8S_BODY_MAX, "a JobList", err);
-	const cJSON *items, *it;
-	int count, rc;
+	void *items;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!root)
-		return err ? err->code : NV_EBACKEND;
-	if ((rc = list_head(root, "JobList", &out->meta, &items, &count, err)))
-		goto done;
-	if (count &&
-	    !(out->items = calloc((size_t)count, sizeof(*out->items)))) {
-		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-		goto done;
-	}
-	cJSON_ArrayForEach(it, items)
-	{
-		if ((rc = job_from(it, &out->items[out->nitems], err)))
-			goto done;
-		out->nitems++;
-	}
-done:
-	cJSON_Delete(root);
-	if (rc)
-		nv_k8s_job_list_free(out);
+	rc = parse_list(&job_list, body, len, NULL, &out->meta, &items,
+			&out->nitems, err);
+	out->items = items;
 	return rc;
 }
 
 int nv_k8s_parse_pod_list(const char *body, size_t len, nv_k8s_pod_list *out,
 			  nv_err *err)
 {
-	cJSON *root = parse_body(body, len, NV_K8S_BODY_MAX, "a PodList", err);
-	const cJSON *items, *it;
-	int count, rc;
+	void *items;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!root)
-		return err ? err->code : NV_EBACKEND;
-	if ((rc = list_head(root, "PodList", &out->meta, &items, &count, err)))
-		goto done;
-	if (count &&
-	    !(out->items = calloc((size_t)count, sizeof(*out->items)))) {
-		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-		goto done;
-	}
-	cJSON_ArrayForEach(it, items)
-	{
-		if ((rc = pod_from(it, &out->items[out->nitems], err)))
-			goto done;
-		out->nitems++;
-	}
-done:
-	cJSON_Delete(root);
-	if (rc)
-		nv_k8s_pod_list_free(out);
+	rc = parse_list(&pod_list, body, len, NULL, &out->meta, &items,
+			&out->nitems, err);
+	out->items = items;
 	return rc;
 }
 
 int nv_k8s_parse_event_list(const char *body, size_t len, const char *reason,
 			    nv_k8s_event_list *out, nv_err *err)
 {
-	cJSON *root =
-		parse_body(body, len, NV_K8S_BODY_MAX, "an EventList", err);
-	const cJSON *items, *it;
-	int count, rc;
+	void *items;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!root)
-		return err ? err->code : NV_EBACKEND;
-	if ((rc = list_head(root, "EventList", &out->meta, &items, &count,
-			    err)))
-		goto done;
-	if (count &&
-	    !(out->items = calloc((size_t)count, sizeof(*out->items)))) {
-		rc = nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
-		goto done;
-	}
-	cJSON_ArrayForEach(it, items)
-	{
-		const char *r = string_of(field(it, "reason"));
-
-		if (!cJSON_IsObject(it)) {
-			rc = nv_err_set(err, NV_EBACKEND, HINT_SERVER,
-					"Kubernetes answer: an event is not "
-					"an object");
-			goto done;
-		}
-		if (reason && (!r || strcmp(r, reason) != 0))
-			continue;
-		if ((rc = event_from(it, &out->items[out->nitems], err))) {
-			nv_k8s_event_free(&out->items[out->nitems]);
-			goto done;
-		}
-		out->nitems++;
-	}
-done:
-	cJSON_Delete(root);
-	if (rc)
-		nv_k8s_event_list_free(out);
+	rc = parse_list(&event_list, body, len, reason, &out->meta, &items,
+			&out->nitems, err);
+	out->items = items;
 	return rc;
 }
 
