@@ -672,6 +672,14 @@ struct list_kind {
 	void (*free_item)(void *item);
 };
 
+/* Frees n items of a kind's list (the list's own fields are the caller's). */
+static void free_items(const struct list_kind *k, void *items, size_t n)
+{
+	for (size_t i = 0; items && i < n; i++)
+		k->free_item((char *)items + i * k->item_size);
+	free(items);
+}
+
 /* Reads a list into *items (calloc'd, *n read); on an error nothing is
  * kept. */
 static int parse_list(const struct list_kind *k, const char *body, size_t len,
@@ -713,9 +721,7 @@ static int parse_list(const struct list_kind *k, const char *body, size_t len,
 done:
 	cJSON_Delete(root);
 	if (rc) {
-		for (size_t i = 0; out && i < *n; i++)
-			k->free_item(out + i * k->item_size);
-		free(out);
+		free_items(k, out, *n);
 		out = NULL;
 		*n = 0;
 	}
@@ -775,30 +781,24 @@ static const struct list_kind event_list = {"EventList", "an EventList",
 
 void nv_k8s_job_list_free(nv_k8s_job_list *l)
 {
-	for (size_t i = 0; l && l->items && i < l->nitems; i++)
-		nv_k8s_job_free(&l->items[i]);
 	if (l) {
-		free(l->items);
+		free_items(&job_list, l->items, l->nitems);
 		memset(l, 0, sizeof(*l));
 	}
 }
 
 void nv_k8s_pod_list_free(nv_k8s_pod_list *l)
 {
-	for (size_t i = 0; l && l->items && i < l->nitems; i++)
-		nv_k8s_pod_free(&l->items[i]);
 	if (l) {
-		free(l->items);
+		free_items(&pod_list, l->items, l->nitems);
 		memset(l, 0, sizeof(*l));
 	}
 }
 
 void nv_k8s_event_list_free(nv_k8s_event_list *l)
 {
-	for (size_t i = 0; l && l->items && i < l->nitems; i++)
-		nv_k8s_event_free(&l->items[i]);
 	if (l) {
-		free(l->items);
+		free_items(&event_list, l->items, l->nitems);
 		memset(l, 0, sizeof(*l));
 	}
 }

@@ -13,38 +13,7 @@
 #include <string.h>
 
 #include "nv_test.h"
-
-static char data_dir[1024];
-
-static void find_data_dir(void)
-{
-	const char *env = getenv("NAVETTE_TEST_DATA");
-	char here[900], *slash;
-
-	if (env) {
-		snprintf(data_dir, sizeof(data_dir), "%s/k8s/responses", env);
-		return;
-	}
-	/* Run by hand: __FILE__ is tests/unit/test_k8s_state.c. */
-	snprintf(here, sizeof(here), "%s", __FILE__);
-	slash = strrchr(here, '/');
-	if (slash)
-		*slash = '\0';
-	snprintf(data_dir, sizeof(data_dir), "%s/../data/k8s/responses", here);
-}
-
-static char *load(const char *name, size_t *len)
-{
-	char path[1200], *data = NULL;
-
-	snprintf(path, sizeof(path), "%s/%s", data_dir, name);
-	if (nv_read_file(&data, len, path, 1 << 20, NULL)) {
-		fprintf(stderr, "cannot read %s\n", path);
-		*len = 0;
-		return NULL;
-	}
-	return data;
-}
+#include "test_data.h"
 
 static void job_file(const char *name, nv_k8s_job *job)
 {
@@ -397,7 +366,7 @@ static void test_indexes(void)
 
 int main(void)
 {
-	find_data_dir();
+	find_data_dir_of("k8s/responses");
 	test_waiting_rows();
 	test_quota_event();
 	test_ended_rows();

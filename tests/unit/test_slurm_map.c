@@ -15,37 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "nv_test.h"
-
-static char data_dir[1024];
-
-static void find_data_dir(void)
-{
-	const char *env = getenv("NAVETTE_TEST_DATA");
-	char here[900], *slash;
-
-	if (env) {
-		snprintf(data_dir, sizeof(data_dir), "%s/slurm", env);
-		return;
-	}
-	snprintf(here, sizeof(here), "%s", __FILE__);
-	slash = strrchr(here, '/');
-	if (slash)
-		*slash = '\0';
-	snprintf(data_dir, sizeof(data_dir), "%s/../data/slurm", here);
-}
-
-static char *load(const char *name, size_t *len)
-{
-	char path[1200], *data = NULL;
-
-	snprintf(path, sizeof(path), "%s/%s", data_dir, name);
-	if (nv_read_file(&data, len, path, 1 << 20, NULL)) {
-		fprintf(stderr, "cannot read %s\n", path);
-		*len = 0;
-		return NULL;
-	}
-	return data;
-}
+#include "test_data.h"
 
 static int contains(const char *hay, const char *needle)
 {
@@ -737,7 +707,7 @@ static void test_recorded(void)
 
 int main(void)
 {
-	find_data_dir();
+	find_data_dir_of("slurm");
 	test_desc();
 	test_build();
 	test_parse();
