@@ -2,11 +2,11 @@
 # tests/stack/k8s/build.sh — builds the test control plane from Go modules:
 # kube-apiserver, kube-controller-manager, kube-scheduler and kubectl at the
 # release the wrapper module (go.mod here) pins, etcd at the version that
-# release requires, and kwok + kwokctl (kwok/go.mod). Nothing is downloaded
+# release requires, and kwok + kwokctl, all from one module. Nothing is downloaded
 # but Go modules through the module proxy; nothing is committed.
 #
 # The binaries go to the ignored folder OUT (default tests/stack/k8s/bin),
-# with OUT/.key (what they were built from: both modules' go.mod and go.sum,
+# with OUT/.key (what they were built from: the module's go.mod and go.sum,
 # this script and `go version`) and OUT/build-times.txt (wall seconds,
 # user+sys seconds and peak RSS of each build). When OUT/.key matches, nothing
 # is built. Two builds of the same OUT take turns (a lock folder).
@@ -43,7 +43,7 @@ esac
 release=$(cd "$here" && go list -m -f '{{.Version}}' k8s.io/kubernetes) ||
     unavailable "the wrapper module cannot be read (go list -m k8s.io/kubernetes failed)"
 
-key=$( (cat "$here/go.mod" "$here/go.sum" "$here/kwok/go.mod" "$here/kwok/go.sum" \
+key=$( (cat "$here/go.mod" "$here/go.sum" \
     "$here/build.sh"; echo "$gover") | shasum -a 256 | cut -c1-64)
 if [ -f "$out/.key" ] && [ "$(cat "$out/.key")" = "$key" ]; then
     say "up to date: $out ($release)"
@@ -137,7 +137,7 @@ NAME=kubernetes timed kubernetes "$here" go build -trimpath -p "$jobs" -o "$tmp/
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 NAME=etcd timed etcd "$here" go build -trimpath -p "$jobs" -o "$tmp/etcd" -ldflags "-s -w" go.etcd.io/etcd/server/v3
-NAME=kwok timed kwok "$here/kwok" go build -trimpath -p "$jobs" -o "$tmp/" -ldflags "-s -w" \
+NAME=kwok timed kwok "$here" go build -trimpath -p "$jobs" -o "$tmp/" -ldflags "-s -w" \
     sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
 echo "$key" >"$tmp/.key"
 rm -rf "$out"

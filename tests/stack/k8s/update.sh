@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate the wrapper modules of the test control plane from one
+# Regenerate the wrapper module of the test control plane from one
 # Kubernetes release's own go.mod (a developer's tool; the result is
 # committed). Usage: tests/stack/k8s/update.sh v1.36.3 [kwok-version]
 #
@@ -15,7 +15,7 @@ kwok_version=${2:-v0.8.0}
 case $release in v1.*.*) ;; *) echo "update.sh: $release is not a release tag like v1.36.3" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")" && pwd -P)
 . "$here/../../need_dir_lib.sh"
-# it rewrites go.mod and go.sum here and in kwok/, nothing else
+# it rewrites go.mod and go.sum here, nothing else
 NEED_DIR_ROOT=$(dirname "$here")
 need_dir here
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
@@ -55,15 +55,10 @@ for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
     go get -tool "k8s.io/kubernetes/cmd/$cmd@$release"
 done
 go get -tool "go.etcd.io/etcd/server/v3@$etcd"
-go mod tidy
-cp go.mod go.sum "$here/"
-
-kw=$(mktemp -d)
-need_dir kw
-trap 'rm -rf "$work" "$kw"' EXIT
-cd "$kw"
-go mod init navette.test/kwok-stack >/dev/null 2>&1
+# KWOK in the same module: its k8s.io modules resolve to the release's
+# staging versions above, so its packages are the ones the control plane
+# already compiled (one build instead of two)
 go get -tool "sigs.k8s.io/kwok/cmd/kwok@$kwok_version" "sigs.k8s.io/kwok/cmd/kwokctl@$kwok_version"
 go mod tidy
-cp go.mod go.sum "$here/kwok/"
+cp go.mod go.sum "$here/"
 echo "update.sh: tests/stack/k8s/go.mod for $release (staging $staging, etcd $etcd), kwok $kwok_version"
