@@ -683,6 +683,26 @@ static int l_k8s_request(lua_State *L)
 	return 2;
 }
 
+/* session:api_error(status, body, verb, resource) -> err: the error of an
+ * answer that request returned (not 2xx), as the session's own methods
+ * give it: {code, status, reason, message, causes, hint}. */
+static int l_k8s_api_error(lua_State *L)
+{
+	l_k8s_session *s = check_session(L);
+	lua_Integer status = nv_lua_checkrange(L, 2, 100, 599, "k8s: status");
+	size_t len;
+	const char *text = luaL_optlstring(L, 3, "", &len);
+	const char *verb = check_text(L, 4, "verb");
+	const char *resource = check_text(L, 5, "resource");
+	nv_buf body;
+
+	memset(&body, 0, sizeof(body));
+	body.data = (char *)text;
+	body.len = len;
+	push_api_error(L, s, (long)status, &body, verb, resource);
+	return 1; /* the error table alone */
+}
+
 /* GET path into resp, an error pushed (nil, err: returns 2) when it
  * fails or is not 2xx, else 0. */
 static int get_ok(lua_State *L, l_k8s_session *s, const char *path, size_t max,
@@ -1589,6 +1609,7 @@ int luaopen_navette_k8s(lua_State *L)
 		{"watch", l_k8s_watch},
 		{"log", l_k8s_log},
 		{"access_review", l_k8s_access_review},
+		{"api_error", l_k8s_api_error},
 		{"stats", l_k8s_stats},
 		{"close", l_k8s_close},
 		{NULL, NULL}};
