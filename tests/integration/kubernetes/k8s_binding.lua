@@ -273,12 +273,14 @@ t.test("look on a Job made with k8s.manifest, and a watch", function()
                      .. name, k8s.resume_patch(),
                      "application/merge-patch+json")
   t.eq(status, 200)
+  local last
   local row = wait_for(60, function()
     local l = assert(s:look { namespace = NS, selector = sel })
-    local r = l.jobs[name].rows[0]
-    return r.phase == "running" and r or nil
+    last = l.jobs[name].rows[0]
+    return last.phase == "running" and last or nil
   end)
-  t.ok(row, "the row becomes running")
+  t.ok(row, "the row becomes running (last: " .. last.phase .. ", "
+       .. tostring(last.reason) .. ")")
   if not row then return end
   t.eq(row.pod:sub(1, #name + 1), name .. "-", "its pod")
   t.match(row.node, "^kwok%-gpu")
@@ -315,6 +317,10 @@ t.test("look on a Job made with k8s.manifest, and a watch", function()
               on_event = function() error("stop here") end }
   end, "stop here")
   write(WORK .. "/rv", look.resource_version)
+  -- one more change after it, so that the restarted API server's watch
+  -- cache starts past it
+  t.ok(kubectl("-n " .. NS .. " annotate job " .. name
+               .. " navette.test/after-rv=1"), "a change after rv")
   -- the log of the pod (KWOK prints none: an empty text, or an error)
   local text, err = s:log { namespace = NS, pod = row and row.pod or "x" }
   t.ok(text ~= nil or err.status ~= nil, "log answers")
