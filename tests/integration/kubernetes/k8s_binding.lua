@@ -139,7 +139,8 @@ t.test("an exec plugin: run again after its credential expires",
   os.remove(count)
   local plugin = write(WORK .. "/plugin.sh", ([[#!/bin/sh
 echo x >> %s
-exp=$(perl -MPOSIX -e 'print strftime("%%Y-%%m-%%dT%%H:%%M:%%SZ", gmtime(time + 13))')
+exp=$(perl -MPOSIX -e \
+  'print strftime("%%Y-%%m-%%dT%%H:%%M:%%SZ", gmtime(time + 13))')
 printf '{"apiVersion":"client.authentication.k8s.io/v1",'
 printf '"kind":"ExecCredential","status":{"token":"%%s",' "$(cat %s)"
 printf '"expirationTimestamp":"%%s"}}\n' "$exp"
