@@ -3,7 +3,8 @@
 # $NAVETTE_JOB_DIR/fingerprint.json, which the run record carries as
 # "node". Only sh and the tools each system has; a probe that is missing
 # or fails leaves its field null, and no probe runs longer than
-# NV_FP_LIMIT seconds: a probe writes into a file, never a pipe, and is
+# NV_FP_LIMIT seconds (NV_FP_IMAGE_LIMIT for the question asked in the
+# job's image): a probe writes into a file, never a pipe, and is
 # killed at the limit and left behind, not waited for (a broken GPU
 # driver can make nvidia-smi hang, even through a SIGKILL). Only sh's
 # own kill and wait, and sleep: no GNU timeout.
@@ -15,6 +16,10 @@
 #                                asked in the image for a job in one
 
 NV_FP_LIMIT=${NV_FP_LIMIT:-10}
+# Asking the job's image starts a container: on a busy node that alone
+# takes longer than a probe is given, so it has a limit of its own (the
+# answer is kept per image, so this is paid once per image and node).
+NV_FP_IMAGE_LIMIT=${NV_FP_IMAGE_LIMIT:-60}
 
 # nv_fp_str TEXT: TEXT as a JSON string, or null when empty (control
 # characters dropped, at most 200 bytes).
@@ -103,8 +108,9 @@ ${NAVETTE_IMAGE##*@sha256:}-$(basename "$NAVETTE_INTERPRETER" |
 		;;
 	esac
 	nv_fp_ok=
-	nv_fp_out=$(nv_fp_capture both navette_in_image "$NAVETTE_INTERPRETER" \
-		--version) && nv_fp_ok=1
+	nv_fp_out=$(NV_FP_LIMIT=$NV_FP_IMAGE_LIMIT &&
+		nv_fp_capture both navette_in_image "$NAVETTE_INTERPRETER" \
+			--version) && nv_fp_ok=1
 	nv_fp_v=$(printf '%s\n' "$nv_fp_out" | head -n 1)
 	printf '%s\n' "$nv_fp_v"
 	# an answer the image gave, never a failure to ask

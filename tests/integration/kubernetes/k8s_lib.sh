@@ -54,11 +54,38 @@ api() {
 	curl "${args[@]}" "$K8S_SERVER$path"
 }
 
+# _k8s_kwok_works TRY: a pod placed on a node becomes Running within 30 s
+# (KWOK, which plays the kubelets, is at work); the probe is deleted
+_k8s_kwok_works() {
+	local probe=navette-restart-probe-$$-$1 ok=1
+	kc -n "$K8S_NAMESPACE" run "$probe" --restart=Never \
+		--image="registry.invalid/navette/probe@sha256:$(printf '%064d' 0)" \
+		--overrides='{"spec":{"nodeSelector":{"kubernetes.io/hostname":"kwok-gpu-a"}}}' >/dev/null 2>&1 || return 1
+	_probe_running() { [ "$(kc -n "$K8S_NAMESPACE" get pod "$probe" -o 'jsonpath={.status.phase}' 2>/dev/null)" = Running ]; }
+	wait_for 30 _probe_running && ok=0
+	kc -n "$K8S_NAMESPACE" delete pod "$probe" --wait=false >/dev/null 2>&1
+	return "$ok"
+}
+
 # k8s_restart: stops the whole cluster (kwokctl stop cluster), waits until
 # each of its processes has exited (kwokctl does not wait), starts it again
-# and waits until the API server is ready. etcd keeps its data, so the
-# objects stay; the API server's watch cache starts anew.
+# and waits until the API server is ready and a probe pod runs (a KWOK
+# that finds the nodes' leases there never moves a pod: they are deleted
+# first, and the cluster is restarted again, up to 3 times). etcd keeps its
+# data, so the objects stay; the API server's watch cache starts anew.
 k8s_restart() {
+	local try
+	for try in 1 2 3; do
+		# KWOK, started again, creates the nodes' leases and stops
+		# for good when they are there ("lease already exists")
+		kc -n kube-node-lease delete lease --all >/dev/null 2>&1
+		_k8s_restart_once || return 1
+		_k8s_kwok_works "$try" && return 0
+		echo "k8s_restart: no pod runs after restart $try of 3" >&2
+	done
+	return 1
+}
+_k8s_restart_once() {
 	local work pids pid f i
 	work=$(dirname "$K8S_STACK_ENV")/kwok
 	pids=

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The node's fingerprint (host/jobs/launcher_fingerprint.sh, compiled into
 # every launcher) is bounded in time: a nvidia-smi that hangs, or an
-# image's interpreter that never answers, is killed at NV_FP_LIMIT seconds
-# and left behind, and the fingerprint is written without it (gpus [],
+# image's interpreter that never answers, is killed at its limit
+# (NV_FP_LIMIT seconds, NV_FP_IMAGE_LIMIT for the image's) and left behind, and the fingerprint is written without it (gpus [],
 # interpreter version null, nothing cached for the image). With a limit
 # of 2 s and both hanging, it ends about 2 + 2 s after the same
 # fingerprint without them (measured here), under sh and bash. The probes
@@ -37,7 +37,7 @@ fingerprint() {
 	rm -f "$T/jobs/job/fingerprint.json"
 	start=$(python3 -c 'import time; print(time.time())')
 	env -i PATH="$2" NAVETTE_JOB_DIR="$T/jobs/job" NV_FP_LIMIT=$LIMIT \
-		NAVETTE_INTERPRETER=python3 NAVETTE_RUNTIME=podman \
+		NV_FP_IMAGE_LIMIT=$LIMIT NAVETTE_INTERPRETER=python3 NAVETTE_RUNTIME=podman \
 		NAVETTE_IMAGE="$3" TMPDIR="$T" \
 		"$1" -c '. "$1"
 # the image'"'"'s interpreter never answers either
@@ -82,6 +82,18 @@ navette_fingerprint' sh "$FP" </dev/null >/dev/null 2>&1 || true
 	check_eq "$shell: the answer is kept for the image and that interpreter" \
 		"$(cat "$T/jobs/.navette-interpreter-$(printf '%064d' 7)-python3.11" 2>/dev/null)" \
 		"Python 3.11.2"
+	rm -f "$T/jobs/.navette-interpreter-"*
+	# the image's answer has its own, longer limit (a container start on
+	# a busy node): one that takes 2 s is waited for past a 1 s probe
+	# limit, and kept
+	env -i PATH="$TOOLS" NAVETTE_JOB_DIR="$T/jobs/job" NV_FP_LIMIT=1 \
+		NV_FP_IMAGE_LIMIT=6 NAVETTE_INTERPRETER=python3 \
+		NAVETTE_RUNTIME=podman NAVETTE_IMAGE="$IMAGE" TMPDIR="$T" \
+		"$SH" -c '. "$1"
+navette_in_image() { sleep 2; echo "Python 3.11.2"; }
+navette_fingerprint' sh "$FP" </dev/null >/dev/null 2>&1 || true
+	check_eq "$shell: a slow container start is waited for, up to the image's own limit" \
+		"$(json 'd["interpreter"]["version"]' <"$T/jobs/job/fingerprint.json")" "Python 3.11.2"
 	rm -f "$T/jobs/.navette-interpreter-"*
 done
 finish
