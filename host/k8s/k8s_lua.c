@@ -34,9 +34,6 @@
 #include "k8s/k8s.h"
 #include "k8s/k8s_exec.h"
 #include "k8s/k8s_kubeconfig.h"
-/* k8s_kubeconfig.h sizes its names without the NUL, k8s_parse.h with it:
- * each header's structs keep their own size; this file only uses sizeof */
-#undef NV_K8S_NAME_MAX
 #include "k8s/k8s_manifest.h"
 #include "k8s/k8s_parse.h"
 #include "k8s/k8s_state.h"

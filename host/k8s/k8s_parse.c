@@ -336,7 +336,7 @@ static int read_meta(const cJSON *obj, char *name, char *uid, char *rv,
 		return nv_err_set(err, NV_EBACKEND, HINT_SERVER,
 				  "Kubernetes answer: a %s without metadata",
 				  what);
-	if (copy_id(name, NV_K8S_NAME_MAX, field(meta, "name"), "a name",
+	if (copy_id(name, NV_K8S_NAME_SIZE, field(meta, "name"), "a name",
 		    err) ||
 	    copy_id(uid, NV_K8S_UID_MAX, field(meta, "uid"), "a uid", err) ||
 	    copy_id(rv, NV_K8S_RV_MAX, field(meta, "resourceVersion"),

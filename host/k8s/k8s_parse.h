@@ -30,7 +30,8 @@
 #define NV_K8S_CAUSES_MAX     16   /* causes kept from a Status */
 #define NV_K8S_TASKS_MAX      1000 /* tasks (completion indexes) a Job runs */
 
-#define NV_K8S_NAME_MAX     254 /* a DNS subdomain (253) + NUL */
+/* a name's buffer: a DNS subdomain (253) + NUL */
+#define NV_K8S_NAME_SIZE    254
 #define NV_K8S_UID_MAX      64
 #define NV_K8S_RV_MAX       64   /* a resourceVersion */
 #define NV_K8S_CONTINUE_MAX 4096 /* a list's continue token */
@@ -58,10 +59,10 @@ typedef struct nv_k8s_condition {
 /* A batch/v1 Job: what the state map and the backend read of it. Counts
  * absent from the answer are 0; spec numbers absent are -1. */
 typedef struct nv_k8s_job {
-	char name[NV_K8S_NAME_MAX];
+	char name[NV_K8S_NAME_SIZE];
 	char uid[NV_K8S_UID_MAX];
 	char resource_version[NV_K8S_RV_MAX];
-	char navette_job[NV_K8S_NAME_MAX]; /* label navette/job, or "" */
+	char navette_job[NV_K8S_NAME_SIZE]; /* label navette/job, or "" */
 	char *tasks;       /* annotation navette/tasks, malloc'd, or NULL */
 	char *after;       /* annotation navette/after, malloc'd, or NULL */
 	char *spec_sha256; /* annotation navette/spec-sha256, or NULL */
@@ -101,15 +102,15 @@ typedef struct nv_k8s_container {
 
 /* A v1 Pod of a Job. */
 typedef struct nv_k8s_pod {
-	char name[NV_K8S_NAME_MAX];
+	char name[NV_K8S_NAME_SIZE];
 	char uid[NV_K8S_UID_MAX];
 	char resource_version[NV_K8S_RV_MAX];
 	char created[NV_K8S_TIME_MAX];
-	char job_name[NV_K8S_NAME_MAX]; /* label job-name (or the batch one) */
+	char job_name[NV_K8S_NAME_SIZE]; /* label job-name (or the batch one) */
 	long completion_index; /* batch.kubernetes.io/job-completion-index,
 				  -1: none */
 	int deleting;
-	char node_name[NV_K8S_NAME_MAX];
+	char node_name[NV_K8S_NAME_SIZE];
 	long gpus; /* nvidia.com/gpu requested by its containers, 0: none */
 	char phase[NV_K8S_WORD_MAX];      /* Pending, Running, Succeeded... */
 	char reason[NV_K8S_WORD_MAX * 2]; /* status.reason ("Evicted") */
@@ -126,14 +127,14 @@ typedef struct nv_k8s_event {
 	char reason[NV_K8S_WORD_MAX * 2];
 	char *message;
 	char object_kind[NV_K8S_WORD_MAX]; /* involvedObject */
-	char object_name[NV_K8S_NAME_MAX];
+	char object_name[NV_K8S_NAME_SIZE];
 	long count;
 	char last_timestamp[NV_K8S_TIME_MAX];
 } nv_k8s_event;
 
 /* A v1 Status (the body of an error answer, or a watch ERROR). */
 typedef struct nv_k8s_cause {
-	char field[NV_K8S_NAME_MAX];
+	char field[NV_K8S_NAME_SIZE];
 	char reason[NV_K8S_WORD_MAX * 2];
 	char message[512];
 } nv_k8s_cause;
@@ -143,7 +144,7 @@ typedef struct nv_k8s_status {
 	char status[NV_K8S_WORD_MAX];     /* "Failure", "Success" */
 	char reason[NV_K8S_WORD_MAX * 2]; /* "Forbidden", "Expired"... */
 	char message[NV_ERR_MESSAGE_MAX];
-	char name[NV_K8S_NAME_MAX]; /* details */
+	char name[NV_K8S_NAME_SIZE]; /* details */
 	char group[NV_K8S_WORD_MAX * 2];
 	char kind[NV_K8S_WORD_MAX * 2];
 	nv_k8s_cause causes[NV_K8S_CAUSES_MAX];
