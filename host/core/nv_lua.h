@@ -134,4 +134,30 @@ lua_Number nv_lua_checkrangef(lua_State *L, int idx, lua_Number min,
 lua_Number nv_lua_optrangef(lua_State *L, int idx, lua_Number min,
 			    lua_Number max, lua_Number dflt, const char *what);
 
+/* t[key] = value for the table on the top of the stack: what bindings
+ * use to fill the tables they return (nil for a NULL string). */
+static inline void nv_lua_set_str(lua_State *L, const char *key,
+				  const char *value)
+{
+	lua_pushstring(L, value);
+	lua_setfield(L, -2, key);
+}
+static inline void nv_lua_set_int(lua_State *L, const char *key,
+				  lua_Integer value)
+{
+	lua_pushinteger(L, value);
+	lua_setfield(L, -2, key);
+}
+static inline void nv_lua_set_num(lua_State *L, const char *key,
+				  lua_Number value)
+{
+	lua_pushnumber(L, value);
+	lua_setfield(L, -2, key);
+}
+static inline void nv_lua_set_bool(lua_State *L, const char *key, int value)
+{
+	lua_pushboolean(L, value);
+	lua_setfield(L, -2, key);
+}
+
 #endif

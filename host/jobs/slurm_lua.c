@@ -196,26 +196,10 @@ static int fill_desc(lua_State *L, int idx, nv_slurm_job_desc *d, nv_err *err)
 	return 0;
 }
 
-#define SET_STR(k, v)                                                          \
-	do {                                                                   \
-		lua_pushstring(L, v);                                          \
-		lua_setfield(L, -2, k);                                        \
-	} while (0)
-#define SET_INT(k, v)                                                          \
-	do {                                                                   \
-		lua_pushinteger(L, (lua_Integer)(v));                          \
-		lua_setfield(L, -2, k);                                        \
-	} while (0)
-#define SET_NUM(k, v)                                                          \
-	do {                                                                   \
-		lua_pushnumber(L, (lua_Number)(v));                            \
-		lua_setfield(L, -2, k);                                        \
-	} while (0)
-#define SET_BOOL(k, v)                                                         \
-	do {                                                                   \
-		lua_pushboolean(L, v);                                         \
-		lua_setfield(L, -2, k);                                        \
-	} while (0)
+#define SET_STR(k, v)  nv_lua_set_str(L, k, (v))
+#define SET_INT(k, v)  nv_lua_set_int(L, k, (lua_Integer)(v))
+#define SET_NUM(k, v)  nv_lua_set_num(L, k, (lua_Number)(v))
+#define SET_BOOL(k, v) nv_lua_set_bool(L, k, (v))
 
 static void push_view(lua_State *L, const nv_slurm_view *v)
 {

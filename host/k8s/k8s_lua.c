@@ -95,21 +95,9 @@ typedef struct l_k8s_look {
 	size_t nevents;
 } l_k8s_look_box;
 
-#define SET_STR(k, v)                                                          \
-	do {                                                                   \
-		lua_pushstring(L, v);                                          \
-		lua_setfield(L, -2, k);                                        \
-	} while (0)
-#define SET_INT(k, v)                                                          \
-	do {                                                                   \
-		lua_pushinteger(L, (lua_Integer)(v));                          \
-		lua_setfield(L, -2, k);                                        \
-	} while (0)
-#define SET_BOOL(k, v)                                                         \
-	do {                                                                   \
-		lua_pushboolean(L, v);                                         \
-		lua_setfield(L, -2, k);                                        \
-	} while (0)
+#define SET_STR(k, v)  nv_lua_set_str(L, k, (v))
+#define SET_INT(k, v)  nv_lua_set_int(L, k, (lua_Integer)(v))
+#define SET_BOOL(k, v) nv_lua_set_bool(L, k, (v))
 
 /* ---- boxes ----------------------------------------------------------- */
 

@@ -3,6 +3,8 @@
 # (K8S_STACK_ENV, set by ctest: tests/stack/k8s-start.sh wrote it), skips
 # the whole test when the stack was skipped there (no Go toolchain), and
 # gives each test a namespace of its own, removed at the end.
+# (unset variables are errors here too, whoever sources it)
+set -u
 for v in K8S_STACK_ENV; do
 	if [ ! -r "${!v:-}" ]; then
 		echo "FAIL: $v is not set to a readable file (ctest sets it)" >&2
