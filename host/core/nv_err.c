@@ -49,6 +49,21 @@ int nv_err_bad(nv_err *err, const char *hint, const char *what,
 			  value ? value : "");
 }
 
+int nv_err_unknown_key(nv_err *err, const char *what, const char *key,
+		       const char *const *known)
+{
+	char list[512];
+	size_t used = 0;
+
+	list[0] = '\0';
+	for (int i = 0; known && known[i] && used < sizeof(list); i++)
+		used += (size_t)snprintf(list + used, sizeof(list) - used,
+					 "%s%s", i ? ", " : "", known[i]);
+	return nv_err_set(err, NV_EINVAL, list,
+			  "unknown %s '%.64s'; known: see the hint", what,
+			  key ? key : "");
+}
+
 int nv_err_set_errno(nv_err *err, int code, int errnum, const char *hint,
 		     const char *fmt, ...)
 {

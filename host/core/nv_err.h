@@ -57,6 +57,12 @@ int nv_err_set_errno(nv_err *err, int code, int errnum, const char *hint,
 int nv_err_bad(nv_err *err, const char *hint, const char *what,
 	       const char *value, int max);
 
+/* A key that is none of known (a NULL-ended list): NV_EINVAL with the
+ * message "unknown WHAT 'KEY'; known: see the hint" and the known keys,
+ * comma-separated, as the hint. */
+int nv_err_unknown_key(nv_err *err, const char *what, const char *key,
+		       const char *const *known);
+
 /* Stable lowercase name of a code ("invalid", "not_found", "refused"...). */
 const char *nv_err_code_name(int code);
 

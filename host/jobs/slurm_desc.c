@@ -222,18 +222,8 @@ int nv_slurm_desc_set(nv_slurm_job_desc *d, const char *key, const char *value,
 			d->hold = flag;
 		return 0;
 	} else {
-		char known[512];
-		size_t used = 0;
-
-		known[0] = '\0';
-		for (int i = 0; desc_keys[i]; i++)
-			used += (size_t)snprintf(known + used,
-						 sizeof(known) - used, "%s%s",
-						 i ? ", " : "", desc_keys[i]);
-		return nv_err_set(err, NV_EINVAL, known,
-				  "unknown Slurm resource '%.64s'; known: "
-				  "see the hint",
-				  key);
+		return nv_err_unknown_key(err, "Slurm resource", key,
+					  desc_keys);
 	}
 	if (extra && !slurm_word_ok(value, extra))
 		return desc_bad(err, key, value,

@@ -491,18 +491,8 @@ int nv_k8s_desc_set(nv_k8s_job_desc *d, const char *key, const char *value,
 					"separated by commas");
 		text = &d->after;
 	} else {
-		char known[512];
-		size_t used = 0;
-
-		known[0] = '\0';
-		for (int i = 0; desc_keys[i]; i++)
-			used += (size_t)snprintf(known + used,
-						 sizeof(known) - used, "%s%s",
-						 i ? ", " : "", desc_keys[i]);
-		return nv_err_set(err, NV_EINVAL, known,
-				  "unknown Kubernetes job setting '%.64s'; "
-				  "known: see the hint",
-				  key);
+		return nv_err_unknown_key(err, "Kubernetes job setting", key,
+					  desc_keys);
 	}
 	return set_text(text, value, err);
 }
