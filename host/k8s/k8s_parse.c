@@ -235,27 +235,37 @@ static void conditions_free(nv_k8s_condition *c, size_t n)
 	free(c);
 }
 
-static int read_conditions(const cJSON *arr, nv_k8s_condition **out, size_t *n,
-			   nv_err *err)
+/* An optional array of at most max items: *count (0 when absent or
+ * null), or an error naming the field. */
+static int bounded_array(const cJSON *arr, const char *name, int max,
+			 int *count, nv_err *err)
 {
-	const cJSON *it;
-	int count;
-
-	*out = NULL;
-	*n = 0;
+	*count = 0;
 	if (!arr || cJSON_IsNull(arr))
 		return 0;
 	if (!cJSON_IsArray(arr))
 		return nv_err_set(err, NV_EBACKEND, HINT_SERVER,
-				  "Kubernetes answer: conditions is not a "
-				  "list");
-	count = cJSON_GetArraySize(arr);
-	if (count > NV_K8S_CONDITIONS_MAX)
+				  "Kubernetes answer: %s is not a list", name);
+	*count = cJSON_GetArraySize(arr);
+	if (*count > max)
 		return nv_err_set(err, NV_EBACKEND, HINT_SERVER,
-				  "Kubernetes answer: more than %d conditions",
-				  NV_K8S_CONDITIONS_MAX);
-	if (count == 0)
-		return 0;
+				  "Kubernetes answer: more than %d %s", max,
+				  name);
+	return 0;
+}
+
+static int read_conditions(const cJSON *arr, nv_k8s_condition **out, size_t *n,
+			   nv_err *err)
+{
+	const cJSON *it;
+	int count, rc;
+
+	*out = NULL;
+	*n = 0;
+	if ((rc = bounded_array(arr, "conditions", NV_K8S_CONDITIONS_MAX,
+				&count, err)) ||
+	    count == 0)
+		return rc;
 	*out = calloc((size_t)count, sizeof(**out));
 	if (!*out)
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
@@ -469,20 +479,11 @@ static long pod_gpus(const cJSON *spec)
 static int read_containers(const cJSON *arr, nv_k8s_pod *pod, nv_err *err)
 {
 	const cJSON *it;
-	int count;
+	int count, rc;
 
-	if (!arr || cJSON_IsNull(arr))
-		return 0;
-	if (!cJSON_IsArray(arr))
-		return nv_err_set(err, NV_EBACKEND, HINT_SERVER,
-				  "Kubernetes answer: containerStatuses is "
-				  "not a list");
-	count = cJSON_GetArraySize(arr);
-	if (count > NV_K8S_CONTAINERS_MAX)
-		return nv_err_set(err, NV_EBACKEND, HINT_SERVER,
-				  "Kubernetes answer: more than %d container "
-				  "statuses",
-				  NV_K8S_CONTAINERS_MAX);
+	if ((rc = bounded_array(arr, "container statuses",
+				NV_K8S_CONTAINERS_MAX, &count, err)))
+		return rc;
 	if (count == 0)
 		return 0;
 	pod->containers = calloc((size_t)count, sizeof(*pod->containers));
