@@ -45,6 +45,10 @@ const char *nv_launcher_output_reserved(const char *output);
  *       what a requeue needs (for the hint of a failed one)
  *   in_container                       true when the container starts the
  *       launcher: the launcher then pulls and starts no image
+ *   requeue_exit                       instead of a requeue command, the
+ *       exit code (1..255) that ends an attempt the job's retries name:
+ *       the scheduler runs it again (Kubernetes: a podFailurePolicy rule
+ *       counts that code); not with requeue
  * An unknown field, a bad name or word is NV_EINVAL. */
 int nv_launcher_script(const cJSON *spec, nv_buf *out, nv_err *err);
 

@@ -65,7 +65,8 @@ static int known_key(const char *key)
 	for (const char *const *c = launch_commands; *c; c++)
 		if (strcmp(key, *c) == 0)
 			return 1;
-	return strcmp(key, "in_container") == 0;
+	return strcmp(key, "in_container") == 0 ||
+	       strcmp(key, "requeue_exit") == 0;
 }
 
 /* A text of messages: printable ASCII, 1 to LAUNCH_TEXT_MAX bytes. */
@@ -163,6 +164,21 @@ static int launch_check(const cJSON *spec, const cJSON *launch, nv_err *err)
 				  "(spec.launch.job), which the commands get",
 				  "job %s: spec.launch has commands but no job",
 				  id);
+	v = cJSON_GetObjectItemCaseSensitive(launch, "requeue_exit");
+	if (v && !(cJSON_IsNumber(v) && v->valuedouble >= 1 &&
+		   v->valuedouble <= 255 &&
+		   v->valuedouble == (double)v->valueint))
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "job %s: spec.launch.requeue_exit is not an "
+				  "exit code from 1 to 255",
+				  id);
+	if (v && cJSON_GetObjectItemCaseSensitive(launch, "requeue"))
+		return nv_err_set(err, NV_EINVAL,
+				  "a backend gives its launcher one way to "
+				  "be run again",
+				  "job %s: spec.launch has both requeue and "
+				  "requeue_exit",
+				  id);
 	v = cJSON_GetObjectItemCaseSensitive(launch, "in_container");
 	if (v && !cJSON_IsBool(v))
 		return nv_err_set(err, NV_EINVAL, NULL,
@@ -235,5 +251,11 @@ int nv_launcher_launch_header(const cJSON *spec, nv_buf *out, nv_err *err)
 	for (const char *const *c = launch_commands; *c; c++)
 		command_lines(out, *c,
 			      cJSON_GetObjectItemCaseSensitive(launch, *c));
+	/* (a checked number) */
+	v = cJSON_GetObjectItemCaseSensitive(launch, "requeue_exit");
+	if (v)
+		nv_buf_printf(out, "nv_launch_requeue_exit=%d\n", v->valueint);
+	else
+		nv_buf_puts(out, "nv_launch_requeue_exit=\n");
 	return 0;
 }

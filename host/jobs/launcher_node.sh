@@ -465,13 +465,15 @@ nv_step_retry() {
 	# (a launcher run outside its scheduler: not its job to requeue)
 	[ -z "$nv_launch_requeue_program" ] || [ -n "$nv_launch_job" ] ||
 		return 0
+	[ -z "$nv_launch_requeue_exit" ] || [ -n "$nv_launch_job$nv_launch_node" ] ||
+		return 0
 	case " ${NAVETTE_RETRY_ON:-} " in *" $nv_kind "*) ;; *) return 0 ;; esac
 	if [ "$nv_attempt" -gt "$NAVETTE_RETRY_MAX" ]; then
 		nv_freason="$nv_freason; attempt $nv_attempt of \
 $((NAVETTE_RETRY_MAX + 1)), no retry left"
 		return 0
 	fi
-	if [ -z "$nv_launch_requeue_program" ]; then
+	if [ -z "$nv_launch_requeue_program" ] && [ -z "$nv_launch_requeue_exit" ]; then
 		nv_freason="$nv_freason; it was not retried: the launcher has no \
 way to requeue the job (its backend gave none)"
 		nv_fhint="retries of $nv_kind need $nv_launch_requeue_needs"
@@ -484,6 +486,11 @@ way to requeue the job (its backend gave none)"
 		"$(nv_json "${nv_launch_node:-$(hostname)}")" "$(nv_now)" \
 		"$nv_log_chunk" >>"$nv_work/attempts"
 	nv_publish "@OBJECT_CHECKPOINT@/@ATTEMPTS@" "$nv_work/attempts" || :
+	if [ -n "$nv_launch_requeue_exit" ]; then
+		# the scheduler runs the job again on this exit code
+		nv_secrets_close
+		exit "$nv_launch_requeue_exit"
+	fi
 	if ! command -v "$nv_launch_requeue_program" >/dev/null 2>&1; then
 		nv_rq_err="the node has no $nv_launch_requeue_program"
 	else

@@ -30,6 +30,10 @@
 --           navette.slurm.settings; host/ssh/ (OpenSSH's ssh, NV_NATIVE(
 --           ssh)); tests/integration/slurm/test_slurm_ssh.sh,
 --           tests/lua/slurm_ssh_backend_test.lua
+--   kubernetes backends/kubernetes.lua (a job is a batch/v1 Job and
+--           the Secret it owns; a sweep one Indexed Job); host/k8s/
+--           (NV_NATIVE(k8s)); tests/integration/kubernetes/,
+--           tests/unit/test_k8s*.c, tests/fuzz/fuzz_k8s*.c
 --   and tests/second_backend/ (podq), which test_second_backend adds to a
 --   clone to prove the list above is all a backend needs.
 -- Settings, documentation (settings_doc, check_credential_doc: the LuaLS
@@ -141,6 +145,17 @@
 --                             working folder's project, refused unless
 --                             the user trusts it here), confirm(question)
 --                             (true | false | nil, "not a terminal")}
+--   plan_requests?(specs, ctx) -> {{method, path, body}, ...}: the
+--                             requests that submitting specs (one job, or
+--                             a sweep's tasks as one array) would send,
+--                             built and never sent: `navette plan` lists
+--                             them and shows their bodies with
+--                             --launcher, `plan --json` has them as
+--                             jobs[].requests; ctx: {nodes}
+--   doctor?(profile)          -> {{name, status ("ok" | "warn" | "fail" |
+--                             "skip"), detail, hint?}, ...}: `navette
+--                             doctor`'s checks of the backend (asked only
+--                             of a project the user trusts)
 --   settings_doc?             the LuaLS line of the profile's settings
 --   container_runtime?(name)  -> the runtime that runs a job's image on
 --                             this machine | nil, what was looked for

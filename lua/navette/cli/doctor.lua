@@ -493,6 +493,15 @@ function M.run(argv)
                 .. " uses no network endpoint"))
     end
     for _, e in ipairs(endpoints) do add(check_endpoint(e)) end
+    -- the backend's own checks (its contract: doctor)
+    local b = require("navette.backends").get(profile.backend)
+    if b.doctor and proj.trusted == false then
+      add(check(profile.backend, "skip", "not asked: the project is not "
+                .. "trusted on this machine", "read what it binds with "
+                .. "`navette trust --show`, then `navette trust`"))
+    elseif b.doctor then
+      add(table.unpack(b.doctor(profile)))
+    end
   end
   add(check_agent())
   add(check_disk())

@@ -22,6 +22,8 @@ usage: navette plan RECIPE [--profile P] [--node NAME] [--launcher] [--json]
   refuses it). Job ids are drawn when run submits: <id of NAME> stands
   for each.
   --launcher  also print each job's launcher script (what runs on the node)
+              and the bodies of the backend's requests (Kubernetes: the
+              Job and Secret manifests)
   --node N    plan for node N, as `run --node N` would run it]],
   flags = { profile = "value", json = "bool", node = "value",
             launcher = "bool" },
@@ -214,6 +216,15 @@ local function print_job(s, k, run, name_of, with_launcher)
   local declared = s.success and s.success.outputs or {}
   term.print("  outputs  " .. s.outputs.url .. (#declared > 0
              and (" (" .. table.concat(declared, ", ") .. ")") or ""))
+  for _, r in ipairs(s.requests or {}) do
+    term.print("  request  " .. r.method .. " " .. r.path)
+    if with_launcher then
+      term.write((json.encode(r.body, true):gsub("([^\n]*)\n?",
+                  function(line)
+                    return line ~= "" and ("    | " .. line .. "\n") or ""
+                  end)))
+    end
+  end
   if with_launcher then
     term.print("  launcher:")
     term.write((s.launcher:gsub("([^\n]*)\n", "    | %1\n")))
@@ -296,8 +307,8 @@ function M.run(argv)
   end
   if #specs > 0 and not opts.launcher then
     term.print("")
-    term.print("(each job's launcher script: navette plan " .. recipe
-               .. " --launcher)")
+    term.print("(each job's launcher script, and the bodies of the "
+               .. "requests: navette plan " .. recipe .. " --launcher)")
   end
   return 0
 end

@@ -206,6 +206,11 @@ local function submit_one(run, j, k, backend, sessions)
   if run.plan then
     core.plan("jobs", "submit", spec.id .. " (" .. spec.name .. ") on "
               .. run.profile.name)
+    -- the requests the backend would send (its contract: plan_requests)
+    if backend.plan_requests then
+      spec.requests = backend.plan_requests({ spec },
+        { nodes = jobspec.node_for(run, j, k) })
+    end
     return spec
   end
   local sub = run.submissions[spec]
@@ -250,6 +255,10 @@ local function submit_array(run, group, k, backend, sessions)
     core.plan("jobs", "submit-array", #specs .. " jobs of sweep "
               .. group[1].name:match("^[^%[]*") .. " as one job array "
               .. "(one request)")
+    if backend.plan_requests then
+      specs[1].requests = backend.plan_requests(specs,
+        { nodes = jobspec.node_for(run, group[1], k) })
+    end
     return specs
   end
   if resumed then

@@ -1,0 +1,1131 @@
+-- The kubernetes backend: a job becomes one batch/v1 Job in the
+-- profile's namespace, and one Secret owned by the Job that holds its
+-- launcher (with the presigned URLs it fetches and publishes through), so
+-- that both go together. The container runs the launcher itself
+-- (launch.in_container): it fetches the code and inputs, runs the command
+-- and publishes the outputs, log and run record through S3, as on Slurm.
+-- A sweep is one Indexed Job (completionMode Indexed): one request, each
+-- task still a job of its own for navette (its row, id, prefix, record;
+-- its remote id JOB:INDEX).
+--
+-- The C side (host/k8s/, _navette.k8s) reads kubeconfigs, speaks to the
+-- API server, builds the manifests and maps a Job and its pods to
+-- navette's view (k8s_state.c); this file decides what to send and when.
+--
+-- Submission: the Job is created suspended, then its Secret (owned by the
+-- Job's uid), then the Job is released (a merge patch). A row is written
+-- before the first request; an answer lost from there on is settled by
+-- the next run of the same job, which finds the Job by its name (the
+-- navette id) and adopts it. `after` is navette's own: a Job that runs
+-- after others is created suspended and labelled navette/held=after, and
+-- released by the first look (status, watch, run --wait) that sees every
+-- job it runs after succeeded; one that failed deletes it (cancelled,
+-- saying which). The cluster runs nothing of it before then, so a closed
+-- laptop holds it back: it is the one thing that waits for navette.
+--
+-- Observation: one LIST of the Jobs and pods of the profile's namespace
+-- with the job's label (k8s look), the launcher's published phases, and,
+-- once a task is over, its run record. A Job's time to live
+-- (ttlSecondsAfterFinished) is set only once navette has read the run
+-- records of all its tasks, so the cluster never forgets a Job nobody
+-- looked at.
+local errors = require "navette.errors"
+local util = require "navette.util"
+local published = require "navette.published"
+local native = _navette.k8s
+local core, sys, json = _navette.core, _navette.sys, _navette.json
+
+local M = { name = "kubernetes" }
+
+local KEYS = { "context", "namespace", "kubeconfig", "credential", "pin",
+               "nodes", "environment", "image_pull_secret", "ttl",
+               "timeout" }
+local REFRESH_EVERY = 1.0   -- seconds between two looks at a job
+local TTL_DEFAULT = 3600    -- a finished Job's seconds, once read back
+local RECORD_MAX = 4 * 1024 * 1024
+
+M.profile_keys = KEYS
+M.dependencies = true
+M.arrays = true
+M.settings_doc = "Kubernetes settings (backend = \"kubernetes\"): see "
+  .. "`navette help kubernetes`."
+
+-- The exit code with which the launcher ends an attempt that its job's
+-- retries name (exit:N): the Job's podFailurePolicy counts it (the index
+-- runs again, backoffLimitPerIndex = retries.max); any other failing
+-- exit code fails the index at once.
+local REQUEUE_EXIT = 75
+
+-- What the launcher takes from the pod (host/k8s/k8s_manifest.c sets
+-- these variables from the downward API): the completion index, the
+-- failures of this index so far, the node; and the exit code that has
+-- the Job controller run it again.
+M.launch = {
+  scheduler = "Kubernetes",
+  array_index = "JOB_COMPLETION_INDEX",
+  attempt = "NAVETTE_K8S_FAILURES",
+  node = "NAVETTE_K8S_NODE",
+  requeue_exit = REQUEUE_EXIT,
+  requeue_needs = "a Job whose podFailurePolicy counts exit code "
+                  .. REQUEUE_EXIT,
+  in_container = true,
+}
+
+-- Retries: a preempted pod (DisruptionTarget) or one whose node failed
+-- is run again by the Job controller without using up a retry
+-- (podFailurePolicy Ignore); an exit code the job's retries name is run
+-- again by the launcher's exit REQUEUE_EXIT, counted per index. A
+-- timeout cannot be: activeDeadlineSeconds bounds all of a Job's
+-- attempts together. Checkpoints go through S3, as on Slurm.
+M.retries = true
+M.checkpoints = true
+
+local function final(state)
+  return state == "succeeded" or state == "failed" or state == "cancelled"
+end
+
+-- ---- the profile -----------------------------------------------------------
+
+local DNS_LABEL = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+local function dns_label(s)
+  return type(s) == "string" and #s <= 63 and s:match(DNS_LABEL) ~= nil
+end
+
+-- Validates profile.kubernetes (t) of profile where.profile in project
+-- file where.path.
+function M.validate(t, where)
+  local path, name = where.path, where.profile
+  local function fail(message, hint)
+    error(errors.new("recipe", path .. ": profile '" .. name .. "': "
+                     .. "kubernetes: " .. message, hint), 0)
+  end
+  if type(t) ~= "table" then
+    fail("a kubernetes profile needs kubernetes = { namespace = ... }",
+         "and context = \"NAME\" for a context other than the current one")
+  end
+  local known = {}
+  for _, k in ipairs(KEYS) do known[k] = true end
+  for k in pairs(t) do
+    if not known[k] then
+      fail("unknown key '" .. tostring(k) .. "'"
+           .. util.suggest(tostring(k), KEYS),
+           "kubernetes keys are: " .. table.concat(KEYS, ", "))
+    end
+  end
+  if not where.storage:match("^s3://") then
+    fail("the kubernetes backend needs s3:// storage", "the pod reads "
+         .. "its inputs and publishes its outputs there, with presigned "
+         .. "URLs")
+  end
+  if not dns_label(t.namespace) then
+    fail("namespace must be the namespace the jobs go to (a DNS label: "
+         .. "lowercase letters, digits and '-')")
+  end
+  for _, k in ipairs({ "context", "pin", "image_pull_secret" }) do
+    if t[k] ~= nil and type(t[k]) ~= "string" then
+      fail(k .. " must be a string")
+    end
+  end
+  if t.pin and not t.pin:match("^sha256//[%w+/=]+$") then
+    fail("pin must be \"sha256//BASE64\", the API server key's pin")
+  end
+  local kubeconfig = t.kubeconfig
+  if type(kubeconfig) == "string" then kubeconfig = { kubeconfig } end
+  if kubeconfig ~= nil then
+    if type(kubeconfig) ~= "table" or #kubeconfig == 0 then
+      fail("kubeconfig must be a path or a list of paths")
+    end
+    for i, p in ipairs(kubeconfig) do
+      if type(p) ~= "string" or p == "" then
+        fail("kubeconfig[" .. i .. "] must be a path")
+      end
+    end
+  end
+  local cred
+  if t.credential ~= nil then
+    cred = type(t.credential) == "string"
+           and where.credentials[t.credential]
+    if not cred then
+      fail("credential '" .. tostring(t.credential) .. "' is not declared",
+           "declare it under credentials = { ... } in navette.lua, or "
+           .. "leave it out to use the kubeconfig's user")
+    end
+    if cred.kind ~= "bearer" then
+      fail("credential '" .. t.credential .. "' is of kind " .. cred.kind
+           .. ", not bearer (a token the API server takes)")
+    end
+  end
+  local nodes = {}
+  if t.nodes ~= nil then
+    if type(t.nodes) ~= "table" then
+      fail("nodes must be a list of node names { \"gpu-a\", \"gpu-b\" }")
+    end
+    for i, n in ipairs(t.nodes) do
+      if type(n) ~= "string" or not n:match("^[%w._-]+$") then
+        fail("nodes[" .. i .. "] is not a node name")
+      end
+      nodes[i] = n
+    end
+  end
+  local environment = {}
+  for k, v in pairs(t.environment or {}) do
+    if type(k) ~= "string" or not _navette.jobs.env_name_ok(k)
+       or type(v) ~= "string" then
+      fail("environment maps names to strings (not NAVETTE_*, PATH...)")
+    end
+    if _navette.creds.redact(v) ~= v then
+      fail("environment." .. k .. " looks like a secret",
+           "a job gets short-lived access, never a secret in its "
+           .. "environment")
+    end
+    environment[k] = v
+  end
+  local ttl = t.ttl == nil and TTL_DEFAULT or t.ttl
+  if math.type(ttl) ~= "integer" or ttl < 0 then
+    fail("ttl must be the seconds a finished Job stays (0 or more), "
+         .. "counted from when navette read its run record")
+  end
+  if t.timeout ~= nil and (type(t.timeout) ~= "number" or t.timeout < 1) then
+    fail("timeout must be the seconds a request may take (1 or more)")
+  end
+  return {
+    namespace = t.namespace, context = t.context, kubeconfig = kubeconfig,
+    credential = cred, pin = t.pin, nodes = nodes,
+    environment = environment, image_pull_secret = t.image_pull_secret,
+    ttl = ttl, timeout = t.timeout,
+  }
+end
+
+-- A job on Kubernetes runs in its image, which the launcher runs in.
+function M.prepare(spec, profile)
+  if not spec.container then
+    error(errors.new("recipe", "job '" .. spec.name .. "': a job on "
+                     .. "Kubernetes runs in an image", "give it image = "
+                     .. "\"REPO@sha256:...\" (or a tag the run pins), an "
+                     .. "image with sh and curl"), 0)
+  end
+  for _, kind in ipairs(spec.retries and spec.retries.on or {}) do
+    if kind == "timeout" then
+      error(errors.new("recipe", "job '" .. spec.name .. "': retries on "
+                       .. "timeout cannot run on Kubernetes: a Job's "
+                       .. "deadline (activeDeadlineSeconds, its "
+                       .. "time_limit) counts all its attempts together",
+                       "drop \"timeout\" from retries.on, or raise "
+                       .. "time_limit and save a checkpoint"), 0)
+    end
+  end
+  local cfg = profile.kubernetes
+  spec.kubernetes = {}
+  for k, v in pairs(cfg) do spec.kubernetes[k] = v end
+  spec.kubernetes.max_token_lifespan = profile.max_token_lifespan
+end
+
+-- The profile's nodes, taken in turn by a sweep's jobs (--node).
+function M.nodes(profile)
+  return profile.kubernetes.nodes
+end
+
+-- ---- sessions ----------------------------------------------------------------
+
+-- The kubeconfig files of cfg: its own, else kubectl's ($KUBECONFIG,
+-- a colon list, else ~/.kube/config).
+local function kubeconfig_paths(cfg)
+  if cfg.kubeconfig then
+    local out = {}
+    for i, p in ipairs(cfg.kubeconfig) do
+      out[i] = p:gsub("^~/", (sys.getenv("HOME") or "") .. "/")
+    end
+    return out
+  end
+  local env = sys.getenv("KUBECONFIG")
+  if env and env ~= "" then
+    local out = {}
+    for p in env:gmatch("[^:]+") do out[#out + 1] = p end
+    if #out > 0 then return out end
+  end
+  return { (sys.getenv("HOME") or "") .. "/.kube/config" }
+end
+
+local function where_of(cfg)
+  return "Kubernetes" .. (cfg.context and (" context " .. cfg.context)
+                          or "") .. ", namespace " .. tostring(cfg.namespace)
+end
+
+-- A session with the API server of cfg (a profile's or a recorded spec's
+-- kubernetes table), and what open says of it; raises.
+local function open(cfg)
+  local handle
+  if cfg.credential then
+    local h, err = _navette.creds.load(cfg.credential)
+    if not h then
+      error(errors.new("refused", "the Kubernetes credential '"
+                       .. tostring(cfg.credential.name) .. "' cannot be "
+                       .. "loaded: " .. err.message, err.hint), 0)
+    end
+    handle = h
+  end
+  local session, info = native.open {
+    kubeconfig = kubeconfig_paths(cfg), context = cfg.context,
+    credential = handle, pin = cfg.pin, timeout = cfg.timeout,
+  }
+  if not session then
+    error(errors.new(info.code == "refused" and "refused" or "backend",
+                     where_of(cfg) .. ": " .. info.message, info.hint), 0)
+  end
+  return session, info
+end
+M.open = open
+
+-- The session for spec (kept in ctx.sessions for the run when given);
+-- a recorded spec's credential is loaded again (trust.recorded).
+local function session_for(spec, ctx)
+  local cfg = spec.kubernetes
+  local key = "k8s\0" .. tostring(cfg.context) .. "\0"
+              .. table.concat(kubeconfig_paths(cfg), ":")
+  local cache = ctx and ctx.sessions
+  local s = cache and cache[key]
+  if s then return s end
+  s = open(require("navette.trust").recorded(cfg))
+  if cache then cache[key] = s end
+  return s
+end
+
+-- Closes s unless the run keeps it.
+local function release(s, ctx)
+  if not (ctx and ctx.sessions) then s:close() end
+end
+
+local function job_path(ns, name)
+  return "/apis/batch/v1/namespaces/" .. ns .. "/jobs"
+         .. (name and ("/" .. name) or "")
+end
+
+-- ---- the description ---------------------------------------------------------
+
+-- The Kubernetes job description of spec (k8s.manifest's keys): one job,
+-- or with tasks (the specs of a sweep) one Indexed Job for all.
+local function description(spec, ctx, tasks)
+  local cfg = spec.kubernetes
+  local r = spec.resources or {}
+  local env = {}
+  for k, v in pairs(cfg.environment or {}) do env[k] = v end
+  local log_interval = sys.getenv("NAVETTE_LOG_INTERVAL")
+  if log_interval and log_interval:match("^%d+%.?%d*$") then
+    env.NAVETTE_LOG_INTERVAL = log_interval
+  end
+  if not tasks then env.NAVETTE_JOB_ID = spec.id end
+  -- the kinds the launcher retries itself (the cluster: preemption and
+  -- node failures)
+  local kinds = {}
+  for _, kind in ipairs(spec.retries and spec.retries.on or {}) do
+    if kind ~= "node_fail" and kind ~= "preempted" then
+      kinds[#kinds + 1] = kind
+    end
+  end
+  if #kinds > 0 then env.NAVETTE_RETRY_ON = table.concat(kinds, " ") end
+  local d = {
+    name = spec.id, namespace = cfg.namespace,
+    image = spec.container.image, tasks = tasks and #tasks or 1,
+    suspend = true, env = env,
+    project = spec.project, profile = spec.profile, run = spec.run,
+    commit = spec.commit,
+  }
+  if r.cpus then d.cpus = tostring(r.cpus) end
+  if r.memory then d.memory = math.tointeger(r.memory) or r.memory end
+  if r.gpus then d.gpus = r.gpus end
+  if r.time_limit then d.time_limit = math.ceil(r.time_limit) end
+  if spec.retries then
+    d.retries = spec.retries.max or 1
+    if #kinds > 0 then d.requeue_exit = REQUEUE_EXIT end
+  end
+  if spec.member and spec.member.id then d.member = spec.member.id end
+  if cfg.image_pull_secret then
+    d.image_pull_secret = cfg.image_pull_secret
+  end
+  local node = ctx and ctx.nodes and ctx.nodes[1]
+  if node then d.node = node end
+  if spec.after and #spec.after > 0 then d.after = spec.after end
+  if tasks then
+    local ids = {}
+    for k, t in ipairs(tasks) do ids[k] = t.id end
+    d.task_ids = ids
+  end
+  return d
+end
+M.description = description
+
+-- ---- submission --------------------------------------------------------------
+
+-- The error of an answer that is not 2xx, for what (a verb and
+-- resource, as "create jobs").
+local function api_error(s, status, body, verb, resource)
+  return s:api_error(status, body, verb, resource)
+end
+
+-- Whether an API error is a refusal for certain (nothing was created):
+-- 4xx but 408 and 429.
+local function refused(err)
+  local st = err and err.status
+  return type(st) == "number" and st >= 400 and st < 500 and st ~= 408
+         and st ~= 429
+end
+
+-- Creates the Job of d (suspended), its Secret, and releases it unless it
+-- runs after others. Returns the Job's uid and whether it was there
+-- already (created by an earlier submission whose answer was lost); nil,
+-- err, refused (true: nothing runs) when it fails.
+local function create(s, d, launcher, secrets)
+  local ns = d.namespace
+  local manifest, merr = native.manifest(d, launcher, secrets)
+  if not manifest then return nil, merr, true end
+  local st, body = s:request("POST", job_path(ns), manifest)
+  if not st then return nil, body, false end
+  local uid, existed
+  if st == 201 or st == 200 then
+    uid = json.decode(body).metadata.uid
+  elseif st == 409 then
+    -- the same name: ours when its navette/job label is this id
+    local gst, gbody = s:request("GET", job_path(ns, d.name))
+    if gst ~= 200 then
+      return nil, api_error(s, gst or 0, gbody or "", "get", "jobs"), false
+    end
+    local job = json.decode(gbody)
+    local labels = job.metadata and job.metadata.labels or {}
+    if labels["navette/job"] ~= d.name then
+      return nil, { code = "refused", message = "a Job named " .. d.name
+                    .. " that navette did not create is in namespace " .. ns,
+                    hint = "delete it, or run again (a new id is drawn)" },
+             true
+    end
+    uid, existed = job.metadata.uid, true
+  else
+    local err = api_error(s, st, body, "create", "jobs")
+    return nil, err, refused(err)
+  end
+  local box, serr = native.secret_manifest(d, launcher, secrets, uid)
+  if not box then return nil, serr, true end
+  st, body = s:request("POST", "/api/v1/namespaces/" .. ns .. "/secrets",
+                       box)
+  if not st then return nil, body, false end
+  if st ~= 201 and st ~= 200 and st ~= 409 then
+    local err = api_error(s, st, body, "create", "secrets")
+    -- the Job stays suspended: deleted, so that nothing is left behind
+    if refused(err) then
+      s:request("DELETE", job_path(ns, d.name), native.delete_body())
+    end
+    return nil, err, refused(err)
+  end
+  if not d.after then
+    st, body = s:request("PATCH", job_path(ns, d.name),
+                         native.resume_patch(),
+                         "application/merge-patch+json")
+    if not st then return nil, body, false end
+    if st ~= 200 then
+      return nil, api_error(s, st, body, "patch", "jobs"), false
+    end
+  end
+  return uid, existed
+end
+
+-- A row of the same job whose submission got no answer: its Job found by
+-- name is adopted; not found, the row fails (nothing ran). Returns the
+-- adopted id or nil.
+local function settle_pending(s, spec, ctx)
+  local text = ctx.db:pending_remote(M.name, spec.profile, spec.name)
+  local adopted
+  for _, row in ipairs(text and json.decode(text) or {}) do
+    local rs = row.spec
+    if rs and rs.commit == spec.commit and rs.kubernetes then
+      local name = rs.array and rs.array.job or row.id
+      local st, body = s:request("GET", job_path(rs.kubernetes.namespace,
+                                                  name))
+      if st == 200 then
+        local remote = rs.array and (name .. ":" .. rs.array.index) or name
+        ctx.db:set_remote(row.id, remote, "queued")
+        ctx.db:phase(row.id, "accepted", sys.now())
+        adopted = adopted or row.id
+      elseif st == 404 and row.id ~= spec.id then
+        ctx.db:finish(row.id, "failed", nil,
+          { phase = "accepted", reason = "the submission got no answer "
+            .. "and the cluster has no Job by this name",
+            hint = "nothing ran: submit it again" })
+      elseif st ~= 404 then
+        local err = st and api_error(s, st, body, "get", "jobs") or body
+        error(errors.new("backend", "cannot look up job " .. row.id
+                         .. " in Kubernetes: " .. err.message, err.hint), 0)
+      end
+    end
+  end
+  return adopted
+end
+
+-- The job's secrets as k8s.secret_manifest takes them: {name = handle}.
+local function secret_handles(spec, ctx)
+  if not spec.secrets or #spec.secrets == 0 then return nil end
+  local out = {}
+  for _, item in ipairs(spec.secrets) do
+    out[item.name] = ctx.secret(item.credential)
+  end
+  return out
+end
+
+-- What a failed create leaves: refused for certain, the rows fail and
+-- nothing runs; else they stay pending for the next run to settle.
+local function create_failed(specs, err, sure, ctx)
+  local first = specs[1]
+  local what = #specs > 1 and ("the Indexed Job of sweep '"
+               .. first.name:match("^[^%[]*") .. "' (" .. #specs
+               .. " jobs)") or ("job '" .. first.name .. "'")
+  if sure then
+    for _, spec in ipairs(specs) do
+      ctx.db:finish(spec.id, "failed", nil,
+        { phase = "accepted", reason = "Kubernetes refused the job: "
+          .. err.message, hint = err.hint or "check the profile's "
+          .. "namespace and the job's resources" })
+    end
+    error(errors.new(err.code == "refused" and "refused" or "backend",
+                     "Kubernetes refused " .. what .. ": " .. err.message,
+                     err.hint), 0)
+  end
+  error(errors.new("backend", where_of(first.kubernetes) .. ": the "
+                   .. "submission of " .. what .. " got no usable answer ("
+                   .. tostring(err.message) .. "): it may or may not be "
+                   .. "in the cluster", "check that the API server is "
+                   .. "reachable, then run the same `navette run` again: "
+                   .. "it looks the Job up by its name " .. first.id
+                   .. " and creates it only if the cluster has none"), 0)
+end
+
+-- Submits one job (ctx: see backends).
+function M.submit(spec, launcher, ctx)
+  local sub = ctx.submission or {}
+  if sub.resumed and type(sub.resumed.remote_id) == "string" then
+    -- the Job was created and recorded; only the end was lost
+    local text = ctx.db:get(sub.resumed.id)
+    local row = text and json.decode(text)
+    spec = row and row.spec or spec
+    spec.adopted = true
+    errors.check(ctx.db:submitted(sub.resumed.id))
+    return spec
+  end
+  local ok, s = pcall(session_for, spec, ctx)
+  if not ok then
+    local e = errors.from(s)
+    if ctx.db:submit(spec.id, spec.project, spec.profile, spec.name,
+                     json.encode(spec), M.name) ~= nil then
+      ctx.db:finish(spec.id, "failed", nil, { phase = "accepted",
+                    reason = e.message, hint = e.hint })
+    end
+    error(e, 0)
+  end
+  local done, got = pcall(function()
+    local adopted = settle_pending(s, spec, ctx)
+    if adopted then return adopted end
+    local d = description(spec, ctx)
+    local inserted, ierr = ctx.db:submit(spec.id, spec.project,
+      spec.profile, spec.name, json.encode(spec), M.name,
+      sub.key)
+    if inserted == nil then
+      error(errors.new("backend", "cannot record job '" .. spec.name
+                       .. "': " .. ierr.message, ierr.hint), 0)
+    end
+    local uid, err, sure = create(s, d, launcher, secret_handles(spec, ctx))
+    if not uid then create_failed({ spec }, err, sure, ctx) end
+    _navette.jobs.fault_point("submit-accepted", spec.name)
+    errors.check(ctx.db:set_remote(spec.id, spec.id, "queued"))
+    ctx.db:phase(spec.id, "accepted", sys.now())
+    return nil
+  end)
+  release(s, ctx)
+  if not done then error(got, 0) end
+  if got then
+    local text = ctx.db:get(got)
+    local row = text and json.decode(text)
+    spec = row and row.spec or spec
+    spec.adopted = true
+    _navette.out.write("stderr", "note: job '" .. spec.name .. "' was "
+                       .. "already submitted as " .. got .. "; its answer "
+                       .. "had been lost: nothing was submitted again\n")
+  else
+    ctx.audit(spec, M.name)
+    for _, item in ipairs(spec.secrets or {}) do
+      ctx.audit_secret(spec, item)
+    end
+  end
+  errors.check(ctx.db:submitted(spec.id))
+  return spec
+end
+
+-- Submits the specs of one sweep as one Indexed Job: task k-1 is
+-- specs[k], each a job of its own (row, id JOB:INDEX, prefix, record).
+function M.submit_array(specs, script, ctx)
+  local first = specs[1]
+  local s = session_for(first, ctx)
+  local done, got = pcall(function()
+    local n = 0
+    local adopted = {}
+    for k, spec in ipairs(specs) do
+      adopted[k] = settle_pending(s, spec, ctx)
+      if adopted[k] then n = n + 1 end
+    end
+    if n > 0 then
+      if n < #specs then
+        error(errors.new("backend", "of the " .. #specs .. " jobs of "
+                         .. "sweep '" .. first.name .. "'..., " .. n
+                         .. " were found in the cluster from an earlier "
+                         .. "submission and the others not", "see "
+                         .. "`navette jobs`; cancel what is left of that "
+                         .. "submission, then run again"), 0)
+      end
+      for k in ipairs(specs) do
+        local row = json.decode(errors.check(ctx.db:get(adopted[k])))
+        specs[k] = row.spec
+        specs[k].adopted = true
+        errors.check(ctx.db:submitted(adopted[k]))
+      end
+      return specs
+    end
+    errors.check(ctx.db:transaction(function()
+      for k, spec in ipairs(specs) do
+        spec.array = { job = first.id, index = k - 1, size = #specs,
+                       first = first.id }
+        local sub = ctx.submissions[k] or {}
+        local inserted, ierr = ctx.db:submit(spec.id, spec.project,
+          spec.profile, spec.name, json.encode(spec), M.name, sub.key)
+        if inserted == nil then
+          error(errors.new("backend", "cannot record job '" .. spec.name
+                           .. "': " .. ierr.message, ierr.hint), 0)
+        end
+      end
+      return true
+    end))
+    local d = description(first, ctx, specs)
+    local uid, err, sure = create(s, d, script, secret_handles(first, ctx))
+    if not uid then create_failed(specs, err, sure, ctx) end
+    _navette.jobs.fault_point("submit-accepted", first.id)
+    local now, audited = sys.now(), {}
+    errors.check(ctx.db:transaction(function()
+      for k, spec in ipairs(specs) do
+        errors.check(ctx.db:set_remote(spec.id, first.id .. ":" .. (k - 1),
+                                       "queued"))
+        ctx.db:phase(spec.id, "accepted", now)
+        errors.check(ctx.db:submitted(spec.id))
+        audited[k] = { spec, M.name .. " Indexed Job " .. first.id
+                             .. " index " .. (k - 1) }
+      end
+      return true
+    end))
+    ctx.audit_many(audited)
+    return specs
+  end)
+  release(s, ctx)
+  if not done then error(got, 0) end
+  return got
+end
+
+-- What a plan shows of the requests a submission sends (nothing is
+-- sent): the Job, and the Secret with its values left out.
+function M.plan_requests(specs, ctx)
+  local first = specs[1]
+  local d = description(first, ctx, #specs > 1 and specs or nil)
+  local manifest, err = native.manifest(d)
+  if not manifest then
+    error(errors.new("recipe", "job '" .. first.name .. "': "
+                     .. err.message, err.hint), 0)
+  end
+  local ns = d.namespace
+  local keys = { "launcher.sh" }
+  for _, item in ipairs(first.secrets or {}) do
+    keys[#keys + 1] = "s." .. item.name
+  end
+  local out = {
+    { method = "POST", path = job_path(ns), body = json.decode(manifest) },
+    { method = "POST", path = "/api/v1/namespaces/" .. ns .. "/secrets",
+      body = { apiVersion = "v1", kind = "Secret", type = "Opaque",
+               metadata = { name = d.name, namespace = ns,
+                            ownerReferences = "the Job's uid, once "
+                                              .. "created" },
+               stringData = "keys " .. table.concat(keys, ", ")
+                            .. " (values not shown: the launcher, "
+                            .. "`--launcher`)" } },
+  }
+  if not d.after then
+    out[3] = { method = "PATCH", path = job_path(ns, d.name),
+               body = json.decode(native.resume_patch()) }
+  end
+  return out
+end
+
+-- ---- observation -------------------------------------------------------------
+
+-- The Job name and completion index of a row's remote id ("NAME" or
+-- "NAME:INDEX").
+local function remote_ref(remote_id)
+  local name, index = tostring(remote_id):match("^([^:]+):(%d+)$")
+  if name then return name, tonumber(index) end
+  return tostring(remote_id), 0
+end
+
+local function no_remote(row)
+  return not row.remote_id or row.remote_id == json.null
+end
+
+-- What the cluster says of the Jobs of a namespace with a label, kept
+-- for REFRESH_EVERY seconds (one LIST for every row of a listing).
+local looks = {}
+local function look(s, ns, selector, force)
+  local key = ns .. "\0" .. selector
+  local l = looks[key]
+  if l and not force and sys.now() - l.at < REFRESH_EVERY then
+    return l.jobs
+  end
+  local got, err = s:look { namespace = ns, selector = selector,
+                            events = true }
+  if not got then return nil, err end
+  looks[key] = { at = sys.now(), jobs = got.jobs }
+  return got.jobs
+end
+
+-- The phases the launcher published, recorded in the row (all but the
+-- end, which the record says).
+local function merge_phases(db, id, list)
+  local last, ended = 0, nil
+  for _, p in ipairs(list) do
+    local at = type(p) == "table" and type(p.at) == "string"
+               and util.parse_iso8601(p.at)
+    if at and final(p.phase) then
+      ended = at
+    elseif at and type(p.phase) == "string" then
+      db:phase(id, p.phase, at)
+      if at > last then last = at end
+    end
+  end
+  return last, ended
+end
+
+-- Records the end of a task the cluster says is over (view: k8s look's
+-- row), by its run record (if any) and the cluster's word.
+local function finish(row, ctx, store, view, extra, stopped)
+  local spec, db = row.spec, ctx.db
+  local url = spec.outputs.url .. _navette.record.names.run_record
+  local text = store and store:read(url, RECORD_MAX)
+  local record = text and json.decode(text) or nil
+  local state, failure, code = _navette.record.outcome(text, {
+    state = view.state or (view.phase == "succeeded" and "succeeded"
+                           or "failed"),
+    phase = view.phase == "succeeded" and "running"
+            or (view.failed_phase or view.phase),
+    reason = "Kubernetes: " .. (view.reason or view.phase),
+    hint = view.hint,
+    stopped = view.stopped == true,
+    phase_from_record = view.state == "cancelled",
+    exit_code = view.exit_code,
+    missing_reason = "the job ended but left no run record in storage",
+    missing_hint = "read the pod's log (kubectl logs -n "
+                   .. spec.kubernetes.namespace .. " " .. tostring(view.pod
+                   or ("job/" .. remote_ref(row.remote_id))) .. "); check "
+                   .. "the image's sh and curl, and that the POST policy "
+                   .. "had not expired",
+  })
+  local last, ended = merge_phases(db, row.id, record
+                                   and type(record.phases) == "table"
+                                   and record.phases or {})
+  ended = ended or sys.now()
+  db:phase(row.id, state == "succeeded" and "succeeded" or "failed",
+           math.max(ended, last))
+  db:finish(row.id, state, code, failure, record and url or nil)
+  extra.record, extra.record_url = record, record and url or nil
+  return record ~= nil
+end
+
+-- Why a job that runs after others cannot run (one of them failed or was
+-- cancelled), or nil; and whether all of them succeeded.
+local function producers(spec, ctx, refresh)
+  local all = true
+  for _, id in ipairs(spec.after or {}) do
+    local text = ctx.db:get(id)
+    local row = text and json.decode(text)
+    if row and not final(row.state) then
+      refresh(row, ctx, true)
+      text = ctx.db:get(id)
+      row = text and json.decode(text)
+    end
+    if not row or row.state == "failed" or row.state == "cancelled" then
+      return { phase = "accepted", reason = "it runs after "
+               .. (row and row.name or id) .. " (" .. id .. "), which "
+               .. (row and ("ended " .. row.state) or "is unknown here"),
+               hint = "see why that job ended (navette status), then run "
+               .. "the recipe again" }, false
+    end
+    if row.state ~= "succeeded" then all = false end
+  end
+  return nil, all
+end
+
+-- Sets the time to live of a Job whose tasks are all read back.
+local function set_ttl(s, ns, name, ttl)
+  local patch = native.ttl_patch(ttl)
+  s:request("PATCH", job_path(ns, name), patch,
+            "application/merge-patch+json")
+end
+
+-- Whether every row of Job name's tasks has ended in the database.
+local function all_read(ctx, job, name)
+  local ids = job.annotations and job.annotations["navette/tasks"]
+  if not ids then return true end
+  for id in ids:gmatch("[^,]+") do
+    local text = ctx.db:get(id)
+    local row = text and json.decode(text)
+    if row and not final(row.state) then return false end
+  end
+  return true
+end
+
+local function fields(extra)
+  if extra.view then
+    local v = extra.view
+    return { kubernetes = { job = extra.job, index = extra.index,
+                            phase = v.phase, reason = v.reason,
+                            pod = v.pod, node = v.node,
+                            preempted = v.preempted or nil,
+                            blocked = v.blocked or nil } }
+  elseif extra.error then
+    return { kubernetes = { job = extra.job, error = extra.error.message,
+                            error_hint = extra.error.hint } }
+  end
+  return nil
+end
+
+local function info(extra, changed)
+  return { changed = changed, fields = fields(extra), record = extra.record,
+           record_url = extra.record_url }
+end
+
+-- The store of spec's outputs: one per walk of a listing, else a fresh
+-- one the caller closes.
+local function open_store(spec, ctx)
+  local walk = ctx and ctx.walk
+  if not walk then return published.s3_store(spec) end
+  local key = tostring(spec.profile)
+  local held = walk.stores[key]
+  if held == nil then
+    held = published.s3_store(spec) or false
+    walk.stores[key] = held
+  end
+  if not held then return nil end
+  return setmetatable({ close = function() end }, { __index = held })
+end
+
+local cache = {}
+
+-- Brings the row of a job up to date (backends: refresh).
+local function refresh(row, ctx, force)
+  local spec = row.spec
+  local extra = cache[row.id]
+  if extra and (final(row.state)
+                or (not force and sys.now() - extra.at < REFRESH_EVERY)) then
+    return info(extra, false)
+  end
+  extra = { at = sys.now() }
+  cache[row.id] = extra
+  if final(row.state) or no_remote(row) then return info(extra, false) end
+  local name, index = remote_ref(row.remote_id)
+  extra.job, extra.index = name, index
+  local cfg = spec.kubernetes
+  local ok, s = pcall(session_for, spec, ctx and ctx.walk and ctx)
+  if not ok then
+    extra.error = errors.from(s)
+    return info(extra, false)
+  end
+  local store = open_store(spec, ctx)
+  if store then
+    merge_phases(ctx.db, row.id, published.phases(store, spec))
+  end
+  local jobs, err = look(s, cfg.namespace, "navette/job=" .. name, force)
+  local changed = store ~= nil
+  local function done()
+    if store then store:close() end
+    if not (ctx and ctx.walk) then s:close() end
+    return info(extra, changed)
+  end
+  if not jobs then
+    extra.error = err
+    return done()
+  end
+  local job = jobs[name]
+  if not job then
+    -- gone: deleted (by its time to live, or by hand) before navette
+    -- read its end; the run record says how it ended, if it got there
+    local view = { phase = row.phase or "accepted", state = "failed",
+                   reason = "the Job " .. name .. " is no longer in "
+                   .. "namespace " .. cfg.namespace .. " (deleted before "
+                   .. "navette saw it end)", stopped = true,
+                   hint = "kubectl get events -n " .. cfg.namespace }
+    extra.view = view
+    changed = finish(row, ctx, store, view, extra, true) or true
+    return done()
+  end
+  -- a Job held for its `after`: released, or ended with the reason
+  if job.suspended and spec.after and #spec.after > 0 and not job.deleting
+  then
+    local why, all = producers(spec, ctx, refresh)
+    if why then
+      s:request("DELETE", job_path(cfg.namespace, name),
+                native.delete_body())
+      ctx.db:finish(row.id, "cancelled", nil, why)
+      extra.view = { phase = "queued", reason = why.reason }
+      changed = true
+      return done()
+    elseif all then
+      local st, body = s:request("PATCH", job_path(cfg.namespace, name),
+                                 native.resume_patch(),
+                                 "application/merge-patch+json")
+      if st ~= 200 then
+        extra.error = st and api_error(s, st, body, "patch", "jobs") or body
+      end
+    end
+  end
+  local view = job.rows[index] or { phase = "accepted" }
+  extra.view = view
+  if view.done then
+    local stopped = view.reason and (view.reason:find("DeadlineExceeded")
+                                     or view.reason:find("deleted")) ~= nil
+    finish(row, ctx, store, { phase = view.phase,
+                              state = view.phase == "succeeded"
+                                      and "succeeded" or "failed",
+                              reason = view.reason, hint = view.hint,
+                              exit_code = view.exit_code, pod = view.pod,
+                              stopped = stopped }, extra)
+    if all_read(ctx, job, name) then
+      set_ttl(s, cfg.namespace, name, cfg.ttl or TTL_DEFAULT)
+    end
+    changed = true
+  else
+    local state = view.phase == "running" and "running" or "queued"
+    ctx.db:set_remote(row.id, nil, state)
+    changed = true
+  end
+  return done()
+end
+M.refresh = refresh
+
+-- ---- cancel ------------------------------------------------------------------
+
+-- Cancels a job: its Job deleted (propagationPolicy Background: the
+-- garbage collector removes its pods and Secret); a task of a sweep, its
+-- pod (the index fails by the podFailurePolicy, the others go on).
+function M.cancel(row, ctx)
+  local spec = row.spec
+  local cfg = spec.kubernetes
+  local s = session_for(spec)
+  local ok, got = pcall(function()
+    if no_remote(row) then
+      local st = s:request("GET", job_path(cfg.namespace, row.id))
+      if st == 404 then
+        ctx.db:finish(row.id, "cancelled", nil,
+          { phase = row.phase, reason = "cancelled before the cluster "
+            .. "answered", hint = "submit it again with navette run" })
+        return "cancelled"
+      end
+      row.remote_id = row.id
+      ctx.db:set_remote(row.id, row.id, nil)
+    end
+    local name, index = remote_ref(row.remote_id)
+    local st, body
+    if spec.array then
+      local jobs, err = look(s, cfg.namespace, "navette/job=" .. name, true)
+      if not jobs then error(errors.new("backend", err.message, err.hint), 0) end
+      local job = jobs[name]
+      local view = job and job.rows[index]
+      if not view or view.done then return "already finished" end
+      if view.pod then
+        st, body = s:request("DELETE", "/api/v1/namespaces/"
+                             .. cfg.namespace .. "/pods/" .. view.pod)
+      else
+        st = 200
+      end
+    else
+      st, body = s:request("DELETE", job_path(cfg.namespace, name),
+                           native.delete_body())
+    end
+    if st == 404 then return "already finished" end
+    if st ~= 200 and st ~= 202 then
+      local err = st and api_error(s, st, body, "delete",
+                                   spec.array and "pods" or "jobs") or body
+      error(errors.new("backend", where_of(cfg) .. ": cannot cancel job "
+                       .. row.id .. ": " .. err.message, (err.hint and
+                       (err.hint .. "; ") or "") .. "the job was not "
+                       .. "cancelled: cancel it again once the API "
+                       .. "server answers"), 0)
+    end
+    ctx.db:finish(row.id, "cancelled", nil,
+      { phase = row.phase, reason = "cancelled (navette cancel): the "
+        .. (spec.array and "pod" or "Job") .. " was deleted" })
+    return "cancelled"
+  end)
+  s:close()
+  if not ok then error(got, 0) end
+  return got
+end
+
+-- ---- reading back --------------------------------------------------------------
+
+local shipped = {}
+
+-- The job's log as its launcher shipped it; while no chunk is there, the
+-- pod's own log through the API (what the container printed so far).
+function M.log_chunk(view, offset, ctx)
+  local text = ctx.db:get(view.id)
+  local row = text and json.decode(text)
+  local spec = row and row.spec
+  local store = spec and published.s3_store(spec)
+  if not store then return "" end
+  local seen = shipped[view.id] or { n = 0, bytes = 0 }
+  shipped[view.id] = seen
+  local out = {}
+  for _, c in ipairs(published.log_chunks(store, spec, seen.n)) do
+    seen.n, seen.bytes = c.n, seen.bytes + #c.data
+    out[#out + 1] = c.data
+  end
+  local data = table.concat(out)
+  if seen.n == 0 and offset == 0 and final(view.state) and view.log_url then
+    data = store:read(view.log_url) or ""
+    seen.bytes = #data
+  end
+  store:close()
+  if data == "" and seen.n == 0 and offset == 0 and not final(view.state)
+     and view.kubernetes and view.kubernetes.pod and not seen.pod_log then
+    seen.pod_log = true
+    local ok, s = pcall(session_for, spec)
+    if ok then
+      data = s:log { namespace = spec.kubernetes.namespace,
+                     pod = view.kubernetes.pod } or ""
+      s:close()
+      data = _navette.creds.redact(data)
+    end
+  end
+  return data
+end
+
+-- What `status` and `jobs --profile` show of a job.
+function M.describe(x)
+  local k = x.kubernetes or {}
+  local job = k.job or (x.remote_id and remote_ref(x.remote_id))
+  return {
+    line = "backend kubernetes · Job " .. tostring(job)
+           .. (k.index and x.remote_id and tostring(x.remote_id):find(":")
+               and (" index " .. k.index) or "")
+           .. (k.pod and (" · pod " .. k.pod) or "")
+           .. (k.node and (" on " .. k.node) or "")
+           .. (k.reason and (" · " .. k.reason) or ""),
+    note = k.error and ("(cannot reach the API server: " .. k.error
+                        .. (k.error_hint and ("; " .. k.error_hint) or "")
+                        .. ")") or nil,
+    column = { title = "KUBERNETES", width = 28,
+               text = x.remote_id and tostring(x.remote_id) or "-" },
+    node = k.node,
+  }
+end
+
+-- Completes listed rows (those of one profile): one look per Job name
+-- kept for the walk, one store.
+function M.list_rows(rows, ctx)
+  local walk = { stores = {} }
+  local saved = ctx.walk
+  ctx.walk = walk
+  ctx.sessions = ctx.sessions or {}
+  local ok, err = pcall(function()
+    for _, r in ipairs(rows) do
+      if not final(r.state) then
+        local row = json.decode(errors.check(ctx.db:get(r.id)))
+        local got = refresh(row, ctx)
+        if got.changed then
+          row = json.decode(errors.check(ctx.db:get(r.id)))
+        end
+        r.state, r.phase, r.failure = row.state, row.phase, row.failure
+        r.kubernetes = got.fields and got.fields.kubernetes
+      end
+    end
+  end)
+  ctx.walk = saved
+  for _, store in pairs(walk.stores) do
+    if store then store:close() end
+  end
+  for _, s in pairs(ctx.sessions) do s:close() end
+  ctx.sessions = nil
+  if not ok then error(err, 0) end
+end
+
+-- ---- what other modules ask of a backend -------------------------------------
+
+-- (No origins: the API server is named by the kubeconfig, a file of the
+-- user's that a profile is not read for until it is used; profiles on
+-- one cluster are kept apart by their namespaces, which the cluster's
+-- RBAC enforces.)
+
+function M.spec_credentials(spec)
+  return { spec.kubernetes and spec.kubernetes.credential }
+end
+
+-- navette doctor's checks of a Kubernetes profile: the context and its
+-- server, the credential (and when an exec credential expires), the
+-- namespace, and whether the user may create Jobs and Secrets there (a
+-- SelfSubjectAccessReview each).
+function M.doctor(profile)
+  local cfg = profile.kubernetes
+  local out = {}
+  local function add(name, status, detail, hint)
+    out[#out + 1] = { name = name, status = status, detail = detail,
+                      hint = hint }
+  end
+  local ok, s, i = pcall(open, cfg)
+  if not ok then
+    local e = errors.from(s)
+    add("kubernetes", "fail", e.message, e.hint)
+    return out
+  end
+  add("kubernetes", "ok", "context " .. tostring(i.context) .. " · "
+      .. tostring(i.server) .. " · user " .. tostring(i.user) .. " ("
+      .. tostring(i.auth) .. ")")
+  if i.expires then
+    local left = i.expires - sys.now()
+    add("kubernetes credential", left > 300 and "ok" or "warn",
+        "the exec credential expires in " .. math.floor(left) .. " s",
+        "the plugin is asked again before it expires")
+  end
+  local st, body = s:request("GET", "/api/v1/namespaces/" .. cfg.namespace)
+  if st == 200 then
+    add("kubernetes namespace", "ok", cfg.namespace)
+  elseif st == 403 then
+    add("kubernetes namespace", "skip", cfg.namespace .. " (the user may "
+        .. "not read namespaces: its access is checked below)")
+  else
+    local e = st and api_error(s, st, body, "get", "namespaces") or body
+    add("kubernetes namespace", "fail", cfg.namespace .. ": "
+        .. tostring(e.message), e.hint)
+  end
+  for _, what in ipairs({ { "create", "batch", "jobs" },
+                          { "create", "", "secrets" },
+                          { "delete", "batch", "jobs" },
+                          { "list", "", "pods" } }) do
+    local allowed, reason = s:access_review { namespace = cfg.namespace,
+      verb = what[1], group = what[2], resource = what[3] }
+    local label = "kubernetes may " .. what[1] .. " " .. what[3]
+    if allowed == nil then
+      add(label, "fail", tostring(reason and reason.message), reason
+          and reason.hint)
+    elseif allowed then
+      add(label, "ok", "in namespace " .. cfg.namespace)
+    else
+      add(label, "fail", "not in namespace " .. cfg.namespace
+          .. (reason and reason ~= "" and (": " .. reason) or ""),
+          "ask the cluster's admin for a Role that lets you " .. what[1]
+          .. " " .. what[3] .. " there")
+    end
+  end
+  s:close()
+  return out
+end
+
+return M

@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# The kubernetes backend (lua/navette/backends/kubernetes.lua) against the
+# real test control plane, with an S3 store and a registry: `navette run`
+# of recipes whose jobs become batch/v1 Jobs and their Secrets, run by
+# kubelet.py (--host: the pod's container, from the spec the real Job
+# controller wrote, with its Secret's files and its environment), which
+# publishes through S3 as on a node. Checked: a job through every phase to
+# succeeded, with its output and run record; the Job and Secret as the API
+# server has them (labels, owner, no secret in the env, the image by
+# digest, restartPolicy Never, the TTL set only once the record is read);
+# an exit code 3, named, and failed at running; a 3x2 sweep as one
+# Indexed Job, each task its own job, then a fan-in that runs after them
+# (navette's `after`: held suspended, released once they succeeded); a
+# job that cannot run because the one it runs after failed; a GPU request
+# no node fits (accepted, the scheduler's reason); a deadline; cancel (the
+# Job deleted, the Secret with it); logs; plan (the manifests, nothing
+# sent); doctor (the access reviews); a reader refused with the cause.
+# Needs NAVETTE, K8S_STACK_ENV, S3_STACK_ENV and REGISTRY_STACK_ENV (set by
+# ctest).
+set -eu -o pipefail
+. "$(dirname "$0")/../lib.sh"
+set +e # each check reports its own failure; finish sets the status
+. "$(dirname "$0")/k8s_lib.sh"
+. "$(dirname "$0")/../image_lib.sh"
+
+use_s3_stack k8sjobs
+export NAVETTE_LOG_INTERVAL=1
+k8s_namespace navette-t-jobs
+HERE=$(cd "$(dirname "$0")" && pwd -P)
+
+nv storage mb "s3://$BUCKET" "${EP[@]}"
+check_rc "the bucket is created" 0
+BASE=$PLAIN/$RUN_ID/base
+make_base "$PLAIN" "$RUN_ID/base:1" >/dev/null
+check_match "the base image is pushed" "$(skopeo_digest "$BASE:1")" '^sha256:'
+
+# the containers: run on this machine by kubelet.py, until the test ends
+mkdir -p "$T/kubelet"
+python3 "$HERE/kubelet.py" --kubectl "$K8S_BIN/kubectl --kubeconfig $K8S_KUBECONFIG" \
+	--namespace "$NS" --root "$T/kubelet" --host >"$T/kubelet.log" 2>&1 &
+KUBELET=$!
+stop_kubelet() { kill "$KUBELET" 2>/dev/null; wait "$KUBELET" 2>/dev/null; }
+
+# the user's kubeconfig: the submitter's token (a service account bound
+# to navette-submitter in NS), the cluster's CA
+mkdir -p "$HOME/.kube"
+cat >"$HOME/.kube/config" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: $K8S_SERVER
+    certificate-authority: $K8S_CA
+users:
+- name: submitter
+  user:
+    tokenFile: $K8S_TOKEN_FILE
+- name: reader
+  user:
+    tokenFile: $K8S_READER_TOKEN_FILE
+contexts:
+- name: submitter
+  context: {cluster: test, user: submitter, namespace: $NS}
+- name: reader
+  context: {cluster: test, user: reader, namespace: $NS}
+current-context: submitter
+EOF
+
+git init -q --bare "$T/origin.git"
+R=$(NO_PROJECT_FILE=1 new_repo k8s)
+git -C "$R" remote add origin "$T/origin.git"
+cat >"$R/navette.lua" <<EOF
+return {
+  name = "k8s",
+  profiles = {
+    cluster = {
+      backend = "kubernetes", storage = "s3://$BUCKET/jobs/",
+      s3 = { endpoint = "$S3_ENDPOINT", region = "$S3_REGION" },
+      kubernetes = { namespace = "$NS", ttl = 600 },
+    },
+    reader = {
+      backend = "kubernetes", storage = "s3://$BUCKET/reader/",
+      s3 = { endpoint = "$S3_ENDPOINT", region = "$S3_REGION" },
+      kubernetes = { namespace = "$NS", context = "reader" },
+    },
+  },
+  default_profile = "cluster",
+}
+EOF
+cat >"$R/hello.lua" <<EOF
+local navette = require "navette"
+local data = navette.storage.put_string("inputs/data.txt", "the data\n")
+navette.job {
+  name = "hello", image = "$BASE:1",
+  inputs = { d = data.url },
+  command = { "sh", "-c", "echo on \$NAVETTE_NODE; cp \"\$NAVETTE_INPUTS/d\" \"\$NAVETTE_OUTPUTS/out.txt\"" },
+  env = { GREETING = "hi" },
+  resources = { cpus = 1, memory = "1GiB", gpus = 1, time_limit = "10m" },
+  success = { outputs = { "out.txt" } },
+}
+EOF
+cat >"$R/fail.lua" <<EOF
+local navette = require "navette"
+navette.job { name = "three", image = "$BASE:1",
+              command = { "sh", "-c", "echo failing; exit 3" } }
+EOF
+cat >"$R/sweep.lua" <<EOF
+local navette = require "navette"
+local parts = navette.sweep {
+  job = { name = "part", image = "$BASE:1",
+          command = { "sh", "-c", "echo \"\$NAVETTE_PARAM_A-\$NAVETTE_PARAM_B\" > \"\$NAVETTE_OUTPUTS/part.txt\"" },
+          success = { outputs = { "part.txt" } } },
+  matrix = { a = { 1, 2, 3 }, b = { "x", "y" } },
+}
+navette.job {
+  name = "total", image = "$BASE:1",
+  inputs = { parts = navette.outputs(parts, "part.txt") },
+  command = { "sh", "-c", "cat \"\$NAVETTE_INPUTS\"/parts/* | sort > \"\$NAVETTE_OUTPUTS/total.txt\"" },
+  success = { outputs = { "total.txt" } },
+}
+EOF
+cat >"$R/chain.lua" <<EOF
+local navette = require "navette"
+local first = navette.job { name = "first", image = "$BASE:1",
+                            command = { "sh", "-c", "exit 5" } }
+navette.job { name = "second", image = "$BASE:1", after = { first },
+              command = { "true" } }
+EOF
+cat >"$R/big.lua" <<EOF
+local navette = require "navette"
+navette.job { name = "big", image = "$BASE:1", resources = { gpus = 16 },
+              command = { "true" } }
+EOF
+cat >"$R/slow.lua" <<EOF
+local navette = require "navette"
+navette.job { name = "slow", image = "$BASE:1",
+              command = { "sh", "-c", "echo started; sleep 300" } }
+EOF
+commit_all "$R" >/dev/null
+git -C "$R" push -q origin HEAD:main 2>/dev/null
+(cd "$R" && "$NAVETTE" trust >/dev/null 2>&1)
+check_rc "the project is trusted" 0
+
+# ---- plan: the manifests, nothing sent ---------------------------------------
+nv_in "$R" plan hello.lua --launcher
+check_rc "plan succeeds" 0
+check_contains "plan lists the Job's request" "$OUT" "request  POST /apis/batch/v1/namespaces/$NS/jobs"
+check_contains "and the Secret's" "$OUT" "request  POST /api/v1/namespaces/$NS/secrets"
+check_contains "and shows the manifest" "$OUT" '"restartPolicy": "Never"'
+check_eq "plan created no Job" "$(kc -n "$NS" get jobs -o name | wc -l | tr -d ' ')" 0
+nv_in "$R" plan hello.lua --json
+check_eq "plan --json has the Job manifest" \
+	"$(printf '%s' "$OUT" | json 'd["jobs"][0]["requests"][0]["body"]["kind"]')" Job
+
+# ---- doctor --------------------------------------------------------------------
+nv_in "$R" doctor --profile cluster
+check_contains "doctor: the context and server" "$OUT" "ok    kubernetes: context submitter"
+check_contains "doctor: may create Jobs" "$OUT" "ok    kubernetes may create jobs: in namespace $NS"
+nv_in "$R" doctor --profile reader
+check_contains "doctor: the reader may not create Jobs" "$OUT" "fail  kubernetes may create jobs: not in namespace $NS"
+
+# ---- one job through every phase ---------------------------------------------
+nv_in "$R" run hello.lua --wait
+check_rc "the job succeeds" 0
+ID=$(printf '%s\n' "$OUT" | sed -n 's/^job hello submitted: \(.*\)$/\1/p')
+check_match "its id" "$ID" '^k8s-'
+check_eq "status: succeeded" "$(st "$ID" 'd["state"]')" succeeded
+check_eq "its backend" "$(st "$ID" 'd["backend"]')" kubernetes
+check_eq "every phase" "$(st "$ID" '" ".join(p["phase"] for p in d["phases"])')" \
+	"submitted accepted image_ready data_ready running logs_visible outputs_published succeeded"
+check_eq "the output is published" "$(s3cat "jobs/$ID/outputs/out.txt")" "the data"
+check_contains "the record is published" "$(s3cat "jobs/$ID/run.json")" "\"id\":\"$ID\""
+job_json=$(kc -n "$NS" get job "$ID" -o json)
+jq_() { printf '%s' "$job_json" | json "$1"; }
+check_eq "the Job has navette's label" "$(jq_ 'd["metadata"]["labels"]["navette/job"]')" "$ID"
+check_eq "restartPolicy Never" "$(jq_ 'd["spec"]["template"]["spec"]["restartPolicy"]')" Never
+check_match "the image by digest" "$(jq_ 'd["spec"]["template"]["spec"]["containers"][0]["image"]')" '@sha256:[0-9a-f]{64}$'
+check_eq "1 GPU asked" "$(jq_ 'd["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]')" 1
+check_eq "the TTL is set once the record is read" "$(jq_ 'd["spec"].get("ttlSecondsAfterFinished")')" 600
+env_text=$(jq_ 'json.dumps(d["spec"]["template"]["spec"]["containers"][0]["env"])')
+check_no_match "no presigned URL in the Job's env" "$env_text" 'X-Amz-Signature'
+check_eq "the Secret is owned by the Job" \
+	"$(kc -n "$NS" get secret "$ID" -o 'jsonpath={.metadata.ownerReferences[0].name}')" "$ID"
+nv logs "$ID"
+check_contains "logs: the job's log" "$OUT" "on kwok-gpu-"
+
+# ---- an exit code 3 ----------------------------------------------------------------
+nv_in "$R" run fail.lua --wait
+check_rc "a failing job fails the run" 1
+FID=$(printf '%s\n' "$OUT" | sed -n 's/^job three submitted: \(.*\)$/\1/p')
+check_eq "status: failed" "$(st "$FID" 'd["state"]')" failed
+check_eq "at running" "$(st "$FID" 'd["failure"]["phase"]')" running
+check_eq "exit code 3" "$(st "$FID" 'd["exit_code"]')" 3
+check_eq "the Job failed by its podFailurePolicy" \
+	"$(kc -n "$NS" get job "$FID" -o 'jsonpath={.status.conditions[?(@.type=="Failed")].reason}')" PodFailurePolicy
+
+# ---- a 3x2 sweep as one Indexed Job, then a fan-in -------------------------------
+nv_in "$R" run sweep.lua --wait
+check_rc "the sweep and its fan-in succeed" 0
+check_eq "one Indexed Job for the sweep, one for the fan-in" \
+	"$(kc -n "$NS" get jobs -l navette/project=k8s -o json | json 'sorted(str(j["spec"].get("completions")) + "/" + str(j["spec"].get("completionMode")) for j in d["items"] if j["metadata"]["labels"]["navette/job"] not in ("'"$ID"'", "'"$FID"'"))')" \
+	"['1/Indexed', '6/Indexed']"
+parts=$(printf '%s\n' "$OUT" | sed -n 's/^job part\[.*\] submitted: \(.*\)$/\1/p')
+check_eq "six jobs of the sweep" "$(printf '%s\n' "$parts" | grep -c .)" 6
+got=
+for p in $parts; do got="$got $(s3cat "jobs/$p/outputs/part.txt")"; done
+check_eq "each task its own output" "$(printf '%s\n' $got | sort | tr '\n' ' ')" "1-x 1-y 2-x 2-y 3-x 3-y "
+TID=$(printf '%s\n' "$OUT" | sed -n 's/^job total submitted: \(.*\)$/\1/p')
+check_eq "the fan-in succeeded" "$(st "$TID" 'd["state"]')" succeeded
+check_eq "with its producers' outputs" "$(s3cat "jobs/$TID/outputs/total.txt" | tr '\n' ' ')" "1-x 1-y 2-x 2-y 3-x 3-y "
+
+# ---- after a job that failed ----------------------------------------------------------
+nv_in "$R" run chain.lua --wait
+check_rc "the chain fails" 1
+SID=$(printf '%s\n' "$OUT" | sed -n 's/^job second submitted: \(.*\)$/\1/p')
+check_eq "the second job is cancelled" "$(st "$SID" 'd["state"]')" cancelled
+check_contains "saying why" "$(st "$SID" 'd["failure"]["reason"]')" "runs after first"
+check_eq "its Job was deleted" "$(kc -n "$NS" get job "$SID" -o name 2>/dev/null | wc -l | tr -d ' ')" 0
+
+# ---- 16 GPUs on 8-GPU nodes: accepted, with the scheduler's reason --------------------
+nv_in "$R" run big.lua
+check_rc "the big job is submitted" 0
+BID=$(printf '%s\n' "$OUT" | sed -n 's/^job big submitted: \(.*\)$/\1/p')
+big_reason() { case $(st "$BID" 'd.get("kubernetes", {}).get("reason", "")') in *"Insufficient nvidia.com/gpu"*) return 0 ;; esac; return 1; }
+wait_for 60 big_reason
+check_true "status names the scheduler's reason" big_reason
+check_eq "it waits at accepted" "$(st "$BID" 'd["state"]')" queued
+
+# ---- cancel ----------------------------------------------------------------------------------
+nv_in "$R" run slow.lua
+CID=$(printf '%s\n' "$OUT" | sed -n 's/^job slow submitted: \(.*\)$/\1/p')
+slow_running() { [ "$(st "$CID" 'd["state"]')" = running ]; }
+wait_for 90 slow_running
+check_true "the slow job runs" slow_running
+nv cancel "$CID"
+check_rc "cancel succeeds" 0
+check_eq "status: cancelled" "$(st "$CID" 'd["state"]')" cancelled
+gone() { [ "$(kc -n "$NS" get job,secret "$CID" -o name 2>/dev/null | wc -l | tr -d ' ')" = 0 ]; }
+wait_for 60 gone
+check_true "the Job and its Secret are deleted" gone
+nv cancel "$BID" >/dev/null 2>&1
+
+# ---- a reader may not submit ------------------------------------------------------------
+nv_in "$R" run hello.lua --profile reader
+check_rc "the reader's run is refused" 1
+check_contains "with the cause" "$OUT$ERR" 'cannot create resource "jobs"'
+
+stop_kubelet
+finish
