@@ -24,19 +24,20 @@ t.test("a registered backend is known by its name", function()
   t.ok(backends.known("fake"), "fake is known")
   t.eq(backends.get("fake").name, "fake")
   local names = table.concat(backends.names(), ",")
-  t.match(names, "^local,slurm,.*fake", "the folder's first: " .. names)
+  t.match(names, "^local,kubernetes,slurm,.*fake",
+          "the folder's first: " .. names)
   t.eq(backends.get(nil).name, backends.DEFAULT, "no name: the default")
   local e = t.raises(function() backends.get("nowhere") end,
                      "no backend named 'nowhere'")
   t.match(e.hint, "fake", "the hint lists the backends")
-  t.eq(backends.with("nodes"), "slurm or slurm_ssh or fake",
+  t.eq(backends.with("nodes"), "kubernetes or slurm or slurm_ssh or fake",
        "the backends that take --node")
 end)
 
 t.test("the folder's backends are its files, found in the library", function()
   local listed = _navette.core.library("navette.backends")
   table.sort(listed)
-  t.eq(table.concat(listed, ","), "local,slurm,slurm_ssh",
+  t.eq(table.concat(listed, ","), "kubernetes,local,slurm,slurm_ssh",
        "the files of lua/navette/backends, not its init.lua")
   local top = table.concat(_navette.core.library("navette"), ",")
   t.match(top, "runner", "navette's own modules")

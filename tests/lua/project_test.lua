@@ -42,7 +42,7 @@ t.test("a profile's backend and its settings are checked", function()
     backend = "pbs" } } }]])
   t.ok(not ok)
   t.match(err.message, "unknown backend 'pbs'")
-  t.eq(err.hint, "backends: local, slurm, slurm_ssh")
+  t.eq(err.hint, "backends: local, kubernetes, slurm, slurm_ssh")
   ok, err = load_project([[return { profiles = { p = {
     slurm = { endpoint = "https://h:6820" } } } }]])
   t.ok(not ok)

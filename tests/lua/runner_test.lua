@@ -56,7 +56,8 @@ t.test("--node is refused for a backend without nodes", function()
   t.eq(run.profile.backend, "local")
   local e = t.raises(function() runner.submit(run) end)
   t.eq(e.code, "refused")
-  t.eq(e.message, "--node applies to the slurm or slurm_ssh backend; "
+  t.eq(e.message, "--node applies to the kubernetes or slurm or slurm_ssh "
+       .. "backend; "
        .. "profile 'local' is local")
 end)
 

@@ -86,10 +86,10 @@ end
 
 -- ---- the profile -----------------------------------------------------------
 
-local DNS_LABEL = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-
+-- A DNS-1123 label: lowercase letters, digits and '-', not at its ends.
 local function dns_label(s)
-  return type(s) == "string" and #s <= 63 and s:match(DNS_LABEL) ~= nil
+  return type(s) == "string" and #s <= 63
+         and s:match("^[a-z0-9][-a-z0-9]*$") ~= nil and s:sub(-1) ~= "-"
 end
 
 -- Validates profile.kubernetes (t) of profile where.profile in project
@@ -226,7 +226,7 @@ function M.nodes(profile)
   return profile.kubernetes.nodes
 end
 
--- ---- sessions ----------------------------------------------------------------
+-- ---- sessions ---------------------------------------------------------------
 
 -- The kubeconfig files of cfg: its own, else kubectl's ($KUBECONFIG,
 -- a colon list, else ~/.kube/config).
@@ -301,7 +301,7 @@ local function job_path(ns, name)
          .. (name and ("/" .. name) or "")
 end
 
--- ---- the description ---------------------------------------------------------
+-- ---- the description --------------------------------------------------------
 
 -- The Kubernetes job description of spec (k8s.manifest's keys): one job,
 -- or with tasks (the specs of a sweep) one Indexed Job for all.
@@ -355,7 +355,7 @@ local function description(spec, ctx, tasks)
 end
 M.description = description
 
--- ---- submission --------------------------------------------------------------
+-- ---- submission -------------------------------------------------------------
 
 -- The error of an answer that is not 2xx, for what (a verb and
 -- resource, as "create jobs").
@@ -657,7 +657,7 @@ function M.plan_requests(specs, ctx)
   return out
 end
 
--- ---- observation -------------------------------------------------------------
+-- ---- observation ------------------------------------------------------------
 
 -- The Job name and completion index of a row's remote id ("NAME" or
 -- "NAME:INDEX").
@@ -891,9 +891,14 @@ local function refresh(row, ctx, force)
   if view.done then
     local stopped = view.reason and (view.reason:find("DeadlineExceeded")
                                      or view.reason:find("deleted")) ~= nil
+    -- (a failure with an exit code, or of a job that ran, belongs to
+    -- running; else to what came before: scheduling, the image)
+    local failed_phase = (view.exit_code or row.state == "running")
+                         and "running" or "accepted"
     finish(row, ctx, store, { phase = view.phase,
                               state = view.phase == "succeeded"
                                       and "succeeded" or "failed",
+                              failed_phase = failed_phase,
                               reason = view.reason, hint = view.hint,
                               exit_code = view.exit_code, pod = view.pod,
                               stopped = stopped }, extra)
@@ -910,7 +915,7 @@ local function refresh(row, ctx, force)
 end
 M.refresh = refresh
 
--- ---- cancel ------------------------------------------------------------------
+-- ---- cancel -----------------------------------------------------------------
 
 -- Cancels a job: its Job deleted (propagationPolicy Background: the
 -- garbage collector removes its pods and Secret); a task of a sweep, its
@@ -935,7 +940,9 @@ function M.cancel(row, ctx)
     local st, body
     if spec.array then
       local jobs, err = look(s, cfg.namespace, "navette/job=" .. name, true)
-      if not jobs then error(errors.new("backend", err.message, err.hint), 0) end
+      if not jobs then
+        error(errors.new("backend", err.message, err.hint), 0)
+      end
       local job = jobs[name]
       local view = job and job.rows[index]
       if not view or view.done then return "already finished" end
@@ -969,7 +976,7 @@ function M.cancel(row, ctx)
   return got
 end
 
--- ---- reading back --------------------------------------------------------------
+-- ---- reading back -----------------------------------------------------------
 
 local shipped = {}
 
@@ -1057,7 +1064,7 @@ function M.list_rows(rows, ctx)
   if not ok then error(err, 0) end
 end
 
--- ---- what other modules ask of a backend -------------------------------------
+-- ---- what other modules ask of a backend ------------------------------------
 
 -- (No origins: the API server is named by the kubeconfig, a file of the
 -- user's that a profile is not read for until it is used; profiles on
