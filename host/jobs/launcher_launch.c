@@ -165,9 +165,9 @@ static int launch_check(const cJSON *spec, const cJSON *launch, nv_err *err)
 				  "job %s: spec.launch has commands but no job",
 				  id);
 	v = cJSON_GetObjectItemCaseSensitive(launch, "requeue_exit");
-	if (v && !(cJSON_IsNumber(v) && v->valuedouble >= 1 &&
-		   v->valuedouble <= 255 &&
-		   v->valuedouble == (double)v->valueint))
+	if (v &&
+	    !(cJSON_IsNumber(v) && v->valuedouble >= 1 &&
+	      v->valuedouble <= 255 && v->valuedouble == (double)v->valueint))
 		return nv_err_set(err, NV_EINVAL, NULL,
 				  "job %s: spec.launch.requeue_exit is not an "
 				  "exit code from 1 to 255",

@@ -498,7 +498,50 @@ static void test_launch(const char *sha, long size)
 	}
 	cJSON_Delete(specs);
 
+	/* Kubernetes' way: an attempt the retries name ends with the exit
+	 * code requeue_exit (the Job controller runs the index again),
+	 * leaving its line in the attempts and no record; one past
+	 * retries.max fails with the command's own code and its record */
+	spec = node_spec(sha, size, NULL, NULL);
+	cJSON_AddItemToObject(spec, "retries",
+			      cJSON_Parse("{\"max\":2,\"on\":[\"exit:3\"]}"));
+	cJSON_AddItemToObject(
+		spec, "launch",
+		cJSON_Parse(
+			"{\"scheduler\":\"Kubernetes\",\"attempt\":"
+			"\"FAILS\",\"node\":\"K_NODE\",\"requeue_exit\":75}"));
+	text = script_of(spec, &rc, &err);
+	CHECK(rc == 0 && text && strstr(text, "\nnv_launch_requeue_exit=75\n"));
+	free(text);
+	node_env = "NAVETTE_RETRY_ON=exit:3 FAILS=0 K_NODE=kwok-gpu-a";
+	rec = run_node(spec, "exit 3\n", &status);
+	CHECK(rec == NULL);
+	CHECK(status == 75);
+	snprintf(path, sizeof(path),
+		 "%s/store/p/p-2/navette-checkpoint/attempts.jsonl", rdir);
+	CHECK(nv_read_file(&got, &(size_t){0}, path, 4096, &err) == 0);
+	CHECK(got && strstr(got, "\"attempt\":1,\"state\":\"failed\"") &&
+	      strstr(got, "\"node\":\"kwok-gpu-a\""));
+	free(got);
+	node_env = "NAVETTE_RETRY_ON=exit:3 FAILS=2 K_NODE=kwok-gpu-a";
+	rec = run_node(spec, "exit 3\n", &status);
+	CHECK(rec != NULL);
+	CHECK(status == 3);
+	reason = rstr(rec, "failure", "reason");
+	CHECK(reason && strstr(reason, "attempt 3 of 3, no retry left"));
+	cJSON_Delete(rec);
+	cJSON_Delete(spec);
+	node_env = "";
+
 	/* what a spec may not give */
+	CHECK(launch_refused(sha, "{\"requeue_exit\":0}", "requeue_exit"));
+	CHECK(launch_refused(sha, "{\"requeue_exit\":256}", "requeue_exit"));
+	CHECK(launch_refused(sha, "{\"requeue_exit\":\"75\"}", "requeue_exit"));
+	CHECK(launch_refused(sha, "{\"requeue_exit\":7.5}", "requeue_exit"));
+	CHECK(launch_refused(sha,
+			     "{\"job\":\"J\",\"requeue\":[\"r\"],"
+			     "\"requeue_exit\":75}",
+			     "requeue_exit"));
 	CHECK(launch_refused(sha, "{\"array_index\":\"A;rm -rf /\"}",
 			     "array_index"));
 	CHECK(launch_refused(sha, "{\"attempt\":\"NAVETTE_JOB_ID\"}",
