@@ -8,7 +8,8 @@
 # killed at the limit and left behind, not waited for (a broken GPU
 # driver can make nvidia-smi hang, even through a SIGKILL). Only sh's
 # own kill and wait, and sleep: no GNU timeout.
-#   host, os, kernel, arch, cpu {model, cores}
+#   host (the node as its scheduler names it: launch.node, else uname -n),
+#   os, kernel, arch, cpu {model, cores}
 #   runtime {name, version}      the container runtime (jobs in images)
 #   gpus [{name, driver}], cuda  from nvidia-smi, when the node has it
 #   interpreter {name, version}  when the command starts with one
@@ -166,7 +167,7 @@ $(nv_fp_str "$(nv_fp_run "$NAVETTE_RUNTIME" --version)")}"
 \"version\":$(nv_fp_str "$nv_fp_v")}"
 	fi
 	printf '{"host":%s,"os":%s,"kernel":%s,"arch":%s,"cpu":{"model":%s,"cores":%s},"runtime":%s,"gpus":[%s],"cuda":%s,"interpreter":%s}\n' \
-		"$(nv_fp_str "$(uname -n)")" "$(nv_fp_str "$nv_fp_os")" \
+		"$(nv_fp_str "${nv_launch_node:-$(uname -n)}")" "$(nv_fp_str "$nv_fp_os")" \
 		"$(nv_fp_str "$(uname -sr)")" "$(nv_fp_str "$(uname -m)")" \
 		"$(nv_fp_str "$nv_fp_cpu")" "$nv_fp_cores" "${nv_fp_rt:-null}" \
 		"${nv_fp_gpus%,}" "$(nv_fp_str "$nv_fp_cuda")" "$nv_fp_interp" \

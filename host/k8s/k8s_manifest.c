@@ -50,7 +50,7 @@ static const char *const desc_keys[] = {"name",
 
 /* Names the builder sets in the container's env itself. */
 static const char *const reserved_env[] = {
-	"NAVETTE_JOB_DIR", "NAVETTE_K8S_FAILURES", "NAVETTE_K8S_NODE",
+	"NAVETTE_JOB_DIR", NV_K8S_ENV_FAILURES,    NV_K8S_ENV_NODE,
 	"NAVETTE_SECRETS", "JOB_COMPLETION_INDEX", NULL};
 
 const char *const *nv_k8s_desc_keys(void)
@@ -898,10 +898,10 @@ static cJSON *container_of(const nv_k8s_job_desc *d)
 				  NV_K8S_SECRET_DIR "/secrets"));
 	for (size_t i = 0; i < d->nenv; i++)
 		ADD(add_env_value(env, d->env_names[i], d->env_values[i]));
-	ADD(add_env_field(env, "NAVETTE_K8S_FAILURES",
+	ADD(add_env_field(env, NV_K8S_ENV_FAILURES,
 			  "metadata.annotations['batch.kubernetes.io/"
 			  "job-index-failure-count']"));
-	ADD(add_env_field(env, "NAVETTE_K8S_NODE", "spec.nodeName"));
+	ADD(add_env_field(env, NV_K8S_ENV_NODE, "spec.nodeName"));
 	if (d->cpu_milli || d->memory_bytes || d->gpus) {
 		/* requests = limits: the pod is what the scheduler counted */
 		ADD(res = cJSON_AddObjectToObject(c, "resources"));

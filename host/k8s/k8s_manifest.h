@@ -38,6 +38,11 @@
 /* The volume folders of the pod. */
 #define NV_K8S_SECRET_DIR "/navette/secret"
 #define NV_K8S_WORK_DIR   "/navette/work"
+/* What the pod tells its launcher (the downward API): the failures of
+ * its completion index so far, and its node. Not NAVETTE_*, which a
+ * launcher keeps for navette's own values. */
+#define NV_K8S_ENV_FAILURES "K8S_INDEX_FAILURES"
+#define NV_K8S_ENV_NODE     "K8S_NODE_NAME"
 
 typedef struct nv_k8s_job_desc {
 	char *name;      /* the Job's and Secret's name: the navette job id

@@ -207,12 +207,12 @@ static void test_one_job(void)
 	CHECK(cJSON_GetArraySize(env) == 3);
 	CHECK_STR(str(at(env, "#0", "name", NULL)), "NAVETTE_JOB_DIR");
 	CHECK_STR(str(at(env, "#0", "value", NULL)), "/navette/work");
-	CHECK_STR(str(at(env, "#1", "name", NULL)), "NAVETTE_K8S_FAILURES");
+	CHECK_STR(str(at(env, "#1", "name", NULL)), "K8S_INDEX_FAILURES");
 	CHECK_STR(
 		str(at(env, "#1", "valueFrom", "fieldRef", "fieldPath", NULL)),
 		"metadata.annotations['batch.kubernetes.io/"
 		"job-index-failure-count']");
-	CHECK_STR(str(at(env, "#2", "name", NULL)), "NAVETTE_K8S_NODE");
+	CHECK_STR(str(at(env, "#2", "name", NULL)), "K8S_NODE_NAME");
 	CHECK_STR(
 		str(at(env, "#2", "valueFrom", "fieldRef", "fieldPath", NULL)),
 		"spec.nodeName");
@@ -728,7 +728,7 @@ static void test_refusals(void)
 	      NV_EREFUSED);
 	CHECK(nv_k8s_desc_setenv(&d, "NAVETTE_SECRETS_GET", "k", 0, &err) ==
 	      NV_EREFUSED);
-	CHECK(nv_k8s_desc_setenv(&d, "NAVETTE_K8S_NODE", "n", 0, &err) ==
+	CHECK(nv_k8s_desc_setenv(&d, "K8S_NODE_NAME", "n", 0, &err) ==
 	      NV_EINVAL);
 	CHECK(strstr(err.message, "reserved") != NULL);
 	CHECK(nv_k8s_desc_setenv(&d, "NAVETTE_JOB_DIR", "/x", 0, &err) ==

@@ -63,8 +63,8 @@ local REQUEUE_EXIT = 75
 M.launch = {
   scheduler = "Kubernetes",
   array_index = "JOB_COMPLETION_INDEX",
-  attempt = "NAVETTE_K8S_FAILURES",
-  node = "NAVETTE_K8S_NODE",
+  attempt = "K8S_INDEX_FAILURES",
+  node = "K8S_NODE_NAME",
   requeue_exit = REQUEUE_EXIT,
   requeue_needs = "a Job whose podFailurePolicy counts exit code "
                   .. REQUEUE_EXIT,

@@ -94,7 +94,7 @@ local data = navette.storage.put_string("inputs/data.txt", "the data\n")
 navette.job {
   name = "hello", image = "$BASE:1",
   inputs = { d = data.url },
-  command = { "sh", "-c", "echo on \$NAVETTE_NODE; cp \"\$NAVETTE_INPUTS/d\" \"\$NAVETTE_OUTPUTS/out.txt\"" },
+  command = { "sh", "-c", "echo hello from the job; cp \"\$NAVETTE_INPUTS/d\" \"\$NAVETTE_OUTPUTS/out.txt\"" },
   env = { GREETING = "hi" },
   resources = { cpus = 1, memory = "1GiB", gpus = 1, time_limit = "10m" },
   success = { outputs = { "out.txt" } },
@@ -147,7 +147,7 @@ nv_in "$R" plan hello.lua --launcher
 check_rc "plan succeeds" 0
 check_contains "plan lists the Job's request" "$OUT" "request  POST /apis/batch/v1/namespaces/$NS/jobs"
 check_contains "and the Secret's" "$OUT" "request  POST /api/v1/namespaces/$NS/secrets"
-check_contains "and shows the manifest" "$OUT" '"restartPolicy": "Never"'
+check_match "and shows the manifest" "$OUT" '"restartPolicy":[[:space:]]*"Never"'
 check_eq "plan created no Job" "$(kc -n "$NS" get jobs -o name | wc -l | tr -d ' ')" 0
 nv_in "$R" plan hello.lua --json
 check_eq "plan --json has the Job manifest" \
@@ -169,8 +169,10 @@ check_eq "status: succeeded" "$(st "$ID" 'd["state"]')" succeeded
 check_eq "its backend" "$(st "$ID" 'd["backend"]')" kubernetes
 check_eq "every phase" "$(st "$ID" '" ".join(p["phase"] for p in d["phases"])')" \
 	"submitted accepted image_ready data_ready running logs_visible outputs_published succeeded"
-check_eq "the output is published" "$(s3cat "jobs/$ID/outputs/out.txt")" "the data"
-check_contains "the record is published" "$(s3cat "jobs/$ID/run.json")" "\"id\":\"$ID\""
+check_eq "the output is published" "$(s3cat "jobs/k8s/$ID/out.txt")" "the data"
+record=$(s3cat "jobs/k8s/$ID/navette-run.json")
+check_contains "the record is published" "$record" "\"id\":\"$ID\""
+check_contains "it names the node the pod ran on" "$record" 'kwok-gpu-'
 job_json=$(kc -n "$NS" get job "$ID" -o json)
 jq_() { printf '%s' "$job_json" | json "$1"; }
 check_eq "the Job has navette's label" "$(jq_ 'd["metadata"]["labels"]["navette/job"]')" "$ID"
@@ -183,7 +185,7 @@ check_no_match "no presigned URL in the Job's env" "$env_text" 'X-Amz-Signature'
 check_eq "the Secret is owned by the Job" \
 	"$(kc -n "$NS" get secret "$ID" -o 'jsonpath={.metadata.ownerReferences[0].name}')" "$ID"
 nv logs "$ID"
-check_contains "logs: the job's log" "$OUT" "on kwok-gpu-"
+check_contains "logs: the job's log" "$OUT" "hello from the job"
 
 # ---- an exit code 3 ----------------------------------------------------------------
 nv_in "$R" run fail.lua --wait
@@ -200,15 +202,15 @@ nv_in "$R" run sweep.lua --wait
 check_rc "the sweep and its fan-in succeed" 0
 check_eq "one Indexed Job for the sweep, one for the fan-in" \
 	"$(kc -n "$NS" get jobs -l navette/project=k8s -o json | json 'sorted(str(j["spec"].get("completions")) + "/" + str(j["spec"].get("completionMode")) for j in d["items"] if j["metadata"]["labels"]["navette/job"] not in ("'"$ID"'", "'"$FID"'"))')" \
-	"['1/Indexed', '6/Indexed']"
+	'["1/Indexed", "6/Indexed"]'
 parts=$(printf '%s\n' "$OUT" | sed -n 's/^job part\[.*\] submitted: \(.*\)$/\1/p')
 check_eq "six jobs of the sweep" "$(printf '%s\n' "$parts" | grep -c .)" 6
 got=
-for p in $parts; do got="$got $(s3cat "jobs/$p/outputs/part.txt")"; done
+for p in $parts; do got="$got $(s3cat "jobs/k8s/$p/part.txt")"; done
 check_eq "each task its own output" "$(printf '%s\n' $got | sort | tr '\n' ' ')" "1-x 1-y 2-x 2-y 3-x 3-y "
 TID=$(printf '%s\n' "$OUT" | sed -n 's/^job total submitted: \(.*\)$/\1/p')
 check_eq "the fan-in succeeded" "$(st "$TID" 'd["state"]')" succeeded
-check_eq "with its producers' outputs" "$(s3cat "jobs/$TID/outputs/total.txt" | tr '\n' ' ')" "1-x 1-y 2-x 2-y 3-x 3-y "
+check_eq "with its producers' outputs" "$(s3cat "jobs/k8s/$TID/total.txt" | tr '\n' ' ')" "1-x 1-y 2-x 2-y 3-x 3-y "
 
 # ---- after a job that failed ----------------------------------------------------------
 nv_in "$R" run chain.lua --wait
@@ -243,8 +245,56 @@ nv cancel "$BID" >/dev/null 2>&1
 
 # ---- a reader may not submit ------------------------------------------------------------
 nv_in "$R" run hello.lua --profile reader
-check_rc "the reader's run is refused" 1
+check_rc "the reader's run is refused" 3
 check_contains "with the cause" "$OUT$ERR" 'cannot create resource "jobs"'
 
+# ---- the manifest really runs: the pod's container in podman ----------------
+# (kubelet.py --podman: the image by digest, the Secret's files and the
+# work folder mounted where the pod spec says, its env and command)
 stop_kubelet
+# an image with sh, curl and the tools the launcher uses: busybox and
+# this machine's curl with its libraries
+img=$T/curl-image
+mkdir -p "$img/root/bin" "$img/root/tmp"
+chmod 1777 "$img/root/tmp"
+cp "$(command -v busybox)" "$img/root/bin/busybox"
+for a in $(busybox --list); do
+	[ -e "$img/root/bin/$a" ] || ln -s busybox "$img/root/bin/$a"
+done
+rm -f "$img/root/bin/curl"
+curl_bin=$(command -v curl)
+# shellcheck disable=SC2046 # (one word per path)
+tar -chf - "$curl_bin" $(ldd "$curl_bin" | awk '/\//{print ($2 == "=>") ? $3 : $1}') 2>/dev/null |
+	tar -xf - -C "$img/root"
+[ -x "$img/root/usr/bin/curl" ] && [ ! -e "$img/root/bin/curl" ] && ln -s /usr/bin/curl "$img/root/bin/curl"
+printf 'FROM scratch\nCOPY root/ /\n' >"$img/Containerfile"
+if buildah bud --isolation chroot -q -t localhost/nv-k8s-curl -f "$img/Containerfile" "$img" >"$T/buildah-curl.log" 2>&1 &&
+	buildah push --tls-verify=false localhost/nv-k8s-curl "docker://$PLAIN/$RUN_ID/curl:1" >>"$T/buildah-curl.log" 2>&1; then
+	pass "the image with curl is built and pushed"
+else
+	fail "the image with curl is built and pushed" "$(cat "$T/buildah-curl.log")"
+fi
+cat >"$R/inpod.lua" <<EOF
+local navette = require "navette"
+local data = navette.storage.put_string("inputs/pod.txt", "from the pod\n")
+navette.job {
+  name = "inpod", image = "$PLAIN/$RUN_ID/curl:1",
+  inputs = { d = data.url },
+  command = { "sh", "-c", "cat \"\$NAVETTE_INPUTS/d\" > \"\$NAVETTE_OUTPUTS/out.txt\"; if [ -e /etc/os-release ]; then echo has os-release; else echo no os-release; fi" },
+  success = { outputs = { "out.txt" } },
+}
+EOF
+commit_all "$R" >/dev/null
+git -C "$R" push -q origin HEAD:main 2>/dev/null
+mkdir -p "$T/kubelet-podman"
+python3 "$HERE/kubelet.py" --kubectl "$K8S_BIN/kubectl --kubeconfig $K8S_KUBECONFIG" \
+	--namespace "$NS" --root "$T/kubelet-podman" --podman >"$T/kubelet-podman.log" 2>&1 &
+KUBELET=$!
+nv_in "$R" run inpod.lua --wait
+check_rc "a job run by podman from the pod spec succeeds" 0
+PID_=$(printf '%s\n' "$OUT" | sed -n 's/^job inpod submitted: \(.*\)$/\1/p')
+check_eq "its output is published from the container" "$(s3cat "jobs/k8s/$PID_/out.txt")" "from the pod"
+check_contains "the container has no os-release (scratch: not the host)" "$(nv logs "$PID_"; printf '%s' "$OUT")" "no os-release"
+stop_kubelet
+[ "$FAILED" = 0 ] || { echo "== kubelet (host)"; tail -n 20 "$T/kubelet.log"; echo "== kubelet (podman)"; tail -n 20 "$T/kubelet-podman.log"; }
 finish
