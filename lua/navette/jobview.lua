@@ -90,6 +90,9 @@ function jobs.view(row, info)
     end
     -- (null in the record of a job whose log is not published)
     v.log_url = type(record.log) == "table" and record.log.url or nil
+    -- (retries: the attempt it ended at, when its backend keeps none)
+    local attempt = math.tointeger(record.attempt)
+    if not v.attempt and attempt and attempt > 1 then v.attempt = attempt end
   end
   return v
 end

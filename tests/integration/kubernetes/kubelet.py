@@ -11,7 +11,8 @@ name), and its command. When the container exits, its exit code is put
 on the pod as the annotation navette.test/exit-code, which KWOK's stage
 (tests/stack/k8s/stages.yaml) turns into the container's termination. A
 pod that is being deleted has its container stopped (SIGTERM), as a
-kubelet does.
+kubelet does; one that KWOK ended from outside (a disruption: the stage
+of navette.test/disrupt) has it killed.
 
 Two ways to run a container:
   --host    the command on this machine, with the pod's paths
@@ -178,6 +179,13 @@ def main():
                 proc = running[uid][1]
                 if proc.poll() is None:
                     os.killpg(proc.pid, signal.SIGTERM)
+                continue
+            if uid in running and pod.get("status", {}).get("phase") in (
+                    "Failed", "Succeeded") and ANNOTATION not in ann:
+                # ended from outside (a disruption): its container is gone
+                proc = running[uid][1]
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
                 continue
             if (uid in running or uid in done or ANNOTATION in ann
                     or pod["metadata"].get("deletionTimestamp")

@@ -137,6 +137,33 @@ local navette = require "navette"
 navette.job { name = "slow", image = "$BASE:1",
               command = { "sh", "-c", "echo started; sleep 300" } }
 EOF
+cat >"$R/late.lua" <<EOF
+local navette = require "navette"
+navette.job { name = "late", image = "$BASE:1",
+              resources = { time_limit = 4 },
+              command = { "sh", "-c", "echo waiting; sleep 120" } }
+EOF
+# counts its runs in its checkpoint: fails the first, succeeds after
+cat >"$R/flaky.lua" <<EOF
+local navette = require "navette"
+navette.job {
+  name = "flaky", image = "$BASE:1",
+  retries = { max = 1, on = { "exit:4" } },
+  checkpoint = { every = 1 },
+  command = { "sh", "-c", "n=\$(cat \"\$NAVETTE_CHECKPOINT/n\" 2>/dev/null || echo 0); n=\$((n + 1)); echo \$n > \"\$NAVETTE_CHECKPOINT/n\"; [ \$n -ge 2 ] || exit 4; echo \$n > \"\$NAVETTE_OUTPUTS/runs.txt\"" },
+  success = { outputs = { "runs.txt" } },
+}
+EOF
+# the first run waits to be preempted; the one after it ends
+cat >"$R/moved.lua" <<EOF
+local navette = require "navette"
+navette.job {
+  name = "moved", image = "$BASE:1",
+  checkpoint = { every = 1 },
+  command = { "sh", "-c", "n=\$(cat \"\$NAVETTE_CHECKPOINT/n\" 2>/dev/null || echo 0); n=\$((n + 1)); echo \$n > \"\$NAVETTE_CHECKPOINT/n\"; [ \$n -ge 2 ] || sleep 300; echo \$n > \"\$NAVETTE_OUTPUTS/runs.txt\"" },
+  success = { outputs = { "runs.txt" } },
+}
+EOF
 commit_all "$R" >/dev/null
 git -C "$R" push -q origin HEAD:main 2>/dev/null
 (cd "$R" && "$NAVETTE" trust >/dev/null 2>&1)
@@ -228,6 +255,45 @@ big_reason() { case $(st "$BID" 'd.get("kubernetes", {}).get("reason", "")') in 
 wait_for 60 big_reason
 check_true "status names the scheduler's reason" big_reason
 check_eq "it waits at accepted" "$(st "$BID" 'd["state"]')" queued
+
+# ---- a deadline: activeDeadlineSeconds --------------------------------------------
+nv_in "$R" run late.lua --wait
+check_rc "a job past its time limit fails the run" 1
+LID=$(printf '%s\n' "$OUT" | sed -n 's/^job late submitted: \(.*\)$/\1/p')
+check_eq "status: failed" "$(st "$LID" 'd["state"]')" failed
+check_contains "the reason: its time limit" "$(st "$LID" 'd["failure"]["reason"]')" "time limit 4 s reached"
+check_eq "the Job says DeadlineExceeded" \
+	"$(kc -n "$NS" get job "$LID" -o 'jsonpath={.status.conditions[?(@.type=="Failed")].reason}')" DeadlineExceeded
+
+# ---- retries: an exit code the job retries, counted by the Job --------------------
+nv_in "$R" run flaky.lua --wait
+check_rc "a job that fails once and retries succeeds" 0
+RID=$(printf '%s\n' "$OUT" | sed -n 's/^job flaky submitted: \(.*\)$/\1/p')
+check_eq "one navette id, two runs" "$(s3cat "jobs/k8s/$RID/runs.txt")" 2
+check_eq "status: attempt 2" "$(st "$RID" 'd.get("attempt")')" 2
+check_eq "the record lists both attempts" \
+	"$(s3cat "jobs/k8s/$RID/navette-run.json" | json '[[a["attempt"], a["state"], a.get("failure")] for a in d["attempts"]]')" \
+	'[[1, "failed", "exit:4"], [2, "succeeded", null]]'
+check_eq "the Job counted one failure" "$(kc -n "$NS" get job "$RID" -o 'jsonpath={.status.failed}')" 1
+
+# ---- a preemption (DisruptionTarget) uses up no retry -------------------------------
+nv_in "$R" run moved.lua
+MID=$(printf '%s\n' "$OUT" | sed -n 's/^job moved submitted: \(.*\)$/\1/p')
+first_pod=
+saved_once() {
+	first_pod=$(kc -n "$NS" get pods -l "navette/job=$MID" -o 'jsonpath={.items[0].metadata.name}' 2>/dev/null)
+	[ -n "$first_pod" ] && [ "$(s3cat "jobs/k8s/$MID/navette-checkpoint/checkpoint.tar" >/dev/null && echo y)" = y ]
+}
+wait_for 90 saved_once
+check_true "the first run saved a checkpoint" saved_once
+kc -n "$NS" annotate pod "$first_pod" navette.test/disrupt=1 >/dev/null
+moved_done() { case $(st "$MID" 'd["state"]') in succeeded | failed | cancelled) return 0 ;; esac; return 1; }
+wait_for 120 moved_done
+check_eq "the preempted job succeeds on a new pod" "$(st "$MID" 'd["state"]')" succeeded
+check_eq "its second run" "$(s3cat "jobs/k8s/$MID/runs.txt")" 2
+check_eq "the Job counted no failure" "$(kc -n "$NS" get job "$MID" -o 'jsonpath={.status.failed}')" ""
+check_eq "the first pod has the DisruptionTarget condition" \
+	"$(kc -n "$NS" get pod "$first_pod" -o 'jsonpath={.status.conditions[?(@.type=="DisruptionTarget")].status}')" True
 
 # ---- cancel ----------------------------------------------------------------------------------
 nv_in "$R" run slow.lua
