@@ -203,7 +203,9 @@ fi
 
 # ---- a job id that is not one navette makes never becomes a folder:
 # rows written around navette (by hand, another program) are failed by
-# the queue and never run by the agent
+# the queue and never run by the agent (the agent that the commands above
+# started is stopped first: it would fail the rows before they are counted)
+bounded 20 "$NAVETTE" agent stop --force >/dev/null 2>&1
 python3 - "$NAVETTE_HOME/jobs.db" <<'EOF'
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
