@@ -2,6 +2,7 @@
 -- record, its log, and what a node launcher publishes as it goes (its
 -- status object and log chunks). Shared by the job views and every
 -- backend, so neither needs the other to read them.
+local util = require "navette.util"
 local json = _navette.json
 local NAMES = _navette.record.names -- the layout, from host/jobs/record.h
 
@@ -94,6 +95,26 @@ function published.phases(store, spec)
     out[#out + 1] = { phase = phase, at = at }
   end
   return out
+end
+
+-- Records the phases a launcher published ({phase, at} in ISO-8601) in
+-- job id's row of db, all but the end, which the backend and the run
+-- record say. Returns the time of the latest one (0 when none) and the
+-- time of the end the list holds, if any.
+function published.merge_phases(db, id, list)
+  local last, ended = 0, nil
+  for _, p in ipairs(list) do
+    local at = type(p) == "table" and type(p.at) == "string"
+               and util.parse_iso8601(p.at)
+    if at and (p.phase == "succeeded" or p.phase == "failed"
+               or p.phase == "cancelled") then
+      ended = at
+    elseif at and type(p.phase) == "string" then
+      db:phase(id, p.phase, at)
+      if at > last then last = at end
+    end
+  end
+  return last, ended
 end
 
 -- The log chunks a node launcher shipped after chunk number `after`

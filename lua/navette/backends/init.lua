@@ -194,8 +194,63 @@
 -- log; audit_many({{spec, detail}, ...}) records several as one write).
 local errors = require "navette.errors"
 local util = require "navette.util"
+local json = _navette.json
 
 local backends = {}
+
+-- ---- what the backends' files share ------------------------------------------
+
+-- The fail(message, hint) of a backend's validate: raises the recipe
+-- error "PATH: profile 'NAME': LABEL: message" (where: validate's).
+function backends.profile_fail(where, label)
+  return function(message, hint)
+    error(errors.new("recipe", where.path .. ": profile '" .. where.profile
+                     .. "': " .. label .. ": " .. message, hint), 0)
+  end
+end
+
+-- The checked copy of a profile's `environment` (t: NAME = value, given
+-- to every job as it is): names a job may set, strings, none that looks
+-- like a secret; fail(message, hint) raises.
+function backends.environment(t, fail)
+  local out = {}
+  if t ~= nil and type(t) ~= "table" then
+    fail("environment must be a table { NAME = \"value\" }")
+  end
+  for k, v in pairs(t or {}) do
+    if type(k) ~= "string" or not _navette.jobs.env_name_ok(k)
+       or type(v) ~= "string" then
+      fail("environment maps names to strings (not NAVETTE_*, PATH...)")
+    end
+    if _navette.creds.redact(v) ~= v then
+      fail("environment." .. k .. " looks like a secret",
+           "a job gets short-lived access, never a secret in its "
+           .. "environment")
+    end
+    out[k] = v
+  end
+  return out
+end
+
+-- Records the rows of specs, the tasks of one sweep sent as one array
+-- (submit_array's ctx), in one transaction: all of them or none, each
+-- with spec.array = array_of(k) first (how the backend finds task k
+-- again when the answer is lost). Raises.
+function backends.record_tasks(ctx, specs, name, array_of)
+  errors.check(ctx.db:transaction(function()
+    for k, spec in ipairs(specs) do
+      spec.array = array_of(k)
+      local sub = ctx.submissions[k] or {}
+      local inserted, ierr = ctx.db:submit(spec.id, spec.project,
+        spec.profile, spec.name, json.encode(spec), name, sub.key)
+      if inserted == nil then
+        error(errors.new("backend", "cannot record job '" .. spec.name
+                         .. "': " .. ierr.message, ierr.hint), 0)
+      end
+    end
+    return true
+  end))
+end
 
 -- Gives spec the launch values of its backend (the contract's launch),
 -- where it has none: a new spec, or one recorded before them.

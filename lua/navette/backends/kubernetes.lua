@@ -95,24 +95,16 @@ end
 -- Validates profile.kubernetes (t) of profile where.profile in project
 -- file where.path.
 function M.validate(t, where)
-  local path, name = where.path, where.profile
-  local function fail(message, hint)
-    error(errors.new("recipe", path .. ": profile '" .. name .. "': "
-                     .. "kubernetes: " .. message, hint), 0)
-  end
+  local backends = require "navette.backends"
+  local fail = backends.profile_fail(where, "kubernetes")
   if type(t) ~= "table" then
     fail("a kubernetes profile needs kubernetes = { namespace = ... }",
          "and context = \"NAME\" for a context other than the current one")
   end
-  local known = {}
-  for _, k in ipairs(KEYS) do known[k] = true end
-  for k in pairs(t) do
-    if not known[k] then
-      fail("unknown key '" .. tostring(k) .. "'"
-           .. util.suggest(tostring(k), KEYS),
-           "kubernetes keys are: " .. table.concat(KEYS, ", "))
-    end
-  end
+  util.check_keys(t, KEYS, function(k, suggestion, list)
+    fail("unknown key '" .. tostring(k) .. "'" .. suggestion,
+         "kubernetes keys are: " .. list)
+  end)
   if not where.storage:match("^s3://") then
     fail("the kubernetes backend needs s3:// storage", "the pod reads "
          .. "its inputs and publishes its outputs there, with presigned "
@@ -168,21 +160,9 @@ function M.validate(t, where)
       nodes[i] = n
     end
   end
-  local environment = {}
-  for k, v in pairs(t.environment or {}) do
-    if type(k) ~= "string" or not _navette.jobs.env_name_ok(k)
-       or type(v) ~= "string" then
-      fail("environment maps names to strings (not NAVETTE_*, PATH...)")
-    end
-    if _navette.creds.redact(v) ~= v then
-      fail("environment." .. k .. " looks like a secret",
-           "a job gets short-lived access, never a secret in its "
-           .. "environment")
-    end
-    environment[k] = v
-  end
+  local environment = backends.environment(t.environment, fail)
   local ttl = t.ttl == nil and TTL_DEFAULT or t.ttl
-  if math.type(ttl) ~= "integer" or ttl < 0 then
+  if math.type(ttl) ~= "integer" or ttl < 0 or ttl > 2147483647 then
     fail("ttl must be the seconds a finished Job stays (0 or more), "
          .. "counted from when navette read its run record")
   end
@@ -279,22 +259,22 @@ M.open = open
 
 -- The session for spec (kept in ctx.sessions for the run when given);
 -- a recorded spec's credential is loaded again (trust.recorded).
-local function session_for(spec, ctx)
+-- (kept for the process: a poll of many jobs, `run --wait` and `watch`
+-- open one session per cluster and identity, so an exec plugin runs
+-- once, not per job and per look; the collector closes them)
+local held = {}
+local function session_for(spec)
   local cfg = spec.kubernetes
-  local key = "k8s\0" .. tostring(cfg.context) .. "\0"
-              .. table.concat(kubeconfig_paths(cfg), ":")
-  local cache = ctx and ctx.sessions
-  local s = cache and cache[key]
+  local key = table.concat({ tostring(cfg.context), tostring(cfg.pin),
+    tostring(cfg.credential and cfg.credential.name),
+    table.concat(kubeconfig_paths(cfg), ":") }, "\0")
+  local s = held[key]
   if s then return s end
   s = open(require("navette.trust").recorded(cfg))
-  if cache then cache[key] = s end
+  held[key] = s
   return s
 end
 
--- Closes s unless the run keeps it.
-local function release(s, ctx)
-  if not (ctx and ctx.sessions) then s:close() end
-end
 
 local function job_path(ns, name)
   return "/apis/batch/v1/namespaces/" .. ns .. "/jobs"
@@ -360,7 +340,31 @@ M.description = description
 -- The error of an answer that is not 2xx, for what (a verb and
 -- resource, as "create jobs").
 local function api_error(s, status, body, verb, resource)
-  return s:api_error(status, body, verb, resource)
+  local ok, err = pcall(s.api_error, s, status, body or "", verb, resource)
+  if ok then return err end
+  return { code = "backend", status = status, message = "the Kubernetes "
+           .. "API server answered HTTP " .. tostring(status) .. " to "
+           .. verb .. " " .. resource }
+end
+
+-- The object of an answer's body, or nil when it is not a JSON object.
+local function decoded(body)
+  local ok, v = pcall(json.decode, body or "")
+  return ok and type(v) == "table" and v or nil
+end
+
+-- The uid of a Job object's answer, or nil.
+local function uid_of(body)
+  local job = decoded(body)
+  local uid = job and type(job.metadata) == "table" and job.metadata.uid
+  return type(uid) == "string" and uid ~= "" and uid or nil
+end
+
+-- Deletes Job name of namespace ns (Background: its pods and Secret go
+-- too); true when it is gone or going.
+local function delete_job(s, ns, name)
+  local st = s:request("DELETE", job_path(ns, name), native.delete_body())
+  return st == 200 or st == 202 or st == 404
 end
 
 -- Whether an API error is a refusal for certain (nothing was created):
@@ -383,37 +387,50 @@ local function create(s, d, launcher, secrets)
   if not st then return nil, body, false end
   local uid, existed
   if st == 201 or st == 200 then
-    uid = json.decode(body).metadata.uid
+    uid = uid_of(body)
+    if not uid then
+      return nil, { code = "backend", message = "the API server's answer "
+                    .. "to the Job's creation holds no uid" }, false
+    end
   elseif st == 409 then
     -- the same name: ours when its navette/job label is this id
     local gst, gbody = s:request("GET", job_path(ns, d.name))
+    if not gst then return nil, gbody, false end
     if gst ~= 200 then
-      return nil, api_error(s, gst or 0, gbody or "", "get", "jobs"), false
+      return nil, api_error(s, gst, gbody, "get", "jobs"), false
     end
-    local job = json.decode(gbody)
-    local labels = job.metadata and job.metadata.labels or {}
+    local job = decoded(gbody) or {}
+    local meta = type(job.metadata) == "table" and job.metadata or {}
+    local labels = type(meta.labels) == "table" and meta.labels or {}
     if labels["navette/job"] ~= d.name then
       return nil, { code = "refused", message = "a Job named " .. d.name
                     .. " that navette did not create is in namespace " .. ns,
                     hint = "delete it, or run again (a new id is drawn)" },
              true
     end
-    uid, existed = job.metadata.uid, true
+    uid, existed = uid_of(gbody), true
+    if not uid then
+      return nil, { code = "backend", message = "the Job " .. d.name
+                    .. " has no uid in the API server's answer" }, false
+    end
   else
     local err = api_error(s, st, body, "create", "jobs")
     return nil, err, refused(err)
   end
   local box, serr = native.secret_manifest(d, launcher, secrets, uid)
-  if not box then return nil, serr, true end
+  if not box then
+    -- (nothing may run without its Secret: the Job goes too)
+    delete_job(s, ns, d.name)
+    return nil, serr, true
+  end
   st, body = s:request("POST", "/api/v1/namespaces/" .. ns .. "/secrets",
                        box)
   if not st then return nil, body, false end
   if st ~= 201 and st ~= 200 and st ~= 409 then
     local err = api_error(s, st, body, "create", "secrets")
-    -- the Job stays suspended: deleted, so that nothing is left behind
-    if refused(err) then
-      s:request("DELETE", job_path(ns, d.name), native.delete_body())
-    end
+    -- refused: the Job is deleted, so that nothing is left behind (an
+    -- answer lost: the next run settles it, the next look resumes it)
+    if refused(err) then delete_job(s, ns, d.name) end
     return nil, err, refused(err)
   end
   if not d.after then
@@ -440,7 +457,16 @@ local function settle_pending(s, spec, ctx)
       local name = rs.array and rs.array.job or row.id
       local st, body = s:request("GET", job_path(rs.kubernetes.namespace,
                                                   name))
-      if st == 200 then
+      local job = st == 200 and decoded(body)
+      local labels = job and type(job.metadata) == "table"
+                     and job.metadata.labels
+      if st == 200 and not (type(labels) == "table"
+                            and labels["navette/job"] == name) then
+        error(errors.new("backend", "a Job named " .. name .. " that "
+                         .. "navette did not create is in namespace "
+                         .. rs.kubernetes.namespace, "delete it, then "
+                         .. "run again"), 0)
+      elseif st == 200 then
         local remote = rs.array and (name .. ":" .. rs.array.index) or name
         ctx.db:set_remote(row.id, remote, "queued")
         ctx.db:phase(row.id, "accepted", sys.now())
@@ -509,7 +535,7 @@ function M.submit(spec, launcher, ctx)
     errors.check(ctx.db:submitted(sub.resumed.id))
     return spec
   end
-  local ok, s = pcall(session_for, spec, ctx)
+  local ok, s = pcall(session_for, spec)
   if not ok then
     local e = errors.from(s)
     if ctx.db:submit(spec.id, spec.project, spec.profile, spec.name,
@@ -537,7 +563,6 @@ function M.submit(spec, launcher, ctx)
     ctx.db:phase(spec.id, "accepted", sys.now())
     return nil
   end)
-  release(s, ctx)
   if not done then error(got, 0) end
   if got then
     local text = ctx.db:get(got)
@@ -557,11 +582,40 @@ function M.submit(spec, launcher, ctx)
   return spec
 end
 
+-- The most bytes of a launcher: the Secret's values may not add up to
+-- more than 1 MiB (the API server's limit), with room for its keys.
+local LAUNCHER_MAX = 1024 * 1024 - 1024
+
+-- specs[i..j], and what ctx holds for them.
+local function part_of(specs, ctx, i, j)
+  local part, subs = {}, {}
+  for k = i, j do
+    part[#part + 1] = specs[k]
+    subs[#subs + 1] = ctx.submissions[k] or false
+  end
+  local c = setmetatable({ submissions = subs }, { __index = ctx })
+  return part, c
+end
+
 -- Submits the specs of one sweep as one Indexed Job: task k-1 is
 -- specs[k], each a job of its own (row, id JOB:INDEX, prefix, record).
+-- A sweep whose launcher would not fit in a Secret is sent as several
+-- Indexed Jobs, halves of it, each with its own launcher.
 function M.submit_array(specs, script, ctx)
+  if #script > LAUNCHER_MAX and #specs > 1 then
+    local out, half = {}, #specs // 2
+    for _, range in ipairs({ { 1, half }, { half + 1, #specs } }) do
+      local part, c = part_of(specs, ctx, range[1], range[2])
+      local text = errors.check(_navette.jobs.array_launcher(
+        require("navette.run.submit").array_json(part)))
+      for _, spec in ipairs(M.submit_array(part, text, c)) do
+        out[#out + 1] = spec
+      end
+    end
+    return out
+  end
   local first = specs[1]
-  local s = session_for(first, ctx)
+  local s = session_for(first)
   local done, got = pcall(function()
     local n = 0
     local adopted = {}
@@ -586,20 +640,11 @@ function M.submit_array(specs, script, ctx)
       end
       return specs
     end
-    errors.check(ctx.db:transaction(function()
-      for k, spec in ipairs(specs) do
-        spec.array = { job = first.id, index = k - 1, size = #specs,
-                       first = first.id }
-        local sub = ctx.submissions[k] or {}
-        local inserted, ierr = ctx.db:submit(spec.id, spec.project,
-          spec.profile, spec.name, json.encode(spec), M.name, sub.key)
-        if inserted == nil then
-          error(errors.new("backend", "cannot record job '" .. spec.name
-                           .. "': " .. ierr.message, ierr.hint), 0)
-        end
-      end
-      return true
-    end))
+    require("navette.backends").record_tasks(ctx, specs, M.name,
+      function(k)
+        return { job = first.id, index = k - 1, size = #specs,
+                 first = first.id }
+      end)
     local d = description(first, ctx, specs)
     local uid, err, sure = create(s, d, script, secret_handles(first, ctx))
     if not uid then create_failed(specs, err, sure, ctx) end
@@ -619,7 +664,6 @@ function M.submit_array(specs, script, ctx)
     ctx.audit_many(audited)
     return specs
   end)
-  release(s, ctx)
   if not done then error(got, 0) end
   return got
 end
@@ -687,23 +731,6 @@ local function look(s, ns, selector, force)
   return got.jobs
 end
 
--- The phases the launcher published, recorded in the row (all but the
--- end, which the record says).
-local function merge_phases(db, id, list)
-  local last, ended = 0, nil
-  for _, p in ipairs(list) do
-    local at = type(p) == "table" and type(p.at) == "string"
-               and util.parse_iso8601(p.at)
-    if at and final(p.phase) then
-      ended = at
-    elseif at and type(p.phase) == "string" then
-      db:phase(id, p.phase, at)
-      if at > last then last = at end
-    end
-  end
-  return last, ended
-end
-
 -- Records the end of a task the cluster says is over (view: k8s look's
 -- row), by its run record (if any) and the cluster's word.
 local function finish(row, ctx, store, view, extra, stopped)
@@ -728,7 +755,7 @@ local function finish(row, ctx, store, view, extra, stopped)
                    .. "the image's sh and curl, and that the POST policy "
                    .. "had not expired",
   })
-  local last, ended = merge_phases(db, row.id, record
+  local last, ended = published.merge_phases(db, row.id, record
                                    and type(record.phases) == "table"
                                    and record.phases or {})
   ended = ended or sys.now()
@@ -747,7 +774,7 @@ local function producers(spec, ctx, refresh)
     local text = ctx.db:get(id)
     local row = text and json.decode(text)
     if row and not final(row.state) then
-      refresh(row, ctx, true)
+      refresh(row, ctx)
       text = ctx.db:get(id)
       row = text and json.decode(text)
     end
@@ -833,20 +860,19 @@ local function refresh(row, ctx, force)
   local name, index = remote_ref(row.remote_id)
   extra.job, extra.index = name, index
   local cfg = spec.kubernetes
-  local ok, s = pcall(session_for, spec, ctx and ctx.walk and ctx)
+  local ok, s = pcall(session_for, spec)
   if not ok then
     extra.error = errors.from(s)
     return info(extra, false)
   end
   local store = open_store(spec, ctx)
   if store then
-    merge_phases(ctx.db, row.id, published.phases(store, spec))
+    published.merge_phases(ctx.db, row.id, published.phases(store, spec))
   end
   local jobs, err = look(s, cfg.namespace, "navette/job=" .. name, force)
   local changed = store ~= nil
   local function done()
     if store then store:close() end
-    if not (ctx and ctx.walk) then s:close() end
     return info(extra, changed)
   end
   if not jobs then
@@ -866,31 +892,75 @@ local function refresh(row, ctx, force)
     changed = finish(row, ctx, store, view, extra, true) or true
     return done()
   end
-  -- a Job held for its `after`: released, or ended with the reason
-  if job.suspended and spec.after and #spec.after > 0 and not job.deleting
-  then
+  local held = job.suspended and not job.deleting
+  local function resume()
+    local st, body = s:request("PATCH", job_path(cfg.namespace, name),
+                               native.resume_patch(),
+                               "application/merge-patch+json")
+    if st ~= 200 then
+      extra.error = st and api_error(s, st, body, "patch", "jobs") or body
+    end
+  end
+  if held and spec.after and #spec.after > 0 then
+    -- held for its `after`: released, or ended (each of its tasks) with
+    -- the reason once the Job is deleted
     local why, all = producers(spec, ctx, refresh)
     if why then
-      s:request("DELETE", job_path(cfg.namespace, name),
-                native.delete_body())
-      ctx.db:finish(row.id, "cancelled", nil, why)
+      if not delete_job(s, cfg.namespace, name) then
+        extra.error = { message = "cannot delete the Job " .. name
+                        .. " that can no longer run",
+                        hint = "navette tries again at its next look" }
+        return done()
+      end
+      local ids = job.annotations and job.annotations["navette/tasks"]
+      for id in (ids or row.id):gmatch("[^,]+") do
+        local text = ctx.db:get(id)
+        local r = text and json.decode(text)
+        if r and not final(r.state) then
+          ctx.db:finish(id, "cancelled", nil, why)
+        end
+      end
       extra.view = { phase = "queued", reason = why.reason }
       changed = true
       return done()
     elseif all then
-      local st, body = s:request("PATCH", job_path(cfg.namespace, name),
-                                 native.resume_patch(),
-                                 "application/merge-patch+json")
-      if st ~= 200 then
-        extra.error = st and api_error(s, st, body, "patch", "jobs") or body
+      resume()
+    end
+  elseif held then
+    -- a submission stopped between the Job and its release (its answer
+    -- lost, adopted since): released once its Secret is there; without
+    -- it nothing can run, and the Job goes
+    -- (asked by a dry run of creating an empty Secret of that name:
+    -- 409 when it is there; its values are never read back)
+    local st = s:request("POST", "/api/v1/namespaces/" .. cfg.namespace
+                         .. "/secrets?dryRun=All", json.encode({
+                           apiVersion = "v1", kind = "Secret",
+                           metadata = { name = name } }))
+    if st == 409 then
+      resume()
+    elseif (st == 201 or st == 200) and delete_job(s, cfg.namespace, name)
+    then
+      local ids = job.annotations and job.annotations["navette/tasks"]
+      for id in (ids or row.id):gmatch("[^,]+") do
+        local text = ctx.db:get(id)
+        local r = text and json.decode(text)
+        if r and not final(r.state) then
+          ctx.db:finish(id, "failed", nil, { phase = "accepted",
+            reason = "the submission stopped before the Job's Secret "
+            .. "was created: nothing ran", hint = "run it again" })
+        end
       end
+      changed = true
+      return done()
     end
   end
   local view = job.rows[index] or { phase = "accepted" }
   extra.view = view
   if view.done then
-    local stopped = view.reason and (view.reason:find("DeadlineExceeded")
-                                     or view.reason:find("deleted")) ~= nil
+    -- (stopped from outside: its time limit, k8s_state.c's words; the
+    -- record, if any, says only that a signal came)
+    local stopped = view.reason and view.reason:find("time limit", 1, true)
+                    ~= nil
     -- (a failure with an exit code, or of a job that ran, belongs to
     -- running; else to what came before: scheduling, the image)
     local failed_phase = (view.exit_code or row.state == "running")
@@ -926,15 +996,24 @@ function M.cancel(row, ctx)
   local s = session_for(spec)
   local ok, got = pcall(function()
     if no_remote(row) then
-      local st = s:request("GET", job_path(cfg.namespace, row.id))
+      local name = spec.array and spec.array.job or row.id
+      local remote = spec.array and (name .. ":" .. spec.array.index)
+                     or name
+      local st, gerr = s:request("GET", job_path(cfg.namespace, name))
+      if not st then
+        error(errors.new("backend", where_of(cfg) .. ": cannot look up "
+                         .. "job " .. row.id .. " before cancelling it: "
+                         .. gerr.message, "cancel it again once the API "
+                         .. "server answers"), 0)
+      end
       if st == 404 then
         ctx.db:finish(row.id, "cancelled", nil,
           { phase = row.phase, reason = "cancelled before the cluster "
             .. "answered", hint = "submit it again with navette run" })
         return "cancelled"
       end
-      row.remote_id = row.id
-      ctx.db:set_remote(row.id, row.id, nil)
+      row.remote_id = remote
+      ctx.db:set_remote(row.id, remote, nil)
     end
     local name, index = remote_ref(row.remote_id)
     local st, body
@@ -971,7 +1050,6 @@ function M.cancel(row, ctx)
         .. (spec.array and "pod" or "Job") .. " was deleted" })
     return "cancelled"
   end)
-  s:close()
   if not ok then error(got, 0) end
   return got
 end
@@ -1008,7 +1086,6 @@ function M.log_chunk(view, offset, ctx)
     if ok then
       data = s:log { namespace = spec.kubernetes.namespace,
                      pod = view.kubernetes.pod } or ""
-      s:close()
       data = _navette.creds.redact(data)
     end
   end
@@ -1041,7 +1118,6 @@ function M.list_rows(rows, ctx)
   local walk = { stores = {} }
   local saved = ctx.walk
   ctx.walk = walk
-  ctx.sessions = ctx.sessions or {}
   local ok, err = pcall(function()
     for _, r in ipairs(rows) do
       if not final(r.state) then
@@ -1059,8 +1135,6 @@ function M.list_rows(rows, ctx)
   for _, store in pairs(walk.stores) do
     if store then store:close() end
   end
-  for _, s in pairs(ctx.sessions) do s:close() end
-  ctx.sessions = nil
   if not ok then error(err, 0) end
 end
 

@@ -38,12 +38,8 @@ M.settings_doc = "Slurm settings (backend = \"slurm\"): see `navette help slurm`
 -- Validates profile.slurm (t) of profile where.profile in project file
 -- where.path.
 function M.validate(t, where)
-  local path, name = where.path, where.profile
   local credentials, storage = where.credentials, where.storage
-  local function fail(message, hint)
-    error(errors.new("recipe", path .. ": profile '" .. name .. "': slurm: "
-                     .. message, hint), 0)
-  end
+  local fail = require("navette.backends").profile_fail(where, "slurm")
   if type(t) ~= "table" then
     fail("a slurm profile needs slurm = { endpoint = ..., user = ..., "
          .. "credential = ... }")

@@ -120,11 +120,8 @@ end
 -- Validates profile.slurm_ssh (t). A profile with no host_key is valid
 -- (so that the project loads) but refused before any connection.
 function M.validate(t, where)
-  local path, name = where.path, where.profile
-  local function fail(message, hint)
-    error(errors.new("recipe", path .. ": profile '" .. name .. "': "
-                     .. "slurm_ssh: " .. message, hint), 0)
-  end
+  local name = where.profile
+  local fail = require("navette.backends").profile_fail(where, "slurm_ssh")
   if type(t) ~= "table" then
     fail("a slurm_ssh profile needs slurm_ssh = { ssh = { host = ..., "
          .. "user = ..., host_key = \"SHA256:...\" }, identity = ... }")

@@ -47,25 +47,6 @@ local function outcome(view, job, text)
   })
 end
 
--- Records the phases the launcher published ({phase, at} in ISO-8601)
--- in the local row, all but the end, which is Slurm's and the record's
--- to say. Returns the time of the latest one (0 when none) and the
--- time of the end the list holds, if any.
-local function merge_phases(db, id, list)
-  local last, ended = 0, nil
-  for _, p in ipairs(list) do
-    local at = type(p) == "table" and type(p.at) == "string"
-               and util.parse_iso8601(p.at)
-    if at and final(p.phase) then
-      ended = at
-    elseif at and type(p.phase) == "string" then
-      db:phase(id, p.phase, at)
-      if at > last then last = at end
-    end
-  end
-  return last, ended
-end
-
 -- The fields a job's view gets from what Slurm says of it now: its state
 -- (with the reason a pending job waits for), its node, its restarts
 -- after a node failure; or why Slurm could not be asked.
@@ -134,7 +115,7 @@ local function finish(L, row, ctx, store, job, view, extra)
   -- older than the end), then the end: never before the last phase
   -- (Slurm's end time has whole seconds)
   local final_phase = state == "succeeded" and "succeeded" or "failed"
-  local last, ended = merge_phases(db, row.id, record
+  local last, ended = published.merge_phases(db, row.id, record
                                    and type(record.phases) == "table"
                                    and record.phases or {})
   ended = ended or (job.end_time > 0 and job.end_time or sys.now())
@@ -226,7 +207,7 @@ local function refresh(L, wire, cache, row, ctx, force)
   if no_remote(row) then return info(extra, false) end
   local store = open_store(spec, ctx)
   if store then
-    merge_phases(ctx.db, row.id, published.phases(store, spec))
+    published.merge_phases(ctx.db, row.id, published.phases(store, spec))
   end
   local ok, session = pcall(wire.status_session, spec.slurm)
   local job, err

@@ -60,19 +60,8 @@ function settings.check(t, fail, out)
   if t.requeue ~= nil and type(t.requeue) ~= "boolean" then
     fail("requeue must be a boolean")
   end
-  local environment = {}
-  for k, v in pairs(t.environment or {}) do
-    if type(k) ~= "string" or not _navette.jobs.env_name_ok(k)
-       or type(v) ~= "string" then
-      fail("environment maps names to strings (not NAVETTE_*, PATH...)")
-    end
-    if _navette.creds.redact(v) ~= v then
-      fail("environment." .. k .. " looks like a secret",
-           "a job gets short-lived access, never a secret in its "
-           .. "environment")
-    end
-    environment[k] = v
-  end
+  local environment = require("navette.backends").environment(
+    t.environment, fail)
   out.working_directory, out.nodes = wd, nodes
   out.requeue, out.environment = t.requeue == true, environment
   return out

@@ -210,21 +210,11 @@ local function array_rows(wire, specs, session, ctx, name)
                      .. "of that submission, then run again"), 0)
   end
   if n > 0 then return adopted, n end
-  -- (one transaction: all of them recorded, or none)
-  errors.check(ctx.db:transaction(function()
-    for k, spec in ipairs(specs) do
-      spec.array = { name = name, index = k - 1, size = #specs,
-                     first = specs[1].id }
-      local sub = ctx.submissions[k] or {}
-      local inserted, ierr = ctx.db:submit(spec.id, spec.project,
-        spec.profile, spec.name, json.encode(spec), wire.name, sub.key)
-      if inserted == nil then
-        error(errors.new("backend", "cannot record job '" .. spec.name
-                         .. "': " .. ierr.message, ierr.hint), 0)
-      end
-    end
-    return true
-  end))
+  require("navette.backends").record_tasks(ctx, specs, wire.name,
+    function(k)
+      return { name = name, index = k - 1, size = #specs,
+               first = specs[1].id }
+    end)
   return adopted, 0
 end
 

@@ -148,6 +148,20 @@ def start(pod, args, base):
     return proc, None
 
 
+def stop(args, name, proc, sig):
+    """Stops a container: podman's own kill first (killing the client
+    alone would leave the container running), then its process group."""
+    if proc.poll() is not None:
+        return
+    if args.podman:
+        subprocess.run(["podman", "kill", "--signal", str(int(sig)),
+                        "kubelet-" + name], capture_output=True, timeout=60)
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--kubectl", required=True)
@@ -168,7 +182,11 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     while not stop:
         got = kubectl(["get", "pods", "-o", "json"], base)
-        pods = json.loads(got.stdout)["items"] if got.returncode == 0 else []
+        try:
+            pods = json.loads(got.stdout)["items"] if got.returncode == 0 \
+                else []
+        except (ValueError, KeyError):
+            pods = []
         seen = set()
         for pod in pods:
             uid = pod["metadata"]["uid"]
@@ -176,16 +194,12 @@ def main():
             name = pod["metadata"]["name"]
             ann = pod["metadata"].get("annotations") or {}
             if uid in running and pod["metadata"].get("deletionTimestamp"):
-                proc = running[uid][1]
-                if proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGTERM)
+                stop(args, name, running[uid][1], signal.SIGTERM)
                 continue
             if uid in running and pod.get("status", {}).get("phase") in (
                     "Failed", "Succeeded") and ANNOTATION not in ann:
                 # ended from outside (a disruption): its container is gone
-                proc = running[uid][1]
-                if proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGKILL)
+                stop(args, name, running[uid][1], signal.SIGKILL)
                 continue
             if (uid in running or uid in done or ANNOTATION in ann
                     or pod["metadata"].get("deletionTimestamp")
@@ -205,7 +219,7 @@ def main():
             rc = proc.poll()
             if rc is None:
                 if uid not in seen:  # the pod is gone: stopped
-                    os.killpg(proc.pid, signal.SIGKILL)
+                    stop(args, name, proc, signal.SIGKILL)
                 continue
             del running[uid]
             done.add(uid)
@@ -215,8 +229,7 @@ def main():
                          "--overwrite"], base)
         time.sleep(0.5)
     for uid, (name, proc) in running.items():
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop(args, name, proc, signal.SIGKILL)
 
 
 if __name__ == "__main__":
