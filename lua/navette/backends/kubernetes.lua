@@ -417,6 +417,8 @@ local function create(s, d, launcher, secrets)
     local err = api_error(s, st, body, "create", "jobs")
     return nil, err, refused(err)
   end
+  -- tests: the Job created, not its Secret (core/fault.h)
+  _navette.jobs.fault_point("k8s-job-created", d.name)
   local box, serr = native.secret_manifest(d, launcher, secrets, uid)
   if not box then
     -- (nothing may run without its Secret: the Job goes too)
@@ -466,6 +468,9 @@ local function settle_pending(s, spec, ctx)
                          .. "navette did not create is in namespace "
                          .. rs.kubernetes.namespace, "delete it, then "
                          .. "run again"), 0)
+      elseif st == 200 and row.id == spec.id then
+        -- this very submission, resumed (runner.spec): create() finishes
+        -- it (a 409: the Job's Secret, then its release)
       elseif st == 200 then
         local remote = rs.array and (name .. ":" .. rs.array.index) or name
         ctx.db:set_remote(row.id, remote, "queued")

@@ -190,7 +190,6 @@ end
 -- container part of the spec, or nil for a host job.
 function M.pin_image(run, j, commit)
   if not j.image then return nil end
-  local image = require "navette.image"
   local profile = run.profile
   local runtime = profile.container and profile.container.runtime
   local backend = backends.get(profile.backend)
@@ -209,6 +208,30 @@ function M.pin_image(run, j, commit)
   if j.image_planned then -- pushed by this very plan: no digest yet
     return j.image, { runtime = runtime, image = j.image }
   end
+  -- (once per run and reference: a sweep's jobs share their image, and
+  -- its registry is asked once, not once per job)
+  run.pinned_images = run.pinned_images or {}
+  local pinned = run.pinned_images[j.image]
+  if not pinned then
+    local clean
+    pinned, clean = M.resolve_image(run, j)
+    -- (a reference noted, not refused, is resolved, and noted, per job)
+    if clean then run.pinned_images[j.image] = pinned end
+  end
+  local container = { runtime = runtime, image = pinned }
+  -- a code layer of this very commit: the code is in the image
+  if j.image_code and j.image_code.commit == commit then
+    container.workdir = j.image_code.path
+  end
+  return pinned, container
+end
+
+-- The digest reference of job j's image, checked to be in its registry
+-- and built for the profile's platform, and true; refused, or noted
+-- where the run notes instead: then the reference as far as it got.
+function M.resolve_image(run, j)
+  local image = require "navette.image"
+  local profile = run.profile
   local parsed, perr0 = image.try_parse(j.image)
   if not parsed then
     refuse("job '" .. j.name .. "': image " .. j.image .. ": "
@@ -223,7 +246,7 @@ function M.pin_image(run, j, commit)
              .. "resolve the image " .. j.image .. " to a digest: "
              .. e.message, e.hint or "check the reference and the "
              .. "registry's credential")
-      return j.image, { runtime = runtime, image = j.image }
+      return j.image
     end
     digest = got
   end
@@ -236,7 +259,7 @@ function M.pin_image(run, j, commit)
            .. pinned .. " is not in its registry: " .. ierr.message,
            "push it first (navette image push-code, or image.build in "
            .. "the recipe): the node pulls it by digest from there")
-    return pinned, { runtime = runtime, image = pinned }
+    return pinned
   end
   local pok, e = image.try_check_platform(info, profile.platform,
                                          "the image " .. pinned)
@@ -244,13 +267,9 @@ function M.pin_image(run, j, commit)
     refuse_or_note(run, "image", j, "job '" .. j.name .. "': "
            .. e.message .. " (profile '" .. profile.name .. "' runs "
            .. (profile.platform or image.DEFAULT_PLATFORM) .. ")", e.hint)
+    return pinned
   end
-  local container = { runtime = runtime, image = pinned }
-  -- a code layer of this very commit: the code is in the image
-  if j.image_code and j.image_code.commit == commit then
-    container.workdir = j.image_code.path
-  end
-  return pinned, container
+  return pinned, true
 end
 
 return M

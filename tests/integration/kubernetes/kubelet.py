@@ -178,9 +178,9 @@ def main():
     base = shlex.split(args.kubectl) + ["-n", args.namespace]
     running = {}  # pod uid -> (name, process)
     done = set()
-    stop = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    while not stop:
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
+    while not stopping:
         got = kubectl(["get", "pods", "-o", "json"], base)
         try:
             pods = json.loads(got.stdout)["items"] if got.returncode == 0 \

@@ -39,7 +39,14 @@ mkdir -p "$T/kubelet"
 python3 "$HERE/kubelet.py" --kubectl "$K8S_BIN/kubectl --kubeconfig $K8S_KUBECONFIG" \
 	--namespace "$NS" --root "$T/kubelet" --host >"$T/kubelet.log" 2>&1 &
 KUBELET=$!
-stop_kubelet() { kill "$KUBELET" 2>/dev/null; wait "$KUBELET" 2>/dev/null; }
+stop_kubelet() {
+	# (a kubelet.py that died leaves pods Running: said, with its log)
+	if ! kill -0 "$KUBELET" 2>/dev/null; then
+		fail "kubelet.py ran until the end" "$(tail -n 20 "$T"/kubelet*.log)"
+	fi
+	kill "$KUBELET" 2>/dev/null
+	wait "$KUBELET" 2>/dev/null
+}
 
 # the user's kubeconfig: the submitter's token (a service account bound
 # to navette-submitter in NS), the cluster's CA
@@ -214,6 +221,18 @@ check_eq "the Secret is owned by the Job" \
 nv logs "$ID"
 check_contains "logs: the job's log" "$OUT" "hello from the job"
 
+# ---- a submission killed between the Job and its Secret, run again ----------
+NAVETTE_FAULT=k8s-job-created nv_in "$R" run hello.lua
+check_rc "killed after the Job's creation" 137
+KID=$(kc -n "$NS" get jobs -l navette/job -o json | json '[j["metadata"]["name"] for j in d["items"] if j["spec"].get("suspend")][0]')
+check_match "the Job is there, suspended" "$KID" '^k8s-'
+check_eq "without its Secret" "$(kc -n "$NS" get secret "$KID" -o name 2>/dev/null | wc -l | tr -d ' ')" 0
+nv_in "$R" run hello.lua --wait
+check_rc "the same run again completes the submission" 0
+check_contains "under the same id" "$OUT" "job hello submitted: $KID"
+check_eq "the job succeeded" "$(st "$KID" 'd["state"]')" succeeded
+check_eq "one Job for it" "$(kc -n "$NS" get jobs -l "navette/job=$KID" -o name | wc -l | tr -d ' ')" 1
+
 # ---- an exit code 3 ----------------------------------------------------------------
 nv_in "$R" run fail.lua --wait
 check_rc "a failing job fails the run" 1
@@ -228,7 +247,7 @@ check_eq "the Job failed by its podFailurePolicy" \
 nv_in "$R" run sweep.lua --wait
 check_rc "the sweep and its fan-in succeed" 0
 check_eq "one Indexed Job for the sweep, one for the fan-in" \
-	"$(kc -n "$NS" get jobs -l navette/project=k8s -o json | json 'sorted(str(j["spec"].get("completions")) + "/" + str(j["spec"].get("completionMode")) for j in d["items"] if j["metadata"]["labels"]["navette/job"] not in ("'"$ID"'", "'"$FID"'"))')" \
+	"$(kc -n "$NS" get jobs -l navette/project=k8s -o json | json 'sorted(str(j["spec"].get("completions")) + "/" + str(j["spec"].get("completionMode")) for j in d["items"] if j["metadata"]["labels"]["navette/job"] not in ("'"$ID"'", "'"$FID"'", "'"$KID"'"))')" \
 	'["1/Indexed", "6/Indexed"]'
 parts=$(printf '%s\n' "$OUT" | sed -n 's/^job part\[.*\] submitted: \(.*\)$/\1/p')
 check_eq "six jobs of the sweep" "$(printf '%s\n' "$parts" | grep -c .)" 6
