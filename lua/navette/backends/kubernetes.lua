@@ -554,6 +554,8 @@ function M.submit(spec, launcher, ctx)
     local adopted = settle_pending(s, spec, ctx)
     if adopted then return adopted end
     local d = description(spec, ctx)
+    -- (the secrets' handles first: one refused leaves no row behind)
+    local handles = secret_handles(spec, ctx)
     local inserted, ierr = ctx.db:submit(spec.id, spec.project,
       spec.profile, spec.name, json.encode(spec), M.name,
       sub.key)
@@ -561,7 +563,7 @@ function M.submit(spec, launcher, ctx)
       error(errors.new("backend", "cannot record job '" .. spec.name
                        .. "': " .. ierr.message, ierr.hint), 0)
     end
-    local uid, err, sure = create(s, d, launcher, secret_handles(spec, ctx))
+    local uid, err, sure = create(s, d, launcher, handles)
     if not uid then create_failed({ spec }, err, sure, ctx) end
     _navette.jobs.fault_point("submit-accepted", spec.name)
     errors.check(ctx.db:set_remote(spec.id, spec.id, "queued"))
