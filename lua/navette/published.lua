@@ -117,6 +117,34 @@ function published.merge_phases(db, id, list)
   return last, ended
 end
 
+-- A job's log as its node launcher shipped it, from offset: the chunks
+-- after those read already (seen[view.id] keeps how many, read once
+-- each), or the published log when no chunk was shipped and the job is
+-- over. -> the bytes, the job's spec and what was seen of it.
+function published.shipped_log(seen_by_id, view, offset, db)
+  local text = db:get(view.id)
+  local row = text and json.decode(text)
+  local spec = row and row.spec
+  local seen = seen_by_id[view.id] or { n = 0, bytes = 0 }
+  seen_by_id[view.id] = seen
+  local store = spec and published.s3_store(spec)
+  if not store then return "", spec, seen end
+  local out = {}
+  for _, c in ipairs(published.log_chunks(store, spec, seen.n)) do
+    seen.n, seen.bytes = c.n, seen.bytes + #c.data
+    out[#out + 1] = c.data
+  end
+  local data = table.concat(out)
+  local over = view.state == "succeeded" or view.state == "failed"
+               or view.state == "cancelled"
+  if seen.n == 0 and offset == 0 and over and view.log_url then
+    data = store:read(view.log_url) or ""
+    seen.bytes = #data
+  end
+  store:close()
+  return data, spec, seen
+end
+
 -- The log chunks a node launcher shipped after chunk number `after`
 -- (navette-log/000001...), in order: a list of {n, data}.
 function published.log_chunks(store, spec, after)

@@ -198,7 +198,7 @@ local json = _navette.json
 
 local backends = {}
 
--- ---- what the backends' files share ------------------------------------------
+-- ---- what the backends' files share -------------------------------------
 
 -- The fail(message, hint) of a backend's validate: raises the recipe
 -- error "PATH: profile 'NAME': LABEL: message" (where: validate's).
@@ -228,6 +228,23 @@ function backends.environment(t, fail)
            .. "environment")
     end
     out[k] = v
+  end
+  return out
+end
+
+-- The checked copy of a profile's `nodes` (a list of node names, each
+-- matching pattern), {} when it names none; fail(message, hint) raises.
+function backends.node_list(t, pattern, fail)
+  local out = {}
+  if t == nil then return out end
+  if type(t) ~= "table" then
+    fail("nodes must be a list of node names { \"gpu-a\", \"gpu-b\" }")
+  end
+  for i, n in ipairs(t) do
+    if type(n) ~= "string" or not n:match(pattern) then
+      fail("nodes[" .. i .. "] is not a node name")
+    end
+    out[i] = n
   end
   return out
 end

@@ -148,18 +148,7 @@ function M.validate(t, where)
            .. ", not bearer (a token the API server takes)")
     end
   end
-  local nodes = {}
-  if t.nodes ~= nil then
-    if type(t.nodes) ~= "table" then
-      fail("nodes must be a list of node names { \"gpu-a\", \"gpu-b\" }")
-    end
-    for i, n in ipairs(t.nodes) do
-      if type(n) ~= "string" or not n:match("^[%w._-]+$") then
-        fail("nodes[" .. i .. "] is not a node name")
-      end
-      nodes[i] = n
-    end
-  end
+  local nodes = backends.node_list(t.nodes, "^[%w._-]+$", fail)
   local environment = backends.environment(t.environment, fail)
   local ttl = t.ttl == nil and TTL_DEFAULT or t.ttl
   if math.type(ttl) ~= "integer" or ttl < 0 or ttl > 2147483647 then
@@ -1068,24 +1057,8 @@ local shipped = {}
 -- The job's log as its launcher shipped it; while no chunk is there, the
 -- pod's own log through the API (what the container printed so far).
 function M.log_chunk(view, offset, ctx)
-  local text = ctx.db:get(view.id)
-  local row = text and json.decode(text)
-  local spec = row and row.spec
-  local store = spec and published.s3_store(spec)
-  if not store then return "" end
-  local seen = shipped[view.id] or { n = 0, bytes = 0 }
-  shipped[view.id] = seen
-  local out = {}
-  for _, c in ipairs(published.log_chunks(store, spec, seen.n)) do
-    seen.n, seen.bytes = c.n, seen.bytes + #c.data
-    out[#out + 1] = c.data
-  end
-  local data = table.concat(out)
-  if seen.n == 0 and offset == 0 and final(view.state) and view.log_url then
-    data = store:read(view.log_url) or ""
-    seen.bytes = #data
-  end
-  store:close()
+  local data, spec, seen = published.shipped_log(shipped, view, offset,
+                                                 ctx.db)
   if data == "" and seen.n == 0 and offset == 0 and not final(view.state)
      and view.kubernetes and view.kubernetes.pod and not seen.pod_log then
     seen.pod_log = true

@@ -306,24 +306,7 @@ end
 -- The job's log as its launcher shipped it: the chunks in order (read
 -- once each), or the published log when no chunk was shipped.
 local function log_chunk(shipped, view, offset, ctx)
-  local text = ctx.db:get(view.id)
-  local spec = text and json.decode(text).spec
-  local store = spec and published.s3_store(spec)
-  if not store then return "" end
-  local seen = shipped[view.id] or { n = 0, bytes = 0 }
-  shipped[view.id] = seen
-  local out = {}
-  for _, c in ipairs(published.log_chunks(store, spec, seen.n)) do
-    seen.n, seen.bytes = c.n, seen.bytes + #c.data
-    out[#out + 1] = c.data
-  end
-  local data = table.concat(out)
-  if seen.n == 0 and offset == 0 and final(view.state) and view.log_url then
-    data = store:read(view.log_url) or ""
-    seen.bytes = #data
-  end
-  store:close()
-  return data
+  return (published.shipped_log(shipped, view, offset, ctx.db))
 end
 
 -- What `status` and `jobs --profile` show of a Slurm job (x: its view,

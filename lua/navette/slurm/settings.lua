@@ -45,18 +45,8 @@ function settings.check(t, fail, out)
   if type(wd) ~= "string" or wd:sub(1, 1) ~= "/" then
     fail("working_directory must be an absolute path on the nodes")
   end
-  local nodes = {}
-  if t.nodes ~= nil then
-    if type(t.nodes) ~= "table" then
-      fail("nodes must be a list of node names { \"gpu-a\", \"gpu-b\" }")
-    end
-    for i, n in ipairs(t.nodes) do
-      if type(n) ~= "string" or not n:match("^[%w._%[%],-]+$") then
-        fail("nodes[" .. i .. "] is not a node name")
-      end
-      nodes[i] = n
-    end
-  end
+  local nodes = require("navette.backends").node_list(t.nodes,
+                                                  "^[%w._%[%],-]+$", fail)
   if t.requeue ~= nil and type(t.requeue) ~= "boolean" then
     fail("requeue must be a boolean")
   end
