@@ -117,6 +117,24 @@ function published.merge_phases(db, id, list)
   return last, ended
 end
 
+-- The store of spec's outputs: one per S3 store for a whole listing
+-- (ctx.walk = {stores = {}}, set by a backend's list_rows: its
+-- connection serves every row, and closing it is list_rows' work), else
+-- a fresh one the caller closes.
+function published.walk_store(spec, ctx)
+  local walk = ctx and ctx.walk
+  local s3 = spec.outputs and spec.outputs.s3
+  if not walk or not s3 then return published.s3_store(spec) end
+  local key = tostring(spec.profile) .. "\0" .. json.encode(s3)
+  local held = walk.stores[key]
+  if held == nil then
+    held = published.s3_store(spec) or false
+    walk.stores[key] = held
+  end
+  if not held then return nil end
+  return setmetatable({ close = function() end }, { __index = held })
+end
+
 -- A job's log as its node launcher shipped it, from offset: the chunks
 -- after those read already (seen[view.id] keeps how many, read once
 -- each), or the published log when no chunk was shipped and the job is

@@ -825,21 +825,6 @@ local function info(extra, changed)
            record_url = extra.record_url }
 end
 
--- The store of spec's outputs: one per walk of a listing, else a fresh
--- one the caller closes.
-local function open_store(spec, ctx)
-  local walk = ctx and ctx.walk
-  if not walk then return published.s3_store(spec) end
-  local key = tostring(spec.profile)
-  local held = walk.stores[key]
-  if held == nil then
-    held = published.s3_store(spec) or false
-    walk.stores[key] = held
-  end
-  if not held then return nil end
-  return setmetatable({ close = function() end }, { __index = held })
-end
-
 local cache = {}
 
 -- Brings the row of a job up to date (backends: refresh).
@@ -861,7 +846,7 @@ local function refresh(row, ctx, force)
     extra.error = errors.from(s)
     return info(extra, false)
   end
-  local store = open_store(spec, ctx)
+  local store = published.walk_store(spec, ctx)
   if store then
     published.merge_phases(ctx.db, row.id, published.phases(store, spec))
   end

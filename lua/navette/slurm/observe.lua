@@ -138,23 +138,6 @@ local function look_again(wire, row, extra)
   end
 end
 
--- The store of spec's outputs: one per S3 store for a whole listing
--- (ctx.walk, set by list_rows: its connection serves every row, and
--- closing it is list_rows' work), else a fresh one the caller closes.
-local function open_store(spec, ctx)
-  local walk = ctx and ctx.walk
-  local s3 = spec.outputs and spec.outputs.s3
-  if not walk or not s3 then return published.s3_store(spec) end
-  local key = tostring(spec.profile) .. "\0" .. json.encode(s3)
-  local held = walk.stores[key]
-  if held == nil then
-    held = published.s3_store(spec) or false
-    walk.stores[key] = held
-  end
-  if not held then return nil end
-  return setmetatable({ close = function() end }, { __index = held })
-end
-
 -- Seconds after its row was made before a job Slurm does not know is
 -- taken as one it forgot (observe.forgotten_after; a test shortens it).
 observe.forgotten_after = 60
@@ -205,7 +188,7 @@ local function refresh(L, wire, cache, row, ctx, force)
     return info(extra, false)
   end
   if no_remote(row) then return info(extra, false) end
-  local store = open_store(spec, ctx)
+  local store = published.walk_store(spec, ctx)
   if store then
     published.merge_phases(ctx.db, row.id, published.phases(store, spec))
   end
