@@ -729,7 +729,7 @@ end
 
 -- Records the end of a task the cluster says is over (view: k8s look's
 -- row), by its run record (if any) and the cluster's word.
-local function finish(row, ctx, store, view, extra, stopped)
+local function finish(row, ctx, store, view, extra)
   local spec, db = row.spec, ctx.db
   local url = spec.outputs.url .. _navette.record.names.run_record
   local text = store and store:read(url, RECORD_MAX)
@@ -759,7 +759,6 @@ local function finish(row, ctx, store, view, extra, stopped)
            math.max(ended, last))
   db:finish(row.id, state, code, failure, record and url or nil)
   extra.record, extra.record_url = record, record and url or nil
-  return record ~= nil
 end
 
 -- Why a job that runs after others cannot run (one of them failed or was
@@ -793,16 +792,17 @@ local function set_ttl(s, ns, name, ttl)
             "application/merge-patch+json")
 end
 
--- Whether every row of Job name's tasks has ended in the database.
-local function all_read(ctx, job, name)
+-- The rows of the tasks of job (a look's Job; row: one of them) that
+-- have not ended in the database.
+local function open_tasks(ctx, job, row)
   local ids = job.annotations and job.annotations["navette/tasks"]
-  if not ids then return true end
-  for id in ids:gmatch("[^,]+") do
+  local out = {}
+  for id in (ids or row.id):gmatch("[^,]+") do
     local text = ctx.db:get(id)
-    local row = text and json.decode(text)
-    if row and not final(row.state) then return false end
+    local r = text and json.decode(text)
+    if r and not final(r.state) then out[#out + 1] = r end
   end
-  return true
+  return out
 end
 
 local function fields(extra)
@@ -870,7 +870,8 @@ local function refresh(row, ctx, force)
                    .. "navette saw it end)", stopped = true,
                    hint = "kubectl get events -n " .. cfg.namespace }
     extra.view = view
-    changed = finish(row, ctx, store, view, extra, true) or true
+    finish(row, ctx, store, view, extra)
+    changed = true
     return done()
   end
   local held = job.suspended and not job.deleting
@@ -893,13 +894,8 @@ local function refresh(row, ctx, force)
                         hint = "navette tries again at its next look" }
         return done()
       end
-      local ids = job.annotations and job.annotations["navette/tasks"]
-      for id in (ids or row.id):gmatch("[^,]+") do
-        local text = ctx.db:get(id)
-        local r = text and json.decode(text)
-        if r and not final(r.state) then
-          ctx.db:finish(id, "cancelled", nil, why)
-        end
+      for _, r in ipairs(open_tasks(ctx, job, row)) do
+        ctx.db:finish(r.id, "cancelled", nil, why)
       end
       extra.view = { phase = "queued", reason = why.reason }
       changed = true
@@ -921,15 +917,10 @@ local function refresh(row, ctx, force)
       resume()
     elseif (st == 201 or st == 200) and delete_job(s, cfg.namespace, name)
     then
-      local ids = job.annotations and job.annotations["navette/tasks"]
-      for id in (ids or row.id):gmatch("[^,]+") do
-        local text = ctx.db:get(id)
-        local r = text and json.decode(text)
-        if r and not final(r.state) then
-          ctx.db:finish(id, "failed", nil, { phase = "accepted",
-            reason = "the submission stopped before the Job's Secret "
-            .. "was created: nothing ran", hint = "run it again" })
-        end
+      for _, r in ipairs(open_tasks(ctx, job, row)) do
+        ctx.db:finish(r.id, "failed", nil, { phase = "accepted",
+          reason = "the submission stopped before the Job's Secret was "
+          .. "created: nothing ran", hint = "run it again" })
       end
       changed = true
       return done()
@@ -953,7 +944,7 @@ local function refresh(row, ctx, force)
                               reason = view.reason, hint = view.hint,
                               exit_code = view.exit_code, pod = view.pod,
                               stopped = stopped }, extra)
-    if all_read(ctx, job, name) then
+    if #open_tasks(ctx, job, row) == 0 then
       set_ttl(s, cfg.namespace, name, cfg.ttl or TTL_DEFAULT)
     end
     changed = true
