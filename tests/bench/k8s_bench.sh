@@ -214,14 +214,16 @@ json.dump(job, open(sys.argv[1], "w"))' "$WORK/one.json"
 : >"$WORK/kubectl.times"
 for r in $(seq 1 "$LOOP_ROUNDS"); do
 	clear_jobs
-	for i in $(seq 1 "$N"); do
-		python3 -c '
+	# (the N files written by one python, before the clock starts)
+	python3 -c '
 import json, sys
-j = json.load(open(sys.argv[1]))
-j["metadata"]["name"] = "bench-%s-%s" % (sys.argv[2], sys.argv[3])
-j["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"] = j["metadata"]["name"]
-print(json.dumps(j))' "$WORK/one.json" "$r" "$i" >"$WORK/job-$i.json"
-	done
+one, work, r, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+for i in range(1, n + 1):
+    j = json.load(open(one))
+    j["metadata"]["name"] = "bench-%s-%d" % (r, i)
+    j["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"] = j["metadata"]["name"]
+    with open("%s/job-%d.json" % (work, i), "w") as f:
+        json.dump(j, f)' "$WORK/one.json" "$WORK" "$r" "$N"
 	t0=$(now)
 	for i in $(seq 1 "$N"); do
 		kc -n "$NS" create -f "$WORK/job-$i.json" >/dev/null || die "kubectl create failed (job $i)"

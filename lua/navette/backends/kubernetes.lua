@@ -33,7 +33,7 @@ local errors = require "navette.errors"
 local util = require "navette.util"
 local published = require "navette.published"
 local native = _navette.k8s
-local core, sys, json = _navette.core, _navette.sys, _navette.json
+local sys, json = _navette.sys, _navette.json
 
 local M = { name = "kubernetes" }
 
