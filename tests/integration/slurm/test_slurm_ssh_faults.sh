@@ -283,7 +283,13 @@ check_rc "status reads around it (exit 0)" 0
 check_match "and still sees the job running" "$OUT" 'RUNNING'
 nv_in "$R" jobs --profile login
 check_rc "jobs lists the profile's jobs" 0
-check_match "with the job" "$OUT" "^${N:0:12} +running"
+# (jobs shows an id's shortest unique prefix: 12 characters or more, as
+# the ids drawn in the same second require)
+listed_running() {
+	printf '%s\n' "$OUT" | awk -v id="$N" \
+		'length($1) >= 12 && index(id, $1) == 1 && $2 == "running" { found = 1 } END { exit !found }'
+}
+check_true "with the job" listed_running
 check_no_match "no crash" "$ERR" "$NO_CRASH"
 
 # ---- 2. retries on node failure, through the login node ----------------------
