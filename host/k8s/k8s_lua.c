@@ -1554,8 +1554,8 @@ static int l_k8s_desc_keys(lua_State *L)
 	return 1;
 }
 
-/* contexts(paths) -> {{name, cluster, user, namespace, current}, ...} |
- * nil, err */
+/* contexts(paths) -> {{name, cluster, user, namespace, current, server},
+ * ...} | nil, err */
 static int l_k8s_contexts(lua_State *L)
 {
 	const char *paths[NV_K8S_KUBECONFIG_FILES_MAX];
@@ -1570,12 +1570,13 @@ static int l_k8s_contexts(lua_State *L)
 	/* (nothing below raises but for memory: the list is copied first) */
 	lua_createtable(L, (int)count, 0);
 	for (size_t i = 0; i < count; i++) {
-		lua_createtable(L, 0, 5);
+		lua_createtable(L, 0, 6);
 		SET_STR("name", list[i].name);
 		SET_STR("cluster", list[i].cluster);
 		SET_STR("user", list[i].user);
 		SET_STR("namespace", list[i].namespace_);
 		SET_BOOL("current", list[i].current);
+		SET_STR("server", list[i].server);
 		lua_rawseti(L, -2, (lua_Integer)i + 1);
 	}
 	free(list);

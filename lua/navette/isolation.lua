@@ -112,8 +112,9 @@ function M.origin_key(url)
   return key
 end
 
--- What profile p names, by kind.
-local function owned(p)
+-- What profile p names, by kind (trusted: its project's bindings may be
+-- used).
+local function owned(p, trusted)
   local o = { storage = {}, credentials = {}, registries = {}, origins = {} }
   local root = parse_storage(p.storage)
   if root and root.scheme == "file" and root.path ~= "" then
@@ -141,7 +142,9 @@ local function owned(p)
   if p.s3 then origin(p.s3.endpoint) end
   -- what the profile's backend reaches (its contract: origins)
   local b = require("navette.backends").get(p.backend)
-  for _, url in ipairs(b.origins and b.origins(p) or {}) do origin(url) end
+  for _, url in ipairs(b.origins and b.origins(p, trusted) or {}) do
+    origin(url)
+  end
   for x in pairs(p.endpoints or {}) do origin(x) end
   return o
 end
@@ -150,7 +153,9 @@ end
 -- what every profile of the project owns (built once, shared).
 function M.index(proj)
   local owners = {}
-  for name, p in pairs(proj.profiles) do owners[name] = owned(p) end
+  for name, p in pairs(proj.profiles) do
+    owners[name] = owned(p, proj.trusted)
+  end
   local shared = { owners = owners, project = proj.credentials or {} }
   for name, p in pairs(proj.profiles) do
     p.isolation = { name = name, shared = shared }

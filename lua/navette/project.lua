@@ -670,7 +670,6 @@ function project.load(recipe_dir, repo_root)
       proj.profiles[name] = validate_profile(path, name, p, home, shared)
     end
   end
-  require("navette.isolation").index(proj)
   if value.default_profile ~= nil then
     if not proj.profiles[value.default_profile] then
       fail(path, "default_profile '" .. tostring(value.default_profile)
@@ -679,6 +678,7 @@ function project.load(recipe_dir, repo_root)
     proj.default_profile = value.default_profile
   end
   trust.apply(proj)
+  require("navette.isolation").index(proj)
   return proj
 end
 

@@ -258,3 +258,52 @@ t.test("loopback endpoints: every form of the host is the same host",
   refused(function() isolation.check_origin(p.prod, "http://167772165:6820/") end,
           "is an endpoint of profile 'dev'")
 end)
+
+-- Kubernetes: a profile owns the API server of its context (the user's
+-- kubeconfig, read once the project is trusted, never before).
+t.test("kubernetes: a profile owns its context's API server", function()
+  local dir = t.tmpdir()
+  assert(sys.write_file(dir .. "/kubeconfig", [[
+apiVersion: v1
+kind: Config
+clusters:
+- name: a
+  cluster: {server: "https://k8s-a.example.com:6443"}
+- name: b
+  cluster: {server: "https://k8s-b.example.com"}
+users:
+- name: u
+  user: {token: x}
+contexts:
+- name: team-a
+  context: {cluster: a, user: u}
+- name: team-b
+  context: {cluster: b, user: u}
+current-context: team-b
+]]))
+  assert(sys.write_file(dir .. "/navette.lua", ([[return {
+  name = "kiso",
+  profiles = {
+    a = { backend = "kubernetes", storage = "s3://team-a/",
+          kubernetes = { namespace = "a", context = "team-a",
+                         kubeconfig = "%s" } },
+    b = { backend = "kubernetes", storage = "s3://team-b/",
+          kubernetes = { namespace = "b", kubeconfig = "%s" } },
+  },
+}]]):format(dir .. "/kubeconfig", dir .. "/kubeconfig")))
+  -- untrusted: the kubeconfig the clone names is not read
+  local p = project.load(dir, dir).profiles
+  isolation.check_origin(p.b, "https://k8s-a.example.com:6443/api")
+  require("navette.trust").record(project.at(dir))
+  p = project.load(dir, dir).profiles
+  refused(function()
+    isolation.check_origin(p.b, "https://k8s-a.example.com:6443/api")
+  end, "is an endpoint of profile 'a', not of profile 'b'")
+  refused(function()
+    isolation.check_origin(p.a, "https://K8S-B.example.com:443/apis")
+  end, "is an endpoint of profile 'b'")
+  isolation.check_origin(p.a, "https://k8s-a.example.com:6443/api")
+  isolation.check_origin(p.b, "https://k8s-b.example.com/apis")
+  -- another port of that machine is no one's
+  isolation.check_origin(p.b, "https://k8s-a.example.com:6444/")
+end)

@@ -87,9 +87,10 @@
 --   nodes?(profile)           the profile's node list; a backend without
 --                             it takes no --node (navette.retest tests
 --                             these nodes when given none)
---   origins?(profile)         -> the URLs (endpoints) the profile's
+--   origins?(profile, trusted) -> the URLs (endpoints) the profile's
 --                             backend reaches: isolation attributes them
---                             to the profile
+--                             to the profile (trusted: the user trusts
+--                             the project; else read no file it names)
 --   spec_credentials?(spec)   -> the credential declarations a recorded
 --                             spec needs besides its store's (migrate,
 --                             portability)

@@ -711,20 +711,104 @@ local function no_remote(row)
   return not row.remote_id or row.remote_id == json.null
 end
 
--- What the cluster says of the Jobs of a namespace with a label, kept
--- for REFRESH_EVERY seconds (one LIST for every row of a listing).
-local looks = {}
-local function look(s, ns, selector, force)
-  local key = ns .. "\0" .. selector
-  local l = looks[key]
-  if l and not force and sys.now() - l.at < REFRESH_EVERY then
-    return l.jobs
+-- Following. What the cluster says of a profile's Jobs (those of its
+-- namespace with its navette/project and navette/profile labels: its
+-- scope) comes from one LIST of their Jobs, pods and events, kept up to
+-- date by watching them from the LIST's resourceVersion
+-- (allowWatchBookmarks): a look at a scope it read less than LIST_FRESH
+-- seconds ago (WATCH_FRESH after a watch) takes what it has; a later one
+-- watches the scope's Jobs, the next its pods, each from its own
+-- resourceVersion, for up to WATCH_SECONDS. A quiet watch keeps what it
+-- has (a bookmark moves its resourceVersion on); an event lists again,
+-- as does a 410 (the version expired: compacted, or the API server
+-- restarted), a Job asked for that the last LIST did not have (created
+-- since), and a quiet watch RESYNC_EVERY seconds after the LIST (what no
+-- watched object says: an Event, a quota's refusal). While the API
+-- server does not answer, the scope keeps what it had, and is watched
+-- from its versions once it answers. One watch a second for all of a profile's
+-- jobs, however many a `run --wait` or a `watch` follows; the wait
+-- between two looks is the watch's own. NAVETTE_DEBUG=1 traces each
+-- LIST and watch on stderr.
+local LIST_FRESH, WATCH_FRESH = REFRESH_EVERY, 0.25
+local WATCH_SECONDS, RESYNC_EVERY = 1, 30
+local debugging = sys.getenv("NAVETTE_DEBUG") ~= nil
+local function trace(fmt, ...)
+  if debugging then
+    io.stderr:write("navette: kubernetes: ", fmt:format(...), "\n")
   end
+end
+
+-- The label selector of the scope of spec's Job name.
+local function scope_of(spec, name)
+  if spec.project and spec.profile then
+    return "navette/project=" .. spec.project .. ",navette/profile="
+           .. spec.profile
+  end
+  return "navette/job=" .. name
+end
+
+local scopes = {}
+local function list(s, key, ns, selector, why)
   local got, err = s:look { namespace = ns, selector = selector,
                             events = true }
-  if not got then return nil, err end
-  looks[key] = { at = sys.now(), jobs = got.jobs }
+  if not got then
+    scopes[key] = nil
+    trace("LIST %s in %s (%s) failed: %s", selector, ns, why, err.message)
+    return nil, err
+  end
+  local now = sys.now()
+  scopes[key] = { jobs = got.jobs, at = now, listed = now,
+                  fresh = LIST_FRESH, next = "jobs",
+                  rv = { jobs = got.resource_version,
+                         pods = got.pods_resource_version } }
+  trace("LIST %s in %s (%s): jobs at %s, pods at %s", selector, ns, why,
+        got.resource_version, got.pods_resource_version)
   return got.jobs
+end
+
+-- The Jobs of a scope ({[name] = k8s look's job}), one of which is name
+-- when given; force: listed now.
+local function look(s, ns, selector, name, force)
+  local key = ns .. "\0" .. selector
+  local c = scopes[key]
+  if not c or force then
+    return list(s, key, ns, selector, c and "asked" or "first look")
+  end
+  if name and not c.jobs[name] then
+    return list(s, key, ns, selector, "no Job " .. name .. " yet")
+  end
+  local now = sys.now()
+  if now - c.at < c.fresh then return c.jobs end
+  local kind = c.next
+  c.next = kind == "jobs" and "pods" or "jobs"
+  local seen
+  local rv, err = s:watch { namespace = ns, kind = kind,
+    selector = selector, resource_version = c.rv[kind],
+    seconds = WATCH_SECONDS,
+    on_event = function(what, object)
+      if what == "BOOKMARK" then return true end
+      seen = what .. " " .. tostring(object)
+      return false
+    end }
+  if not rv then
+    trace("watch %s from %s: %s", kind, c.rv[kind], err.message)
+    if err.code == "expired" then
+      return list(s, key, ns, selector, "410 Expired")
+    end
+    -- (the API server does not answer: what the scope had is kept, to
+    -- be watched from its versions again once it answers)
+    c.at, c.fresh = sys.now(), WATCH_FRESH
+    return nil, err
+  end
+  if seen then
+    return list(s, key, ns, selector, kind .. " " .. seen)
+  end
+  trace("watch %s from %s: quiet, at %s", kind, c.rv[kind], rv)
+  if sys.now() - c.listed >= RESYNC_EVERY then
+    return list(s, key, ns, selector, "resync")
+  end
+  c.rv[kind], c.at, c.fresh = rv, sys.now(), WATCH_FRESH
+  return c.jobs
 end
 
 -- Records the end of a task the cluster says is over (view: k8s look's
@@ -850,7 +934,8 @@ local function refresh(row, ctx, force)
   if store then
     published.merge_phases(ctx.db, row.id, published.phases(store, spec))
   end
-  local jobs, err = look(s, cfg.namespace, "navette/job=" .. name, force)
+  local jobs, err = look(s, cfg.namespace, scope_of(spec, name), name,
+                         force)
   local changed = store ~= nil
   local function done()
     if store then store:close() end
@@ -990,7 +1075,8 @@ function M.cancel(row, ctx)
     local name, index = remote_ref(row.remote_id)
     local st, body
     if spec.array then
-      local jobs, err = look(s, cfg.namespace, "navette/job=" .. name, true)
+      local jobs, err = look(s, cfg.namespace, scope_of(spec, name),
+                             name, true)
       if not jobs then
         error(errors.new("backend", err.message, err.hint), 0)
       end
@@ -1096,10 +1182,21 @@ end
 
 -- ---- what other modules ask of a backend ------------------------------------
 
--- (No origins: the API server is named by the kubeconfig, a file of the
--- user's that a profile is not read for until it is used; profiles on
--- one cluster are kept apart by their namespaces, which the cluster's
--- RBAC enforces.)
+-- The API server of the profile's context (isolation attributes it to
+-- the profile: another profile's recipe may not call it through
+-- navette.http), read from the kubeconfig as written, and only for a
+-- project the user trusts (its kubeconfig paths are the clone's word).
+function M.origins(profile, trusted)
+  local cfg = profile.kubernetes
+  if not trusted or not cfg then return {} end
+  local list = native.contexts(kubeconfig_paths(cfg))
+  for _, c in ipairs(list or {}) do
+    if c.name == cfg.context or (not cfg.context and c.current) then
+      return c.server ~= "" and { c.server } or {}
+    end
+  end
+  return {}
+end
 
 function M.spec_credentials(spec)
   return { spec.kubernetes and spec.kubernetes.credential }

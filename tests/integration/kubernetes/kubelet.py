@@ -183,10 +183,15 @@ def main():
     while not stopping:
         got = kubectl(["get", "pods", "-o", "json"], base)
         try:
-            pods = json.loads(got.stdout)["items"] if got.returncode == 0 \
-                else []
+            pods = json.loads(got.stdout)["items"] \
+                if got.returncode == 0 else None
         except (ValueError, KeyError):
-            pods = []
+            pods = None
+        if pods is None:
+            # the API server does not answer (restarted by a test): the
+            # containers go on, as on a kubelet, until it answers again
+            time.sleep(0.5)
+            continue
         seen = set()
         for pod in pods:
             uid = pod["metadata"]["uid"]

@@ -171,6 +171,12 @@ navette.job {
   success = { outputs = { "runs.txt" } },
 }
 EOF
+# waits on this machine (kubelet.py --host) until the test opens its gate
+cat >"$R/gate.lua" <<EOF
+local navette = require "navette"
+navette.job { name = "gate", image = "$BASE:1",
+              command = { "sh", "-c", "echo waiting; while [ ! -e '$T/gate' ]; do sleep 0.2; done; echo through" } }
+EOF
 commit_all "$R" >/dev/null
 git -C "$R" push -q origin HEAD:main 2>/dev/null
 (cd "$R" && "$NAVETTE" trust >/dev/null 2>&1)
@@ -313,6 +319,35 @@ check_eq "its second run" "$(s3cat "jobs/k8s/$MID/runs.txt")" 2
 check_eq "the Job counted no failure" "$(kc -n "$NS" get job "$MID" -o 'jsonpath={.status.failed}')" ""
 check_eq "the first pod has the DisruptionTarget condition" \
 	"$(kc -n "$NS" get pod "$first_pod" -o 'jsonpath={.status.conditions[?(@.type=="DisruptionTarget")].status}')" True
+
+# ---- following: one watch for the profile; a 410 during the watch --------------
+# (NAVETTE_DEBUG=1: the backend traces each LIST and watch on stderr)
+nv_in "$R" run gate.lua
+GID=$(printf '%s\n' "$OUT" | sed -n 's/^job gate submitted: \(.*\)$/\1/p')
+(cd "$R" && NAVETTE_DEBUG=1 bounded 300 "$NAVETTE" watch "$GID" \
+	>"$T/gate.out" 2>"$T/gate.err") &
+WATCHER=$!
+watching() { [ "$(st "$GID" 'd["state"]')" = running ] && grep -q '^navette: kubernetes: watch pods from .*: quiet' "$T/gate.err"; }
+wait_for 90 watching
+check_true "navette watch follows the running job by watching its pods" watching
+if k8s_restart; then
+	pass "the cluster restarts under the watch"
+else
+	fail "the cluster restarts under the watch" "$(cat "$T/restart.log")"
+fi
+expired_seen() { grep -q 'LIST .*(410 Expired)' "$T/gate.err"; }
+wait_for 60 expired_seen
+touch "$T/gate"
+wait "$WATCHER"
+check_eq "the watch ends when the job does" "$?" 0
+check_contains "with its end" "$(cat "$T/gate.out")" succeeded
+check_eq "status: succeeded" "$(st "$GID" 'd["state"]')" succeeded
+check_true "the watch from before the restart was answered 410, and listed again" expired_seen
+check_eq "every LIST is of the profile's jobs, not of one job" \
+	"$(grep '^navette: kubernetes: LIST' "$T/gate.err" | grep -cv 'LIST navette/project=k8s,navette/profile=cluster in ')" 0
+lists=$(grep -c '^navette: kubernetes: LIST' "$T/gate.err")
+watches=$(grep -c '^navette: kubernetes: watch' "$T/gate.err")
+check_true "more watches ($watches) than LISTs ($lists)" [ "$watches" -gt "$lists" ]
 
 # ---- cancel ----------------------------------------------------------------------------------
 nv_in "$R" run slow.lua
