@@ -245,8 +245,10 @@ static void test_merge(void)
 		CHECK_STR(ctx[0].name, "a");
 		CHECK(ctx[0].current);
 		CHECK_STR(ctx[0].namespace_, "team-a");
+		CHECK_STR(ctx[0].server, "https://one.example:6443");
 		CHECK_STR(ctx[1].name, "b");
 		CHECK_STR(ctx[1].cluster, "cfile");
+		CHECK_STR(ctx[1].server, "https://file.example");
 		CHECK_STR(ctx[1].user, "u-cert");
 		CHECK(!ctx[1].current);
 		CHECK_STR(ctx[5].name, "only-m1");
