@@ -3,7 +3,8 @@
 -- same sha256, same command and resources) is submitted under a new id on
 -- another node of the same profile (a backend with nodes), or with
 -- --profile of another profile of the project on the same storage (from
--- slurmrestd to a login node over SSH, or back); once both have ended
+-- slurmrestd to a login node over SSH, from Slurm to Kubernetes, or
+-- back); once both have ended
 -- their run records are compared: logs present, the same declared
 -- outputs present, and each output's sha256 equal (what a deterministic
 -- job gives).
@@ -19,19 +20,21 @@ local json, sys = _navette.json, _navette.sys
 local M = {
   name = "migrate",
   summary = { { "migrate JOB --to NODE",
-                "rerun a Slurm job on NODE, compare" } },
+                "rerun a job on NODE, compare" } },
   usage = [[
 usage: navette migrate JOB --to NODE [--profile P] [--force] [--no-wait]
                        [--json]
   Submits the same definition as JOB (same commit, image digest and
-  inputs) on NODE (slurm backend), waits for both, and compares their run
-  records: logs present, the same declared outputs present, and the
-  outputs' sha256 equal (where the job is deterministic), with the two
-  nodes' fingerprints (OS, kernel, runtime, driver, CUDA, interpreter)
-  side by side. Exit 0 when the comparison holds, 1 otherwise.
+  inputs) on NODE (of a backend with nodes: slurm, slurm_ssh,
+  kubernetes), waits for both, and compares their run records: logs
+  present, the same declared outputs present, and the outputs' sha256
+  equal (where the job is deterministic), with the two nodes'
+  fingerprints (OS, kernel, runtime, driver, CUDA, interpreter) side by
+  side. Exit 0 when the comparison holds, 1 otherwise.
   --profile P sends it through P, another profile of the project (run in
-  its repository) of a Slurm backend on the same storage: slurmrestd to
-  the login node (slurm_ssh), or back.
+  its repository) of a backend with nodes on the same storage: from
+  slurmrestd to the login node (slurm_ssh), from Slurm to Kubernetes, or
+  back.
   First the five rules of `navette portability` are judged on JOB: a
   move they refuse is refused (exit 3) with the actions to take, unless
   --force, which goes on and writes the rules it overrode to the audit
@@ -71,7 +74,11 @@ local function respecify(spec, node, target)
   new.array = nil -- (a task of a job array goes again as a job alone)
   new.node = node
   if target then
-    new.profile, new.backend, new.slurm = target.name, target.backend, nil
+    -- (the settings of the backend it ran on go; the target's prepare
+    -- sets its own)
+    if spec.backend then new[spec.backend] = nil end
+    new.slurm = nil
+    new.profile, new.backend = target.name, target.backend
     new.launch = nil
     backends.get(new.backend).prepare(new, target)
   end
@@ -202,7 +209,8 @@ end
 -- Compares the two jobs' records as published in their store.
 -- Also returns the differences of the two nodes' fingerprints (a list
 -- of {what, a, b, same}: navette.portability.fingerprint_diff), which
--- inform and never decide: a new kernel is why one compares.
+-- inform and never decide: a new kernel is why one compares; and the
+-- two records.
 function M.compare(spec_a, spec_b)
   local ra, la = record_of(spec_a)
   local rb, lb = record_of(spec_b)
@@ -214,7 +222,7 @@ function M.compare(spec_a, spec_b)
                           b = tostring(rb.image),
                           same = ra.image == rb.image })
   end
-  return ok, rows, fp
+  return ok, rows, fp, ra, rb
 end
 
 function M.run(argv)
@@ -304,10 +312,16 @@ function M.run(argv)
   end
   local views = common.follow_or_raise({ old.id, id }, opts.json,
                                       { [old.id] = "before", [id] = "after" })
-  local ok, rows, fingerprint = M.compare(old, new)
+  local ok, rows, fingerprint, ra, rb = M.compare(old, new)
   local va, vb = views[old.id], views[id]
-  local function node_of(v, b)
-    return v and (b or backend).describe(v).node or "?"
+  -- (what the backend says, else the node its record names)
+  local function node_of(v, b, record)
+    local node = v and (b or backend).describe(v).node
+    if not node and type(record) == "table" and type(record.node) == "table"
+       and type(record.node.host) == "string" then
+      node = record.node.host
+    end
+    return node or "?"
   end
   if opts.json then
     local list = {}
@@ -315,17 +329,18 @@ function M.run(argv)
       list[i] = { what = r[1], from = r[2], to = r[3], verdict = r[4] }
     end
     term.print(json.encode({ from = old.id, to = id,
-                             from_node = node_of(va, from_backend),
+                             from_node = node_of(va, from_backend, ra),
                              from_profile = old.profile,
                              to_profile = new.profile,
-                             to_node = node_of(vb), same = ok,
+                             to_node = node_of(vb, nil, rb), same = ok,
                              rows = json.array(list),
                              fingerprint = json.array(fingerprint) }, true))
   else
     term.print("")
     term.print("comparison of " .. old.id .. " (on "
-               .. node_of(va, from_backend) .. ")")
-    term.print("          and " .. id .. " (on " .. node_of(vb) .. "):")
+               .. node_of(va, from_backend, ra) .. ")")
+    term.print("          and " .. id .. " (on " .. node_of(vb, nil, rb)
+               .. "):")
     -- padded by characters, not bytes (the ellipsis of a sha256)
     local function pad(text, width)
       local n = utf8.len(text) or #text

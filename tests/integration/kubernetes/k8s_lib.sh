@@ -34,6 +34,69 @@ k8s_namespace() {
 	wait_for 60 kc -n "$NS" get serviceaccount default >/dev/null 2>&1
 	K8S_NAMESPACES="${K8S_NAMESPACES:-} $NS"
 }
+# k8s_user_kubeconfig: the user's kubeconfig ($HOME/.kube/config) for
+# namespace NS: contexts submitter (current: a service account bound to
+# navette-submitter in NS, by its token file) and reader, the cluster's CA
+k8s_user_kubeconfig() {
+	mkdir -p "$HOME/.kube"
+	cat >"$HOME/.kube/config" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: $K8S_SERVER
+    certificate-authority: $K8S_CA
+users:
+- name: submitter
+  user:
+    tokenFile: $K8S_TOKEN_FILE
+- name: reader
+  user:
+    tokenFile: $K8S_READER_TOKEN_FILE
+contexts:
+- name: submitter
+  context: {cluster: test, user: submitter, namespace: $NS}
+- name: reader
+  context: {cluster: test, user: reader, namespace: $NS}
+current-context: submitter
+EOF
+}
+
+# kubelet_start MODE: kubelet.py --MODE (host or podman) runs the pods of
+# NS, its folder T/kubelet-MODE, its log T/kubelet-MODE.log, until
+# kubelet_stop (which fails the test if it died before: its pods stay
+# Running)
+kubelet_start() {
+	mkdir -p "$T/kubelet-$1"
+	python3 "$(dirname "${BASH_SOURCE[0]}")/kubelet.py" \
+		--kubectl "$K8S_BIN/kubectl --kubeconfig $K8S_KUBECONFIG" \
+		--namespace "$NS" --root "$T/kubelet-$1" "--$1" \
+		>"$T/kubelet-$1.log" 2>&1 &
+	KUBELET=$!
+	KUBELET_MODE=$1
+}
+kubelet_stop() {
+	if ! kill -0 "$KUBELET" 2>/dev/null; then
+		fail "kubelet.py --$KUBELET_MODE ran until the end" \
+			"$(tail -n 20 "$T/kubelet-$KUBELET_MODE.log")"
+	fi
+	kill "$KUBELET" 2>/dev/null
+	wait "$KUBELET" 2>/dev/null
+}
+
+# busybox_root DIR: DIR/bin holds busybox and a link for each of its
+# programs (sh, cat, ...), DIR/tmp is there: the root of an image with sh
+busybox_root() {
+	local a
+	mkdir -p "$1/bin" "$1/tmp"
+	chmod 1777 "$1/tmp"
+	cp "$(command -v busybox)" "$1/bin/busybox"
+	for a in $(busybox --list); do
+		[ -e "$1/bin/$a" ] || ln -s busybox "$1/bin/$a"
+	done
+}
+
 _k8s_cleanup() {
 	local ns
 	for ns in ${K8S_NAMESPACES:-}; do

@@ -26,7 +26,6 @@ set +e # each check reports its own failure; finish sets the status
 use_s3_stack k8sjobs
 export NAVETTE_LOG_INTERVAL=1
 k8s_namespace navette-t-jobs
-HERE=$(cd "$(dirname "$0")" && pwd -P)
 
 nv storage mb "s3://$BUCKET" "${EP[@]}"
 check_rc "the bucket is created" 0
@@ -35,44 +34,9 @@ make_base "$PLAIN" "$RUN_ID/base:1" >/dev/null
 check_match "the base image is pushed" "$(skopeo_digest "$BASE:1")" '^sha256:'
 
 # the containers: run on this machine by kubelet.py, until the test ends
-mkdir -p "$T/kubelet"
-python3 "$HERE/kubelet.py" --kubectl "$K8S_BIN/kubectl --kubeconfig $K8S_KUBECONFIG" \
-	--namespace "$NS" --root "$T/kubelet" --host >"$T/kubelet.log" 2>&1 &
-KUBELET=$!
-stop_kubelet() {
-	# (a kubelet.py that died leaves pods Running: said, with its log)
-	if ! kill -0 "$KUBELET" 2>/dev/null; then
-		fail "kubelet.py ran until the end" "$(tail -n 20 "$T"/kubelet*.log)"
-	fi
-	kill "$KUBELET" 2>/dev/null
-	wait "$KUBELET" 2>/dev/null
-}
+kubelet_start host
 
-# the user's kubeconfig: the submitter's token (a service account bound
-# to navette-submitter in NS), the cluster's CA
-mkdir -p "$HOME/.kube"
-cat >"$HOME/.kube/config" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: $K8S_SERVER
-    certificate-authority: $K8S_CA
-users:
-- name: submitter
-  user:
-    tokenFile: $K8S_TOKEN_FILE
-- name: reader
-  user:
-    tokenFile: $K8S_READER_TOKEN_FILE
-contexts:
-- name: submitter
-  context: {cluster: test, user: submitter, namespace: $NS}
-- name: reader
-  context: {cluster: test, user: reader, namespace: $NS}
-current-context: submitter
-EOF
+k8s_user_kubeconfig
 
 git init -q --bare "$T/origin.git"
 R=$(NO_PROJECT_FILE=1 new_repo k8s)
@@ -371,16 +335,11 @@ check_contains "with the cause" "$OUT$ERR" 'cannot create resource "jobs"'
 # ---- the manifest really runs: the pod's container in podman ----------------
 # (kubelet.py --podman: the image by digest, the Secret's files and the
 # work folder mounted where the pod spec says, its env and command)
-stop_kubelet
+kubelet_stop
 # an image with sh, curl and the tools the launcher uses: busybox and
 # this machine's curl with its libraries
 img=$T/curl-image
-mkdir -p "$img/root/bin" "$img/root/tmp"
-chmod 1777 "$img/root/tmp"
-cp "$(command -v busybox)" "$img/root/bin/busybox"
-for a in $(busybox --list); do
-	[ -e "$img/root/bin/$a" ] || ln -s busybox "$img/root/bin/$a"
-done
+busybox_root "$img/root"
 rm -f "$img/root/bin/curl"
 curl_bin=$(command -v curl)
 # shellcheck disable=SC2046 # (one word per path)
@@ -406,15 +365,12 @@ navette.job {
 EOF
 commit_all "$R" >/dev/null
 git -C "$R" push -q origin HEAD:main 2>/dev/null
-mkdir -p "$T/kubelet-podman"
-python3 "$HERE/kubelet.py" --kubectl "$K8S_BIN/kubectl --kubeconfig $K8S_KUBECONFIG" \
-	--namespace "$NS" --root "$T/kubelet-podman" --podman >"$T/kubelet-podman.log" 2>&1 &
-KUBELET=$!
+kubelet_start podman
 nv_in "$R" run inpod.lua --wait
 check_rc "a job run by podman from the pod spec succeeds" 0
 PID_=$(printf '%s\n' "$OUT" | sed -n 's/^job inpod submitted: \(.*\)$/\1/p')
 check_eq "its output is published from the container" "$(s3cat "jobs/k8s/$PID_/out.txt")" "from the pod"
 check_contains "the container has no os-release (scratch: not the host)" "$(nv logs "$PID_"; printf '%s' "$OUT")" "no os-release"
-stop_kubelet
-[ "$FAILED" = 0 ] || { echo "== kubelet (host)"; tail -n 20 "$T/kubelet.log"; echo "== kubelet (podman)"; tail -n 20 "$T/kubelet-podman.log"; }
+kubelet_stop
+[ "$FAILED" = 0 ] || { echo "== kubelet (host)"; tail -n 20 "$T/kubelet-host.log"; echo "== kubelet (podman)"; tail -n 20 "$T/kubelet-podman.log"; }
 finish
