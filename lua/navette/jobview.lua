@@ -286,9 +286,12 @@ function jobs.run(run)
   return full, json.decode(text)
 end
 
-function jobs.cancel(id)
+-- (batch: the ids the same command cancels, {[id] = true})
+function jobs.cancel(id, batch)
   local row = row_of(id)
-  local state, cerr = backends.get(row.backend).cancel(row, context())
+  local ctx = context()
+  ctx.cancelling = batch
+  local state, cerr = backends.get(row.backend).cancel(row, ctx)
   if not state then jobs.lookup_error(id, cerr) end
   return state
 end

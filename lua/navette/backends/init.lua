@@ -175,7 +175,9 @@
 --                             record, record_url = the run record if it
 --                             read it (the view does not read it again),
 --                             fields = more fields for the job's view}
---   cancel(row, ctx)          -> what to print | nil, err
+--   cancel(row, ctx)          -> what to print | nil, err; ctx.cancelling:
+--                             the ids the same command cancels ({[id] =
+--                             true}), which a backend may stop together
 --   log_chunk(view, offset, ctx) -> bytes of the job's log from offset
 --   describe?(x)              -> {line, note, column = {title, text},
 --                             node}, what the CLI shows of a view or of a

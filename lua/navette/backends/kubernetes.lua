@@ -41,6 +41,7 @@ local KEYS = { "context", "namespace", "kubeconfig", "credential", "pin",
                "nodes", "environment", "image_pull_secret", "ttl",
                "timeout" }
 local REFRESH_EVERY = 1.0   -- seconds between two looks at a job
+local POD_WAIT = 20         -- seconds cancel waits for a task's pod
 local TTL_DEFAULT = 3600    -- a finished Job's seconds, once read back
 local RECORD_MAX = 4 * 1024 * 1024
 
@@ -1050,6 +1051,7 @@ M.refresh = refresh
 function M.cancel(row, ctx)
   local spec = row.spec
   local cfg = spec.kubernetes
+  if final(row.state) then return row.state end
   local s = session_for(spec)
   local ok, got = pcall(function()
     if no_remote(row) then
@@ -1073,7 +1075,7 @@ function M.cancel(row, ctx)
       ctx.db:set_remote(row.id, remote, nil)
     end
     local name, index = remote_ref(row.remote_id)
-    local st, body
+    local st, body, whole
     if spec.array then
       local jobs, err = look(s, cfg.namespace, scope_of(spec, name),
                              name, true)
@@ -1083,11 +1085,54 @@ function M.cancel(row, ctx)
       local job = jobs[name]
       local view = job and job.rows[index]
       if not view or view.done then return "already finished" end
-      if view.pod then
+      -- a task without a pod yet: an Indexed Job runs every index it
+      -- has, so it is cancelled with its Job when it is the last one
+      -- open, its pod deleted once the Job controller made it (a Job
+      -- just released, or a retry after its backoff); one held with its
+      -- sweep cannot be cancelled alone
+      -- (those this command cancels too count as cancelled)
+      local open, others = open_tasks(ctx, job, row), 0
+      for _, r in ipairs(open) do
+        if r.id ~= row.id and not (ctx.cancelling or {})[r.id] then
+          others = others + 1
+        end
+      end
+      if not view.pod and others == 0 then
+        whole = true
+        st, body = s:request("DELETE", job_path(cfg.namespace, name),
+                             native.delete_body())
+        if st == 200 or st == 202 then
+          for _, r in ipairs(open) do
+            if r.id ~= row.id then
+              ctx.db:finish(r.id, "cancelled", nil, { phase = r.phase,
+                reason = "cancelled (navette cancel) with its sweep: "
+                .. "the Job was deleted" })
+            end
+          end
+        end
+      else
+        local deadline = sys.now() + POD_WAIT
+        while not view.pod and not job.suspended
+              and sys.now() < deadline do
+          sys.sleep(0.5)
+          jobs = look(s, cfg.namespace, scope_of(spec, name), name, true)
+          job = jobs and jobs[name]
+          view = job and job.rows[index]
+          if not view or view.done then return "already finished" end
+        end
+        if not view.pod then
+          error(errors.new("backend", where_of(cfg) .. ": job " .. row.id
+            .. " (index " .. index .. " of Job " .. name .. ") has no pod "
+            .. (job.suspended and "yet: its sweep is held until the jobs "
+                .. "it runs after succeed, and an index of it cannot be "
+                .. "left out" or ("after " .. POD_WAIT .. " s")),
+            job.suspended and "cancel the whole sweep (navette cancel "
+            .. "RUN, or each of its ids), or this task once it runs"
+            or "cancel it again in a moment (the Job controller makes "
+            .. "its pod, after a backoff for a retry)"), 0)
+        end
         st, body = s:request("DELETE", "/api/v1/namespaces/"
                              .. cfg.namespace .. "/pods/" .. view.pod)
-      else
-        st = 200
       end
     else
       st, body = s:request("DELETE", job_path(cfg.namespace, name),
@@ -1105,7 +1150,8 @@ function M.cancel(row, ctx)
     end
     ctx.db:finish(row.id, "cancelled", nil,
       { phase = row.phase, reason = "cancelled (navette cancel): the "
-        .. (spec.array and "pod" or "Job") .. " was deleted" })
+        .. ((spec.array and not whole) and "pod" or "Job") .. " was "
+        .. "deleted" })
     return "cancelled"
   end)
   if not ok then error(got, 0) end

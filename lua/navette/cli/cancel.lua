@@ -46,8 +46,8 @@ local function all_of_project()
 end
 
 -- Asks the backend to stop row's job, audited; -> the state it answered.
-local function cancel_one(row)
-  local state = jobs.cancel(row.id)
+local function cancel_one(row, batch)
+  local state = jobs.cancel(row.id, batch)
   -- the audit line is mirrored to the store of the job's own profile
   local spec = row.spec or {}
   require("navette.audit").record({ action = "job.cancel", target = row.id,
@@ -113,10 +113,11 @@ function M.run(argv)
       end
     end
   end
-  local states, ended = {}, {}
+  local states, ended, batch = {}, {}, {}
+  for _, r in ipairs(rows) do batch[r.id] = true end
   for _, r in ipairs(rows) do
     ended[r.id] = jobs.FINAL[r.state]
-    states[r.id] = cancel_one(r)
+    states[r.id] = cancel_one(r, batch)
   end
   local function stopping()
     for _, r in ipairs(rows) do

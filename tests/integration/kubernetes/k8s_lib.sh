@@ -99,6 +99,11 @@ busybox_root() {
 
 _k8s_cleanup() {
 	local ns
+	# (a kubelet.py left by a test that stopped early would run the pods
+	# of the next one that makes a namespace of the same name)
+	if [ -n "${KUBELET:-}" ]; then
+		kill "$KUBELET" 2>/dev/null || true
+	fi
 	for ns in ${K8S_NAMESPACES:-}; do
 		kc delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
 	done

@@ -141,6 +141,15 @@ local navette = require "navette"
 navette.job { name = "gate", image = "$BASE:1",
               command = { "sh", "-c", "echo waiting; while [ ! -e '$T/gate' ]; do sleep 0.2; done; echo through" } }
 EOF
+# a sweep held until a job that waits for the test's second gate
+cat >"$R/heldsweep.lua" <<EOF
+local navette = require "navette"
+local opener = navette.job { name = "opener", image = "$BASE:1",
+  command = { "sh", "-c", "while [ ! -e '$T/gate2' ]; do sleep 0.2; done" } }
+navette.sweep { job = { name = "held", image = "$BASE:1", after = { opener },
+                        command = { "true" } },
+                matrix = { n = { 1, 2 } } }
+EOF
 commit_all "$R" >/dev/null
 git -C "$R" push -q origin HEAD:main 2>/dev/null
 (cd "$R" && "$NAVETTE" trust >/dev/null 2>&1)
@@ -312,6 +321,29 @@ check_eq "every LIST is of the profile's jobs, not of one job" \
 lists=$(grep -c '^navette: kubernetes: LIST' "$T/gate.err")
 watches=$(grep -c '^navette: kubernetes: watch' "$T/gate.err")
 check_true "more watches ($watches) than LISTs ($lists)" [ "$watches" -gt "$lists" ]
+
+# ---- cancel: the tasks of a sweep held for its `after` -------------------------
+# (an Indexed Job runs every index: one task alone cannot be left out
+# before it has a pod; all of them together delete the Job)
+nv_in "$R" run heldsweep.lua
+check_rc "the held sweep is submitted" 0
+OID=$(printf '%s\n' "$OUT" | sed -n 's/^job opener submitted: \(.*\)$/\1/p')
+H1=$(printf '%s\n' "$OUT" | sed -n 's/^job held\[.*\] submitted: \(.*\)$/\1/p' | sed -n 1p)
+H2=$(printf '%s\n' "$OUT" | sed -n 's/^job held\[.*\] submitted: \(.*\)$/\1/p' | sed -n 2p)
+HJOB=$(kc -n "$NS" get jobs -l navette/held=after -o json | json '[j["metadata"]["name"] for j in d["items"] if "'"$H1"'" in j["metadata"]["annotations"].get("navette/tasks", "")][0]')
+check_match "its Job is there, held" "$HJOB" '^k8s-'
+nv cancel "$H1"
+check_true "one task of the held sweep alone is not cancelled" [ "$RC" -ne 0 ]
+check_contains "saying why, and what to do" "$ERR" "an index of it cannot be left out"
+check_eq "it stays queued" "$(st "$H1" 'd["state"]')" queued
+nv cancel "$H1" "$H2"
+check_rc "both tasks together are cancelled" 0
+check_eq "the first: cancelled" "$(st "$H1" 'd["state"]')" cancelled
+check_eq "the second: cancelled" "$(st "$H2" 'd["state"]')" cancelled
+held_gone() { [ "$(kc -n "$NS" get job "$HJOB" -o name 2>/dev/null | wc -l | tr -d ' ')" = 0 ]; }
+wait_for 60 held_gone
+check_true "the sweep's Job is deleted" held_gone
+nv cancel "$OID" >/dev/null 2>&1
 
 # ---- cancel ----------------------------------------------------------------------------------
 nv_in "$R" run slow.lua
