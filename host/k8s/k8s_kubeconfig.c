@@ -996,8 +996,9 @@ int nv_k8s_kubeconfig_contexts(const char *const *paths, size_t npaths,
 			snprintf(o->user, sizeof(o->user), "%s", v);
 		if (ystr(c->doc, c->body, "namespace", &v, NULL) == 0 && v)
 			snprintf(o->namespace_, sizeof(o->namespace_), "%s", v);
-		/* (the server as written: isolation's, never used to connect) */
-		const kentry *cl = find_entry(m.clusters, m.nclusters, o->cluster);
+		/* (the server as written, for isolation: never dialled) */
+		const kentry *cl =
+			find_entry(m.clusters, m.nclusters, o->cluster);
 		if (cl && cl->body && cl->body->kind == Y_MAP &&
 		    ystr(cl->doc, cl->body, "server", &v, NULL) == 0 && v &&
 		    strlen(v) < sizeof(o->server))

@@ -89,8 +89,8 @@ typedef struct nv_k8s_context_info {
 	char cluster[NV_K8S_NAME_MAX + 1];
 	char user[NV_K8S_NAME_MAX + 1];
 	char namespace_[NV_K8S_NAME_MAX +
-			1]; /* "" when the context sets none */
-	int current;        /* it is current-context */
+			1];             /* "" when the context sets none */
+	int current;                    /* it is current-context */
 	char server[NV_K8S_SERVER_MAX]; /* its cluster's; "" when unknown */
 } nv_k8s_context_info;
 
