@@ -36,9 +36,20 @@ k8s_namespace() {
 }
 # k8s_user_kubeconfig: the user's kubeconfig ($HOME/.kube/config) for
 # namespace NS: contexts submitter (current: a service account bound to
-# navette-submitter in NS, by its token file) and reader, the cluster's CA
+# navette-submitter in NS, by its token file), reader, and exec (the
+# submitter's token from an exec credential plugin, T/exec-plugin.sh,
+# whose credential lives 13 s, each run a line of T/exec-runs), the
+# cluster's CA
 k8s_user_kubeconfig() {
 	mkdir -p "$HOME/.kube"
+	cat >"$T/exec-plugin.sh" <<EOF
+#!/bin/sh
+echo run >>"$T/exec-runs"
+exp=\$(perl -MPOSIX -e 'print strftime("%Y-%m-%dT%H:%M:%SZ", gmtime(time + 13))')
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",'
+printf '"status":{"token":"%s","expirationTimestamp":"%s"}}\\n' "\$(cat "$K8S_TOKEN_FILE")" "\$exp"
+EOF
+	chmod 700 "$T/exec-plugin.sh"
 	cat >"$HOME/.kube/config" <<EOF
 apiVersion: v1
 kind: Config
@@ -54,11 +65,19 @@ users:
 - name: reader
   user:
     tokenFile: $K8S_READER_TOKEN_FILE
+- name: exec
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: $T/exec-plugin.sh
+      interactiveMode: Never
 contexts:
 - name: submitter
   context: {cluster: test, user: submitter, namespace: $NS}
 - name: reader
   context: {cluster: test, user: reader, namespace: $NS}
+- name: exec
+  context: {cluster: test, user: exec, namespace: $NS}
 current-context: submitter
 EOF
 }

@@ -12,9 +12,13 @@
 # Indexed Job, each task its own job, then a fan-in that runs after them
 # (navette's `after`: held suspended, released once they succeeded); a
 # job that cannot run because the one it runs after failed; a GPU request
-# no node fits (accepted, the scheduler's reason); a deadline; cancel (the
-# Job deleted, the Secret with it); logs; plan (the manifests, nothing
-# sent); doctor (the access reviews); a reader refused with the cause.
+# no node fits (accepted, the scheduler's reason); a deadline; a retried
+# exit code; a preemption; `navette watch` following by one watch of the
+# profile's jobs, through a restart of the cluster (410: listed again);
+# an exec credential renewed while a watch follows; the tasks of a held
+# sweep cancelled together (one alone refused); cancel (the Job deleted,
+# the Secret with it); logs; plan (the manifests, nothing sent); doctor
+# (the access reviews); a reader refused with the cause.
 # Needs NAVETTE, K8S_STACK_ENV, S3_STACK_ENV and REGISTRY_STACK_ENV (set by
 # ctest).
 set -eu -o pipefail
@@ -49,6 +53,11 @@ return {
       backend = "kubernetes", storage = "s3://$BUCKET/jobs/",
       s3 = { endpoint = "$S3_ENDPOINT", region = "$S3_REGION" },
       kubernetes = { namespace = "$NS", ttl = 600 },
+    },
+    viaexec = {
+      backend = "kubernetes", storage = "s3://$BUCKET/viaexec/",
+      s3 = { endpoint = "$S3_ENDPOINT", region = "$S3_REGION" },
+      kubernetes = { namespace = "$NS", context = "exec" },
     },
     reader = {
       backend = "kubernetes", storage = "s3://$BUCKET/reader/",
@@ -140,6 +149,12 @@ cat >"$R/gate.lua" <<EOF
 local navette = require "navette"
 navette.job { name = "gate", image = "$BASE:1",
               command = { "sh", "-c", "echo waiting; while [ ! -e '$T/gate' ]; do sleep 0.2; done; echo through" } }
+EOF
+# lasts longer than an exec credential's renewal (3 s after it is made)
+cat >"$R/nap.lua" <<EOF
+local navette = require "navette"
+navette.job { name = "nap", image = "$BASE:1",
+              command = { "sh", "-c", "sleep 8; echo rested" } }
 EOF
 # a sweep held until a job that waits for the test's second gate
 cat >"$R/heldsweep.lua" <<EOF
@@ -321,6 +336,20 @@ check_eq "every LIST is of the profile's jobs, not of one job" \
 lists=$(grep -c '^navette: kubernetes: LIST' "$T/gate.err")
 watches=$(grep -c '^navette: kubernetes: watch' "$T/gate.err")
 check_true "more watches ($watches) than LISTs ($lists)" [ "$watches" -gt "$lists" ]
+
+# ---- an exec credential renewed while navette follows the job ---------------------
+# (the plugin's credential lives 13 s and is renewed 10 s before its end:
+# a watch that lasts over 3 s runs it again, though the cluster still
+# takes the old token)
+nv_in "$R" run nap.lua --profile viaexec
+check_rc "a job submitted with an exec credential" 0
+XID=$(printf '%s\n' "$OUT" | sed -n 's/^job nap submitted: \(.*\)$/\1/p')
+: >"$T/exec-runs"
+nv_in "$R" watch "$XID"
+check_rc "followed to its end with the exec credential" 0
+check_eq "status: succeeded" "$(st "$XID" 'd["state"]')" succeeded
+runs=$(grep -c . "$T/exec-runs")
+check_true "the plugin ran again once the credential was near its end ($runs runs)" [ "$runs" -ge 2 ]
 
 # ---- cancel: the tasks of a sweep held for its `after` -------------------------
 # (an Indexed Job runs every index: one task alone cannot be left out
