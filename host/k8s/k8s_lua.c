@@ -865,7 +865,7 @@ static int list_all(lua_State *L, l_k8s_session *s, l_k8s_look_box *box,
 
 static void push_view(lua_State *L, const nv_k8s_view *v)
 {
-	lua_createtable(L, 0, 9);
+	lua_createtable(L, 0, 10);
 	SET_STR("phase", v->phase ? v->phase : "accepted");
 	SET_BOOL("done", v->done);
 	SET_BOOL("blocked", v->blocked);
@@ -878,6 +878,7 @@ static void push_view(lua_State *L, const nv_k8s_view *v)
 		SET_STR("hint", v->hint);
 	if (v->pod[0])
 		SET_STR("pod", v->pod);
+	SET_BOOL("pod_live", v->pod_live);
 	if (v->node[0])
 		SET_STR("node", v->node);
 }

@@ -40,6 +40,12 @@ static const char *text(const char *s)
 
 /* The job's pods of that index: the newest live one (Pending, Running),
  * else the newest. */
+static int pod_live(const nv_k8s_pod *p)
+{
+	return !p->deleting && (strcmp(p->phase, "Pending") == 0 ||
+				strcmp(p->phase, "Running") == 0);
+}
+
 static const nv_k8s_pod *pick_pod(const nv_k8s_job *job, const nv_k8s_pod *pods,
 				  size_t n, long index)
 {
@@ -48,8 +54,7 @@ static const nv_k8s_pod *pick_pod(const nv_k8s_job *job, const nv_k8s_pod *pods,
 
 	for (size_t i = 0; pods && i < n; i++) {
 		const nv_k8s_pod *p = &pods[i];
-		int live = !p->deleting && (strcmp(p->phase, "Pending") == 0 ||
-					    strcmp(p->phase, "Running") == 0);
+		int live = pod_live(p);
 
 		if (p->job_name[0] && strcmp(p->job_name, job->name) != 0)
 			continue;
@@ -318,6 +323,7 @@ void nv_k8s_view_of(const nv_k8s_job *job, const nv_k8s_pod *pods, size_t npods,
 	if (pod) {
 		snprintf(out->pod, sizeof(out->pod), "%s", pod->name);
 		snprintf(out->node, sizeof(out->node), "%s", pod->node_name);
+		out->pod_live = pod_live(pod);
 	}
 
 	/* an index's own outcome is final before the Job's */

@@ -27,7 +27,8 @@ typedef struct nv_k8s_view {
 	char reason[NV_K8S_VIEW_TEXT_MAX]; /* "" when nothing to say */
 	char hint[NV_ERR_HINT_MAX];        /* what to check next, or "" */
 	char pod[NV_K8S_NAME_SIZE];        /* the pod the view comes from */
-	char node[NV_K8S_NAME_SIZE];       /* its node, or "" */
+	int pod_live; /* that pod is Pending or Running, not being deleted */
+	char node[NV_K8S_NAME_SIZE]; /* its node, or "" */
 } nv_k8s_view;
 
 /* The view of job (index -1: the whole Job; else that completion index of

@@ -83,6 +83,7 @@ static void test_waiting_rows(void)
 	CHECK(contains(v.reason, "(asked 1 nvidia.com/gpu)"));
 	CHECK(contains(v.hint, "kubectl describe nodes"));
 	CHECK_STR(v.pod, "train-1-x7k2p");
+	CHECK(v.pod_live); /* Pending */
 	nv_k8s_pod_free(&pod);
 
 	/* image pulls: image_ready, blocked */
@@ -235,6 +236,7 @@ static void test_ended_rows(void)
 	nv_k8s_view_of(&job, pods, 1, NULL, 0, -1, &v);
 	ROW(v, "failed", 1, 0, 42);
 	CHECK_STR(v.pod, "train-4-8ckj8");
+	CHECK(!v.pod_live); /* Failed: a new one may follow */
 	/* a code that is not one (Windows nodes' codes are larger): the
 	 * message is shown, the code not guessed; the pod's is kept */
 	free(job.conditions[1].message);

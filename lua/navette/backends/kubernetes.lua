@@ -722,14 +722,15 @@ end
 -- resourceVersion, for up to WATCH_SECONDS. A quiet watch keeps what it
 -- has (a bookmark moves its resourceVersion on); an event lists again,
 -- as does a 410 (the version expired: compacted, or the API server
--- restarted), a Job asked for that the last LIST did not have (created
+-- restarted), a watch answered otherwise (no verb watch in the Role: each
+-- look lists), a Job asked for that the last LIST did not have (created
 -- since), and a quiet watch RESYNC_EVERY seconds after the LIST (what no
 -- watched object says: an Event, a quota's refusal). While the API
 -- server does not answer, the scope keeps what it had, and is watched
--- from its versions once it answers. One watch a second for all of a profile's
--- jobs, however many a `run --wait` or a `watch` follows; the wait
--- between two looks is the watch's own. NAVETTE_DEBUG=1 traces each
--- LIST and watch on stderr.
+-- from its versions once it answers. One watch a second for all of a
+-- profile's jobs, however many a `run --wait` or a `watch` follows; the
+-- wait between two looks is the watch's own. NAVETTE_DEBUG=1 traces
+-- each LIST and watch on stderr.
 local LIST_FRESH, WATCH_FRESH = REFRESH_EVERY, 0.25
 local WATCH_SECONDS, RESYNC_EVERY = 1, 30
 local debugging = sys.getenv("NAVETTE_DEBUG") ~= nil
@@ -753,8 +754,9 @@ local function list(s, key, ns, selector, why)
   local got, err = s:look { namespace = ns, selector = selector,
                             events = true }
   if not got then
-    scopes[key] = nil
     trace("LIST %s in %s (%s) failed: %s", selector, ns, why, err.message)
+    local c = scopes[key]
+    if c then c.at, c.fresh = sys.now(), WATCH_FRESH end
     return nil, err
   end
   local now = sys.now()
@@ -770,7 +772,8 @@ end
 -- The Jobs of a scope ({[name] = k8s look's job}), one of which is name
 -- when given; force: listed now.
 local function look(s, ns, selector, name, force)
-  local key = ns .. "\0" .. selector
+  -- (a session is one cluster and identity: kept for the process)
+  local key = tostring(s) .. "\0" .. ns .. "\0" .. selector
   local c = scopes[key]
   if not c or force then
     return list(s, key, ns, selector, c and "asked" or "first look")
@@ -795,9 +798,15 @@ local function look(s, ns, selector, name, force)
     trace("watch %s from %s: %s", kind, c.rv[kind], err.message)
     if err.code == "expired" then
       return list(s, key, ns, selector, "410 Expired")
+    elseif type(err.status) == "number" and err.status >= 400
+           and err.status < 500 and err.status ~= 429 then
+      -- (a refusal of the watch: a Role without the verb watch, a
+      -- proxy that does not stream: each look lists)
+      return list(s, key, ns, selector, "the watch was answered HTTP "
+                  .. tostring(err.status))
     end
-    -- (the API server does not answer: what the scope had is kept, to
-    -- be watched from its versions again once it answers)
+    -- (the API server does not answer, or not yet as it should: what
+    -- the scope had is kept, to be watched from its versions again)
     c.at, c.fresh = sys.now(), WATCH_FRESH
     return nil, err
   end
@@ -1047,7 +1056,9 @@ M.refresh = refresh
 
 -- Cancels a job: its Job deleted (propagationPolicy Background: the
 -- garbage collector removes its pods and Secret); a task of a sweep, its
--- pod (the index fails by the podFailurePolicy, the others go on).
+-- live pod (the index fails by the podFailurePolicy, the others go on),
+-- or, when it is the last task open (with those of ctx.cancelling) and
+-- has no live pod, the whole Job.
 function M.cancel(row, ctx)
   local spec = row.spec
   local cfg = spec.kubernetes
@@ -1097,30 +1108,43 @@ function M.cancel(row, ctx)
           others = others + 1
         end
       end
-      if not view.pod and others == 0 then
+      if not view.pod_live and others == 0 then
         whole = true
         st, body = s:request("DELETE", job_path(cfg.namespace, name),
                              native.delete_body())
         if st == 200 or st == 202 then
-          for _, r in ipairs(open) do
-            if r.id ~= row.id then
-              ctx.db:finish(r.id, "cancelled", nil, { phase = r.phase,
-                reason = "cancelled (navette cancel) with its sweep: "
-                .. "the Job was deleted" })
+          -- (a task the cluster saw end is left to its next look: the
+          -- Job gone, its run record says how it ended)
+          errors.check(ctx.db:transaction(function()
+            for _, r in ipairs(open) do
+              local a = r.spec and r.spec.array
+              local v = r.id ~= row.id and a and job.rows[a.index]
+              if v and not v.done then
+                ctx.db:finish(r.id, "cancelled", nil, { phase = r.phase,
+                  reason = "cancelled (navette cancel) with its sweep: "
+                  .. "the Job was deleted" })
+              end
             end
-          end
+            return true
+          end))
         end
       else
+        -- (a pod that ended or goes is not the task's: the Job controller
+        -- makes another, after a backoff for a retry; the watch shows it)
         local deadline = sys.now() + POD_WAIT
-        while not view.pod and not job.suspended
+        while not view.pod_live and not job.suspended
               and sys.now() < deadline do
-          sys.sleep(0.5)
-          jobs = look(s, cfg.namespace, scope_of(spec, name), name, true)
-          job = jobs and jobs[name]
+          sys.sleep(0.2)
+          local got, lerr = look(s, cfg.namespace, scope_of(spec, name),
+                                 name)
+          if not got then
+            error(errors.new("backend", lerr.message, lerr.hint), 0)
+          end
+          job = got[name]
           view = job and job.rows[index]
           if not view or view.done then return "already finished" end
         end
-        if not view.pod then
+        if not view.pod_live then
           error(errors.new("backend", where_of(cfg) .. ": job " .. row.id
             .. " (index " .. index .. " of Job " .. name .. ") has no pod "
             .. (job.suspended and "yet: its sweep is held until the jobs "
@@ -1200,8 +1224,8 @@ function M.describe(x)
   }
 end
 
--- Completes listed rows (those of one profile): one look per Job name
--- kept for the walk, one store.
+-- Completes listed rows (those of one profile): one look of the
+-- profile's scope, one store.
 function M.list_rows(rows, ctx)
   local walk = { stores = {} }
   local saved = ctx.walk
@@ -1235,8 +1259,9 @@ end
 function M.origins(profile, trusted)
   local cfg = profile.kubernetes
   if not trusted or not cfg then return {} end
-  local list = native.contexts(kubeconfig_paths(cfg))
-  for _, c in ipairs(list or {}) do
+  -- (a kubeconfig it cannot read names no server: never an error here)
+  local ok, list = pcall(native.contexts, kubeconfig_paths(cfg))
+  for _, c in ipairs(ok and list or {}) do
     if c.name == cfg.context or (not cfg.context and c.current) then
       return c.server ~= "" and { c.server } or {}
     end
@@ -1285,10 +1310,12 @@ function M.doctor(profile)
     add("kubernetes namespace", "fail", cfg.namespace .. ": "
         .. tostring(e.message), e.hint)
   end
+  -- (watch: without it, following lists at each look; a warning)
   for _, what in ipairs({ { "create", "batch", "jobs" },
                           { "create", "", "secrets" },
                           { "delete", "batch", "jobs" },
-                          { "list", "", "pods" } }) do
+                          { "list", "", "pods" },
+                          { "watch", "", "pods", "warn" } }) do
     local allowed, reason = s:access_review { namespace = cfg.namespace,
       verb = what[1], group = what[2], resource = what[3] }
     local label = "kubernetes may " .. what[1] .. " " .. what[3]
@@ -1298,7 +1325,7 @@ function M.doctor(profile)
     elseif allowed then
       add(label, "ok", "in namespace " .. cfg.namespace)
     else
-      add(label, "fail", "not in namespace " .. cfg.namespace
+      add(label, what[4] or "fail", "not in namespace " .. cfg.namespace
           .. (reason and reason ~= "" and (": " .. reason) or ""),
           "ask the cluster's admin for a Role that lets you " .. what[1]
           .. " " .. what[3] .. " there")

@@ -102,6 +102,7 @@ kubelet_stop() {
 	fi
 	kill "$KUBELET" 2>/dev/null
 	wait "$KUBELET" 2>/dev/null
+	KUBELET=
 }
 
 # busybox_root DIR: DIR/bin holds busybox and a link for each of its

@@ -156,6 +156,13 @@ local navette = require "navette"
 navette.job { name = "nap", image = "$BASE:1",
               command = { "sh", "-c", "sleep 8; echo rested" } }
 EOF
+# a sweep whose tasks no node fits (16 GPUs each)
+cat >"$R/bigsweep.lua" <<EOF
+local navette = require "navette"
+navette.sweep { job = { name = "wide", image = "$BASE:1",
+                        resources = { gpus = 16 }, command = { "true" } },
+                matrix = { n = { 1, 2 } } }
+EOF
 # a sweep held until a job that waits for the test's second gate
 cat >"$R/heldsweep.lua" <<EOF
 local navette = require "navette"
@@ -167,7 +174,7 @@ navette.sweep { job = { name = "held", image = "$BASE:1", after = { opener },
 EOF
 commit_all "$R" >/dev/null
 git -C "$R" push -q origin HEAD:main 2>/dev/null
-(cd "$R" && "$NAVETTE" trust >/dev/null 2>&1)
+nv_in "$R" trust
 check_rc "the project is trusted" 0
 
 # ---- plan: the manifests, nothing sent ---------------------------------------
@@ -350,6 +357,28 @@ check_rc "followed to its end with the exec credential" 0
 check_eq "status: succeeded" "$(st "$XID" 'd["state"]')" succeeded
 runs=$(grep -c . "$T/exec-runs")
 check_true "the plugin ran again once the credential was near its end ($runs runs)" [ "$runs" -ge 2 ]
+
+# ---- cancel: one task of a sweep whose pods wait for a node -----------------------
+# (its Pending pod deleted: the index ends, no new pod comes for it, the
+# other task still waits)
+nv_in "$R" run bigsweep.lua
+check_rc "the wide sweep is submitted" 0
+W1=$(sub_id 'wide\[.*\]' | sed -n 1p)
+W2=$(sub_id 'wide\[.*\]' | sed -n 2p)
+w1_pending() { [ "$(kc -n "$NS" get pods -l "navette/job=$(st "$W1" 'd["kubernetes"]["job"]')" -o json | json '[p["status"]["phase"] for p in d["items"] if p["metadata"]["annotations"].get("batch.kubernetes.io/job-completion-index") == "0"]')" = '["Pending"]' ]; }
+wait_for 60 w1_pending
+check_true "the first task's pod waits for a node" w1_pending
+nv cancel "$W1"
+check_rc "one task of the waiting sweep is cancelled" 0
+check_eq "status: cancelled" "$(st "$W1" 'd["state"]')" cancelled
+sleep 8
+WJOB=$(st "$W2" 'd["kubernetes"]["job"]')
+check_eq "no new pod for its index" \
+	"$(kc -n "$NS" get pods -l "navette/job=$WJOB" -o json | json '[p["metadata"]["name"] for p in d["items"] if p["metadata"]["annotations"].get("batch.kubernetes.io/job-completion-index") == "0" and not p["metadata"].get("deletionTimestamp")]')" '[]'
+check_eq "the Job counts its index failed" "$(kc -n "$NS" get job "$WJOB" -o 'jsonpath={.status.failedIndexes}')" 0
+check_eq "the other task still waits" "$(st "$W2" 'd["state"]')" queued
+nv cancel "$W2"
+check_rc "the other task is cancelled" 0
 
 # ---- cancel: the tasks of a sweep held for its `after` -------------------------
 # (an Indexed Job runs every index: one task alone cannot be left out

@@ -78,7 +78,7 @@ navette.job {
 EOF
 commit_all "$R" >/dev/null
 git -C "$R" push -q origin HEAD:main 2>/dev/null
-(cd "$R" && "$NAVETTE" trust >/dev/null 2>&1)
+nv_in "$R" trust
 check_rc "the project is trusted" 0
 
 # ---- on Kubernetes first ---------------------------------------------------------
