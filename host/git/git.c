@@ -793,6 +793,114 @@ int nv_git_is_lockfile(const char *name)
 	       strcmp(name + n - 4, ".txt") == 0;
 }
 
+int nv_git_path_id(const nv_git_repo *repo, const char *oid_hex,
+		   const char *path, char id[NV_GIT_OID_HEX_LEN + 1],
+		   char *kind, nv_err *err)
+{
+	git_tree *tree = NULL;
+	git_tree_entry *e = NULL;
+	size_t len = strlen(path);
+	int rc;
+
+	id[0] = '\0';
+	*kind = 0;
+	if (len > 4096 || path[0] == '/' || strstr(path, "//") ||
+	    strcmp(path, "..") == 0 || strncmp(path, "../", 3) == 0 ||
+	    strstr(path, "/../") ||
+	    (len >= 3 && strcmp(path + len - 3, "/..") == 0))
+		return nv_err_set(err, NV_EINVAL,
+				  "give a path relative to the repository's "
+				  "root, such as src/ or configs/train.yaml",
+				  "'%.200s' is not a path of the repository",
+				  path);
+	rc = nv_git_lookup_tree(&tree, repo->repo, oid_hex, err);
+	if (rc)
+		return rc;
+	if (len == 0 || strcmp(path, ".") == 0 || strcmp(path, "./") == 0) {
+		git_oid_tostr(id, NV_GIT_OID_HEX_LEN + 1, git_tree_id(tree));
+		*kind = 't';
+		git_tree_free(tree);
+		return 0;
+	}
+	{
+		char rel[4097];
+
+		snprintf(rel, sizeof(rel), "%s", path);
+		if (rel[len - 1] == '/')
+			rel[len - 1] = '\0';
+		if (git_tree_entry_bypath(&e, tree, rel) < 0) {
+			git_tree_free(tree);
+			return nv_err_set(err, NV_ENOTFOUND,
+					  "check the path: it must be in the "
+					  "commit",
+					  "commit %.12s has no '%.200s'",
+					  oid_hex, path);
+		}
+	}
+	git_oid_tostr(id, NV_GIT_OID_HEX_LEN + 1, git_tree_entry_id(e));
+	switch (git_tree_entry_type(e)) {
+	case GIT_OBJECT_TREE: *kind = 't'; break;
+	case GIT_OBJECT_COMMIT: *kind = 'c'; break;
+	default: *kind = 'b';
+	}
+	git_tree_entry_free(e);
+	git_tree_free(tree);
+	return 0;
+}
+
+struct lock_walk {
+	nv_git_lockfile_cb cb;
+	void *payload;
+	size_t n;
+	int rc;
+	nv_err *err;
+};
+
+static int lock_walk_one(const char *root, const git_tree_entry *e,
+			 void *payload)
+{
+	struct lock_walk *w = payload;
+	git_filemode_t mode = git_tree_entry_filemode(e);
+	const char *name = git_tree_entry_name(e);
+	char path[4097], id[NV_GIT_OID_HEX_LEN + 1];
+	int n;
+
+	if ((mode != GIT_FILEMODE_BLOB &&
+	     mode != GIT_FILEMODE_BLOB_EXECUTABLE) ||
+	    !nv_git_is_lockfile(name))
+		return 0;
+	if (++w->n > NV_GIT_LOCKFILES_MAX) {
+		w->rc = nv_err_set(w->err, NV_EREFUSED,
+				   "keep fewer lock files in the repository",
+				   "the commit holds more than %d lock files",
+				   NV_GIT_LOCKFILES_MAX);
+		return -1;
+	}
+	n = snprintf(path, sizeof(path), "%s%s", root, name);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return 0; /* (a path no checkout could hold) */
+	git_oid_tostr(id, sizeof(id), git_tree_entry_id(e));
+	w->rc = w->cb(path, id, w->payload);
+	return w->rc ? -1 : 0;
+}
+
+int nv_git_lockfiles(const nv_git_repo *repo, const char *oid_hex,
+		     nv_git_lockfile_cb cb, void *payload, nv_err *err)
+{
+	struct lock_walk w = {cb, payload, 0, 0, err};
+	git_tree *tree = NULL;
+	int rc = nv_git_lookup_tree(&tree, repo->repo, oid_hex, err);
+
+	if (rc)
+		return rc;
+	if (git_tree_walk(tree, GIT_TREEWALK_PRE, lock_walk_one, &w) < 0 &&
+	    !w.rc)
+		w.rc = nv_git_failf(err, NV_EIO, NULL,
+				    "cannot walk the tree of %.12s", oid_hex);
+	git_tree_free(tree);
+	return w.rc;
+}
+
 static void to_hex(char *out, const unsigned char *md, size_t len)
 {
 	static const char digits[] = "0123456789abcdef";

@@ -183,6 +183,26 @@ int nv_git_lockfile_hash(const nv_git_repo *repo, const char *oid_hex,
 /* 1 when name (a file name at the root of a tree) is a known lock file. */
 int nv_git_is_lockfile(const char *name);
 
+/* The id (40 hex) of what commit oid_hex holds at path ('/'-separated
+ * names, relative to the repository's root; "" or "." the root tree), and
+ * its kind: 't' a folder, 'b' a file or link, 'c' a submodule. A path the
+ * commit does not hold: NV_ENOTFOUND; one that is not a plain relative
+ * path (absolute, "..", empty names, over 4096 bytes): NV_EINVAL. */
+int nv_git_path_id(const nv_git_repo *repo, const char *oid_hex,
+		   const char *path, char id[NV_GIT_OID_HEX_LEN + 1],
+		   char *kind, nv_err *err);
+
+/* Each regular file of commit oid_hex's tree, in any folder, whose name is
+ * a lock file (nv_git_is_lockfile), to cb(path, blob id, payload) in the
+ * tree's order (folders first walked, names bytewise). At most
+ * NV_GIT_LOCKFILES_MAX (more: NV_EREFUSED). cb returning non-zero stops
+ * the walk with that status. */
+#define NV_GIT_LOCKFILES_MAX 1000
+typedef int (*nv_git_lockfile_cb)(const char *path, const char *blob_id,
+				  void *payload);
+int nv_git_lockfiles(const nv_git_repo *repo, const char *oid_hex,
+		     nv_git_lockfile_cb cb, void *payload, nv_err *err);
+
 /* 1 when a tree entry name is one safe component: not "", ".", "..",
  * ".git" (any case), and without '/'. export and the archive writer refuse
  * the others. */

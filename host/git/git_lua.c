@@ -403,6 +403,91 @@ static int l_git_lockfile_hash(lua_State *L)
 	return nv_lua_string_result(L, rc, hex, &err);
 }
 
+/* repo:path_id(ref, path) -> id, kind ("tree" | "file" | "submodule") |
+ * nil, err: what the commit holds at path ("" the root tree), by id. */
+static int l_git_path_id(lua_State *L)
+{
+	nv_git_repo *repo = check_repo(L, 1);
+	const char *ref = luaL_checkstring(L, 2);
+	const char *path = luaL_checkstring(L, 3);
+	char oid[NV_GIT_OID_HEX_LEN + 1], id[NV_GIT_OID_HEX_LEN + 1];
+	char kind = 0;
+	nv_err err;
+
+	nv_err_clear(&err);
+	if (nv_git_resolve(repo, ref, oid, &err) ||
+	    nv_git_path_id(repo, oid, path, id, &kind, &err))
+		return nv_lua_push_error(L, &err);
+	lua_pushstring(L, id);
+	lua_pushstring(L, kind == 't'   ? "tree"
+			  : kind == 'c' ? "submodule"
+					: "file");
+	return 2;
+}
+
+/* Each lock file found is added under lua_pcall (a memory error stops
+ * the walk, which frees what it holds, and is raised after); the walk
+ * stays under LUA_MINSTACK values on the stack. */
+struct lockfile_walk {
+	lua_State *L;
+	int table;
+	lua_Integer n;
+};
+
+static int l_git_lockfile_add(lua_State *L)
+{
+	struct lockfile_walk *w = lua_touserdata(L, 1);
+
+	/* [w, list, path, blob]: the two strings as light userdata, so
+	 * that nothing is allocated outside this protected call */
+	lua_createtable(L, 0, 2);
+	lua_pushstring(L, lua_touserdata(L, 3));
+	lua_setfield(L, -2, "path");
+	lua_pushstring(L, lua_touserdata(L, 4));
+	lua_setfield(L, -2, "blob");
+	lua_rawseti(L, 2, ++w->n);
+	return 0;
+}
+
+static int lockfile_cb(const char *path, const char *blob, void *payload)
+{
+	struct lockfile_walk *w = payload;
+	lua_State *L = w->L;
+
+	lua_pushcfunction(L, l_git_lockfile_add);
+	lua_pushlightuserdata(L, w);
+	lua_pushvalue(L, w->table);
+	lua_pushlightuserdata(L, (void *)path);
+	lua_pushlightuserdata(L, (void *)blob);
+	return lua_pcall(L, 4, 0, 0) == LUA_OK ? 0 : NV_ENOMEM;
+}
+
+/* repo:lockfiles(ref) -> {{path, blob}, ...} | nil, err: the dependency
+ * lock files of the commit, in any folder, in the tree's order. */
+static int l_git_lockfiles(lua_State *L)
+{
+	nv_git_repo *repo = check_repo(L, 1);
+	const char *ref = luaL_checkstring(L, 2);
+	char oid[NV_GIT_OID_HEX_LEN + 1];
+	struct lockfile_walk w;
+	nv_err err;
+	int rc;
+
+	nv_err_clear(&err);
+	if (nv_git_resolve(repo, ref, oid, &err))
+		return nv_lua_push_error(L, &err);
+	lua_newtable(L);
+	w.L = L;
+	w.table = lua_gettop(L);
+	w.n = 0;
+	rc = nv_git_lockfiles(repo, oid, lockfile_cb, &w, &err);
+	if (rc == NV_ENOMEM && !err.message[0])
+		return lua_error(L); /* the pcall's error, on the top */
+	if (rc)
+		return nv_lua_push_error(L, &err);
+	return 1;
+}
+
 /* repo:read_file(ref, path [, max_bytes]) -> bytes | nil, err: a file of
  * the commit (the recipe's modules are loaded from there). */
 static int l_git_read_file(lua_State *L)
@@ -528,6 +613,8 @@ static const luaL_Reg repo_methods[] = {
 	{"export", l_git_export},
 	{"archive", l_git_archive},
 	{"lockfile_hash", l_git_lockfile_hash},
+	{"path_id", l_git_path_id},
+	{"lockfiles", l_git_lockfiles},
 	{"close", l_git_close},
 	{NULL, NULL},
 };

@@ -147,6 +147,80 @@ static void test_not_a_repo_and_unborn(void)
 	CHECK(nv_git_open(&repo, dir, &err) == NV_EREFUSED);
 }
 
+/* git rev-parse SPEC in repository r, into out (41 bytes) */
+static int rev_parse(const char *r, const char *spec, char *out)
+{
+	char f[PATH_MAX + 16];
+
+	snprintf(f, sizeof(f), "%s/rev", tmp);
+	if (sh("git -C '%s' rev-parse '%s' > '%s'", r, spec, f) != 0 ||
+	    read_file(f, out, NV_GIT_OID_HEX_LEN + 2) != 0)
+		return -1;
+	out[NV_GIT_OID_HEX_LEN] = '\0';
+	return 0;
+}
+
+struct locks_seen {
+	char text[1024];
+};
+
+static int add_lock(const char *path, const char *blob, void *payload)
+{
+	struct locks_seen *w = payload;
+	size_t n = strlen(w->text);
+
+	snprintf(w->text + n, sizeof(w->text) - n, "%s=%.7s;", path, blob);
+	return 0;
+}
+
+static void test_path_ids(nv_git_repo *repo, const char *r)
+{
+	char head[NV_GIT_OID_HEX_LEN + 1], id[NV_GIT_OID_HEX_LEN + 1];
+	char want[NV_GIT_OID_HEX_LEN + 2], expect[256];
+	struct locks_seen seen = {""};
+	char kind = 0;
+	nv_err err;
+
+	CHECK(sh("cd '%s' && mkdir -p svc/api && printf 'x==1\\n' > "
+		 "svc/api/requirements-gpu.txt && printf 'lock' > "
+		 "svc/uv.lock && printf 'no' > svc/api/lock.txt && "
+		 "git add -A && git commit -qm locks",
+		 r) == 0);
+	CHECK(nv_git_resolve(repo, "HEAD", head, &err) == 0);
+	CHECK(nv_git_path_id(repo, head, "", id, &kind, &err) == 0);
+	CHECK(rev_parse(r, "HEAD^{tree}", want) == 0);
+	CHECK_STR(id, want);
+	CHECK(kind == 't');
+	CHECK(nv_git_path_id(repo, head, "sub/dir/", id, &kind, &err) == 0);
+	CHECK(rev_parse(r, "HEAD:sub/dir", want) == 0);
+	CHECK_STR(id, want);
+	CHECK(kind == 't');
+	CHECK(nv_git_path_id(repo, head, "sub/dir/deep.txt", id, &kind, &err) ==
+	      0);
+	CHECK(rev_parse(r, "HEAD:sub/dir/deep.txt", want) == 0);
+	CHECK_STR(id, want);
+	CHECK(kind == 'b');
+	CHECK(nv_git_path_id(repo, head, "sub/nope", id, &kind, &err) ==
+	      NV_ENOTFOUND);
+	CHECK(strstr(err.message, "sub/nope") != NULL);
+	CHECK(nv_git_path_id(repo, head, "../x", id, &kind, &err) == NV_EINVAL);
+	CHECK(nv_git_path_id(repo, head, "/etc", id, &kind, &err) == NV_EINVAL);
+	CHECK(nv_git_path_id(repo, head, "sub/../a.txt", id, &kind, &err) ==
+	      NV_EINVAL);
+
+	/* the lock files in any folder, in the tree's order */
+	CHECK(nv_git_lockfiles(repo, head, add_lock, &seen, &err) == 0);
+	CHECK(rev_parse(r, "HEAD:package-lock.json", want) == 0);
+	snprintf(expect, sizeof(expect), "package-lock.json=%.7s;", want);
+	CHECK(rev_parse(r, "HEAD:svc/api/requirements-gpu.txt", want) == 0);
+	snprintf(expect + strlen(expect), sizeof(expect) - strlen(expect),
+		 "svc/api/requirements-gpu.txt=%.7s;", want);
+	CHECK(rev_parse(r, "HEAD:svc/uv.lock", want) == 0);
+	snprintf(expect + strlen(expect), sizeof(expect) - strlen(expect),
+		 "svc/uv.lock=%.7s;", want);
+	CHECK_STR(seen.text, expect);
+}
+
 static void test_repo(void)
 {
 	char r[PATH_MAX], p[PATH_MAX + 64], buf[512], real[PATH_MAX];
@@ -301,6 +375,9 @@ static void test_repo(void)
 	present = -1;
 	CHECK(nv_git_on_remote(repo, NULL, first, &present, &err) == 0);
 	CHECK(present == 1); /* an ancestor of the pushed tip */
+
+	/* What a commit holds at a path, by id, as git names it. */
+	test_path_ids(repo, r);
 	CHECK(sh("cd '%s' && git commit -q --allow-empty -m four", r) == 0);
 	CHECK(nv_git_resolve(repo, "HEAD", head, &err) == 0);
 	present = -1;
