@@ -1,0 +1,155 @@
+-- navette.reuse.key: a job's content key (issue 32): the sha256 of a
+-- canonical encoding of everything that decides its outputs, and those
+-- parts themselves, kept in the run record (key, key_parts) so that a
+-- later run can say what differs.
+--
+-- The parts (version 1):
+--   v          1
+--   project    the project's name
+--   code       {tree = the commit's root tree id} (a commit that changes
+--              nothing in the tree changes nothing), or {paths = {[path]
+--              = the tree or blob id there}} for a job that narrows it
+--              (code = { paths = {...} }), or {library = commit} for a
+--              job a library declares
+--   locks      {[path] = blob id}: the dependency lock files of the commit
+--   image      the image's digest reference, or "host"
+--   inputs     {[name] = sha256}: a store input by its content, another
+--              job's output by the sha256 its run record gives
+--   command, env, params
+--   success    {exit_codes, outputs}; failure {log_patterns}
+--   resources  those that change results: gpus, gres (a GPU's type);
+--              not cpus, memory, time_limit, partition, account, qos
+-- Not in it: the profile and backend (a key is the same on every
+-- backend; reuse is per store), ids, times, who submitted.
+--
+-- The encoding is JSON with nothing left to choice: object keys sorted
+-- bytewise, no space, integers only (another number is refused: give it
+-- as text), strings with '"', '\\' and the control characters escaped
+-- (\b \f \n \r \t, else \u00XX) and every other byte as it is: what
+-- Python's json.dumps(v, sort_keys=True, separators=(",", ":"),
+-- ensure_ascii=False) writes. The key is "sha256:" and the hex sha256 of
+-- "navette-key/1\n" followed by that text.
+local M = {}
+
+local ESC = { ['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b",
+              ["\f"] = "\\f", ["\n"] = "\\n", ["\r"] = "\\r",
+              ["\t"] = "\\t" }
+
+local function encode_string(s)
+  return '"' .. s:gsub('[%c"\\]', function(c)
+    if c == "\127" then return c end
+    return ESC[c] or string.format("\\u%04x", c:byte())
+  end) .. '"'
+end
+
+-- Whether t is a list: keys 1..n, or the json library's empty array.
+local function is_list(t)
+  local n = 0
+  for k in pairs(t) do
+    if math.type(k) ~= "integer" or k < 1 then return false end
+    n = n + 1
+  end
+  return n == #t
+end
+
+local function encode(v, out, depth)
+  if depth > 32 then error("navette.reuse.key: nested too deep", 0) end
+  local tv = type(v)
+  if tv == "string" then
+    out[#out + 1] = encode_string(v)
+  elseif tv == "boolean" then
+    out[#out + 1] = v and "true" or "false"
+  elseif tv == "number" then
+    if math.type(v) ~= "integer" then
+      error("navette.reuse.key: " .. tostring(v) .. " is not an integer: "
+            .. "give it as text", 0)
+    end
+    out[#out + 1] = string.format("%d", v)
+  elseif v == nil or v == _navette.json.null then
+    out[#out + 1] = "null"
+  elseif tv == "table" then
+    local array = getmetatable(v) ~= nil and next(v) == nil
+    if array or (next(v) ~= nil and is_list(v)) then
+      out[#out + 1] = "["
+      for i, x in ipairs(v) do
+        if i > 1 then out[#out + 1] = "," end
+        encode(x, out, depth + 1)
+      end
+      out[#out + 1] = "]"
+    else
+      local keys = {}
+      for k in pairs(v) do
+        if type(k) ~= "string" then
+          error("navette.reuse.key: a key that is not text: "
+                .. tostring(k), 0)
+        end
+        keys[#keys + 1] = k
+      end
+      table.sort(keys)
+      out[#out + 1] = "{"
+      for i, k in ipairs(keys) do
+        if i > 1 then out[#out + 1] = "," end
+        out[#out + 1] = encode_string(k)
+        out[#out + 1] = ":"
+        encode(v[k], out, depth + 1)
+      end
+      out[#out + 1] = "}"
+    end
+  else
+    error("navette.reuse.key: a " .. tv .. " cannot be in a key", 0)
+  end
+end
+
+-- The canonical text of v.
+function M.canonical(v)
+  local out = {}
+  encode(v, out, 0)
+  return table.concat(out)
+end
+
+-- The key of parts: "sha256:<hex>".
+function M.of(parts)
+  return "sha256:" .. _navette.sys.sha256("navette-key/1\n"
+                                          .. M.canonical(parts))
+end
+
+local RESULT_RESOURCES = { "gpus", "gres" }
+
+-- The parts of spec's key. code: {tree = id} | {paths = {[p] = id}} |
+-- {library = commit} (navette.reuse finds it in the commit); locks:
+-- {[path] = blob}; produced: {[input name] = sha256} of the inputs that
+-- are other jobs' outputs (their records'); nil when one is not known
+-- yet (its producer runs now): the job cannot be keyed before it ends.
+function M.parts(spec, code, locks, produced)
+  local inputs = {}
+  for _, i in ipairs(spec.inputs or {}) do
+    local sha = i.from and (produced or {})[i.name] or i.sha256
+    if type(sha) ~= "string" then return nil, i.name end
+    inputs[i.name] = sha
+  end
+  local resources = {}
+  for _, k in ipairs(RESULT_RESOURCES) do
+    local v = spec.resources and spec.resources[k]
+    if v ~= nil then
+      resources[k] = math.type(v) == "float" and tostring(v) or v
+    end
+  end
+  local success, failure = spec.success or {}, spec.failure_condition or {}
+  return {
+    v = 1,
+    project = spec.project,
+    code = code,
+    locks = locks or {},
+    image = spec.image,
+    inputs = inputs,
+    command = spec.command,
+    env = spec.env or {},
+    params = spec.params or {},
+    success = { exit_codes = success.exit_codes or {},
+                outputs = success.outputs or {} },
+    failure = { log_patterns = failure.log_patterns or {} },
+    resources = resources,
+  }
+end
+
+return M

@@ -1,0 +1,113 @@
+-- A job's content key (navette.reuse.key, issue 32): its canonical
+-- encoding is Python's json.dumps(parts, sort_keys=True,
+-- separators=(",", ":"), ensure_ascii=False), so that any system and any
+-- backend give one job the same key. The expected text and hash below
+-- were computed by Python from the same parts, not by this code.
+local t = test
+local json = _navette.json
+local key = require "navette.reuse.key"
+
+local function spec()
+  return {
+    project = "team", profile = "hpc", backend = "slurm", id = "team-x1",
+    submitted_at = "2026-12-07T05:00:00Z",
+    image = "reg.example.com/train@sha256:" .. ("ab"):rep(32),
+    inputs = json.array({
+      { name = "data", url = "s3://b/d.csv", sha256 = ("1"):rep(64) },
+      { name = "model", from = "team-x0", output = "m.pt" } }),
+    command = json.array({ "python3", "train.py", "--lr", "0.01" }),
+    env = { EPOCHS = "3", NOTE = "é\n\t\"q\"\\\1\127" },
+    params = { lr = "0.01" },
+    success = { exit_codes = json.array({ 0 }),
+                outputs = json.array({ "model.pt" }) },
+    failure_condition = { log_patterns = json.array({}) },
+    resources = { gpus = 2, cpus = 8, time_limit = 3600,
+                  gres = "gpu:a100:2" },
+  }
+end
+
+local CODE = { tree = ("c"):rep(40) }
+local LOCKS = { ["requirements.txt"] = ("d"):rep(40) }
+local PRODUCED = { model = ("2"):rep(64) }
+
+local function key_of(s, code, locks, produced)
+  return key.of(assert(key.parts(s, code or CODE, locks or LOCKS,
+                                 produced or PRODUCED)))
+end
+
+t.test("fixed parts: Python's canonical text and its sha256", function()
+  local parts = assert(key.parts(spec(), CODE, LOCKS, PRODUCED))
+  local want = '{"code":{"tree":"' .. ("c"):rep(40) .. '"}'
+    .. ',"command":["python3","train.py","--lr","0.01"],'
+    .. '"env":{"EPOCHS":"3",'
+    .. '"NOTE":"é\\n\\t\\"q\\"\\\\\\u0001\127"},'
+    .. '"failure":{"log_patterns":[]},'
+    .. '"image":"reg.example.com/train@sha256:' .. ("ab"):rep(32) .. '",'
+    .. '"inputs":{"data":"' .. ("1"):rep(64) .. '",'
+    .. '"model":"' .. ("2"):rep(64) .. '"},'
+    .. '"locks":{"requirements.txt":"' .. ("d"):rep(40) .. '"}'
+    .. ',"params":{"lr":"0.01"},"project":"team",'
+    .. '"resources":{"gpus":2,"gres":"gpu:a100:2"},'
+    .. '"success":{"exit_codes":[0],"outputs":["model.pt"]},'
+    .. '"v":1}'
+  t.eq(key.canonical(parts), want)
+  t.eq(key.of(parts), "sha256:08c03a005fdd2a0083e4cd184ac47900"
+                      .. "e8074783cae2800fc4c2cb4f3c1fa262")
+end)
+
+t.test("what does not decide the outputs is not in the key", function()
+  local base = key_of(spec())
+  for _, change in ipairs({
+    function(s) s.profile, s.backend = "cluster", "kubernetes" end,
+    function(s) s.id, s.submitted_at = "team-y9", "2027-01-01T00:00:00Z" end,
+    function(s) s.resources.cpus, s.resources.time_limit = 64, 60 end,
+    function(s) s.resources.memory, s.resources.partition = "8G", "gpu" end,
+    function(s) s.inputs[1].url = "s3://elsewhere/same-bytes.csv" end,
+  }) do
+    local s = spec()
+    change(s)
+    t.eq(key_of(s), base)
+  end
+end)
+
+t.test("what decides the outputs changes the key", function()
+  local base = key_of(spec())
+  local seen = { [base] = true }
+  for i, change in ipairs({
+    function(s) s.env.EPOCHS = "5" end,
+    function(s) s.params.lr = "0.02" end,
+    function(s) s.inputs[1].sha256 = ("3"):rep(64) end,
+    function(s) s.resources.gres = "gpu:h100:2" end,
+    function(s) s.resources.gpus = 4 end,
+    function(s) s.image = s.image:gsub("ab", "cd") end,
+    function(s) s.command[3] = "--lr=0.01" end,
+    function(s) s.success.outputs[2] = "log.txt" end,
+    function(s) s.failure_condition.log_patterns[1] = "NaN" end,
+  }) do
+    local s = spec()
+    change(s)
+    local k = key_of(s)
+    t.ok(not seen[k], "change " .. i .. " gives a key of its own")
+    seen[k] = true
+  end
+  t.ok(key_of(spec(), { tree = ("e"):rep(40) }) ~= base, "the code")
+  t.ok(key_of(spec(), { paths = { ["src/"] = ("c"):rep(40) } }) ~= base,
+       "code.paths")
+  t.ok(key_of(spec(), CODE, {}) ~= base, "a lock file")
+  t.ok(key_of(spec(), CODE, LOCKS, { model = ("4"):rep(64) }) ~= base,
+       "a producer's output")
+end)
+
+t.test("an input another job has not produced yet: no key", function()
+  local parts, missing = key.parts(spec(), CODE, LOCKS, {})
+  t.eq(parts, nil)
+  t.eq(missing, "model")
+end)
+
+t.test("the encoding leaves nothing to choice", function()
+  t.eq(key.canonical({ b = 1, a = json.array({}), c = {}, d = false }),
+       '{"a":[],"b":1,"c":{},"d":false}')
+  t.eq(key.canonical({ "x", 2, { z = json.null } }), '["x",2,{"z":null}]')
+  t.raises(function() key.canonical({ x = 0.5 }) end, "not an integer")
+  t.raises(function() key.canonical({ [true] = 1 }) end, "not text")
+end)
