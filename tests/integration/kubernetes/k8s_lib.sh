@@ -97,8 +97,8 @@ kubelet_start() {
 }
 kubelet_stop() {
 	if ! kill -0 "$KUBELET" 2>/dev/null; then
-		fail "kubelet.py --$KUBELET_MODE ran until the end" \
-			"$(tail -n 20 "$T/kubelet-$KUBELET_MODE.log")"
+		fail "kubelet.py --$KUBELET_MODE ran until the end; its log:
+$(tail -n 20 "$T/kubelet-$KUBELET_MODE.log")"
 	fi
 	kill "$KUBELET" 2>/dev/null
 	wait "$KUBELET" 2>/dev/null
