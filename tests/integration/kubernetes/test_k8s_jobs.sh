@@ -367,9 +367,9 @@ $(grep '^navette: kubernetes:' "$T/gate.err" | tail -n 40)"
 fi
 check_eq "every LIST is of the profile's jobs, not of one job" \
 	"$(grep '^navette: kubernetes: LIST' "$T/gate.err" | grep -cv 'LIST navette/project=k8s,navette/profile=cluster in ')" 0
-lists=$(grep -c '^navette: kubernetes: LIST' "$T/gate.err")
-watches=$(grep -c '^navette: kubernetes: watch' "$T/gate.err")
-check_true "more watches ($watches) than LISTs ($lists)" [ "$watches" -gt "$lists" ]
+# (how many of each depends on the machine's pace: that both kinds were
+# watched, and quietly, is what is certain)
+check_true "its Jobs were watched too" grep -q '^navette: kubernetes: watch jobs from .*: quiet' "$T/gate.err"
 
 # ---- an exec credential renewed while navette follows the job ---------------------
 # (the plugin's credential lives 13 s and is renewed 10 s before its end:
