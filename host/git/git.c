@@ -793,6 +793,17 @@ int nv_git_is_lockfile(const char *name)
 	       strcmp(name + n - 4, ".txt") == 0;
 }
 
+/* A regular file whose name is a lock file (a symlink's bytes are a
+ * path, not a lock). */
+static int lock_entry(const git_tree_entry *e)
+{
+	git_filemode_t mode = git_tree_entry_filemode(e);
+
+	return (mode == GIT_FILEMODE_BLOB ||
+		mode == GIT_FILEMODE_BLOB_EXECUTABLE) &&
+	       nv_git_is_lockfile(git_tree_entry_name(e));
+}
+
 int nv_git_path_id(const nv_git_repo *repo, const char *oid_hex,
 		   const char *path, char id[NV_GIT_OID_HEX_LEN + 1],
 		   char *kind, nv_err *err)
@@ -860,14 +871,11 @@ static int lock_walk_one(const char *root, const git_tree_entry *e,
 			 void *payload)
 {
 	struct lock_walk *w = payload;
-	git_filemode_t mode = git_tree_entry_filemode(e);
 	const char *name = git_tree_entry_name(e);
 	char path[4097], id[NV_GIT_OID_HEX_LEN + 1];
 	int n;
 
-	if ((mode != GIT_FILEMODE_BLOB &&
-	     mode != GIT_FILEMODE_BLOB_EXECUTABLE) ||
-	    !nv_git_is_lockfile(name))
+	if (!lock_entry(e))
 		return 0;
 	if (++w->n > NV_GIT_LOCKFILES_MAX) {
 		w->rc = nv_err_set(w->err, NV_EREFUSED,
@@ -940,13 +948,10 @@ int nv_git_lockfile_hash(const nv_git_repo *repo, const char *oid_hex,
 	for (i = 0; i < n; i++) {
 		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
 		const char *name = git_tree_entry_name(e);
-		git_filemode_t mode = git_tree_entry_filemode(e);
 		git_blob *blob = NULL;
 		int ok;
 
-		if ((mode != GIT_FILEMODE_BLOB &&
-		     mode != GIT_FILEMODE_BLOB_EXECUTABLE) ||
-		    !nv_git_is_lockfile(name))
+		if (!lock_entry(e))
 			continue;
 		if (git_blob_lookup(&blob, repo->repo, git_tree_entry_id(e)) <
 		    0) {
