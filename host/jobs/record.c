@@ -35,7 +35,8 @@ const char *const nv_record_spec_fields[] = {
 	"backend",      "params",
 	"run",          "libraries",
 	"retries",      "checkpoint",
-	"secrets",
+	"secrets",      "key",
+	"key_parts",    "locks",
 	NULL};
 /* clang-format on */
 

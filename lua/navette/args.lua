@@ -1,5 +1,5 @@
 -- Command-line flags, one parser for every command: flags is {name =
--- "bool" | "value"}; `--name value`, `--name=value`, `-h`/`--help` and
+-- "bool" | "value" | "values" (repeatable: a list)}; `--name value`, `--name=value`, `-h`/`--help` and
 -- `--` are understood, and `-x` for a one-letter bool flag named x. An
 -- unknown option gets the nearest known one as a suggestion.
 -- fail(message) is called (and must raise) on a usage error. Returns
@@ -67,13 +67,18 @@ function args.parse(argv, flags, fail)
       name = name or a:sub(3)
       local kind = flags[name]
       if not kind then fail("unknown option " .. a .. suggest(name, flags)) end
-      if kind == "value" then
+      if kind == "value" or kind == "values" then
         if not value then
           i = i + 1
           value = argv[i]
           if not value then fail("option --" .. name .. " needs a value") end
         end
-        opts[name] = value
+        if kind == "values" then
+          opts[name] = opts[name] or {}
+          table.insert(opts[name], value)
+        else
+          opts[name] = value
+        end
       else
         if value then fail("--" .. name .. " takes no value") end
         opts[name] = true

@@ -317,6 +317,34 @@ local function check_nodes(v, out, key)
   out.nodes = list
 end
 
+-- code: a revision, or {ref = revision, paths = {...}} (reuse's key
+-- narrowed to those paths of the commit)
+local function check_code(v, out, key)
+  if type(v) == "string" then
+    out.code = v
+    return
+  end
+  want(v, "table", key)
+  check_keys(v, { "ref", "paths" }, key)
+  if v.ref ~= nil and (type(v.ref) ~= "string" or v.ref == "") then
+    bad("'" .. key .. ".ref' must be a revision, such as \"HEAD\"")
+  end
+  out.code = v.ref or "HEAD"
+  local paths = string_list(v.paths, key .. ".paths")
+  if #paths == 0 then
+    bad("'" .. key .. ".paths' must name at least one folder or file",
+        "for example code = { paths = { \"src/\", \"train.yaml\" } }")
+  end
+  for i, p in ipairs(paths) do
+    if p == "" or p:sub(1, 1) == "/" or ("/" .. p .. "/"):find("/%.%.?/")
+       or #p > 1024 then
+      bad("'" .. key .. ".paths[" .. i .. "]' = '" .. p .. "' is not a "
+          .. "path of the repository", "a relative path such as \"src/\"")
+    end
+  end
+  out.code_paths = paths
+end
+
 local function exit_code_ok(c)
   return math.type(c) == "integer" and c >= 0 and c <= 255
 end
@@ -398,11 +426,17 @@ job.FIELDS = {
     check = check_name,
     doc = "The job's name in the run: letters, digits, '.', '_' and '-', at "
           .. "most 63." },
-  { name = "code", type = "string", kind = "string", default = "HEAD",
+  { name = "code", type = "string|{ref: string?, paths: string[]}",
+    check = check_code, default = "HEAD",
     doc = "The commit the job runs (a revision: a branch, tag or commit "
           .. "id); the tree must be clean and the commit pushed. In a job "
           .. "a library declares, \"library\" is the library's locked "
-          .. "commit." },
+          .. "commit. { ref = \"HEAD\", paths = { \"src/\", ... } } runs "
+          .. "the same commit, and keys the job (reuse) by those folders "
+          .. "and files only: a change elsewhere reuses it." },
+  { name = "reuse", type = "boolean", kind = "boolean", default = true,
+    doc = "false: the job always runs, never taken from an earlier run "
+          .. "with the same key (a benchmark, a job reading the clock)." },
   { name = "image", type = "string|navette.image.Result",
     check = check_image,
     doc = "The image: a reference (pinned to its digest when submitted), or "

@@ -158,7 +158,7 @@ end
 
 -- A glob over job names: `*` any text, `?` one character; everything
 -- else, brackets of sweep names included, stands for itself.
-local function glob_pattern(glob)
+function jobs.glob_pattern(glob)
   local body = glob:gsub("[%^%$%(%)%%%.%[%]%+%-]", "%%%0")
   body = body:gsub("%*", ".*"):gsub("%?", ".")
   return "^" .. body .. "$"
@@ -195,7 +195,7 @@ function jobs.pick(given)
   local row, err = jobs.row(given)
   if row and row.id == given then return { kind = "job", rows = { row } } end
   local project = jobs.here()
-  local pattern = given:find("[*?]") and glob_pattern(given)
+  local pattern = given:find("[*?]") and jobs.glob_pattern(given)
   local picked, seen = {}, {}
   for _, r in ipairs(jobs.list(1000000)) do -- newest first
     local name = type(r.name) == "string" and r.name

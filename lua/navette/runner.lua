@@ -64,7 +64,9 @@ local runner = {
 -- they were, and the audit log holds only the refusal. The second pass
 -- evaluates the recipe again and does it. opts: profile, nodes, at and
 -- rerun (navette rerun: the commit the recipe is read at, and what
--- run.rerun.plan gave: only those jobs are kept). -> run, specs
+-- run.rerun.plan gave: only those jobs are kept), no_reuse and
+-- rerun_names (globs of the jobs that run even when they could be reused:
+-- navette.reuse). -> run, specs (run.reused: the jobs reused)
 function runner.run(recipe, opts)
   opts = opts or {}
   -- what the recipe prints is shown once: the checking pass's only when
@@ -76,6 +78,7 @@ function runner.run(recipe, opts)
                                     nodes = opts.nodes, checking = true,
                                     print = keep, at = opts.at })
     if opts.rerun then rerunning.select(c, opts.rerun) end
+    c.no_reuse, c.rerun_names = opts.no_reuse, opts.rerun_names
     if #c.jobs > 0 then submitting.submit(c) end
     return c
   end)
@@ -91,9 +94,10 @@ function runner.run(recipe, opts)
   -- environment, inputs, image...): a recipe that declares others the
   -- second time (it reads the clock, a random number, or knows which
   -- pass it is in) is refused, naming what differs
+  -- (the checking pass's jobs as declared: those reused left its list)
   local function shape(r)
     local names = {}
-    for i, j in ipairs(r.jobs) do
+    for i, j in ipairs(r.declared_jobs or r.jobs) do
       names[i] = j.name .. "@" .. tostring(j.code)
     end
     return table.concat(names, ",")
@@ -107,7 +111,7 @@ function runner.run(recipe, opts)
       -- an image the recipe makes in the run (code_layer, build,
       -- debootstrap) is only planned in the checking pass, and pushed,
       -- by its digest, in this one: it is not compared
-      local checked = check.jobs[i]
+      local checked = (check.declared_jobs or check.jobs)[i]
       local skip = checked.image_planned
                    and { image = true, image_planned = true } or nil
       local field = submitting.first_difference(j, checked, nil, 0, skip)
@@ -125,6 +129,7 @@ function runner.run(recipe, opts)
   end
   run.scanned = check.scanned
   run.checked = check -- (its specs: see checked_specs)
+  run.no_reuse, run.rerun_names = opts.no_reuse, opts.rerun_names
   local specs = #run.jobs > 0 and submitting.submit(run) or {}
   return run, specs
 end

@@ -100,8 +100,12 @@ end)
 
 t.test("an input another job has not produced yet: no key", function()
   local parts, missing = key.parts(spec(), CODE, LOCKS, {})
-  t.eq(parts, nil)
   t.eq(missing, "model")
+  -- (what the key waits for, completed once the producer has ended)
+  t.eq(parts.inputs.model.pending, "team-x0")
+  t.eq(parts.inputs.model.output, "m.pt")
+  parts.inputs.model = PRODUCED.model
+  t.eq(key.of(parts), key_of(spec(), CODE, LOCKS, PRODUCED))
 end)
 
 t.test("the encoding leaves nothing to choice", function()

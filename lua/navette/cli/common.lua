@@ -16,7 +16,7 @@ local common = {}
 -- `help` is not listed: the dispatcher answers it, completion writes its
 -- own entry for it, and an unknown name is never suggested as `help`.
 common.ORDER = { "run", "plan", "lock", "status", "logs", "watch", "cancel",
-                 "rerun", "jobs", "outputs", "gc",
+                 "rerun", "reuse", "jobs", "outputs", "gc",
                  "migrate", "portability", "doctor", "maintain", "team", "trust", "creds",
                  "audit", "storage", "image", "agent", "test", "completion",
                  "definitions", "version" }

@@ -109,7 +109,7 @@ end
 local function flag_list(flags, docs)
   local list = {}
   for name, kind in pairs(flags or {}) do
-    list[#list + 1] = { name = name, value = kind == "value",
+    list[#list + 1] = { name = name, value = kind == "value" or kind == "values",
                         doc = docs[name],
                         word = (#name == 1 and "-" or "--") .. name }
   end

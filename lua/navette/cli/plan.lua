@@ -24,9 +24,12 @@ usage: navette plan RECIPE [--profile P] [--node NAME] [--launcher] [--json]
   --launcher  also print each job's launcher script (what runs on the node)
               and the bodies of the backend's requests (Kubernetes: the
               Job and Secret manifests)
-  --node N    plan for node N, as `run --node N` would run it]],
+  --node N    plan for node N, as `run --node N` would run it
+  --rerun G, --no-reuse   as `run` takes them
+  Each job is either reused (a job of the same key succeeded and its
+  outputs are there: "reuse NAME from ID") or run, with the reason.]],
   flags = { profile = "value", json = "bool", node = "value",
-            launcher = "bool" },
+            launcher = "bool", rerun = "values", ["no-reuse"] = "bool" },
   read_only = true,
 }
 
@@ -238,13 +241,27 @@ function M.run(argv)
   -- a plan submits nothing: it shows a dirty tree's HEAD, and says so
   local run = runner.load(recipe, { profile = opts.profile, plan = true,
                                     nodes = nodes, allow_dirty = true })
+  run.no_reuse, run.rerun_names = opts["no-reuse"], opts.rerun
   local specs = runner.submit(run)
+  -- each job reused or run, and why (navette.reuse)
+  local decisions = json.array({})
+  for _, j in ipairs(run.declared_jobs or run.jobs) do
+    local d = (run.decisions or {})[j.name]
+    if d then
+      decisions[#decisions + 1] = { name = j.name,
+        decision = d.reuse and "reuse" or "run", from = d.from,
+        reason = d.run }
+    end
+  end
   -- the same view of a job's environment as the embedding API's plan
   require("navette.embedding").shown_specs(specs)
   local actions = core.plan()
   -- the ids drawn here are not those run will draw: each is shown as a
   -- placeholder, everywhere (outputs, launcher, actions, after)
   local ids, name_of = {}, {}
+  for _, r in ipairs(run.reused or {}) do
+    name_of[r.from] = r.name .. " (reused: " .. r.from .. ")"
+  end
   for _, s in ipairs(specs) do
     ids[s.id] = "<id of " .. s.name .. ">"
     name_of[ids[s.id]] = s.name
@@ -277,6 +294,7 @@ function M.run(argv)
                              credentials = json.array(credentials),
                              actions = actions,
                              jobs = json.array(specs),
+                             reuse = decisions,
                              graph = json.array(edges) }, true))
     return 0
   end
@@ -300,6 +318,18 @@ function M.run(argv)
     for _, e in ipairs(edges) do
       term.print("  " .. e.from .. " -> " .. e.to .. (#e.inputs > 0
                  and ("  (" .. table.concat(e.inputs, ", ") .. ")") or ""))
+    end
+  end
+  if #decisions > 0 then
+    term.print("")
+    term.print(term.style("stdout", "bold", "reuse") .. " (a job of the "
+               .. "same key whose outputs are there, or why it runs)")
+    for _, d in ipairs(decisions) do
+      if d.from then
+        term.print("  reuse  " .. d.name .. "  from " .. d.from)
+      else
+        term.print("  run    " .. d.name .. "  (" .. d.reason .. ")")
+      end
     end
   end
   for k, s in ipairs(specs) do

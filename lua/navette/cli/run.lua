@@ -10,14 +10,22 @@ local M = {
   summary = { { "run RECIPE", "submit a recipe's jobs (--wait to follow)" } },
   usage = [[
 usage: navette run RECIPE [--profile P] [--node NAME] [--wait] [--json]
+                   [--rerun NAME]... [--no-reuse]
   Evaluates RECIPE and submits every job it declares to the profile's
-  backend (default profile: the project's default, else `local`).
+  backend (default profile: the project's default, else `local`). A job
+  that ran before with the same key (code, inputs, image, command, env...)
+  and whose outputs are still there is reused, not submitted; a job that
+  runs although one of its name ran before says why.
+  --rerun G  run the jobs whose names match G even if they could be
+             reused (a name or a glob such as 'train[*]'; repeatable)
+  --no-reuse run every job
   --node N   run on node N (slurm backend; a node list like gpu-[1-2])
   --wait     follow the jobs until they end (on a terminal, a line per
              job redrawn in place), then show how each ended: a failure
              with the last lines of its log; exit 1 if one failed
   --json     print the jobs as JSON (see `navette help cli`)]],
-  flags = { profile = "value", wait = "bool", json = "bool", node = "value" },
+  flags = { profile = "value", wait = "bool", json = "bool", node = "value",
+            rerun = "values", ["no-reuse"] = "bool" },
   read_only = false,
 }
 
@@ -26,8 +34,8 @@ function M.run(argv)
   if not opts then return 0 end
   local runner = require "navette.runner"
   local run, specs = runner.run(recipe, { profile = opts.profile,
-                                          nodes = nodes })
-  if #run.jobs == 0 then
+    nodes = nodes, no_reuse = opts["no-reuse"], rerun_names = opts.rerun })
+  if #(run.declared_jobs or run.jobs) == 0 then
     if not opts.json then
       term.print("recipe " .. recipe .. " declared no job")
     else
@@ -35,7 +43,26 @@ function M.run(argv)
     end
     return 0
   end
-  return M.submitted(run, specs, opts)
+  -- A reused job as --json shows it: the earlier job's view (its id,
+-- outputs, record), with reused_from, and its name in this run.
+function M.reused_view(r)
+  local ok, v = pcall(jobs.get, r.from)
+  if not ok then
+    -- (another home's job: what its record says)
+    local rec = r.spec.record or {}
+    v = { id = r.from, state = rec.state, commit = rec.commit,
+          image = rec.image, output_prefix = r.spec.outputs.url,
+          outputs = json.array({}) }
+    for i, o in ipairs(rec.outputs or {}) do
+      v.outputs[i] = { name = o.name, key = o.key, url = o.url,
+                       size = o.size, sha256 = o.sha256 }
+    end
+  end
+  v.name, v.reused_from = r.name, r.from
+  return v
+end
+
+return M.submitted(run, specs, opts)
 end
 
 -- What run and rerun print of the jobs they submitted (specs), and with
@@ -44,25 +71,54 @@ end
 function M.submitted(run, specs, opts)
   local ids = {}
   for _, s in ipairs(specs) do ids[#ids + 1] = s.id end
+  local reused = run.reused or {}
+  local decisions = run.decisions or {}
   if not opts.json then
     -- the run's id first: watch, and the jobs of a run, take it
-    term.print("run " .. tostring(specs[1].run) .. " · recipe "
+    term.print((specs[1] and ("run " .. tostring(specs[1].run) .. " · ")
+                or "nothing to submit · ") .. "recipe "
                .. run.recipe .. " · project " .. run.project.name
                .. " · profile " .. run.profile.name
                .. (opts.rerun_of and (" · rerun of " .. opts.rerun_of)
                    or ""))
+    for _, r in ipairs(reused) do
+      term.print("reused  " .. term.style("stdout", "bold", r.name)
+                 .. "  from " .. r.from)
+    end
     for _, s in ipairs(specs) do
       term.print("job " .. term.style("stdout", "bold", s.name)
                  .. " submitted: " .. s.id)
       term.print("  commit " .. s.commit:sub(1, 12) .. " · image "
                  .. s.image .. " · outputs " .. s.outputs.url)
       if s.rerun_of then term.print("  rerun of " .. s.rerun_of) end
+      local d = decisions[s.name]
+      if d and d.run then term.print("  runs: " .. d.run) end
     end
+    for _, note in ipairs(run.reuse_notes or {}) do
+      term.print("note: " .. note)
+    end
+  end
+  if #ids == 0 then
+    -- every job reused: their outputs are where the earlier jobs put them
+    if opts.json then
+      local list = {}
+      for i, r in ipairs(reused) do list[i] = M.reused_view(r) end
+      term.print(json.encode(json.array(list), true))
+    else
+      term.print("every job was reused: nothing was submitted (--rerun "
+                 .. "NAME or --no-reuse runs them again)")
+    end
+    return 0
   end
   if not opts.wait then
     if opts.json then
       local views = {}
-      for i, id in ipairs(ids) do views[i] = jobs.get(id) end
+      for _, r in ipairs(reused) do views[#views + 1] = M.reused_view(r) end
+      for _, id in ipairs(ids) do
+        local v = jobs.get(id)
+        v.reuse = decisions[v.name] and decisions[v.name].run
+        views[#views + 1] = v
+      end
       term.print(json.encode(json.array(views), true))
     elseif #ids > 1 then
       term.print("follow with: navette watch " .. specs[1].run
@@ -82,12 +138,32 @@ function M.submitted(run, specs, opts)
   if stopped then return common.interrupted(ids) end
   if not opts.json then return common.print_outcomes(ids, views) end
   local status, list = 0, {}
-  for i, id in ipairs(ids) do
-    list[i] = views[id]
+  for _, r in ipairs(reused) do list[#list + 1] = M.reused_view(r) end
+  for _, id in ipairs(ids) do
+    list[#list + 1] = views[id]
     if views[id].state ~= "succeeded" then status = 1 end
   end
   term.print(json.encode(json.array(list), true))
   return status
+end
+
+-- A reused job as --json shows it: the earlier job's view (its id,
+-- outputs, record), with reused_from, and its name in this run.
+function M.reused_view(r)
+  local ok, v = pcall(jobs.get, r.from)
+  if not ok then
+    -- (another home's job: what its record says)
+    local rec = r.spec.record or {}
+    v = { id = r.from, state = rec.state, commit = rec.commit,
+          image = rec.image, output_prefix = r.spec.outputs.url,
+          outputs = json.array({}) }
+    for i, o in ipairs(rec.outputs or {}) do
+      v.outputs[i] = { name = o.name, key = o.key, url = o.url,
+                       size = o.size, sha256 = o.sha256 }
+    end
+  end
+  v.name, v.reused_from = r.name, r.from
+  return v
 end
 
 return M

@@ -23,8 +23,8 @@
 -- backend; reuse is per store), ids, times, who submitted.
 --
 -- The encoding is JSON with nothing left to choice: object keys sorted
--- bytewise, no space, integers only (another number is refused: give it
--- as text), strings with '"', '\\' and the control characters escaped
+-- bytewise, no space, integers only (a sweep's other numbers are keyed
+-- as text, "%.17g"; another is refused), strings with '"', '\\' and the control characters escaped
 -- (\b \f \n \r \t, else \u00XX) and every other byte as it is: what
 -- Python's json.dumps(v, sort_keys=True, separators=(",", ":"),
 -- ensure_ascii=False) writes. The key is "sha256:" and the hex sha256 of
@@ -115,23 +115,43 @@ end
 
 local RESULT_RESOURCES = { "gpus", "gres" }
 
+-- v with each number that is not an integer as text ("%.17g": the same
+-- digits on every platform), so that a sweep's learning rates can be in
+-- a key.
+local function numbers_as_text(v, depth)
+  if math.type(v) == "float" then
+    return math.tointeger(v) or string.format("%.17g", v)
+  end
+  if type(v) ~= "table" or depth > 32 then return v end
+  local out = setmetatable({}, getmetatable(v))
+  for k, x in pairs(v) do out[k] = numbers_as_text(x, depth + 1) end
+  return out
+end
+
 -- The parts of spec's key. code: {tree = id} | {paths = {[p] = id}} |
 -- {library = commit} (navette.reuse finds it in the commit); locks:
 -- {[path] = blob}; produced: {[input name] = sha256} of the inputs that
 -- are other jobs' outputs (their records'); nil when one is not known
--- yet (its producer runs now): the job cannot be keyed before it ends.
+-- yet (its producer runs now): such an input is {pending = the producer's
+-- id, output = its path}, and the name of the first is returned second:
+-- the key is known once the producer has ended (M.complete).
 function M.parts(spec, code, locks, produced)
-  local inputs = {}
+  local inputs, missing = {}, nil
   for _, i in ipairs(spec.inputs or {}) do
     local sha = i.from and (produced or {})[i.name] or i.sha256
-    if type(sha) ~= "string" then return nil, i.name end
+    if type(sha) ~= "string" and i.from then
+      sha = { pending = i.from, output = i.output }
+      missing = missing or i.name
+    elseif type(sha) ~= "string" then
+      return nil, i.name
+    end
     inputs[i.name] = sha
   end
   local resources = {}
   for _, k in ipairs(RESULT_RESOURCES) do
     local v = spec.resources and spec.resources[k]
     if v ~= nil then
-      resources[k] = math.type(v) == "float" and tostring(v) or v
+      resources[k] = numbers_as_text(v, 0)
     end
   end
   local success, failure = spec.success or {}, spec.failure_condition or {}
@@ -144,12 +164,31 @@ function M.parts(spec, code, locks, produced)
     inputs = inputs,
     command = spec.command,
     env = spec.env or {},
-    params = spec.params or {},
+    params = numbers_as_text(spec.params or {}, 0),
     success = { exit_codes = success.exit_codes or {},
                 outputs = success.outputs or {} },
     failure = { log_patterns = failure.log_patterns or {} },
     resources = resources,
-  }
+  }, missing
+end
+
+-- The key of parts whose pending inputs sha256_of(producer id, output)
+-- now gives (from the producer's run record), or nil and the name of the
+-- first it does not. parts is left as it was.
+function M.complete(parts, sha256_of)
+  local inputs = {}
+  for name, v in pairs(parts.inputs or {}) do
+    if type(v) == "table" then
+      local sha = sha256_of(v.pending, v.output)
+      if type(sha) ~= "string" then return nil, name end
+      v = sha
+    end
+    inputs[name] = v
+  end
+  local copy = {}
+  for k, v in pairs(parts) do copy[k] = v end
+  copy.inputs = inputs
+  return M.of(copy)
 end
 
 return M

@@ -141,6 +141,7 @@ M.first_difference = util.first_difference
 local function checked_specs(run)
   local check = run.checked
   if not check or check.recorded ~= 0 or check.unsigned
+     or #(check.reused or {}) > 0
      or not check.specs or #check.jobs ~= #run.jobs
      or not same_value(run.project, check.project, 0)
      or not same_value(run.profile, check.profile, 0) then
@@ -185,17 +186,54 @@ local function checked_specs(run)
   return taken
 end
 
--- The spec of j with the run's id and what its log filter masks.
+-- The spec of j with the run's id and what its log filter masks (built
+-- once: the reuse decision builds it first).
 local function run_spec(run, j)
   local taken = run.taken and run.taken[j.name]
   if taken then return taken end
+  run.built = run.built or {}
+  if run.built[j] then return run.built[j] end
   local spec = jobspec.spec(run, j)
+  run.built[j] = spec
   -- the run's own id, in each of its jobs (navette watch RUN)
   run.run_id = run.run_id or job.new_run_id(run.project.name)
   spec.run = spec.run or run.run_id
   -- what the job's log filter must mask, without the values themselves
   spec.redact_fingerprints = errors.check(_navette.creds.fingerprints())
   return spec
+end
+
+-- Decides for run.jobs[i], and the rest of its sweep, whether each runs
+-- or is reused (navette.reuse): a reused job leaves run.jobs, and the
+-- earlier job's spec stands for it in run.specs (its consumers read its
+-- outputs). run.decisions[name]: the decision; run.reused: the reused, in
+-- order.
+local function decide(run, i)
+  local reuse = require "navette.reuse"
+  local first = run.jobs[i]
+  local k = i
+  while run.jobs[k] and (k == i or (first.sweep
+                                    and run.jobs[k].sweep == first.sweep)) do
+    local j = run.jobs[k]
+    if run.decisions[j.name] then return end
+    local d = reuse.decide(run, j, run_spec(run, j))
+    run.decisions[j.name] = d
+    if d.reuse then
+      d.key = run.built[j].key
+      table.remove(run.jobs, k)
+      run.specs[j.name], run.ids[j.name] = d.reuse, nil
+      run.reused_by_id[d.from] = d.reuse
+      run.reused[#run.reused + 1] = { name = j.name, from = d.from,
+                                      spec = d.reuse, key = d.key }
+      if run.plan then
+        core.plan("jobs", "reuse", j.name .. " from " .. d.from)
+      elseif not run.checking then
+        reuse.audit(run, j.name, d)
+      end
+    else
+      k = k + 1
+    end
+  end
 end
 
 local function submit_one(run, j, k, backend, sessions)
@@ -214,8 +252,10 @@ local function submit_one(run, j, k, backend, sessions)
     return spec
   end
   local sub = run.submissions[spec]
-  return backend.submit(spec, launcher, submit_context(run, sessions, sub,
+  spec = backend.submit(spec, launcher, submit_context(run, sessions, sub,
                         jobspec.node_for(run, j, k)))
+  if not run.checking then require("navette.reuse").publish(run, spec) end
+  return spec
 end
 
 -- The jobs of group as one job array: each its own spec (id, prefix,
@@ -267,6 +307,9 @@ local function submit_array(run, group, k, backend, sessions)
       specs[i] = backend.submit(specs[i], specs[i].launcher,
         submit_context(run, sessions, run.submissions[specs[i]],
                        jobspec.node_for(run, j, k + i - 1)))
+      if not run.checking then
+        require("navette.reuse").publish(run, specs[i])
+      end
     end
     return specs
   end
@@ -274,7 +317,11 @@ local function submit_array(run, group, k, backend, sessions)
                              jobspec.node_for(run, group[1], k))
   ctx.submissions = {}
   for i, spec in ipairs(specs) do ctx.submissions[i] = run.submissions[spec] end
-  return backend.submit_array(specs, script, ctx)
+  specs = backend.submit_array(specs, script, ctx)
+  if not run.checking then
+    for _, spec in ipairs(specs) do require("navette.reuse").publish(run, spec) end
+  end
+  return specs
 end
 
 -- The specs of an array's tasks as JSON, as each task sees its own.
@@ -313,8 +360,12 @@ function M.submit(run)
   jobspec.load_secrets(run)
   run.taken = checked_specs(run)
   quotas.note_concurrent(run, backend)
+  run.declared_jobs = { table.unpack(run.jobs) }
+  run.decisions, run.reused, run.reused_by_id = {}, {}, {}
   local i = 1
   while i <= #run.jobs do
+    decide(run, i)
+    if i > #run.jobs then break end
     local j = run.jobs[i]
     local group, why = M.array_group(run, i, backend)
     local done

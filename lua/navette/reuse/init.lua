@@ -1,0 +1,428 @@
+-- navette.reuse: a job that ran before with the same content key
+-- (navette.reuse.key) is not run again: its outputs are taken where they
+-- are. Before a job is submitted, `navette run` (and `plan`) decides:
+--   reuse   the profile's store indexes a job of this key (an entry under
+--           "<project>/navette-reuse/<hex of the key>/<job id>", written
+--           when that job was submitted), whose run record is there, says
+--           succeeded with the same key, and lists outputs that are each
+--           in the store with their recorded size and sha256. Failing the
+--           index, the last job of the same name this home ran, whose key
+--           (completed from its producers' records) is the same; its
+--           entry is then written, for the team.
+--   run     otherwise, with the reason: what differs from the last
+--           succeeded job of that name (inputs, code, env, image...), an
+--           output missing or changed, `reuse = false`, --rerun, or "no
+--           earlier run".
+-- Reuse is per store: profiles share nothing implicitly; a team sharing
+-- a profile's store shares its results.
+local key = require "navette.reuse.key"
+local util = require "navette.util"
+local published = require "navette.published"
+local json = _navette.json
+
+local M = {}
+
+M.FOLDER = "navette-reuse"
+
+-- The folder of key's entries in project's part of the store.
+function M.folder(project, k)
+  return project .. "/" .. M.FOLDER .. "/" .. k:gsub("^sha256:", "") .. "/"
+end
+
+local function short(s)
+  s = tostring(s)
+  return s:gsub("^sha256:", ""):sub(1, 12)
+end
+
+-- The profile's store, for index entries (nil: none to read, as in a
+-- plan of a project not trusted yet, or a store not made yet).
+local function store(run)
+  if run.reuse_store ~= nil then return run.reuse_store or nil end
+  local profile = run.profile
+  local s
+  if run.project.trusted == false and not profile.builtin then
+    s = false
+  elseif profile.s3 then
+    local ok, st = pcall(require("navette.storage")._s3)
+    s = ok and st or false
+  else
+    s = _navette.storage.open(profile.storage, not run.plan) or false
+  end
+  run.reuse_store = s
+  return s or nil
+end
+M.store = store
+
+-- The code's part of the key and the commit's lock files (once per
+-- commit and narrowing).
+local function code_and_locks(run, j, spec)
+  run.reuse_code = run.reuse_code or {}
+  local lib = run.code_repos and run.code_repos[spec.commit]
+  local repo = lib and lib.repo or run.repo
+  local memo = run.reuse_code[spec.commit]
+  if not memo then
+    memo = { locks = {} }
+    for _, l in ipairs(assert(repo:lockfiles(spec.commit))) do
+      memo.locks[l.path] = l.blob
+    end
+    memo.tree = assert(repo:path_id(spec.commit, ""))
+    run.reuse_code[spec.commit] = memo
+  end
+  if j.library then return { library = spec.commit }, memo.locks end
+  if not j.code_paths then return { tree = memo.tree }, memo.locks end
+  local paths = {}
+  for _, p in ipairs(j.code_paths) do
+    local id, err = repo:path_id(spec.commit, p)
+    if not id then
+      require("navette.run.report").refuse("job '" .. j.name .. "': "
+        .. "code.paths: " .. err.message, "name folders and files of the "
+        .. "commit (" .. spec.commit:sub(1, 12) .. ")", run, j.name)
+    end
+    paths[p] = id
+  end
+  return { paths = paths }, memo.locks
+end
+
+-- The record of a job (its run record's URL), read once per run.
+local function record_at(run, url, spec_like)
+  run.reuse_records = run.reuse_records or {}
+  local got = run.reuse_records[url]
+  if got == nil then
+    local r, problem = published.record(url, spec_like)
+    got = r or { problem = problem or "missing" }
+    run.reuse_records[url] = got
+  end
+  if got.problem then return nil, got.problem end
+  return got
+end
+
+-- What spec_like's store can read (its outputs.s3 for an s3:// store).
+local function spec_like(run)
+  local s3 = run.profile.s3
+  return { profile = run.profile.name, outputs = s3 and { s3 = {
+    endpoint = s3.endpoint, region = s3.region, path_style = s3.path_style,
+    ca_bundle = s3.ca_bundle, pin = s3.pin, credential = s3.credential,
+    bucket = s3.bucket, root = s3.root } } or {} }
+end
+
+-- The sha256 of output `path` of the job whose record is r.
+local function output_sha(r, path)
+  for _, o in ipairs(r.outputs or {}) do
+    if o.name == path then return o.sha256, o end
+  end
+end
+
+-- Why record r of a job cannot be reused for key k (nil: it can): it
+-- did not succeed, has another key, or an output is gone or changed.
+local function unusable(run, r, k)
+  local id = tostring(r.id)
+  if r.state ~= "succeeded" then
+    return "job " .. id .. " of the same key " .. (r.state
+           and ("ended " .. tostring(r.state)) or "has not ended")
+  end
+  if r.key ~= k or r.project ~= run.project.name then
+    return "job " .. id .. " has another key"
+  end
+  local like = spec_like(run)
+  for _, o in ipairs(r.outputs or {}) do
+    local info, err = published.head(o.url, like)
+    if not info then
+      if err and err.code == "not_found" then
+        return "its output " .. tostring(o.name) .. " is missing (job "
+               .. id .. ")"
+      end
+      return "its output " .. tostring(o.name) .. " cannot be checked: "
+             .. tostring(err and err.message or "?")
+    end
+    if info.size ~= o.size then
+      return "its output " .. tostring(o.name) .. " changed (size "
+             .. tostring(o.size) .. " -> " .. tostring(info.size)
+             .. ", job " .. id .. ")"
+    end
+    if (info.sha256 or "") == "" then
+      return "its output " .. tostring(o.name) .. " has no sha256 in the "
+             .. "store to check (job " .. id .. ")"
+    end
+    if info.sha256 ~= o.sha256 then
+      return "its output " .. tostring(o.name) .. " changed (sha256 "
+             .. short(o.sha256) .. " -> " .. short(info.sha256) .. ", job "
+             .. id .. ")"
+    end
+  end
+  return nil
+end
+
+-- The entries of key k in the store, newest first.
+local function entries(run, k)
+  local s = store(run)
+  if not s then return {} end
+  local list = s:list(M.folder(run.project.name, k), { max = 64 })
+  local out = {}
+  for _, o in ipairs(list and list.objects or {}) do
+    local text = s:read(o.url or o.key, 16384)
+    local e = text and _navette.reuse.parse_index(text)
+    -- (an entry pointing out of this profile's store is not followed)
+    if e and e.key == k and e.project == run.project.name
+       and pcall(require("navette.isolation").check_url, run.profile,
+                 e.record, "a reuse entry") then
+      out[#out + 1] = e
+    end
+  end
+  table.sort(out, function(a, b)
+    if a.created ~= b.created then return a.created > b.created end
+    return a.job > b.job
+  end)
+  return out
+end
+M.entries = entries
+
+-- The sha256 of output path of producer id as the record r of its
+-- consumer names it, or nil.
+local function produced_by(run, r)
+  local urls = {}
+  for _, i in ipairs(r.inputs or {}) do
+    if i.from then urls[i.from] = i.record end
+  end
+  return function(id, path)
+    local pr = urls[id] and record_at(run, urls[id], spec_like(run))
+    return pr and pr.state == "succeeded" and output_sha(pr, path) or nil
+  end
+end
+
+-- The key of the job of record r: its own, or completed from its
+-- producers' records when it was submitted before they ended.
+local function key_of_record(run, r)
+  if type(r.key) == "string" then return r.key end
+  if type(r.key_parts) ~= "table" then return nil end
+  return key.complete(r.key_parts, produced_by(run, r))
+end
+
+-- r's key parts, its pending inputs completed where its producers'
+-- records say what they were.
+local function parts_of_record(run, r)
+  local parts = r.key_parts
+  if type(parts) ~= "table" then return nil end
+  local sha_of, inputs = produced_by(run, r), {}
+  for name, v in pairs(parts.inputs or {}) do
+    inputs[name] = type(v) == "table" and sha_of(v.pending, v.output) or v
+  end
+  local copy = {}
+  for k, v in pairs(parts) do copy[k] = v end
+  copy.inputs = inputs
+  return copy
+end
+
+-- The last job of this name, project and profile this home ran that
+-- succeeded, by its row (newest first), and its record.
+local function last_succeeded(run, name)
+  if not run.reuse_rows then
+    local text = require("navette.jobview").db():list(2000)
+    run.reuse_rows = text and json.decode(text) or {}
+  end
+  for _, row in ipairs(run.reuse_rows) do
+    if row.name == name and row.project == run.project.name
+       and row.profile == run.profile.name and row.state == "succeeded"
+       and type(row.record_url) == "string" then
+      local r = record_at(run, row.record_url, row.spec)
+      if r then return row, r end
+    end
+  end
+end
+
+-- The index entry of the job of spec (when its key is known), written
+-- in the store; an error is not the run's: the job is submitted anyway.
+function M.publish(run, spec)
+  if not spec.key or spec.reuse == false then return end
+  local s = store(run)
+  if not s then return end
+  local text = json.encode({ navette_reuse = 1, key = spec.key,
+    job = spec.id, name = spec.name, project = spec.project,
+    profile = spec.profile,
+    record = spec.outputs.url .. _navette.record.names.run_record,
+    created = _navette.sys.iso8601() })
+  local ok, info, err = pcall(s.put_string, s, M.folder(spec.project,
+                              spec.key) .. spec.id, text)
+  if not ok or not info then
+    run.reuse_notes = run.reuse_notes or {}
+    run.reuse_notes[#run.reuse_notes + 1] = "job " .. spec.name .. ": its "
+      .. "reuse entry was not written (" .. tostring(ok and
+      (err and err.message) or info) .. "): another home will not find it"
+  end
+end
+
+-- What differs between parts a (earlier) and b (now), as lines.
+function M.explain(a, b)
+  local out = {}
+  local function add(s) out[#out + 1] = s end
+  local function shown(v)
+    if type(v) == "table" then
+      return v.pending and ("(output " .. tostring(v.output) .. " of "
+                            .. tostring(v.pending) .. ")")
+             or key.canonical(v)
+    end
+    return tostring(v)
+  end
+  local function map(field, what, fmt)
+    local x, y = a[field] or {}, b[field] or {}
+    local names = util.sorted_keys(x)
+    for _, n in ipairs(util.sorted_keys(y)) do
+      if x[n] == nil then names[#names + 1] = n end
+    end
+    for _, n in ipairs(names) do
+      local p, q = x[n], y[n]
+      if p == nil then
+        add(what .. "." .. n .. ": added (" .. fmt(q) .. ")")
+      elseif q == nil then
+        add(what .. "." .. n .. ": removed")
+      elseif key.canonical(p) ~= key.canonical(q) then
+        add(what .. "." .. n .. ": " .. fmt(p) .. " -> " .. fmt(q))
+      end
+    end
+  end
+  local function sha(v)
+    return type(v) == "string" and ("sha256 " .. short(v) .. "…")
+           or shown(v)
+  end
+  map("inputs", "inputs", sha)
+  local ca, cb = a.code or {}, b.code or {}
+  if ca.tree and cb.tree and ca.tree ~= cb.tree then
+    add("code: the commit's tree changed (" .. short(ca.tree) .. " -> "
+        .. short(cb.tree) .. "; narrow it with code.paths)")
+  elseif ca.paths and cb.paths then
+    for _, p in ipairs(util.sorted_keys(cb.paths)) do
+      if ca.paths[p] ~= cb.paths[p] then
+        add("code: " .. p .. " changed (code.paths)")
+      end
+    end
+  elseif ca.library and cb.library and ca.library ~= cb.library then
+    add("code: the library's commit " .. short(ca.library) .. " -> "
+        .. short(cb.library))
+  elseif key.canonical(ca) ~= key.canonical(cb) then
+    add("code: declared otherwise (" .. (cb.paths and "code.paths"
+        or cb.library and "a library's" or "the whole tree") .. ")")
+  end
+  map("locks", "locks", function(v) return "blob " .. short(v) end)
+  if a.image ~= b.image then
+    add("image: " .. tostring(a.image) .. " -> " .. tostring(b.image))
+  end
+  if key.canonical(a.command or {}) ~= key.canonical(b.command or {}) then
+    add("command: " .. table.concat(a.command or {}, " ") .. " -> "
+        .. table.concat(b.command or {}, " "))
+  end
+  map("env", "env", shown)
+  map("params", "params", shown)
+  for _, f in ipairs({ "success", "failure", "resources", "project" }) do
+    if key.canonical(a[f] or {}) ~= key.canonical(b[f] or {}) then
+      add(f .. ": " .. key.canonical(a[f] or {}) .. " -> "
+          .. key.canonical(b[f] or {}))
+    end
+  end
+  if a.v ~= b.v then add("the key's version: " .. tostring(a.v) .. " -> "
+                         .. tostring(b.v)) end
+  return out
+end
+
+-- Whether a glob of --rerun names j.
+local function forced(run, name)
+  for _, g in ipairs(run.rerun_names or {}) do
+    if name:match(require("navette.jobview").glob_pattern(g)) then
+      return g
+    end
+  end
+end
+
+-- What a reused job stands for in the run: the spec its consumers read
+-- (its id, name and outputs' URL) and the record's outputs by path.
+local function reused_spec(r, entry_record)
+  local prefix = entry_record:sub(1, -(#_navette.record.names.run_record
+                                       + 1))
+  return { id = r.id, name = r.name, reused = true, commit = r.commit,
+           image = r.image, outputs = { url = prefix }, record = r }
+end
+
+-- Decides whether the job j (its spec built) runs or is reused; keys
+-- spec (key, key_parts, locks). -> {reuse = spec of the earlier job,
+-- from = its id} | {run = reason}
+function M.decide(run, j, spec)
+  local code, locks = code_and_locks(run, j, spec)
+  local produced = {}
+  for _, i in ipairs(spec.inputs or {}) do
+    local p = i.from and run.reused_by_id and run.reused_by_id[i.from]
+    if p then produced[i.name] = output_sha(p.record, i.output) end
+  end
+  local parts, pending = key.parts(spec, code, locks, produced)
+  spec.key_parts = parts
+  spec.locks = locks
+  spec.key = parts and not pending and key.of(parts) or nil
+  if j.reuse == false then spec.reuse = false end
+  local function ran(reason) return { run = reason } end
+  if run.no_reuse then return ran("--no-reuse") end
+  local glob = forced(run, j.name)
+  if glob then return ran("--rerun " .. glob) end
+  if j.reuse == false then return ran("reuse = false") end
+  if pending then
+    return ran("its input " .. pending .. " comes from a job that runs "
+               .. "now")
+  end
+  if not parts then return ran("an input's sha256 is not known yet") end
+  if not store(run) then
+    return ran("reuse not looked up: the store cannot be read"
+               .. (run.project.trusted == false
+                   and " before the project is trusted" or ""))
+  end
+  local why
+  for _, e in ipairs(entries(run, spec.key)) do
+    local r, problem = record_at(run, e.record, spec_like(run))
+    if not r then
+      why = why or ("job " .. e.job .. " of the same key: its record is "
+                    .. tostring(problem) .. (problem == "missing"
+                    and " (it has not ended, or was removed)" or ""))
+    else
+      local bad = unusable(run, r, spec.key)
+      if not bad then
+        return { reuse = reused_spec(r, e.record), from = r.id }
+      end
+      why = why or bad
+    end
+  end
+  -- a job submitted before its producers ended had no key to index by:
+  -- the last one of this name is taken when its key, completed from its
+  -- producers' records, is this one (and indexed now). A job keyed at
+  -- submission was indexed then: when its entry is gone, it was
+  -- forgotten (navette reuse forget).
+  local row, last = last_succeeded(run, j.name)
+  if last and last.key == nil and key_of_record(run, last) == spec.key then
+    local bad = unusable(run, setmetatable({ key = spec.key },
+                                           { __index = last }), spec.key)
+    if not bad then
+      if not run.plan then
+        M.publish(run, { key = spec.key, id = last.id, name = last.name,
+                         project = run.project.name,
+                         profile = run.profile.name,
+                         outputs = { url = row.record_url:sub(1,
+                           -(#_navette.record.names.run_record + 1)) } })
+      end
+      return { reuse = reused_spec(last, row.record_url), from = last.id }
+    end
+    why = why or bad
+  end
+  if why then return ran(why) end
+  if not last then return ran("no earlier run") end
+  local before = parts_of_record(run, last)
+  local lines = before and M.explain(before, parts) or {}
+  if #lines == 0 then
+    return ran("its last run (" .. tostring(last.id) .. ") has no key "
+               .. "to compare")
+  end
+  return ran(table.concat(lines, "; "))
+end
+
+-- Audits a reuse (job.reuse): which job stands for this one.
+function M.audit(run, name, d)
+  return require("navette.audit").record({ action = "job.reuse",
+    target = name, job = d.from, commit = d.reuse.commit,
+    detail = "key " .. tostring(d.key) .. ", outputs of " .. d.from },
+    run.profile)
+end
+
+return M
