@@ -9,6 +9,7 @@ local key = require "navette.reuse.key"
 
 local function spec()
   return {
+    name = "train[lr=0.01]",
     project = "team", profile = "hpc", backend = "slurm", id = "team-x1",
     submitted_at = "2026-12-07T05:00:00Z",
     image = "reg.example.com/train@sha256:" .. ("ab"):rep(32),
@@ -46,13 +47,14 @@ t.test("fixed parts: Python's canonical text and its sha256", function()
     .. '"inputs":{"data":"' .. ("1"):rep(64) .. '",'
     .. '"model":"' .. ("2"):rep(64) .. '"},'
     .. '"locks":{"requirements.txt":"' .. ("d"):rep(40) .. '"}'
+    .. ',"name":"train[lr=0.01]"'
     .. ',"params":{"lr":"0.01"},"project":"team",'
     .. '"resources":{"gpus":2,"gres":"gpu:a100:2"},'
     .. '"success":{"exit_codes":[0],"outputs":["model.pt"]},'
     .. '"v":1}'
   t.eq(key.canonical(parts), want)
-  t.eq(key.of(parts), "sha256:08c03a005fdd2a0083e4cd184ac47900"
-                      .. "e8074783cae2800fc4c2cb4f3c1fa262")
+  t.eq(key.of(parts), "sha256:e131959355f68f68fc1d031bf90f0218"
+                      .. "07a38b9f0a477dc366747a88b956f288")
 end)
 
 t.test("what does not decide the outputs is not in the key", function()

@@ -6,6 +6,10 @@
 -- The parts (version 1):
 --   v          1
 --   project    the project's name
+--   name       the job's name (a sweep's task's, with its parameters):
+--              two jobs of one recipe that happen to run the same command
+--              are two jobs, and a job is explained against its name's
+--              earlier runs
 --   code       {tree = the commit's root tree id} (a commit that changes
 --              nothing in the tree changes nothing), or {paths = {[path]
 --              = the tree or blob id there}} for a job that narrows it
@@ -158,6 +162,7 @@ function M.parts(spec, code, locks, produced)
   return {
     v = 1,
     project = spec.project,
+    name = spec.name,
     code = code,
     locks = locks or {},
     image = spec.image,

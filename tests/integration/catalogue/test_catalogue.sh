@@ -3,7 +3,8 @@
 # from a copy of this repository's catalogue, its real outputs checked:
 #   training   the 2x3 sweep of recipes/training/sweep.lua and its fan-in
 #              (best.json names the run with the best test accuracy, above
-#              0.9; the same seed gives the same accuracy); a corrupt data
+#              0.9; the same seed gives the same accuracy); run again, its
+#              7 jobs reused and none submitted, in under 2 s; a corrupt data
 #              file fails the runs at `running` with the recipe's hint, and
 #              the fan-in is cancelled, naming a run;
 #   audio      recipes/audio/episode.lua: three chapters rendered, each
@@ -69,6 +70,21 @@ check_eq "training: the data came in as an input, by sha256" \
 	"$(json 'd["inputs"][0]["sha256"]' <"$F/navette-run.json" 2>&1)" \
 	"$(sha256 "$(json 'd["inputs"][0]["url"][7:]' <"$F/navette-run.json")")"
 SEED1=$(json 'd["test_accuracy"]' <"$F/metrics.json" 2>&1)
+# the same sweep again, nothing changed: its 7 jobs reused, none submitted
+# (lua/navette/reuse), in under 2 s on the local backend
+AGAIN_START=$(perl -MTime::HiRes=time -e 'printf "%.3f", time')
+nv_in "$C" run recipes/training/sweep.lua
+AGAIN_S=$(perl -MTime::HiRes=time -e 'printf "%.2f", time - $ARGV[0]' "$AGAIN_START")
+echo "training again, nothing changed, on the local backend: ${AGAIN_S}s," 	"$(printf '%s\n' "$OUT" | grep -c '^job .* submitted: ') submitted," 	"$(printf '%s\n' "$OUT" | grep -c '^reused  ') reused"
+check_rc "training again: exit 0" 0
+check_eq "training again: nothing is submitted" \
+	"$(printf '%s\n' "$OUT" | grep -c '^job .* submitted: ')" 0
+check_eq "training again: the 7 jobs are reused" \
+	"$(printf '%s\n' "$OUT" | grep -c '^reused  ')" 7
+check_match "training again: the fan-in from the first run's" "$OUT" \
+	"^reused  train-best  from $BEST\$"
+check_eq "training again: in under 2 s" \
+	"$(perl -e 'print $ARGV[0] < 2 ? "yes" : "no: $ARGV[0] s"' "$AGAIN_S")" yes
 
 # ---- audio ---------------------------------------------------------------------
 SECONDS=0

@@ -155,7 +155,12 @@ done
 # ---- watch RUN -----------------------------------------------------------------
 
 nv_in "$R" run sweep.lua
-check_rc "the sweep again, without waiting: exit 0" 0
+check_rc "the sweep again: exit 0" 0
+check_eq "the sweep again: its six jobs are reused (nothing changed)" \
+	"$(printf '%s\n' "$OUT" | grep -c '^reused  train\[')" 6
+# (--no-reuse: run them again, to follow a run of six)
+nv_in "$R" run sweep.lua --no-reuse
+check_rc "the sweep again, --no-reuse, without waiting: exit 0" 0
 RUN=$(printf '%s\n' "$OUT" | sed -n 's/^follow with: navette watch \([^ ]*\)  (the run: its 6 jobs)$/\1/p')
 check_match "run prints the run's id to watch" "$RUN" '^sweep-'
 nv watch "${RUN%??????}"

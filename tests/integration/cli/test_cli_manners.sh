@@ -106,8 +106,9 @@ check_match "watch RUN heads each job's end by its name too" "$OUT" '^job gone \
 
 # ---- the jobs table -------------------------------------------------------------
 
-nv_in "$R" run ok.lua
-nv_in "$R" run ok.lua
+# (the same job again: --no-reuse, or the first would be reused)
+nv_in "$R" run ok.lua --no-reuse
+nv_in "$R" run ok.lua --no-reuse
 LAST_ID=$(submitted_id)
 check_state "the third good job ends" "$LAST_ID" succeeded 30
 nv jobs
@@ -377,7 +378,7 @@ nv storage ls s3://broken-bkt --endpoint "$EP"
 check_rc "class 4, a service failing (HTTP 500 after retries)" 4
 nv storage ls s3://bkt --endpoint http://127.0.0.1:1
 check_rc "class 4, a service unreachable" 4
-on_tty --interrupt-after running -- run slow.lua --wait
+on_tty --interrupt-after running -- run slow.lua --wait --no-reuse
 check_rc "class 130, Ctrl-C while following" 130
 
 # ==== a failure's block and run --wait's board (issue 29, "reading") =========
@@ -529,7 +530,7 @@ check_match "the board counts the jobs by state" "$SCREEN" \
 check_match "each job's outcome is headed by its name" "$SCREEN" \
 	'^job trio-one \('
 check_match "... the failed one's too" "$SCREEN" '^job trio-bad \('
-nv_in "$R" run trio.lua --wait
+nv_in "$R" run trio.lua --wait --no-reuse
 check_no_match "run --wait on a pipe: no escape sequences" "$OUT" "$ESC"
 PHASES=$(printf '%s\n' "$OUT" | grep -c '^  trio-one ')
 check_true "run --wait on a pipe: still a line per phase ($PHASES)" \

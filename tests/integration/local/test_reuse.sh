@@ -60,7 +60,7 @@ navette.job {
 navette.job {
   name = "clock",
   reuse = false,
-  command = { "sh", "-c", "date +%s%N >\"$NAVETTE_OUTPUTS/t.txt\"" },
+  command = { "python3", "-c", "import os, time; open(os.environ['NAVETTE_OUTPUTS'] + '/t.txt', 'w').write(repr(time.time()))" },
   success = { exit_code = 0, outputs = { "t.txt" } },
 }
 EOF2

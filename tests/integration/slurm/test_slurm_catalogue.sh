@@ -6,7 +6,10 @@
 #   training   the 2x3 sweep of recipes/training/sweep.lua and its fan-in
 #              on the nodes (best.json above 0.9), the data uploaded to S3
 #              and read by sha256; a run's accuracy is the one train.py
-#              gives on this machine for the same data and seed;
+#              gives on this machine for the same data and seed; run again
+#              from the same clone, then from another clone and another
+#              NAVETTE_HOME on the same store: its 7 jobs reused, none
+#              submitted;
 #   audio      recipes/audio/episode.lua on the nodes: episode.opus and
 #              episode.mp3 within 1 LU of -16 LUFS (measured here), three
 #              chapter marks each at the chapters' first samples to the
@@ -83,6 +86,35 @@ NAVETTE_INPUTS=$T/in NAVETTE_OUTPUTS=$T/out NAVETTE_PARAM_LR=0.05 \
 check_eq "training: the same commit, data and seed: the same accuracy" \
 	"$(s3cat "catalogue/$FIRST/metrics.json" | json 'd["test_accuracy"]')" \
 	"$(json 'd["test_accuracy"]' <"$T/out/metrics.json")"
+
+# the same sweep again: its 7 jobs reused, none submitted (the index and
+# the outputs in S3); then from a second clone and a second NAVETTE_HOME
+# on the same s3:// store: reused too
+again() {
+	local start secs
+	start=$(perl -MTime::HiRes=time -e 'printf "%.3f", time')
+	nv_in "$1" run recipes/training/sweep.lua
+	secs=$(perl -MTime::HiRes=time -e 'printf "%.2f", time - $ARGV[0]' "$start")
+	echo "training again on Slurm ($2): ${secs}s," \
+		"$(printf '%s\n' "$OUT" | grep -c '^job .* submitted: ') submitted," \
+		"$(printf '%s\n' "$OUT" | grep -c '^reused  ') reused"
+	check_rc "training again ($2): exit 0" 0
+	check_eq "training again ($2): nothing is submitted" \
+		"$(printf '%s\n' "$OUT" | grep -c '^job .* submitted: ')" 0
+	check_eq "training again ($2): the 7 jobs are reused" \
+		"$(printf '%s\n' "$OUT" | grep -c '^reused  ')" 7
+	check_match "training again ($2): the fan-in from the first run's" "$OUT" \
+		"^reused  train-best  from $BEST\$"
+}
+again "$C" "the same clone"
+C2=$T/catalogue-clone
+git clone -q "$C" "$C2"
+HOME1=$NAVETTE_HOME
+export NAVETTE_HOME=$T/home-two
+mkdir -p "$NAVETTE_HOME"
+"$NAVETTE" trust "$C2" >/dev/null
+again "$C2" "another clone and NAVETTE_HOME"
+export NAVETTE_HOME=$HOME1
 
 # ---- audio ---------------------------------------------------------------------
 SECONDS=0
