@@ -1,7 +1,8 @@
 -- Command-line flags, one parser for every command: flags is {name =
--- "bool" | "value" | "values" (repeatable: a list)}; `--name value`, `--name=value`, `-h`/`--help` and
--- `--` are understood, and `-x` for a one-letter bool flag named x. An
--- unknown option gets the nearest known one as a suggestion.
+-- "bool" | "value" | "values" (repeatable: a list)}; `--name value`,
+-- `--name=value`, `-h`/`--help` and `--` are understood, and `-x` for a
+-- one-letter bool flag named x. An unknown option gets the nearest known
+-- one as a suggestion.
 -- fail(message) is called (and must raise) on a usage error. Returns
 -- opts, args.
 local args = {}

@@ -52,6 +52,16 @@ function jobs.row(id)
   return json.decode(text)
 end
 
+-- The outputs a run record lists, as a view shows them.
+function jobs.outputs_of(record)
+  local out = json.array()
+  for i, o in ipairs(record.outputs or {}) do
+    out[i] = { name = o.name, key = o.key, url = o.url, size = o.size,
+               sha256 = o.sha256 }
+  end
+  return out
+end
+
 -- The stable view of a job (doc/cli.md: "--json fields"). info: what its
 -- backend's refresh said (its record, if read, and its own fields).
 function jobs.view(row, info)
@@ -84,10 +94,7 @@ function jobs.view(row, info)
     v.record_problem = problem
   end
   if record then
-    for i, o in ipairs(record.outputs or {}) do
-      v.outputs[i] = { name = o.name, key = o.key, url = o.url,
-                       size = o.size, sha256 = o.sha256 }
-    end
+    v.outputs = jobs.outputs_of(record)
     -- (null in the record of a job whose log is not published)
     v.log_url = type(record.log) == "table" and record.log.url or nil
     -- (retries: the attempt it ended at, when its backend keeps none)

@@ -177,6 +177,8 @@ function M.retest(spec)
     decl.name = decl.name .. "-" .. node
     decl.resources = decl.resources or {}
     decl.resources.nodes = node
+    -- (a re-test runs, whatever ran before: never reused)
+    if decl.reuse == nil then decl.reuse = false end
     local ok, j = pcall(job.validate, decl)
     if not ok then error(j, 0) end
     declared[i] = j

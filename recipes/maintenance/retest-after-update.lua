@@ -33,6 +33,8 @@ navette.task {
         command = { "sh", "recipes/maintenance/retest/smoke.sh" },
         success = { outputs = { "smoke.txt" } },
         resources = { cpus = 1, time_limit = "10m" },
+        -- a re-test runs each time it is asked, never taken from the last
+        reuse = false,
       },
     }
     if not report.ok then return false, report.text end

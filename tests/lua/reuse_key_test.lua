@@ -100,6 +100,21 @@ t.test("what decides the outputs changes the key", function()
        "a producer's output")
 end)
 
+t.test("a job on the host: keyed by its profile's machines", function()
+  local function host(profile, backend)
+    local s = spec()
+    s.image, s.profile, s.backend = "host", profile, backend
+    return s
+  end
+  local parts = assert(key.parts(host("local", "local"), CODE, LOCKS,
+                                 PRODUCED))
+  t.eq(key.canonical(parts.host), '{"backend":"local","profile":"local"}')
+  t.ok(key_of(host("local", "local")) ~= key_of(host("hpc", "slurm")),
+       "another profile's machines")
+  t.eq(key_of(host("hpc", "slurm")), key_of(host("hpc", "slurm")))
+  t.eq(assert(key.parts(spec(), CODE, LOCKS, PRODUCED)).host, nil)
+end)
+
 t.test("an input another job has not produced yet: no key", function()
   local parts, missing = key.parts(spec(), CODE, LOCKS, {})
   t.eq(missing, "model")

@@ -109,7 +109,8 @@ end
 local function flag_list(flags, docs)
   local list = {}
   for name, kind in pairs(flags or {}) do
-    list[#list + 1] = { name = name, value = kind == "value" or kind == "values",
+    list[#list + 1] = { name = name,
+                        value = kind == "value" or kind == "values",
                         doc = docs[name],
                         word = (#name == 1 and "-" or "--") .. name }
   end

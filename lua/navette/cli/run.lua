@@ -43,26 +43,7 @@ function M.run(argv)
     end
     return 0
   end
-  -- A reused job as --json shows it: the earlier job's view (its id,
--- outputs, record), with reused_from, and its name in this run.
-function M.reused_view(r)
-  local ok, v = pcall(jobs.get, r.from)
-  if not ok then
-    -- (another home's job: what its record says)
-    local rec = r.spec.record or {}
-    v = { id = r.from, state = rec.state, commit = rec.commit,
-          image = rec.image, output_prefix = r.spec.outputs.url,
-          outputs = json.array({}) }
-    for i, o in ipairs(rec.outputs or {}) do
-      v.outputs[i] = { name = o.name, key = o.key, url = o.url,
-                       size = o.size, sha256 = o.sha256 }
-    end
-  end
-  v.name, v.reused_from = r.name, r.from
-  return v
-end
-
-return M.submitted(run, specs, opts)
+  return M.submitted(run, specs, opts)
 end
 
 -- What run and rerun print of the jobs they submitted (specs), and with
@@ -136,6 +117,7 @@ function M.submitted(run, specs, opts)
     views, stopped = require("navette.cli.board").follow(ids)
   end
   if stopped then return common.interrupted(ids) end
+  require("navette.reuse").index_completed(run, specs, views)
   if not opts.json then return common.print_outcomes(ids, views) end
   local status, list = 0, {}
   for _, r in ipairs(reused) do list[#list + 1] = M.reused_view(r) end
@@ -156,11 +138,7 @@ function M.reused_view(r)
     local rec = r.spec.record or {}
     v = { id = r.from, state = rec.state, commit = rec.commit,
           image = rec.image, output_prefix = r.spec.outputs.url,
-          outputs = json.array({}) }
-    for i, o in ipairs(rec.outputs or {}) do
-      v.outputs[i] = { name = o.name, key = o.key, url = o.url,
-                       size = o.size, sha256 = o.sha256 }
-    end
+          outputs = jobs.outputs_of(rec) }
   end
   v.name, v.reused_from = r.name, r.from
   return v

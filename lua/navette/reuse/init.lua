@@ -120,7 +120,7 @@ local function unusable(run, r, k)
     return "job " .. id .. " of the same key " .. (r.state
            and ("ended " .. tostring(r.state)) or "has not ended")
   end
-  if r.key ~= k or r.project ~= run.project.name then
+  if r.project ~= run.project.name or M.key_of_record(run, r) ~= k then
     return "job " .. id .. " has another key"
   end
   local like = spec_like(run)
@@ -196,6 +196,7 @@ local function key_of_record(run, r)
   if type(r.key_parts) ~= "table" then return nil end
   return key.complete(r.key_parts, produced_by(run, r))
 end
+M.key_of_record = key_of_record
 
 -- r's key parts, its pending inputs completed where its producers'
 -- records say what they were.
@@ -247,6 +248,26 @@ function M.publish(run, spec)
     run.reuse_notes[#run.reuse_notes + 1] = "job " .. spec.name .. ": its "
       .. "reuse entry was not written (" .. tostring(ok and
       (err and err.message) or info) .. "): another home will not find it"
+  end
+end
+
+-- Indexes the jobs of specs that were submitted before their producers
+-- ended (no key then) and have now succeeded (views: by id, as `run
+-- --wait` saw them end): their key is known from their producers'
+-- records. (Failing that, the next run from this home finds them.)
+function M.index_completed(run, specs, views)
+  for _, spec in ipairs(specs) do
+    local v = views[spec.id]
+    if not spec.key and spec.key_parts and spec.reuse ~= false and v
+       and v.state == "succeeded" and v.record_url then
+      local r = record_at(run, v.record_url, spec)
+      local k = r and key_of_record(run, r)
+      if k then
+        M.publish(run, { key = k, id = spec.id, name = spec.name,
+                         project = spec.project, profile = spec.profile,
+                         outputs = spec.outputs })
+      end
+    end
   end
 end
 
@@ -364,6 +385,13 @@ function M.decide(run, j, spec)
     return ran("its input " .. pending .. " comes from a job that runs "
                .. "now")
   end
+  -- a job that runs after another that runs now runs too (what it waits
+  -- for is done anew)
+  for _, name in ipairs(j.after or {}) do
+    local d = run.decisions and run.decisions[name]
+    if d and d.run then return ran("it runs after " .. name
+                                   .. ", which runs now") end
+  end
   if not parts then return ran("an input's sha256 is not known yet") end
   if not store(run) then
     return ran("reuse not looked up: the store cannot be read"
@@ -392,8 +420,7 @@ function M.decide(run, j, spec)
   -- forgotten (navette reuse forget).
   local row, last = last_succeeded(run, j.name)
   if last and last.key == nil and key_of_record(run, last) == spec.key then
-    local bad = unusable(run, setmetatable({ key = spec.key },
-                                           { __index = last }), spec.key)
+    local bad = unusable(run, last, spec.key)
     if not bad then
       if not run.plan then
         M.publish(run, { key = spec.key, id = last.id, name = last.name,

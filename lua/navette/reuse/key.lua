@@ -17,21 +17,25 @@
 --              job a library declares
 --   locks      {[path] = blob id}: the dependency lock files of the commit
 --   image      the image's digest reference, or "host"
+--   host       for a job on the host, the class of machines it runs on:
+--              {profile, backend} (what they have installed decides
+--              its outputs; an image's job carries no such part)
 --   inputs     {[name] = sha256}: a store input by its content, another
 --              job's output by the sha256 its run record gives
 --   command, env, params
 --   success    {exit_codes, outputs}; failure {log_patterns}
 --   resources  those that change results: gpus, gres (a GPU's type);
 --              not cpus, memory, time_limit, partition, account, qos
--- Not in it: the profile and backend (a key is the same on every
--- backend; reuse is per store), ids, times, who submitted.
+-- Not in it: the profile and backend for a job in an image (its key is
+-- the same on every backend; reuse is per store), ids, times, who
+-- submitted.
 --
 -- The encoding is JSON with nothing left to choice: object keys sorted
 -- bytewise, no space, integers only (a sweep's other numbers are keyed
--- as text, "%.17g"; another is refused), strings with '"', '\\' and the control characters escaped
--- (\b \f \n \r \t, else \u00XX) and every other byte as it is: what
--- Python's json.dumps(v, sort_keys=True, separators=(",", ":"),
--- ensure_ascii=False) writes. The key is "sha256:" and the hex sha256 of
+-- as text, "%.17g"; another is refused), strings with '"', '\\' and
+-- the control characters escaped (\b \f \n \r \t, else \u00XX) and
+-- every other byte as it is: what Python's json.dumps(v, sort_keys=True,
+-- separators=(",", ":"), ensure_ascii=False) writes. The key is "sha256:" and the hex sha256 of
 -- "navette-key/1\n" followed by that text.
 local M = {}
 
@@ -166,6 +170,9 @@ function M.parts(spec, code, locks, produced)
     code = code,
     locks = locks or {},
     image = spec.image,
+    -- (a job on the host runs what the profile's machines have)
+    host = spec.image == "host" and { profile = spec.profile,
+                                      backend = spec.backend } or nil,
     inputs = inputs,
     command = spec.command,
     env = spec.env or {},

@@ -216,10 +216,11 @@ local function decide(run, i)
                                     and run.jobs[k].sweep == first.sweep)) do
     local j = run.jobs[k]
     if run.decisions[j.name] then return end
-    local d = reuse.decide(run, j, run_spec(run, j))
+    local spec = run_spec(run, j)
+    local d = reuse.decide(run, j, spec)
     run.decisions[j.name] = d
     if d.reuse then
-      d.key = run.built[j].key
+      d.key = spec.key
       table.remove(run.jobs, k)
       run.specs[j.name], run.ids[j.name] = d.reuse, nil
       run.reused_by_id[d.from] = d.reuse
@@ -319,7 +320,9 @@ local function submit_array(run, group, k, backend, sessions)
   for i, spec in ipairs(specs) do ctx.submissions[i] = run.submissions[spec] end
   specs = backend.submit_array(specs, script, ctx)
   if not run.checking then
-    for _, spec in ipairs(specs) do require("navette.reuse").publish(run, spec) end
+    for _, spec in ipairs(specs) do
+      require("navette.reuse").publish(run, spec)
+    end
   end
   return specs
 end

@@ -17,15 +17,21 @@
 set -eu -o pipefail
 . "$(dirname "$0")/../lib.sh"
 set +e
+# a held job waits for a file under $T, which a job's sandbox hides (a
+# private /tmp; test_local_sandbox covers it)
+export NAVETTE_LOCAL_SANDBOX=off
 
 R=$(new_repo proj)
-STORE2=$T/store2
+# the project file: profile "other" on a store of its own, and "shared"
+# on the first home's store (used once a second home runs)
 cat >"$R/navette.lua" <<EOF2
 return {
   name = "proj",
   profiles = {
-    other = { backend = "local", storage = "file://$STORE2/",
+    other = { backend = "local", storage = "file://$T/store2/",
               require_pushed = false },
+    shared = { backend = "local", storage = "file://$NAVETTE_HOME/store/",
+               require_pushed = false },
   },
 }
 EOF2
@@ -190,45 +196,74 @@ check_match "... saying its job of the same key failed" "$OUT" \
 	'^  runs: job [a-z0-9-]+ of the same key ended failed$'
 
 # ---- another home on the same store: reused; another profile: not ---------------
+# (a job on the host is keyed by its profile: both homes use "shared")
+nv_in "$R" run recipe.lua --profile shared --wait
+check_rc "profile shared, first home: exit 0" 0
+check_eq "profile shared, first home: its jobs run (a host's profile is in the key)" \
+	"$(reused)" ""
 NAVETTE_HOME_1=$NAVETTE_HOME
 export NAVETTE_HOME=$T/home2
 mkdir -p "$NAVETTE_HOME"
 "$NAVETTE" trust "$R" >/dev/null
-cat >"$R/navette.lua" <<EOF2
-return {
-  name = "proj",
-  profiles = {
-    other = { backend = "local", storage = "file://$STORE2/",
-              require_pushed = false },
-    shared = { backend = "local", storage = "file://$NAVETTE_HOME_1/store/",
-               require_pushed = false },
-  },
-}
-EOF2
-commit_all "$R" >/dev/null
 nv_in "$R" run recipe.lua --profile shared --wait
-check_rc "a second home, the first's store: exit 0" 0
-check_eq "a second home on the same store: the trainings are reused" "$(reused)" \
-	"train[lr=0.002] train[lr=0.01] train[lr=0.1] "
+check_rc "a second home, the same profile and store: exit 0" 0
+check_eq "a second home on the same store: nothing but clock is submitted" \
+	"$(submitted)" "clock "
+check_eq "... the others are reused, from the index in the store" "$(reused)" \
+	"best train[lr=0.002] train[lr=0.01] train[lr=0.1] "
 nv_in "$R" run recipe.lua --profile other --wait
+check_rc "another profile with its own store: exit 0" 0
 check_eq "another profile with its own store: nothing is reused" "$(reused)" ""
 export NAVETTE_HOME=$NAVETTE_HOME_1
 
+# ---- two runs at once: the second does not wait for the first's jobs --------
+put_file "$R" held.lua <<EOF2
+local navette = require "navette"
+navette.job { name = "held", env = { GATE = "$T/gate" },
+  command = { "sh", "-c", 'while [ ! -e "\$GATE" ]; do sleep 0.1; done; echo done >"\$NAVETTE_OUTPUTS/o.txt"' },
+  success = { outputs = { "o.txt" } } }
+EOF2
+commit_all "$R" >/dev/null
+nv_in "$R" run held.lua
+check_rc "a held job is submitted" 0
+HELD1=$(sub_id held)
+nv_in "$R" run held.lua
+check_rc "the same recipe again while it runs: exit 0" 0
+check_eq "... its job runs a second time (the first has not ended)" \
+	"$(submitted)" "held "
+check_match "... saying why" "$OUT" \
+	"^  runs: job $HELD1 of the same key: its record is missing \\(it has not ended, or was removed\\)\$"
+HELD2=$(sub_id held)
+: >"$T/gate"
+check_state "the first held job ends" "$HELD1" succeeded 30
+check_state "the second held job ends" "$HELD2" succeeded 30
+nv_in "$R" run held.lua
+check_match "once one has ended: reused" "$OUT" "^reused  held  from $HELD2\$"
+
 # ---- navette reuse list / show / forget -----------------------------------------
+nv_in "$R" plan recipe.lua
+LR1=$(printf '%s\n' "$OUT" | sed -n 's/^  reuse  train\[lr=0\.1\]  from //p')
+check_match "plan: train[lr=0.1] is reused" "$LR1" '^proj-'
 nv_in "$R" reuse list
 check_rc "reuse list: exit 0" 0
 check_match "reuse list: a key per line with its job and name" "$OUT" \
-	'^sha256:[0-9a-f]{12}  [a-z0-9-]+  train\[lr=0\.1\]'
-KEY=$(printf '%s\n' "$OUT" | grep -m1 ' train\[lr=0\.1\]' | cut -d' ' -f1)
+	"^sha256:[0-9a-f]{12}  $LR1  train\\[lr=0\\.1\\]  "
+KEY=$(printf '%s\n' "$OUT" | grep " $LR1 " | cut -d' ' -f1)
 nv_in "$R" reuse show "$KEY"
 check_rc "reuse show: exit 0" 0
+check_match "reuse show: the key's jobs" "$OUT" "^  job $LR1  train\\[lr=0\\.1\\]"
 check_match "reuse show: the key's parts" "$OUT" '"EPOCHS":[[:space:]]*"5"'
 nv_in "$R" reuse forget "$KEY"
 check_rc "reuse forget: exit 0" 0
-check_match "the audit log has reuse.forget" "$("$NAVETTE" audit show --json 2>&1)" '"action":[[:space:]]*"reuse.forget"'
+check_match "reuse forget: says how many entries went" "$OUT" '^forgot [0-9]+ entr'
+check_match "the audit log has reuse.forget" "$("$NAVETTE" audit show --json 2>&1)" \
+	'"action":[[:space:]]*"reuse.forget"'
 nv_in "$R" plan recipe.lua
-check_no_match "forgotten: lr=0.1 is no longer reused from the index" "$OUT" \
-	'^  reuse +train\[lr=0\.1\] '
+check_match "forgotten: train[lr=0.1] runs, with no earlier job of its key" "$OUT" \
+	'^  run +train\[lr=0\.1\] +\('
+check_match "... the others are still reused" "$OUT" '^  reuse +train\[lr=0\.01\] '
+nv_in "$R" reuse forget sha256:0123456789ab
+check_rc "reuse forget of a key it does not hold: exit 2 (it names nothing)" 2
 
 stop_local_jobs
 finish
