@@ -13,6 +13,9 @@
 #   - --rerun GLOB and --no-reuse; plan says reuse or run, and why;
 #   - a second NAVETTE_HOME on the same store reuses (the index), another
 #     profile with its own store does not;
+#   - two runs at once: the second runs the job too, saying the first has
+#     not ended; once one has, it is reused;
+#   - a job after another that runs now runs too;
 #   - `navette reuse list/show/forget`.
 set -eu -o pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -239,6 +242,31 @@ check_state "the first held job ends" "$HELD1" succeeded 30
 check_state "the second held job ends" "$HELD2" succeeded 30
 nv_in "$R" run held.lua
 check_match "once one has ended: reused" "$OUT" "^reused  held  from $HELD2\$"
+
+# ---- a job that runs after another (no input from it) --------------------------
+put_file "$R" after.lua <<'EOF2'
+local navette = require "navette"
+local steps = navette.sweep {
+  job = { name = "step", code = { paths = { "src/" } },
+          command = { "sh", "-c", "echo $NAVETTE_PARAM_N" } },
+  matrix = { n = { 1, 2 } },
+}
+navette.job { name = "join", after = steps, code = { paths = { "src/" } },
+              command = { "true" } }
+EOF2
+commit_all "$R" >/dev/null
+nv_in "$R" run after.lua --wait
+check_rc "after: the first run, exit 0" 0
+nv_in "$R" run after.lua --wait
+check_eq "after: nothing changed, all three reused" "$(reused)" \
+	"join step[n=1] step[n=2] "
+perl -0pi -e 's/n = \{ 1, 2 \}/n = { 1, 3 }/' "$R/after.lua"
+commit_all "$R" >/dev/null
+nv_in "$R" run after.lua --wait
+check_eq "after: a new step runs, and the job after the steps" "$(submitted)" \
+	"join step[n=3] "
+check_match "... which says why" "$OUT" \
+	'^  runs: it runs after step\[n=3\], which runs now$'
 
 # ---- navette reuse list / show / forget -----------------------------------------
 nv_in "$R" plan recipe.lua
