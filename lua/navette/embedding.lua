@@ -38,7 +38,8 @@ function api.plan(recipe, opts)
                                     plan = true })
   local specs = api.shown_specs(runner.submit(run))
   return { project = run.project.name, profile = run.profile.name,
-           actions = core.plan(), jobs = json.array(specs) }
+           actions = core.plan(), jobs = json.array(specs),
+           reuse = require("navette.reuse").decisions(run) }
 end
 
 -- Polls the jobs until each has ended. Every few seconds their backends
@@ -68,9 +69,14 @@ function api.run(recipe, opts)
   for i, s in ipairs(specs) do ids[i] = s.id end
   local views = opts.wait and api.wait(ids) or {}
   local list, ok = {}, true
-  for i, id in ipairs(ids) do
-    list[i] = views[id] or jobs.get(id)
-    if opts.wait and list[i].state ~= "succeeded" then ok = false end
+  -- (the jobs reused instead of submitted first, as `run --json` has them)
+  for _, r in ipairs(run.reused or {}) do
+    list[#list + 1] = jobs.reused_view(r)
+  end
+  for _, id in ipairs(ids) do
+    local v = views[id] or jobs.get(id)
+    list[#list + 1] = v
+    if opts.wait and v.state ~= "succeeded" then ok = false end
   end
   return { project = run.project.name, profile = run.profile.name,
            jobs = json.array(list) }, ok

@@ -62,6 +62,21 @@ function jobs.outputs_of(record)
   return out
 end
 
+-- A job a run reused (r: run.reused's entry) as --json shows it: the
+-- earlier job's view, with reused_from (its id) and its name in this
+-- run; from its record when this home does not know the job.
+function jobs.reused_view(r)
+  local ok, v = pcall(jobs.get, r.from)
+  if not ok then
+    local rec = r.spec.record or {}
+    v = { id = r.from, state = rec.state, commit = rec.commit,
+          image = rec.image, output_prefix = r.spec.outputs.url,
+          outputs = jobs.outputs_of(rec) }
+  end
+  v.name, v.reused_from = r.name, r.from
+  return v
+end
+
 -- The stable view of a job (doc/cli.md: "--json fields"). info: what its
 -- backend's refresh said (its record, if read, and its own fields).
 function jobs.view(row, info)

@@ -35,12 +35,13 @@ return { name = "auditf", default_profile = "here", profiles = {
 LUA
 put_file "$R" recipes/one.lua <<'LUA'
 local navette = require "navette"
-navette.job { name = "one", command = { "sh", "-c",
+-- (reuse = false: each round submits it anew, as the test needs)
+navette.job { name = "one", reuse = false, command = { "sh", "-c",
   "echo done >\"$NAVETTE_OUTPUTS/out.txt\"" } }
 LUA
 put_file "$R" recipes/busy.lua <<'LUA'
 local navette = require "navette"
-navette.job { name = "busy", command = { "sleep", "8" } }
+navette.job { name = "busy", reuse = false, command = { "sleep", "8" } }
 LUA
 commit_all "$R" >/dev/null || exit 1
 DB=$NAVETTE_HOME/jobs.db

@@ -139,8 +139,10 @@ iteration() { # STEP BACKEND K
 	git -C "$R" commit -q --allow-empty -m "$cell $k" || return 1
 	commit=$(git -C "$R" rev-parse HEAD)
 	count runs "$cell" 1
+	# (--no-reuse: an empty commit keeps the job's key, and the job of
+	# the last round would be reused instead of submitted)
 	(cd "$R" && NAVETTE_FAULT=$fault exec "$NAVETTE" run recipes/one.lua \
-		--profile "$profile" >"$T/killed.out" 2>&1)
+		--profile "$profile" --no-reuse >"$T/killed.out" 2>&1)
 	rc=$?
 	if [ "$rc" -ne 137 ]; then
 		fail "$cell #$k: the fault point $fault was not reached (exit $rc)"
@@ -149,7 +151,7 @@ iteration() { # STEP BACKEND K
 	fi
 	local before id
 	before=$(rows "$commit" "$profile" | awk '{print $1}')
-	nv_in "$R" run recipes/one.lua --profile "$profile"
+	nv_in "$R" run recipes/one.lua --profile "$profile" --no-reuse
 	id=$(submitted_id)
 	if [ "$RC" -ne 0 ] || [ -z "$id" ]; then
 		fail "$cell #$k: the re-run did not submit (exit $RC)"

@@ -18,7 +18,8 @@ LUA
 put_file "$R" recipes/big.lua <<'LUA'
 local navette = require "navette"
 -- 400 MB of output: its publication takes long enough to be killed in
-navette.job { name = "big", command = { "sh", "-c",
+-- (reuse = false: each try publishes it anew)
+navette.job { name = "big", reuse = false, command = { "sh", "-c",
   "dd if=/dev/zero of=\"$NAVETTE_OUTPUTS/big.bin\" bs=1048576 count=400 2>/dev/null" } }
 LUA
 commit_all "$R" >/dev/null

@@ -15,7 +15,8 @@ local function spec()
     image = "reg.example.com/train@sha256:" .. ("ab"):rep(32),
     inputs = json.array({
       { name = "data", url = "s3://b/d.csv", sha256 = ("1"):rep(64) },
-      { name = "model", from = "team-x0", output = "m.pt" } }),
+      { name = "model", from = "team-x0", output = "m.pt",
+        record = "s3://b/team/team-x0/navette-run.json" } }),
     command = json.array({ "python3", "train.py", "--lr", "0.01" }),
     env = { EPOCHS = "3", NOTE = "é\n\t\"q\"\\\1\127" },
     params = { lr = "0.01" },
@@ -121,8 +122,15 @@ t.test("an input another job has not produced yet: no key", function()
   -- (what the key waits for, completed once the producer has ended)
   t.eq(parts.inputs.model.pending, "team-x0")
   t.eq(parts.inputs.model.output, "m.pt")
-  parts.inputs.model = PRODUCED.model
-  t.eq(key.of(parts), key_of(spec(), CODE, LOCKS, PRODUCED))
+  t.eq(parts.inputs.model.record, "s3://b/team/team-x0/navette-run.json")
+  -- completed from the producer's record: the key it would have had
+  local asked
+  t.eq(key.complete(parts, function(p)
+    asked = p.pending .. " " .. p.output
+    return PRODUCED.model
+  end), key_of(spec(), CODE, LOCKS, PRODUCED))
+  t.eq(asked, "team-x0 m.pt")
+  t.eq(key.complete(parts, function() return nil end), nil)
 end)
 
 t.test("the encoding leaves nothing to choice", function()

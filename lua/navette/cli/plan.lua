@@ -244,15 +244,7 @@ function M.run(argv)
   run.no_reuse, run.rerun_names = opts["no-reuse"], opts.rerun
   local specs = runner.submit(run)
   -- each job reused or run, and why (navette.reuse)
-  local decisions = json.array({})
-  for _, j in ipairs(run.declared_jobs or run.jobs) do
-    local d = (run.decisions or {})[j.name]
-    if d then
-      decisions[#decisions + 1] = { name = j.name,
-        decision = d.reuse and "reuse" or "run", from = d.from,
-        reason = d.run }
-    end
-  end
+  local decisions = require("navette.reuse").decisions(run)
   -- the same view of a job's environment as the embedding API's plan
   require("navette.embedding").shown_specs(specs)
   local actions = core.plan()

@@ -83,7 +83,7 @@ function M.submitted(run, specs, opts)
     -- every job reused: their outputs are where the earlier jobs put them
     if opts.json then
       local list = {}
-      for i, r in ipairs(reused) do list[i] = M.reused_view(r) end
+      for i, r in ipairs(reused) do list[i] = jobs.reused_view(r) end
       term.print(json.encode(json.array(list), true))
     else
       term.print("every job was reused: nothing was submitted (--rerun "
@@ -94,7 +94,9 @@ function M.submitted(run, specs, opts)
   if not opts.wait then
     if opts.json then
       local views = {}
-      for _, r in ipairs(reused) do views[#views + 1] = M.reused_view(r) end
+      for _, r in ipairs(reused) do
+        views[#views + 1] = jobs.reused_view(r)
+      end
       for _, id in ipairs(ids) do
         local v = jobs.get(id)
         v.reuse = decisions[v.name] and decisions[v.name].run
@@ -120,28 +122,13 @@ function M.submitted(run, specs, opts)
   require("navette.reuse").index_completed(run, specs, views)
   if not opts.json then return common.print_outcomes(ids, views) end
   local status, list = 0, {}
-  for _, r in ipairs(reused) do list[#list + 1] = M.reused_view(r) end
+  for _, r in ipairs(reused) do list[#list + 1] = jobs.reused_view(r) end
   for _, id in ipairs(ids) do
     list[#list + 1] = views[id]
     if views[id].state ~= "succeeded" then status = 1 end
   end
   term.print(json.encode(json.array(list), true))
   return status
-end
-
--- A reused job as --json shows it: the earlier job's view (its id,
--- outputs, record), with reused_from, and its name in this run.
-function M.reused_view(r)
-  local ok, v = pcall(jobs.get, r.from)
-  if not ok then
-    -- (another home's job: what its record says)
-    local rec = r.spec.record or {}
-    v = { id = r.from, state = rec.state, commit = rec.commit,
-          image = rec.image, output_prefix = r.spec.outputs.url,
-          outputs = jobs.outputs_of(rec) }
-  end
-  v.name, v.reused_from = r.name, r.from
-  return v
 end
 
 return M

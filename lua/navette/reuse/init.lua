@@ -176,17 +176,14 @@ local function entries(run, k)
 end
 M.entries = entries
 
--- The sha256 of output path of producer id as the record r of its
--- consumer names it, or nil.
-local function produced_by(run, r)
-  local urls = {}
-  for _, i in ipairs(r.inputs or {}) do
-    if i.from then urls[i.from] = i.record end
-  end
-  return function(id, path)
-    local pr = urls[id] and record_at(run, urls[id], spec_like(run))
-    return pr and pr.state == "succeeded" and output_sha(pr, path) or nil
-  end
+-- The sha256 of the output a consumer's pending input p names ({pending
+-- = the producer's id, output, record}), from the producer's run record
+-- in this profile's store; nil when it did not succeed (or is not there).
+local function produced_sha(run, p)
+  if type(p.record) ~= "string" then return nil end
+  local pr = record_at(run, p.record, spec_like(run))
+  return pr and pr.state == "succeeded" and pr.id == p.pending
+         and output_sha(pr, p.output) or nil
 end
 
 -- The key of the job of record r: its own, or completed from its
@@ -194,7 +191,9 @@ end
 local function key_of_record(run, r)
   if type(r.key) == "string" then return r.key end
   if type(r.key_parts) ~= "table" then return nil end
-  return key.complete(r.key_parts, produced_by(run, r))
+  return key.complete(r.key_parts, function(p)
+    return produced_sha(run, p)
+  end)
 end
 M.key_of_record = key_of_record
 
@@ -203,9 +202,9 @@ M.key_of_record = key_of_record
 local function parts_of_record(run, r)
   local parts = r.key_parts
   if type(parts) ~= "table" then return nil end
-  local sha_of, inputs = produced_by(run, r), {}
+  local inputs = {}
   for name, v in pairs(parts.inputs or {}) do
-    inputs[name] = type(v) == "table" and sha_of(v.pending, v.output) or v
+    inputs[name] = type(v) == "table" and produced_sha(run, v) or v
   end
   local copy = {}
   for k, v in pairs(parts) do copy[k] = v end
@@ -224,7 +223,7 @@ local function last_succeeded(run, name)
     if row.name == name and row.project == run.project.name
        and row.profile == run.profile.name and row.state == "succeeded"
        and type(row.record_url) == "string" then
-      local r = record_at(run, row.record_url, row.spec)
+      local r = record_at(run, row.record_url, spec_like(run))
       if r then return row, r end
     end
   end
@@ -442,6 +441,20 @@ function M.decide(run, j, spec)
                .. "to compare")
   end
   return ran(table.concat(lines, "; "))
+end
+
+-- The run's decisions, job by job in the order declared, as plan --json
+-- gives them: {name, decision = "reuse" | "run", from, reason}.
+function M.decisions(run)
+  local out = json.array({})
+  for _, j in ipairs(run.declared_jobs or run.jobs) do
+    local d = (run.decisions or {})[j.name]
+    if d then
+      out[#out + 1] = { name = j.name, decision = d.reuse and "reuse"
+                        or "run", from = d.from, reason = d.run }
+    end
+  end
+  return out
 end
 
 -- Audits a reuse (job.reuse): which job stands for this one.

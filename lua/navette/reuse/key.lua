@@ -141,14 +141,15 @@ end
 -- {[path] = blob}; produced: {[input name] = sha256} of the inputs that
 -- are other jobs' outputs (their records'); nil when one is not known
 -- yet (its producer runs now): such an input is {pending = the producer's
--- id, output = its path}, and the name of the first is returned second:
--- the key is known once the producer has ended (M.complete).
+-- id, output = its path, record = the URL of the producer's run record},
+-- and the name of the first is returned second: the key is known once
+-- the producer has ended (M.complete).
 function M.parts(spec, code, locks, produced)
   local inputs, missing = {}, nil
   for _, i in ipairs(spec.inputs or {}) do
     local sha = i.from and (produced or {})[i.name] or i.sha256
     if type(sha) ~= "string" and i.from then
-      sha = { pending = i.from, output = i.output }
+      sha = { pending = i.from, output = i.output, record = i.record }
       missing = missing or i.name
     elseif type(sha) ~= "string" then
       return nil, i.name
@@ -184,14 +185,14 @@ function M.parts(spec, code, locks, produced)
   }, missing
 end
 
--- The key of parts whose pending inputs sha256_of(producer id, output)
+-- The key of parts whose pending inputs sha256_of(the pending entry)
 -- now gives (from the producer's run record), or nil and the name of the
 -- first it does not. parts is left as it was.
 function M.complete(parts, sha256_of)
   local inputs = {}
   for name, v in pairs(parts.inputs or {}) do
     if type(v) == "table" then
-      local sha = sha256_of(v.pending, v.output)
+      local sha = sha256_of(v)
       if type(sha) ~= "string" then return nil, name end
       v = sha
     end

@@ -367,7 +367,8 @@ function M.submit(run)
   run.decisions, run.reused, run.reused_by_id = {}, {}, {}
   local i = 1
   while i <= #run.jobs do
-    decide(run, i)
+    -- (a survey looks at every job: portability)
+    if not run.survey then decide(run, i) end
     if i > #run.jobs then break end
     local j = run.jobs[i]
     local group, why = M.array_group(run, i, backend)

@@ -141,7 +141,8 @@ check_match "moved tag: the refusal is audited" \
 	"$("$NAVETTE" audit show 2>&1 | tail -1)" "policy\.refuse +refused +train\.lua"
 
 mv "$L" "$T/lib-away" || exit 1
-nv_in "$P" run train.lua --wait
+# (--no-reuse: the job of the same commit above would be reused)
+nv_in "$P" run train.lua --wait --no-reuse
 check_rc "offline: the locked commit runs from the cache" 0
 check_contains "offline: says the library is unreachable" "$ERR" \
 	"warning: library file://$L is unreachable"

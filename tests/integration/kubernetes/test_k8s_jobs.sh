@@ -223,12 +223,13 @@ nv logs "$ID"
 check_contains "logs: the job's log" "$OUT" "hello from the job"
 
 # ---- a submission killed between the Job and its Secret, run again ----------
-NAVETTE_FAULT=k8s-job-created nv_in "$R" run hello.lua
+# (--no-reuse: the job above would be reused, and nothing submitted)
+NAVETTE_FAULT=k8s-job-created nv_in "$R" run hello.lua --no-reuse
 check_rc "killed after the Job's creation" 137
 KID=$(kc -n "$NS" get jobs -l navette/job -o json | json '[j["metadata"]["name"] for j in d["items"] if j["spec"].get("suspend")][0]')
 check_match "the Job is there, suspended" "$KID" '^k8s-'
 check_eq "without its Secret" "$(kc -n "$NS" get secret "$KID" -o name 2>/dev/null | wc -l | tr -d ' ')" 0
-nv_in "$R" run hello.lua --wait
+nv_in "$R" run hello.lua --wait --no-reuse
 check_rc "the same run again completes the submission" 0
 check_contains "under the same id" "$OUT" "job hello submitted: $KID"
 check_eq "the job succeeded" "$(st "$KID" 'd["state"]')" succeeded
@@ -447,7 +448,7 @@ check_true "the Job and its Secret are deleted" gone
 nv cancel "$BID" >/dev/null 2>&1
 
 # ---- a reader may not submit ------------------------------------------------------------
-nv_in "$R" run hello.lua --profile reader
+nv_in "$R" run hello.lua --profile reader --no-reuse
 check_rc "the reader's run is refused" 3
 check_contains "with the cause" "$OUT$ERR" 'cannot create resource "jobs"'
 

@@ -296,8 +296,10 @@ check_contains "... naming the entry" "$ERR" "path entry 1 (bin)"
 printf 'return { name = "envjob" }\n' >"$R/navette.lua"
 commit_all "$R" >/dev/null
 nv agent stop
-OUT=$(cd "$R" && NAVETTE_BWRAP=/nonexistent/bwrap "$NAVETTE" run job.lua --wait 2>&1)
-RC=$? LAST_CMD="NAVETTE_BWRAP=/nonexistent/bwrap navette run job.lua --wait"
+# (--no-reuse: the tree is the first one's again, and its job would be
+# reused)
+OUT=$(cd "$R" && NAVETTE_BWRAP=/nonexistent/bwrap "$NAVETTE" run job.lua --wait --no-reuse 2>&1)
+RC=$? LAST_CMD="NAVETTE_BWRAP=/nonexistent/bwrap navette run job.lua --wait --no-reuse"
 check_rc "no bwrap: the job fails" 1
 ID=$(submitted_id)
 nv status "$ID" --json
@@ -312,8 +314,8 @@ echo "bwrap: No permissions to create new namespace" >&2
 exit 1
 EOF
 chmod 755 "$T/broken-bwrap"
-OUT=$(cd "$R" && NAVETTE_BWRAP=$T/broken-bwrap "$NAVETTE" run job.lua --wait 2>&1)
-RC=$? LAST_CMD="NAVETTE_BWRAP=broken-bwrap navette run job.lua --wait"
+OUT=$(cd "$R" && NAVETTE_BWRAP=$T/broken-bwrap "$NAVETTE" run job.lua --wait --no-reuse 2>&1)
+RC=$? LAST_CMD="NAVETTE_BWRAP=broken-bwrap navette run job.lua --wait --no-reuse"
 check_rc "a bwrap that cannot start: the job fails" 1
 ID=$(submitted_id)
 nv status "$ID" --json

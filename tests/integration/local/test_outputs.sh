@@ -102,9 +102,10 @@ check_eq "eval's output lands in DIR/eval" "$(cat "$T/run/eval/score.txt" 2>&1)"
 # ---- gc -----------------------------------------------------------------------
 # a second `one` and a second `train`: the first ones are then no longer
 # the newest of their names (eval, which takes train's output, is)
-nv_in "$R" run train.lua --wait
+# (--no-reuse: the first ones would be reused)
+nv_in "$R" run train.lua --wait --no-reuse
 check_rc "a second train succeeds" 0
-nv_in "$R" run one.lua --wait
+nv_in "$R" run one.lua --wait --no-reuse
 check_rc "a second run of one succeeds" 0
 ID2=$(submitted_id)
 nv gc --older-than 0s --dry-run
@@ -137,7 +138,7 @@ nv audit show --job "$ID"
 check_contains "the deletion is audited" "$OUT" "job.gc"
 
 # --store: a third `one` makes the second old, and its objects go too
-nv_in "$R" run one.lua --wait
+nv_in "$R" run one.lua --wait --no-reuse
 STORE2=$(store_dir outs "$ID2")
 check_true "the second job published its outputs" test -f "$STORE2/model.bin"
 nv gc --older-than 0s --store --yes

@@ -245,13 +245,14 @@ nv logs "$ID"
 check_match "logs shows the command's output" "$OUT" "^first-job: wrote result.txt$"
 
 # What the bucket holds: the input, the code archive (once per commit), the
-# audit log's mirror, and the job's prefix; nothing else.
+# audit log's mirror, the job's prefix and its reuse entry (under the
+# project's prefix, by its key: navette-reuse/HEX/ID); nothing else.
 ALL=$(s3ls "" | grep -v "^team/s3proj/$ID/")
-check_eq "the bucket holds only the input, the code and the audit besides the job" \
-	"$(printf '%s\n' "$ALL" | sed 's|^team/_audit/[^/]*/|team/_audit/USER/|')" \
+check_eq "the bucket holds only the input, the code, the audit and the job's reuse entry besides the job" \
+	"$(printf '%s\n' "$ALL" | sed 's|^team/_audit/[^/]*/|team/_audit/USER/|; s|^team/s3proj/navette-reuse/[0-9a-f]\{64\}/|team/s3proj/navette-reuse/HEX/|')" \
 	"$(printf '%s\n' team/_audit/USER/audit.jsonl team/_audit/USER/genesis.json \
 	team/_audit/USER/head "team/_code/s3proj/$HEAD.tar.gz" \
-	"team/inputs/first-job/greeting.txt")"
+	"team/inputs/first-job/greeting.txt" "team/s3proj/navette-reuse/HEX/$ID")"
 AUD=$(s3cat "$(printf '%s\n' "$ALL" | grep '_audit/.*/audit.jsonl')")
 check_contains "the audit mirror in S3 holds the submission" "$AUD" "\"job\":\"$ID\""
 
@@ -268,7 +269,9 @@ code_puts_audited() {
 	"$NAVETTE" audit show --json |
 		json "len([e for e in d if e['action'] == 'storage.put' and (e.get('target') or '').endswith('$CODE_KEY')])"
 }
-nv_in "$R" run recipes/first-job.lua --wait
+# (--no-reuse: a second job of the same commit, whose code is not uploaded
+# again; without it the first job would be reused)
+nv_in "$R" run recipes/first-job.lua --wait --no-reuse
 check_rc "a second run succeeds" 0
 ID2=$(submitted_id)
 # (radosgw writes its log asynchronously: the first upload shows first)
@@ -421,7 +424,8 @@ check_contains "expired URLs: the hint says why" \
 
 # ---- plan, and no secret anywhere -------------------------------------------
 
-nv_in "$R" plan recipes/first-job.lua --launcher
+# (--no-reuse: the job would be reused, and a plan shows no launcher then)
+nv_in "$R" plan recipes/first-job.lua --launcher --no-reuse
 check_rc "plan on the S3 profile exits 0" 0
 check_contains "plan shows the node launcher" "$OUT" "fetch_code"
 check_no_match "plan shows no signature" "$OUT" \

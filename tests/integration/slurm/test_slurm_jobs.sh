@@ -281,7 +281,8 @@ check_eq "the job ended" "$(st "$CID" 'd["state"]')" succeeded
 
 # ---- watch from the laptop, from submission to the end -----------------------
 
-nv_in "$R" run recipes/chatty.lua
+# (the same job again: --no-reuse, or the last one would be reused)
+nv_in "$R" run recipes/chatty.lua --no-reuse
 WID=$(submitted_id)
 nv watch "$WID"
 check_rc "watch of a Slurm job exits 0 when it succeeds" 0
@@ -366,7 +367,7 @@ check_match "its reason names the failed job" \
 
 # ---- the submitting shell killed --------------------------------------------------
 
-bash -c "cd '$R' && '$NAVETTE' run recipes/same.lua > '$T/shell.out' 2>&1; sleep 30" &
+bash -c "cd '$R' && '$NAVETTE' run recipes/same.lua --no-reuse > '$T/shell.out' 2>&1; sleep 30" &
 SHELL_PID=$!
 wait_for 30 grep -q submitted "$T/shell.out"
 kill -9 "$SHELL_PID" 2>/dev/null
