@@ -130,6 +130,8 @@ function runner.run(recipe, opts)
   run.scanned = check.scanned
   run.checked = check -- (its specs: see checked_specs)
   run.no_reuse, run.rerun_names = opts.no_reuse, opts.rerun_names
+  -- (what the checking pass read of the reuse index, records and outputs)
+  run.reuse_memo = check.reuse_memo
   local specs = #run.jobs > 0 and submitting.submit(run) or {}
   return run, specs
 end

@@ -29,6 +29,15 @@ function M.folder(project, k)
   return project .. "/" .. M.FOLDER .. "/" .. k:gsub("^sha256:", "") .. "/"
 end
 
+-- What the store said, kept for the run: a run's two passes (checking,
+-- then submitting) ask the same questions a second apart, and the
+-- second takes the first's answers (runner.run hands them over).
+local function memo(run, what)
+  run.reuse_memo = run.reuse_memo or {}
+  run.reuse_memo[what] = run.reuse_memo[what] or {}
+  return run.reuse_memo[what]
+end
+
 local function short(s)
   s = tostring(s)
   return s:gsub("^sha256:", ""):sub(1, 12)
@@ -85,12 +94,12 @@ end
 
 -- The record of a job (its run record's URL), read once per run.
 local function record_at(run, url, spec_like)
-  run.reuse_records = run.reuse_records or {}
-  local got = run.reuse_records[url]
+  local records = memo(run, "records")
+  local got = records[url]
   if got == nil then
     local r, problem = published.record(url, spec_like)
     got = r or { problem = problem or "missing" }
-    run.reuse_records[url] = got
+    records[url] = got
   end
   if got.problem then return nil, got.problem end
   return got
@@ -125,7 +134,10 @@ local function unusable(run, r, k)
   end
   local like = spec_like(run)
   for _, o in ipairs(r.outputs or {}) do
-    local info, err = published.head(o.url, like)
+    local heads = memo(run, "heads")
+    local h = heads[o.url] or { published.head(o.url, like) }
+    heads[o.url] = h
+    local info, err = h[1], h[2]
     if not info then
       if err and err.code == "not_found" then
         return "its output " .. tostring(o.name) .. " is missing (job "
@@ -154,6 +166,8 @@ end
 
 -- The entries of key k in the store, newest first.
 local function entries(run, k)
+  local seen = memo(run, "entries")
+  if seen[k] then return seen[k] end
   local s = store(run)
   if not s then return {} end
   local list = s:list(M.folder(run.project.name, k), { max = 64 })
@@ -172,6 +186,7 @@ local function entries(run, k)
     if a.created ~= b.created then return a.created > b.created end
     return a.job > b.job
   end)
+  seen[k] = out
   return out
 end
 M.entries = entries
