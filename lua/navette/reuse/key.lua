@@ -35,8 +35,9 @@
 -- as text, "%.17g"; another is refused), strings with '"', '\\' and
 -- the control characters escaped (\b \f \n \r \t, else \u00XX) and
 -- every other byte as it is: what Python's json.dumps(v, sort_keys=True,
--- separators=(",", ":"), ensure_ascii=False) writes. The key is "sha256:" and the hex sha256 of
--- "navette-key/1\n" followed by that text.
+-- separators=(",", ":"), ensure_ascii=False) writes. The key is
+-- "sha256:" and the hex sha256 of "navette-key/1\n" followed by that
+-- text.
 local M = {}
 
 local ESC = { ['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b",
