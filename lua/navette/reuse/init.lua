@@ -164,13 +164,17 @@ local function unusable(run, r, k)
   return nil
 end
 
--- The entries of key k in the store, newest first.
+-- The entries of key k in the store, newest first; nil and the error
+-- when the store cannot list them.
 local function entries(run, k)
   local seen = memo(run, "entries")
   if seen[k] then return seen[k] end
   local s = store(run)
   if not s then return {} end
-  local list = s:list(M.folder(run.project.name, k), { max = 64 })
+  local list, err = s:list(M.folder(run.project.name, k), { max = 64 })
+  if not list and not (err and err.code == "not_found") then
+    return nil, err
+  end
   local out = {}
   for _, o in ipairs(list and list.objects or {}) do
     local text = s:read(o.url or o.key, 16384)
@@ -357,6 +361,28 @@ function M.explain(a, b)
   return out
 end
 
+-- Each glob of --rerun names a job of the run, or the run is refused
+-- (a typo would otherwise reuse what the user asked to run).
+function M.check_rerun(run)
+  local jobs = require "navette.jobview"
+  for _, g in ipairs(run.rerun_names or {}) do
+    local pattern, hit = jobs.glob_pattern(g), false
+    for _, j in ipairs(run.jobs) do
+      if j.name:match(pattern) then hit = true break end
+    end
+    if not hit then
+      local names = {}
+      for i, j in ipairs(run.jobs) do
+        if i > 10 then names[#names + 1] = "..." break end
+        names[#names + 1] = j.name
+      end
+      require("navette.errors").raise("usage", "--rerun '" .. g
+        .. "' names no job of " .. tostring(run.recipe), "its jobs: "
+        .. table.concat(names, ", ") .. " (a glob: 'train[*]')")
+    end
+  end
+end
+
 -- Whether a glob of --rerun names j.
 local function forced(run, name)
   for _, g in ipairs(run.rerun_names or {}) do
@@ -412,8 +438,13 @@ function M.decide(run, j, spec)
                .. (run.project.trusted == false
                    and " before the project is trusted" or ""))
   end
+  local found, lerr = entries(run, spec.key)
+  if not found then
+    return ran("the reuse index could not be read ("
+               .. tostring(lerr and lerr.message or lerr) .. ")")
+  end
   local why
-  for _, e in ipairs(entries(run, spec.key)) do
+  for _, e in ipairs(found) do
     local r, problem = record_at(run, e.record, spec_like(run))
     if not r then
       why = why or ("job " .. e.job .. " of the same key: its record is "

@@ -364,6 +364,7 @@ function M.submit(run)
   run.taken = checked_specs(run)
   quotas.note_concurrent(run, backend)
   run.declared_jobs = { table.unpack(run.jobs) }
+  require("navette.reuse").check_rerun(run)
   run.decisions, run.reused, run.reused_by_id = {}, {}, {}
   local i = 1
   while i <= #run.jobs do

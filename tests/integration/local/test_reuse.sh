@@ -176,7 +176,28 @@ nv_in "$R" run recipe.lua --wait
 check_match "an output's bytes changed: the job runs, saying so" "$OUT" \
 	"^  runs: its output out\\.txt changed \\(sha256 [0-9a-f]{12} -> [0-9a-f]{12}, job $LAST_TRAIN\\)\$"
 
+# ---- an input's content: the reason names it and both sha256 --------------------
+put_file "$R" input.lua <<'EOF2'
+local navette = require "navette"
+local data = navette.storage.put_string("data/x.txt", "one\n")
+navette.job { name = "inp", code = { paths = { "src/" } },
+              inputs = { data = data }, command = { "true" } }
+EOF2
+commit_all "$R" >/dev/null
+nv_in "$R" run input.lua --wait
+check_rc "an input: the first run, exit 0" 0
+perl -0pi -e 's/"one\\n"/"two\\n"/' "$R/input.lua"
+commit_all "$R" >/dev/null
+nv_in "$R" run input.lua --wait
+check_match "an input's bytes changed: the job runs, naming it and both sha256" "$OUT" \
+	"^  runs: inputs\\.data: sha256 $(printf 'one\n' | shasum -a 256 | cut -c1-12)… -> sha256 $(printf 'two\n' | shasum -a 256 | cut -c1-12)…\$"
+
 # ---- --rerun and --no-reuse -------------------------------------------------------
+nv_in "$R" run recipe.lua --rerun 'trian[*]'
+check_rc "--rerun naming no job: refused as a usage error (2)" 2
+check_contains "... naming the glob and the recipe's jobs" "$ERR" \
+	"--rerun 'trian[*]' names no job of recipe.lua"
+check_eq "... and nothing was submitted" "$(submitted)" ""
 nv_in "$R" run recipe.lua --rerun 'train[lr=0.0*]'
 check_eq "--rerun 'train[lr=0.0*]': those two run, and the fan-in" \
 	"$(submitted)" "best clock train[lr=0.002] train[lr=0.01] "
