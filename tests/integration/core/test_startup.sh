@@ -1,7 +1,8 @@
 # What keeps navette's start-up short, and what it must not cost:
 # - version and help load no library but Lua, status of a local job only
 #   SQLite and cJSON (where the program loads libraries on first use:
-#   NAVETTE_LAZY_LIBS, Linux x86-64; the loader's LD_DEBUG tells);
+#   NAVETTE_LAZY_LIBS, Linux x86-64; the loader's LD_DEBUG tells), and
+#   status writes nothing to the job database's file;
 # - every other command loads them all before doing anything, so that a
 #   library missing stops it at start (exit 127), never halfway; a function
 #   missing from a library fails only where it is called;
@@ -180,5 +181,18 @@ fi
 nv status "$ID"
 check_rc "status of the job exits 0" 0
 check_match "status reads the job's record" "$OUT" 'succeeded'
+
+# A read command writes nothing: with no agent holding the job database
+# open, status (the last to close it) leaves its file as it was. Setting
+# a pragma to the value it had wrote the header page, and the close then
+# checkpointed the WAL into the file with two fsyncs (1.5 ms of status).
+nv agent stop
+check_rc "the agent stops (no job left)" 0
+db_file() { perl -MTime::HiRes=stat -e '@s = stat($ARGV[0]); printf "%.9f %d\n", $s[9], $s[7]' "$NAVETTE_HOME/jobs.db"; shasum -a 256 "$NAVETTE_HOME/jobs.db" | cut -d' ' -f1; }
+BEFORE=$(db_file)
+nv status "$ID"
+check_rc "status with no agent exits 0" 0
+check_eq "status leaves the job database's file untouched (time, size, bytes)" \
+	"$(db_file)" "$BEFORE"
 
 finish
