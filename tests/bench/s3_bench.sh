@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/bench/s3_bench.sh [MiB | --quick] — S3 transfer benchmark: navette
-# against aws-cli v2 and rclone, on a throwaway radosgw started here.
+# against raw curl (--aws-sigv4: one request, no checks, the floor),
+# aws-cli v2 and rclone, on a throwaway radosgw started here.
 #
 # Not a test (nothing registers it with add_test): it prints numbers and
 # fails only when a transfer fails or a download's sha256 differs.
@@ -163,6 +164,16 @@ xfer() { # TOOL up|down KEY
 		"$SRC" "bench:$BUCKET/$key" ;;
 	rclone.down) "$RCLONE" --config "$WORK/rclone.conf" copyto --no-check-dest \
 		"bench:$BUCKET/$key" "$DST" ;;
+	# one signed PUT or GET, nothing hashed or verified (the payload is
+	# sent UNSIGNED-PAYLOAD): what the network and radosgw allow
+	curl.up) curl -sS --fail --aws-sigv4 "aws:amz:$S3_REGION:s3" \
+		--user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
+		-T "$SRC" "$S3_ENDPOINT/$BUCKET/$key" ;;
+	curl.down) curl -sS --fail --aws-sigv4 "aws:amz:$S3_REGION:s3" \
+		--user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
+		-o "$DST" "$S3_ENDPOINT/$BUCKET/$key" ;;
 	esac
 }
 
@@ -185,7 +196,8 @@ say "making a ${MIB} MiB random file"
 head -c "$BYTES" /dev/urandom >"$SRC"
 SUM=$(shasum -a 256 "$SRC" | cut -d' ' -f1)
 
-TOOLS="navette aws rclone"
+command -v curl >/dev/null || apt_install curl
+TOOLS="navette curl aws rclone"
 for tool in $TOOLS; do
 	start_stack
 	for run in $(seq 1 "$RUNS"); do
@@ -217,7 +229,7 @@ done
 
 echo
 echo "S3 transfer of $MIB MiB to radosgw (memstore, 127.0.0.1), median of $RUNS runs"
-echo "$("$AWS" --version 2>&1 | cut -d' ' -f1), $("$RCLONE" version 2>/dev/null | head -n 1)"
+echo "$(curl --version | head -n 1 | cut -d' ' -f1,2), $("$AWS" --version 2>&1 | cut -d' ' -f1), $("$RCLONE" version 2>/dev/null | head -n 1)"
 printf '%-8s %8s %8s %9s %9s %12s %12s\n' tool "up s" "down s" "up MB/s" "down MB/s" \
 	"up RSS MiB" "down RSS MiB"
 for tool in $TOOLS; do
@@ -228,14 +240,15 @@ for tool in $TOOLS; do
 			ru / 1024, rd / 1024 }'
 done
 echo
-echo "speed ratio = peer time / navette time (above 1: navette is faster)"
-for peer in aws rclone; do
-	case $peer in aws) want=1.5 ;; rclone) want=1.0 ;; esac
+echo "speed ratio = peer time / navette time (above 1: navette is faster;"
+echo "curl is the floor: navette, with its checks, within 5% of it is 0.95x)"
+for peer in curl aws rclone; do
+	case $peer in curl) want=0.95 ;; aws) want=1.5 ;; rclone) want=1.0 ;; esac
 	awk -v p="$peer" -v w="$want" -v nu="${UP[navette]}" -v nd="${DOWN[navette]}" \
 		-v pu="${UP[$peer]}" -v pd="${DOWN[$peer]}" \
 		'function r(a, b) { return b > 0 ? a / b : 0 }
 		function ok(x) { return x >= w ? "ok" : "MISS" }
-		BEGIN { printf "navette / %-6s  up %5.2fx  down %5.2fx   target >= %.1fx: up %s, down %s\n",
+		BEGIN { printf "navette / %-6s  up %5.2fx  down %5.2fx   target >= %.2fx: up %s, down %s\n",
 			p, r(pu, nu), r(pd, nd), w, ok(r(pu, nu)), ok(r(pd, nd)) }'
 done
 awk -v r="${RSS[navette]}" 'BEGIN { printf "navette peak RSS %.1f MiB   target <= 64 MiB: %s\n",

@@ -166,17 +166,41 @@ end
 
 -- The entries of key k in the store, newest first; nil and the error
 -- when the store cannot list them.
+local MAX_PER_KEY = 64
+
+-- The index's objects by key (its hex), listed once per run: a sweep of
+-- 1,000 new jobs costs one LIST, not 1,000. nil and the error when the
+-- store cannot list it.
+local function index_objects(run, s)
+  local index = memo(run, "index")
+  if not index.by_key then
+    local list, err = s:list(run.project.name .. "/" .. M.FOLDER .. "/")
+    if not list and not (err and err.code == "not_found") then
+      return nil, err
+    end
+    index.by_key = {}
+    for _, o in ipairs(list and list.objects or {}) do
+      local hex = tostring(o.key or o.url):match(
+        "navette%-reuse/(%x+)/[^/]+$")
+      if hex then
+        local objs = index.by_key[hex] or {}
+        if #objs < MAX_PER_KEY then objs[#objs + 1] = o end
+        index.by_key[hex] = objs
+      end
+    end
+  end
+  return index.by_key
+end
+
 local function entries(run, k)
   local seen = memo(run, "entries")
   if seen[k] then return seen[k] end
   local s = store(run)
   if not s then return {} end
-  local list, err = s:list(M.folder(run.project.name, k), { max = 64 })
-  if not list and not (err and err.code == "not_found") then
-    return nil, err
-  end
+  local by_key, err = index_objects(run, s)
+  if not by_key then return nil, err end
   local out = {}
-  for _, o in ipairs(list and list.objects or {}) do
+  for _, o in ipairs(by_key[k:gsub("^sha256:", "")] or {}) do
     local text = s:read(o.url or o.key, 16384)
     local e = text and _navette.reuse.parse_index(text)
     -- (an entry pointing out of this profile's store is not followed)
