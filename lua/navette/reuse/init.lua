@@ -258,17 +258,25 @@ end
 -- The last job of this name, project and profile this home ran that
 -- succeeded, by its row (newest first), and its record.
 local function last_succeeded(run, name)
-  if not run.reuse_rows then
+  -- (this home's recent succeeded jobs of the project and profile, by
+  -- name, newest first: read once per run)
+  local by_name = memo(run, "rows")
+  if not by_name[1] then
+    by_name[1] = true
     local text = require("navette.jobview").db():list(2000)
-    run.reuse_rows = text and json.decode(text) or {}
-  end
-  for _, row in ipairs(run.reuse_rows) do
-    if row.name == name and row.project == run.project.name
-       and row.profile == run.profile.name and row.state == "succeeded"
-       and type(row.record_url) == "string" then
-      local r = record_at(run, row.record_url, spec_like(run))
-      if r then return row, r end
+    for _, row in ipairs(text and json.decode(text) or {}) do
+      if row.project == run.project.name and row.state == "succeeded"
+         and row.profile == run.profile.name
+         and type(row.record_url) == "string" and row.name then
+        local list = by_name[row.name] or {}
+        list[#list + 1] = row
+        by_name[row.name] = list
+      end
     end
+  end
+  for _, row in ipairs(by_name[name] or {}) do
+    local r = record_at(run, row.record_url, spec_like(run))
+    if r then return row, r end
   end
 end
 
