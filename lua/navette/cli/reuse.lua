@@ -23,8 +23,9 @@ usage: navette reuse list [--profile P] [--json]
   list     each key (first 12 digits), the job it points at, its name
   show     the jobs of KEY (full, or a unique prefix of 12 digits or more)
            and the key's parts, from the newest job's run record
-  forget   removes KEY's entries, or those of job JOB: the next run runs
-           it (audited: reuse.forget)]],
+  forget   removes KEY's entries, or those of job JOB, and marks each
+           job forgotten: the next run runs it, from any home (audited:
+           reuse.forget)]],
   flags = { profile = "value", json = "bool" },
   read_only = false,
 }
@@ -61,10 +62,15 @@ local function all_entries(run, s)
   local list = errors.check(s:list(prefix))
   local out = {}
   for _, o in ipairs(list.objects or {}) do
+    -- (a forgotten job's mark is no entry)
+    if tostring(o.key or o.url):match("/forgotten[%.%w-]*$") then
+      goto next
+    end
     local text = s:read(o.url or o.key, 16384)
     local e, err = nil, nil
     if text then e, err = _navette.reuse.parse_index(text) end
     out[#out + 1] = { entry = e, object = o, problem = err and err.message }
+    ::next::
   end
   table.sort(out, function(a, b)
     local x, y = a.entry and a.entry.created or "",
@@ -146,12 +152,23 @@ end
 
 local function forget(opts, given)
   local run, s = scope(opts)
-  local gone = 0
+  local gone, marked = 0, {}
+  local now = _navette.sys.iso8601()
   for _, r in ipairs(all_entries(run, s)) do
     if matches(r.entry, given) then
       local ok, err = s:delete(r.object.url or r.object.key)
       if not ok and not (err and err.code == "not_found") then
         errors.check(nil, err, "navette reuse forget")
+      end
+      -- the mark: no lookup takes the job (or the key's jobs made until
+      -- now) again, and no home that ran one indexes it again
+      local folder = reuse.folder(run.project.name, r.entry.key)
+      local mark = r.entry.job == given
+                   and (folder .. "forgotten." .. r.entry.job)
+                   or (folder .. "forgotten")
+      if not marked[mark] then
+        errors.check(s:put_string(mark, now))
+        marked[mark] = true
       end
       gone = gone + 1
       require("navette.audit").record({ action = "reuse.forget",

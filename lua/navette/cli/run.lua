@@ -119,7 +119,7 @@ function M.submitted(run, specs, opts)
     views, stopped = require("navette.cli.board").follow(ids)
   end
   if stopped then return common.interrupted(ids) end
-  require("navette.reuse").index_completed(run, specs, views)
+  require("navette.reuse").index_succeeded(run, specs, views)
   if not opts.json then return common.print_outcomes(ids, views) end
   local status, list = 0, {}
   for _, r in ipairs(reused) do list[#list + 1] = jobs.reused_view(r) end

@@ -3,12 +3,18 @@
 -- are. Before a job is submitted, `navette run` (and `plan`) decides:
 --   reuse   the profile's store indexes a job of this key (an entry under
 --           "<project>/navette-reuse/<hex of the key>/<job id>", written
---           when that job was submitted), whose run record is there, says
---           succeeded with the same key, and lists outputs that are each
---           in the store with their recorded size and sha256. Failing the
---           index, the last job of the same name this home ran, whose key
---           (completed from its producers' records) is the same; its
---           entry is then written, for the team.
+--           once the job has succeeded: at the end of `run --wait`, or by
+--           the next run from the home that ran it), whose run record is
+--           there, says succeeded with the same key, and lists outputs
+--           that are each in the store with their recorded size and
+--           sha256. Failing the index, the last succeeded job of the same
+--           name this home ran, whose key (completed from its producers'
+--           records when it had none) is the same; its entry is then
+--           written, for the team. A job that failed, was cancelled or
+--           never ran leaves no entry: a lookup reads only what may be
+--           reused. `navette reuse forget` leaves a mark
+--           ("<hex>/forgotten.<job id>") that no lookup or home goes
+--           past.
 --   run     otherwise, with the reason: what differs from the last
 --           succeeded job of that name (inputs, code, env, image...), an
 --           output missing or changed, `reuse = false`, --rerun, or "no
@@ -178,10 +184,19 @@ local function index_objects(run, s)
     if not list and not (err and err.code == "not_found") then
       return nil, err
     end
-    index.by_key = {}
+    index.by_key, index.forgotten, index.before = {}, {}, {}
     for _, o in ipairs(list and list.objects or {}) do
-      local hex = tostring(o.key or o.url):match(
-        "navette%-reuse/(%x+)/[^/]+$")
+      local name = tostring(o.key or o.url)
+      local _, gone = name:match("navette%-reuse/(%x+)/forgotten%.([%w-]+)$")
+      local whole = name:match("navette%-reuse/(%x+)/forgotten$")
+      if gone then index.forgotten[gone] = true end
+      if whole then
+        -- (a key forgotten: its jobs created up to then, in any home)
+        local text = s:read(o.url or o.key, 64)
+        index.before[whole] = text and text:match("^[%dT:.Z-]+") or "~"
+      end
+      local hex = not gone and not whole
+                  and name:match("navette%-reuse/(%x+)/[%w-]+$")
       if hex then
         local objs = index.by_key[hex] or {}
         if #objs < MAX_PER_KEY then objs[#objs + 1] = o end
@@ -189,7 +204,17 @@ local function index_objects(run, s)
       end
     end
   end
-  return index.by_key
+  return index.by_key, index.forgotten
+end
+
+-- Whether the job id, created at `created`, of key k was forgotten
+-- (navette reuse forget: the job, or the key up to that time), as the
+-- index listed this run says.
+local function forgotten(run, id, created, k)
+  local index = memo(run, "index")
+  if index.forgotten and index.forgotten[id] then return true end
+  local before = index.before and index.before[k:gsub("^sha256:", "")]
+  return before ~= nil and tostring(created) <= before
 end
 
 local function entries(run, k)
@@ -205,6 +230,7 @@ local function entries(run, k)
     local e = text and _navette.reuse.parse_index(text)
     -- (an entry pointing out of this profile's store is not followed)
     if e and e.key == k and e.project == run.project.name
+       and not forgotten(run, e.job, e.created, k)
        and pcall(require("navette.isolation").check_url, run.profile,
                  e.record, "a reuse entry") then
       out[#out + 1] = e
@@ -257,24 +283,44 @@ end
 
 -- The last job of this name, project and profile this home ran that
 -- succeeded, by its row (newest first), and its record.
-local function last_succeeded(run, name)
-  -- (this home's recent succeeded jobs of the project and profile, by
-  -- name, newest first: read once per run)
-  local by_name = memo(run, "rows")
-  if not by_name[1] then
-    by_name[1] = true
-    local text = require("navette.jobview").db():list(2000)
+-- This home's recent jobs of the project and profile, by name, newest
+-- first, read once per run: those that succeeded, and those not ended.
+local function rows_by_name(run)
+  local rows = memo(run, "rows")
+  if not rows.done then
+    rows.done, rows.succeeded, rows.going, rows.ended = true, {}, {}, {}
+    local jobs = require "navette.jobview"
+    local text = jobs.db():list(2000)
     for _, row in ipairs(text and json.decode(text) or {}) do
-      if row.project == run.project.name and row.state == "succeeded"
-         and row.profile == run.profile.name
-         and type(row.record_url) == "string" and row.name then
-        local list = by_name[row.name] or {}
+      local into = row.state == "succeeded"
+                   and type(row.record_url) == "string" and rows.succeeded
+                   or not jobs.FINAL[row.state] and rows.going
+                   or row.state ~= "succeeded" and rows.ended or nil
+      if into and row.project == run.project.name and row.name
+         and row.profile == run.profile.name then
+        local list = into[row.name] or {}
         list[#list + 1] = row
-        by_name[row.name] = list
+        into[row.name] = list
       end
     end
   end
-  for _, row in ipairs(by_name[name] or {}) do
+  return rows
+end
+
+-- A job of this home, of name and key k, that has not ended (which =
+-- "going") or that failed or was cancelled ("ended"): its id and state.
+local function job_of_key(run, which, name, k)
+  for i, row in ipairs(rows_by_name(run)[which][name] or {}) do
+    if i > 8 then break end
+    local full = require("navette.jobview").row(row.id)
+    if full and full.spec and full.spec.key == k then
+      return row.id, row.state
+    end
+  end
+end
+
+local function last_succeeded(run, name)
+  for _, row in ipairs(rows_by_name(run).succeeded[name] or {}) do
     local r = record_at(run, row.record_url, spec_like(run))
     if r then return row, r end
   end
@@ -301,17 +347,20 @@ function M.publish(run, spec)
   end
 end
 
--- Indexes the jobs of specs that were submitted before their producers
--- ended (no key then) and have now succeeded (views: by id, as `run
--- --wait` saw them end): their key is known from their producers'
--- records. (Failing that, the next run from this home finds them.)
-function M.index_completed(run, specs, views)
+-- Indexes the jobs of specs that succeeded (views: by id, as `run
+-- --wait` saw them end); a job submitted before its producers ended (no
+-- key then) by the key its producers' records complete. (Failing that,
+-- the next run from this home finds them.)
+function M.index_succeeded(run, specs, views)
   for _, spec in ipairs(specs) do
     local v = views[spec.id]
-    if not spec.key and spec.key_parts and spec.reuse ~= false and v
+    if spec.key_parts and spec.reuse ~= false and v
        and v.state == "succeeded" and v.record_url then
-      local r = record_at(run, v.record_url, spec)
-      local k = r and key_of_record(run, r)
+      local k = spec.key
+      if not k then
+        local r = record_at(run, v.record_url, spec)
+        k = r and key_of_record(run, r)
+      end
       if k then
         M.publish(run, { key = k, id = spec.id, name = spec.name,
                          project = spec.project, profile = spec.profile,
@@ -490,13 +539,13 @@ function M.decide(run, j, spec)
       why = why or bad
     end
   end
-  -- a job submitted before its producers ended had no key to index by:
-  -- the last one of this name is taken when its key, completed from its
-  -- producers' records, is this one (and indexed now). A job keyed at
-  -- submission was indexed then: when its entry is gone, it was
-  -- forgotten (navette reuse forget).
+  -- the last job of this name this home ran, when it succeeded with this
+  -- key (its own, or completed from its producers' records) and was not
+  -- indexed yet (nobody waited for it), or its entry was lost; not when
+  -- it was forgotten
   local row, last = last_succeeded(run, j.name)
-  if last and last.key == nil and key_of_record(run, last) == spec.key then
+  if last and not forgotten(run, last.id, row.created, spec.key)
+     and key_of_record(run, last) == spec.key then
     local bad = unusable(run, last, spec.key)
     if not bad then
       if not run.plan then
@@ -511,6 +560,15 @@ function M.decide(run, j, spec)
     why = why or bad
   end
   if why then return ran(why) end
+  local going = job_of_key(run, "going", j.name, spec.key)
+  if going then
+    return ran("job " .. going .. " of the same key has not ended (a run "
+               .. "does not wait for another run's jobs)")
+  end
+  local ended, state = job_of_key(run, "ended", j.name, spec.key)
+  if ended and not last then
+    return ran("job " .. ended .. " of the same key ended " .. state)
+  end
   if not last then return ran("no earlier run") end
   local before = parts_of_record(run, last)
   local lines = before and M.explain(before, parts) or {}

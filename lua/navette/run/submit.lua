@@ -253,10 +253,8 @@ local function submit_one(run, j, k, backend, sessions)
     return spec
   end
   local sub = run.submissions[spec]
-  spec = backend.submit(spec, launcher, submit_context(run, sessions, sub,
+  return backend.submit(spec, launcher, submit_context(run, sessions, sub,
                         jobspec.node_for(run, j, k)))
-  if not run.checking then require("navette.reuse").publish(run, spec) end
-  return spec
 end
 
 -- The jobs of group as one job array: each its own spec (id, prefix,
@@ -308,9 +306,6 @@ local function submit_array(run, group, k, backend, sessions)
       specs[i] = backend.submit(specs[i], specs[i].launcher,
         submit_context(run, sessions, run.submissions[specs[i]],
                        jobspec.node_for(run, j, k + i - 1)))
-      if not run.checking then
-        require("navette.reuse").publish(run, specs[i])
-      end
     end
     return specs
   end
@@ -318,13 +313,7 @@ local function submit_array(run, group, k, backend, sessions)
                              jobspec.node_for(run, group[1], k))
   ctx.submissions = {}
   for i, spec in ipairs(specs) do ctx.submissions[i] = run.submissions[spec] end
-  specs = backend.submit_array(specs, script, ctx)
-  if not run.checking then
-    for _, spec in ipairs(specs) do
-      require("navette.reuse").publish(run, spec)
-    end
-  end
-  return specs
+  return backend.submit_array(specs, script, ctx)
 end
 
 -- The specs of an array's tasks as JSON, as each task sees its own.

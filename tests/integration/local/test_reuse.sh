@@ -256,7 +256,7 @@ check_rc "the same recipe again while it runs: exit 0" 0
 check_eq "... its job runs a second time (the first has not ended)" \
 	"$(submitted)" "held "
 check_match "... saying why" "$OUT" \
-	"^  runs: job $HELD1 of the same key: its record is missing \\(it has not ended, or was removed\\)\$"
+	"^  runs: job $HELD1 of the same key has not ended \\(a run does not wait for another run's jobs\\)\$"
 HELD2=$(sub_id held)
 : >"$T/gate"
 check_state "the first held job ends" "$HELD1" succeeded 30
