@@ -68,11 +68,8 @@ function api.run(recipe, opts)
   local ids = {}
   for i, s in ipairs(specs) do ids[i] = s.id end
   local views = opts.wait and api.wait(ids) or {}
-  local list, ok = {}, true
   -- (the jobs reused instead of submitted first, as `run --json` has them)
-  for _, r in ipairs(run.reused or {}) do
-    list[#list + 1] = jobs.reused_view(r)
-  end
+  local list, ok = jobs.reused_views(run), true
   for _, id in ipairs(ids) do
     local v = views[id] or jobs.get(id)
     list[#list + 1] = v

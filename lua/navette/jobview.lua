@@ -65,7 +65,7 @@ end
 -- A job a run reused (r: run.reused's entry) as --json shows it: the
 -- earlier job's view, with reused_from (its id) and its name in this
 -- run; from its record when this home does not know the job.
-function jobs.reused_view(r)
+local function reused_view(r)
   local ok, v = pcall(jobs.get, r.from)
   if not ok then
     local rec = r.spec.record or {}
@@ -75,6 +75,14 @@ function jobs.reused_view(r)
   end
   v.name, v.reused_from = r.name, r.from
   return v
+end
+
+-- The views of the jobs run reused, in order (a list the views of the
+-- jobs it submitted may follow).
+function jobs.reused_views(run)
+  local out = {}
+  for i, r in ipairs(run.reused or {}) do out[i] = reused_view(r) end
+  return out
 end
 
 -- The stable view of a job (doc/cli.md: "--json fields"). info: what its

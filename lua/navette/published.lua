@@ -23,9 +23,15 @@ end
 
 -- The store handle and key of url (s3:// or file://), or nil and the
 -- error (the caller closes the handle: `navette outputs` and `gc` get
--- and delete through it).
+-- and delete through it). spec.held: an s3:// store the caller holds
+-- open, used as it is (one client for many reads), never closed here.
+local function borrowed(store)
+  return setmetatable({ close = function() end }, { __index = store })
+end
+
 local function store_of(url, spec)
   if url:match("^s3://") then
+    if spec and spec.held then return borrowed(spec.held), url end
     local store, err = published.s3_store(spec)
     if not store then
       return nil, nil, { code = "io", message = tostring(err and
@@ -132,7 +138,7 @@ function published.walk_store(spec, ctx)
     walk.stores[key] = held
   end
   if not held then return nil end
-  return setmetatable({ close = function() end }, { __index = held })
+  return borrowed(held)
 end
 
 -- A job's log as its node launcher shipped it, from offset: the chunks

@@ -129,8 +129,7 @@ local function show(opts, given)
                  "see `navette reuse list`")
   end
   local record = require("navette.published").record(found[1].record,
-    { profile = run.profile.name, outputs = run.profile.s3 and {
-      s3 = run.profile.s3 } or {} })
+    { held = run.profile.s3 and s or nil })
   if opts.json then
     term.print(json.encode({ key = found[1].key, entries = json.array(found),
                              key_parts = record and record.key_parts,

@@ -54,6 +54,7 @@ function M.submitted(run, specs, opts)
   for _, s in ipairs(specs) do ids[#ids + 1] = s.id end
   local reused = run.reused or {}
   local decisions = run.decisions or {}
+  -- (--json lists the jobs reused first, then those submitted)
   if not opts.json then
     -- the run's id first: watch, and the jobs of a run, take it
     term.print((specs[1] and ("run " .. tostring(specs[1].run) .. " · ")
@@ -82,9 +83,7 @@ function M.submitted(run, specs, opts)
   if #ids == 0 then
     -- every job reused: their outputs are where the earlier jobs put them
     if opts.json then
-      local list = {}
-      for i, r in ipairs(reused) do list[i] = jobs.reused_view(r) end
-      term.print(json.encode(json.array(list), true))
+      term.print(json.encode(json.array(jobs.reused_views(run)), true))
     else
       term.print("every job was reused: nothing was submitted (--rerun "
                  .. "NAME or --no-reuse runs them again)")
@@ -93,10 +92,7 @@ function M.submitted(run, specs, opts)
   end
   if not opts.wait then
     if opts.json then
-      local views = {}
-      for _, r in ipairs(reused) do
-        views[#views + 1] = jobs.reused_view(r)
-      end
+      local views = jobs.reused_views(run)
       for _, id in ipairs(ids) do
         local v = jobs.get(id)
         v.reuse = decisions[v.name] and decisions[v.name].run
@@ -121,8 +117,7 @@ function M.submitted(run, specs, opts)
   if stopped then return common.interrupted(ids) end
   require("navette.reuse").index_succeeded(run, specs, views)
   if not opts.json then return common.print_outcomes(ids, views) end
-  local status, list = 0, {}
-  for _, r in ipairs(reused) do list[#list + 1] = jobs.reused_view(r) end
+  local status, list = 0, jobs.reused_views(run)
   for _, id in ipairs(ids) do
     list[#list + 1] = views[id]
     if views[id].state ~= "succeeded" then status = 1 end

@@ -30,9 +30,14 @@ local M = {}
 
 M.FOLDER = "navette-reuse"
 
+-- A key's hex digits ("sha256:" left out): its folder's name.
+local function hex(k)
+  return (tostring(k):gsub("^sha256:", ""))
+end
+
 -- The folder of key's entries in project's part of the store.
 function M.folder(project, k)
-  return project .. "/" .. M.FOLDER .. "/" .. k:gsub("^sha256:", "") .. "/"
+  return project .. "/" .. M.FOLDER .. "/" .. hex(k) .. "/"
 end
 
 -- What the store said, kept for the run: a run's two passes (checking,
@@ -45,8 +50,7 @@ local function memo(run, what)
 end
 
 local function short(s)
-  s = tostring(s)
-  return s:gsub("^sha256:", ""):sub(1, 12)
+  return hex(s):sub(1, 12)
 end
 
 -- The profile's store, for index entries (nil: none to read, as in a
@@ -68,23 +72,23 @@ local function store(run)
 end
 M.store = store
 
--- The code's part of the key and the commit's lock files (once per
--- commit and narrowing).
+-- The code's part of the key and the commit's lock files (the tree
+-- walked once per commit and run).
 local function code_and_locks(run, j, spec)
-  run.reuse_code = run.reuse_code or {}
   local lib = run.code_repos and run.code_repos[spec.commit]
   local repo = lib and lib.repo or run.repo
-  local memo = run.reuse_code[spec.commit]
-  if not memo then
-    memo = { locks = {} }
+  local commits = memo(run, "code")
+  local c = commits[spec.commit]
+  if not c then
+    c = { locks = {} }
     for _, l in ipairs(assert(repo:lockfiles(spec.commit))) do
-      memo.locks[l.path] = l.blob
+      c.locks[l.path] = l.blob
     end
-    memo.tree = assert(repo:path_id(spec.commit, ""))
-    run.reuse_code[spec.commit] = memo
+    c.tree = assert(repo:path_id(spec.commit, ""))
+    commits[spec.commit] = c
   end
-  if j.library then return { library = spec.commit }, memo.locks end
-  if not j.code_paths then return { tree = memo.tree }, memo.locks end
+  if j.library then return { library = spec.commit }, c.locks end
+  if not j.code_paths then return { tree = c.tree }, c.locks end
   local paths = {}
   for _, p in ipairs(j.code_paths) do
     local id, err = repo:path_id(spec.commit, p)
@@ -95,15 +99,15 @@ local function code_and_locks(run, j, spec)
     end
     paths[p] = id
   end
-  return { paths = paths }, memo.locks
+  return { paths = paths }, c.locks
 end
 
 -- The record of a job (its run record's URL), read once per run.
-local function record_at(run, url, spec_like)
+local function record_at(run, url, reading)
   local records = memo(run, "records")
   local got = records[url]
   if got == nil then
-    local r, problem = published.record(url, spec_like)
+    local r, problem = published.record(url, reading)
     got = r or { problem = problem or "missing" }
     records[url] = got
   end
@@ -111,13 +115,11 @@ local function record_at(run, url, spec_like)
   return got
 end
 
--- What spec_like's store can read (its outputs.s3 for an s3:// store).
-local function spec_like(run)
-  local s3 = run.profile.s3
-  return { profile = run.profile.name, outputs = s3 and { s3 = {
-    endpoint = s3.endpoint, region = s3.region, path_style = s3.path_style,
-    ca_bundle = s3.ca_bundle, pin = s3.pin, credential = s3.credential,
-    bucket = s3.bucket, root = s3.root } } or {} }
+-- What published reads this profile's records and outputs with: the
+-- run's own s3:// store (one client for every question), or file:// URLs
+-- as they are.
+local function reading(run)
+  return { held = run.profile.s3 and store(run) or nil }
 end
 
 -- The sha256 of output `path` of the job whose record is r.
@@ -138,7 +140,7 @@ local function unusable(run, r, k)
   if r.project ~= run.project.name or M.key_of_record(run, r) ~= k then
     return "job " .. id .. " has another key"
   end
-  local like = spec_like(run)
+  local like = reading(run)
   for _, o in ipairs(r.outputs or {}) do
     local heads = memo(run, "heads")
     local h = heads[o.url] or { published.head(o.url, like) }
@@ -170,8 +172,6 @@ local function unusable(run, r, k)
   return nil
 end
 
--- The entries of key k in the store, newest first; nil and the error
--- when the store cannot list them.
 local MAX_PER_KEY = 64
 
 -- The index's objects by key (its hex), listed once per run: a sweep of
@@ -213,10 +213,12 @@ end
 local function forgotten(run, id, created, k)
   local index = memo(run, "index")
   if index.forgotten and index.forgotten[id] then return true end
-  local before = index.before and index.before[k:gsub("^sha256:", "")]
+  local before = index.before and index.before[hex(k)]
   return before ~= nil and tostring(created) <= before
 end
 
+-- The entries of key k in the store, newest first; nil and the error
+-- when the store cannot list them.
 local function entries(run, k)
   local seen = memo(run, "entries")
   if seen[k] then return seen[k] end
@@ -225,7 +227,7 @@ local function entries(run, k)
   local by_key, err = index_objects(run, s)
   if not by_key then return nil, err end
   local out = {}
-  for _, o in ipairs(by_key[k:gsub("^sha256:", "")] or {}) do
+  for _, o in ipairs(by_key[hex(k)] or {}) do
     local text = s:read(o.url or o.key, 16384)
     local e = text and _navette.reuse.parse_index(text)
     -- (an entry pointing out of this profile's store is not followed)
@@ -250,7 +252,7 @@ M.entries = entries
 -- in this profile's store; nil when it did not succeed (or is not there).
 local function produced_sha(run, p)
   if type(p.record) ~= "string" then return nil end
-  local pr = record_at(run, p.record, spec_like(run))
+  local pr = record_at(run, p.record, reading(run))
   return pr and pr.state == "succeeded" and pr.id == p.pending
          and output_sha(pr, p.output) or nil
 end
@@ -269,20 +271,12 @@ M.key_of_record = key_of_record
 -- r's key parts, its pending inputs completed where its producers'
 -- records say what they were.
 local function parts_of_record(run, r)
-  local parts = r.key_parts
-  if type(parts) ~= "table" then return nil end
-  local inputs = {}
-  for name, v in pairs(parts.inputs or {}) do
-    inputs[name] = type(v) == "table" and produced_sha(run, v) or v
-  end
-  local copy = {}
-  for k, v in pairs(parts) do copy[k] = v end
-  copy.inputs = inputs
-  return copy
+  if type(r.key_parts) ~= "table" then return nil end
+  return (key.completed(r.key_parts, function(p)
+    return produced_sha(run, p)
+  end))
 end
 
--- The last job of this name, project and profile this home ran that
--- succeeded, by its row (newest first), and its record.
 -- This home's recent jobs of the project and profile, by name, newest
 -- first, read once per run: those that succeeded, and those not ended.
 local function rows_by_name(run)
@@ -319,9 +313,11 @@ local function job_of_key(run, which, name, k)
   end
 end
 
+-- The last job of this name, project and profile this home ran that
+-- succeeded: its row and its record.
 local function last_succeeded(run, name)
   for _, row in ipairs(rows_by_name(run).succeeded[name] or {}) do
-    local r = record_at(run, row.record_url, spec_like(run))
+    local r = record_at(run, row.record_url, reading(run))
     if r then return row, r end
   end
 end
@@ -484,7 +480,7 @@ end
 
 -- Decides whether the job j (its spec built) runs or is reused; keys
 -- spec (key, key_parts, locks). -> {reuse = spec of the earlier job,
--- from = its id} | {run = reason}
+-- from = its id, key} | {run = reason}
 function M.decide(run, j, spec)
   local code, locks = code_and_locks(run, j, spec)
   local produced = {}
@@ -526,7 +522,7 @@ function M.decide(run, j, spec)
   end
   local why
   for _, e in ipairs(found) do
-    local r, problem = record_at(run, e.record, spec_like(run))
+    local r, problem = record_at(run, e.record, reading(run))
     if not r then
       why = why or ("job " .. e.job .. " of the same key: its record is "
                     .. tostring(problem) .. (problem == "missing"
@@ -534,7 +530,8 @@ function M.decide(run, j, spec)
     else
       local bad = unusable(run, r, spec.key)
       if not bad then
-        return { reuse = reused_spec(r, e.record), from = r.id }
+        return { reuse = reused_spec(r, e.record), from = r.id,
+                 key = spec.key }
       end
       why = why or bad
     end
@@ -555,7 +552,8 @@ function M.decide(run, j, spec)
                          outputs = { url = row.record_url:sub(1,
                            -(#_navette.record.names.run_record + 1)) } })
       end
-      return { reuse = reused_spec(last, row.record_url), from = last.id }
+      return { reuse = reused_spec(last, row.record_url), from = last.id,
+               key = spec.key }
     end
     why = why or bad
   end

@@ -187,22 +187,32 @@ function M.parts(spec, code, locks, produced)
 end
 
 -- The key of parts whose pending inputs sha256_of(the pending entry)
--- now gives (from the producer's run record), or nil and the name of the
--- first it does not. parts is left as it was.
+-- now gives (from the producer's run record), or nil and the name of
+-- the first (by name) it does not. parts is left as it was.
 function M.complete(parts, sha256_of)
-  local inputs = {}
+  local completed, missing = M.completed(parts, sha256_of)
+  if missing then return nil, missing end
+  return M.of(completed)
+end
+
+-- A copy of parts whose pending inputs sha256_of gives are replaced by
+-- that sha256 (the others stay pending), and the name of the first it
+-- does not give, if any.
+function M.completed(parts, sha256_of)
+  local inputs, missing = {}, nil
   for name, v in pairs(parts.inputs or {}) do
-    if type(v) == "table" then
-      local sha = sha256_of(v)
-      if type(sha) ~= "string" then return nil, name end
+    local sha = type(v) == "table" and sha256_of(v)
+    if type(sha) == "string" then
       v = sha
+    elseif type(v) == "table" and (not missing or name < missing) then
+      missing = name
     end
     inputs[name] = v
   end
   local copy = {}
   for k, v in pairs(parts) do copy[k] = v end
   copy.inputs = inputs
-  return M.of(copy)
+  return copy, missing
 end
 
 return M

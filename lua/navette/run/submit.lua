@@ -220,7 +220,6 @@ local function decide(run, i)
     local d = reuse.decide(run, j, spec)
     run.decisions[j.name] = d
     if d.reuse then
-      d.key = spec.key
       table.remove(run.jobs, k)
       run.specs[j.name], run.ids[j.name] = d.reuse, nil
       run.reused_by_id[d.from] = d.reuse
