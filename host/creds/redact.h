@@ -103,6 +103,10 @@ int nv_redact_add_fingerprints(nv_redactor *r, const char *text, size_t len,
 /* How many fingerprints r holds (after duplicates are merged). */
 size_t nv_redact_fingerprint_count(nv_redactor *r);
 
+/* The matcher this build uses for literals and shapes, for `navette
+ * version`; load: ask the library whether this CPU can run it. */
+const char *nv_redact_engine(int load);
+
 /* One-shot: appends the redacted form of in[0..len) to out. Returns 0, or
  * NV_ENOMEM if out hit its cap or memory ran out. */
 int nv_redact_buffer(nv_redactor *r, const char *in, size_t len, nv_buf *out);

@@ -18,6 +18,7 @@
 
 void redact_automaton_free(nv_redactor *r)
 {
+	redact_vs_free(r);
 	redact_wipe_free(r->nodes, r->nodes_cap * sizeof(*r->nodes));
 	redact_wipe_free(r->rows, r->rows_len * sizeof(*r->rows));
 	redact_wipe_free(r->filter, r->filter_words * sizeof(*r->filter));
@@ -26,6 +27,7 @@ void redact_automaton_free(nv_redactor *r)
 	r->filter = NULL;
 	r->filter_words = 0;
 	r->npatterns = 0;
+	r->maxlen = 0;
 	r->nnodes = r->nodes_cap = r->rows_len = 0;
 	r->width = 0;
 	memset(r->classmap, 0, sizeof(r->classmap));
@@ -68,6 +70,8 @@ static int insert_variant(nv_redactor *r, void *ctx, const unsigned char *p,
 		return -1; /* cannot happen: patterns are 8+ bytes */
 	h = filter_hash(r, p);
 	r->filter[h >> 6] |= (uint64_t)1 << (h & 63);
+	if (n > r->maxlen)
+		r->maxlen = n;
 	for (size_t i = 0; i < n; i++) {
 		int32_t ch = r->nodes[st].first;
 		while (ch >= 0 && r->nodes[ch].byte != p[i])
@@ -292,4 +296,16 @@ int redact_literal_scan(const nv_redactor *r, struct spans *lit,
 		st = ac_step(r, st, p[pos], r->classmap[p[pos]]);
 	*depth = nodes[st].depth;
 	return 0;
+}
+
+/* Exact from len - maxlen on: no pattern prefix is longer. */
+size_t redact_literal_depth(const nv_redactor *r, const unsigned char *p,
+			    size_t start, size_t len)
+{
+	size_t pos = len - start > r->maxlen ? len - r->maxlen : start;
+	int32_t st = 0;
+
+	for (; pos < len; pos++)
+		st = ac_step(r, st, p[pos], r->classmap[p[pos]]);
+	return r->nodes[st].depth;
 }

@@ -159,6 +159,18 @@ struct nv_redactor {
 	size_t filter_words;
 	unsigned filter_shift;
 	size_t npatterns;
+	size_t maxlen; /* the longest literal pattern */
+#ifdef NAVETTE_HAVE_VECTORSCAN
+	/* One Vectorscan database of the literal patterns (ids below
+	 * vs_nlit) and the shapes' first words (redact_vectorscan.c), built
+	 * when the automaton is; NULL until then or where it failed. */
+	struct hs_database *vs_db;
+	struct hs_scratch *vs_scratch;
+	int32_t *vs_secret; /* a literal pattern's secret */
+	uint32_t *vs_len;   /* a pattern's length */
+	uint32_t vs_nlit;
+	int vs_failed; /* fall back to the automaton until secrets change */
+#endif
 	/* Fingerprints, sorted by (salt, length, hash, confirm). */
 	struct fp_salt *salts;
 	size_t nsalts;
@@ -193,11 +205,25 @@ struct spans {
 	size_t n, cap;
 };
 
+/* A literal match as Vectorscan reports it. */
+struct lit_match {
+	size_t end;
+	uint32_t len, pattern;
+};
+
 struct work {
 	struct spans lit, shp;
 	struct spans fp, tmp; /* fingerprint hits; merge space */
 	uint64_t *prefix;     /* prefix hashes of the window */
 	size_t prefix_cap;
+	/* Vectorscan's answers for the window: its literal matches, and a
+	 * bit per offset where a shape's first word starts (valid below
+	 * cand_end; per byte from there on, as without the engine). */
+	struct lit_match *lm;
+	size_t lm_n, lm_cap;
+	uint64_t *cand;
+	size_t cand_words, cand_end;
+	int have_cand;
 };
 
 /* ---- shapes ---- */
@@ -271,6 +297,19 @@ int redact_literal_push(struct spans *s, size_t start, size_t end, int32_t id);
 int redact_literal_scan(const nv_redactor *r, struct spans *lit,
 			const unsigned char *p, size_t start, size_t len,
 			size_t *depth);
+/* The longest suffix of p[start..len) that may begin a pattern. */
+size_t redact_literal_depth(const nv_redactor *r, const unsigned char *p,
+			    size_t start, size_t len);
+
+/* ---- redact_vectorscan.c: literals and shape candidates at once ---- */
+
+/* 1: w->lit holds the literal spans of p[start..len) and w->cand the
+ * shapes' candidates; 0: no engine (the automaton and the per-byte test
+ * do it); -1: out of memory. Builds the database when it has none. */
+int redact_vs_scan(nv_redactor *r, struct work *w, const unsigned char *p,
+		   size_t start, size_t len);
+void redact_vs_free(nv_redactor *r);
+void redact_vs_work_free(struct work *w);
 
 /* ---- redact_fingerprint.c: secrets known by their fingerprints ---- */
 
@@ -283,6 +322,11 @@ int redact_merge_fingerprint_spans(struct work *w);
 /* Once per process, before redact_shape_candidate(); any thread. */
 void redact_shapes_init(void);
 int redact_shape_candidate(const unsigned char *p, size_t len, size_t i);
+/* Calls fn for the first word of every shape: what its scanner needs at
+ * p[i] before it can answer anything but SCAN_NONE. Returns the longest. */
+typedef int (*redact_trigger_fn)(void *ctx, const char *word, size_t n,
+				 int fold);
+size_t redact_shape_triggers(redact_trigger_fn fn, void *ctx);
 /* SCAN_NONE, SCAN_MATCH (*h filled in) or SCAN_MORE. */
 int redact_scan_shape(const unsigned char *p, size_t len, size_t i, int prev,
 		      int at_end, struct hit *h);

@@ -350,6 +350,34 @@ static int scan_url(const unsigned char *p, size_t len, size_t i, int prev,
 	return SCAN_NONE;
 }
 
+/* The first word of each scanner above: the has_prefix() its NEED tests
+ * first (fold: any case), then every token prefix. An engine that finds
+ * these words may skip every other offset but the window's last ones
+ * (redact_vectorscan.c); keep this list in step with the scanners. */
+size_t redact_shape_triggers(redact_trigger_fn fn, void *ctx)
+{
+	static const struct {
+		const char *word;
+		int fold;
+	} first[] = {{"x-amz-", 1},      {"authorization", 1}, {"bearer", 1},
+		     {"-----BEGIN ", 0}, {"secret", 1},        {"://", 0}};
+	size_t longest = 0, n;
+
+	for (size_t i = 0; i < sizeof(first) / sizeof(*first); i++) {
+		n = strlen(first[i].word);
+		if (fn(ctx, first[i].word, n, first[i].fold) != 0)
+			return 0;
+		longest = n > longest ? n : longest;
+	}
+	for (size_t k = 0; k < NV_TOKEN_SHAPE_COUNT; k++) {
+		n = strlen(nv_token_shapes[k].prefix);
+		if (fn(ctx, nv_token_shapes[k].prefix, n, 0) != 0)
+			return 0;
+		longest = n > longest ? n : longest;
+	}
+	return longest;
+}
+
 /* The byte pairs at which a shape may start (a bit per pair): testing
  * two bytes keeps common letters such as 'a', 'e' or 's' cheap. */
 static uint64_t shape_pairs[65536 / 64];

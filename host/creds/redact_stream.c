@@ -23,6 +23,7 @@ static void work_free(struct work *w)
 	free(w->fp.v);
 	free(w->tmp.v);
 	free(w->prefix);
+	redact_vs_work_free(w);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -79,6 +80,28 @@ static size_t emit_spans(const nv_redactor *r, const struct work *w,
 	return safe;
 }
 
+/* The next offset from i on where a shape may start: from the engine's
+ * candidates where it gave them, else by the byte-pair test. */
+static size_t next_shape(const struct work *w, const unsigned char *p,
+			 size_t len, size_t i)
+{
+	if (w->have_cand && i < w->cand_end) {
+		for (size_t at = i; at < w->cand_end; at = (at | 63) + 1) {
+			uint64_t bits = w->cand[at >> 6] >> (at & 63);
+			if (bits) {
+				at += (size_t)__builtin_ctzll(bits);
+				if (at < w->cand_end)
+					return at;
+				break;
+			}
+		}
+		i = w->cand_end;
+	}
+	while (i < len && !redact_shape_candidate(p, len, i))
+		i++;
+	return i;
+}
+
 /* Where the PEM-lines mode of a pass began, to find the stream's state
  * at the offset the pass stopped at. */
 struct lines_seg {
@@ -100,7 +123,7 @@ static int redact_pass(nv_redactor *r, struct work *w, const unsigned char *p,
 	struct hit open, h;
 	struct lines_seg seg = {
 		0, 0, SIZE_MAX, {CONT_NONE, 0, 0, 0, {NULL, 0}}};
-	int have_open = 0;
+	int have_open = 0, engine;
 
 	redact_shapes_init();
 	memset(&open, 0, sizeof(open));
@@ -114,9 +137,15 @@ static int redact_pass(nv_redactor *r, struct work *w, const unsigned char *p,
 	}
 	if (r->dirty && redact_automaton_build(r) != 0)
 		return NV_ENOMEM;
+	engine = redact_vs_scan(r, w, p, start, len);
+	if (engine < 0)
+		return NV_ENOMEM;
 	if (r->nnodes > 1) {
 		size_t depth;
-		if (redact_literal_scan(r, &w->lit, p, start, len, &depth) != 0)
+		if (engine)
+			depth = redact_literal_depth(r, p, start, len);
+		else if (redact_literal_scan(r, &w->lit, p, start, len,
+					     &depth) != 0)
 			return NV_ENOMEM;
 		if (!final)
 			lit_safe = len - depth;
@@ -147,9 +176,8 @@ static int redact_pass(nv_redactor *r, struct work *w, const unsigned char *p,
 			seg.end = from = end;
 		}
 	}
-	for (size_t i = from; i < len; i++) {
-		if (!redact_shape_candidate(p, len, i))
-			continue;
+	for (size_t i = next_shape(w, p, len, from); i < len;
+	     i = next_shape(w, p, len, i + 1)) {
 		int at_end = final || len - i > NV_REDACT_SHAPE_MAX;
 		int res = redact_scan_shape(p, len, i, i > 0 ? p[i - 1] : prev,
 					    at_end, &h);

@@ -383,3 +383,8 @@ void nv_pgzip_free(nv_pgzip *g)
 	free(g->slots);
 	free(g);
 }
+
+const char *nv_pgzip_engine(void)
+{
+	return "zlib " ZLIB_VERSION;
+}

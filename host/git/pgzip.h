@@ -33,5 +33,7 @@ int nv_pgzip_write(nv_pgzip *z, const void *data, size_t len, nv_err *err);
 int nv_pgzip_finish(nv_pgzip *z, nv_err *err);
 /* Stops and joins the threads, frees everything. NULL is fine. */
 void nv_pgzip_free(nv_pgzip *z);
+/* The compressor this build uses ("zlib 1.2.13"), for `navette version`. */
+const char *nv_pgzip_engine(void);
 
 #endif

@@ -22,7 +22,7 @@ function M.run(argv)
   if opts.json then term.print(json.encode(v, true)); return 0 end
   term.print("navette " .. v.navette)
   for _, k in ipairs({ "lua", "libgit2", "libcurl", "sqlite", "openssl",
-                       "cjson", "zlib", "expat" }) do
+                       "cjson", "zlib", "expat", "redact", "gzip" }) do
     if v[k] then term.printf("  %-8s %s\n", k, v[k]) end
   end
   return 0
