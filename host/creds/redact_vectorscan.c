@@ -22,6 +22,13 @@
 #include <hs/hs.h>
 
 #define ALLOC_HEAD 16 /* keeps malloc's alignment */
+/* Shorter windows (a command's own output, most log lines) are scanned
+ * without the engine: at a few microseconds a KiB that costs less than
+ * loading the library (and its C++ runtime) into a command that prints a
+ * page of help. NAVETTE_REDACT_ENGINE_MIN=N (a developer switch: the
+ * tests' second run of the redactor's cases) sets another bound. */
+#define VS_WINDOW_MIN 4096
+static size_t vs_window_min = VS_WINDOW_MIN;
 
 static void *wipe_alloc(size_t n)
 {
@@ -58,9 +65,24 @@ static int longest_trigger(void *ctx, const char *word, size_t n, int fold)
 	return 0;
 }
 
+/* What needs no call into the library (which loads it lazily). */
+static pthread_once_t bounds_once = PTHREAD_ONCE_INIT;
+
+static void bounds_init(void)
+{
+	const char *min = getenv("NAVETTE_REDACT_ENGINE_MIN");
+	char *end;
+
+	if (min && *min) {
+		unsigned long long n = strtoull(min, &end, 10);
+		if (*end == '\0')
+			vs_window_min = (size_t)n;
+	}
+	vs_trigger_max = redact_shape_triggers(longest_trigger, NULL);
+}
+
 static void vs_init(void)
 {
-	vs_trigger_max = redact_shape_triggers(longest_trigger, NULL);
 	vs_platform_ok = hs_valid_platform() == HS_SUCCESS;
 	if (vs_platform_ok)
 		hs_set_database_allocator(wipe_alloc, wipe_free);
@@ -269,7 +291,8 @@ int redact_vs_scan(nv_redactor *r, struct work *w, const unsigned char *p,
 
 	w->have_cand = 0;
 	w->lm_n = 0;
-	if (r->vs_failed)
+	pthread_once(&bounds_once, bounds_init);
+	if (r->vs_failed || len - start < vs_window_min)
 		return 0;
 	if (!r->vs_db) {
 		int b = vs_build(r);
