@@ -9,6 +9,9 @@
  * has no way to carry raw bytes, and a silent replacement would make a
  * plan or record that no longer says what ran; job.lua refuses such text
  * in a recipe before it gets here. */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "core/buf.h"
 #include "core/runtime.h"
 #include "core/utf8.h"
 
@@ -143,38 +147,108 @@ static int cmp_keys(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Creates the item for the value at idx and attaches it to parent (an
- * array when key is NULL) before descending, so everything built so far is
- * reachable from the boxed root if Lua raises midway. Keys and string
- * values are not copied: the tree points at the Lua strings, which the
- * value being encoded holds until l_json_encode has printed the tree
- * (cJSON_Delete leaves such strings alone). */
-static void encode_into(lua_State *L, int idx, int depth, cJSON *parent,
-			const char *key);
+/* Encoding writes the text straight into a buffer (no tree): the same
+ * bytes cJSON_PrintUnformatted gives for the tree the value would make,
+ * keys sorted. The buffer is held by a box on the Lua stack, so an error
+ * raised midway frees it (STYLE rule 4). */
+typedef struct {
+	nv_buf b;
+} enc_box;
 
-static void attach(lua_State *L, cJSON *parent, const char *key, cJSON *item)
+static int enc_box_gc(lua_State *L)
 {
-	if (!item)
-		luaL_error(L, "json: out of memory");
-	if (key)
-		cJSON_AddItemToObjectCS(parent, key, item);
-	else
-		cJSON_AddItemToArray(parent, item);
+	enc_box *e = lua_touserdata(L, 1);
+	nv_buf_free(&e->b);
+	return 0;
 }
 
-static void encode_table(lua_State *L, int idx, int depth, cJSON *parent,
-			 const char *key)
+static void put(lua_State *L, nv_buf *b, const char *s, size_t n)
+{
+	if (nv_buf_append(b, s, n) != 0)
+		luaL_error(L,
+			   "json: the text would exceed %d MiB (or memory "
+			   "ran out)",
+			   (int)(JSON_MAX_BYTES >> 20));
+}
+
+/* A string as cJSON escapes it: '"', '\\' and the control characters;
+ * every other byte (UTF-8 checked before) as it is. */
+static void put_string(lua_State *L, nv_buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t from = 0;
+
+	put(L, b, "\"", 1);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char esc[6] = {'\\', 0, 0, 0, 0, 0};
+		size_t len = 2;
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		switch (c) {
+		case '"': esc[1] = '"'; break;
+		case '\\': esc[1] = '\\'; break;
+		case '\b': esc[1] = 'b'; break;
+		case '\f': esc[1] = 'f'; break;
+		case '\n': esc[1] = 'n'; break;
+		case '\r': esc[1] = 'r'; break;
+		case '\t': esc[1] = 't'; break;
+		default:
+			memcpy(esc + 1, "u00", 3);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			len = 6;
+		}
+		put(L, b, s + from, i - from);
+		put(L, b, esc, len);
+		from = i + 1;
+	}
+	put(L, b, s + from, n - from);
+	put(L, b, "\"", 1);
+}
+
+/* A number as cJSON prints it: 15 significant digits when they give the
+ * value back, else 17. */
+static void put_number(lua_State *L, nv_buf *b, double d)
+{
+	char text[64];
+	int n, vi;
+
+	if (d != d || d > 1e308 || d < -1e308)
+		luaL_error(L, "json: cannot encode nan or inf");
+	/* an integral value within int: what %1.15g would print, faster
+	 * (but -0, which it prints "-0") */
+	vi = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+	if (d == (double)vi && !(vi == 0 && signbit(d))) {
+		n = snprintf(text, sizeof(text), "%d", vi);
+	} else {
+		double back;
+		n = snprintf(text, sizeof(text), "%1.15g", d);
+		back = strtod(text, NULL);
+		double big = fabs(back) > fabs(d) ? fabs(back) : fabs(d);
+		if (!(fabs(back - d) <= big * DBL_EPSILON))
+			n = snprintf(text, sizeof(text), "%1.17g", d);
+	}
+	put(L, b, text, (size_t)n);
+}
+
+static void encode_value(lua_State *L, int idx, int depth, nv_buf *b,
+			 const char *key);
+
+static void encode_table(lua_State *L, int idx, int depth, nv_buf *b)
 {
 	size_t n;
 
 	if (table_is_array(L, idx, &n)) {
-		cJSON *arr = cJSON_CreateArray();
-		attach(L, parent, key, arr);
+		put(L, b, "[", 1);
 		for (size_t i = 1; i <= n; i++) {
+			if (i > 1)
+				put(L, b, ",", 1);
 			lua_rawgeti(L, idx, (lua_Integer)i);
-			encode_into(L, lua_gettop(L), depth + 1, arr, NULL);
+			encode_value(L, lua_gettop(L), depth + 1, b, NULL);
 			lua_pop(L, 1);
 		}
+		put(L, b, "]", 1);
 		return;
 	}
 	/* Collect string keys, sorted, for a stable output. */
@@ -199,43 +273,48 @@ static void encode_table(lua_State *L, int idx, int depth, cJSON *parent,
 		keys[i++] = check_text(L, -1, 1, NULL);
 	}
 	qsort(keys, count, sizeof(char *), cmp_keys);
-	cJSON *obj = cJSON_CreateObject();
-	attach(L, parent, key, obj);
+	put(L, b, "{", 1);
 	for (i = 0; i < count; i++) {
+		if (i > 0)
+			put(L, b, ",", 1);
+		put_string(L, b, keys[i], strlen(keys[i]));
+		put(L, b, ":", 1);
 		lua_getfield(L, idx, keys[i]);
-		encode_into(L, lua_gettop(L), depth + 1, obj, keys[i]);
+		encode_value(L, lua_gettop(L), depth + 1, b, keys[i]);
 		lua_pop(L, 1);
 	}
+	put(L, b, "}", 1);
 	lua_pop(L, 1); /* keys */
 }
 
-static void encode_into(lua_State *L, int idx, int depth, cJSON *parent,
-			const char *key)
+static void encode_value(lua_State *L, int idx, int depth, nv_buf *b,
+			 const char *key)
 {
+	size_t len;
+	const char *s;
+
 	if (depth > JSON_MAX_DEPTH)
 		luaL_error(L, "json: nesting deeper than %d (a cycle?)",
 			   JSON_MAX_DEPTH);
 	luaL_checkstack(L, 8, "json: nesting too deep");
 	switch (lua_type(L, idx)) {
-	case LUA_TNIL: attach(L, parent, key, cJSON_CreateNull()); return;
+	case LUA_TNIL: put(L, b, "null", 4); return;
 	case LUA_TBOOLEAN:
-		attach(L, parent, key, cJSON_CreateBool(lua_toboolean(L, idx)));
+		if (lua_toboolean(L, idx))
+			put(L, b, "true", 4);
+		else
+			put(L, b, "false", 5);
 		return;
-	case LUA_TNUMBER: {
-		double d = lua_tonumber(L, idx);
-		if (d != d || d > 1e308 || d < -1e308)
-			luaL_error(L, "json: cannot encode nan or inf");
-		attach(L, parent, key, cJSON_CreateNumber(d));
-		return;
-	}
+	case LUA_TNUMBER: put_number(L, b, lua_tonumber(L, idx)); return;
 	case LUA_TSTRING:
-		attach(L, parent, key,
-		       cJSON_CreateStringReference(check_text(L, idx, 0, key)));
+		s = check_text(L, idx, 0, key);
+		lua_tolstring(L, idx, &len);
+		put_string(L, b, s, len);
 		return;
-	case LUA_TTABLE: encode_table(L, idx, depth, parent, key); return;
+	case LUA_TTABLE: encode_table(L, idx, depth, b); return;
 	case LUA_TLIGHTUSERDATA:
 		if (is_null(L, idx)) {
-			attach(L, parent, key, cJSON_CreateNull());
+			put(L, b, "null", 4);
 			return;
 		}
 		break;
@@ -249,25 +328,35 @@ static void encode_into(lua_State *L, int idx, int depth, cJSON *parent,
 	luaL_error(L, "json: cannot encode a %s value", luaL_typename(L, idx));
 }
 
-/* json.encode(value [, pretty]) */
+/* json.encode(value [, pretty]): pretty is cJSON_Print's layout, of the
+ * compact text parsed back (for people: plan --json, version --json). */
 static int l_json_encode(lua_State *L)
 {
 	int pretty = lua_toboolean(L, 2);
+	enc_box *e;
+
 	luaL_checkany(L, 1);
 	lua_settop(L, 1);
-	json_box *box = push_box(L); // [value, box]
-	box->root = cJSON_CreateArray();
-	if (!box->root)
-		return luaL_error(L, "json: out of memory");
-	encode_into(L, 1, 0, box->root, NULL);
-	cJSON *v = box->root->child;
-	char *s = pretty ? cJSON_Print(v) : cJSON_PrintUnformatted(v);
-	if (!s)
-		return luaL_error(L, "json: out of memory");
-	lua_pushstring(L, s);
-	free(s);
-	cJSON_Delete(box->root);
-	box->root = NULL;
+	e = lua_newuserdatauv(L, sizeof(*e), 0); // [value, box]
+	nv_buf_init(&e->b, JSON_MAX_BYTES);
+	if (luaL_newmetatable(L, "navette.json.encoding")) {
+		lua_pushcfunction(L, enc_box_gc);
+		lua_setfield(L, -2, "__gc");
+	}
+	lua_setmetatable(L, -2);
+	encode_value(L, 1, 0, &e->b, NULL);
+	if (!pretty) {
+		lua_pushlstring(L, e->b.data ? e->b.data : "", e->b.len);
+	} else {
+		cJSON *v = cJSON_ParseWithLength(e->b.data, e->b.len);
+		char *s = v ? cJSON_Print(v) : NULL;
+		cJSON_Delete(v);
+		if (!s)
+			return luaL_error(L, "json: out of memory");
+		lua_pushstring(L, s);
+		free(s);
+	}
+	nv_buf_free(&e->b);
 	return 1;
 }
 

@@ -68,3 +68,39 @@ t.test("huge numbers decode as floats", function()
   t.eq(math.type(v[4]), "integer")
   t.eq(v[5], 2.5)
 end)
+
+-- The encoder writes text itself (no cJSON tree); what it writes is what
+-- cJSON_PrintUnformatted printed for the same value (the expected texts
+-- below are cJSON 1.7.15's), so stored specs and records keep their bytes.
+t.test("strings are escaped as cJSON escapes them", function()
+  t.eq(json.encode("a\"b\\c\n\r\t\b\f\1\31\127/é"),
+       '"a\\"b\\\\c\\n\\r\\t\\b\\f\\u0001\\u001f\127/é"')
+  t.eq(json.encode({ ["k\n\""] = "" }), '{"k\\n\\"":""}')
+  t.eq(json.encode({}), "{}")
+end)
+
+t.test("numbers are printed as cJSON prints them", function()
+  local cases = {
+    { 0, "0" }, { -0.0, "-0" }, { 3, "3" }, { -1, "-1" }, { 1.5, "1.5" },
+    { 0.1, "0.1" }, { 1e-7, "1e-07" }, { 123456789012, "123456789012" },
+    { 3e9, "3000000000" }, { -3e9, "-3000000000" },
+    { 2147483647, "2147483647" }, { 2147483648, "2147483648" },
+    { -2147483648, "-2147483648" }, { -2147483649, "-2147483649" },
+    { 1e300, "1e+300" }, { -1e-300, "-1e-300" },
+    { 0.30000000000000004, "0.3" }, { 1 / 3, "0.33333333333333331" },
+    { 2.5e-5, "2.5e-05" }, { 6.02e23, "6.02e+23" }, { 1e20, "1e+20" },
+    { 4.35, "4.35" }, { 9007199254740993, "9.00719925474099e+15" },
+    { 12.75, "12.75" },
+  }
+  for _, c in ipairs(cases) do
+    t.eq(json.encode(c[1]), c[2], tostring(c[1]))
+    t.eq(json.encode({ c[1] }), "[" .. c[2] .. "]")
+  end
+  t.raises(function() json.encode(0 / 0) end, "nan or inf")
+  t.raises(function() json.encode({ x = math.huge }) end, "nan or inf")
+end)
+
+t.test("pretty printing is cJSON's layout", function()
+  t.eq(json.encode({ a = { 1, 2 }, b = "x" }, true),
+       '{\n\t"a":\t[1, 2],\n\t"b":\t"x"\n}')
+end)
