@@ -172,6 +172,8 @@ for round in $(seq 1 "$ROUNDS"); do
 	drain
 	say "round $round: navette run of a $N-job recipe.."
 	rm -rf "$WORK/home"
+	# a run of a project's own profile needs the project trusted
+	"$NAVETTE" trust "$REPO" >/dev/null || die "navette trust $REPO failed"
 	t0=$(now)
 	(cd "$REPO" && "$NAVETTE" run recipes/sweep.lua >"$WORK/run.out" 2>"$WORK/run.err") ||
 		{
