@@ -292,7 +292,7 @@ int redact_vs_scan(nv_redactor *r, struct work *w, const unsigned char *p,
 	w->have_cand = 0;
 	w->lm_n = 0;
 	pthread_once(&bounds_once, bounds_init);
-	if (r->vs_failed || len - start < vs_window_min)
+	if (r->vs_failed || len == start || len - start < vs_window_min)
 		return 0;
 	if (!r->vs_db) {
 		int b = vs_build(r);
@@ -313,7 +313,8 @@ int redact_vs_scan(nv_redactor *r, struct work *w, const unsigned char *p,
 		return -1;
 	if (e != HS_SUCCESS && e != HS_SCAN_TERMINATED)
 		return 0; /* the automaton does this window */
-	qsort(w->lm, w->lm_n, sizeof(*w->lm), lit_match_cmp);
+	if (w->lm_n > 1)
+		qsort(w->lm, w->lm_n, sizeof(*w->lm), lit_match_cmp);
 	for (size_t i = 0; i < w->lm_n; i++) {
 		const struct lit_match *m = &w->lm[i];
 		if (i > 0 && m->end == w->lm[i - 1].end)
