@@ -142,43 +142,64 @@ static const char *check_text(lua_State *L, int idx, int is_key,
 	return NULL;
 }
 
+/* An object's key: bytes and length (a canonical key may hold a NUL). */
+struct key {
+	const char *s;
+	size_t n;
+};
+
+/* Bytewise, a prefix first: strcmp's order, and Lua's in the C locale. */
 static int cmp_keys(const void *a, const void *b)
 {
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
+	const struct key *x = a, *y = b;
+	int c = memcmp(x->s, y->s, x->n < y->n ? x->n : y->n);
+
+	return c ? c : (x->n > y->n) - (x->n < y->n);
 }
 
 /* Encoding writes the text straight into a buffer (no tree): the same
  * bytes cJSON_PrintUnformatted gives for the tree the value would make,
  * keys sorted. The buffer is held by a box on the Lua stack, so an error
- * raised midway frees it (STYLE rule 4). */
-typedef struct {
+ * raised midway frees it (STYLE rule 4).
+ *
+ * The canonical form (json.canonical, the text a reuse key hashes:
+ * navette.reuse.key) is what Python's json.dumps(v, sort_keys=True,
+ * separators=(",", ":"), ensure_ascii=False) writes: the same escapes,
+ * integers only (another number raises), every byte of a string as it is
+ * (no UTF-8 check: the key hashes what the job holds), an empty table with
+ * any metatable a list, at most 32 levels; its errors name
+ * navette.reuse.key. */
+struct enc {
 	nv_buf b;
-} enc_box;
+	int canonical;
+};
 
-static int enc_box_gc(lua_State *L)
+static int enc_gc(lua_State *L)
 {
-	enc_box *e = lua_touserdata(L, 1);
+	struct enc *e = lua_touserdata(L, 1);
 	nv_buf_free(&e->b);
 	return 0;
 }
 
-static void put(lua_State *L, nv_buf *b, const char *s, size_t n)
+#define KEY_ERR "navette.reuse.key: "
+
+static void put(lua_State *L, struct enc *e, const char *s, size_t n)
 {
-	if (nv_buf_append(b, s, n) != 0)
+	if (nv_buf_append(&e->b, s, n) != 0)
 		luaL_error(L,
 			   "json: the text would exceed %d MiB (or memory "
 			   "ran out)",
 			   (int)(JSON_MAX_BYTES >> 20));
 }
 
-/* A string as cJSON escapes it: '"', '\\' and the control characters;
- * every other byte (UTF-8 checked before) as it is. */
-static void put_string(lua_State *L, nv_buf *b, const char *s, size_t n)
+/* A string as cJSON (and Python) escape it: '"', '\\' and the control
+ * characters; every other byte as it is. */
+static void put_string(lua_State *L, struct enc *e, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t from = 0;
 
-	put(L, b, "\"", 1);
+	put(L, e, "\"", 1);
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		char esc[6] = {'\\', 0, 0, 0, 0, 0};
@@ -199,21 +220,34 @@ static void put_string(lua_State *L, nv_buf *b, const char *s, size_t n)
 			esc[5] = hex[c & 15];
 			len = 6;
 		}
-		put(L, b, s + from, i - from);
-		put(L, b, esc, len);
+		put(L, e, s + from, i - from);
+		put(L, e, esc, len);
 		from = i + 1;
 	}
-	put(L, b, s + from, n - from);
-	put(L, b, "\"", 1);
+	put(L, e, s + from, n - from);
+	put(L, e, "\"", 1);
 }
 
 /* A number as cJSON prints it: 15 significant digits when they give the
- * value back, else 17. */
-static void put_number(lua_State *L, nv_buf *b, double d)
+ * value back, else 17; canonical: an integer, in full. */
+static void put_number(lua_State *L, struct enc *e, int idx)
 {
 	char text[64];
+	double d;
 	int n, vi;
 
+	if (e->canonical) {
+		if (!lua_isinteger(L, idx))
+			luaL_error(L,
+				   KEY_ERR "%s is not an integer: give it "
+					   "as text",
+				   lua_tostring(L, idx));
+		n = snprintf(text, sizeof(text), "%lld",
+			     (long long)lua_tointeger(L, idx));
+		put(L, e, text, (size_t)n);
+		return;
+	}
+	d = lua_tonumber(L, idx);
 	if (d != d || d > 1e308 || d < -1e308)
 		luaL_error(L, "json: cannot encode nan or inf");
 	/* an integral value within int: what %1.15g would print, faster
@@ -229,26 +263,43 @@ static void put_number(lua_State *L, nv_buf *b, double d)
 		if (!(fabs(back - d) <= big * DBL_EPSILON))
 			n = snprintf(text, sizeof(text), "%1.17g", d);
 	}
-	put(L, b, text, (size_t)n);
+	put(L, e, text, (size_t)n);
 }
 
-static void encode_value(lua_State *L, int idx, int depth, nv_buf *b,
+/* A string value or key: checked UTF-8 without NUL, but canonical. */
+static const char *text_at(lua_State *L, struct enc *e, int idx, int is_key,
+			   const char *key, size_t *len)
+{
+	const char *s = lua_tolstring(L, idx, len);
+
+	return e->canonical ? s : check_text(L, idx, is_key, key);
+}
+
+static void encode_value(lua_State *L, int idx, int depth, struct enc *e,
 			 const char *key);
 
-static void encode_table(lua_State *L, int idx, int depth, nv_buf *b)
+static void encode_table(lua_State *L, int idx, int depth, struct enc *e)
 {
-	size_t n;
+	size_t n = 0; /* (left as it is when a key is not an integer) */
+	int list = table_is_array(L, idx, &n);
 
-	if (table_is_array(L, idx, &n)) {
-		put(L, b, "[", 1);
+	if (!list && e->canonical && n == 0 && lua_getmetatable(L, idx)) {
+		lua_pop(L, 1);
+		lua_pushnil(L);
+		list = lua_next(L, idx) == 0; /* empty, with a metatable */
+		if (!list)
+			lua_pop(L, 2);
+	}
+	if (list) {
+		put(L, e, "[", 1);
 		for (size_t i = 1; i <= n; i++) {
 			if (i > 1)
-				put(L, b, ",", 1);
+				put(L, e, ",", 1);
 			lua_rawgeti(L, idx, (lua_Integer)i);
-			encode_value(L, lua_gettop(L), depth + 1, b, NULL);
+			encode_value(L, lua_gettop(L), depth + 1, e, NULL);
 			lua_pop(L, 1);
 		}
-		put(L, b, "]", 1);
+		put(L, e, "]", 1);
 		return;
 	}
 	/* Collect string keys, sorted, for a stable output. */
@@ -256,70 +307,82 @@ static void encode_table(lua_State *L, int idx, int depth, nv_buf *b)
 	lua_pushnil(L);
 	while (lua_next(L, idx)) {
 		lua_pop(L, 1);
-		if (lua_type(L, -1) != LUA_TSTRING)
+		if (lua_type(L, -1) != LUA_TSTRING) {
+			if (e->canonical)
+				luaL_error(L,
+					   KEY_ERR "a key that is not "
+						   "text: %s",
+					   luaL_tolstring(L, -1, NULL));
 			luaL_error(L,
 				   "json: object keys must be strings (got "
 				   "a %s key)",
 				   luaL_typename(L, -1));
+		}
 		count++;
 	}
-	const char **keys = lua_newuserdatauv(L, (count + 1) * sizeof(char *),
-					      0); // [..., keys]
+	struct key *keys = lua_newuserdatauv(L, (count + 1) * sizeof(*keys),
+					     0); // [..., keys]
 	size_t i = 0;
 	lua_pushnil(L);
 	while (lua_next(L, idx)) {
 		lua_pop(L, 1);
 		/* anchored by the table */
-		keys[i++] = check_text(L, -1, 1, NULL);
+		keys[i].s = text_at(L, e, -1, 1, NULL, &keys[i].n);
+		i++;
 	}
-	qsort(keys, count, sizeof(char *), cmp_keys);
-	put(L, b, "{", 1);
+	qsort(keys, count, sizeof(*keys), cmp_keys);
+	put(L, e, "{", 1);
 	for (i = 0; i < count; i++) {
 		if (i > 0)
-			put(L, b, ",", 1);
-		put_string(L, b, keys[i], strlen(keys[i]));
-		put(L, b, ":", 1);
-		lua_getfield(L, idx, keys[i]);
-		encode_value(L, lua_gettop(L), depth + 1, b, keys[i]);
+			put(L, e, ",", 1);
+		lua_pushlstring(L, keys[i].s, keys[i].n);
+		lua_rawget(L, idx);
+		put_string(L, e, keys[i].s, keys[i].n);
+		put(L, e, ":", 1);
+		encode_value(L, lua_gettop(L), depth + 1, e, keys[i].s);
 		lua_pop(L, 1);
 	}
-	put(L, b, "}", 1);
+	put(L, e, "}", 1);
 	lua_pop(L, 1); /* keys */
 }
 
-static void encode_value(lua_State *L, int idx, int depth, nv_buf *b,
+static void encode_value(lua_State *L, int idx, int depth, struct enc *e,
 			 const char *key)
 {
 	size_t len;
 	const char *s;
 
+	if (e->canonical && depth > 32)
+		luaL_error(L, KEY_ERR "nested too deep");
 	if (depth > JSON_MAX_DEPTH)
 		luaL_error(L, "json: nesting deeper than %d (a cycle?)",
 			   JSON_MAX_DEPTH);
 	luaL_checkstack(L, 8, "json: nesting too deep");
 	switch (lua_type(L, idx)) {
-	case LUA_TNIL: put(L, b, "null", 4); return;
+	case LUA_TNIL: put(L, e, "null", 4); return;
 	case LUA_TBOOLEAN:
 		if (lua_toboolean(L, idx))
-			put(L, b, "true", 4);
+			put(L, e, "true", 4);
 		else
-			put(L, b, "false", 5);
+			put(L, e, "false", 5);
 		return;
-	case LUA_TNUMBER: put_number(L, b, lua_tonumber(L, idx)); return;
+	case LUA_TNUMBER: put_number(L, e, idx); return;
 	case LUA_TSTRING:
-		s = check_text(L, idx, 0, key);
-		lua_tolstring(L, idx, &len);
-		put_string(L, b, s, len);
+		s = text_at(L, e, idx, 0, key, &len);
+		put_string(L, e, s, len);
 		return;
-	case LUA_TTABLE: encode_table(L, idx, depth, b); return;
+	case LUA_TTABLE: encode_table(L, idx, depth, e); return;
 	case LUA_TLIGHTUSERDATA:
 		if (is_null(L, idx)) {
-			put(L, b, "null", 4);
+			put(L, e, "null", 4);
 			return;
 		}
 		break;
 	default: break;
 	}
+	if (e->canonical)
+		luaL_error(L, KEY_ERR "a %s cannot be in a key",
+			   luaL_typename(L, idx));
 	if (luaL_getmetafield(L, idx, "__name") != LUA_TNIL) {
 		const char *name = lua_tostring(L, -1);
 		luaL_error(L, "json: cannot encode a %s value",
@@ -328,23 +391,32 @@ static void encode_value(lua_State *L, int idx, int depth, nv_buf *b,
 	luaL_error(L, "json: cannot encode a %s value", luaL_typename(L, idx));
 }
 
-/* json.encode(value [, pretty]): pretty is cJSON_Print's layout, of the
- * compact text parsed back (for people: plan --json, version --json). */
-static int l_json_encode(lua_State *L)
+/* The value at 1 encoded into a boxed buffer left on the stack. */
+static struct enc *encode_top(lua_State *L, int canonical)
 {
-	int pretty = lua_toboolean(L, 2);
-	enc_box *e;
+	struct enc *e;
 
 	luaL_checkany(L, 1);
 	lua_settop(L, 1);
 	e = lua_newuserdatauv(L, sizeof(*e), 0); // [value, box]
 	nv_buf_init(&e->b, JSON_MAX_BYTES);
+	e->canonical = canonical;
 	if (luaL_newmetatable(L, "navette.json.encoding")) {
-		lua_pushcfunction(L, enc_box_gc);
+		lua_pushcfunction(L, enc_gc);
 		lua_setfield(L, -2, "__gc");
 	}
 	lua_setmetatable(L, -2);
-	encode_value(L, 1, 0, &e->b, NULL);
+	encode_value(L, 1, 0, e, NULL);
+	return e;
+}
+
+/* json.encode(value [, pretty]): pretty is cJSON_Print's layout, of the
+ * compact text parsed back (for people: plan --json, version --json). */
+static int l_json_encode(lua_State *L)
+{
+	int pretty = lua_toboolean(L, 2);
+	struct enc *e = encode_top(L, 0);
+
 	if (!pretty) {
 		lua_pushlstring(L, e->b.data ? e->b.data : "", e->b.len);
 	} else {
@@ -356,6 +428,16 @@ static int l_json_encode(lua_State *L)
 		lua_pushstring(L, s);
 		free(s);
 	}
+	nv_buf_free(&e->b);
+	return 1;
+}
+
+/* json.canonical(value): the canonical text (above). */
+static int l_json_canonical(lua_State *L)
+{
+	struct enc *e = encode_top(L, 1);
+
+	lua_pushlstring(L, e->b.data ? e->b.data : "", e->b.len);
 	nv_buf_free(&e->b);
 	return 1;
 }
@@ -441,6 +523,7 @@ static int l_json_array(lua_State *L)
 int luaopen_navette_json(lua_State *L)
 {
 	static const luaL_Reg fns[] = {{"encode", l_json_encode},
+				       {"canonical", l_json_canonical},
 				       {"decode", l_json_decode},
 				       {"array", l_json_array},
 				       {NULL, NULL}};

@@ -27,6 +27,7 @@ local transfers = require "navette.run.transfer"
 local quotas = require "navette.run.quota"
 local jobspec = require "navette.run.spec"
 local submitting = require "navette.run.submit"
+local util = require "navette.util"
 local rerunning = require "navette.run.rerun"
 local core = _navette.core
 
@@ -107,6 +108,9 @@ function runner.run(recipe, opts)
     differs = "other jobs (" .. shape(run) .. ") than when checked ("
               .. shape(check) .. ")"
   else
+    -- (the jobs found the same, whole: submit takes their checked specs
+    -- without comparing them again)
+    run.same_jobs = {}
     for i, j in ipairs(run.jobs) do
       -- an image the recipe makes in the run (code_layer, build,
       -- debootstrap) is only planned in the checking pass, and pushed,
@@ -114,7 +118,12 @@ function runner.run(recipe, opts)
       local checked = (check.declared_jobs or check.jobs)[i]
       local skip = checked.image_planned
                    and { image = true, image_planned = true } or nil
-      local field = submitting.first_difference(j, checked, nil, 0, skip)
+      local field
+      if util.same(j, checked, skip) then
+        run.same_jobs[i] = not skip or nil
+      else
+        field = submitting.first_difference(j, checked, nil, 0, skip)
+      end
       if field then
         differs = "job " .. j.name .. " with another " .. field
                   .. " than when checked"

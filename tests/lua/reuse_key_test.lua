@@ -140,3 +140,60 @@ t.test("the encoding leaves nothing to choice", function()
   t.raises(function() key.canonical({ x = 0.5 }) end, "not an integer")
   t.raises(function() key.canonical({ [true] = 1 }) end, "not text")
 end)
+
+-- The canonical text is written in C (_navette.json.canonical); this is
+-- the reference it must equal, byte for byte, as Lua code (the encoder
+-- navette used before): the same keys whatever the release.
+local ESC = { ['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b",
+              ["\f"] = "\\f", ["\n"] = "\\n", ["\r"] = "\\r",
+              ["\t"] = "\\t" }
+local function ref_string(s)
+  return '"' .. s:gsub('[%c"\\]', function(c)
+    if c == "\127" then return c end
+    return ESC[c] or string.format("\\u%04x", c:byte())
+  end) .. '"'
+end
+local function ref(v)
+  local tv = type(v)
+  if tv == "string" then return ref_string(v) end
+  if tv == "boolean" then return v and "true" or "false" end
+  if tv == "number" then return string.format("%d", v) end
+  if v == nil or v == json.null then return "null" end
+  local n = 0
+  for k in pairs(v) do
+    if math.type(k) ~= "integer" or k < 1 then n = -1; break end
+    n = n + 1
+  end
+  if (getmetatable(v) ~= nil and next(v) == nil)
+     or (next(v) ~= nil and n == #v) then
+    local out = {}
+    for i, x in ipairs(v) do out[i] = ref(x) end
+    return "[" .. table.concat(out, ",") .. "]"
+  end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local out = {}
+  for i, k in ipairs(keys) do out[i] = ref_string(k) .. ":" .. ref(v[k]) end
+  return "{" .. table.concat(out, ",") .. "}"
+end
+
+t.test("the canonical text is the reference encoder's, byte for byte",
+       function()
+  local values = {
+    { name = "train[lr=0.1]", params = { lr = "0.10000000000000001" },
+      env = { EPOCHS = "3", PATH = "/usr/bin" }, code = { tree = "abc" },
+      command = { "sh", "-c", "echo \"$X\" \\ \t\n" },
+      inputs = { data = "sha256:00ff" }, locks = json.array({}),
+      success = { exit_codes = { 0 }, outputs = json.array({}) },
+      resources = { gpus = 2, gres = "gpu:a100:2" } },
+    { "\0\1\31\127é✓", -9007199254740993, math.maxinteger,
+      math.mininteger, 0, true, false, json.null },
+    { [""] = 1, a = { b = { c = { d = {} } } }, ["a\0b"] = 2, ["ab"] = 3,
+      ["B"] = 4, ["é"] = 5, ["~"] = 6 },
+    setmetatable({}, {}), {}, "",
+  }
+  for i, v in ipairs(values) do
+    t.eq(key.canonical(v), ref(v), "value " .. i)
+  end
+end)

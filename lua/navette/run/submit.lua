@@ -96,29 +96,7 @@ local function submit_context(run, sessions, sub, nodes)
   }
 end
 
--- Whether a and b hold the same: equal values, or plain tables with the
--- same keys and, key by key, the same. Plain: no metatable but JSON's
--- array mark (which runner.spec puts on some of a declaration's lists).
-local JSON_ARRAY = getmetatable(json.array({}))
-local function plain(t)
-  local mt = getmetatable(t)
-  return mt == nil or mt == JSON_ARRAY
-end
-
-local function same_value(a, b, depth)
-  if type(a) ~= "table" or type(b) ~= "table" then return a == b end
-  if rawequal(a, b) then return true end
-  if depth > 32 or not plain(a) or not plain(b) then return false end
-  local n = 0
-  for k, v in next, a do
-    if type(k) == "table" or not same_value(v, rawget(b, k), depth + 1) then
-      return false
-    end
-    n = n + 1
-  end
-  for _ in next, b do n = n - 1 end
-  return n == 0
-end
+local same_value = util.same
 
 -- (runner.lua reads it here)
 M.first_difference = util.first_difference
@@ -143,16 +121,17 @@ local function checked_specs(run)
   if not check or check.recorded ~= 0 or check.unsigned
      or #(check.reused or {}) > 0
      or not check.specs or #check.jobs ~= #run.jobs
-     or not same_value(run.project, check.project, 0)
-     or not same_value(run.profile, check.profile, 0) then
+     or not same_value(run.project, check.project)
+     or not same_value(run.profile, check.profile) then
     return nil
   end
   local libraries = require("navette.library").spec_field(run)
   for i, j in ipairs(run.jobs) do
     local spec = check.specs[j.name]
+    -- (runner.run compared the jobs already: run.same_jobs)
     if not spec or not check.submissions[spec]
-       or not same_value(j, check.jobs[i], 0)
-       or not same_value(spec.libraries, libraries, 0) then
+       or not ((run.same_jobs or {})[i] or same_value(j, check.jobs[i]))
+       or not same_value(spec.libraries, libraries) then
       return nil
     end
   end
