@@ -3,7 +3,13 @@
  * it; workers take queued slots in order and deflate them; the caller
  * writes finished slots in order, waiting for the oldest only when it
  * needs its slot again, so reading, hashing and compressing overlap. With
- * one thread the same steps run inline, giving the same bytes. */
+ * one thread the same steps run inline, giving the same bytes.
+ *
+ * Two engines share that ring, chosen at build time: libdeflate
+ * (NAVETTE_HAVE_LIBDEFLATE, found by CMake) makes each block a whole gzip
+ * member, header, CRC and all, in the worker; zlib (the fallback) deflates
+ * each block with the previous 32 KiB as its dictionary behind one header
+ * written here, and the caller's thread keeps the one CRC. */
 #include "git/pgzip.h"
 
 #include <pthread.h>
@@ -11,17 +17,26 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef NAVETTE_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+
+#define GZIP_HEADER  10
+#define GZIP_TRAILER 8
+#else
 #include <zlib.h>
 
 #define DICT 32768
+#endif
 
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_QUEUED, SLOT_DONE };
 
 struct slot {
 	unsigned char *in;
 	size_t in_len;
+#ifndef NAVETTE_HAVE_LIBDEFLATE
 	unsigned char dict[DICT];
 	size_t dict_len;
+#endif
 	int last;
 	unsigned char *out;
 	size_t out_len, out_cap;
@@ -43,15 +58,115 @@ struct nv_pgzip {
 	size_t submitted; /* slots queued so far */
 	size_t taken;     /* slots taken by workers so far */
 	int stop;
+#ifdef NAVETTE_HAVE_LIBDEFLATE
+	struct libdeflate_compressor *inline_c; /* the single-thread case */
+#else
 	z_stream inline_z; /* the single-thread case */
 	int inline_ready;
 	uLong crc;
 	uint64_t isize;
+#endif
 	nv_pgzip_out_fn out_fn;
 	void *payload;
 	int out_failed;
 };
 
+#ifdef NAVETTE_HAVE_LIBDEFLATE
+/* The gzip member header: no name, mtime 0, XFL as zlib would set it for
+ * the level, a fixed OS byte. */
+static void put_header(unsigned char *h, int level, int os)
+{
+	memset(h, 0, GZIP_HEADER);
+	h[0] = 0x1f;
+	h[1] = 0x8b;
+	h[2] = 8; /* deflate */
+	h[8] = level >= 9 ? 2 : level < 2 ? 4 : 0;
+	h[9] = (unsigned char)os;
+}
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Makes one slot a whole gzip member with c: header, raw deflate of the
+ * block, CRC-32 and size. The output buffer is allocated once, at the
+ * bound of a full block, and kept for the slot's life. */
+static void compress_slot(struct libdeflate_compressor *c, int level, int os,
+			  struct slot *s)
+{
+	size_t n;
+
+	s->failed = 0;
+	s->out_len = 0;
+	if (!s->out) {
+		size_t cap =
+			libdeflate_gzip_compress_bound(NULL, NV_PGZIP_BLOCK);
+
+		s->out = malloc(cap);
+		if (!s->out) {
+			s->failed = 1;
+			return;
+		}
+		s->out_cap = cap;
+	}
+	if (s->in_len > NV_PGZIP_BLOCK ||
+	    s->out_cap < GZIP_HEADER + GZIP_TRAILER) {
+		s->failed = 1;
+		return;
+	}
+	put_header(s->out, level, os);
+	/* 0: the bound was too small, which libdeflate's own bound rules out */
+	n = libdeflate_deflate_compress(
+		c, s->in, s->in_len, s->out + GZIP_HEADER,
+		s->out_cap - GZIP_HEADER - GZIP_TRAILER);
+	if (n == 0) {
+		s->failed = 1;
+		return;
+	}
+	put_le32(s->out + GZIP_HEADER + n,
+		 libdeflate_crc32(0, s->in, s->in_len));
+	put_le32(s->out + GZIP_HEADER + n + 4, (uint32_t)s->in_len);
+	s->out_len = GZIP_HEADER + n + GZIP_TRAILER;
+}
+
+/* libdeflate's levels run 0-12; zlib's default (-1) is 6 there too. */
+static struct libdeflate_compressor *make_compressor(int level)
+{
+	return libdeflate_alloc_compressor(level < 0 ? 6 : level);
+}
+
+static void *worker(void *arg)
+{
+	nv_pgzip *g = arg;
+	struct libdeflate_compressor *c = make_compressor(g->level);
+
+	pthread_mutex_lock(&g->mu);
+	for (;;) {
+		struct slot *s;
+
+		while (!g->stop && g->taken == g->submitted)
+			pthread_cond_wait(&g->work, &g->mu);
+		if (g->stop)
+			break;
+		s = &g->slots[g->taken % g->nslots];
+		g->taken++;
+		pthread_mutex_unlock(&g->mu);
+		if (c)
+			compress_slot(c, g->level, g->os, s);
+		else
+			s->failed = 1;
+		pthread_mutex_lock(&g->mu);
+		s->state = SLOT_DONE;
+		pthread_cond_broadcast(&g->done);
+	}
+	pthread_mutex_unlock(&g->mu);
+	if (c)
+		libdeflate_free_compressor(c);
+	return NULL;
+}
+#else
 /* Deflates one slot with z (raw deflate at the stream's level). */
 static void compress_slot(z_stream *z, struct slot *s)
 {
@@ -128,6 +243,7 @@ static void *worker(void *arg)
 		deflateEnd(&z);
 	return NULL;
 }
+#endif
 
 static int emit_raw(nv_pgzip *g, const unsigned char *p, size_t n, nv_err *err)
 {
@@ -186,6 +302,7 @@ static int start_slot(nv_pgzip *g, nv_err *err)
 		if (rc < 0)
 			return rc;
 	}
+#ifndef NAVETTE_HAVE_LIBDEFLATE
 	/* the dictionary first: with one slot, prev is s itself */
 	s->dict_len = 0;
 	if (g->fill > 0) {
@@ -195,6 +312,7 @@ static int start_slot(nv_pgzip *g, nv_err *err)
 		memmove(s->dict, prev->in + prev->in_len - n, n);
 		s->dict_len = n;
 	}
+#endif
 	s->in_len = 0;
 	s->last = 0;
 	s->state = SLOT_FILLING;
@@ -213,7 +331,11 @@ static int submit(nv_pgzip *g, nv_err *err)
 		pthread_cond_signal(&g->work);
 		pthread_mutex_unlock(&g->mu);
 	} else {
+#ifdef NAVETTE_HAVE_LIBDEFLATE
+		compress_slot(g->inline_c, g->level, g->os, s);
+#else
 		compress_slot(&g->inline_z, s);
+#endif
 		s->state = SLOT_DONE;
 	}
 	g->fill++;
@@ -239,7 +361,9 @@ static int online_cores(void)
 int nv_pgzip_open(nv_pgzip **out, int level, int os, int threads,
 		  nv_pgzip_out_fn out_fn, void *payload, nv_err *err)
 {
+#ifndef NAVETTE_HAVE_LIBDEFLATE
 	unsigned char header[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0};
+#endif
 	nv_pgzip *g;
 	size_t i;
 	int rc;
@@ -265,7 +389,9 @@ int nv_pgzip_open(nv_pgzip **out, int level, int os, int threads,
 		if (!g->slots[i].in)
 			goto nomem;
 	}
+#ifndef NAVETTE_HAVE_LIBDEFLATE
 	g->crc = crc32(0L, Z_NULL, 0);
+#endif
 	*out = g; /* nv_pgzip_free releases it from here */
 	if (g->nthreads > 1) {
 		if (pthread_mutex_init(&g->mu, NULL) ||
@@ -285,6 +411,17 @@ int nv_pgzip_open(nv_pgzip **out, int level, int os, int threads,
 			g->started = t + 1;
 		}
 	}
+#ifdef NAVETTE_HAVE_LIBDEFLATE
+	if (!g->started) {
+		g->nslots = 1;
+		g->inline_c = make_compressor(level);
+		if (!g->inline_c)
+			return nv_err_set(err, NV_ENOMEM, NULL,
+					  "gzip: cannot start deflate");
+	}
+	/* no stream header: each block is a member with its own */
+	rc = start_slot(g, err);
+#else
 	if (!g->started) {
 		g->nslots = 1;
 		if (deflateInit2(&g->inline_z, level, Z_DEFLATED, -15, 8,
@@ -299,6 +436,7 @@ int nv_pgzip_open(nv_pgzip **out, int level, int os, int threads,
 	rc = emit_raw(g, header, sizeof(header), err);
 	if (!rc)
 		rc = start_slot(g, err);
+#endif
 	return rc;
 nomem:
 	if (g->slots)
@@ -313,8 +451,10 @@ int nv_pgzip_write(nv_pgzip *g, const void *data, size_t len, nv_err *err)
 {
 	const unsigned char *p = data;
 
+#ifndef NAVETTE_HAVE_LIBDEFLATE
 	g->crc = crc32_z(g->crc, p, len);
 	g->isize += len;
+#endif
 	while (len > 0) {
 		struct slot *s = &g->slots[g->fill % g->nslots];
 		size_t room = NV_PGZIP_BLOCK - s->in_len;
@@ -336,6 +476,22 @@ int nv_pgzip_write(nv_pgzip *g, const void *data, size_t len, nv_err *err)
 
 int nv_pgzip_finish(nv_pgzip *g, nv_err *err)
 {
+#ifdef NAVETTE_HAVE_LIBDEFLATE
+	struct slot *s = &g->slots[g->fill % g->nslots];
+	int rc = 0;
+
+	/* an empty last block is a member only when it is the whole input:
+	 * a stream of whole blocks ends with the last full one */
+	s->last = 1;
+	if (s->in_len > 0 || g->fill == 0)
+		rc = submit(g, err);
+	while (!rc && g->emit < g->fill) {
+		rc = emit_oldest(g, 1, err);
+		if (rc == 1)
+			rc = 0;
+	}
+	return rc;
+#else
 	unsigned char trailer[8];
 	int rc;
 
@@ -353,6 +509,7 @@ int nv_pgzip_finish(nv_pgzip *g, nv_err *err)
 		trailer[4 + i] = (unsigned char)(g->isize >> (8 * i));
 	}
 	return emit_raw(g, trailer, sizeof(trailer), err);
+#endif
 }
 
 void nv_pgzip_free(nv_pgzip *g)
@@ -374,8 +531,13 @@ void nv_pgzip_free(nv_pgzip *g)
 		pthread_cond_destroy(&g->work);
 		pthread_cond_destroy(&g->done);
 	}
+#ifdef NAVETTE_HAVE_LIBDEFLATE
+	if (g->inline_c)
+		libdeflate_free_compressor(g->inline_c);
+#else
 	if (g->inline_ready)
 		deflateEnd(&g->inline_z);
+#endif
 	for (i = 0; i < g->nalloc; i++) {
 		free(g->slots[i].in);
 		free(g->slots[i].out);
@@ -386,5 +548,9 @@ void nv_pgzip_free(nv_pgzip *g)
 
 const char *nv_pgzip_engine(void)
 {
+#ifdef NAVETTE_HAVE_LIBDEFLATE
+	return "libdeflate " LIBDEFLATE_VERSION_STRING;
+#else
 	return "zlib " ZLIB_VERSION;
+#endif
 }

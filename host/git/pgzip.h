@@ -1,12 +1,23 @@
-/* Deterministic gzip on several cores, in pure C over zlib and pthreads:
- * the stream is cut into NV_PGZIP_BLOCK-byte blocks, each deflated on its
- * own (raw deflate, the previous 32 KiB of input as its dictionary, ended
- * by a sync flush, the last by the final block), and the pieces are written
- * in order behind one gzip header (mtime 0, no name, a fixed OS byte) and
- * before the CRC-32 and size trailer. The bytes depend only on the input,
- * the level and the block size, never on the number of threads or on the
- * machine's timing; any gzip reader decodes them as one stream (this is
- * how pigz works). The output callback runs on the caller's thread only. */
+/* Deterministic gzip on several cores, in pure C over pthreads and one of
+ * two deflate engines, chosen at build time (nv_pgzip_engine says which).
+ * Either way the stream is cut into NV_PGZIP_BLOCK-byte blocks deflated
+ * in parallel and written in order; every gzip header has mtime 0, no
+ * name, XFL from the level and the caller's OS byte. The bytes depend only
+ * on the input, the level, the block size and the engine (and its
+ * version), never on the number of threads or on the machine's timing.
+ *
+ *  - libdeflate (NAVETTE_HAVE_LIBDEFLATE): each block is a gzip member of
+ *    its own (header, raw deflate without dictionary, CRC-32 and size of
+ *    that block); the stream is their concatenation, which RFC 1952 makes
+ *    one gzip file (gzip, Go, containerd, skopeo, Python read all
+ *    members). An empty input gives one empty member; an input of whole
+ *    blocks ends with its last full one.
+ *  - zlib (the fallback): one member; each block is raw deflate with the
+ *    previous 32 KiB of input as its dictionary, ended by a sync flush, the
+ *    last by the final block, between one header and one CRC-32 and size
+ *    trailer (this is how pigz works).
+ *
+ * The output callback runs on the caller's thread only. */
 #ifndef NV_PGZIP_H
 #define NV_PGZIP_H
 
@@ -33,7 +44,8 @@ int nv_pgzip_write(nv_pgzip *z, const void *data, size_t len, nv_err *err);
 int nv_pgzip_finish(nv_pgzip *z, nv_err *err);
 /* Stops and joins the threads, frees everything. NULL is fine. */
 void nv_pgzip_free(nv_pgzip *z);
-/* The compressor this build uses ("zlib 1.2.13"), for `navette version`. */
+/* The compressor this build uses ("libdeflate 1.14", "zlib 1.2.13"), for
+ * `navette version`. */
 const char *nv_pgzip_engine(void);
 
 #endif

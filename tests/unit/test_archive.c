@@ -364,7 +364,8 @@ static void test_refusals(void)
 }
 
 /* gzip on several cores: the same bytes whatever the thread count, and a
- * stream any gzip reads, over several blocks (dictionary across them). */
+ * stream any gzip reads, over several blocks (with zlib, one member with a
+ * dictionary across blocks; with libdeflate, a member per block). */
 static void test_threads(void)
 {
 	char r[PATH_MAX], head[64], f1[PATH_MAX], f3[PATH_MAX], out[256];
