@@ -38,6 +38,11 @@ check_match "version: prints Lua's version" "$OUT" '^ *lua +(Lua )?5\.4'
 check_match "version: prints libgit2's version" "$OUT" '^ *libgit2 +[0-9]'
 check_match "version: prints SQLite's version" "$OUT" '^ *sqlite +[0-9]'
 check_match "version: prints libcurl's version" "$OUT" '^ *libcurl +[0-9]'
+# the optional engines (issue 33): the one this build uses, by name
+check_match "version: names the redactor's engine" "$OUT" \
+	'^ *redact +(vectorscan [0-9]+\.[0-9]+\.[0-9]+|aho-corasick)'
+check_match "version: names the code layers' compressor" "$OUT" \
+	'^ *gzip +(isa-l igzip|zlib [0-9])'
 nv --version
 check_rc "--version: exits 0" 0
 check_match "--version: prints navette's version" "$OUT" '^navette [0-9]'
