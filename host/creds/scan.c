@@ -291,6 +291,7 @@ static int detect_tokens(struct scan_ctx *c, const char *w, size_t n,
 	const nv_token_shape *t;
 	nv_token_run run;
 	size_t i, len, rest = (size_t)(c->line_end - w);
+	const unsigned char *starts = nv_token_starts();
 
 	(void)n;
 	for (i = 0; i < limit; i++) {
@@ -298,7 +299,7 @@ static int detect_tokens(struct scan_ctx *c, const char *w, size_t n,
 		int prev = s > c->line_start ? (unsigned char)s[-1] : -1;
 		size_t pl;
 
-		if (!nv_token_may_start((unsigned char)*s) ||
+		if (!starts[(unsigned char)*s] ||
 		    (prev >= 0 && (is_alnum(prev) || prev == '_')))
 			continue;
 		if (nv_token_match((const unsigned char *)s, rest - i, prev, 1,

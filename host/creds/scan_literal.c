@@ -7,6 +7,8 @@
 #include "creds/scan.h"
 #include "creds/scan_internal.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,6 +43,35 @@ static const char *const secret_names[] = {
 	"client_secret", "private_key", "api_key", "apikey",
 	"password",      "passwd",      "secret",  "token",
 };
+
+/* The first two letters of the secret names, any case: a bit per pair of
+ * bytes, built once. */
+static uint64_t name_pairs[65536 / 64];
+static pthread_once_t name_pairs_once = PTHREAD_ONCE_INIT;
+
+static void name_pairs_init(void)
+{
+	for (size_t k = 0; k < sizeof(secret_names) / sizeof(secret_names[0]);
+	     k++) {
+		for (unsigned up = 0; up < 4; up++) {
+			unsigned a = (unsigned char)secret_names[k][0];
+			unsigned b = (unsigned char)secret_names[k][1];
+			if ((up & 1) && a >= 'a' && a <= 'z')
+				a -= 'a' - 'A';
+			if ((up & 2) && b >= 'a' && b <= 'z')
+				b -= 'a' - 'A';
+			unsigned v = a | b << 8;
+			name_pairs[v >> 6] |= (uint64_t)1 << (v & 63);
+		}
+	}
+}
+
+static int name_starts(unsigned a, unsigned b)
+{
+	unsigned v = a | b << 8;
+
+	return (int)((name_pairs[v >> 6] >> (v & 63)) & 1u);
+}
 
 static int is_ident(int ch)
 {
@@ -936,11 +967,14 @@ int scan_detect_assignment(struct scan_ctx *c, const char *w, size_t n,
 {
 	size_t i = 0, k, next;
 
+	pthread_once(&name_pairs_once, name_pairs_init);
 	while (i < limit) {
-		int ch = lower((unsigned char)w[i]), matched = 0;
+		int matched = 0;
 
-		if (ch == 'c' || ch == 'p' || ch == 'a' || ch == 's' ||
-		    ch == 't') {
+		/* a name's first two letters, any case, before the names
+		 * themselves are tried (most letters of a text start none) */
+		if (i + 1 < n &&
+		    name_starts((unsigned char)w[i], (unsigned char)w[i + 1])) {
 			for (k = 0;
 			     k < sizeof(secret_names) / sizeof(secret_names[0]);
 			     k++) {

@@ -118,6 +118,8 @@ static struct {
 	unsigned char first, end;
 } groups[256];
 static pthread_once_t groups_once = PTHREAD_ONCE_INIT;
+/* 1 per byte value a row's prefix starts with (for scanners' loops). */
+static unsigned char starts[256];
 
 static void groups_init(void)
 {
@@ -126,7 +128,14 @@ static void groups_init(void)
 		if (groups[c].end == 0)
 			groups[c].end = (unsigned char)(k + 1);
 		groups[c].first = (unsigned char)k;
+		starts[c] = 1;
 	}
+}
+
+const unsigned char *nv_token_starts(void)
+{
+	pthread_once(&groups_once, groups_init);
+	return starts;
 }
 
 int nv_token_may_start(unsigned ch)

@@ -79,5 +79,7 @@ int nv_token_continues(nv_token_run *run, unsigned ch);
 
 /* 1 when a shape may start with byte ch (a quick filter). */
 int nv_token_may_start(unsigned ch);
+/* The same for every byte value at once: a table of 256 (0 or 1). */
+const unsigned char *nv_token_starts(void);
 
 #endif
