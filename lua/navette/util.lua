@@ -80,6 +80,10 @@ function util.check_options(what, opts, keys, shape)
   end)
 end
 
+-- JSON's array mark (_navette.json.array), the one metatable a plain
+-- table of navette's may carry
+local JSON_ARRAY = getmetatable(_navette.json.array({}))
+
 -- A deep copy of a plain table (a recipe's declaration, a default);
 -- any other value is returned as it is.
 function util.deep_copy(v)
@@ -87,6 +91,18 @@ function util.deep_copy(v)
   local t = {}
   for k, x in pairs(v) do t[k] = util.deep_copy(x) end
   return t
+end
+
+-- A deep copy of the plain tables in v, JSON's array mark kept (a
+-- validated job's lists); any other value, a table with another
+-- metatable (a sealed object) included, is the same value in the copy.
+function util.clone(v)
+  if type(v) ~= "table" then return v end
+  local mt = getmetatable(v)
+  if mt ~= nil and mt ~= JSON_ARRAY then return v end
+  local t = {}
+  for k, x in next, v do t[k] = util.clone(x) end
+  return setmetatable(t, mt)
 end
 
 -- The check of a name field of a declaration (a job's, a task's), as
@@ -241,7 +257,6 @@ end
 -- Plain: no metatable but JSON's array mark (which runner.spec puts on
 -- some of a declaration's lists). Where it says no, first_difference
 -- names what differs.
-local JSON_ARRAY = getmetatable(_navette.json.array({}))
 local function plain(t)
   local mt = getmetatable(t)
   return mt == nil or mt == JSON_ARRAY

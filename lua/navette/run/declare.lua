@@ -126,8 +126,12 @@ end
 function M.declare_sweep(decl, lib)
   local run = current_run("navette.sweep")
   local declared = {}
+  -- (every item holds the one job table of the sweep: it is validated
+  -- once, and each job is a copy of what that gave)
+  local validated = {}
   for i, item in ipairs(require("navette.sweep").expand(decl)) do
-    local j = job.validate(item.decl)
+    validated[item.decl] = validated[item.decl] or job.validate(item.decl)
+    local j = util.clone(validated[item.decl])
     library_code(j, lib, "navette.sweep")
     j.name = j.name .. item.suffix
     j.params = item.params
