@@ -91,6 +91,31 @@ static int table_is_array(lua_State *L, int idx, size_t *n_out)
 	return 0;
 }
 
+/* No metatable, or the array mark. */
+static int plain_table(lua_State *L, int idx)
+{
+	int plain;
+
+	if (!lua_getmetatable(L, idx))
+		return 1;
+	luaL_getmetatable(L, ARRAY_MT);
+	plain = lua_rawequal(L, -1, -2);
+	lua_pop(L, 2);
+	return plain;
+}
+
+/* Whether skip[key at k] is set (a true value). */
+static int skipped(lua_State *L, int skip, int k)
+{
+	int yes;
+
+	lua_pushvalue(L, k);
+	lua_rawget(L, skip);
+	yes = lua_toboolean(L, -1);
+	lua_pop(L, 1);
+	return yes;
+}
+
 /* Writes s[0..len) for a message: printable ASCII as it is, other bytes
  * as \xNN, at most 48 bytes of it. */
 static void show_text(char *out, size_t cap, const char *s, size_t len)
@@ -480,6 +505,59 @@ static void decode_value(lua_State *L, const cJSON *item, int depth)
 	}
 }
 
+/* Whether the values at a and b are the same: equal (Lua's ==) when
+ * either is not a table; else plain tables (no metatable but the array
+ * mark) with the same keys, none a table, and key by key the same. skip
+ * (0: none): a table whose keys are left out at the top. */
+static int same_value(lua_State *L, int a, int b, int skip, int depth)
+{
+	int n = 0, same = 1;
+
+	if (lua_type(L, a) != LUA_TTABLE || lua_type(L, b) != LUA_TTABLE)
+		return lua_compare(L, a, b, LUA_OPEQ);
+	if (lua_rawequal(L, a, b))
+		return 1;
+	if (depth > 32 || !plain_table(L, a) || !plain_table(L, b))
+		return 0;
+	luaL_checkstack(L, 6, "json.same: nesting too deep");
+	lua_pushnil(L);
+	while (same && lua_next(L, a)) { // [.., k, va]
+		if (lua_type(L, -2) == LUA_TTABLE) {
+			same = 0;
+		} else if (!skip || !skipped(L, skip, -2)) {
+			lua_pushvalue(L, -2);
+			lua_rawget(L, b); // [.., k, va, vb]
+			same = same_value(L, lua_gettop(L) - 1, lua_gettop(L),
+					  0, depth + 1);
+			lua_pop(L, 1);
+			n++;
+		}
+		lua_pop(L, 1); // [.., k]
+	}
+	if (!same) {
+		lua_pop(L, 1); /* the key lua_next left */
+		return 0;
+	}
+	lua_pushnil(L);
+	while (lua_next(L, b)) {
+		lua_pop(L, 1);
+		if (!skip || !skipped(L, skip, -1))
+			n--;
+	}
+	return n == 0;
+}
+
+/* json.same(a, b [, skip]) -> boolean (above) */
+static int l_json_same(lua_State *L)
+{
+	int skip = lua_type(L, 3) == LUA_TTABLE ? 3 : 0;
+
+	luaL_checkany(L, 1);
+	luaL_checkany(L, 2);
+	lua_pushboolean(L, same_value(L, 1, 2, skip, 0));
+	return 1;
+}
+
 /* json.decode(s) -> value | nil, message */
 static int l_json_decode(lua_State *L)
 {
@@ -522,11 +600,10 @@ static int l_json_array(lua_State *L)
 
 int luaopen_navette_json(lua_State *L)
 {
-	static const luaL_Reg fns[] = {{"encode", l_json_encode},
-				       {"canonical", l_json_canonical},
-				       {"decode", l_json_decode},
-				       {"array", l_json_array},
-				       {NULL, NULL}};
+	static const luaL_Reg fns[] = {
+		{"encode", l_json_encode}, {"canonical", l_json_canonical},
+		{"same", l_json_same},     {"decode", l_json_decode},
+		{"array", l_json_array},   {NULL, NULL}};
 	luaL_newmetatable(L, ARRAY_MT);
 	lua_pop(L, 1);
 	luaL_newlib(L, fns); // [json]

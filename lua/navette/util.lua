@@ -250,38 +250,15 @@ function util.origin_of(url)
   return scheme:lower() .. "://" .. authority, host
 end
 
--- The path of the first field where two declared jobs differ ("command",
--- "env.EPOCHS", "inputs.data"...), or nil when they are the same value.
 -- Whether a and b hold the same: equal values, or plain tables with the
 -- same keys and, key by key, the same (keys of skip left out at the top).
 -- Plain: no metatable but JSON's array mark (which runner.spec puts on
 -- some of a declaration's lists). Where it says no, first_difference
--- names what differs.
-local function plain(t)
-  local mt = getmetatable(t)
-  return mt == nil or mt == JSON_ARRAY
-end
+-- names what differs. util.same(a, b [, skip]), in C (json.same).
+util.same = _navette.json.same
 
-function util.same(a, b, skip, depth)
-  if type(a) ~= "table" or type(b) ~= "table" then return a == b end
-  if rawequal(a, b) then return true end
-  depth = depth or 0
-  if depth > 32 or not plain(a) or not plain(b) then return false end
-  local n = 0
-  for k, v in next, a do
-    if type(k) == "table" then return false end
-    if not (skip and skip[k]) then
-      if not util.same(v, rawget(b, k), nil, depth + 1) then
-        return false
-      end
-      n = n + 1
-    end
-  end
-  for k in next, b do
-    if not (skip and skip[k]) then n = n - 1 end
-  end
-  return n == 0
-end
+-- The path of the first field where two declared jobs differ ("command",
+-- "env.EPOCHS", "inputs.data"...), or nil when they are the same value.
 
 function util.first_difference(a, b, path, depth, skip)
   depth = depth or 0

@@ -104,3 +104,34 @@ t.test("pretty printing is cJSON's layout", function()
   t.eq(json.encode({ a = { 1, 2 }, b = "x" }, true),
        '{\n\t"a":\t[1, 2],\n\t"b":\t"x"\n}')
 end)
+
+-- json.same: what the runner compares a job of its two passes with
+-- (util.same)
+t.test("same: plain tables compared key by key", function()
+  local a = { name = "x", env = { A = "1" }, list = json.array({ 1, 2 }),
+              none = json.array() }
+  local b = { name = "x", env = { A = "1" }, list = json.array({ 1, 2.0 }),
+              none = json.array() }
+  t.eq(json.same(a, b), true)
+  b.env.A = "2"
+  t.eq(json.same(a, b), false)
+  b.env.A, b.extra = "1", true
+  t.eq(json.same(a, b), false)
+  t.eq(json.same(a, b, { extra = true }), true)
+  -- skip holds at the top only
+  b.extra, b.env.image = nil, "i"
+  t.eq(json.same(a, b, { image = true }), false)
+  b.env.image = nil
+  t.eq(json.same(a, b), true)
+  -- another metatable: not plain, so not the same (but itself)
+  local sealed = setmetatable({}, { __index = function() return 1 end })
+  t.eq(json.same({ s = sealed }, { s = setmetatable({}, {}) }), false)
+  t.eq(json.same({ s = sealed }, { s = sealed }), true)
+  t.eq(json.same({ [{}] = 1 }, { [{}] = 1 }), false)
+  t.eq(json.same(1, 1.0), true)
+  t.eq(json.same("a", "b"), false)
+  local deep, other = {}, {}
+  local d, o = deep, other
+  for _ = 1, 40 do d.x, o.x = {}, {}; d, o = d.x, o.x end
+  t.eq(json.same(deep, other), false)
+end)
