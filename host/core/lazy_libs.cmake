@@ -1,6 +1,6 @@
 # Included by CMakeLists.txt after the navette program is defined: links it
 # against stubs of every library but Lua (libcurl, libgit2, libcrypto,
-# sqlite3, cjson, expat, zlib, and Vectorscan and ISA-L where found)
+# sqlite3, cjson, expat, zlib, and Vectorscan and libdeflate where found)
 # that load each library on first use
 # (host/cli/lazy_libs.c), so that commands which never touch them start
 # without mapping and relocating them and the 35 libraries they bring.
@@ -22,7 +22,7 @@ if(NAVETTE_LAZY_LIBS)
   set(lazy_libs "")
   foreach(lib ${navette_DEPS_LINK_LIBRARIES})
     get_filename_component(name ${lib} NAME)
-    if(name MATCHES "^lib(curl|git2|crypto|ssl|sqlite3|expat|z|cjson|hs|isal)\\.so")
+    if(name MATCHES "^lib(curl|git2|crypto|ssl|sqlite3|expat|z|cjson|hs|deflate)\\.so")
       list(APPEND lazy_libs ${lib})
     endif()
   endforeach()

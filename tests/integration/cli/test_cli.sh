@@ -42,7 +42,7 @@ check_match "version: prints libcurl's version" "$OUT" '^ *libcurl +[0-9]'
 check_match "version: names the redactor's engine" "$OUT" \
 	'^ *redact +(vectorscan [0-9]+\.[0-9]+\.[0-9]+|aho-corasick)'
 check_match "version: names the code layers' compressor" "$OUT" \
-	'^ *gzip +(isa-l igzip|zlib [0-9])'
+	'^ *gzip +(libdeflate [0-9]|zlib [0-9])'
 nv --version
 check_rc "--version: exits 0" 0
 check_match "--version: prints navette's version" "$OUT" '^navette [0-9]'
