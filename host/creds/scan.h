@@ -122,7 +122,8 @@ typedef struct nv_scan_stats {
 	size_t skipped_binary; /* binary files (raw token shapes only) */
 	size_t skipped_large; /* over NV_SCAN_MAX_FILE_SIZE (name rules only) */
 	size_t skipped_other; /* symlinks, submodules, special files */
-	int truncated;        /* NV_SCAN_MAX_FINDINGS reached: scan stopped */
+	size_t cached; /* blobs not read: judged clean before (verdicts) */
+	int truncated; /* NV_SCAN_MAX_FINDINGS reached: scan stopped */
 } nv_scan_stats;
 
 typedef struct nv_scan_allowlist nv_scan_allowlist;
@@ -174,6 +175,51 @@ int nv_scan_commit_ex(const char *repo_path, const char *oid_hex,
 		      unsigned flags, const char *allow, size_t allow_len,
 		      nv_scan_cb cb, void *payload, nv_scan_stats *stats,
 		      nv_err *err);
+
+/* Clean verdicts, kept between scans of commits: a blob (by its id) that
+ * gave no finding, allowed ones included, under a file name is not read
+ * again under that name by the same rules. The key of a verdict is the
+ * sha256 of the rules' fingerprint, the blob id and the file's base name
+ * (the name rules read only that; the allow-list plays no part, since a
+ * blob the allow-list excused is never cached). A blob with any finding is
+ * never recorded, so a new secret is a new blob and is always read.
+ *
+ * Bump NV_SCAN_RULES_VERSION with any change to what the scanner reports;
+ * the fingerprint also covers navette's version, the limits above and the
+ * token shape table, so a stale file is dropped, never trusted. */
+#define NV_SCAN_RULES_VERSION "1"
+#define NV_SCAN_VERDICTS_MAX  65536 /* verdicts kept in the file */
+#define NV_SCAN_VERDICTS_FILE "scan-verdicts"
+
+typedef struct nv_scan_verdicts nv_scan_verdicts;
+
+/* 64 hex digits naming the rules of this build. */
+void nv_scan_rules_fingerprint(char hex[65]);
+
+/* Loads the verdicts kept at path. A missing, unreadable, corrupt or stale
+ * file (another fingerprint) gives an empty set, never an error: the cost is
+ * a full scan. Only NV_ENOMEM fails. *out is the caller's, freed with
+ * nv_scan_verdicts_free(). */
+int nv_scan_verdicts_load(nv_scan_verdicts **out, const char *path,
+			  nv_err *err);
+
+/* Writes the verdicts back to the path they were loaded from, atomically:
+ * those added or used by the last scans first, then the others, at most
+ * NV_SCAN_VERDICTS_MAX. Creates the folder. */
+int nv_scan_verdicts_save(const nv_scan_verdicts *v, nv_err *err);
+
+/* How many verdicts v holds. */
+size_t nv_scan_verdicts_count(const nv_scan_verdicts *v);
+
+/* NULL is accepted. */
+void nv_scan_verdicts_free(nv_scan_verdicts *v);
+
+/* nv_scan_commit() reading and adding to verdicts (may be NULL: none):
+ * a blob found there is skipped (stats->cached), a blob scanned with no
+ * finding is added. verdicts is not safe to share between threads. */
+int nv_scan_commit_cached(const char *repo_path, const char *oid_hex,
+			  nv_scan_verdicts *verdicts, nv_scan_cb cb,
+			  void *payload, nv_scan_stats *stats, nv_err *err);
 
 /* Scans a plain folder with the allow-list at its root. Symlinks are never
  * followed (lstat/O_NOFOLLOW) and ".git" entries are skipped. stats (may be

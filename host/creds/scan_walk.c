@@ -1,8 +1,11 @@
 /* The walks of the secret scanner (see scan.h): the tree of a commit,
  * read through libgit2 from the object database, and a plain folder, read
- * without following symlinks. Each file goes to scan_file() (scan.c). */
+ * without following symlinks. Each file goes to scan_file() (scan.c). A
+ * commit's walk may skip the blobs a set of clean verdicts names (kept in a
+ * file between scans, below). */
 #include "creds/scan.h"
 #include "creds/scan_internal.h"
+#include "creds/token_shapes.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,11 +19,295 @@
 
 #include <git2.h>
 
+#include "core/fsutil.h"
+#include "core/sha256.h"
+
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0
 #endif
 
 #define DIR_MAX_ENTRIES 100000
+
+#ifndef NAVETTE_VERSION
+#define NAVETTE_VERSION "unknown"
+#endif
+
+/* ---- clean verdicts ---------------------------------------------------- */
+
+#define VERDICT_KEY    32 /* bytes of a sha256 */
+#define VERDICTS_MAGIC "navette scan verdicts 1 "
+#define VERDICT_LINE   (2 * VERDICT_KEY + 1)
+#define VERDICTS_FILE_MAX                                                      \
+	(sizeof(VERDICTS_MAGIC) + 66 +                                         \
+	 (size_t)NV_SCAN_VERDICTS_MAX * VERDICT_LINE)
+
+struct verdict {
+	unsigned char key[VERDICT_KEY];
+	unsigned char used; /* hit by a scan since the load */
+};
+
+struct nv_scan_verdicts {
+	char path[PATH_CAP];
+	char fingerprint[65];
+	struct verdict *old; /* loaded, sorted by key */
+	size_t nold;
+	unsigned char (*fresh)[VERDICT_KEY]; /* added since the load */
+	size_t nfresh, cap_fresh;
+};
+
+void nv_scan_rules_fingerprint(char hex[65])
+{
+	char text[8192];
+	size_t used = 0, i;
+	nv_err ignored;
+	int n;
+
+	n = snprintf(
+		text, sizeof(text),
+		"navette scan rules %s|navette %s|%u|%u|%u|%u|%u|%u",
+		NV_SCAN_RULES_VERSION, NAVETTE_VERSION,
+		(unsigned)NV_SCAN_MAX_FILE_SIZE, (unsigned)NV_SCAN_BINARY_PROBE,
+		(unsigned)NV_SCAN_MAX_FINDINGS, (unsigned)NV_SCAN_LINE_WINDOW,
+		(unsigned)NV_TOKEN_DECIDE_MAX, (unsigned)NV_TOKEN_SHAPE_COUNT);
+	used = n > 0 && (size_t)n < sizeof(text) ? (size_t)n : 0;
+	for (i = 0; i < NV_TOKEN_SHAPE_COUNT && used < sizeof(text); i++) {
+		const nv_token_shape *t = &nv_token_shapes[i];
+
+		n = snprintf(text + used, sizeof(text) - used,
+			     "|%s %d %zu %zu %s", t->prefix, (int)t->charset,
+			     t->min, t->max, t->rule);
+		if (n < 0 || (size_t)n >= sizeof(text) - used)
+			break; /* cut: still a fixed function of the table */
+		used += (size_t)n;
+	}
+	if (nv_sha256_bytes(text, used, hex, &ignored))
+		snprintf(hex, 65, "%s", "unknown"); /* matches no file */
+}
+
+static int hex_value(int ch)
+{
+	if (is_digit(ch))
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	return -1;
+}
+
+static int key_from_hex(unsigned char key[VERDICT_KEY], const char *hex)
+{
+	size_t i;
+
+	for (i = 0; i < VERDICT_KEY; i++) {
+		int hi = hex_value((unsigned char)hex[2 * i]),
+		    lo = hex_value((unsigned char)hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		key[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+static int cmp_verdicts(const void *a, const void *b)
+{
+	return memcmp(((const struct verdict *)a)->key,
+		      ((const struct verdict *)b)->key, VERDICT_KEY);
+}
+
+/* Parses the file's text into v->old; 0 when it is whole and current. */
+static int verdicts_parse(nv_scan_verdicts *v, const char *text, size_t len)
+{
+	size_t head = strlen(VERDICTS_MAGIC) + 65, n, i;
+	const char *p;
+
+	if (len < head ||
+	    memcmp(text, VERDICTS_MAGIC, strlen(VERDICTS_MAGIC)) != 0 ||
+	    memcmp(text + strlen(VERDICTS_MAGIC), v->fingerprint, 64) != 0 ||
+	    text[head - 1] != '\n' || (len - head) % VERDICT_LINE != 0)
+		return -1;
+	n = (len - head) / VERDICT_LINE;
+	if (n == 0)
+		return 0;
+	if (n > NV_SCAN_VERDICTS_MAX)
+		return -1;
+	v->old = calloc(n, sizeof(*v->old));
+	if (!v->old)
+		return -1;
+	for (i = 0, p = text + head; i < n; i++, p += VERDICT_LINE)
+		if (p[VERDICT_LINE - 1] != '\n' ||
+		    key_from_hex(v->old[i].key, p))
+			return -1;
+	qsort(v->old, n, sizeof(*v->old), cmp_verdicts);
+	v->nold = n;
+	return 0;
+}
+
+int nv_scan_verdicts_load(nv_scan_verdicts **out, const char *path, nv_err *err)
+{
+	nv_scan_verdicts *v;
+	nv_err ignored;
+	char *text = NULL;
+	size_t len = 0;
+
+	*out = NULL;
+	if (!path || strlen(path) >= PATH_CAP)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "scan: bad verdicts path");
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	snprintf(v->path, sizeof(v->path), "%s", path);
+	nv_scan_rules_fingerprint(v->fingerprint);
+	if (nv_read_file(&text, &len, path, VERDICTS_FILE_MAX, &ignored) == 0 &&
+	    verdicts_parse(v, text, len) != 0) {
+		free(v->old); /* corrupt or stale: start empty */
+		v->old = NULL;
+		v->nold = 0;
+	}
+	free(text);
+	*out = v;
+	return 0;
+}
+
+size_t nv_scan_verdicts_count(const nv_scan_verdicts *v)
+{
+	return v ? v->nold + v->nfresh : 0;
+}
+
+void nv_scan_verdicts_free(nv_scan_verdicts *v)
+{
+	if (!v)
+		return;
+	free(v->old);
+	free(v->fresh);
+	free(v);
+}
+
+static void put_hex(char *out, const unsigned char *key)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < VERDICT_KEY; i++) {
+		out[2 * i] = digits[key[i] >> 4];
+		out[2 * i + 1] = digits[key[i] & 15];
+	}
+	out[2 * VERDICT_KEY] = '\n';
+}
+
+int nv_scan_verdicts_save(const nv_scan_verdicts *v, nv_err *err)
+{
+	size_t cap = VERDICTS_FILE_MAX, used, kept = 0, i;
+	char dir[PATH_CAP], *text, *slash;
+	int pass, rc;
+
+	if (!v)
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", v->path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		rc = nv_mkdir_p(dir, 0700, err);
+		if (rc)
+			return rc;
+	}
+	text = malloc(cap);
+	if (!text)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	used = (size_t)snprintf(text, cap, "%s%s\n", VERDICTS_MAGIC,
+				v->fingerprint);
+	/* those the last scans used or added first: the bound drops the
+	 * others (v->fresh is merged in by the end of every scan) */
+	for (pass = 1; pass >= 0; pass--)
+		for (i = 0; i < v->nold && kept < NV_SCAN_VERDICTS_MAX; i++) {
+			if (v->old[i].used != pass)
+				continue;
+			put_hex(text + used, v->old[i].key);
+			used += VERDICT_LINE;
+			kept++;
+		}
+	rc = nv_write_file_atomic(v->path, text, used, 0600, err);
+	free(text);
+	return rc;
+}
+
+/* The key of blob id (hex) under the file name base. */
+static int verdict_key(const nv_scan_verdicts *v, const char *id_hex,
+		       const char *base, unsigned char key[VERDICT_KEY])
+{
+	char text[PATH_CAP + 200], hex[NV_SHA256_HEX_LEN + 1];
+	nv_err ignored;
+	int n = snprintf(text, sizeof(text), "%s\n%s\n%s", v->fingerprint,
+			 id_hex, base);
+
+	if (n < 0 || (size_t)n >= sizeof(text) ||
+	    nv_sha256_bytes(text, (size_t)n, hex, &ignored))
+		return -1;
+	return key_from_hex(key, hex);
+}
+
+/* 1 when v holds key (marked used), else 0. */
+static int verdicts_find(nv_scan_verdicts *v,
+			 const unsigned char key[VERDICT_KEY])
+{
+	struct verdict probe, *hit;
+
+	if (!v->nold)
+		return 0;
+	memcpy(probe.key, key, VERDICT_KEY);
+	hit = bsearch(&probe, v->old, v->nold, sizeof(*v->old), cmp_verdicts);
+	if (!hit)
+		return 0;
+	hit->used = 1;
+	return 1;
+}
+
+static void verdicts_add(nv_scan_verdicts *v,
+			 const unsigned char key[VERDICT_KEY])
+{
+	if (v->nold + v->nfresh >= 2 * (size_t)NV_SCAN_VERDICTS_MAX)
+		return; /* bounded: the rest is scanned next time */
+	if (v->nfresh == v->cap_fresh) {
+		size_t cap = v->cap_fresh ? v->cap_fresh * 2 : 256;
+		void *grown = realloc(v->fresh, cap * sizeof(*v->fresh));
+
+		if (!grown)
+			return; /* a cache: a lost verdict costs one scan */
+		v->fresh = grown;
+		v->cap_fresh = cap;
+	}
+	memcpy(v->fresh[v->nfresh++], key, VERDICT_KEY);
+}
+
+/* After a scan: what it added joins the sorted set, marked used, once. */
+static void verdicts_merge(nv_scan_verdicts *v)
+{
+	struct verdict *all;
+	size_t n = v->nold + v->nfresh, i, k;
+
+	if (!v->nfresh)
+		return;
+	all = realloc(v->old, n * sizeof(*all));
+	if (!all) {
+		v->nfresh = 0; /* a cache: lost, scanned again next time */
+		return;
+	}
+	for (i = 0; i < v->nfresh; i++) {
+		memcpy(all[v->nold + i].key, v->fresh[i], VERDICT_KEY);
+		all[v->nold + i].used = 1;
+	}
+	qsort(all, n, sizeof(*all), cmp_verdicts);
+	for (i = k = 0; i < n; i++) {
+		if (k && memcmp(all[k - 1].key, all[i].key, VERDICT_KEY) == 0) {
+			all[k - 1].used |= all[i].used;
+			continue;
+		}
+		all[k++] = all[i];
+	}
+	v->old = all;
+	v->nold = k;
+	v->nfresh = 0;
+}
 
 /* ---- commits ----------------------------------------------------------- */
 
@@ -28,6 +315,7 @@ struct commit_walk {
 	struct scan_ctx *c;
 	git_repository *repo;
 	git_odb *odb;
+	nv_scan_verdicts *verdicts; /* may be NULL */
 	nv_err *err;
 	int rc; /* an NV_E* code that stopped the walk */
 	char path[PATH_CAP];
@@ -45,7 +333,7 @@ static int git_fail(nv_err *err, int code, const char *hint, const char *what,
 	return code;
 }
 
-static int scan_blob(struct commit_walk *w, const git_oid *id)
+static int scan_blob_content(struct commit_walk *w, const git_oid *id)
 {
 	git_object_t type;
 	git_blob *blob = NULL;
@@ -63,6 +351,32 @@ static int scan_blob(struct commit_walk *w, const git_oid *id)
 	rc = scan_file(w->c, w->path, git_blob_rawcontent(blob),
 		       (size_t)git_blob_rawsize(blob));
 	git_blob_free(blob);
+	return rc;
+}
+
+/* A blob with a clean verdict is skipped; one that gives no finding (nor
+ * an allowed one) gets a verdict. */
+static int scan_blob(struct commit_walk *w, const git_oid *id)
+{
+	unsigned char key[VERDICT_KEY];
+	char id_hex[72]; /* sha1 or sha256 ids, hex */
+	const char *slash = strrchr(w->path, '/');
+	size_t findings = w->c->st->findings, allowed = w->c->st->allowed;
+	int keyed = 0, rc;
+
+	if (w->verdicts) {
+		git_oid_tostr(id_hex, sizeof(id_hex), id);
+		keyed = verdict_key(w->verdicts, id_hex,
+				    slash ? slash + 1 : w->path, key) == 0;
+		if (keyed && verdicts_find(w->verdicts, key)) {
+			w->c->st->cached++;
+			return 0;
+		}
+	}
+	rc = scan_blob_content(w, id);
+	if (!rc && keyed && !scan_done(w->c) &&
+	    w->c->st->findings == findings && w->c->st->allowed == allowed)
+		verdicts_add(w->verdicts, key);
 	return rc;
 }
 
@@ -149,10 +463,36 @@ int nv_scan_commit(const char *repo_path, const char *oid_hex, nv_scan_cb cb,
 				 stats, err);
 }
 
+static int scan_commit(const char *repo_path, const char *oid_hex,
+		       unsigned flags, const char *allow, size_t allow_len,
+		       nv_scan_verdicts *verdicts, nv_scan_cb cb, void *payload,
+		       nv_scan_stats *stats, nv_err *err);
+
 int nv_scan_commit_ex(const char *repo_path, const char *oid_hex,
 		      unsigned flags, const char *allow, size_t allow_len,
 		      nv_scan_cb cb, void *payload, nv_scan_stats *stats,
 		      nv_err *err)
+{
+	return scan_commit(repo_path, oid_hex, flags, allow, allow_len, NULL,
+			   cb, payload, stats, err);
+}
+
+int nv_scan_commit_cached(const char *repo_path, const char *oid_hex,
+			  nv_scan_verdicts *verdicts, nv_scan_cb cb,
+			  void *payload, nv_scan_stats *stats, nv_err *err)
+{
+	int rc = scan_commit(repo_path, oid_hex, 0, NULL, 0, verdicts, cb,
+			     payload, stats, err);
+
+	if (verdicts)
+		verdicts_merge(verdicts);
+	return rc;
+}
+
+static int scan_commit(const char *repo_path, const char *oid_hex,
+		       unsigned flags, const char *allow, size_t allow_len,
+		       nv_scan_verdicts *verdicts, nv_scan_cb cb, void *payload,
+		       nv_scan_stats *stats, nv_err *err)
 {
 	struct commit_walk *w = NULL;
 	struct scan_ctx c;
@@ -179,6 +519,7 @@ int nv_scan_commit_ex(const char *repo_path, const char *oid_hex,
 		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
 	w->c = &c;
 	w->err = err;
+	w->verdicts = verdicts;
 	if (git_libgit2_init() < 0) {
 		free(w);
 		return git_fail(err, NV_EBACKEND, NULL, "cannot initialise",

@@ -2,6 +2,8 @@
 #include "image/codelayer.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,17 +64,31 @@ static int on_finding(const nv_scan_finding *f, void *payload)
 	return 0;
 }
 
-static int scan_tree(const char *workdir, const char *commit, nv_err *err)
+/* Scans the commit's tree; verdicts_path (may be NULL) keeps the clean
+ * verdicts of its blobs between pushes (creds/scan.h), so an unchanged blob
+ * is not read again. stats may be NULL. */
+static int scan_tree(const char *workdir, const char *commit,
+		     const char *verdicts_path, nv_scan_stats *stats,
+		     nv_err *err)
 {
 	struct scan_report rep;
-	nv_scan_stats st;
+	nv_scan_verdicts *verdicts = NULL;
+	nv_scan_stats local, *st = stats ? stats : &local;
+	nv_err ignored;
 	int rc;
 
 	memset(&rep, 0, sizeof(rep));
-	rc = nv_scan_commit(workdir, commit, on_finding, &rep, &st, err);
+	if (verdicts_path &&
+	    nv_scan_verdicts_load(&verdicts, verdicts_path, &ignored))
+		verdicts = NULL; /* out of memory: a full scan */
+	rc = nv_scan_commit_cached(workdir, commit, verdicts, on_finding, &rep,
+				   st, err);
+	if (rc >= 0 && verdicts)
+		nv_scan_verdicts_save(verdicts, &ignored); /* a cache */
+	nv_scan_verdicts_free(verdicts);
 	if (rc < 0)
 		return rc;
-	if (st.findings == 0)
+	if (st->findings == 0)
 		return 0;
 	return nv_err_set(err, NV_EREFUSED,
 			  "remove them from the repository (and rotate them), "
@@ -82,6 +98,67 @@ static int scan_tree(const char *workdir, const char *commit, nv_err *err)
 			  "layer is made of it:%s%s",
 			  commit, rep.text,
 			  rep.count > SHOWN_FINDINGS ? "\n  ..." : "");
+}
+
+/* The scan of a push runs in a thread of its own while the base is
+ * resolved and the layer packed (both only read, and write a temp file):
+ * its verdict is awaited before anything is sent. It calls no Lua and
+ * shares nothing with the push but this struct, read after the join. */
+struct layer_stream;
+
+struct scan_job {
+	struct layer_stream *notify; /* told the verdict; may be NULL */
+	char workdir[4096];
+	char commit[NV_GIT_OID_HEX_LEN + 1];
+	char verdicts[4200]; /* "": no verdict cache */
+	pthread_t thread;
+	int running; /* started and not joined yet */
+	int rc;
+	nv_scan_stats stats;
+	nv_err err;
+};
+
+static void stream_verdict(struct layer_stream *st, int clean);
+
+static void *scan_job_main(void *arg)
+{
+	struct scan_job *j = arg;
+
+	j->rc = scan_tree(j->workdir, j->commit,
+			  j->verdicts[0] ? j->verdicts : NULL, &j->stats,
+			  &j->err);
+	if (j->notify)
+		stream_verdict(j->notify, j->rc == 0);
+	return NULL;
+}
+
+/* Starts the scan; without a thread, scans at once (the same verdict). */
+static void scan_job_start(struct scan_job *j, const char *workdir,
+			   const char *commit, const char *cache_dir)
+{
+	snprintf(j->workdir, sizeof(j->workdir), "%s", workdir);
+	snprintf(j->commit, sizeof(j->commit), "%s", commit);
+	if (!cache_dir || nv_pathf(j->verdicts, sizeof(j->verdicts), "%s/%s",
+				   cache_dir, NV_SCAN_VERDICTS_FILE))
+		j->verdicts[0] = '\0';
+	nv_err_clear(&j->err);
+	if (pthread_create(&j->thread, NULL, scan_job_main, j) == 0)
+		j->running = 1;
+	else
+		scan_job_main(j);
+}
+
+/* Joins the scan (harmless when not running) and gives its verdict: 0, or
+ * its error copied into err. */
+static int scan_job_wait(struct scan_job *j, nv_err *err)
+{
+	if (j->running) {
+		pthread_join(j->thread, NULL);
+		j->running = 0;
+	}
+	if (j->rc && err)
+		*err = j->err;
+	return j->rc;
 }
 
 /* ---- steps 1, 2 and the layer ---- */
@@ -142,8 +219,7 @@ static int prepare(const char *repo_path, const char *commit,
 	else if (nv_git_remote_url(p->repo, NULL, res->source,
 				   sizeof(res->source), err))
 		res->source[0] = '\0'; /* no origin: no source label */
-	step(o, "scan", res->commit);
-	return scan_tree(p->workdir, res->commit, err);
+	return 0;
 }
 
 static int pack(struct prepared *p, const char *out_path,
@@ -209,8 +285,245 @@ int nv_code_layer_pack(const char *repo_path, const char *commit,
 	if (!rc)
 		rc = prepare(repo_path, commit, NULL, &p, res, err);
 	if (!rc)
+		rc = scan_tree(p.workdir, res->commit, NULL, NULL, err);
+	if (!rc)
 		rc = pack(&p, out_path, res, err);
 	nv_git_free(p.repo);
+	return rc;
+}
+
+/* ---- the layer, uploaded while it is packed ---- */
+
+/* The pack writes the layer file; a sender thread PATCHes what is written
+ * to an upload session of the target (registry.h), a bounded chunk at a
+ * time read back from the file, and PUTs the digest once the pack is done.
+ * The sender sends nothing before the scan has passed the tree: a secret
+ * never leaves the machine, not even into an upload session. It stops, and
+ * the session is cancelled, when the scan refuses, the pack fails or the
+ * push gives up; any failure of its own leaves the layer to be sent whole
+ * afterwards (a registry that refuses chunks, say). While it runs, nothing
+ * else uses the target's client. */
+#define STREAM_CHUNK ((uint64_t)16 * 1024 * 1024)
+
+struct layer_stream {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int fd;           /* the layer file */
+	uint64_t written; /* bytes of it the pack has written */
+	int packed;       /* 1: done, digest set; -1: the pack failed */
+	int verdict;      /* the scan's: 0 not yet, 1 clean, -1 not */
+	int stop;         /* the push gives up */
+	char digest[NV_IMAGE_DIGEST_LEN + 1];
+	nv_registry *registry;
+	const char *repository;
+	pthread_t thread;
+	int running;
+	/* the sender's: sent under mu as it goes, the rest read after the
+	 * join */
+	uint64_t sent;
+	int over;     /* the sender has ended */
+	int uploaded; /* the blob is in the target */
+};
+
+static void stream_init(struct layer_stream *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->fd = -1;
+	pthread_mutex_init(&st->mu, NULL);
+	pthread_cond_init(&st->cv, NULL);
+}
+
+static void stream_set(struct layer_stream *st, int *field, int value)
+{
+	pthread_mutex_lock(&st->mu);
+	*field = value;
+	pthread_cond_broadcast(&st->cv);
+	pthread_mutex_unlock(&st->mu);
+}
+
+static void stream_verdict(struct layer_stream *st, int clean)
+{
+	stream_set(st, &st->verdict, clean ? 1 : -1);
+}
+
+/* Waits for the scan's verdict; 1 when the sender may go on. */
+static int stream_wait_clean(struct layer_stream *st)
+{
+	int go;
+
+	pthread_mutex_lock(&st->mu);
+	while (!st->verdict && !st->stop && st->packed >= 0)
+		pthread_cond_wait(&st->cv, &st->mu);
+	go = st->verdict == 1 && !st->stop && st->packed >= 0;
+	pthread_mutex_unlock(&st->mu);
+	return go;
+}
+
+static void stream_set_sent(struct layer_stream *st, uint64_t sent)
+{
+	pthread_mutex_lock(&st->mu);
+	st->sent = sent;
+	pthread_cond_broadcast(&st->cv);
+	pthread_mutex_unlock(&st->mu);
+}
+
+static void *stream_main(void *arg)
+{
+	struct layer_stream *st = arg;
+	char digest[NV_IMAGE_DIGEST_LEN + 1];
+	nv_registry_upload *up = NULL;
+	uint64_t sent = 0, n;
+	int uploaded = 0, packed;
+	nv_err err;
+
+	/* every way out goes through the end below, which tells the
+	 * waiting push that the sender is over */
+	if (!stream_wait_clean(st) ||
+	    nv_registry_upload_open(&up, st->registry, st->repository, &err))
+		goto over;
+	for (;;) {
+		pthread_mutex_lock(&st->mu);
+		while (!st->stop && !st->packed &&
+		       st->written - sent < STREAM_CHUNK)
+			pthread_cond_wait(&st->cv, &st->mu);
+		packed = st->stop ? -1 : st->packed;
+		n = st->written - sent;
+		memcpy(digest, st->digest, sizeof(digest));
+		pthread_mutex_unlock(&st->mu);
+		if (packed < 0)
+			break;
+		if (n == 0 && packed == 1) {
+			uploaded = !nv_registry_upload_commit(up, digest, &err);
+			break;
+		}
+		if (nv_registry_upload_write_fd(
+			    up, st->fd, sent,
+			    n < STREAM_CHUNK ? n : STREAM_CHUNK, &err))
+			break;
+		sent = nv_registry_upload_sent(up);
+		stream_set_sent(st, sent);
+	}
+over:
+	nv_registry_upload_free(up); /* cancels a session left open */
+	pthread_mutex_lock(&st->mu);
+	st->uploaded = uploaded;
+	st->sent = sent;
+	st->over = 1;
+	pthread_cond_broadcast(&st->cv);
+	pthread_mutex_unlock(&st->mu);
+	return NULL;
+}
+
+/* Once the layer is packed and clean: waits for the sender to end, showing
+ * its progress from this thread (progress functions may call Lua). */
+static void stream_finish(struct layer_stream *st, nv_registry *r,
+			  const char *digest, uint64_t total)
+{
+	uint64_t shown = 0, sent;
+	int over = 0;
+
+	while (st->running && !over) {
+		pthread_mutex_lock(&st->mu);
+		while (!st->over && st->sent == shown)
+			pthread_cond_wait(&st->cv, &st->mu);
+		sent = st->sent;
+		over = st->over;
+		pthread_mutex_unlock(&st->mu);
+		if (sent != shown && sent < total)
+			nv_registry_progress_report(r, digest, sent, total);
+		shown = sent;
+	}
+	if (st->running) {
+		pthread_join(st->thread, NULL);
+		st->running = 0;
+	}
+	if (st->uploaded)
+		nv_registry_progress_report(r, digest, total, total);
+}
+
+/* Stops the sender unless the layer is complete and clean, and joins it;
+ * harmless when it never started. */
+static void stream_join(struct layer_stream *st, int give_up)
+{
+	if (give_up)
+		stream_set(st, &st->stop, 1);
+	if (st->running) {
+		pthread_join(st->thread, NULL);
+		st->running = 0;
+	}
+}
+
+static void stream_dispose(struct layer_stream *st)
+{
+	stream_join(st, 1);
+	if (st->fd >= 0)
+		close(st->fd);
+	st->fd = -1;
+	pthread_cond_destroy(&st->cv);
+	pthread_mutex_destroy(&st->mu);
+}
+
+struct stream_sink {
+	struct layer_stream *st;
+	const char *path;
+	nv_err *err;
+};
+
+static int stream_write(void *payload, const void *data, size_t len)
+{
+	struct stream_sink *k = payload;
+	struct layer_stream *st = k->st;
+	int refused;
+
+	if (nv_write_all(st->fd, data, len)) {
+		nv_err_set_errno(k->err, NV_EIO, errno,
+				 "check the free space and rights",
+				 "archive: cannot write '%s'", k->path);
+		return -1;
+	}
+	pthread_mutex_lock(&st->mu);
+	st->written += len;
+	refused = st->verdict < 0; /* no use packing a refused tree */
+	if (st->written % STREAM_CHUNK < len || refused)
+		pthread_cond_broadcast(&st->cv);
+	pthread_mutex_unlock(&st->mu);
+	return refused ? -1 : 0;
+}
+
+/* The pack of a push: into path (created), the sender fed as it goes
+ * when stream is on. */
+static int pack_streamed(struct prepared *p, const char *path,
+			 struct layer_stream *st, int stream,
+			 nv_code_layer_result *res, nv_err *err)
+{
+	struct stream_sink k;
+	nv_archive_opts ao;
+	int rc;
+
+	st->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (st->fd < 0)
+		return nv_err_set_errno(err, NV_EIO, errno, NULL,
+					"cannot create '%s'", path);
+	if (stream && pthread_create(&st->thread, NULL, stream_main, st) == 0)
+		st->running = 1;
+	memset(&ao, 0, sizeof(ao));
+	ao.prefix = res->into;
+	ao.gzip = 1;
+	k.st = st;
+	k.path = path;
+	k.err = err;
+	rc = nv_archive_commit(p->repo, res->commit, &ao, stream_write, &k,
+			       &res->archive, err);
+	if (!rc) {
+		snprintf(res->diff_id, sizeof(res->diff_id), "sha256:%s",
+			 res->archive.tar_sha256);
+		snprintf(res->layer_digest, sizeof(res->layer_digest),
+			 "sha256:%s", res->archive.sha256);
+		pthread_mutex_lock(&st->mu);
+		memcpy(st->digest, res->layer_digest, sizeof(st->digest));
+		pthread_mutex_unlock(&st->mu);
+	}
+	stream_set(st, &st->packed, rc ? -1 : 1);
 	return rc;
 }
 
@@ -218,17 +531,19 @@ int nv_code_layer_pack(const char *repo_path, const char *commit,
 
 /* A pushed layer's facts, kept per commit and folder so that a second push
  * of the same commit does not pack it again when the registry has it. The
- * key covers everything the bytes depend on. */
+ * key covers everything the bytes depend on, the deflate engine and its
+ * version included (another engine makes other bytes). */
 static int cache_path(const char *dir, const nv_code_layer_result *res,
 		      char *out, size_t cap)
 {
-	char key[600], hex[NV_SHA256_HEX_LEN + 1];
+	char key[NV_ARCHIVE_PATH_MAX + 200], hex[NV_SHA256_HEX_LEN + 1];
 	nv_err ignored;
 	int n;
 
-	n = snprintf(key, sizeof(key), "navette code layer 1|%s|%s|%d|%zu|%d",
-		     res->commit, res->into, NV_ARCHIVE_GZIP_LEVEL,
-		     NV_PGZIP_BLOCK, NV_ARCHIVE_GZIP_OS);
+	n = snprintf(key, sizeof(key),
+		     "navette code layer 1|%s|%s|%d|%zu|%d|%s", res->commit,
+		     res->into, NV_ARCHIVE_GZIP_LEVEL, NV_PGZIP_BLOCK,
+		     NV_ARCHIVE_GZIP_OS, nv_pgzip_engine());
 	if (n < 0 || (size_t)n >= sizeof(key) ||
 	    nv_sha256_bytes(key, (size_t)n, hex, &ignored))
 		return -1;
@@ -422,7 +737,8 @@ struct push {
 	nv_registry_image img; /* the base, pinned */
 	struct prepared p;
 	char tmp[4096], layer_path[4200];
-	int have_tmp, layer_present;
+	int have_tmp, layer_present, packed;
+	struct layer_stream stream; /* the layer's upload while packed */
 	char *config, *manifest;
 	size_t config_len, manifest_len;
 };
@@ -510,10 +826,13 @@ static int push_layer(struct push *s, nv_err *err)
 	snprintf(detail, sizeof(detail), "%.12s into %.500s", res->commit,
 		 res->into);
 	step(s->o, "pack", detail);
-	rc = pack(&s->p, s->layer_path, res, err);
+	s->stream.registry = s->o->target_registry;
+	s->stream.repository = s->target.repository;
+	rc = pack_streamed(&s->p, s->layer_path, &s->stream, !s->o->check_only,
+			   res, err);
 	if (rc)
 		return rc;
-	cache_store(s->o->cache_dir, res);
+	s->packed = 1; /* cached once the scan has passed the tree */
 	return 0;
 }
 
@@ -596,7 +915,9 @@ static int push_blobs(struct push *s, nv_err *err)
 		rc = ensure_base_blob(o, &s->base, &s->target,
 				      s->img.parsed.entries[i].digest, s->tmp,
 				      res, err);
-	if (!rc && !s->layer_present)
+	if (!rc && s->stream.uploaded)
+		res->blobs_uploaded++; /* sent while packed */
+	else if (!rc && !s->layer_present)
 		rc = ensure_blob(o, &s->target, res->layer_digest,
 				 s->layer_path, NULL, 0, res, err);
 	if (!rc)
@@ -604,7 +925,7 @@ static int push_blobs(struct push *s, nv_err *err)
 				 s->config, s->config_len, res, err);
 	res->bytes_uploaded =
 		nv_registry_stats_get(o->target_registry)->bytes_uploaded -
-		before;
+		before + s->stream.sent;
 	return rc;
 }
 
@@ -628,18 +949,22 @@ static int push_manifest(struct push *s, nv_err *err)
 int nv_code_layer_push(const nv_code_layer_opts *o, nv_code_layer_result *res,
 		       nv_err *err)
 {
+	struct scan_job scan;
 	struct push s;
-	int rc;
+	int rc, scan_rc;
 
 	memset(res, 0, sizeof(*res));
 	memset(&s, 0, sizeof(s));
+	memset(&scan, 0, sizeof(scan));
 	s.o = o;
 	s.res = res;
 	rc = push_check(&s, err);
 	if (rc)
 		return rc;
+	stream_init(&s.stream);
+	scan.notify = &s.stream;
 
-	/* 1-2: commit, facts, secret scan */
+	/* 1: commit, facts */
 	rc = prepare(o->repo_path, o->commit, o, &s.p, res, err);
 	if (rc)
 		goto out;
@@ -647,9 +972,27 @@ int nv_code_layer_push(const nv_code_layer_opts *o, nv_code_layer_result *res,
 		nv_code_layer_tag(res->commit, res->tag);
 	else
 		snprintf(res->tag, sizeof(res->tag), "%s", s.target.tag);
+	/* 2, while 3 and 4's layer go on: nothing is sent before its verdict,
+	 * which wins over their errors as when it ran first */
+	step(o, "scan", res->commit);
+	scan_job_start(&scan, s.p.workdir, res->commit, o->cache_dir);
 	rc = push_base(&s, err);
 	if (!rc)
 		rc = push_layer(&s, err);
+	scan_rc = scan_job_wait(&scan, err);
+	res->scan_blobs_read = scan.stats.files + scan.stats.skipped_binary +
+			       scan.stats.skipped_large;
+	res->scan_blobs_cached = scan.stats.cached;
+	if (scan_rc)
+		rc = scan_rc;
+	/* the sender ends its upload, or gives up when the push does */
+	if (rc)
+		stream_join(&s.stream, 1);
+	else
+		stream_finish(&s.stream, o->target_registry, res->layer_digest,
+			      res->archive.size);
+	if (!rc && s.packed)
+		cache_store(o->cache_dir, res);
 	if (!rc)
 		rc = push_documents(&s, err);
 	if (!rc && o->check_only)
@@ -659,6 +1002,8 @@ int nv_code_layer_push(const nv_code_layer_opts *o, nv_code_layer_result *res,
 	if (!rc && !o->check_only)
 		rc = push_manifest(&s, err);
 out:
+	scan_job_wait(&scan, NULL); /* joined on every path */
+	stream_dispose(&s.stream);  /* idem, the session cancelled */
 	if (s.have_tmp) {
 		nv_err ignored;
 		nv_remove_tree(s.tmp, &ignored);

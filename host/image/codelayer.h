@@ -4,13 +4,19 @@
  * from the commit. No Docker, no emulation: nothing is run, only bytes are
  * written, so an amd64 image is built the same way on any laptop.
  *
- * Steps, in order (a failure stops them; nothing is pushed before step 5):
+ * Steps (a failure stops them; nothing is sent before the scan of step 2
+ * has passed the tree):
  *  1. resolve the commit; its time, the remote URL and the lock-file hash
- *  2. scan the commit's tree for secrets (host/creds/scan.h): a finding
- *     refuses the push (NV_EREFUSED, the findings listed)
+ *  2. scan the commit's tree for secrets (host/creds/scan.h), in a thread
+ *     of its own while steps 3 and 4 go on: a finding refuses the push
+ *     (NV_EREFUSED, the findings listed) whatever they did. The clean
+ *     verdicts of blobs are kept in cache_dir: an unchanged blob is not
+ *     read again
  *  3. resolve the base to one platform: its manifest digest and config,
  *     whose os/architecture must be that platform (nv_image_platform_check)
- *  4. write the layer, then the new config and manifest (manifest.h)
+ *  4. write the layer (once the scan has passed the tree, uploaded in
+ *     chunks while it is written; its digest closes the upload), then the
+ *     new config and manifest (manifest.h)
  *  5. make every blob present in the target repository, HEAD first: a
  *     blob the registry has is never sent again; a base layer missing
  *     there is mounted from the base repository (same registry) or copied
@@ -55,7 +61,8 @@ typedef struct nv_code_layer_opts {
 	const char *tmp_dir; /* for the layer file; NULL: $TMPDIR, /tmp */
 	/* Where a pushed layer's digests are kept per commit and folder, so
 	 * a second push of the commit skips packing when the target has the
-	 * layer (HEAD); NULL: no cache. */
+	 * layer (HEAD), and the scan's clean verdicts per blob
+	 * (NV_SCAN_VERDICTS_FILE); NULL: no cache. */
 	const char *cache_dir;
 	/* Clients of the base's and the target's registries (the same one
 	 * when they are the same registry). */
@@ -87,6 +94,9 @@ typedef struct nv_code_layer_result {
 	nv_archive_result archive;
 	unsigned blobs_present, blobs_uploaded, blobs_mounted, blobs_copied;
 	uint64_t bytes_uploaded; /* blob bytes sent to the target */
+	/* the secret scan: blobs read, and those skipped for a clean verdict
+	 * of an earlier push (kept in cache_dir) */
+	size_t scan_blobs_read, scan_blobs_cached;
 } nv_code_layer_result;
 
 /* Builds and pushes the code layer image (steps above). */

@@ -1171,6 +1171,209 @@ int nv_registry_blob_upload_file(nv_registry *r, const char *repository,
 	return rc;
 }
 
+/* ---- a blob whose digest comes last ---- */
+
+struct nv_registry_upload {
+	nv_registry *r;
+	char repository[NV_IMAGE_NAME_MAX + 1];
+	char scope[NV_REG_SCOPE_MAX];
+	char location[URL_MAX];
+	uint64_t sent; /* bytes the registry acknowledged */
+	int open;      /* a session the registry holds for us */
+	int broken;    /* a failed request: only cancel is left */
+	unsigned chunks;
+};
+
+int nv_registry_upload_open(nv_registry_upload **out, nv_registry *r,
+			    const char *repository, nv_err *err)
+{
+	nv_registry_upload *u;
+	nv_http_response resp;
+	char what[400];
+	int rc;
+
+	*out = NULL;
+	if (!r || !repository || strlen(repository) > NV_IMAGE_NAME_MAX)
+		return nv_err_set(err, NV_EINVAL, NULL, "bad repository");
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return nv_err_set(err, NV_ENOMEM, NULL, "out of memory");
+	u->r = r;
+	snprintf(u->repository, sizeof(u->repository), "%s", repository);
+	if (nv_reg_scope(u->scope, sizeof(u->scope), repository, "pull,push")) {
+		free(u);
+		return nv_err_set(err, NV_EINVAL, NULL, "name too long");
+	}
+	snprintf(what, sizeof(what), "start upload to %s", repository);
+	rc = upload_start(r, repository, u->scope, NULL, &resp, err);
+	if (!rc && resp.status != 202)
+		rc = reg_fail(r, &resp, what, err);
+	if (!rc && (!resp.location || strlen(resp.location) >= URL_MAX))
+		rc = nv_err_set(err, NV_EBACKEND, NULL,
+				"registry %s: %s: no upload Location",
+				r->cfg.registry, what);
+	if (!rc)
+		snprintf(u->location, sizeof(u->location), "%s", resp.location);
+	nv_http_response_free(&resp);
+	if (rc) {
+		free(u);
+		return rc;
+	}
+	u->open = 1;
+	*out = u;
+	return 0;
+}
+
+/* The end of the Range a registry answers ("0-N", "bytes=0-N"), or -1. */
+static long long acknowledged_end(const nv_http_response *resp)
+{
+	const char *v = NULL, *dash;
+	char *end;
+	long long n;
+
+	for (size_t i = 0; i < resp->nheaders; i++)
+		if (resp->headers[i].name &&
+		    strcasecmp(resp->headers[i].name, "Range") == 0)
+			v = resp->headers[i].value;
+	if (!v || !(dash = strchr(v, '-')))
+		return -1;
+	errno = 0;
+	n = strtoll(dash + 1, &end, 10);
+	if (errno || end == dash + 1 || n < 0)
+		return -1;
+	return n;
+}
+
+int nv_registry_upload_write_fd(nv_registry_upload *u, int fd, uint64_t offset,
+				uint64_t len, nv_err *err)
+{
+	char url[URL_MAX], what[400], range[64];
+	nv_http_response resp;
+	struct reg_body part;
+	struct reg_req q;
+	long long end;
+	int rc;
+
+	if (!u || !u->open || u->broken || fd < 0 || len == 0 ||
+	    offset != u->sent)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "upload: chunk out of order");
+	snprintf(what, sizeof(what), "upload to %s", u->repository);
+	if (location_url(u->r, u->location, NULL, url, sizeof(url)))
+		return nv_err_set(err, NV_EBACKEND, NULL,
+				  "registry %s: %s: unusable upload location",
+				  u->r->cfg.registry, what);
+	memset(&part, 0, sizeof(part));
+	part.fd = fd;
+	part.offset = offset;
+	part.flen = len;
+	part.r = u->r; /* no digest: no progress call, this may be a thread */
+	snprintf(range, sizeof(range), "Content-Range: %" PRIu64 "-%" PRIu64,
+		 offset, offset + len - 1);
+	memset(&q, 0, sizeof(q));
+	q.method = "PATCH";
+	q.url = url;
+	q.scope = u->scope;
+	q.headers[q.nheaders++] = "Content-Type: application/octet-stream";
+	q.headers[q.nheaders++] = range;
+	q.body = &part;
+	rc = reg_perform(u->r, &q, &resp, err);
+	if (!rc && resp.status != 202)
+		rc = reg_fail(u->r, &resp, what, err);
+	if (!rc && (!resp.location || strlen(resp.location) >= URL_MAX))
+		rc = nv_err_set(err, NV_EBACKEND, NULL,
+				"registry %s: %s: no Location after a chunk",
+				u->r->cfg.registry, what);
+	/* each chunk checked: the registry holds exactly what was sent */
+	if (!rc && (end = acknowledged_end(&resp)) >= 0 &&
+	    (uint64_t)end != offset + len - 1)
+		rc = nv_err_set(
+			err, NV_EBACKEND, "the registry is broken or lying",
+			"registry %s: %s: it holds bytes 0-%lld, not "
+			"0-%" PRIu64,
+			u->r->cfg.registry, what, end, offset + len - 1);
+	if (!rc)
+		snprintf(u->location, sizeof(u->location), "%s", resp.location);
+	nv_http_response_free(&resp);
+	if (rc) {
+		u->broken = 1;
+		return rc;
+	}
+	u->sent += len;
+	u->chunks++;
+	u->r->stats.bytes_uploaded += len;
+	return 0;
+}
+
+int nv_registry_upload_commit(nv_registry_upload *u, const char *digest,
+			      nv_err *err)
+{
+	char url[URL_MAX], what[400], extra[100];
+	nv_http_response resp;
+	struct reg_body empty;
+	struct reg_req q;
+	int rc;
+
+	if (!u || !u->open || u->broken)
+		return nv_err_set(err, NV_EINVAL, NULL,
+				  "upload: no session to commit");
+	if (!nv_image_digest_valid(digest))
+		return nv_err_set(err, NV_EINVAL, NULL, "bad digest");
+	snprintf(what, sizeof(what), "upload blob %s@%s", u->repository,
+		 digest);
+	snprintf(extra, sizeof(extra), "digest=sha256%%3A%s", digest + 7);
+	if (location_url(u->r, u->location, extra, url, sizeof(url)))
+		return nv_err_set(err, NV_EBACKEND, NULL,
+				  "registry %s: %s: unusable upload location",
+				  u->r->cfg.registry, what);
+	memset(&empty, 0, sizeof(empty));
+	empty.fd = -1;
+	memset(&q, 0, sizeof(q));
+	q.method = "PUT";
+	q.url = url;
+	q.scope = u->scope;
+	q.headers[q.nheaders++] = "Content-Type: application/octet-stream";
+	q.body = &empty;
+	rc = reg_perform(u->r, &q, &resp, err);
+	if (!rc && resp.status != 201)
+		rc = reg_fail(u->r, &resp, what, err);
+	if (!rc && resp.docker_content_digest &&
+	    strcmp(resp.docker_content_digest, digest) != 0)
+		rc = nv_err_set(
+			err, NV_EREFUSED, "the registry is broken or lying",
+			"registry %s: %s: it stored %.80s", u->r->cfg.registry,
+			what, resp.docker_content_digest);
+	nv_http_response_free(&resp);
+	if (rc) {
+		u->broken = 1;
+		return rc;
+	}
+	u->open = 0; /* the registry closed the session */
+	u->r->stats.blobs_uploaded++;
+	return 0;
+}
+
+void nv_registry_progress_report(nv_registry *r, const char *digest,
+				 uint64_t done, uint64_t total)
+{
+	if (r && r->cfg.progress && digest)
+		r->cfg.progress(r->cfg.progress_payload, digest, done, total);
+}
+
+uint64_t nv_registry_upload_sent(const nv_registry_upload *u)
+{
+	return u ? u->sent : 0;
+}
+
+void nv_registry_upload_free(nv_registry_upload *u)
+{
+	if (!u)
+		return;
+	if (u->open)
+		upload_cancel(u->r, u->scope, u->location);
+	free(u);
+}
+
 int nv_registry_blob_mount(nv_registry *r, const char *repository,
 			   const char *digest, const char *from_repository,
 			   int *mounted, nv_err *err)

@@ -139,6 +139,29 @@ int nv_registry_blob_upload_file(nv_registry *r, const char *repository,
 				 const char *digest, const char *path,
 				 nv_err *err);
 
+/* A blob uploaded while it is made, its digest known only at the end
+ * (OCI distribution's chunked upload): open POSTs a session, each
+ * write_fd PATCHes the next len bytes of fd from offset (chunks in order,
+ * each acknowledged; the caller bounds them), commit PUTs ?digest= and the
+ * registry checks the digest over all it got. A failed request leaves only
+ * free, which cancels a session still open (DELETE): nothing of it is kept.
+ * No progress callback is made: these may run on a thread of their own,
+ * provided no other call uses r meanwhile. A registry that refuses chunks
+ * fails write_fd: the caller then sends the blob whole. */
+typedef struct nv_registry_upload nv_registry_upload;
+int nv_registry_upload_open(nv_registry_upload **out, nv_registry *r,
+			    const char *repository, nv_err *err);
+int nv_registry_upload_write_fd(nv_registry_upload *u, int fd, uint64_t offset,
+				uint64_t len, nv_err *err);
+int nv_registry_upload_commit(nv_registry_upload *u, const char *digest,
+			      nv_err *err);
+uint64_t nv_registry_upload_sent(const nv_registry_upload *u);
+/* Calls r's progress function (on the caller's thread: the one that may
+ * call it, where the upload runs on another). */
+void nv_registry_progress_report(nv_registry *r, const char *digest,
+				 uint64_t done, uint64_t total);
+void nv_registry_upload_free(nv_registry_upload *u);
+
 /* Asks the registry to mount digest from from_repository into repository.
  * *mounted = 1 when done (201); 0 when the registry declined (202, an
  * upload session it opened is cancelled), then upload. */

@@ -95,6 +95,11 @@ check_eq "the second push finds the 3 blobs present" "$(printf '%s' "$OUT" | jso
 uploads_after=$(count_log "$LOG" "\"(PUT|PATCH|POST) /v2/team/$RUN_ID/blobs/uploads")
 check_eq "the registry's log shows no upload request in the second push" \
 	"$uploads_after" "$uploads_before"
+check_ne "the first push sent the layer in chunks while packing it" \
+	"$(count_log "$LOG" "\"PATCH /v2/team/$RUN_ID/blobs/uploads")" 0
+VERDICTS=$NAVETTE_HOME/cache/layers/scan-verdicts
+check_eq "the scan kept the clean verdicts of the commit's 5 files" \
+	"$(($(wc -l <"$VERDICTS") - 1))" 5
 
 # ---- another registry, with docker-login credentials: same digest -----------
 docker_login "$BASIC" "$REGISTRY_BASIC_USER" "$REGISTRY_BASIC_PASSWORD"
@@ -126,6 +131,8 @@ C2=$(commit_all "$R" "project file")
 export NV_REG_USER=$REGISTRY_TOKEN_USER NV_REG_PASSWORD=$REGISTRY_TOKEN_PASSWORD
 nv image push-code --base "$BASE_TAG" --to "$TOKEN/team/$RUN_ID" --repo "$R" --json
 check_rc "push-code to the token registry with the declared credential" 0
+check_eq "a commit adding one file: one more clean verdict (only it was read)" \
+	"$(($(wc -l <"$VERDICTS") - 1))" 6
 TDIGEST=$(printf '%s' "$OUT" | json 'd["digest"]')
 check_eq "its tag is the new commit's" "$(printf '%s' "$OUT" | json 'd["tag"]')" "${C2:0:12}"
 verify_image "the image on the token registry" "$TOKEN/team/$RUN_ID:${C2:0:12}" \
@@ -150,8 +157,13 @@ planted_secret=$(LC_ALL=C tr -dc 'A-Za-z0-9' </dev/urandom | head -c 40)
 printf 'aws_access_key_id = %s\naws_secret_access_key = %s\n' \
 	"$planted_id" "$planted_secret" | put_file "$R" config/credentials
 C3=$(commit_all "$R" "planted secret")
+uploads_before=$(count_log "$LOG" "\"(PUT|PATCH|POST) /v2/team/$RUN_ID/blobs/uploads")
 nv image push-code --base "$BASE_TAG" --to "$TO" --repo "$R"
 check_rc "a tree with a planted secret is refused (exit 3)" 3
+check_eq "no byte of it went to the registry, not even in an upload session" \
+	"$(count_log "$LOG" "\"(PUT|PATCH|POST) /v2/team/$RUN_ID/blobs/uploads")" "$uploads_before"
+check_eq "the blob with the secret got no clean verdict" \
+	"$(($(wc -l <"$VERDICTS") - 1))" 6
 check_contains "the refusal names the file" "$ERR" "config/credentials"
 check_no_match "the refusal does not print the secret" "$ERR" "$planted_secret"
 check_eq "nothing was pushed for that commit" \
