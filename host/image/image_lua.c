@@ -532,6 +532,10 @@ static void push_code_result(lua_State *L, const nv_code_layer_result *r,
 		SET_INT("blobs_mounted", r->blobs_mounted);
 		SET_INT("blobs_copied", r->blobs_copied);
 		SET_INT("bytes_uploaded", r->bytes_uploaded);
+		/* the secret scan: files read, and those a clean verdict of
+		 * an earlier push let it skip */
+		SET_INT("scan_files_read", r->scan_blobs_read);
+		SET_INT("scan_files_cached", r->scan_blobs_cached);
 	}
 #undef SET_STR
 #undef SET_INT

@@ -13,6 +13,9 @@
 #  2. push: `navette image push-code` of the tree to a new repository
 #     against `skopeo copy` of the same image (from an oci: layout) to
 #     another new repository.
+#     The push compared with skopeo scans the whole tree (the clean
+#     verdicts of the first push dropped); a push of a changed commit (one
+#     file more) then shows the scan reading only that file.
 #  3. a second push of the unchanged commit: the blob bytes it sends
 #     (navette's count and the registry's access log); target 0.
 #
@@ -223,11 +226,28 @@ SKOPEO_GZ_S=$(timed skopeo copy --dest-tls-verify=false --dest-compress \
 docker_cfg=$HOME/.docker/config.json
 mkdir -p "$HOME/.docker"
 python3 -c "import base64,json; print(json.dumps({'auths': {'$REGISTRY_BASIC': {'auth': base64.b64encode(b'$REGISTRY_BASIC_USER:$REGISTRY_BASIC_PASSWORD').decode()}}}))" >"$docker_cfg"
+# the scan's clean verdicts of the first push are dropped: this push, the
+# one compared with skopeo, reads the whole tree as a first push does
+rm -f -- "$NAVETTE_HOME/cache/layers/scan-verdicts"
 t0=$(date +%s%N)
 "$NAVETTE" image push-code --base "$REG/bench/base:1" --to "$REGISTRY_BASIC/bench/navette" \
 	--repo "$R" --json >"$W/push-basic.json" || die "push-code to the basic registry failed"
 t1=$(date +%s%N)
 PUSH_BASIC_S=$(python3 -c "print(round(($t1 - $t0) / 1e9, 3))")
+BASIC_READ=$(python3 -c "import json; print(json.load(open('$W/push-basic.json'))['scan_files_read'])")
+
+# a changed commit (one file more) to that registry: its layer is new, and
+# the scan reads only the new file (the others have clean verdicts now)
+printf 'changed %s\n' "$(date +%s%N)" >"$R/changed.txt"
+git -C "$R" add changed.txt
+git -C "$R" commit -qm changed
+t0=$(date +%s%N)
+"$NAVETTE" image push-code --base "$REG/bench/base:1" --to "$REGISTRY_BASIC/bench/navette" \
+	--repo "$R" --json >"$W/push-changed.json" || die "push-code of the changed commit failed"
+t1=$(date +%s%N)
+PUSH_CHANGED_S=$(python3 -c "print(round(($t1 - $t0) / 1e9, 3))")
+CHANGED_SCAN=$(python3 -c "import json; d=json.load(open('$W/push-changed.json')); print('%d read, %d skipped' % (d['scan_files_read'], d['scan_files_cached']))")
+git -C "$R" reset -q --hard "$COMMIT"
 
 # ---- 3. a second push --------------------------------------------------------
 before=$(grep -Ec '"(POST|PATCH|PUT) /v2/bench/navette/blobs/uploads' "$LOG" || true)
@@ -253,7 +273,8 @@ image_bench: ${MIB} MiB tree, tar stream $TAR_BYTES B, gzip layer $LAYER_BYTES B
   tar + gzip + both sha256                  $NV_GZ_S s   $(mbps "$TAR_BYTES" "$NV_GZ_S") MB/s
   navette image pack (scan + gzip layer)    $PACK_S s
   push: navette image push-code (all)       $PUSH_S s   (scan, pack, gzip, upload; same registry as the base)
-  push: navette to the other registry       $PUSH_BASIC_S s   (also copies the base across)
+  push: navette to the other registry       $PUSH_BASIC_S s   (also copies the base across; the scan read $BASIC_READ files)
+  push: a changed commit, that registry     $PUSH_CHANGED_S s   (one file more: a new layer; scan: $CHANGED_SCAN)
   push: skopeo copy of the same image       $SKOPEO_S s   (blobs already compressed, from an oci: layout)
     skopeo time / navette time: $(ratio "$SKOPEO_S" "$PUSH_BASIC_S") (both to the basic-auth registry)
   push: skopeo copy compressing the tar     $SKOPEO_GZ_S s   (the same work as navette but the scan)

@@ -131,8 +131,10 @@ C2=$(commit_all "$R" "project file")
 export NV_REG_USER=$REGISTRY_TOKEN_USER NV_REG_PASSWORD=$REGISTRY_TOKEN_PASSWORD
 nv image push-code --base "$BASE_TAG" --to "$TOKEN/team/$RUN_ID" --repo "$R" --json
 check_rc "push-code to the token registry with the declared credential" 0
-check_eq "a commit adding one file: one more clean verdict (only it was read)" \
+check_eq "a commit changing one file (navette.lua): one more clean verdict" \
 	"$(($(wc -l <"$VERDICTS") - 1))" 6
+check_eq "its scan read the one changed file" "$(printf '%s' "$OUT" | json 'd["scan_files_read"]')" 1
+check_eq "and skipped the 4 it had found clean" "$(printf '%s' "$OUT" | json 'd["scan_files_cached"]')" 4
 TDIGEST=$(printf '%s' "$OUT" | json 'd["digest"]')
 check_eq "its tag is the new commit's" "$(printf '%s' "$OUT" | json 'd["tag"]')" "${C2:0:12}"
 verify_image "the image on the token registry" "$TOKEN/team/$RUN_ID:${C2:0:12}" \
