@@ -16,8 +16,6 @@
 
 #include "core/runtime.h"
 #include "core/versions.h"
-#include "creds/redact.h"
-#include "git/pgzip.h"
 
 #define BUILT_AGAINST " (as built)"
 
@@ -99,8 +97,8 @@ int nv_core_versions(lua_State *L)
 		 XML_MINOR_VERSION, XML_MICRO_VERSION);
 	if (!put_built(L, load, "XML_ExpatVersion", "expat", buf))
 		put(L, "expat", XML_ExpatVersion());
-	/* the engines of the redactor and of the code layers' gzip */
-	put(L, "redact", nv_redact_engine(load));
-	put(L, "gzip", nv_pgzip_engine());
+	/* the engines of the redactor and of the code layers' gzip are
+	 * their floors' to say (creds.redact_engine, git.gzip_engine):
+	 * navette.cli.version adds them */
 	return 1;
 }

@@ -827,6 +827,15 @@ static int l_creds_cache_clear(lua_State *L)
 	return 0;
 }
 
+/* creds.redact_engine([load]) -> "vectorscan 5.4.9" | "aho-corasick
+ * (built in)": the redactor's matcher (creds/redact.h), for `navette
+ * version`; load: open Vectorscan to ask it. */
+static int l_creds_redact_engine(lua_State *L)
+{
+	lua_pushstring(L, nv_redact_engine(lua_toboolean(L, 1)));
+	return 1;
+}
+
 int luaopen_navette_creds(lua_State *L)
 {
 	static const luaL_Reg methods[] = {
@@ -860,6 +869,7 @@ int luaopen_navette_creds(lua_State *L)
 		{"scan_string", l_creds_scan_string},
 		{"fingerprints", l_creds_fingerprints},
 		{"add_fingerprints", l_creds_add_fingerprints},
+		{"redact_engine", l_creds_redact_engine},
 		{NULL, NULL}};
 
 	luaL_newmetatable(L, NV_SECRET_MT); // [mt]

@@ -15,6 +15,7 @@
 #include "git/archive.h"
 #include "git/cache.h"
 #include "git/git.h"
+#include "git/pgzip.h"
 
 #define NV_GIT_REPO_MT "navette.git.repo"
 
@@ -626,12 +627,21 @@ static const luaL_Reg repo_meta[] = {
 	{NULL, NULL},
 };
 
+/* git.gzip_engine() -> "libdeflate 1.14" | "zlib 1.2.13": what
+ * compresses code layers (git/pgzip.h), for `navette version`. */
+static int l_git_gzip_engine(lua_State *L)
+{
+	lua_pushstring(L, nv_pgzip_engine());
+	return 1;
+}
+
 static const luaL_Reg git_functions[] = {
 	{"open", l_git_open},
 	{"config", l_git_config},
 	{"open_cache", l_git_open_cache},
 	{"cache_name", l_git_cache_name},
 	{"cache_fetch", l_git_cache_fetch},
+	{"gzip_engine", l_git_gzip_engine},
 	{NULL, NULL},
 };
 

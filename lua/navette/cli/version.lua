@@ -19,6 +19,9 @@ function M.run(argv)
   local opts = common.command_args(M, argv)
   if not opts then return 0 end
   local v = _navette.core.versions(opts.linked)
+  -- the matchers of the redactor and of the code layers' gzip
+  v.redact = _navette.creds.redact_engine(opts.linked)
+  v.gzip = _navette.git.gzip_engine()
   if opts.json then term.print(json.encode(v, true)); return 0 end
   term.print("navette " .. v.navette)
   for _, k in ipairs({ "lua", "libgit2", "libcurl", "sqlite", "openssl",
