@@ -1099,18 +1099,15 @@ static int upload_send(nv_registry *r, const char *repository,
 	return rc;
 }
 
-static int blob_upload(nv_registry *r, const char *repository,
-		       const char *digest, struct reg_body *b, uint64_t total,
-		       nv_err *err)
+/* POSTs a new upload session to repository: location[URL_MAX] gets where
+ * its bytes go. */
+static int upload_session(nv_registry *r, const char *repository,
+			  const char *scope, char *location, nv_err *err)
 {
-	char scope[NV_REG_SCOPE_MAX], location[URL_MAX], what[400];
 	nv_http_response resp;
+	char what[400];
 	int rc;
 
-	if (!nv_image_digest_valid(digest))
-		return nv_err_set(err, NV_EINVAL, NULL, "bad digest");
-	if (nv_reg_scope(scope, sizeof(scope), repository, "pull,push"))
-		return nv_err_set(err, NV_EINVAL, NULL, "name too long");
 	snprintf(what, sizeof(what), "start upload to %s", repository);
 	rc = upload_start(r, repository, scope, NULL, &resp, err);
 	if (!rc && resp.status != 202)
@@ -1120,8 +1117,23 @@ static int blob_upload(nv_registry *r, const char *repository,
 				"registry %s: %s: no upload Location",
 				r->cfg.registry, what);
 	if (!rc)
-		snprintf(location, sizeof(location), "%s", resp.location);
+		snprintf(location, URL_MAX, "%s", resp.location);
 	nv_http_response_free(&resp);
+	return rc;
+}
+
+static int blob_upload(nv_registry *r, const char *repository,
+		       const char *digest, struct reg_body *b, uint64_t total,
+		       nv_err *err)
+{
+	char scope[NV_REG_SCOPE_MAX], location[URL_MAX];
+	int rc;
+
+	if (!nv_image_digest_valid(digest))
+		return nv_err_set(err, NV_EINVAL, NULL, "bad digest");
+	if (nv_reg_scope(scope, sizeof(scope), repository, "pull,push"))
+		return nv_err_set(err, NV_EINVAL, NULL, "name too long");
+	rc = upload_session(r, repository, scope, location, err);
 	if (rc)
 		return rc;
 	b->digest = digest;
@@ -1188,8 +1200,6 @@ int nv_registry_upload_open(nv_registry_upload **out, nv_registry *r,
 			    const char *repository, nv_err *err)
 {
 	nv_registry_upload *u;
-	nv_http_response resp;
-	char what[400];
 	int rc;
 
 	*out = NULL;
@@ -1204,17 +1214,7 @@ int nv_registry_upload_open(nv_registry_upload **out, nv_registry *r,
 		free(u);
 		return nv_err_set(err, NV_EINVAL, NULL, "name too long");
 	}
-	snprintf(what, sizeof(what), "start upload to %s", repository);
-	rc = upload_start(r, repository, u->scope, NULL, &resp, err);
-	if (!rc && resp.status != 202)
-		rc = reg_fail(r, &resp, what, err);
-	if (!rc && (!resp.location || strlen(resp.location) >= URL_MAX))
-		rc = nv_err_set(err, NV_EBACKEND, NULL,
-				"registry %s: %s: no upload Location",
-				r->cfg.registry, what);
-	if (!rc)
-		snprintf(u->location, sizeof(u->location), "%s", resp.location);
-	nv_http_response_free(&resp);
+	rc = upload_session(r, repository, u->scope, u->location, err);
 	if (rc) {
 		free(u);
 		return rc;

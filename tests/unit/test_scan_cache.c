@@ -7,7 +7,6 @@
  * secrets are assembled from pieces, as in test_scan.c. */
 #include "creds/scan.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 
 #include "nv_test.h"
+#include "nv_test_sh.h"
 
 /* clang-format off */
 #define AWS_ID     "AKIA" "Q3N7XK2P9RT4WVZB"
@@ -27,38 +27,13 @@
 
 static char tmp[256];
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2)))
-#endif
-static int
-sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	if (rc != 0)
-		fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
-	return rc;
-}
-
 static void head_of(const char *repo, char oid[41])
 {
-	char cmd[512];
-	FILE *p;
+	char out[64];
 
 	oid[0] = '\0';
-	snprintf(cmd, sizeof(cmd), "git -C '%s' rev-parse HEAD", repo);
-	p = popen(cmd, "r");
-	if (!p)
-		return;
-	if (!fgets(oid, 41, p))
-		oid[0] = '\0';
-	pclose(p);
+	if (sh_out(out, sizeof(out), "git -C '%s' rev-parse HEAD", repo) == 0)
+		snprintf(oid, 41, "%.40s", out);
 }
 
 static void put_text(const char *root, const char *rel, const char *text)
