@@ -20,6 +20,7 @@
 #include <git2.h>
 
 #include "core/fsutil.h"
+#include "core/hex.h"
 #include "core/sha256.h"
 
 #ifndef O_CLOEXEC
@@ -84,26 +85,21 @@ void nv_scan_rules_fingerprint(char hex[65])
 		snprintf(hex, 65, "%s", "unknown"); /* matches no file */
 }
 
-static int hex_value(int ch)
-{
-	if (is_digit(ch))
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	return -1;
-}
-
+/* 64 lowercase hex digits (as the file is written) into key; -1 on any
+ * other byte. */
 static int key_from_hex(unsigned char key[VERDICT_KEY], const char *hex)
 {
 	size_t i;
 
-	for (i = 0; i < VERDICT_KEY; i++) {
-		int hi = hex_value((unsigned char)hex[2 * i]),
-		    lo = hex_value((unsigned char)hex[2 * i + 1]);
+	for (i = 0; i < 2 * VERDICT_KEY; i++) {
+		int v = nv_hex_value((unsigned char)hex[i]);
 
-		if (hi < 0 || lo < 0)
+		if (v < 0 || (hex[i] >= 'A' && hex[i] <= 'F'))
 			return -1;
-		key[i] = (unsigned char)(hi << 4 | lo);
+		if (i % 2 == 0)
+			key[i / 2] = (unsigned char)(v << 4);
+		else
+			key[i / 2] |= (unsigned char)v;
 	}
 	return 0;
 }

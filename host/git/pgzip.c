@@ -137,34 +137,25 @@ static struct libdeflate_compressor *make_compressor(int level)
 	return libdeflate_alloc_compressor(level < 0 ? 6 : level);
 }
 
-static void *worker(void *arg)
+/* The engine of one worker thread (the loop is worker(), below). */
+struct engine {
+	struct libdeflate_compressor *c;
+};
+
+static int engine_open(struct engine *e, const nv_pgzip *g)
 {
-	nv_pgzip *g = arg;
-	struct libdeflate_compressor *c = make_compressor(g->level);
+	e->c = make_compressor(g->level);
+	return e->c != NULL;
+}
 
-	pthread_mutex_lock(&g->mu);
-	for (;;) {
-		struct slot *s;
+static void engine_compress(struct engine *e, const nv_pgzip *g, struct slot *s)
+{
+	compress_slot(e->c, g->level, g->os, s);
+}
 
-		while (!g->stop && g->taken == g->submitted)
-			pthread_cond_wait(&g->work, &g->mu);
-		if (g->stop)
-			break;
-		s = &g->slots[g->taken % g->nslots];
-		g->taken++;
-		pthread_mutex_unlock(&g->mu);
-		if (c)
-			compress_slot(c, g->level, g->os, s);
-		else
-			s->failed = 1;
-		pthread_mutex_lock(&g->mu);
-		s->state = SLOT_DONE;
-		pthread_cond_broadcast(&g->done);
-	}
-	pthread_mutex_unlock(&g->mu);
-	if (c)
-		libdeflate_free_compressor(c);
-	return NULL;
+static void engine_close(struct engine *e)
+{
+	libdeflate_free_compressor(e->c);
 }
 #else
 /* Deflates one slot with z (raw deflate at the stream's level). */
@@ -210,15 +201,38 @@ static void compress_slot(z_stream *z, struct slot *s)
 	}
 }
 
+/* The engine of one worker thread (the loop is worker(), below). */
+struct engine {
+	z_stream z;
+};
+
+static int engine_open(struct engine *e, const nv_pgzip *g)
+{
+	memset(&e->z, 0, sizeof(e->z));
+	return deflateInit2(&e->z, g->level, Z_DEFLATED, -15, 8,
+			    Z_DEFAULT_STRATEGY) == Z_OK;
+}
+
+static void engine_compress(struct engine *e, const nv_pgzip *g, struct slot *s)
+{
+	(void)g;
+	compress_slot(&e->z, s);
+}
+
+static void engine_close(struct engine *e)
+{
+	deflateEnd(&e->z);
+}
+#endif
+
+/* A worker thread: takes the next submitted slot, deflates it with its
+ * engine (a slot fails when the engine could not be made), marks it done. */
 static void *worker(void *arg)
 {
 	nv_pgzip *g = arg;
-	z_stream z;
-	int ok;
+	struct engine e;
+	int ok = engine_open(&e, g);
 
-	memset(&z, 0, sizeof(z));
-	ok = deflateInit2(&z, g->level, Z_DEFLATED, -15, 8,
-			  Z_DEFAULT_STRATEGY) == Z_OK;
 	pthread_mutex_lock(&g->mu);
 	for (;;) {
 		struct slot *s;
@@ -231,7 +245,7 @@ static void *worker(void *arg)
 		g->taken++;
 		pthread_mutex_unlock(&g->mu);
 		if (ok)
-			compress_slot(&z, s);
+			engine_compress(&e, g, s);
 		else
 			s->failed = 1;
 		pthread_mutex_lock(&g->mu);
@@ -240,10 +254,9 @@ static void *worker(void *arg)
 	}
 	pthread_mutex_unlock(&g->mu);
 	if (ok)
-		deflateEnd(&z);
+		engine_close(&e);
 	return NULL;
 }
-#endif
 
 static int emit_raw(nv_pgzip *g, const unsigned char *p, size_t n, nv_err *err)
 {
